@@ -1,0 +1,31 @@
+"""The programmatic API that the command line (and later the viewer and MCP server) share.
+
+Every function takes plain arguments and returns plain data or frozen models; none prints.
+Bad input raises `ix.domain.errors.ConfigError` before anything is written.
+"""
+
+from ix.api.experiments import (
+    ExperimentInfo,
+    list_experiments,
+    load,
+    plan,
+    resolve,
+    run,
+    validate,
+)
+from ix.domain.errors import ConfigError
+from ix.engine.plan import Overrides
+from ix.engine.run import RunResult
+
+__all__ = [
+    "ConfigError",
+    "ExperimentInfo",
+    "Overrides",
+    "RunResult",
+    "list_experiments",
+    "load",
+    "plan",
+    "resolve",
+    "run",
+    "validate",
+]

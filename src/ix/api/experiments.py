@@ -1,0 +1,114 @@
+"""Find, check, run and list experiments."""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.engine.plan import Overrides, Plan, build_plan
+from ix.engine.run import OnTrial, RunResult, run_plan
+from ix.lab.loader import LoadedExperiment, load_experiment
+from ix.lab.resolve import find_lab, is_experiment, select_experiments
+from ix.lab.resolve import list_experiments as _experiment_dirs
+from ix.lab.results import LATEST_SUMMARY
+from ix.lab.runs import RUNS_DIR, read_spec
+
+
+def resolve(lab: str | Path | None = None, experiments: Sequence[str] = (),
+            cwd: Path | None = None) -> tuple[Path, list[Path]]:
+    """The lab and the experiment directories a command means (DESIGN.md §5)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if lab is None and experiments:
+        first = Path(experiments[0]).expanduser()
+        first = first if first.is_absolute() else cwd / first
+        if first.is_dir() and is_experiment(first):
+            lab = first.resolve().parent
+    lab_path = find_lab(lab, cwd=cwd)
+    return lab_path, select_experiments(lab_path, experiments, cwd=cwd)
+
+
+def load(path: Path, lab: Path | None = None) -> LoadedExperiment:
+    return load_experiment(path, lab)
+
+
+def plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> Plan:
+    return build_plan(loaded, overrides)
+
+
+def validate(lab: str | Path | None = None, experiments: Sequence[str] = (),
+             overrides: Overrides = Overrides()) -> list[Plan]:
+    """Load and plan every chosen experiment without running anything."""
+    lab_path, paths = resolve(lab, experiments)
+    return [build_plan(load_experiment(p, lab_path), overrides) for p in paths]
+
+
+def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
+        overrides: Overrides = Overrides(), *, artifacts: bool = False,
+        command: list[str] | None = None, on_plan: Any = None,
+        on_trial: OnTrial | None = None) -> list[RunResult]:
+    """Validate every chosen experiment first (so a bad one stops all), then run each."""
+    plans = validate(lab, experiments, overrides)
+    results = []
+    for p in plans:
+        if on_plan is not None:
+            on_plan(p)
+        result = run_plan(p, artifacts=artifacts, command=command, on_trial=on_trial)
+        results.append(result)
+        if result.status == "cancelled":
+            break
+    return results
+
+
+@dataclass(frozen=True)
+class ExperimentInfo:
+    name: str
+    path: Path
+    cases: dict[str, int]
+    subjects: list[str]
+    last_run: str | None
+    status: str | None
+    f1: float | None
+    error: str | None = None
+
+
+def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[ExperimentInfo]]:
+    """Every experiment of the lab with its last run; one that fails to load says why."""
+    lab_path = find_lab(lab)
+    infos = []
+    for path in _experiment_dirs(lab_path):
+        last_run, status, f1 = _last_run(path / "results")
+        try:
+            exp = load_experiment(path, lab_path).experiment
+        except ConfigError as exc:
+            infos.append(ExperimentInfo(path.name, path, {}, [], last_run, status, f1,
+                                        error=exc.render()))
+            continue
+        counts = {e: sum(1 for c in exp.cases if c.expectation == e)
+                  for e in ("must_trigger", "should_not_trigger", "acceptable")}
+        infos.append(ExperimentInfo(exp.name, path, counts, [s.name for s in exp.subjects],
+                                    last_run, status, f1))
+    return lab_path, infos
+
+
+def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
+    runs = results / RUNS_DIR
+    if not runs.is_dir():
+        return None, None, None
+    ids = sorted(p.name for p in runs.iterdir() if p.is_dir())
+    if not ids:
+        return None, None, None
+    last = ids[-1]
+    try:
+        status = read_spec(runs / last).get("status")
+    except ConfigError:
+        status = "unreadable"
+    f1 = None
+    try:
+        summary = json.loads((results / LATEST_SUMMARY).read_text(encoding="utf-8"))
+        if summary.get("run_id") == last:
+            f1 = summary.get("metrics", {}).get("f1")
+    except (OSError, ValueError):
+        pass
+    return last, status, f1

@@ -1,0 +1,1 @@
+"""The `ix` command: parses, calls `ix.api`, prints. Nothing else lives here."""

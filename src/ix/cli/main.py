@@ -1,0 +1,184 @@
+"""`ix`: run experiments on stochastic subjects and read the evidence."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ix import __version__, api
+from ix.cli.output import err, fail, out, print_json, warn
+from ix.cli.progress import RunProgress
+from ix.domain.errors import ConfigError
+
+app = typer.Typer(
+    name="ix",
+    help="Experiments on stochastic subjects (Claude Code skills, agents, LLM APIs, CLIs), "
+         "with statistics that are right at small N.\n\n"
+         "A lab is a folder of experiments; an experiment is experiment.yaml + cases/*.md. "
+         "Every trial is appended to <experiment>/results/trials.jsonl.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+Lab = Annotated[str | None, typer.Option(
+    "--lab", help="The lab: a path, or a name searched from the project root. "
+                  "Default: walk up from the working directory.", show_default=False)]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
+Experiments = Annotated[list[str] | None, typer.Argument(
+    help="Experiment names in the lab, or paths. Default: the experiment the working "
+         "directory is in, else every experiment of the lab.", show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ix {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
+
+
+@app.command()
+def run(
+    experiments: Experiments = None,
+    lab: Lab = None,
+    trials: Annotated[int | None, typer.Option(
+        "--trials", "-n", min=1, help="Trials per case (overrides experiment.yaml, ix.yaml "
+                                      "and $IX_DEFAULT_TRIALS).", show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Base seed; trial seeds derive from it (default: the experiment's).",
+        show_default=False)] = None,
+    runtime: Annotated[str | None, typer.Option(
+        "--runtime", help="Run every subject with this runtime kind (mock, random, lexical).",
+        show_default=False)] = None,
+    subject: Annotated[list[str] | None, typer.Option(
+        "--subject", help="Run only this subject (repeatable).", show_default=False)] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-j", min=1, help="Trials in flight at once.",
+        show_default=False)] = None,
+    artifacts: Annotated[bool, typer.Option(
+        "--artifacts", help="Also write one JSON file per artifact under "
+                            "<experiment>/artifacts/<kind>/.")] = False,
+    json_out: Json = False,
+) -> None:
+    """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
+
+    Exit codes: 0 done (errored trials are reported, not a failure), 2 bad input,
+    130 cancelled (completed trials are kept).
+    """
+    overrides = api.Overrides(trials=trials, seed=seed, runtime=runtime,
+                              concurrency=concurrency, subjects=tuple(subject or ()))
+    with RunProgress(enabled=not json_out) as progress:
+        results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
+                          command=["ix", *sys.argv[1:]], on_plan=progress.start,
+                          on_trial=progress.trial)
+    if json_out:
+        summaries = [r.summary for r in results]
+        print_json(summaries[0] if len(summaries) == 1 else summaries)
+    else:
+        from ix.report.console import summary_renderable
+
+        for r in results:
+            out.print(summary_renderable(r.summary))
+            out.print(Text(f"trials: {r.plan.loaded.results_dir / 'trials.jsonl'}\n"
+                           f"summary: {r.summary_path}", style="dim"))
+    if any(r.status == "cancelled" for r in results):
+        err.print("[yellow]cancelled:[/] completed trials are kept; the summary covers them")
+        raise typer.Exit(130)
+
+
+@app.command()
+def validate(
+    experiments: Experiments = None,
+    lab: Lab = None,
+    trials: Annotated[int | None, typer.Option("--trials", "-n", min=1,
+                                               show_default=False)] = None,
+    runtime: Annotated[str | None, typer.Option("--runtime", show_default=False)] = None,
+    json_out: Json = False,
+) -> None:
+    """Load and check experiments without running anything; exit 2 on any problem."""
+    lab_path, paths = api.resolve(lab, experiments or ())
+    overrides = api.Overrides(trials=trials, runtime=runtime)
+    reports: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            plan = api.plan(api.load(path, lab_path), overrides)
+        except ConfigError as exc:
+            reports.append({"experiment": path.name, "path": str(path), "ok": False,
+                            "error": exc.render()})
+            continue
+        exp = plan.loaded.experiment
+        reports.append({
+            "experiment": exp.name, "path": str(path), "ok": True,
+            "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
+            "subjects": [{"name": s.subject.name, "runtime": s.runtime_spec["kind"],
+                          "skills": [k["name"] for k in s.subject.config["skills"]],
+                          "target_skill": s.target_skill} for s in plan.subjects],
+            "trials_per_case": plan.trials, "total_trials": plan.total,
+            "concurrency": plan.concurrency,
+        })
+    if json_out:
+        print_json(reports)
+    else:
+        for r in reports:
+            if r["ok"]:
+                subjects = ", ".join(f"{s['name']} ({s['runtime']})" for s in r["subjects"])
+                out.print(f"[green]✓[/] {r['experiment']}: {r['cases']} cases "
+                          f"(+{r['skipped_acceptable']} acceptable, not run) × "
+                          f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
+                          f"{r['total_trials']} trials; subjects: {subjects}")
+            else:
+                fail(r["error"])
+    if not all(r["ok"] for r in reports):
+        raise typer.Exit(2)
+
+
+@app.command("ls")
+def list_(lab: Lab = None, json_out: Json = False) -> None:
+    """List the lab's experiments with their cases and last run."""
+    lab_path, infos = api.list_experiments(lab)
+    if json_out:
+        print_json({"lab": str(lab_path), "experiments": [
+            {"name": i.name, "path": str(i.path), "cases": i.cases, "subjects": i.subjects,
+             "last_run": i.last_run, "status": i.status, "f1": i.f1, "error": i.error}
+            for i in infos]})
+        return
+    table = Table(title=f"lab {lab_path}", title_justify="left", show_edge=False)
+    for col in ("experiment", "cases (must/not/edge)", "subjects", "last run", "status", "F1"):
+        table.add_column(col)
+    for i in infos:
+        if i.error:
+            table.add_row(i.path.name, Text(i.error, style="red"), "", i.last_run or "-",
+                          i.status or "-", "")
+            continue
+        c = i.cases
+        table.add_row(i.name, f"{c['must_trigger']}/{c['should_not_trigger']}/{c['acceptable']}",
+                      ", ".join(i.subjects), i.last_run or "never", i.status or "-",
+                      f"{i.f1:.3f}" if i.f1 is not None else "-")
+    out.print(table)
+
+
+def main() -> None:
+    """Entry point: user errors are one line on stderr and exit 2, never a traceback."""
+    try:
+        app()
+    except ConfigError as exc:
+        fail(exc.render())
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("[yellow]cancelled[/]")
+        sys.exit(130)
+
+
+__all__ = ["Path", "app", "main", "warn"]

@@ -1,0 +1,23 @@
+"""Where the command writes: results to stdout, progress and problems to stderr."""
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]ix: warning:[/] {message}", markup=True, highlight=False)
+
+
+def fail(message: str) -> None:
+    err.print(f"[bold red]ix: error:[/] {message}", markup=True, highlight=False, soft_wrap=True)

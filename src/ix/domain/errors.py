@@ -1,0 +1,101 @@
+"""Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2."""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+
+class ConfigError(Exception):
+    """Bad input or configuration: names the file and the field, and says what is allowed."""
+
+    def __init__(self, message: str, *, file: Path | str | None = None, field: str | None = None):
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.field = field
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = self.file or ""
+        if self.field:
+            where = f"{where}: {self.field}" if where else self.field
+        return f"{where}: {self.message}" if where else self.message
+
+    def at(self, file: Path | str | None = None, prefix: str | None = None) -> "ConfigError":
+        """The same error located in `file`, its field nested under `prefix`."""
+        field = self.field
+        if prefix:
+            field = f"{prefix}.{field}" if field else prefix
+        return ConfigError(self.message, file=file or self.file, field=field)
+
+
+class TrialError(Exception):
+    """A trial failed in a way the runtime understands; `kind` groups failures in reports."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        self.message = message
+        super().__init__(f"{kind}: {message}")
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """('subjects', 0, 'skills') -> 'subjects[0].skills'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def from_validation_error(
+    exc: "ValidationError", model: "type[BaseModel]", *, file: Path | str | None = None,
+    prefix: str | None = None,
+) -> ConfigError:
+    """The first problem pydantic found, as a `ConfigError` naming the field and what is allowed."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    field = field_path(loc)
+    if prefix:
+        field = f"{prefix}.{field}" if field else prefix
+    if err["type"] == "extra_forbidden":
+        owner = _model_at(model, loc[:-1])
+        allowed = ", ".join(owner.model_fields) if owner else "see the docs"
+        return ConfigError(f"unknown key; allowed keys: {allowed}", file=file, field=field)
+    if err["type"] == "missing":
+        return ConfigError("required key is missing", file=file, field=field)
+    msg = err["msg"]
+    if err["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
+    if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], dict):
+        shown = repr(err["input"])
+        if len(shown) <= 60:
+            msg = f"{msg} (got {shown})"
+    return ConfigError(msg, file=file, field=field)
+
+
+def _model_at(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> "type[BaseModel] | None":
+    """The pydantic model class that owns the field at `loc` (through lists and optionals)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        current = _first_model(fields[part].annotation)
+        if current is None:
+            return None
+    return current if hasattr(current, "model_fields") else None
+
+
+def _first_model(annotation: Any) -> Any:
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in get_args(annotation):
+        found = _first_model(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,37 @@
+"""The seams of an experiment. Implement the methods; no base class is needed."""
+
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from ix.domain.types import Interaction, Reading, Subject
+
+
+@runtime_checkable
+class Probe(Protocol):
+    """Generates the stimuli of an experiment (eval: `EvalCase`s)."""
+
+    def generate(self) -> Iterable[Any]: ...
+
+
+@runtime_checkable
+class ExperimentRuntime(Protocol):
+    """Executes one stimulus against a subject and returns the observation.
+
+    `seed` is the trial seed derived from the experiment (DESIGN.md §2) and `attempt` the retry
+    number (0 first); a runtime that draws randomness must draw it from both, so that the same
+    trial reproduces and a retry is a new draw.
+    """
+
+    async def invoke(
+        self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
+    ) -> Any: ...
+
+
+@runtime_checkable
+class Sensor(Protocol):
+    """Evaluates one interaction; several readings may come from one sensor."""
+
+    @property
+    def name(self) -> str: ...
+
+    def sense(self, interaction: Interaction) -> list[Reading]: ...

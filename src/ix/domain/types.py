@@ -1,0 +1,38 @@
+"""The three core types every experiment speaks: who is tested, what happened, what was read."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Subject(BaseModel):
+    """A subject under test: one condition being compared (a skill set, a model, a service)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Interaction(BaseModel):
+    """One stimulus-response pair; `error` is set instead of `observation` when invoking failed."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    stimulus: Any
+    trial_index: int
+    observation: Any | None = None
+    error: str | None = None
+
+
+class Reading(BaseModel):
+    """What one sensor measured on one interaction."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sensor_name: str
+    passed: bool
+    score: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    details: str = ""

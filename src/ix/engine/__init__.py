@@ -1,0 +1,1 @@
+"""Plans and executes runs: cases x subjects x trials on the Matrix, recorded as they finish."""

@@ -1,0 +1,147 @@
+"""The eval pipeline as Matrix components: trial (runtime) -> sensor -> row scorer.
+
+The probe's stimulus and the subject are given to each construct up front (the probe ran
+once, when the experiment was loaded), so per trial the graph is three levels of one
+component each, and the orchestrator awaits them without creating tasks.
+"""
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ix.domain.errors import TrialError
+from ix.domain.types import Interaction, Reading
+from ix.engine.plan import TrialKey
+from ix.matrix import Component, Construct
+
+STIMULUS = "probe.stimulus"
+SUBJECT = "subject.config"
+OBSERVATION = "trial.observation"
+READING = "sensor.reading"
+VERDICT = "scorer.verdict"
+GIVEN = frozenset({STIMULUS, SUBJECT})
+MAX_ERROR_MESSAGE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    """What the runtime did: an observation, or an error (never both)."""
+
+    observation: Any
+    error: dict[str, str] | None
+    started_at: datetime
+    duration_ms: float
+
+
+def error_record(exc: BaseException) -> dict[str, str]:
+    if isinstance(exc, TrialError):
+        kind, message = exc.kind, exc.message
+    elif isinstance(exc, TimeoutError):
+        kind, message = "timeout", str(exc) or "the trial did not finish in time"
+    else:
+        kind, message = type(exc).__name__, str(exc)
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[:MAX_ERROR_MESSAGE] + "…"
+    return {"kind": kind, "message": message}
+
+
+class TrialComponent:
+    """Runs the subject's runtime on the stimulus; a failure becomes a recorded error."""
+
+    name = "trial"
+    requires = GIVEN
+    provides = OBSERVATION
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+
+    async def run(self, construct: Construct[TrialKey]) -> TrialOutcome:
+        key = construct.subject
+        started = datetime.now(UTC)
+        t0 = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                observation = await key.subject.runtime.invoke(
+                    key.subject.subject, key.case, seed=key.seed, attempt=key.attempt)
+        except TimeoutError:
+            return TrialOutcome(None, {"kind": "timeout", "message":
+                                       f"no answer within timeout_s={self.timeout_s:g}"},
+                                started, (time.perf_counter() - t0) * 1000)
+        except Exception as exc:  # a subject's failure is data, never fatal to the run
+            return TrialOutcome(None, error_record(exc), started,
+                                (time.perf_counter() - t0) * 1000)
+        return TrialOutcome(observation, None, started, (time.perf_counter() - t0) * 1000)
+
+
+class SensorComponent:
+    """Reads the observation with every sensor of the subject; no readings for an errored trial."""
+
+    name = "sensor"
+    requires = frozenset({OBSERVATION})
+    provides = READING
+
+    async def run(self, construct: Construct[TrialKey]) -> tuple[Reading, ...]:
+        outcome: TrialOutcome = construct.data(OBSERVATION)
+        if outcome.error is not None:
+            return ()
+        key = construct.subject
+        interaction = Interaction(stimulus=key.case, trial_index=key.trial,
+                                  observation=outcome.observation)
+        readings: list[Reading] = []
+        for sensor in key.subject.sensors:
+            try:
+                readings.extend(sensor.sense(interaction))
+            except Exception as exc:  # a sensor bug on one trial must not sink the run
+                readings.append(Reading(sensor_name=sensor.name, passed=False,
+                                        details=f"sensor error: {error_record(exc)}"))
+        return tuple(readings)
+
+
+class ScorerComponent:
+    """The row scorer: one trial's record, exactly the `trials.jsonl` line (DESIGN.md §3)."""
+
+    name = "scorer"
+    requires = frozenset({READING})
+    provides = VERDICT
+
+    def __init__(self, run_id: str, experiment: str):
+        self.run_id = run_id
+        self.experiment = experiment
+
+    async def run(self, construct: Construct[TrialKey]) -> dict[str, Any]:
+        key = construct.subject
+        outcome: TrialOutcome = construct.data(OBSERVATION)
+        readings: tuple[Reading, ...] = construct.data(READING)
+        observation = outcome.observation
+        record: dict[str, Any] = {
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "subject": key.subject.subject.name,
+            "probe_id": key.case.id,
+            "trial": key.trial,
+            "seed": key.seed,
+            "attempt": key.attempt,
+            "expectation": key.case.expectation,
+            "started_at": outcome.started_at.isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "duration_ms": round(outcome.duration_ms, 3),
+            "observation": _dump(observation),
+            "reading": readings[0].model_dump(mode="json") if readings else None,
+            "error": outcome.error,
+        }
+        if len(readings) > 1:
+            record["readings"] = [r.model_dump(mode="json") for r in readings]
+        return record
+
+
+def _dump(observation: Any) -> Any:
+    if observation is None:
+        return None
+    dump = getattr(observation, "model_dump", None)
+    return dump(mode="json") if dump is not None else observation
+
+
+def components(run_id: str, experiment: str, timeout_s: float) -> list[Component]:
+    return [TrialComponent(timeout_s), SensorComponent(), ScorerComponent(run_id, experiment)]

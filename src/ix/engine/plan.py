@@ -1,0 +1,140 @@
+"""A run's plan: which (subject, case, trial) triples run, with which seeds, runtimes and sensors.
+
+Planning validates everything a run needs (runtime and sensor options included) and builds
+nothing on disk, so `ix validate` and a bad `ix run` stop here with nothing written.
+"""
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.domain.ports import ExperimentRuntime, Sensor
+from ix.domain.types import Subject
+from ix.eval.models import EvalCase
+from ix.eval.sensors import build_sensor, target_skill
+from ix.lab.loader import LoadedExperiment
+from ix.runtimes import RuntimeContext, build_runtime, get_kind
+
+
+def trial_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
+    """DESIGN.md §2: derived from the experiment, never random; fits in a signed 64-bit int."""
+    digest = hashlib.sha256(f"{seed}:{subject}:{case_id}:{trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says; `None` leaves the experiment's own value."""
+
+    trials: int | None = None
+    seed: int | None = None
+    runtime: str | None = None
+    concurrency: int | None = None
+    subjects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubjectPlan:
+    subject: Subject
+    runtime_spec: dict[str, Any]
+    runtime: ExperimentRuntime
+    sensors: tuple[Sensor, ...]
+    target_skill: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrialKey:
+    """One trial to run: the unit the engine schedules and the trial log records."""
+
+    subject: SubjectPlan
+    case: EvalCase
+    trial: int
+    seed: int
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    loaded: LoadedExperiment
+    subjects: tuple[SubjectPlan, ...]
+    cases: tuple[EvalCase, ...]
+    skipped: tuple[EvalCase, ...]
+    trials: int
+    seed: int
+    concurrency: int
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.subjects) * len(self.cases) * self.trials
+
+    def each_trial(self) -> Iterator[TrialKey]:
+        """Every trial, lazily: case by case, trial by trial, each subject in turn."""
+        for case in self.cases:
+            for trial in range(self.trials):
+                for sp in self.subjects:
+                    yield TrialKey(sp, case, trial,
+                                   trial_seed(self.seed, sp.subject.name, case.id, trial))
+
+
+def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> Plan:
+    exp = loaded.experiment
+    file = loaded.config_file
+    subjects = _chosen(exp.subjects, overrides.subjects)
+    plans = []
+    for s in subjects:
+        spec = dict(s.config["runtime"])
+        if overrides.runtime is not None and overrides.runtime != spec.get("kind"):
+            spec = {"kind": overrides.runtime}
+        target = target_skill(exp.sensor_options, exp.skill, s.name)
+        try:
+            runtime = build_runtime(spec, RuntimeContext(target_skill=target))
+            sensors = _sensors(loaded, target)
+        except ConfigError as exc:
+            raise exc.at(file) from None
+        plans.append(SubjectPlan(s, spec, runtime, sensors, target))
+    trials = overrides.trials if overrides.trials is not None else exp.trials
+    if trials < 1:
+        raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
+    concurrency = overrides.concurrency or exp.concurrency or min(
+        get_kind(p.runtime_spec["kind"]).default_concurrency for p in plans)
+    if concurrency < 1:
+        raise ConfigError(f"must be at least 1, got {concurrency}", field="--concurrency")
+    run_cases = tuple(c for c in exp.cases if c.expectation != "acceptable")
+    skipped = tuple(c for c in exp.cases if c.expectation == "acceptable")
+    if not run_cases:
+        raise ConfigError("every case is 'acceptable', so nothing would run; add "
+                          "must_trigger or should_not_trigger cases", file=file, field="cases")
+    sources = dict(loaded.defaults.sources)
+    if overrides.trials is not None:
+        sources["trials"] = "--trials"
+    elif loaded.spec.trials is not None:
+        sources["trials"] = "experiment.yaml"
+    return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
+                trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
+                concurrency=concurrency, sources=sources)
+
+
+def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:
+    if not names:
+        return list(subjects)
+    by_name = {s.name: s for s in subjects}
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise ConfigError(f"no subject {missing[0]!r}; subjects: {', '.join(by_name)}",
+                          field="--subject")
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor, ...]:
+    exp = loaded.experiment
+    specs = loaded.spec.sensors
+    if not specs:
+        return (build_sensor(exp.sensor, exp.sensor_options, target_skill=target),)
+    return tuple(
+        build_sensor(s["kind"], {k: v for k, v in s.items() if k != "kind"},
+                     target_skill=target, field=f"sensors[{i}]")
+        for i, s in enumerate(specs)
+    )

@@ -1,0 +1,188 @@
+"""One run of one experiment: plan -> execute on the Matrix -> record -> aggregate -> summary.
+
+Every completed trial is on disk (flushed) before it is counted, so a crash or Ctrl-C loses
+at most the trials in flight. The run's `spec.yaml` says `running` while it is under way and
+`completed`, `cancelled` or `failed` at the end, the same value as the summary's `run_status`.
+"""
+
+import asyncio
+import hashlib
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
+from ix.engine.plan import Plan, TrialKey
+from ix.eval.scoring import Tally
+from ix.eval.summary import build_summary, subject_block
+from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary, write_json_atomic
+from ix.lab.runs import environment, git_commit, iso, new_run_id, run_dir, write_spec
+from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+
+OnTrial = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    status: str
+    summary: dict[str, Any]
+    summary_path: Path
+    run_dir: Path
+    plan: Plan
+    written: int
+
+
+def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
+             on_trial: OnTrial | None = None) -> RunResult:
+    """Execute `plan` and write everything it produces under the experiment's `results/`."""
+    loaded = plan.loaded
+    started = datetime.now(UTC)
+    run_id = new_run_id(started)
+    directory = run_dir(loaded.results_dir, run_id)
+    spec = _spec(plan, run_id, started, command)
+    write_spec(directory, spec)
+    tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
+    status = "failed"
+    writer = TrialWriter(loaded.results_dir / TRIALS_FILE)
+    try:
+        asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts))
+        status = "completed"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "cancelled"
+    finally:
+        writer.close()
+        finished = datetime.now(UTC)
+        blocks = [subject_block(sp.subject.name, sp.subject.description,
+                                tallies[sp.subject.name],
+                                tallies[sp.subject.name].results(loaded.experiment.name))
+                  for sp in plan.subjects]
+        summary = build_summary(
+            experiment_name=loaded.experiment.name, run_id=run_id, run_status=status,
+            blocks=blocks,
+            info={"seed": plan.seed, "trials_per_case": plan.trials,
+                  "started_at": iso(started), "finished_at": iso(finished),
+                  "skipped_cases": [c.id for c in plan.skipped]},
+        )
+        summary_path = save_summary(loaded.results_dir, summary, finished)
+        write_json_atomic(directory / "summary.json", summary)
+        write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
+                               "trials_written": writer.written})
+    return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)
+
+
+async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[str, Tally],
+                   on_trial: OnTrial | None, artifacts: bool) -> None:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is not None and sys.platform != "win32":
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    exp = plan.loaded.experiment
+    sink = None
+    if artifacts:
+        sink = JsonDirectorySink(plan.loaded.path / "artifacts", _artifact_name(plan))
+        for case in plan.cases:
+            sink.write(Artifact(STIMULUS, "probe", case), Construct(case.id))
+    orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s), given=GIVEN,
+                                sink=sink)
+    # the probe ran once, at load: its stimuli and the subjects are shared, immutable facts
+    stimuli = {c.id: Artifact(STIMULUS, "probe", c) for c in plan.cases}
+    subjects = {sp.subject.name: Artifact(SUBJECT, "subject", sp.subject)
+                for sp in plan.subjects}
+    constructs = (Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
+                  for key in plan.each_trial())
+    async for outcome in orchestrator.run_many(constructs, concurrency=plan.concurrency):
+        if outcome.error is None:
+            record = outcome.construct.data(VERDICT)
+        else:  # a bug in a component, not the subject's failure: record it all the same
+            record = _internal_error_record(outcome.construct, run_id, exp.name, outcome.error)
+        writer.write(record)
+        reading = record["reading"]
+        tallies[record["subject"]].add(
+            record["probe_id"], None if record["error"] else bool(reading and reading["passed"]))
+        if on_trial is not None:
+            on_trial(record)
+
+
+def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,
+                           error: BaseException) -> dict[str, Any]:
+    key = construct.subject
+    outcome = construct.data(OBSERVATION) if construct.has(OBSERVATION) else None
+    return {
+        "run_id": run_id, "experiment": experiment, "subject": key.subject.subject.name,
+        "probe_id": key.case.id, "trial": key.trial, "seed": key.seed, "attempt": key.attempt,
+        "expectation": key.case.expectation,
+        "started_at": iso(outcome.started_at) if outcome else iso(datetime.now(UTC)),
+        "duration_ms": round(outcome.duration_ms, 3) if outcome else 0.0,
+        "observation": None, "reading": None,
+        "error": {"kind": "internal_error", "message": f"{error} ({error.__cause__!r})"},
+    }
+
+
+def _artifact_name(plan: Plan) -> Callable[[Artifact, Construct[Any]], str]:
+    several = len(plan.subjects) > 1
+
+    def name(artifact: Artifact, construct: Construct[Any]) -> str:
+        key = construct.subject
+        if not isinstance(key, TrialKey):
+            return str(key)
+        base = f"{key.case.id}-trial-{key.trial}"
+        return f"{key.subject.subject.name}-{base}" if several else base
+
+    return name
+
+
+def _spec(plan: Plan, run_id: str, started: datetime,
+          command: list[str] | None) -> dict[str, Any]:
+    loaded = plan.loaded
+    exp = loaded.experiment
+    return {
+        "run_id": run_id,
+        "experiment": exp.name,
+        "experiment_dir": str(loaded.path),
+        "lab": str(loaded.lab),
+        "status": "running",
+        "started_at": iso(started),
+        "finished_at": None,
+        "seed": plan.seed,
+        "trials": plan.trials,
+        "concurrency": plan.concurrency,
+        "command": command if command is not None else list(sys.argv),
+        "versions": environment(),
+        "git_commit": git_commit(loaded.path),
+        "sources": plan.sources,
+        "config": {
+            "name": exp.name,
+            "description": exp.description,
+            "sensor": {"kind": exp.sensor, **exp.sensor_options},
+            "sensors": loaded.spec.sensors,
+            "timeout_s": exp.timeout_s,
+            "goal": exp.goal,
+            "subjects": [
+                {"name": sp.subject.name, "description": sp.subject.description,
+                 "runtime": sp.runtime_spec, "target_skill": sp.target_skill,
+                 "skills": [{"name": s["name"], "path": s["path"],
+                             "sha256": _sha256(Path(s["path"]))}
+                            for s in sp.subject.config.get("skills", [])]}
+                for sp in plan.subjects
+            ],
+            "cases": {
+                "run": len(plan.cases),
+                "skipped_acceptable": [c.id for c in plan.skipped],
+                "sha256": hashlib.sha256("\n".join(
+                    f"{c.id}\t{c.expectation}\t{c.prompt}" for c in plan.cases
+                ).encode()).hexdigest(),
+            },
+        },
+    }
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

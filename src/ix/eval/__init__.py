@@ -1,0 +1,1 @@
+"""Eval vocabulary on top of the domain: models, sensors, scoring and interpretation."""

@@ -1,0 +1,124 @@
+"""Eval vocabulary (`002_…`): what is asked, what came back, and what it added up to.
+
+Stimulus types (`EvalCase`, `EvalObservation`) and result types (`Verdict`, `ProbeResult`,
+`ExperimentResults`) live together so that one file is the whole schema. The extra fields that
+DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `cost_usd`, experiment
+`runtime`/`seed`/...) all have defaults, so every `002_…` construction still works.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ix.domain.types import Reading, Subject
+
+Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
+EXPECTATIONS: tuple[str, ...] = ("must_trigger", "should_not_trigger", "acceptable")
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+
+_frozen = ConfigDict(frozen=True)
+
+
+class ToolCall(BaseModel):
+    """A tool invocation observed in an agent's response."""
+
+    model_config = _frozen
+
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalCase(BaseModel):
+    """One case: the prompt sent verbatim and the behaviour expected of the subject."""
+
+    model_config = _frozen
+
+    id: str
+    prompt: str
+    expectation: Expectation
+    rationale: str = ""
+    tags: tuple[str, ...] = ()
+    difficulty: Difficulty | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalObservation(BaseModel):
+    """What the subject did in response to a case's prompt."""
+
+    model_config = _frozen
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    duration_ms: int = 0
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+
+
+class Experiment(BaseModel):
+    """An experiment as loaded from `experiment.yaml` + `cases/*.md`, fully resolved.
+
+    `runtime` is the experiment-level runtime as a mapping with a `kind`; each subject's own
+    resolved runtime sits in its `config["runtime"]`. `sensor` is the sensor kind and
+    `sensor_options` its options (DESIGN.md §2).
+    """
+
+    model_config = _frozen
+
+    name: str
+    description: str = ""
+    subjects: tuple[Subject, ...] = ()
+    sensor: str = "activation"
+    trials: int = 5
+    cases: tuple[EvalCase, ...] = ()
+    skill: str | None = None
+    sensor_options: dict[str, Any] = Field(default_factory=dict)
+    runtime: dict[str, Any] = Field(default_factory=lambda: {"kind": "claude-code"})
+    seed: int = 0
+    concurrency: int | None = None
+    timeout_s: float = 120.0
+    goal: dict[str, Any] | None = None
+
+
+class Verdict(BaseModel):
+    """One trial of one probe: the observation and the sensor's reading of it."""
+
+    model_config = _frozen
+
+    probe_id: str
+    trial: int
+    expectation: str
+    observation: Any = None
+    reading: Reading | None = None
+
+
+class ProbeResult(BaseModel):
+    """One probe aggregated across its trials; `correct` is the majority vote."""
+
+    model_config = _frozen
+
+    probe_id: str
+    expectation: str
+    score: float
+    correct: bool
+    trials: tuple[Verdict, ...] = ()
+
+
+class ExperimentResults(BaseModel):
+    """Everything one subject's run added up to; metrics and interpretation are flat fields."""
+
+    model_config = _frozen
+
+    experiment_name: str
+    probe_results: tuple[ProbeResult, ...] = ()
+    precision: float = 0.0
+    recall: float = 0.0
+    f1: float = 0.0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    status: str = "pending"
+    issues: tuple[str, ...] = ()
+    suggestions: tuple[str, ...] = ()

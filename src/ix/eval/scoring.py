@@ -1,0 +1,142 @@
+"""From trials to verdicts to numbers: the row scorer and the aggregate step of `001_…`.
+
+Rules a reader of a summary must know (also in docs/results.md):
+- A case's `score` is the fraction of its *valid* trials whose reading passed; errored trials
+  are counted apart and excluded. A case with no valid trial has `score: null`,
+  `correct: null` and is left out of TP/FP/FN/TN.
+- The majority vote activates when `score > 0.5` (so 0.5 does not), and is `correct` when it
+  matches the expectation. `acceptable` cases never run and never count.
+- Empty denominators give 0.0, never NaN: precision with TP+FP = 0, recall with TP+FN = 0,
+  and F1 when precision + recall = 0.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ix.domain.types import Reading
+from ix.eval.models import EvalCase, ExperimentResults, ProbeResult, Verdict
+
+STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
+    (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
+)
+LOW = 0.8  # precision or recall below this raises an issue
+
+
+def score_trial(probe_id: str, trial: int, expectation: str, observation: object,
+                readings: Sequence[Reading]) -> Verdict:
+    """The row scorer: one trial's verdict, judged by its first (primary) reading."""
+    return Verdict(probe_id=probe_id, trial=trial, expectation=expectation,
+                   observation=observation, reading=readings[0] if readings else None)
+
+
+def aggregate_readings(probe_id: str, expectation: str,
+                       readings: Iterable[Reading | None]) -> ProbeResult:
+    """A probe's activation rate over its trials and its majority vote (`None` = errored)."""
+    valid = [r for r in readings if r is not None]
+    passed = sum(1 for r in valid if r.passed)
+    return _probe_result(probe_id, expectation, passed, len(valid))
+
+
+def _probe_result(probe_id: str, expectation: str, passed: int, n: int) -> ProbeResult:
+    score = passed / n if n else 0.0
+    activated = score > 0.5
+    correct = activated if expectation == "must_trigger" else not activated
+    return ProbeResult(probe_id=probe_id, expectation=expectation, score=score,
+                       correct=bool(n) and correct)
+
+
+def _ratio(num: int, den: int) -> float:
+    return num / den if den else 0.0
+
+
+def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | int]:
+    """Precision, recall, F1 and the confusion counts over the majority votes."""
+    tp = fp = fn = tn = 0
+    for p in probe_results:
+        activated = p.score > 0.5
+        if p.expectation == "must_trigger":
+            tp, fn = (tp + 1, fn) if activated else (tp, fn + 1)
+        elif p.expectation == "should_not_trigger":
+            fp, tn = (fp + 1, tn) if activated else (fp, tn + 1)
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1,
+            "tp": tp, "fp": fp, "fn": fn, "tn": tn}
+
+
+def interpret(metrics: dict[str, float | int],
+              probe_results: Sequence[ProbeResult] = ()) -> dict[str, object]:
+    """Status from F1, and what to do when precision or recall is below 0.8."""
+    f1 = float(metrics["f1"])
+    status = next((name for bound, name in STATUS_THRESHOLDS if f1 >= bound), "poor")
+    issues: list[str] = []
+    suggestions: list[str] = []
+    wrong = {e: [p.probe_id for p in probe_results if p.expectation == e and not p.correct]
+             for e in ("must_trigger", "should_not_trigger")}
+    if metrics["tp"] + metrics["fp"] and float(metrics["precision"]) < LOW:
+        issues.append(f"Low precision ({float(metrics['precision']):.2f}): the skill activates "
+                      f"on {metrics['fp']} case(s) it should not"
+                      + _ids(wrong["should_not_trigger"]))
+        suggestions.append("Narrow the skill's description: say what it is not for, and "
+                           "contrast it with the near-miss prompts that wrongly triggered it.")
+    if metrics["tp"] + metrics["fn"] and float(metrics["recall"]) < LOW:
+        issues.append(f"Low recall ({float(metrics['recall']):.2f}): the skill misses "
+                      f"{metrics['fn']} case(s) it should handle" + _ids(wrong["must_trigger"]))
+        suggestions.append("Broaden the description with the words users actually type in the "
+                           "missed prompts, and say plainly 'Use when ...'.")
+    return {"status": status, "issues": issues, "suggestions": suggestions}
+
+
+def _ids(ids: list[str], most: int = 5) -> str:
+    if not ids:
+        return ""
+    shown = ", ".join(ids[:most]) + (", ..." if len(ids) > most else "")
+    return f" ({shown})"
+
+
+@dataclass
+class _Counts:
+    valid: int = 0
+    passed: int = 0
+    errors: int = 0
+
+
+@dataclass
+class Tally:
+    """Per-case counts for one subject, fed one trial at a time: memory grows with cases only."""
+
+    cases: Sequence[EvalCase]
+    counts: dict[str, _Counts] = field(default_factory=dict)
+    errors: int = 0
+    trials: int = 0
+
+    def __post_init__(self) -> None:
+        self.counts = {c.id: _Counts() for c in self.cases}
+
+    def add(self, probe_id: str, passed: bool | None) -> None:
+        """Count one trial: `passed` from its primary reading, `None` when it errored."""
+        c = self.counts[probe_id]
+        self.trials += 1
+        if passed is None:
+            c.errors += 1
+            self.errors += 1
+        else:
+            c.valid += 1
+            c.passed += passed
+
+    def probe_results(self) -> list[ProbeResult]:
+        return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,
+                              self.counts[c.id].valid) for c in self.cases]
+
+    def results(self, experiment_name: str) -> ExperimentResults:
+        probes = self.probe_results()
+        counted = [p for p, c in zip(probes, self.cases, strict=True) if self.counts[c.id].valid]
+        metrics = compute_metrics(counted)
+        verdict = interpret(metrics, counted)
+        return ExperimentResults(
+            experiment_name=experiment_name, probe_results=tuple(probes),
+            precision=float(metrics["precision"]), recall=float(metrics["recall"]),
+            f1=float(metrics["f1"]), tp=int(metrics["tp"]), fp=int(metrics["fp"]),
+            fn=int(metrics["fn"]), tn=int(metrics["tn"]), status=str(verdict["status"]),
+            issues=tuple(verdict["issues"]), suggestions=tuple(verdict["suggestions"]),  # type: ignore[arg-type]
+        )

@@ -1,0 +1,81 @@
+"""Defaults below `experiment.yaml`: lab `ix.yaml` > user config > environment > built-in.
+
+The command line sits above all of these and is applied by the caller (DESIGN.md §5).
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.lab.schema import LabDefaults, validate
+from ix.lab.yamlio import load_yaml_file
+
+LAB_CONFIG = "ix.yaml"
+BUILTIN_TRIALS = 5
+BUILTIN_TIMEOUT_S = 120.0
+BUILTIN_RUNTIME = "claude-code"
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The resolved defaults and, for each, where it came from (for `spec.yaml` and errors)."""
+
+    runtime: dict[str, Any]
+    trials: int
+    concurrency: int | None
+    timeout_s: float
+    sources: Mapping[str, str]
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ix" / "config.yaml"
+
+
+def _load(path: Path) -> LabDefaults | None:
+    if not path.is_file():
+        return None
+    return validate(LabDefaults, load_yaml_file(path), file=path)
+
+
+def resolve_defaults(lab: Path, env: Mapping[str, str] | None = None) -> Defaults:
+    env = os.environ if env is None else env
+    layers: list[tuple[str, LabDefaults]] = []
+    for path in (lab / LAB_CONFIG, user_config_path(env)):
+        loaded = _load(path)
+        if loaded is not None:
+            layers.append((str(path), loaded))
+
+    def pick(key: str, env_key: str | None, builtin: Any, parse: Any) -> tuple[Any, str]:
+        for source, layer in layers:
+            value = getattr(layer, key)
+            if value is not None:
+                return value, source
+        if env_key and env.get(env_key, "").strip():
+            return parse(env_key, env[env_key].strip()), f"${env_key}"
+        return builtin, "built-in default"
+
+    runtime, runtime_src = pick("runtime", "IX_DEFAULT_RUNTIME", {"kind": BUILTIN_RUNTIME},
+                                lambda _k, v: {"kind": v})
+    trials, trials_src = pick("trials", "IX_DEFAULT_TRIALS", BUILTIN_TRIALS, _positive_int)
+    concurrency, conc_src = pick("concurrency", "IX_DEFAULT_CONCURRENCY", None, _positive_int)
+    timeout_s, timeout_src = pick("timeout_s", None, BUILTIN_TIMEOUT_S, float)
+    return Defaults(
+        runtime=dict(runtime), trials=trials, concurrency=concurrency, timeout_s=timeout_s,
+        sources={"runtime": runtime_src, "trials": trials_src, "concurrency": conc_src,
+                 "timeout_s": timeout_src},
+    )
+
+
+def _positive_int(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"must be a whole number >= 1, got {raw!r}", field=f"${name}")
+    return value

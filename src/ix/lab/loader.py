@@ -1,0 +1,187 @@
+"""Load an experiment directory into an `Experiment`, with every rule of `001_…` and DESIGN.md §2.
+
+Loading reads and never writes: a bad experiment fails here, before anything under
+`results/` exists.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.domain.types import Subject
+from ix.eval.models import EvalCase, Experiment
+from ix.lab.config import Defaults, resolve_defaults
+from ix.lab.frontmatter import read_frontmatter
+from ix.lab.resolve import EXPERIMENT_FILE
+from ix.lab.schema import CaseSpec, ExperimentSpec, SkillFrontmatter, SubjectSpec, validate
+from ix.lab.yamlio import load_yaml_file
+
+_BAD_ID = re.compile(r"[/\\\x00-\x1f]|^\.|^$")
+
+
+@dataclass(frozen=True)
+class LoadedExperiment:
+    """An experiment together with where it lives on disk."""
+
+    path: Path
+    lab: Path
+    experiment: Experiment
+    spec: ExperimentSpec
+    defaults: Defaults
+
+    @property
+    def results_dir(self) -> Path:
+        return self.path / "results"
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / EXPERIMENT_FILE
+
+
+def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
+    """Read `experiment.yaml` and `cases/*.md` from `path`; `ConfigError` on any problem."""
+    path = path.resolve()
+    lab = (lab or path.parent).resolve()
+    file = path / EXPERIMENT_FILE
+    spec = validate(ExperimentSpec, load_yaml_file(file), file=file, what="experiment file")
+    defaults = resolve_defaults(lab)
+    if spec.skill and spec.subjects:
+        raise ConfigError(
+            "'skill' and 'subjects' are mutually exclusive: use 'skill' for one skill under "
+            "test, or list 'subjects'", file=file, field="skill",
+        )
+    runtime = dict(spec.runtime) if spec.runtime is not None else dict(defaults.runtime)
+    subjects = _subjects(spec, path, lab, file, runtime)
+    cases = _cases(spec, path, file)
+    _check_goal(spec, subjects, file)
+    experiment = Experiment(
+        name=spec.name,
+        description=spec.description,
+        subjects=tuple(subjects),
+        sensor=spec.sensor["kind"],
+        sensor_options={k: v for k, v in spec.sensor.items() if k != "kind"},
+        trials=spec.trials if spec.trials is not None else defaults.trials,
+        cases=tuple(cases),
+        skill=spec.skill,
+        runtime=runtime,
+        seed=spec.seed,
+        concurrency=spec.concurrency if spec.concurrency is not None else defaults.concurrency,
+        timeout_s=spec.timeout_s if spec.timeout_s is not None else defaults.timeout_s,
+        goal=spec.goal.model_dump() if spec.goal else None,
+    )
+    return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
+                            defaults=defaults)
+
+
+def _subjects(
+    spec: ExperimentSpec, path: Path, lab: Path, file: Path, runtime: dict[str, Any]
+) -> list[Subject]:
+    if spec.subjects:
+        specs = spec.subjects
+    else:  # `skill:` shorthand, else the directory's name (001_…)
+        name = spec.skill or path.name
+        default_skills = [name] if (lab / "skills" / name / "SKILL.md").is_file() else []
+        specs = [SubjectSpec(name=name, skills=default_skills)]
+    seen: set[str] = set()
+    subjects = []
+    for i, s in enumerate(specs):
+        where = f"subjects[{i}]" if spec.subjects else "skill"
+        if s.name in seen:
+            raise ConfigError(f"subject {s.name!r} is listed twice", file=file,
+                              field=f"{where}.name")
+        seen.add(s.name)
+        skills = [_skill(ref, path, lab, file, f"{where}.skills[{j}]")
+                  for j, ref in enumerate(s.skills)]
+        subjects.append(Subject(
+            name=s.name,
+            description=s.description,
+            config={
+                "runtime": _subject_runtime(runtime, s),
+                "model": s.model,
+                "skills": skills,
+            },
+        ))
+    return subjects
+
+
+def _subject_runtime(base: dict[str, Any], s: SubjectSpec) -> dict[str, Any]:
+    """The experiment's runtime, overridden by the subject's own, its `config` and `model`."""
+    own = dict(s.runtime or {})
+    merged = dict(base) if own.get("kind", base["kind"]) == base["kind"] else {}
+    merged.update(own)
+    merged.update(s.config)
+    if s.model is not None:
+        merged["model"] = s.model
+    return merged
+
+
+def _skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> dict[str, str]:
+    """A skill by name (under the lab's `skills/`) or by path (a skill folder or its SKILL.md)."""
+    looks_like_path = "/" in ref or "\\" in ref or ref.endswith(".md") or ref.startswith(".")
+    candidates = []
+    if looks_like_path:
+        p = Path(ref).expanduser()
+        p = p if p.is_absolute() else path / p
+        candidates.append(p if p.name == "SKILL.md" else p / "SKILL.md")
+    else:
+        candidates.append(lab / "skills" / ref / "SKILL.md")
+    for skill_file in candidates:
+        if skill_file.is_file():
+            meta, _ = read_frontmatter(skill_file)
+            parsed = validate(SkillFrontmatter, meta, file=skill_file, what="frontmatter")
+            return {"name": parsed.name, "description": parsed.description,
+                    "path": str(skill_file.resolve())}
+    looked = ", ".join(str(c) for c in candidates)
+    raise ConfigError(f"skill {ref!r} not found (looked for {looked})", file=file, field=field)
+
+
+def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
+    suite = (path / spec.cases.suite).resolve()
+    if not suite.is_relative_to(path):
+        raise ConfigError("must be a folder inside the experiment", file=file,
+                          field="cases.suite")
+    if not suite.is_dir():
+        raise ConfigError(f"cases folder {suite} does not exist; put one case per .md file "
+                          "there", file=file, field="cases.suite")
+    files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
+    if not files:
+        raise ConfigError(f"no cases: {suite} holds no .md files", file=file,
+                          field="cases.suite")
+    cases: list[EvalCase] = []
+    origin: dict[str, Path] = {}
+    for case_file in files:
+        meta, body = read_frontmatter(case_file)
+        if not meta:
+            raise ConfigError("no frontmatter: a case starts with '---', then at least "
+                              "'expectation: must_trigger|should_not_trigger|acceptable', "
+                              "then '---' and the prompt", file=case_file, field="expectation")
+        c = validate(CaseSpec, meta, file=case_file, what="frontmatter")
+        case_id = c.id if c.id is not None else case_file.stem
+        if _BAD_ID.search(case_id) or ".." in case_id:
+            raise ConfigError(f"invalid case id {case_id!r}: no path separators, control "
+                              "characters or leading dot", file=case_file, field="id")
+        if case_id in origin:
+            raise ConfigError(f"duplicate case id {case_id!r} (also in {origin[case_id].name})",
+                              file=case_file, field="id")
+        origin[case_id] = case_file
+        prompt = body.strip()
+        if not prompt:
+            raise ConfigError("the prompt (the body after the frontmatter) is empty",
+                              file=case_file, field="body")
+        cases.append(EvalCase(
+            id=case_id, prompt=prompt, expectation=c.expectation, rationale=c.rationale,
+            tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
+        ))
+    return cases
+
+
+def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:
+    if spec.goal is None:
+        return
+    names = {s.name for s in subjects}
+    for i, name in enumerate(spec.goal.compare):
+        if name not in names:
+            raise ConfigError(f"{name!r} is not a subject; subjects: {', '.join(sorted(names))}",
+                              file=file, field=f"goal.compare[{i}]")

@@ -1,0 +1,138 @@
+"""The shape of every file a user writes: `experiment.yaml`, case frontmatter, `ix.yaml`, SKILL.md.
+
+Strict on purpose: an unknown key, a key of the wrong type or a value outside the allowed set
+is an error naming the file and the field, never silently ignored. A runtime's and a sensor's
+own options are checked by their registries once the kind is known.
+"""
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ix.domain.errors import ConfigError, from_validation_error
+from ix.eval.models import Difficulty, Expectation
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _as_kind_mapping(value: Any) -> Any:
+    """`runtime: mock` and `runtime: {kind: mock, ...}` mean the same."""
+    if isinstance(value, str):
+        return {"kind": value}
+    return value
+
+
+def _check_kind(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value.get("kind"), str):
+        raise ValueError("needs a 'kind' (a string), e.g. {kind: mock}")
+    return value
+
+
+KindSpec = dict[str, Any]
+
+
+class SubjectSpec(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    runtime: KindSpec | None = None
+    model: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
+    _check = field_validator("runtime")(_check_kind)
+
+
+class CasesSpec(_Strict):
+    suite: Annotated[str, Field(min_length=1)] = "cases/"
+
+
+class GoalSpec(_Strict):
+    hypothesis: Annotated[str, Field(min_length=1)]
+    metric: str = "f1"
+    compare: list[str] = Field(default_factory=list)
+    direction: Literal["increase", "decrease", "differ"] = "differ"
+    min_effect: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    credibility: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+
+
+class ExperimentSpec(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    skill: Annotated[str, Field(min_length=1)] | None = None
+    subjects: list[SubjectSpec] = Field(default_factory=list)
+    sensor: KindSpec = Field(default_factory=lambda: {"kind": "activation"})
+    sensors: list[KindSpec] | None = None
+    trials: Annotated[int, Field(ge=1)] | None = None
+    cases: CasesSpec = Field(default_factory=CasesSpec)
+    runtime: KindSpec | None = None
+    seed: int = 0
+    concurrency: Annotated[int, Field(ge=1)] | None = None
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    goal: GoalSpec | None = None
+
+    _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
+    _checks = field_validator("runtime", "sensor")(_check_kind)
+
+    @field_validator("sensors", mode="before")
+    @classmethod
+    def _sensor_list(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [_as_kind_mapping(v) for v in value]
+        return value
+
+    @field_validator("sensors")
+    @classmethod
+    def _sensor_kinds(cls, value: list[KindSpec] | None) -> list[KindSpec] | None:
+        for item in value or []:
+            _check_kind(item)
+        return value
+
+
+class CaseSpec(_Strict):
+    id: Annotated[str, Field(min_length=1)] | None = None
+    expectation: Expectation
+    rationale: str = ""
+    tags: list[str] = Field(default_factory=list)
+    difficulty: Difficulty | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LabDefaults(_Strict):
+    """Defaults for every experiment of a lab (`ix.yaml`) or of a user (`config.yaml`)."""
+
+    runtime: KindSpec | None = None
+    trials: Annotated[int, Field(ge=1)] | None = None
+    concurrency: Annotated[int, Field(ge=1)] | None = None
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+
+    _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
+    _check = field_validator("runtime")(_check_kind)
+
+
+class SkillFrontmatter(BaseModel):
+    """SKILL.md: ix needs the name and description; Claude Code accepts other keys, so do we."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    name: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1)]
+
+
+def validate(model: type[M], data: Any, *, file: Any, what: str = "file") -> M:
+    """Validate parsed YAML against `model`; a problem is a `ConfigError` naming file and field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"the {what} must be a mapping of keys to values, not {type(data).__name__}",
+            file=file,
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model, file=file) from None

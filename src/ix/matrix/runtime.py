@@ -1,0 +1,14 @@
+"""The one thing agent-backed components need from an LLM backend."""
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class AgentRuntime(Protocol):
+    """Sends a system prompt and chat messages to some model and returns its text reply.
+
+    Kept this narrow so components stay backend-agnostic: any API client, CLI wrapper or
+    test double that can answer a conversation fits.
+    """
+
+    async def invoke(self, system: str, messages: list[dict[str, Any]]) -> str: ...

@@ -1,0 +1,1 @@
+"""Presenting results: tables for the terminal now; reports, leaderboards and charts later."""

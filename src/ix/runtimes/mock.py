@@ -1,0 +1,65 @@
+"""`mock`: a deterministic stand-in subject for tests and demos (DESIGN.md §2).
+
+Each trial draws, with its trial seed, whether it errors (`error_rates`) and whether the Skill
+tool is called (`activation_rates`), so a run is reproducible to the byte.
+"""
+
+import asyncio
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ix.domain.errors import TrialError
+from ix.domain.types import Subject
+from ix.eval.models import EvalObservation, ToolCall
+from ix.runtimes._seeding import trial_rng
+from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class MockOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    activation_rates: dict[str, Rate] = Field(default_factory=dict)
+    default_rate: float = Field(0.0, ge=0.0, le=1.0)
+    error_rates: dict[str, Rate] = Field(default_factory=dict)
+    latency_ms: float = Field(0, ge=0)
+    skill: str | None = None
+
+
+
+class MockRuntime:
+    """Calls the Skill tool with the configured probability per case."""
+
+    def __init__(self, options: MockOptions, context: RuntimeContext):
+        self.options = options
+        self.skill = options.skill or context.target_skill or "skill"
+        self._call = (ToolCall(name="Skill", input={"skill": self.skill}),)
+
+    async def invoke(
+        self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
+    ) -> EvalObservation:
+        opts = self.options
+        if opts.latency_ms:
+            await asyncio.sleep(opts.latency_ms / 1000)
+        rng = trial_rng(seed, attempt)
+        case_id = stimulus.id
+        if rng.random() < opts.error_rates.get(case_id, 0.0):
+            raise TrialError("runtime_error", f"mock: simulated error on {case_id}")
+        if rng.random() < opts.activation_rates.get(case_id, opts.default_rate):
+            return EvalObservation(
+                content=f"Using the {self.skill} skill.",
+                tool_calls=self._call,
+                duration_ms=int(opts.latency_ms),
+            )
+        return EvalObservation(content="Answered directly.", duration_ms=int(opts.latency_ms))
+
+
+register(RuntimeKind(
+    name="mock",
+    options=MockOptions,
+    build=MockRuntime,
+    default_concurrency=100,
+    summary="deterministic stand-in: per-case activation and error rates, simulated latency",
+))

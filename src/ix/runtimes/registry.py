@@ -1,0 +1,85 @@
+"""Runtime kinds by name: each kind declares its options model and how to build it.
+
+Options are validated when a run is planned (and by `ix validate`), so a typo in
+`experiment.yaml` fails before any trial starts, with the field named.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.ports import ExperimentRuntime
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    """What a runtime may need to know of the experiment: whose activation the sensor checks."""
+
+    target_skill: str | None = None
+
+
+@dataclass(frozen=True)
+class RuntimeKind:
+    name: str
+    options: type[BaseModel]
+    build: Callable[[Any, RuntimeContext], ExperimentRuntime]
+    default_concurrency: int
+    summary: str
+
+
+_KINDS: dict[str, RuntimeKind] = {}
+
+#: Kinds DESIGN.md names that later releases bring; asked for now, they get a clear message.
+PLANNED = ("claude-code", "anthropic", "openai", "command", "http", "human")
+
+
+def register(kind: RuntimeKind) -> RuntimeKind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def available() -> list[str]:
+    _load_builtins()
+    return sorted(_KINDS)
+
+
+def get_kind(name: str) -> RuntimeKind:
+    _load_builtins()
+    if name in _KINDS:
+        return _KINDS[name]
+    allowed = ", ".join(available())
+    if name in PLANNED:
+        raise ConfigError(
+            f"runtime {name!r} is not available in this version of ix yet; available: {allowed}",
+            field="runtime",
+        )
+    raise ConfigError(f"unknown runtime {name!r}; allowed: {allowed}", field="runtime")
+
+
+def validate_options(spec: Mapping[str, Any]) -> tuple[RuntimeKind, BaseModel]:
+    """Check a runtime spec (`{kind: ..., <options>}`) and return its kind and parsed options."""
+    kind = get_kind(str(spec.get("kind")))
+    raw = {k: v for k, v in spec.items() if k != "kind"}
+    try:
+        return kind, kind.options.model_validate(raw)
+    except ValidationError as exc:
+        raise from_validation_error(exc, kind.options, prefix="runtime") from None
+
+
+def build_runtime(spec: Mapping[str, Any], context: RuntimeContext) -> ExperimentRuntime:
+    kind, options = validate_options(spec)
+    return kind.build(options, context)
+
+
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the built-in kinds once, lazily, so importing the registry stays cheap."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        from ix.runtimes import lexical, mock, random  # noqa: F401

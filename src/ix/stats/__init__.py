@@ -1,0 +1,1 @@
+"""Pure statistics on numbers and arrays (numpy/scipy): knows nothing of experiments."""

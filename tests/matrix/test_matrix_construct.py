@@ -1,0 +1,65 @@
+from datetime import UTC
+
+import pytest
+
+from ix.matrix import Artifact, Construct, Intent
+
+
+def test_artifact_defaults_to_a_fresh_hex_id_and_utc_timestamp() -> None:
+    first, second = Artifact("k", "p", 1), Artifact("k", "p", 1)
+    assert first.id != second.id
+    assert len(first.id) == 32 and int(first.id, 16) >= 0
+    assert first.created_at.tzinfo is UTC
+
+
+def test_artifact_is_immutable() -> None:
+    artifact = Artifact("k", "p", 1)
+    with pytest.raises(AttributeError):
+        artifact.data = 2  # type: ignore[misc]
+
+
+def test_append_returns_a_new_construct_and_leaves_the_old_one_unchanged() -> None:
+    old = Construct("subject")
+    artifact = Artifact("numbers", "numbers", [1, 2])
+    new = old.append(artifact)
+    assert new is not old
+    assert old.artifacts == () and not old.has("numbers")
+    assert new.artifacts == (artifact,) and new.get("numbers") is artifact
+    assert new.subject == old.subject
+
+
+def test_branches_appended_from_one_construct_do_not_see_each_other() -> None:
+    base = Construct("s").append(Artifact("a", "x", 1))
+    left = base.append(Artifact("b", "left", 2))
+    right = base.append(Artifact("c", "right", 3))
+    assert left.kinds == {"a", "b"} and right.kinds == {"a", "c"}
+    assert base.kinds == {"a"}
+
+
+def test_get_returns_the_latest_artifact_of_a_kind() -> None:
+    construct = Construct("s").append(Artifact("score", "a", 1)).append(Artifact("score", "b", 2))
+    assert construct.get("score").producer == "b"
+    assert construct.data("score") == 2
+    assert [a.data for a in construct.artifacts] == [1, 2]  # the ledger keeps both
+
+
+def test_get_of_an_absent_kind_raises_key_error_naming_it_and_what_exists() -> None:
+    construct = Construct("s").append(Artifact("numbers", "p", 1))
+    with pytest.raises(KeyError, match=r"'squares'.*numbers"):
+        construct.get("squares")
+    assert not construct.has("squares")
+
+
+def test_construct_can_be_seeded_with_artifacts_up_front() -> None:
+    stimulus = Artifact("stimulus", "probe", "hello")
+    assert Construct("s", (stimulus,)).get("stimulus") is stimulus
+    seeded = Construct.seeded("s", {"stimulus": "hello", "n": 3})
+    assert seeded.data("stimulus") == "hello" and seeded.data("n") == 3
+    assert {a.producer for a in seeded.artifacts} == {"given"}
+
+
+def test_intent_is_a_frozen_recipe_of_subject_and_component_names() -> None:
+    intent = Intent("subject", ("numbers", "squares"))
+    assert intent == Intent("subject", ("numbers", "squares"))
+    with pytest.raises(AttributeError):
+        intent.subject = "other"  # type: ignore[misc]

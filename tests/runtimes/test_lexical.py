@@ -1,0 +1,234 @@
+"""The `lexical` runtime: a BM25 skill router with a seeded softmax, used as an offline baseline."""
+
+import asyncio
+
+import pytest
+
+from ix.domain.errors import ConfigError, TrialError
+from ix.domain.types import Subject
+from ix.eval.models import EvalCase, EvalObservation
+from ix.runtimes.lexical import NO_SKILL, LexicalOptions, LexicalRuntime, stem, tokenize
+from ix.runtimes.registry import RuntimeContext, build_runtime, get_kind, validate_options
+
+CSV = {
+    "name": "csv-summary",
+    "description": "Summarise and profile a CSV file: columns, types, missing values and basic "
+    "statistics. Use when the user asks to summarise or profile a CSV file.",
+    "path": "skills/csv-summary/SKILL.md",
+}
+RELEASE = {
+    "name": "git-release-notes",
+    "description": "Draft release notes or a changelog from git history between tags. Use when "
+    "the user asks to write release notes or update the changelog.",
+    "path": "skills/git-release-notes/SKILL.md",
+}
+SQL = {
+    "name": "sql-tuning",
+    "description": "Diagnose and speed up slow SQL queries, read EXPLAIN plans, suggest indexes. "
+    "Use when the user says a query is slow.",
+    "path": "skills/sql-tuning/SKILL.md",
+}
+SUBJECT = Subject(name="three", config={"skills": [CSV, RELEASE, SQL]})
+
+SUMMARY_PROMPT = "Can you summarise sales.csv for me: its columns and missing values?"
+UNRELATED_PROMPT = "How do I centre a div with flexbox?"
+# Shares one word ("csv") with csv-summary: a near-miss whose outcome varies at temperature > 0.
+NEAR_MISS_PROMPT = "Add a button that downloads the table as csv."
+
+
+def runtime(**options) -> LexicalRuntime:
+    context = RuntimeContext(target_skill="csv-summary")
+    built = build_runtime({"kind": "lexical", **options}, context)
+    assert isinstance(built, LexicalRuntime)
+    return built
+
+
+def case(prompt: str) -> EvalCase:
+    return EvalCase(id="c-001", prompt=prompt, expectation="must_trigger")
+
+
+def invoke(rt: LexicalRuntime, prompt: str, subject: Subject = SUBJECT, *, seed: int = 0,
+           attempt: int = 0) -> EvalObservation:
+    return asyncio.run(rt.invoke(subject, case(prompt), seed=seed, attempt=attempt))
+
+
+def called(obs: EvalObservation) -> str | None:
+    return obs.tool_calls[0].input["skill"] if obs.tool_calls else None
+
+
+def activation_rate(rt: LexicalRuntime, prompt: str, subject: Subject, skill: str, n: int = 300
+                    ) -> float:
+    return sum(called(invoke(rt, prompt, subject, seed=s)) == skill for s in range(n)) / n
+
+
+def test_matching_prompt_activates_its_skill_at_temperature_zero():
+    obs = invoke(runtime(temperature=0), SUMMARY_PROMPT)
+    assert obs.tool_calls[0].name == "Skill"
+    assert called(obs) == "csv-summary"
+    assert obs.content == "Using the csv-summary skill."
+
+
+def test_unrelated_prompt_calls_no_skill():
+    obs = invoke(runtime(temperature=0), UNRELATED_PROMPT)
+    assert obs.tool_calls == ()
+    assert obs.content == "Answered directly."
+
+
+def test_each_skill_wins_the_prompts_written_for_it():
+    rt = runtime(temperature=0)
+    assert called(invoke(rt, "Write the release notes since the last tag")) == "git-release-notes"
+    assert called(invoke(rt, "This SQL query is slow, here is the EXPLAIN plan")) == "sql-tuning"
+
+
+def test_same_seed_and_attempt_give_the_same_observation():
+    rt = runtime(temperature=1.0)
+    for seed in range(20):
+        first = invoke(rt, NEAR_MISS_PROMPT, seed=seed, attempt=1)
+        assert invoke(rt, NEAR_MISS_PROMPT, seed=seed, attempt=1) == first
+        assert invoke(runtime(temperature=1.0), NEAR_MISS_PROMPT, seed=seed, attempt=1) == first
+
+
+def test_different_attempts_of_one_trial_can_differ():
+    rt = runtime(temperature=1.0)
+    seed = 12345
+    outcomes = {called(invoke(rt, NEAR_MISS_PROMPT, seed=seed, attempt=a)) for a in range(50)}
+    assert {"csv-summary", None} <= outcomes
+
+
+def test_different_seeds_vary_at_positive_temperature():
+    rate = activation_rate(runtime(temperature=1.0), NEAR_MISS_PROMPT, SUBJECT, "csv-summary")
+    assert 0.05 < rate < 0.95
+
+
+def test_temperature_zero_is_deterministic_across_seeds_and_attempts():
+    rt = runtime(temperature=0)
+    for prompt in (SUMMARY_PROMPT, UNRELATED_PROMPT, NEAR_MISS_PROMPT):
+        observations = {
+            invoke(rt, prompt, seed=s, attempt=a).model_dump_json()
+            for s in range(10)
+            for a in range(3)
+        }
+        assert len(observations) == 1
+
+
+def test_temperature_zero_breaks_ties_by_name():
+    twins = Subject(name="twins", config={"skills": [
+        {"name": "b-csv", "description": "profile a csv file"},
+        {"name": "a-csv", "description": "profile a csv file"},
+    ]})
+    rt = runtime(temperature=0, threshold=0.0)
+    assert called(invoke(rt, "profile my csv file", twins)) == "a-csv"
+
+
+def test_a_skill_must_beat_the_threshold_outright_at_temperature_zero():
+    rt = runtime(temperature=0, threshold=0.0)
+    assert called(invoke(rt, UNRELATED_PROMPT)) is None
+
+
+def test_a_better_matching_competitor_takes_activations_from_the_target():
+    prompt = "Summarise the columns of this CSV file and plot a chart of each column."
+    alone = Subject(name="alone", config={"skills": [CSV, RELEASE]})
+    competitor = {
+        "name": "csv-charts",
+        "description": "Plot a chart of each column of a CSV file. Use when the user asks to "
+        "plot or chart the columns of a CSV file.",
+    }
+    crowded = Subject(name="crowded", config={"skills": [CSV, RELEASE, competitor]})
+
+    greedy = runtime(temperature=0)
+    assert called(invoke(greedy, prompt, alone)) == "csv-summary"
+    assert called(invoke(greedy, prompt, crowded)) == "csv-charts"
+
+    sampled = runtime(temperature=1.0)
+    before = activation_rate(sampled, prompt, alone, "csv-summary")
+    after = activation_rate(sampled, prompt, crowded, "csv-summary")
+    assert after < before - 0.2
+    p_before = sampled.probabilities(alone, prompt)["csv-summary"]
+    assert sampled.probabilities(crowded, prompt)["csv-summary"] < p_before
+
+
+def test_scores_and_probabilities_are_inspectable():
+    rt = runtime(threshold=1.25, temperature=0.5)
+    scores = rt.scores(SUBJECT, SUMMARY_PROMPT)
+    assert list(scores) == ["csv-summary", "git-release-notes", "sql-tuning", NO_SKILL]
+    assert scores[NO_SKILL] == 1.25
+    assert scores["csv-summary"] > scores["sql-tuning"]
+    probabilities = rt.probabilities(SUBJECT, SUMMARY_PROMPT)
+    assert sum(probabilities.values()) == pytest.approx(1.0)
+    assert max(probabilities, key=probabilities.__getitem__) == "csv-summary"
+    assert runtime(temperature=0).probabilities(SUBJECT, SUMMARY_PROMPT)["csv-summary"] == 1.0
+
+
+def test_skills_option_restricts_the_candidates():
+    rt = runtime(temperature=0, skills=["git-release-notes", "sql-tuning"])
+    assert called(invoke(rt, SUMMARY_PROMPT)) != "csv-summary"
+    assert set(rt.scores(SUBJECT, SUMMARY_PROMPT)) == {"git-release-notes", "sql-tuning", NO_SKILL}
+
+
+def test_skills_option_naming_a_skill_the_subject_lacks_is_a_trial_error():
+    with pytest.raises(TrialError) as err:
+        invoke(runtime(skills=["csv-sumary"]), SUMMARY_PROMPT)
+    assert err.value.kind == "unknown_skill"
+    assert "csv-sumary" in err.value.message
+
+
+@pytest.mark.parametrize("config", [{}, {"skills": []}])
+def test_subject_without_skills_is_a_no_skills_trial_error(config):
+    with pytest.raises(TrialError) as err:
+        invoke(runtime(), SUMMARY_PROMPT, Subject(name="bare", config=config))
+    assert err.value.kind == "no_skills"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"temperature": -0.1}, "runtime.temperature"),
+        ({"temprature": 0.5}, "runtime.temprature"),
+        ({"b": 1.5}, "runtime.b"),
+        ({"skills": "csv-summary"}, "runtime.skills"),
+    ],
+)
+def test_bad_options_are_config_errors_naming_the_field(spec, field):
+    with pytest.raises(ConfigError) as err:
+        validate_options({"kind": "lexical", **spec})
+    assert err.value.field == field
+
+
+def test_unknown_key_error_lists_the_allowed_keys():
+    with pytest.raises(ConfigError) as err:
+        validate_options({"kind": "lexical", "bogus": 1})
+    for key in ("threshold", "temperature", "k1", "b", "skills"):
+        assert key in err.value.message
+
+
+def test_registered_with_defaults():
+    kind = get_kind("lexical")
+    assert kind.options is LexicalOptions
+    assert kind.default_concurrency == 100
+    assert "not an LLM" in kind.summary
+    defaults = LexicalOptions()
+    assert (defaults.k1, defaults.b, defaults.skills) == (1.2, 0.75, None)
+    assert 1.0 <= defaults.threshold <= 2.0
+    assert defaults.temperature > 0
+
+
+def test_tokenizer_lowercases_drops_stop_words_and_stems_both_sides_alike():
+    assert tokenize("Summarising the CSV files") == tokenize("summarise a csv file")
+    assert stem("queries") == stem("query")
+    assert stem("indexes") == stem("index")
+    assert stem("tagged") == stem("tags") == "tag"
+    assert stem("speed") == "speed"  # not "spe": -ed is kept when the stem would end in e
+    assert tokenize("the of and") == ()
+
+
+def test_index_is_built_once_per_skill_set():
+    from ix.runtimes import lexical
+
+    lexical._index.cache_clear()
+    lexical._bm25.cache_clear()
+    rt = runtime()
+    for seed in range(5):
+        invoke(rt, SUMMARY_PROMPT, seed=seed)
+        invoke(rt, UNRELATED_PROMPT, seed=seed)
+    info = lexical._index.cache_info()
+    assert info.misses == 1

@@ -69,7 +69,12 @@ def test_duplicate_component_names_are_rejected() -> None:
 
 
 def test_every_topology_error_is_a_dag_error() -> None:
-    for error in (MissingProviderError, DuplicateProviderError, CycleError, DuplicateComponentError):
+    for error in (
+        MissingProviderError,
+        DuplicateProviderError,
+        CycleError,
+        DuplicateComponentError,
+    ):
         assert issubclass(error, DagError)
 
 

@@ -61,17 +61,34 @@ class TrialComponent:
         key = construct.subject
         started = datetime.now(UTC)
         t0 = time.perf_counter()
+        # A bare timer instead of `asyncio.timeout()`: the same cancel-on-deadline, at a
+        # fraction of the cost on the per-trial path.
+        task = asyncio.current_task()
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            if task is not None:
+                task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.timeout_s, expire)
         try:
-            async with asyncio.timeout(self.timeout_s):
-                observation = await key.subject.runtime.invoke(
-                    key.subject.subject, key.case, seed=key.seed, attempt=key.attempt)
-        except TimeoutError:
+            observation = await key.subject.runtime.invoke(
+                key.subject.subject, key.case, seed=key.seed, attempt=key.attempt)
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            if task is not None:
+                task.uncancel()
             return TrialOutcome(None, {"kind": "timeout", "message":
                                        f"no answer within timeout_s={self.timeout_s:g}"},
                                 started, (time.perf_counter() - t0) * 1000)
         except Exception as exc:  # a subject's failure is data, never fatal to the run
             return TrialOutcome(None, error_record(exc), started,
                                 (time.perf_counter() - t0) * 1000)
+        finally:
+            timer.cancel()
         return TrialOutcome(observation, None, started, (time.perf_counter() - t0) * 1000)
 
 

@@ -6,6 +6,7 @@ at most the trials in flight. The run's `spec.yaml` says `running` while it is u
 """
 
 import asyncio
+import gc
 import hashlib
 import signal
 import sys
@@ -19,7 +20,7 @@ from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, c
 from ix.engine.plan import Plan, TrialKey
 from ix.eval.scoring import Tally
 from ix.eval.summary import build_summary, subject_block
-from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary, write_json_atomic
+from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary
 from ix.lab.runs import environment, git_commit, iso, new_run_id, run_dir, write_spec
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 
@@ -48,6 +49,9 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     write_spec(directory, spec)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
     status = "failed"
+    # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
+    # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
+    gc.freeze()
     writer = TrialWriter(loaded.results_dir / TRIALS_FILE)
     try:
         asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts))
@@ -68,8 +72,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
                   "started_at": iso(started), "finished_at": iso(finished),
                   "skipped_cases": [c.id for c in plan.skipped]},
         )
-        summary_path = save_summary(loaded.results_dir, summary, finished)
-        write_json_atomic(directory / "summary.json", summary)
+        summary_path = save_summary(loaded.results_dir, summary, finished,
+                                    also=(directory / "summary.json",))
         write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
                                "trials_written": writer.written})
     return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)

@@ -31,6 +31,8 @@ class ActivationSensor:
         self.skill = skill
         self.mode = mode
         self._suffix = f":{skill}"
+        self._hit = f"{skill} invoked"
+        self._miss = f"{skill} not invoked"
 
     def _is_target(self, call: Any) -> bool:
         if call.name != "Skill":
@@ -45,12 +47,11 @@ class ActivationSensor:
             hit = bool(calls) and self._is_target(calls[0])
         else:
             hit = any(self._is_target(c) for c in calls)
-        invoked = [c.input.get("skill") for c in calls if c.name == "Skill"]
-        details = (f"{self.skill} invoked" if hit else
-                   f"{self.skill} not invoked" + (f" (invoked: {', '.join(map(str, invoked))})"
-                                                  if invoked else ""))
-        return [Reading(sensor_name=self.name, passed=hit, score=1.0 if hit else 0.0,
-                        details=details)]
+        if hit:
+            return [Reading(sensor_name=self.name, passed=True, score=1.0, details=self._hit)]
+        invoked = [str(c.input.get("skill")) for c in calls if c.name == "Skill"]
+        details = self._miss + (f" (invoked: {', '.join(invoked)})" if invoked else "")
+        return [Reading(sensor_name=self.name, passed=False, score=0.0, details=details)]
 
 
 @dataclass(frozen=True)

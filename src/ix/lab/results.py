@@ -84,23 +84,17 @@ def read_trials(path: Path, warn: Warn | None = None) -> Iterator[dict[str, Any]
             yield record
 
 
+def dumps(data: Any) -> str:
+    """JSON as ix writes it to files: indented, UTF-8, and never NaN (which JSON lacks)."""
+    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, fsync, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=2, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, dumps(data))
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename: never a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -114,14 +108,17 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime) -> Path:
-    """`summary-<stamp>.json` (never overwriting an older one) and `summary-latest.json`."""
+def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,
+                 also: tuple[Path, ...] = ()) -> Path:
+    """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
+    the same text at each path of `also`."""
+    text = dumps(summary)
     name = f"summary-{stamp(finished)}"
     archived = results_dir / f"{name}.json"
     n = 2
     while archived.exists():
         archived = results_dir / f"{name}-{n}.json"
         n += 1
-    write_json_atomic(archived, summary)
-    write_json_atomic(results_dir / LATEST_SUMMARY, summary)
+    for path in (archived, results_dir / LATEST_SUMMARY, *also):
+        write_text_atomic(path, text)
     return archived

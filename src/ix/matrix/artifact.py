@@ -1,13 +1,19 @@
 """The atom of a construct: one immutable fact, stamped with who made it and when."""
 
+import itertools
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from uuid import uuid4
+
+# A random per-process prefix and a counter: unique like a uuid4, at a tenth of the cost on the
+# per-trial hot path (a uuid4 reads the OS's random source each time).
+_PREFIX = os.urandom(8).hex()
+_counter = itertools.count()
 
 
 def _new_id() -> str:
-    return uuid4().hex
+    return f"{_PREFIX}{next(_counter):08x}"
 
 
 def _now() -> datetime:
@@ -18,7 +24,7 @@ def _now() -> datetime:
 class Artifact:
     """A fact of one `kind` made by `producer`; frozen so a ledger can share it without copying.
 
-    `id` and `created_at` default to a fresh uuid4 hex and the current UTC time, so artifacts can
+    `id` (unique: a random per-process prefix and a counter) and `created_at` (now, UTC) default, so artifacts can
     be traced and ordered after they leave the process (e.g. through a sink).
     """
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
-from ix.runtimes._seeding import trial_rng
+from ix.runtimes._seeding import uniform
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -43,11 +43,10 @@ class MockRuntime:
         opts = self.options
         if opts.latency_ms:
             await asyncio.sleep(opts.latency_ms / 1000)
-        rng = trial_rng(seed, attempt)
         case_id = stimulus.id
-        if rng.random() < opts.error_rates.get(case_id, 0.0):
+        if uniform(seed, attempt, 0) < opts.error_rates.get(case_id, 0.0):
             raise TrialError("runtime_error", f"mock: simulated error on {case_id}")
-        if rng.random() < opts.activation_rates.get(case_id, opts.default_rate):
+        if uniform(seed, attempt, 1) < opts.activation_rates.get(case_id, opts.default_rate):
             return EvalObservation(
                 content=f"Using the {self.skill} skill.",
                 tool_calls=self._call,

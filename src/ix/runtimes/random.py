@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
-from ix.runtimes._seeding import trial_rng
+from ix.runtimes._seeding import uniform
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 
@@ -28,7 +28,7 @@ class RandomRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
-        if trial_rng(seed, attempt).random() < self.p:
+        if uniform(seed, attempt, 0) < self.p:
             return EvalObservation(
                 content=f"Using the {self.skill} skill.",
                 tool_calls=(ToolCall(name="Skill", input={"skill": self.skill}),),

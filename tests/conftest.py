@@ -1,0 +1,112 @@
+"""Shared fixtures: the real `ix` command in a subprocess, and labs written to disk."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_LAB = REPO / "examples" / "lab"
+
+
+def _ix_argv() -> list[str]:
+    exe = Path(sys.executable).parent / "ix"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ix"]
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_ix(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+           timeout: float = 120) -> Result:
+    """Run the real `ix` command; the environment is clean of the user's ix settings."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    full_env["XDG_CONFIG_HOME"] = str(Path(cwd or REPO) / ".no-user-config")
+    full_env["NO_COLOR"] = "1"
+    full_env["COLUMNS"] = "200"
+    full_env.update(env or {})
+    proc = subprocess.run([*_ix_argv(), *args], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def ix():
+    return run_ix
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def case(directory: Path, case_id: str, expectation: str, prompt: str = "",
+         extra: str = "") -> Path:
+    body = prompt or f"Prompt of {case_id}"
+    return write(directory / "cases" / f"{case_id}.md",
+                 f"---\nexpectation: {expectation}\n{extra}---\n{body}\n")
+
+
+def mock_experiment(lab: Path, name: str = "exp", *, rates: Mapping[str, float] | None = None,
+                    n_must: int = 3, n_not: int = 3, n_edge: int = 1, trials: int | None = 5,
+                    extra_yaml: str = "", runtime_extra: str = "") -> Path:
+    """An experiment with the mock runtime: must-NNN, not-NNN, edge-NNN cases."""
+    d = lab / name
+    lines = [f"name: {name}", "skill: target"]
+    if trials is not None:
+        lines.append(f"trials: {trials}")
+    lines += ["runtime:", "  kind: mock"]
+    if rates:
+        lines.append("  activation_rates:")
+        lines += [f"    {k}: {v}" for k, v in rates.items()]
+    if runtime_extra:
+        lines += ["  " + line for line in textwrap.dedent(runtime_extra).strip().splitlines()]
+    write(d / "experiment.yaml", "\n".join(lines) + "\n" + textwrap.dedent(extra_yaml))
+    for i in range(1, n_must + 1):
+        case(d, f"must-{i:03d}", "must_trigger")
+    for i in range(1, n_not + 1):
+        case(d, f"not-{i:03d}", "should_not_trigger")
+    for i in range(1, n_edge + 1):
+        case(d, f"edge-{i:03d}", "acceptable")
+    return d
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    """An empty lab folder (experiments are added by each test)."""
+    d = tmp_path / "lab"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def example_lab(tmp_path: Path) -> Path:
+    """A private copy of the bundled example lab, without any results."""
+    dest = tmp_path / "example-lab"
+    shutil.copytree(EXAMPLE_LAB, dest, ignore=shutil.ignore_patterns("results", "artifacts"))
+    return dest
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file under `root` with the sha256 of its bytes: 'byte-for-byte unchanged' checks."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out

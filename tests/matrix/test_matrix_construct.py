@@ -1,3 +1,4 @@
+import os
 from datetime import UTC
 
 import pytest
@@ -5,11 +6,10 @@ import pytest
 from ix.matrix import Artifact, Construct, Intent
 
 
-def test_artifact_defaults_to_a_fresh_hex_id_and_utc_timestamp() -> None:
-    first, second = Artifact("k", "p", 1), Artifact("k", "p", 1)
-    assert first.id != second.id
-    assert len(first.id) == 32 and int(first.id, 16) >= 0
-    assert first.created_at.tzinfo is UTC
+def test_artifact_defaults_to_a_unique_id_and_a_utc_timestamp() -> None:
+    ids = {Artifact("k", "p", 1).id for _ in range(1_000)}
+    assert len(ids) == 1_000 and all(isinstance(i, str) and i for i in ids)
+    assert Artifact("k", "p", 1).created_at.tzinfo is UTC
 
 
 def test_artifact_is_immutable() -> None:
@@ -63,3 +63,18 @@ def test_intent_is_a_frozen_recipe_of_subject_and_component_names() -> None:
     assert intent == Intent("subject", ("numbers", "squares"))
     with pytest.raises(AttributeError):
         intent.subject = "other"  # type: ignore[misc]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_does_not_repeat_the_parents_artifact_ids() -> None:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report its next id and leave without running pytest's teardown
+        os.write(write, Artifact("k", "p", 1).id.encode())
+        os._exit(0)
+    os.close(write)
+    parent_id = Artifact("k", "p", 1).id
+    os.waitpid(pid, 0)
+    child_id = os.read(read, 100).decode()
+    os.close(read)
+    assert child_id and child_id != parent_id

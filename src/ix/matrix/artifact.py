@@ -12,6 +12,17 @@ _PREFIX = os.urandom(8).hex()
 _counter = itertools.count()
 
 
+def _reseed() -> None:
+    """A forked child inherits prefix and counter; without a new prefix it would repeat ids."""
+    global _PREFIX, _counter
+    _PREFIX = os.urandom(8).hex()
+    _counter = itertools.count()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed)
+
+
 def _new_id() -> str:
     return f"{_PREFIX}{next(_counter):08x}"
 
@@ -24,8 +35,8 @@ def _now() -> datetime:
 class Artifact:
     """A fact of one `kind` made by `producer`; frozen so a ledger can share it without copying.
 
-    `id` (unique: a random per-process prefix and a counter) and `created_at` (now, UTC) default, so artifacts can
-    be traced and ordered after they leave the process (e.g. through a sink).
+    `id` (unique: a random per-process prefix and a counter) and `created_at` (now, UTC) default,
+    so artifacts can be traced and ordered after they leave the process (e.g. through a sink).
     """
 
     kind: str

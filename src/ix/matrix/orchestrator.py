@@ -161,7 +161,7 @@ class Orchestrator:
         constructs: Iterable[Construct[S]] | AsyncIterable[Construct[S]],
         workers: int,
     ) -> AsyncIterator[Outcome[S]]:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=workers)
         if isinstance(constructs, AsyncIterable):
             source = _SharedAsyncIterator(aiter(constructs))
             tasks = [asyncio.create_task(self._work_async(source, queue)) for _ in range(workers)]

@@ -1,0 +1,127 @@
+"""Throughput and memory of `ix run`, end to end, on the mock runtime.
+
+    .venv/bin/python benchmarks/run_throughput.py [--repeat 3] [--big]
+
+Prints, for the real `ix` command in a subprocess (no terminal, so no progress bar):
+1. 1,000 cases x 10 trials at 0 latency: trials/s for the whole command (start-up included)
+   and for the engine alone (the run's started_at..finished_at). Target >= 10,000/s.
+2. The same at latency_ms 50 and concurrency 100, against the ideal
+   trials x latency / concurrency = 5.0 s. Target <= 1.1x.
+3. Peak RSS (ru_maxrss of the child) at 10k and 100k trials (and 1M with --big).
+   Target: flat.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+IX = [str(Path(sys.executable).parent / "ix")]
+
+
+def make_lab(root: Path, cases: int, trials: int, latency_ms: float, concurrency: int) -> Path:
+    lab = root / f"lab-{cases}x{trials}-{latency_ms}"
+    exp = lab / "bench"
+    (exp / "cases").mkdir(parents=True)
+    for i in range(cases):
+        e = "must_trigger" if i % 2 == 0 else "should_not_trigger"
+        (exp / "cases" / f"c-{i:05d}.md").write_text(
+            f"---\nexpectation: {e}\n---\nPrompt number {i}\n", encoding="utf-8")
+    (exp / "experiment.yaml").write_text(
+        f"name: bench\nskill: target\ntrials: {trials}\nconcurrency: {concurrency}\n"
+        f"runtime:\n  kind: mock\n  default_rate: 0.5\n  latency_ms: {latency_ms}\n",
+        encoding="utf-8")
+    return lab
+
+
+def run(lab: Path) -> dict[str, float]:
+    """One `ix run`: wall seconds, engine seconds, trials, peak RSS of the child (MiB)."""
+    results = lab / "bench" / "results"
+    if results.exists():
+        for p in sorted(results.rglob("*"), reverse=True):
+            p.rmdir() if p.is_dir() else p.unlink()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    # wait4 would race communicate(); the child has exited, so its rusage is in RUSAGE_CHILDREN
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"ix run failed ({proc.returncode}): {err.decode()}")
+    summary = json.loads(out)
+    started = datetime.fromisoformat(summary["started_at"].replace("Z", "+00:00"))
+    finished = datetime.fromisoformat(summary["finished_at"].replace("Z", "+00:00"))
+    trials = sum(b["trials"] for b in summary["subjects"])
+    return {"wall": wall, "engine": (finished - started).total_seconds(), "trials": trials}
+
+
+def peak_rss_mib(lab: Path) -> float:
+    """Peak RSS of one `ix run`, measured in a fresh interpreter so maxima do not mix."""
+    code = (
+        "import resource, subprocess, sys\n"
+        f"subprocess.run({[*IX, 'run', '--lab', str(lab), '--json']!r}, check=True,"
+        " stdout=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    results = lab / "bench" / "results"
+    if results.exists():
+        subprocess.run(["rm", "-rf", str(results)], check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return int(out.stdout.strip()) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also 1,000,000 trials for RSS")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ix-bench-") as tmp:
+        root = Path(tmp)
+        print(f"ix run on the mock runtime; python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} cores; best and median of {args.repeat}\n")
+
+        lab = make_lab(root, 1000, 10, 0, 100)
+        runs = [run(lab) for _ in range(args.repeat)]
+        n = runs[0]["trials"]
+        walls = [r["wall"] for r in runs]
+        engines = [r["engine"] for r in runs]
+        print(f"1) {n:,} trials, latency 0, concurrency 100")
+        print(f"   whole command: best {min(walls):.3f} s = {n / min(walls):,.0f} trials/s, "
+              f"median {statistics.median(walls):.3f} s = {n / statistics.median(walls):,.0f}/s")
+        print(f"   engine only:   best {min(engines):.3f} s = {n / min(engines):,.0f} trials/s, "
+              f"median {statistics.median(engines):.3f} s = "
+              f"{n / statistics.median(engines):,.0f}/s   (target >= 10,000/s)\n")
+
+        lab = make_lab(root, 1000, 10, 50, 100)
+        runs = [run(lab) for _ in range(args.repeat)]
+        ideal = n * 0.050 / 100
+        walls = [r["wall"] for r in runs]
+        engines = [r["engine"] for r in runs]
+        print(f"2) {n:,} trials, latency 50 ms, concurrency 100: ideal {ideal:.2f} s")
+        print(f"   whole command: best {min(walls):.3f} s = {min(walls) / ideal:.3f}x ideal, "
+              f"median {statistics.median(walls):.3f} s = "
+              f"{statistics.median(walls) / ideal:.3f}x")
+        print(f"   engine only:   best {min(engines):.3f} s = {min(engines) / ideal:.3f}x ideal, "
+              f"median {statistics.median(engines) / ideal:.3f}x   (target <= 1.1x)\n")
+
+        sizes = [(1000, 10), (1000, 100)] + ([(1000, 1000)] if args.big else [])
+        print("3) peak RSS of `ix run` (latency 0)")
+        for cases, trials in sizes:
+            lab = make_lab(root, cases, trials, 0, 100)
+            t0 = time.perf_counter()
+            rss = peak_rss_mib(lab)
+            wall = time.perf_counter() - t0
+            print(f"   {cases * trials:>9,} trials: {rss:6.1f} MiB peak RSS "
+                  f"({wall:.1f} s, {cases * trials / wall:,.0f} trials/s)")
+
+
+if __name__ == "__main__":
+    main()

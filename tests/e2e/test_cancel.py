@@ -1,0 +1,45 @@
+"""Ctrl-C and SIGTERM: completed trials are kept, the summary says cancelled, exit 130."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import mock_experiment
+
+
+def _ix() -> list[str]:
+    exe = Path(sys.executable).parent / "ix"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ix"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_cancels_the_run_and_keeps_completed_trials(lab, sig):
+    exp = mock_experiment(lab, n_must=10, n_not=10, n_edge=0, trials=10,
+                          runtime_extra="latency_ms: 50", extra_yaml="concurrency: 4\n")
+    trials = exp / "results" / "trials.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if trials.exists() and len(trials.read_bytes().splitlines()) >= 8:
+            break
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err
+    records = [json.loads(line) for line in trials.read_text().splitlines()]
+    assert 8 <= len(records) < 200
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    assert summary["run_status"] == "cancelled"
+    assert summary["subjects"][0]["trials"] == len(records)
+    spec = yaml.safe_load((exp / "results" / "runs" / summary["run_id"] / "spec.yaml").read_text())
+    assert spec["status"] == "cancelled" and spec["trials_written"] == len(records)

@@ -1,0 +1,86 @@
+"""The aggregate step of `001_…`: majority vote, confusion counts, metrics, interpretation."""
+
+from fractions import Fraction
+
+import pytest
+
+from ix.domain.types import Reading
+from ix.eval.models import EvalCase
+from ix.eval.scoring import Tally, aggregate_readings, compute_metrics, interpret
+
+
+def reading(passed: bool) -> Reading:
+    return Reading(sensor_name="activation", passed=passed, score=float(passed))
+
+
+def case(i: str, e: str) -> EvalCase:
+    return EvalCase(id=i, prompt="p", expectation=e)
+
+
+def test_majority_vote_needs_strictly_more_than_half():
+    half = aggregate_readings("m", "must_trigger", [reading(True), reading(False)])
+    assert half.score == 0.5 and half.correct is False
+    more = aggregate_readings("m", "must_trigger", [reading(True)] * 3 + [reading(False)] * 2)
+    assert more.score == 0.6 and more.correct is True
+    not_half = aggregate_readings("n", "should_not_trigger", [reading(True), reading(False)])
+    assert not_half.correct is True
+
+
+def test_errored_trials_do_not_dilute_the_activation_rate():
+    r = aggregate_readings("m", "must_trigger", [reading(True), None, None, reading(True)])
+    assert r.score == 1.0 and r.correct
+
+
+def test_metrics_match_exact_fractions():
+    tally = Tally([case("m1", "must_trigger"), case("m2", "must_trigger"),
+                   case("m3", "must_trigger"), case("n1", "should_not_trigger"),
+                   case("n2", "should_not_trigger")])
+    for pid, outcomes in {"m1": [1, 1, 0], "m2": [0, 0, 1], "m3": [1, 1, 1],
+                          "n1": [1, 1, 0], "n2": [0, 0, 0]}.items():
+        for o in outcomes:
+            tally.add(pid, bool(o))
+    res = tally.results("x")
+    assert (res.tp, res.fn, res.fp, res.tn) == (2, 1, 1, 1)
+    p, r = Fraction(2, 3), Fraction(2, 3)
+    assert res.precision == pytest.approx(float(p))
+    assert res.recall == pytest.approx(float(r))
+    assert res.f1 == pytest.approx(float(2 * p * r / (p + r)))
+    assert res.status == "needs_work"  # 0.50 <= f1 = 0.667 < 0.70
+
+
+@pytest.mark.parametrize("f1,status", [(0.85, "excellent"), (0.8499, "good"), (0.70, "good"),
+                                       (0.6999, "needs_work"), (0.5, "needs_work"),
+                                       (0.4999, "poor"), (0.0, "poor")])
+def test_status_thresholds(f1, status):
+    m = {"f1": f1, "precision": 1.0, "recall": 1.0, "tp": 1, "fp": 0, "fn": 0, "tn": 1}
+    assert interpret(m)["status"] == status
+
+
+def test_empty_denominators_give_zero_not_nan():
+    m = compute_metrics([])
+    assert m == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    only_not = compute_metrics([aggregate_readings("n", "should_not_trigger", [reading(False)])])
+    assert only_not["precision"] == 0.0 and only_not["recall"] == 0.0 and only_not["tn"] == 1
+
+
+def test_issues_and_suggestions_name_the_failing_cases():
+    tally = Tally([case("m1", "must_trigger"), case("n1", "should_not_trigger")])
+    tally.add("m1", False)
+    tally.add("n1", True)
+    res = tally.results("x")
+    assert len(res.issues) == 2 and len(res.suggestions) == 2
+    assert "m1" in " ".join(res.issues) and "n1" in " ".join(res.issues)
+
+
+def test_no_issue_at_exactly_the_threshold():
+    m = {"f1": 0.8, "precision": 0.8, "recall": 0.8, "tp": 4, "fp": 1, "fn": 1, "tn": 4}
+    assert interpret(m)["issues"] == []
+
+
+def test_tally_counts_errors_apart_and_leaves_unrun_cases_out_of_the_metrics():
+    tally = Tally([case("m1", "must_trigger"), case("m2", "must_trigger")])
+    tally.add("m1", None)
+    tally.add("m2", True)
+    assert tally.errors == 1 and tally.trials == 2
+    res = tally.results("x")
+    assert (res.tp, res.fn) == (1, 0)

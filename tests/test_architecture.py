@@ -1,0 +1,31 @@
+"""The layers of DESIGN.md §1 are checked, not hoped for."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_import_linter_contracts_hold():
+    exe = Path(sys.executable).parent / "lint-imports"
+    proc = subprocess.run([str(exe), "--no-cache"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "broken" in proc.stdout and "0 broken" in proc.stdout
+
+
+def test_a_layer_violation_would_be_caught(tmp_path):
+    """The contract can fail: a copy of the package where matrix imports ix.eval breaks it."""
+    import shutil
+
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "src", copy / "src")
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    bad = copy / "src" / "ix" / "matrix" / "artifact.py"
+    bad.write_text("import ix.eval.models  # noqa\n" + bad.read_text())
+    exe = Path(sys.executable).parent / "lint-imports"
+    env = {"PYTHONPATH": str(copy / "src"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([str(exe), "--no-cache"], cwd=copy, capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode != 0
+    assert "ix.matrix" in proc.stdout

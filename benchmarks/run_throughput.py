@@ -26,8 +26,10 @@ IX = [str(Path(sys.executable).parent / "ix")]
 
 
 def make_lab(root: Path, cases: int, trials: int, latency_ms: float, concurrency: int) -> Path:
-    lab = root / f"lab-{cases}x{trials}-{latency_ms}"
+    lab = root / f"lab-{cases}x{trials}-{latency_ms}-{concurrency}"
     exp = lab / "bench"
+    if exp.exists():
+        return lab
     (exp / "cases").mkdir(parents=True)
     for i in range(cases):
         e = "must_trigger" if i % 2 == 0 else "should_not_trigger"

@@ -84,8 +84,10 @@ def run(
                           command=["ix", *sys.argv[1:]], on_plan=progress.start,
                           on_trial=progress.trial)
     if json_out:
-        summaries = [r.summary for r in results]
-        print_json(summaries[0] if len(summaries) == 1 else summaries)
+        if len(results) == 1:  # the summary file's own text: no second encoding
+            sys.stdout.write(results[0].summary_path.read_text(encoding="utf-8"))
+        else:
+            print_json([r.summary for r in results])
     else:
         from ix.report.console import summary_renderable
 

@@ -1,7 +1,7 @@
 """Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -65,7 +65,9 @@ def from_validation_error(
         allowed = ", ".join(owner.model_fields) if owner else "see the docs"
         return ConfigError(f"unknown key; allowed keys: {allowed}", file=file, field=field)
     if err["type"] == "missing":
-        return ConfigError("required key is missing", file=file, field=field)
+        allowed = _literal_values(model, loc)
+        hint = f"; one of: {', '.join(allowed)}" if allowed else ""
+        return ConfigError(f"required key is missing{hint}", file=file, field=field)
     msg = err["msg"]
     if err["type"] == "value_error":
         msg = msg.removeprefix("Value error, ")
@@ -89,6 +91,21 @@ def _model_at(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> "type[Bas
         if current is None:
             return None
     return current if hasattr(current, "model_fields") else None
+
+
+def _literal_values(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> list[str]:
+    """The allowed values of a `Literal` field at `loc`, if it is one."""
+    owner = _model_at(model, loc[:-1])
+    name = loc[-1] if loc else None
+    if owner is None or not isinstance(name, str) or name not in owner.model_fields:
+        return []
+    annotation = owner.model_fields[name].annotation
+    while get_origin(annotation) is not None and get_origin(annotation) is not Literal:
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if not args:
+            return []
+        annotation = args[0]
+    return [str(v) for v in get_args(annotation)] if get_origin(annotation) is Literal else []
 
 
 def _first_model(annotation: Any) -> Any:

@@ -86,11 +86,16 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
     plans = []
     for s in subjects:
         spec = dict(s.config["runtime"])
+        origins = dict(s.config.get("runtime_origins", {}))
         if overrides.runtime is not None and overrides.runtime != spec.get("kind"):
             spec = {"kind": overrides.runtime}
+            origins = {"kind": ["", "--runtime"]}
         target = target_skill(exp.sensor_options, exp.skill, s.name)
         try:
             runtime = build_runtime(spec, RuntimeContext(target_skill=target))
+        except ConfigError as exc:
+            raise _located(exc, origins, file) from None
+        try:
             sensors = _sensors(loaded, target)
         except ConfigError as exc:
             raise exc.at(file) from None
@@ -115,6 +120,24 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
     return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
                 trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
                 concurrency=concurrency, sources=sources)
+
+
+def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:
+    """Move a runtime option error (`runtime.<option>...`) to where that option was written."""
+    parts = (exc.field or "runtime").split(".", 2)
+    option = parts[1] if len(parts) > 1 else "kind"
+    where = origins.get(option) or origins.get("kind")
+    if not where:
+        return exc.at(file)
+    source, field = where
+    if option == "kind" and len(parts) == 1:
+        rest = ""
+    else:
+        rest = "." + parts[2] if len(parts) > 2 else ""
+    if not source or source.startswith(("$", "built-in")):
+        hint = f" (from {source})" if source else ""
+        return ConfigError(exc.message + hint, field=field + rest)
+    return ConfigError(exc.message, file=source, field=field + rest)
 
 
 def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:

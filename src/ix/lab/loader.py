@@ -52,8 +52,11 @@ def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
             "'skill' and 'subjects' are mutually exclusive: use 'skill' for one skill under "
             "test, or list 'subjects'", file=file, field="skill",
         )
-    runtime = dict(spec.runtime) if spec.runtime is not None else dict(defaults.runtime)
-    subjects = _subjects(spec, path, lab, file, runtime)
+    if spec.runtime is not None:
+        runtime, origin = dict(spec.runtime), (str(file), "runtime")
+    else:
+        runtime, origin = dict(defaults.runtime), (defaults.sources["runtime"], "runtime")
+    subjects = _subjects(spec, path, lab, file, runtime, origin)
     cases = _cases(spec, path, file)
     _check_goal(spec, subjects, file)
     experiment = Experiment(
@@ -76,7 +79,8 @@ def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
 
 
 def _subjects(
-    spec: ExperimentSpec, path: Path, lab: Path, file: Path, runtime: dict[str, Any]
+    spec: ExperimentSpec, path: Path, lab: Path, file: Path, runtime: dict[str, Any],
+    runtime_origin: tuple[str, str],
 ) -> list[Subject]:
     if spec.subjects:
         specs = spec.subjects
@@ -94,11 +98,13 @@ def _subjects(
         seen.add(s.name)
         skills = [_skill(ref, path, lab, file, f"{where}.skills[{j}]")
                   for j, ref in enumerate(s.skills)]
+        merged, origins = _subject_runtime(runtime, runtime_origin, s, where, file)
         subjects.append(Subject(
             name=s.name,
             description=s.description,
             config={
-                "runtime": _subject_runtime(runtime, s),
+                "runtime": merged,
+                "runtime_origins": origins,
                 "model": s.model,
                 "skills": skills,
             },
@@ -106,15 +112,28 @@ def _subjects(
     return subjects
 
 
-def _subject_runtime(base: dict[str, Any], s: SubjectSpec) -> dict[str, Any]:
-    """The experiment's runtime, overridden by the subject's own, its `config` and `model`."""
+def _subject_runtime(base: dict[str, Any], base_origin: tuple[str, str], s: SubjectSpec,
+                     where: str, file: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The experiment's runtime, overridden by the subject's own, its `config` and `model`.
+
+    Also where each option came from (`{option: [file, field]}`), so that a bad option is
+    reported at the place the user wrote it.
+    """
     own = dict(s.runtime or {})
-    merged = dict(base) if own.get("kind", base["kind"]) == base["kind"] else {}
-    merged.update(own)
-    merged.update(s.config)
+    same_kind = own.get("kind", base["kind"]) == base["kind"]
+    merged = dict(base) if same_kind else {}
+    origins = {k: [base_origin[0], f"{base_origin[1]}.{k}"] for k in merged}
+    origins["kind"] = list(base_origin)
+    for key, value in own.items():
+        merged[key] = value
+        origins[key] = [str(file), f"{where}.runtime" + ("" if key == "kind" else f".{key}")]
+    for key, value in s.config.items():
+        merged[key] = value
+        origins[key] = [str(file), f"{where}.config.{key}"]
     if s.model is not None:
         merged["model"] = s.model
-    return merged
+        origins["model"] = [str(file), f"{where}.model"]
+    return merged, origins
 
 
 def _skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> dict[str, str]:

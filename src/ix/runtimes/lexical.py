@@ -33,7 +33,7 @@ NO_SKILL = ""
 
 
 class LexicalOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     threshold: float = 1.5
     temperature: float = Field(0.5, ge=0.0)

@@ -19,7 +19,7 @@ Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class MockOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     activation_rates: dict[str, Rate] = Field(default_factory=dict)
     default_rate: float = Field(0.0, ge=0.0, le=1.0)

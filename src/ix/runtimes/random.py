@@ -14,7 +14,7 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 
 class RandomOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     p: float = Field(0.5, ge=0.0, le=1.0)
     skill: str | None = None

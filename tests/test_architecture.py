@@ -29,3 +29,16 @@ def test_a_layer_violation_would_be_caught(tmp_path):
                           env=env)
     assert proc.returncode != 0
     assert "ix.matrix" in proc.stdout
+
+
+def test_the_package_type_checks():
+    exe = Path(sys.executable).parent / "mypy"
+    proc = subprocess.run([str(exe)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_code_passes_ruff():
+    exe = Path(sys.executable).parent / "ruff"
+    proc = subprocess.run([str(exe), "check", "--no-cache", "."], cwd=REPO, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -49,7 +49,7 @@ def test_trial_lines_and_summary_have_the_fields_of_001(lab):
     records = trials_of(exp)
     assert len(records) == (3 + 3) * 5  # acceptable cases never run
     for rec in records:
-        assert TRIAL_FIELDS_001 | TRIAL_FIELDS_IX <= rec.keys()
+        assert rec.keys() >= TRIAL_FIELDS_001 | TRIAL_FIELDS_IX
         assert rec["expectation"] in ("must_trigger", "should_not_trigger")
         assert rec["reading"]["sensor_name"] == "activation"
         assert set(rec["reading"]) >= {"passed", "score", "sensor_name", "metrics", "details"}

@@ -62,11 +62,11 @@ def from_validation_error(
         field = f"{prefix}.{field}" if field else prefix
     if err["type"] == "extra_forbidden":
         owner = _model_at(model, loc[:-1])
-        allowed = ", ".join(owner.model_fields) if owner else "see the docs"
-        return ConfigError(f"unknown key; allowed keys: {allowed}", file=file, field=field)
+        keys = ", ".join(owner.model_fields) if owner else "see the docs"
+        return ConfigError(f"unknown key; allowed keys: {keys}", file=file, field=field)
     if err["type"] == "missing":
-        allowed = _literal_values(model, loc)
-        hint = f"; one of: {', '.join(allowed)}" if allowed else ""
+        values = _literal_values(model, loc)
+        hint = f"; one of: {', '.join(values)}" if values else ""
         return ConfigError(f"required key is missing{hint}", file=file, field=field)
     msg = err["msg"]
     if err["type"] == "value_error":

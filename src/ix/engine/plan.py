@@ -130,10 +130,7 @@ def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> Conf
     if not where:
         return exc.at(file)
     source, field = where
-    if option == "kind" and len(parts) == 1:
-        rest = ""
-    else:
-        rest = "." + parts[2] if len(parts) > 2 else ""
+    rest = "." + parts[2] if len(parts) > 2 else ""
     if not source or source.startswith(("$", "built-in")):
         hint = f" (from {source})" if source else ""
         return ConfigError(exc.message + hint, field=field + rest)

@@ -42,7 +42,7 @@ class ActivationSensor:
                                              invoked.endswith(self._suffix))
 
     def sense(self, interaction: Interaction) -> list[Reading]:
-        calls = getattr(interaction.observation, "tool_calls", ())
+        calls: tuple[Any, ...] = tuple(getattr(interaction.observation, "tool_calls", ()))
         if self.mode == "first":
             hit = bool(calls) and self._is_target(calls[0])
         else:

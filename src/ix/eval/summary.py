@@ -13,7 +13,7 @@ from ix.eval.scoring import Tally
 
 def subject_block(name: str, description: str, tally: Tally,
                   results: ExperimentResults) -> dict[str, Any]:
-    probes = []
+    probes: list[dict[str, Any]] = []
     for p in results.probe_results:
         c = tally.counts[p.probe_id]
         probes.append({

@@ -23,6 +23,10 @@ from datetime import datetime
 from pathlib import Path
 
 IX = [str(Path(sys.executable).parent / "ix")]
+# A user's installed ix runs from cached bytecode; PYTHONDONTWRITEBYTECODE (set on some CI
+# machines) would make every start-up recompile ix from source, so the children run without it.
+ENV = {k: v for k, v in os.environ.items()
+       if not k.startswith("IX_") and k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def make_lab(root: Path, cases: int, trials: int, latency_ms: float, concurrency: int) -> Path:
@@ -48,9 +52,8 @@ def run(lab: Path) -> dict[str, float]:
     if results.exists():
         for p in sorted(results.rglob("*"), reverse=True):
             p.rmdir() if p.is_dir() else p.unlink()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=env,
+    proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate()
     # wait4 would race communicate(); the child has exited, so its rusage is in RUSAGE_CHILDREN
@@ -76,7 +79,7 @@ def peak_rss_mib(lab: Path) -> float:
     if results.exists():
         subprocess.run(["rm", "-rf", str(results)], check=True)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, env=ENV)
     return int(out.stdout.strip()) / 1024
 
 
@@ -91,6 +94,7 @@ def main() -> None:
               f"{os.cpu_count()} cores; best and median of {args.repeat}\n")
 
         lab = make_lab(root, 1000, 10, 0, 100)
+        run(lab)  # warm-up: bytecode cached, files in the page cache
         runs = [run(lab) for _ in range(args.repeat)]
         n = runs[0]["trials"]
         walls = [r["wall"] for r in runs]

@@ -94,7 +94,7 @@ def run(
         for r in results:
             out.print(summary_renderable(r.summary))
             out.print(Text(f"trials: {r.plan.loaded.results_dir / 'trials.jsonl'}\n"
-                           f"summary: {r.summary_path}", style="dim"))
+                           f"summary: {r.summary_path}", style="dim"), soft_wrap=True)
     if any(r.status == "cancelled" for r in results):
         err.print("[yellow]cancelled:[/] completed trials are kept; the summary covers them")
         raise typer.Exit(130)

@@ -18,6 +18,9 @@ LATEST_SUMMARY = "summary-latest.json"
 
 Warn = Callable[[str], None]
 
+# One encoder for every trial line: `json.dumps` with options builds a new one per call.
+_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
 
 def stamp(moment: datetime) -> str:
     """UTC `YYYYMMDDTHHMMSSZ`, the timestamp of file names."""
@@ -38,8 +41,7 @@ class TrialWriter:
             self._file.flush()
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False, separators=(", ", ": "),
-                                    allow_nan=False) + "\n")
+        self._file.write(_LINE.encode(record) + "\n")
         self._file.flush()
         self.written += 1
 

@@ -171,6 +171,120 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
     out.print(table)
 
 
+@app.command()
+def plan(
+    experiment: Annotated[str | None, typer.Argument(
+        help="Take planning values (rates, variances, trials) from this experiment's latest "
+             "run.", show_default=False)] = None,
+    lab: Lab = None,
+    width: Annotated[float | None, typer.Option(
+        "--width", help="Target full width of a rate's credible interval: how many units "
+                        "(cases, or trials of one case) are needed.", show_default=False)] = None,
+    mde: Annotated[float | None, typer.Option(
+        "--mde", help="Minimum difference between two subjects to detect.",
+        show_default=False)] = None,
+    paired: Annotated[bool, typer.Option(
+        "--paired", help="Both subjects run the same cases (Miller's paired design).")] = False,
+    p: Annotated[float | None, typer.Option(
+        "--p", "--p1", help="Planning rate (of the control); default 0.5, the worst case.",
+        show_default=False)] = None,
+    trials: Annotated[int | None, typer.Option(
+        "--trials", "-n", help="Trials per case (paired design).", show_default=False)] = None,
+    cases: Annotated[int | None, typer.Option(
+        "--cases", help="Paired: report the detectable difference for this many cases.",
+        show_default=False)] = None,
+    sigma2_a: Annotated[float | None, typer.Option(
+        "--sigma2-a", help="Paired: within-case trial variance of the control "
+                           "(default p(1-p)).", show_default=False)] = None,
+    sigma2_b: Annotated[float | None, typer.Option(
+        "--sigma2-b", help="Paired: within-case trial variance of the variant "
+                           "(default: the control's).", show_default=False)] = None,
+    omega2: Annotated[float | None, typer.Option(
+        "--omega2", help="Paired: variance across cases of the difference of true rates "
+                         "(default 0: optimistic).", show_default=False)] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Two-sided significance.")] = 0.05,
+    power: Annotated[float, typer.Option("--power", help="Power, 1 - beta.")] = 0.8,
+    level: Annotated[float, typer.Option("--level", help="Credible level (--width).")] = 0.95,
+    method: Annotated[str, typer.Option(
+        "--method", help="Independent design: unpooled, pooled or cohen_h.")] = "unpooled",
+    json_out: Json = False,
+) -> None:
+    """Power analysis: how many cases and trials for a target interval width or difference.
+
+    Examples: `ix plan --width 0.2`; `ix plan --mde 0.1 --p1 0.7`;
+    `ix plan --mde 0.1 --paired --trials 5`; `ix plan skill-activation --mde 0.1 --paired`.
+    """
+    from ix.api import planning
+
+    inputs = None
+    if experiment is not None:
+        _, paths = api.resolve(lab, [experiment])
+        inputs = planning.inputs_from_run(paths[0])
+    for name, value in (("--alpha", alpha), ("--power", power), ("--level", level)):
+        if not 0 < value < 1:
+            raise ConfigError(f"must be between 0 and 1, got {value}", field=name)
+    if method not in ("unpooled", "pooled", "cohen_h"):
+        raise ConfigError(f"unknown method {method!r}; allowed: unpooled, pooled, cohen_h",
+                          field="--method")
+    rate = p if p is not None else (inputs.p if inputs else 0.5)
+    answers: list[dict[str, Any]] = []
+    if width is not None:
+        answers.append(planning.plan_width(width, rate, level))
+    if mde is not None and not paired:
+        answers.append(planning.plan_independent(mde, rate, alpha=alpha, power=power,
+                                                 method=method))
+    if paired or (inputs is not None and width is None and mde is None):
+        k = trials if trials is not None else (inputs.trials if inputs else 1)
+        s2a = sigma2_a if sigma2_a is not None else (
+            inputs.sigma2_a if inputs else rate * (1 - rate))
+        s2b = sigma2_b if sigma2_b is not None else (inputs.sigma2_b if inputs else s2a)
+        w2 = omega2 if omega2 is not None else (inputs.omega2 if inputs else 0.0)
+        n_cases = cases if cases is not None else (inputs.cases if inputs else None)
+        if mde is None and n_cases is None:
+            raise ConfigError("say what to plan for the paired design: --mde (how many "
+                              "cases) or --cases (which difference)", field="--paired")
+        answers.append(planning.plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a,
+                                            sigma2_b=s2b, omega2=w2, trials=k, alpha=alpha,
+                                            power=power))
+    if not answers:
+        raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
+                          "between subjects), optionally --paired", field="ix plan")
+    result: dict[str, Any] = {"answers": answers}
+    if inputs is not None:
+        result["from_run"] = {"summary": inputs.source, "p": inputs.p,
+                              "sigma2_a": inputs.sigma2_a, "sigma2_b": inputs.sigma2_b,
+                              "omega2": inputs.omega2, "cases": inputs.cases,
+                              "trials": inputs.trials, "notes": list(inputs.notes)}
+    if json_out:
+        print_json(result)
+        return
+    for a in answers:
+        if a["question"] == "width":
+            lo, hi = a["achieved_interval"]
+            out.print(f"[bold]{a['n']}[/] units give an interval of width ≤ {width:g} "
+                      f"(at the planning rate: [{lo:.3f}, {hi:.3f}])")
+        elif a["question"] == "independent":
+            out.print(f"[bold]{a['n_per_subject']}[/] cases per subject to detect a "
+                      f"difference of {mde:g}")
+        else:
+            if "n_cases" in a:
+                out.print(f"[bold]{a['n_cases']}[/] shared cases ({a['trials_per_case']} "
+                          f"trial(s) each) to detect a difference of {a['mde']:g}")
+            if "mde_for_cases" in a:
+                m = a["mde_for_cases"]
+                out.print(f"with {m['cases']} shared cases ({a['trials_per_case']} trial(s) "
+                          f"each) the smallest detectable difference is [bold]{m['mde']:.3f}[/]")
+        for assumption in a["assumptions"]:
+            out.print(f"  [dim]assuming {assumption}[/]")
+    if inputs is not None:
+        out.print(f"[dim]planning values from {inputs.source}: p={inputs.p:.3f}, "
+                  f"sigma2_a={inputs.sigma2_a:.4f}, sigma2_b={inputs.sigma2_b:.4f}, "
+                  f"omega2={inputs.omega2:.4f}, {inputs.cases} cases × {inputs.trials} "
+                  "trials[/]")
+        for note in inputs.notes:
+            out.print(f"[dim]  note: {note}[/]")
+
+
 def main() -> None:
     """Entry point: user errors are one line on stderr and exit 2, never a traceback."""
     try:

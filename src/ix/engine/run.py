@@ -63,7 +63,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
         finished = datetime.now(UTC)
         blocks = [subject_block(sp.subject.name, sp.subject.description,
                                 tallies[sp.subject.name],
-                                tallies[sp.subject.name].results(loaded.experiment.name))
+                                tallies[sp.subject.name].results(loaded.experiment.name),
+                                plan.trials)
                   for sp in plan.subjects]
         summary = build_summary(
             experiment_name=loaded.experiment.name, run_id=run_id, run_status=status,

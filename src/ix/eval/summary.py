@@ -7,19 +7,27 @@ themselves live in `trials.jsonl`, and a summary must stay small whatever the tr
 
 from typing import Any
 
+import numpy as np
+
+from ix.eval.estimates import LEVEL, METHODS, metric_intervals, num, pass_k, score_intervals
+from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
 from ix.eval.scoring import Tally
 
 
-def subject_block(name: str, description: str, tally: Tally,
-                  results: ExperimentResults) -> dict[str, Any]:
+def subject_block(name: str, description: str, tally: Tally, results: ExperimentResults,
+                  trials_per_case: int, level: float = LEVEL) -> dict[str, Any]:
+    counts = [tally.counts[c.id] for c in tally.cases]
+    valid = np.fromiter((c.valid for c in counts), dtype=np.int64, count=len(counts))
+    passed = np.fromiter((c.passed for c in counts), dtype=np.int64, count=len(counts))
+    lo, hi = score_intervals(passed, valid, level)
     probes: list[dict[str, Any]] = []
-    for p in results.probe_results:
-        c = tally.counts[p.probe_id]
+    for i, (p, c) in enumerate(zip(results.probe_results, counts, strict=True)):
         probes.append({
             "probe_id": p.probe_id,
             "expectation": p.expectation,
             "score": round(p.score, 6) if c.valid else None,
+            "score_ci": [num(lo[i]), num(hi[i])] if c.valid else None,
             "correct": p.correct if c.valid else None,
             "trials": [],
             "n": c.valid,
@@ -35,7 +43,10 @@ def subject_block(name: str, description: str, tally: Tally,
             "recall": round(results.recall, 6),
             "f1": round(results.f1, 6),
             "tp": results.tp, "fp": results.fp, "fn": results.fn, "tn": results.tn,
+            **metric_intervals(results.tp, results.fp, results.fn, level),
         },
+        "trial_level": trial_level_rates(tally.cases, passed, valid, level),
+        **pass_k(tally.cases, passed, valid, trials_per_case),
         "interpretation": {
             "status": results.status,
             "issues": list(results.issues),
@@ -62,5 +73,6 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
         "subjects": blocks,
         "comparisons": [],
         "goal": None,
+        "statistics": {"level": LEVEL, "methods": METHODS},
         **info,
     }

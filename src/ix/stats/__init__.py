@@ -1,1 +1,83 @@
-"""Pure statistics on numbers and arrays (numpy/scipy): knows nothing of experiments."""
+"""Pure statistics on numbers and arrays (numpy/scipy): knows nothing of experiments.
+
+Intervals that are right at small N (STATS.md): Beta posteriors for rates, exact comparisons
+of independent and paired subjects, clustered standard errors, pass@k and pass^k, intervals
+for precision/recall/F1, power and sample size, and a `bayes_evals`-compatible face.
+
+`from ix.stats import beta_interval` works for every name below; each submodule is imported
+on first use, because scipy takes a third of a second to import and most commands need none
+of it.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "intervals": ("beta_interval", "wilson_interval", "clopper_pearson_interval",
+                  "jeffreys_interval", "wald_interval"),
+    "classification": ("precision_interval", "recall_interval", "f1_interval"),
+    "passk": ("pass_at_k", "pass_hat_k", "mean_pass_at_k", "mean_pass_hat_k"),
+    "describe": ("describe", "correlation", "Description", "Correlation"),
+    "comparisons": ("prob_a_beats_b", "diff_interval", "paired_prob_a_beats_b",
+                    "paired_diff_interval", "mcnemar_exact"),
+    "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval"),
+    "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
+    "power": ("sample_size_two_proportions", "mde_paired", "n_paired", "n_for_interval_width",
+              "holm"),
+    "bayes_evals": ("independent_intervals", "independent_comparisons", "paired_comparisons"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ix.stats' has no attribute {name!r}")
+    value = getattr(import_module(f"ix.stats.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from ix.stats.bayes_evals import (
+        independent_comparisons,
+        independent_intervals,
+        paired_comparisons,
+    )
+    from ix.stats.classification import f1_interval, precision_interval, recall_interval
+    from ix.stats.clustered import (
+        clustered_se,
+        hierarchical_interval,
+        hierarchical_mean,
+        paired_se,
+    )
+    from ix.stats.comparisons import (
+        diff_interval,
+        mcnemar_exact,
+        paired_diff_interval,
+        paired_prob_a_beats_b,
+        prob_a_beats_b,
+    )
+    from ix.stats.describe import Correlation, Description, correlation, describe
+    from ix.stats.intervals import (
+        beta_interval,
+        clopper_pearson_interval,
+        jeffreys_interval,
+        wald_interval,
+        wilson_interval,
+    )
+    from ix.stats.paired_probit import probit_diff_interval, probit_prob_a_beats_b
+    from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+    from ix.stats.power import (
+        holm,
+        mde_paired,
+        n_for_interval_width,
+        n_paired,
+        sample_size_two_proportions,
+    )

@@ -28,7 +28,43 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Correlation",
+    "Description",
+    "beta_interval",
+    "clopper_pearson_interval",
+    "clustered_se",
+    "correlation",
+    "describe",
+    "diff_interval",
+    "f1_interval",
+    "hierarchical_interval",
+    "hierarchical_mean",
+    "holm",
+    "independent_comparisons",
+    "independent_intervals",
+    "jeffreys_interval",
+    "mcnemar_exact",
+    "mde_paired",
+    "mean_pass_at_k",
+    "mean_pass_hat_k",
+    "n_for_interval_width",
+    "n_paired",
+    "paired_comparisons",
+    "paired_diff_interval",
+    "paired_prob_a_beats_b",
+    "paired_se",
+    "pass_at_k",
+    "pass_hat_k",
+    "precision_interval",
+    "prob_a_beats_b",
+    "probit_diff_interval",
+    "probit_prob_a_beats_b",
+    "recall_interval",
+    "sample_size_two_proportions",
+    "wald_interval",
+    "wilson_interval",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,206 @@
+"""How many cases: sample sizes, minimum detectable effects and multiplicity (STATS.md 9, 10).
+
+Normal-approximation formulas, two-sided α, power 1 − β, z_x = Φ⁻¹(1 − x). They agree with
+statsmodels (checked in the tests); `n_for_interval_width` is exact for the Beta posterior.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import betaincinv, ndtri
+
+__all__ = [
+    "holm",
+    "mde_paired",
+    "n_for_interval_width",
+    "n_paired",
+    "sample_size_two_proportions",
+]
+
+#: The `method`s of `sample_size_two_proportions`.
+PROPORTIONS_METHODS = ("unpooled", "pooled", "cohen_h")
+
+
+def _check_rate(name: str, p: float, *, open_interval: bool = True) -> float:
+    value = float(p)
+    ok = 0 < value < 1 if open_interval else 0 <= value <= 1
+    if not ok:
+        bounds = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {bounds}, got {p}")
+    return value
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    """z_{α/2} + z_β, the two-sided critical value plus the power quantile."""
+    _check_rate("alpha", alpha)
+    _check_rate("power", power)
+    return float(ndtri(1.0 - alpha / 2.0) + ndtri(power))
+
+
+def _ceil(x: float) -> int:
+    """Round a sample size up, forgiving floating-point noise just above an integer."""
+    return max(1, math.ceil(x * (1.0 - 1e-12)))
+
+
+def _n_two_proportions(p1: float, p2: float, alpha: float, power: float,
+                       method: str) -> float:
+    """Unrounded per-group n of `sample_size_two_proportions`."""
+    p1, p2 = _check_rate("p1", p1), _check_rate("p2", p2)
+    if p1 == p2:
+        raise ValueError("p1 and p2 must differ: no sample size detects a zero difference")
+    _check_rate("alpha", alpha)
+    _check_rate("power", power)
+    z_a, z_b = float(ndtri(1.0 - alpha / 2.0)), float(ndtri(power))
+    var_alt = p1 * (1 - p1) + p2 * (1 - p2)
+    delta = p1 - p2
+    if method == "unpooled":
+        return (z_a + z_b) ** 2 * var_alt / delta**2
+    if method == "pooled":
+        p_bar = (p1 + p2) / 2.0
+        return (z_a * math.sqrt(2.0 * p_bar * (1 - p_bar)) + z_b * math.sqrt(var_alt)) ** 2 \
+            / delta**2
+    if method == "cohen_h":
+        h = 2.0 * math.asin(math.sqrt(p1)) - 2.0 * math.asin(math.sqrt(p2))
+        return 2.0 * ((z_a + z_b) / h) ** 2
+    raise ValueError(f"unknown method {method!r}; allowed: 'unpooled', 'pooled', 'cohen_h'")
+
+
+def sample_size_two_proportions(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8,
+                                method: str = "unpooled") -> int:
+    """Cases per group to detect p1 vs p2 with a two-sided z-test (normal approximation).
+
+    δ = p1 − p2, q = 1 − p, p̄ = (p1 + p2)/2:
+    "unpooled": n = (z_{α/2} + z_β)² (p1q1 + p2q2) / δ².
+    "pooled" (Fleiss, no continuity correction; the null variance uses p̄):
+    n = (z_{α/2}·√(2p̄q̄) + z_β·√(p1q1 + p2q2))² / δ² — this is what statsmodels'
+    `samplesize_proportions_2indep_onetail` computes.
+    "cohen_h": n = 2·((z_{α/2} + z_β)/h)², h = 2 asin√p1 − 2 asin√p2; the factor 2 is the two
+    groups (Var ĥ = 2/n), as in statsmodels' `NormalIndPower` (which also counts the far
+    tail, negligible: its n is smaller by < 0.01%).
+    Rounded up; at least 1. Raises ValueError unless 0 < p1, p2, alpha, power < 1 and
+    p1 ≠ p2, or on a method not in `PROPORTIONS_METHODS`.
+    """
+    return _ceil(_n_two_proportions(p1, p2, alpha, power, method))
+
+
+def _paired_variance(sigma2_a: float, sigma2_b: float, omega2: float, k_a: float,
+                     k_b: float) -> float:
+    for name, v in (("sigma2_a", sigma2_a), ("sigma2_b", sigma2_b), ("omega2", omega2)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name} must be a finite non-negative variance, got {v}")
+    if not (k_a >= 1 and k_b >= 1 and math.isfinite(k_a) and math.isfinite(k_b)):
+        raise ValueError(f"trials per case must be at least 1, got {k_a}, {k_b}")
+    var = omega2 + sigma2_a / k_a + sigma2_b / k_b
+    if var <= 0:
+        raise ValueError("all variances are zero: any difference is detected with one case")
+    return float(var)
+
+
+def mde_paired(n: int, *, sigma2_a: float, sigma2_b: float, omega2: float = 0.0,
+               k_a: float = 1, k_b: float = 1, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Minimum detectable effect of a paired design with n cases (Miller 2024, §5).
+
+    MDE = (z_{α/2} + z_β) · √((ω² + σ_A²/K_A + σ_B²/K_B) / n), where for each case i with
+    true scores s_Ai, s_Bi: ω² = Var_i(s_Ai − s_Bi), the spread over cases of the true
+    per-case difference; σ_A², σ_B² = the mean within-case variance of one trial's score
+    (p(1−p) for a pass/fail trial), averaged over cases; K_A, K_B = trials per case (an
+    average is fine). More trials shrink only the σ² terms. Raises ValueError on n < 1,
+    negative variances, all variances zero, K < 1, or alpha/power outside (0, 1).
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n}")
+    var = _paired_variance(sigma2_a, sigma2_b, omega2, k_a, k_b)
+    return _z_sum(alpha, power) * math.sqrt(var / n)
+
+
+def n_paired(mde: float, *, sigma2_a: float, sigma2_b: float, omega2: float = 0.0,
+             k_a: float = 1, k_b: float = 1, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Cases needed for a paired design to detect `mde`: the inverse of `mde_paired`.
+
+    n = ⌈(z_{α/2} + z_β)² (ω² + σ_A²/K_A + σ_B²/K_B) / MDE²⌉ (symbols as in `mde_paired`),
+    the smallest n with mde_paired(n) ≤ mde. At least 1. Raises ValueError on mde ≤ 0 and as
+    `mde_paired`.
+    """
+    if not (mde > 0 and math.isfinite(mde)):
+        raise ValueError(f"mde must be positive, got {mde}")
+    var = _paired_variance(sigma2_a, sigma2_b, omega2, k_a, k_b)
+    return _ceil(_z_sum(alpha, power) ** 2 * var / mde**2)
+
+
+def _widths(n: NDArray[np.float64], p: float, level: float,
+            prior: tuple[float, float]) -> NDArray[np.float64]:
+    k = np.rint(p * n)                     # round half to even, like Python's round()
+    a, b = k + prior[0], n - k + prior[1]
+    tail = (1.0 - level) / 2.0
+    out: NDArray[np.float64] = betaincinv(a, b, 1.0 - tail) - betaincinv(a, b, tail)
+    return out
+
+
+def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
+                         prior: tuple[float, float] = (1.0, 1.0)) -> int:
+    """The smallest n whose equal-tailed Beta posterior interval is at most `width` wide.
+
+    Answers "how many cases for ±width/2". At n, k = round(p·n) (half to even, as Python's
+    round), posterior Beta(k + a, n − k + b), width = q_{(1+level)/2} − q_{(1−level)/2}
+    (`scipy.special.betaincinv`). The width falls roughly as 1/√n but not monotonically (k
+    is rounded), so after doubling and bisection the n just below are scanned too: the
+    result satisfies width(n) ≤ width < width(n − 1) and no smaller n in that window
+    qualifies. p = 0.5 is the worst case. Raises ValueError unless 0 < width < 1,
+    0 ≤ p ≤ 1, 0 < level < 1 and the prior is positive.
+    """
+    if not 0 < width < 1:
+        raise ValueError(f"width must lie in (0, 1), got {width}")
+    p = _check_rate("p", p, open_interval=False)
+    _check_rate("level", level)
+    if not (prior[0] > 0 and prior[1] > 0):
+        raise ValueError(f"prior parameters must be positive, got {prior}")
+
+    def ok(n: int) -> bool:
+        return bool(_widths(np.array([float(n)]), p, level, prior)[0] <= width)
+
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+        if hi > 2**62:
+            raise ValueError(f"no n reaches width {width}")
+    lo = hi // 2                           # not ok(lo) unless lo == 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    best, start = hi, hi
+    while start > 1:                       # scan below the bisection point for smaller n
+        first = max(1, start - max(64, start // 4))
+        window = np.arange(first, start, dtype=float)
+        good = window[_widths(window, p, level, prior) <= width]
+        if good.size == 0:
+            break
+        best = int(good[0])
+        if best > first:
+            break
+        start = first
+    return best
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error control), in input order.
+
+    Sorted ascending p₍₁₎ ≤ … ≤ p₍ₘ₎: adj₍ᵢ₎ = max_{j ≤ i} min(1, (m − j + 1)·p₍ⱼ₎). Monotone in
+    the raw p, never below it, capped at 1; equals statsmodels `multipletests(method="holm")`.
+    Ties keep their input order. An empty list gives []. Raises ValueError on p outside
+    [0, 1] or NaN.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    if p.ndim != 1:
+        raise ValueError("pvalues must be a flat sequence")
+    if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
+        raise ValueError("p-values must lie in [0, 1]")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return [float(x) for x in adjusted]

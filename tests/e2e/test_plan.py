@@ -1,0 +1,79 @@
+"""`ix plan`: sample sizes for a target width or difference, checked against references."""
+
+import json
+
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+
+from conftest import mock_experiment, run_ix
+
+
+def plan(*args, lab=None):
+    extra = ["--lab", str(lab)] if lab else []
+    r = run_ix("plan", *args, *extra, "--json")
+    assert r.code == 0, r.output
+    return json.loads(r.stdout)["answers"]
+
+
+def test_width_gives_the_smallest_n_whose_interval_is_narrow_enough():
+    [a] = plan("--width", "0.2")
+    n = a["n"]
+
+    def width(m):
+        lo, hi = sps.beta.ppf([0.025, 0.975], round(0.5 * m) + 1, m - round(0.5 * m) + 1)
+        return hi - lo
+
+    assert width(n) <= 0.2 < width(n - 1)
+    assert any("0.5" in s for s in a["assumptions"])
+
+
+def test_independent_design_matches_statsmodels_cohen_h():
+    [a] = plan("--mde", "0.1", "--p1", "0.7", "--method", "cohen_h")
+    h = proportion_effectsize(0.8, 0.7)
+    expected = NormalIndPower().solve_power(effect_size=h, alpha=0.05, power=0.8, ratio=1)
+    assert a["n_per_subject"] == pytest.approx(expected, abs=1)
+
+
+def test_paired_design_needs_fewer_cases_than_independent():
+    [ind] = plan("--mde", "0.1", "--p1", "0.5")
+    [pair] = plan("--mde", "0.1", "--paired", "--trials", "5", "--omega2", "0.01")
+    assert pair["n_cases"] < ind["n_per_subject"]
+    [more] = plan("--mde", "0.1", "--paired", "--trials", "5", "--omega2", "0.05")
+    assert more["n_cases"] > pair["n_cases"]
+
+
+def test_paired_mde_for_a_given_number_of_cases_inverts_n():
+    [a] = plan("--paired", "--cases", "50", "--trials", "3")
+    mde = a["mde_for_cases"]["mde"]
+    [b] = plan("--paired", "--mde", str(mde), "--trials", "3")
+    assert b["n_cases"] in (50, 51)
+
+
+def test_planning_values_come_from_the_latest_run(lab):
+    mock_experiment(lab, rates={"must-001": 0.5, "must-002": 0.2, "not-001": 0.1})
+    assert run_ix("run", "--lab", str(lab)).code == 0
+    r = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired", "--json")
+    assert r.code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["from_run"]["cases"] == 6 and data["from_run"]["trials"] == 5
+    assert data["from_run"]["sigma2_a"] > 0
+    assert data["answers"][0]["n_cases"] > 0
+    text = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired")
+    assert "assuming" in text.stdout and "planning values from" in text.stdout
+
+
+@pytest.mark.parametrize("args,field", [
+    ([], "ix plan"),
+    (["--width", "1.5"], "--width"),
+    (["--mde", "0.1", "--p1", "1.2"], "--p"),
+    (["--mde", "0.1", "--method", "magic"], "--method"),
+    (["--mde", "0.1", "--alpha", "2"], "--alpha"),
+    (["--paired"], "--paired"),
+    (["--paired", "--mde", "0.1", "--omega2", "-1"], "--omega2"),
+])
+def test_bad_plan_input_is_exit_2_naming_the_flag(args, field):
+    r = run_ix("plan", *args)
+    assert r.code == 2, r.output
+    assert field in r.stderr and "Traceback" not in r.output

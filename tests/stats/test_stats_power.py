@@ -152,7 +152,7 @@ def _width(n, p, level=0.95, prior=(1.0, 1.0)):
 
 
 @pytest.mark.parametrize("width", [0.5, 0.3, 0.2, 0.1])
-@pytest.mark.parametrize("p", [0.5, 0.1, 0.02, 0.9])
+@pytest.mark.parametrize("p", [0.5, 0.1, 0.02, 0.003, 0.9])
 def test_n_for_interval_width_is_the_smallest_n_by_brute_force_scan(width, p):
     n = n_for_interval_width(width, p=p)
     assert _width(n, p) <= width < _width(n - 1, p) if n > 1 else _width(n, p) <= width

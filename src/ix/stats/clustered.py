@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from numpy.polynomial import chebyshev as cheb
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from scipy.special import betaln, expit, log_expit, logit
 
 from ix.stats.paired_probit import chebyshev_coefficients, laplace_fit, sinh_nodes
@@ -156,11 +155,23 @@ class _Marginal:
     mean: float
 
     def quantile(self, q: float) -> float:
-        def f(u: float) -> float:
-            return float(cheb.chebval(u / self.big_u, self.cumulative)) / self.total - q
+        # The CDF is a polynomial in u/U, monotone on [-1, 1]: its one real root there is the
+        # quantile (numpy's companion-matrix roots; scipy.optimize is not needed, nor imported
+        # on the path of every summary).
+        shifted = self.cumulative.copy()
+        shifted[0] -= q * self.total
+        roots = cheb.chebroots(shifted)
+        real = roots[(np.abs(roots.imag) < 1e-9) & (np.abs(roots.real) <= 1 + 1e-9)].real
+        if len(real) == 1:
+            t = float(np.clip(real[0], -1.0, 1.0))
+        else:  # ill-conditioned: fall back to bracketing
+            from scipy.optimize import brentq
 
-        u = brentq(f, -self.big_u, self.big_u, xtol=1e-13)
-        return float(expit(self.x0 + self.x_scale * math.sinh(u)))
+            def f(t: float) -> float:
+                return float(cheb.chebval(t, self.cumulative)) / self.total - q
+
+            t = brentq(f, -1.0, 1.0, xtol=1e-14)
+        return float(expit(self.x0 + self.x_scale * math.sinh(t * self.big_u)))
 
 
 @lru_cache(maxsize=32)

@@ -87,7 +87,11 @@ def correlation(
     if method == "spearman":
         xs, ys = stats.rankdata(xs), stats.rankdata(ys)
     dx, dy = xs - xs.mean(), ys - ys.mean()
-    r = float(np.clip(np.dot(dx / np.linalg.norm(dx), dy / np.linalg.norm(dy)), -1.0, 1.0))
+    norm_x, norm_y = float(np.linalg.norm(dx)), float(np.linalg.norm(dy))
+    if not (norm_x > 0 and norm_y > 0 and math.isfinite(norm_x) and math.isfinite(norm_y)):
+        # distinct values whose spread rounds to nothing: as undefined as a constant
+        return Correlation(math.nan, math.nan, math.nan, n, method)
+    r = float(np.clip(np.dot(dx / norm_x, dy / norm_y), -1.0, 1.0))
     if n < 4:
         return Correlation(r, math.nan, math.nan, n, method)
     spread = 1 + r * r / 2 if method == "spearman" else 1.0

@@ -11,7 +11,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
+from scipy import special
 
 Scalar = int | float | np.integer[Any] | np.floating[Any]
 Counts = Scalar | npt.NDArray[Any]
@@ -104,6 +104,8 @@ def _hpd(a: float, b: float, level: float) -> tuple[float, float]:
         return 0.0, q(level)
     if log_density_gap(200.0) >= 0:  # likewise for the upper tail
         return q(1 - level), 1.0
+    from scipy import optimize  # only the HPD needs it, and it is slow to import
+
     lo, one_minus_hi = ends(optimize.brentq(log_density_gap, -200.0, 200.0, xtol=1e-12))
     return lo, 1.0 - one_minus_hi
 

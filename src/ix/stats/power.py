@@ -147,10 +147,11 @@ def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
     Answers "how many cases for ±width/2". At n, k = round(p·n) (half to even, as Python's
     round), posterior Beta(k + a, n − k + b), width = q_{(1+level)/2} − q_{(1−level)/2}
     (`scipy.special.betaincinv`). The width falls roughly as 1/√n but not monotonically (k
-    is rounded), so after doubling and bisection the n just below are scanned too: the
-    result satisfies width(n) ≤ width < width(n − 1) and no smaller n in that window
-    qualifies. p = 0.5 is the worst case. Raises ValueError unless 0 < width < 1,
-    0 ≤ p ≤ 1, 0 < level < 1 and the prior is positive.
+    is rounded), so after doubling and bisection the O(1/(p(1−p))) values of n just below
+    are scanned too (the rounding cannot matter further away): width(n) ≤ width <
+    width(n − 1), and the tests check it against a full scan. p = 0.5 is the worst case.
+    Raises ValueError unless 0 < width < 1, 0 ≤ p ≤ 1, 0 < level < 1 and the prior is
+    positive.
     """
     if not 0 < width < 1:
         raise ValueError(f"width must lie in (0, 1), got {width}")
@@ -171,9 +172,12 @@ def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    # k is rounded, so the width wiggles by a relative O(1/(n·p(1−p))): only an n within
+    # O(1/(p(1−p))) of the bisection point can beat it. Scan that window (and on, if needed).
+    reach = 64 if p in (0.0, 1.0) else max(64, math.ceil(16.0 / (p * (1.0 - p))))
     best, start = hi, hi
-    while start > 1:                       # scan below the bisection point for smaller n
-        first = max(1, start - max(64, start // 4))
+    while start > 1:
+        first = max(1, start - min(reach, max(64, start // 4)))
         window = np.arange(first, start, dtype=float)
         good = window[_widths(window, p, level, prior) <= width]
         if good.size == 0:

@@ -9,8 +9,10 @@ from scipy import integrate, stats
 from scipy.special import betaln
 
 from ix.stats.comparisons import (
+    diff_cdf,
     diff_interval,
     mcnemar_exact,
+    paired_diff_cdf,
     paired_diff_interval,
     paired_prob_a_beats_b,
     prob_a_beats_b,
@@ -292,3 +294,153 @@ def test_paired_probability_and_interval_are_well_formed(table):
     assert -1.0 <= lo <= hi <= 1.0
     s, t, u, v = table
     assert paired_prob_a_beats_b(s, u, t, v) == pytest.approx(1.0 - p, abs=1e-12)
+
+
+# ---------------------------------------------------------------- diff_cdf
+
+
+def _reference_diff_cdf(k_a, n_a, k_b, n_b, d, prior=(1.0, 1.0)):
+    """P(θ_A − θ_B ≤ d) = ∫ f_B(y) F_A(y + d) dy with scipy.stats.beta: integrates over B,
+    the other variable from the one the module integrates over."""
+    a = stats.beta(k_a + prior[0], n_a - k_a + prior[1])
+    b = stats.beta(k_b + prior[0], n_b - k_b + prior[1])
+    points = sorted({float(x) for x in (*b.ppf([0.001, 0.5, 0.999]), -d, 1 - d,
+                                        *(a.ppf([0.001, 0.5, 0.999]) - d)) if 0 < x < 1})
+    value, _ = integrate.quad(lambda y: b.pdf(y) * a.cdf(y + d), 0, 1, points=points,
+                              limit=400, epsabs=1e-13, epsrel=1e-12)
+    return value
+
+
+@pytest.mark.parametrize("counts", [(3, 10, 5, 10), (0, 5, 5, 5), (18, 20, 2, 20), (1, 1, 0, 1),
+                                    (0, 0, 0, 0), (50, 100, 40, 90)])
+def test_diff_cdf_is_non_decreasing_from_zero_at_minus_one_to_one_at_plus_one(counts):
+    grid = np.linspace(-1.0, 1.0, 81)
+    values = np.array([diff_cdf(*counts, d) for d in grid])
+    assert values[0] == 0.0 and values[-1] == 1.0
+    assert np.all(np.diff(values) >= -1e-12)
+    assert diff_cdf(*counts, -3.0) == 0.0 and diff_cdf(*counts, 2.5) == 1.0
+    assert np.all((values >= 0) & (values <= 1))
+
+
+@pytest.mark.parametrize("d", [-0.6, -0.25, -0.05, 0.0, 0.1, 0.37, 0.8])
+@pytest.mark.parametrize("counts", [(3, 10, 5, 10), (0, 5, 5, 5), (18, 20, 2, 20), (7, 9, 1, 30)])
+def test_diff_cdf_matches_scipy_quadrature_over_the_other_subject(counts, d):
+    assert diff_cdf(*counts, d) == pytest.approx(_reference_diff_cdf(*counts, d), abs=1e-9)
+
+
+@pytest.mark.parametrize("prior", [(0.5, 0.5), (2.0, 3.5)])
+@pytest.mark.parametrize("d", [-0.3, 0.0, 0.2])
+def test_diff_cdf_with_a_non_uniform_prior_matches_scipy_quadrature(prior, d):
+    counts = (2, 9, 6, 11)
+    assert diff_cdf(*counts, d, prior=prior) == pytest.approx(
+        _reference_diff_cdf(*counts, d, prior=prior), abs=1e-8)
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+@pytest.mark.parametrize("counts", EDGES)
+def test_diff_interval_endpoints_sit_at_the_tail_masses_of_diff_cdf(counts, level):
+    lo, hi = diff_interval(*counts, level=level)
+    assert diff_cdf(*counts, lo) == pytest.approx((1 - level) / 2, abs=1e-9)
+    assert diff_cdf(*counts, hi) == pytest.approx((1 + level) / 2, abs=1e-9)
+
+
+@pytest.mark.parametrize("counts", EDGES)
+def test_one_minus_diff_cdf_at_zero_is_prob_a_beats_b(counts):
+    assert 1 - diff_cdf(*counts, 0.0) == pytest.approx(prob_a_beats_b(*counts), abs=1e-10)
+    assert 1 - diff_cdf(*counts, 0.0, prior=(0.5, 0.5)) == pytest.approx(
+        prob_a_beats_b(*counts, prior=(0.5, 0.5)), abs=1e-8)
+
+
+def test_diff_cdf_rejects_bad_counts_and_a_nan_threshold():
+    with pytest.raises(ValueError):
+        diff_cdf(6, 5, 0, 5, 0.0)
+    with pytest.raises(ValueError):
+        diff_cdf(1, 5, 0, 5, float("nan"))
+    with pytest.raises(ValueError):
+        diff_cdf(1, 5, 0, 5, 0.0, prior=(-1.0, 1.0))
+
+
+# ---------------------------------------------------------------- paired_diff_cdf
+
+
+@pytest.mark.parametrize("model", ["dirichlet", "probit"])
+@pytest.mark.parametrize("table", [(0, 0, 0, 0), (3, 4, 1, 2), (10, 0, 5, 10), (0, 7, 0, 0),
+                                   (40, 6, 6, 48)])
+def test_paired_diff_cdf_is_non_decreasing_from_zero_to_one(table, model):
+    grid = np.linspace(-1.0, 1.0, 41)
+    values = np.array([paired_diff_cdf(*table, d, model=model) for d in grid])
+    assert values[0] == 0.0 and values[-1] == 1.0
+    # the probit grid is accurate to ~1e-6 and wiggles by ~1e-8 in the far tails
+    assert np.all(np.diff(values) >= (-1e-12 if model == "dirichlet" else -1e-6))
+    assert np.all((values >= 0) & (values <= 1))
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+@pytest.mark.parametrize("table", TABLES)
+def test_paired_diff_interval_endpoints_invert_the_dirichlet_cdf(table, level):
+    lo, hi = paired_diff_interval(*table, level=level)
+    assert paired_diff_cdf(*table, lo) == pytest.approx((1 - level) / 2, abs=1e-9)
+    assert paired_diff_cdf(*table, hi) == pytest.approx((1 + level) / 2, abs=1e-9)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_one_minus_paired_dirichlet_cdf_at_zero_is_paired_prob_a_beats_b(table):
+    assert 1 - paired_diff_cdf(*table, 0.0) == pytest.approx(paired_prob_a_beats_b(*table),
+                                                             abs=1e-10)
+
+
+@pytest.mark.parametrize("table", [(3, 4, 1, 2), (10, 0, 5, 10), (40, 6, 6, 48), (0, 7, 0, 0)])
+def test_paired_dirichlet_cdf_matches_fixed_seed_dirichlet_draws(table):
+    d = _dirichlet_sample(table, seed=29)
+    for point in (*np.quantile(d, [0.05, 0.3, 0.5, 0.7, 0.95]), -0.2, 0.0, 0.15):
+        # 10⁶ draws: sd of the empirical CDF ≤ 0.0005
+        assert paired_diff_cdf(*table, float(point)) == pytest.approx(np.mean(d <= point),
+                                                                      abs=0.002)
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+@pytest.mark.parametrize("table", [(0, 0, 0, 0), (5, 3, 1, 1), (12, 7, 3, 8), (3, 0, 2, 5),
+                                   (40, 5, 2, 53)])
+def test_paired_diff_interval_endpoints_invert_the_probit_cdf(table, level):
+    lo, hi = paired_diff_interval(*table, level=level, model="probit")
+    assert paired_diff_cdf(*table, lo, model="probit") == pytest.approx((1 - level) / 2,
+                                                                        abs=1e-9)
+    assert paired_diff_cdf(*table, hi, model="probit") == pytest.approx((1 + level) / 2,
+                                                                        abs=1e-9)
+    assert 1 - paired_diff_cdf(*table, 0.0, model="probit") == pytest.approx(
+        paired_prob_a_beats_b(*table, model="probit"), abs=1e-12)
+
+
+@pytest.mark.parametrize("table", [(5, 3, 1, 1), (12, 7, 3, 8)])
+def test_paired_probit_cdf_agrees_with_fixed_seed_importance_sampling_from_the_prior(table):
+    """bayes_evals-style: draw (θ_A, θ_B, ρ) from the prior, weight by the likelihood."""
+    from scipy.special import ndtri
+
+    from ix.stats.paired_probit import bivariate_normal_cdf
+
+    rng = np.random.default_rng(20250315)
+    size = 1_000_000
+    ta, tb = rng.uniform(size=size), rng.uniform(size=size)
+    rho = 2 * rng.beta(4, 2, size=size) - 1
+    both = bivariate_normal_cdf(ndtri(ta), ndtri(tb), rho)
+    cells = np.clip(np.stack([both, ta - both, tb - both, 1 - ta - tb + both]), 1e-300, 1)
+    loglik = np.asarray(table, float) @ np.log(cells)
+    w = np.exp(loglik - loglik.max())
+    w /= w.sum()
+    for point in (-0.2, 0.0, 0.1, 0.3):
+        assert paired_diff_cdf(*table, point, model="probit") == pytest.approx(
+            float(w @ (ta - tb <= point)), abs=0.005)
+
+
+def test_paired_diff_cdf_delegates_and_rejects_bad_input():
+    from ix.stats.paired_probit import probit_diff_cdf
+
+    assert paired_diff_cdf(12, 7, 3, 8, 0.1, model="probit") == probit_diff_cdf(12, 7, 3, 8, 0.1)
+    with pytest.raises(ValueError, match="probit"):
+        paired_diff_cdf(1, 2, 3, 4, 0.0, model="logit")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        paired_diff_cdf(1, -2, 3, 4, 0.0)
+    with pytest.raises(ValueError):
+        paired_diff_cdf(1, 2, 3, 4, float("nan"))
+    with pytest.raises(ValueError):
+        probit_diff_cdf(1, 2, 3, 4, float("nan"))

@@ -2,7 +2,7 @@
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -53,9 +53,10 @@ def _root(
 def run(
     experiments: Experiments = None,
     lab: Lab = None,
-    trials: Annotated[int | None, typer.Option(
-        "--trials", "-n", min=1, help="Trials per case (overrides experiment.yaml, ix.yaml "
-                                      "and $IX_DEFAULT_TRIALS).", show_default=False)] = None,
+    trials: Annotated[str | None, typer.Option(
+        "--trials", "-n", help="Trials per case, or 'auto' (each case runs until its "
+                               "majority vote is settled; overrides experiment.yaml, ix.yaml "
+                               "and $IX_DEFAULT_TRIALS).", show_default=False)] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Base seed; trial seeds derive from it (default: the experiment's).",
         show_default=False)] = None,
@@ -74,10 +75,10 @@ def run(
 ) -> None:
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
 
-    Exit codes: 0 done (errored trials are reported, not a failure), 2 bad input,
-    130 cancelled (completed trials are kept).
+    Exit codes: 0 done (errored trials are reported, not a failure), 1 done but a goal was
+    refuted, 2 bad input, 130 cancelled (completed trials are kept).
     """
-    overrides = api.Overrides(trials=trials, seed=seed, runtime=runtime,
+    overrides = api.Overrides(trials=_trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()))
     with RunProgress(enabled=not json_out) as progress:
         results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
@@ -98,20 +99,39 @@ def run(
     if any(r.status == "cancelled" for r in results):
         err.print("[yellow]cancelled:[/] completed trials are kept; the summary covers them")
         raise typer.Exit(130)
+    refuted = [r for r in results if (r.summary.get("goal") or {}).get("verdict") == "refuted"]
+    for r in refuted:
+        err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
+                  f"{r.summary['goal']['hypothesis']}")
+    if refuted:
+        raise typer.Exit(1)
+
+
+def _trial_count(raw: str | None) -> int | Literal["auto"] | None:
+    if raw is None or raw == "auto":
+        return raw  # type: ignore[return-value]
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"must be a whole number >= 1 or 'auto', got {raw!r}",
+                          field="--trials")
+    return value
 
 
 @app.command()
 def validate(
     experiments: Experiments = None,
     lab: Lab = None,
-    trials: Annotated[int | None, typer.Option("--trials", "-n", min=1,
+    trials: Annotated[str | None, typer.Option("--trials", "-n", help="As for ix run.",
                                                show_default=False)] = None,
     runtime: Annotated[str | None, typer.Option("--runtime", show_default=False)] = None,
     json_out: Json = False,
 ) -> None:
     """Load and check experiments without running anything; exit 2 on any problem."""
     lab_path, paths = api.resolve(lab, experiments or ())
-    overrides = api.Overrides(trials=trials, runtime=runtime)
+    overrides = api.Overrides(trials=_trial_count(trials), runtime=runtime)
     reports: list[dict[str, Any]] = []
     for path in paths:
         try:

@@ -7,7 +7,7 @@ nothing on disk, so `ix validate` and a bad `ix run` stop here with nothing writ
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
 from ix.domain.ports import ExperimentRuntime, Sensor
@@ -28,7 +28,7 @@ def trial_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
 class Overrides:
     """What the command line says; `None` leaves the experiment's own value."""
 
-    trials: int | None = None
+    trials: int | Literal["auto"] | None = None
     seed: int | None = None
     runtime: str | None = None
     concurrency: int | None = None
@@ -65,9 +65,13 @@ class Plan:
     seed: int
     concurrency: int
     sources: dict[str, str] = field(default_factory=dict)
+    adaptive: bool = False
+    min_trials: int = 2
+    credibility: float = 0.95
 
     @property
     def total(self) -> int:
+        """Trials planned: with `trials: auto`, the most that may run."""
         return len(self.subjects) * len(self.cases) * self.trials
 
     def each_trial(self) -> Iterator[TrialKey]:
@@ -100,7 +104,15 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         except ConfigError as exc:
             raise exc.at(file) from None
         plans.append(SubjectPlan(s, spec, runtime, sensors, target))
-    trials = overrides.trials if overrides.trials is not None else exp.trials
+    adaptive, min_trials = exp.adaptive, exp.min_trials
+    if overrides.trials == "auto":
+        adaptive = True
+        trials = exp.trials if exp.adaptive else 10
+        min_trials = min(exp.min_trials, trials)
+    elif overrides.trials is not None:
+        adaptive, trials = False, overrides.trials
+    else:
+        trials = exp.trials
     if trials < 1:
         raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
     concurrency = overrides.concurrency or exp.concurrency or min(
@@ -119,7 +131,9 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         sources["trials"] = "experiment.yaml"
     return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
                 trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
-                concurrency=concurrency, sources=sources)
+                concurrency=concurrency, sources=sources, adaptive=adaptive,
+                min_trials=min_trials,
+                credibility=float((exp.goal or {}).get("credibility", 0.95)))
 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:

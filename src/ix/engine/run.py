@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
 from ix.eval.scoring import Tally
@@ -58,42 +59,75 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     spec = _spec(plan, run_id, started, command)
     write_spec(directory, spec)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
+    stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     status = "failed"
     # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
     # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
     gc.freeze()
     writer = TrialWriter(loaded.results_dir / TRIALS_FILE)
     try:
-        asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts))
+        asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts, stopped))
         status = "completed"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "cancelled"
     finally:
         writer.close()
         finished = datetime.now(UTC)
-        from ix.eval.summary import build_summary, subject_block
-
-        blocks = [subject_block(sp.subject.name, sp.subject.description,
-                                tallies[sp.subject.name],
-                                tallies[sp.subject.name].results(loaded.experiment.name),
-                                plan.trials)
-                  for sp in plan.subjects]
-        summary = build_summary(
-            experiment_name=loaded.experiment.name, run_id=run_id, run_status=status,
-            blocks=blocks,
-            info={"seed": plan.seed, "trials_per_case": plan.trials,
-                  "started_at": iso(started), "finished_at": iso(finished),
-                  "skipped_cases": [c.id for c in plan.skipped]},
-        )
-        summary_path = save_summary(loaded.results_dir, summary, finished,
-                                    also=(directory / "summary.json",))
+        try:
+            summary = _summarise(plan, tallies, run_id, status, started, finished, stopped)
+            summary_path = save_summary(loaded.results_dir, summary, finished,
+                                        also=(directory / "summary.json",))
+        except BaseException:
+            # the trials are safe on disk; the run folder must not claim to be running
+            write_spec(directory, {**spec, "status": "failed", "finished_at": iso(finished),
+                                   "trials_written": writer.written})
+            raise
         write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
                                "trials_written": writer.written})
     return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)
 
 
+def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
+               started: datetime, finished: datetime,
+               stopped: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
+    from ix.eval.comparisons import compare_subjects
+    from ix.eval.goals import evaluate_goal
+    from ix.eval.summary import build_summary, subject_block
+
+    exp = plan.loaded.experiment
+    names = [sp.subject.name for sp in plan.subjects]
+    ordered = [tallies[n] for n in names]
+    blocks = [subject_block(sp.subject.name, sp.subject.description, tallies[sp.subject.name],
+                            tallies[sp.subject.name].results(exp.name), plan.trials,
+                            stopped=stopped.get(sp.subject.name) if plan.adaptive else None)
+              for sp in plan.subjects]
+    metrics = [b["metrics"] for b in blocks]
+    comparisons = compare_subjects(names, ordered, metrics, plan.cases)
+    goal = None
+    if exp.goal is not None:
+        compare = exp.goal.get("compare") or names[:2]
+        if all(n in names for n in compare) and len(compare) == 2:
+            goal = evaluate_goal({**exp.goal, "compare": compare}, names, ordered, metrics,
+                                 plan.cases, plan.trials)
+        else:
+            goal = {**exp.goal, "verdict": None,
+                    "note": "the goal's subjects were not all part of this run"}
+    return build_summary(
+        experiment_name=exp.name, run_id=run_id, run_status=status, blocks=blocks,
+        comparisons=comparisons, goal=goal,
+        info={"seed": plan.seed, "trials_per_case": plan.trials,
+              "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
+                               "max_trials": plan.trials, "credibility": plan.credibility}
+                              if plan.adaptive else {"mode": "fixed"}),
+              "started_at": iso(started), "finished_at": iso(finished),
+              "skipped_cases": [c.id for c in plan.skipped]},
+    )
+
+
 async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[str, Tally],
-                   on_trial: OnTrial | None, artifacts: bool) -> None:
+                   on_trial: OnTrial | None, artifacts: bool,
+                   stopped: dict[str, dict[str, str]]) -> None:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None and sys.platform != "win32":
@@ -110,8 +144,13 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     stimuli = {c.id: Artifact(STIMULUS, "probe", c) for c in plan.cases}
     subjects = {sp.subject.name: Artifact(SUBJECT, "subject", sp.subject)
                 for sp in plan.subjects}
-    constructs = (Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
-                  for key in plan.each_trial())
+    def construct(key: TrialKey) -> Construct[TrialKey]:
+        return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
+
+    feed = AdaptiveFeed(plan, tallies, construct) if plan.adaptive else None
+    constructs: Any = feed if feed is not None else map(construct, plan.each_trial())
+    if feed is not None:
+        stopped.update(feed.stopped)
     async for outcome in orchestrator.run_many(constructs, concurrency=plan.concurrency):
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
@@ -120,7 +159,10 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         writer.write(record)
         reading = record["reading"]
         tallies[record["subject"]].add(
-            record["probe_id"], None if record["error"] else bool(reading and reading["passed"]))
+            record["probe_id"], None if record["error"] else bool(reading and reading["passed"]),
+            record["trial"])
+        if feed is not None:
+            feed.done(record)
         if on_trial is not None:
             on_trial(record)
 

@@ -61,7 +61,8 @@ class Experiment(BaseModel):
 
     `runtime` is the experiment-level runtime as a mapping with a `kind`; each subject's own
     resolved runtime sits in its `config["runtime"]`. `sensor` is the sensor kind and
-    `sensor_options` its options (DESIGN.md §2).
+    `sensor_options` its options (DESIGN.md §2). With `trials: auto`, `adaptive` is set,
+    `trials` is the most a case may get (`max_trials`) and `min_trials` the fewest.
     """
 
     model_config = _frozen
@@ -79,6 +80,8 @@ class Experiment(BaseModel):
     concurrency: int | None = None
     timeout_s: float = 120.0
     goal: dict[str, Any] | None = None
+    adaptive: bool = False      # trials: auto — `trials` is then the maximum per case
+    min_trials: int = 2
 
 
 class Verdict(BaseModel):

@@ -99,6 +99,10 @@ class _Counts:
     valid: int = 0
     passed: int = 0
     errors: int = 0
+    # bit t set: trial t was valid / passed. Pairs two subjects' trials by index for paired
+    # comparisons, in two integers per case however many trials ran.
+    valid_bits: int = 0
+    passed_bits: int = 0
 
 
 @dataclass
@@ -113,16 +117,21 @@ class Tally:
     def __post_init__(self) -> None:
         self.counts = {c.id: _Counts() for c in self.cases}
 
-    def add(self, probe_id: str, passed: bool | None) -> None:
+    def add(self, probe_id: str, passed: bool | None, trial: int | None = None) -> None:
         """Count one trial: `passed` from its primary reading, `None` when it errored."""
         c = self.counts[probe_id]
         self.trials += 1
         if passed is None:
             c.errors += 1
             self.errors += 1
-        else:
-            c.valid += 1
-            c.passed += passed
+            return
+        c.valid += 1
+        c.passed += passed
+        if trial is not None:
+            bit = 1 << trial
+            c.valid_bits |= bit
+            if passed:
+                c.passed_bits |= bit
 
     def probe_results(self) -> list[ProbeResult]:
         return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,

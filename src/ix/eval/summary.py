@@ -16,7 +16,9 @@ from ix.eval.scoring import Tally
 
 
 def subject_block(name: str, description: str, tally: Tally, results: ExperimentResults,
-                  trials_per_case: int, level: float = LEVEL) -> dict[str, Any]:
+                  trials_per_case: int, level: float = LEVEL,
+                  stopped: dict[str, str] | None = None) -> dict[str, Any]:
+    """One subject's block; `stopped` (trials: auto) says why each case stopped."""
     counts = [tally.counts[c.id] for c in tally.cases]
     valid = np.fromiter((c.valid for c in counts), dtype=np.int64, count=len(counts))
     passed = np.fromiter((c.passed for c in counts), dtype=np.int64, count=len(counts))
@@ -33,6 +35,7 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "n": c.valid,
             "passed": c.passed,
             "errors": c.errors,
+            **({"stopped": stopped.get(p.probe_id, "cancelled")} if stopped is not None else {}),
         })
     return {
         "name": name,
@@ -58,7 +61,9 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
 
 
 def build_summary(*, experiment_name: str, run_id: str, run_status: str,
-                  blocks: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any]:
+                  blocks: list[dict[str, Any]], info: dict[str, Any],
+                  comparisons: list[dict[str, Any]] | None = None,
+                  goal: dict[str, Any] | None = None) -> dict[str, Any]:
     """Control's block at the top level (the `001_…` shape), every subject under `subjects`."""
     control = blocks[0]
     return {
@@ -74,8 +79,8 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
         "pass_hat_k": control["pass_hat_k"],
         "errors": sum(b["errors"] for b in blocks),
         "subjects": blocks,
-        "comparisons": [],
-        "goal": None,
+        "comparisons": comparisons or [],
+        "goal": goal,
         "statistics": {"level": LEVEL, "methods": METHODS},
         **info,
     }

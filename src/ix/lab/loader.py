@@ -65,7 +65,9 @@ def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
         subjects=tuple(subjects),
         sensor=spec.sensor["kind"],
         sensor_options={k: v for k, v in spec.sensor.items() if k != "kind"},
-        trials=spec.trials if spec.trials is not None else defaults.trials,
+        trials=_trials(spec, defaults),
+        adaptive=spec.trials == "auto",
+        min_trials=spec.min_trials or min(DEFAULT_MIN_TRIALS, _trials(spec, defaults)),
         cases=tuple(cases),
         skill=spec.skill,
         runtime=runtime,
@@ -76,6 +78,17 @@ def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
                             defaults=defaults)
+
+
+DEFAULT_MIN_TRIALS = 2
+DEFAULT_MAX_TRIALS = 10
+
+
+def _trials(spec: ExperimentSpec, defaults: Defaults) -> int:
+    """The fixed trial count, or with `trials: auto` the most any case may get."""
+    if spec.trials == "auto":
+        return spec.max_trials or max(DEFAULT_MAX_TRIALS, spec.min_trials or 0)
+    return spec.trials if spec.trials is not None else defaults.trials
 
 
 def _subjects(
@@ -197,10 +210,22 @@ def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
 
 
 def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:
+    """A goal compares two subjects of the experiment: control first, then treatment."""
     if spec.goal is None:
         return
-    names = {s.name for s in subjects}
-    for i, name in enumerate(spec.goal.compare):
+    names = [s.name for s in subjects]
+    compare = spec.goal.compare
+    for i, name in enumerate(compare):
         if name not in names:
-            raise ConfigError(f"{name!r} is not a subject; subjects: {', '.join(sorted(names))}",
+            raise ConfigError(f"{name!r} is not a subject; subjects: {', '.join(names)}",
                               file=file, field=f"goal.compare[{i}]")
+    if compare and len(compare) != 2:
+        raise ConfigError(f"needs exactly two subject names, control then treatment; got "
+                          f"{len(compare)}", file=file, field="goal.compare")
+    if len(subjects) < 2:
+        raise ConfigError("a goal compares two subjects (control, treatment), but the "
+                          f"experiment has one ({names[0]}); list at least two under "
+                          "'subjects'", file=file, field="goal.compare")
+    if compare and compare[0] == compare[1]:
+        raise ConfigError("compares a subject with itself; name two different subjects",
+                          file=file, field="goal.compare")

@@ -7,7 +7,14 @@ own options are checked by their registries once the kind is known.
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ix.domain.errors import ConfigError, from_validation_error
 from ix.eval.models import Difficulty, Expectation
@@ -24,6 +31,15 @@ def _as_kind_mapping(value: Any) -> Any:
     if isinstance(value, str):
         return {"kind": value}
     return value
+
+
+def _trial_count(value: Any) -> Any:
+    """`trials` is a whole number >= 1, or "auto" (adaptive); one clear message otherwise."""
+    if value is None or value == "auto":
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ValueError("must be an integer >= 1, or 'auto'")
 
 
 def _check_kind(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -53,7 +69,7 @@ class CasesSpec(_Strict):
 
 class GoalSpec(_Strict):
     hypothesis: Annotated[str, Field(min_length=1)]
-    metric: str = "f1"
+    metric: Literal["f1", "recall", "precision", "activation_rate", "pass_rate"] = "f1"
     compare: list[str] = Field(default_factory=list)
     direction: Literal["increase", "decrease", "differ"] = "differ"
     min_effect: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
@@ -67,7 +83,9 @@ class ExperimentSpec(_Strict):
     subjects: list[SubjectSpec] = Field(default_factory=list)
     sensor: KindSpec = Field(default_factory=lambda: {"kind": "activation"})
     sensors: list[KindSpec] | None = None
-    trials: Annotated[int, Field(ge=1)] | None = None
+    trials: int | Literal["auto"] | None = None
+    min_trials: Annotated[int, Field(ge=1)] | None = None
+    max_trials: Annotated[int, Field(ge=1)] | None = None
     cases: CasesSpec = Field(default_factory=CasesSpec)
     runtime: KindSpec | None = None
     seed: int = 0
@@ -77,6 +95,16 @@ class ExperimentSpec(_Strict):
 
     _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor")(_check_kind)
+    _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))
+
+    @model_validator(mode="after")
+    def _adaptive_bounds(self) -> "ExperimentSpec":
+        if self.trials != "auto" and (self.min_trials or self.max_trials):
+            raise ValueError("min_trials and max_trials apply only with trials: auto")
+        if self.min_trials and self.max_trials and self.min_trials > self.max_trials:
+            raise ValueError(f"min_trials ({self.min_trials}) is above max_trials "
+                             f"({self.max_trials})")
+        return self
 
     @field_validator("sensors", mode="before")
     @classmethod

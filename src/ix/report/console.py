@@ -83,11 +83,84 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+_METRIC_NAMES = {"activation_rate": "activation rate", "recall": "recall",
+                 "precision": "precision", "f1": "F1", "pass_rate": "pass rate"}
+
+
+def comparison_table(summary: dict[str, Any]) -> Table:
+    """Each variant against the control: metric, delta with interval, P(better), adjusted p."""
+    table = Table(title="variants against the control", title_justify="left", show_edge=False,
+                  pad_edge=False)
+    for col, justify in (("variant", "left"), ("metric", "left"), ("control", "right"),
+                         ("variant", "right"), ("delta [95% CI]", "right"),
+                         ("P(better)", "right"), ("McNemar p (Holm)", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for comp in summary["comparisons"]:
+        for metric, m in comp["metrics"].items():
+            delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
+            delta.append(_ci(m["diff_ci"]), style="dim")
+            if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0 or m["diff_ci"][1] < 0):
+                delta.stylize("bold")
+            p = "-" if m["mcnemar_p"] is None else (
+                f"{m['mcnemar_p']:.3f} ({m['mcnemar_p_holm']:.3f})")
+            table.add_row(comp["variant"], _METRIC_NAMES.get(metric, metric),
+                          _fmt(m["control"]), _fmt(m["variant"]), delta,
+                          _fmt(m["p_variant_better"]), p)
+    return table
+
+
+def flips_text(summary: dict[str, Any]) -> Text:
+    text = Text()
+    for comp in summary["comparisons"]:
+        flips = comp["flips"]
+        if not flips:
+            text.append(f"{comp['variant']}: no case changed its majority vote\n", style="dim")
+            continue
+        shown = ", ".join(f"{f['probe_id']} ({f['control_score']:.2f}→{f['variant_score']:.2f}, "
+                          f"now {f['now']})" for f in flips[:8])
+        more = f", +{len(flips) - 8} more" if len(flips) > 8 else ""
+        text.append(f"{comp['variant']}: {len(flips)} case(s) flipped: {shown}{more}\n")
+    return text
+
+
+_VERDICT_STYLE = {"supported": "bold green", "refuted": "bold red",
+                  "inconclusive": "bold yellow"}
+
+
+def goal_text(goal: dict[str, Any]) -> Text:
+    """The goal's verdict in words, with the evidence and, if inconclusive, what would settle it."""
+    text = Text("goal: ")
+    text.append(goal.get("hypothesis", ""), style="italic")
+    verdict = goal.get("verdict")
+    if verdict is None:
+        text.append(f"\n  no verdict: {goal.get('note', '')}", style="dim")
+        return text
+    text.append("\n  ")
+    text.append(verdict.upper(), style=_VERDICT_STYLE.get(verdict, ""))
+    e = goal["effect"]
+    control, treatment = goal["compare"]
+    diff = "n/a" if e["diff"] is None else f"{e['diff']:+.3f}"
+    text.append(f"  {_METRIC_NAMES.get(e['metric'], e['metric'])} {control} "
+                f"{_fmt(e['control'])} → {treatment} {_fmt(e['treatment'])}, difference "
+                f"{diff} {_ci(e['diff_ci'])}")
+    text.append(f"\n  {goal['rule']}", style="dim")
+    s = goal.get("suggestion")
+    if s:
+        text.append(f"\n  to settle it: about {s['cases']} cases (now {s['current_cases']}) at "
+                    f"{s['trials_per_case']} trial(s) each, to detect {s['detect']:.2f} "
+                    f"({s['method']})", style="yellow")
+    return text
+
+
 def summary_renderable(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
         title = f"{summary['experiment_name']} · {block['name']}"
         parts += [subject_table(block, title), metrics_text(block), Text("")]
+    if summary.get("comparisons"):
+        parts += [comparison_table(summary), flips_text(summary)]
+    if summary.get("goal"):
+        parts += [goal_text(summary["goal"]), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")
     stats = summary.get("statistics")
     if stats:

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "intervals": ("beta_interval", "wilson_interval", "clopper_pearson_interval",
                   "jeffreys_interval", "wald_interval"),
-    "classification": ("precision_interval", "recall_interval", "f1_interval"),
+    "classification": ("precision_interval", "recall_interval", "f1_interval",
+                       "f1_prob_a_beats_b", "f1_diff_cdf", "f1_diff_interval"),
     "passk": ("pass_at_k", "pass_hat_k", "mean_pass_at_k", "mean_pass_hat_k"),
     "describe": ("describe", "correlation", "Description", "Correlation"),
     "comparisons": ("prob_a_beats_b", "diff_interval", "paired_prob_a_beats_b",
-                    "paired_diff_interval", "mcnemar_exact"),
-    "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval"),
+                    "paired_diff_interval", "mcnemar_exact", "diff_cdf", "paired_diff_cdf"),
+    "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval", "probit_diff_cdf"),
+    "decisions": ("goal_verdict", "Verdict"),
     "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
     "power": ("sample_size_two_proportions", "mde_paired", "n_paired", "n_for_interval_width",
               "holm"),
@@ -31,13 +33,19 @@ _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = [
     "Correlation",
     "Description",
+    "Verdict",
     "beta_interval",
     "clopper_pearson_interval",
     "clustered_se",
     "correlation",
     "describe",
+    "diff_cdf",
     "diff_interval",
+    "f1_diff_cdf",
+    "f1_diff_interval",
     "f1_interval",
+    "f1_prob_a_beats_b",
+    "goal_verdict",
     "hierarchical_interval",
     "hierarchical_mean",
     "holm",
@@ -51,6 +59,7 @@ __all__ = [
     "n_for_interval_width",
     "n_paired",
     "paired_comparisons",
+    "paired_diff_cdf",
     "paired_diff_interval",
     "paired_prob_a_beats_b",
     "paired_se",
@@ -58,6 +67,7 @@ __all__ = [
     "pass_hat_k",
     "precision_interval",
     "prob_a_beats_b",
+    "probit_diff_cdf",
     "probit_diff_interval",
     "probit_prob_a_beats_b",
     "recall_interval",
@@ -86,7 +96,14 @@ if TYPE_CHECKING:
         independent_intervals,
         paired_comparisons,
     )
-    from ix.stats.classification import f1_interval, precision_interval, recall_interval
+    from ix.stats.classification import (
+        f1_diff_cdf,
+        f1_diff_interval,
+        f1_interval,
+        f1_prob_a_beats_b,
+        precision_interval,
+        recall_interval,
+    )
     from ix.stats.clustered import (
         clustered_se,
         hierarchical_interval,
@@ -94,12 +111,15 @@ if TYPE_CHECKING:
         paired_se,
     )
     from ix.stats.comparisons import (
+        diff_cdf,
         diff_interval,
         mcnemar_exact,
+        paired_diff_cdf,
         paired_diff_interval,
         paired_prob_a_beats_b,
         prob_a_beats_b,
     )
+    from ix.stats.decisions import Verdict, goal_verdict
     from ix.stats.describe import Correlation, Description, correlation, describe
     from ix.stats.intervals import (
         beta_interval,
@@ -108,7 +128,11 @@ if TYPE_CHECKING:
         wald_interval,
         wilson_interval,
     )
-    from ix.stats.paired_probit import probit_diff_interval, probit_prob_a_beats_b
+    from ix.stats.paired_probit import (
+        probit_diff_cdf,
+        probit_diff_interval,
+        probit_prob_a_beats_b,
+    )
     from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
     from ix.stats.power import (
         holm,

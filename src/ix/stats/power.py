@@ -208,3 +208,31 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(scaled)
     return [float(x) for x in adjusted]
+
+
+def paired_variances(rates_a: Sequence[float], trials_a: Sequence[int],
+                     rates_b: Sequence[float], trials_b: Sequence[int]) -> tuple[float, float, float]:
+    """Planning values for `mde_paired` / `n_paired` from two subjects' per-case rates.
+
+    σ²_A = mean over cases of p_A(1−p_A) (the within-case Bernoulli variance of a trial), σ²_B
+    likewise, and ω² = var(p_A − p_B) across cases less the trial noise
+    mean(p_A(1−p_A)/n_A + p_B(1−p_B)/n_B), floored at 0 (Miller 2024, §4). The cases must be
+    the same, in the same order; fewer than two cases gives ω² = 0.
+    """
+    a = np.asarray(rates_a, dtype=float)
+    b = np.asarray(rates_b, dtype=float)
+    na = np.asarray(trials_a, dtype=float)
+    nb = np.asarray(trials_b, dtype=float)
+    if not (a.shape == b.shape == na.shape == nb.shape) or a.ndim != 1:
+        raise ValueError("rates and trial counts must be 1-D and of the same length")
+    if a.size == 0:
+        raise ValueError("need at least one case")
+    if (na < 1).any() or (nb < 1).any():
+        raise ValueError("every case needs at least one trial")
+    var_a, var_b = a * (1 - a), b * (1 - b)
+    sigma2_a, sigma2_b = float(var_a.mean()), float(var_b.mean())
+    if a.size < 2:
+        return sigma2_a, sigma2_b, 0.0
+    noise = float((var_a / na + var_b / nb).mean())
+    omega2 = max(0.0, float(np.var(a - b, ddof=1)) - noise)
+    return sigma2_a, sigma2_b, omega2

@@ -1,0 +1,112 @@
+"""Decisions on a goal from the posterior of an effect (STATS.md method 11).
+
+A goal states a direction ("increase", "decrease" or "differ") and a minimum effect m ≥ 0;
+[−m, +m] is the region of practical equivalence (ROPE, Kruschke 2018). With effect =
+treatment − control and its posterior CDF F(d) = P(effect ≤ d), the goal is `supported` when
+the posterior probability of an effect beyond the region in the stated direction reaches the
+credibility, `refuted` when the probability of the complement (inside the region, or the
+other way) does, and `inconclusive` otherwise. Pure arithmetic on F; no scipy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Real
+from typing import Literal
+
+__all__ = ["Verdict", "goal_verdict"]
+
+Direction = Literal["increase", "decrease", "differ"]
+Outcome = Literal["supported", "refuted", "inconclusive"]
+
+_DIRECTIONS: tuple[Direction, ...] = ("increase", "decrease", "differ")
+#: A CDF that decreases by more than this between −m and m is rejected, not rounded away
+#: (quadrature CDFs, e.g. the probit grid's at ~1e-6, may dip by less).
+_SLACK = 1e-6
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A goal's verdict: `verdict` ("supported" | "refuted" | "inconclusive"),
+    `p_supported` (posterior probability of an effect beyond the region of practical
+    equivalence in the stated direction), `p_refuted` (= 1 − p_supported: inside the region
+    or the other way) and `rule` (the decision rule, one line, with its numbers)."""
+
+    verdict: Outcome
+    p_supported: float
+    p_refuted: float
+    rule: str
+
+
+def _probability(cdf: Callable[[float], float], d: float) -> float:
+    value = cdf(d)
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"cdf({d:g}) must return a probability, got {value!r}") from None
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        raise ValueError(f"cdf({d:g}) must return a probability in [0, 1], got {value!r}")
+    return p
+
+
+def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_effect: float,
+                 credibility: float) -> Verdict:
+    """Decide a goal from F(d) = `cdf(d)` = P(effect ≤ d), effect = treatment − control.
+
+    With m = `min_effect` and c = `credibility`, p_supported is
+    "increase": P(effect > m) = 1 − F(m); "decrease": P(effect < −m) = F(−m);
+    "differ": P(effect < −m) + P(effect > m) = F(−m) + 1 − F(m).
+    The boundary ±m counts as inside the region; F's value is used as is, which is exact for
+    continuous posteriors (all of `ix.stats`'s). p_refuted = 1 − p_supported. The verdict is
+    "supported" when p_supported ≥ c, "refuted" when p_refuted ≥ c, else "inconclusive"
+    (c > ½, so at most one holds). Region of practical equivalence: Kruschke, "Rejecting or
+    accepting parameter values in Bayesian estimation" (2018); STATS.md §11.
+
+    Edge cases: with m = 0 and a continuous posterior, "differ" has p_supported = 1 and is
+    always supported and can never be refuted — give a positive `min_effect` for a two-sided
+    goal to mean anything. "increase"/"decrease" with m = 0 ask only for the sign.
+
+    Raises ValueError unless `direction` is one of "increase", "decrease", "differ",
+    `min_effect` is finite and ≥ 0, `credibility` lies in (0.5, 1), `cdf` is callable and
+    returns probabilities in [0, 1], and (for "differ") F(−m) ≤ F(m).
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(map(repr, _DIRECTIONS))}; "
+                         f"got {direction!r}")
+    if (isinstance(min_effect, bool) or not isinstance(min_effect, Real)
+            or not math.isfinite(min_effect) or min_effect < 0):
+        raise ValueError(f"min_effect must be a finite number >= 0; got {min_effect!r}")
+    if (isinstance(credibility, bool) or not isinstance(credibility, Real)
+            or not 0.5 < credibility < 1):
+        raise ValueError(f"credibility must lie in (0.5, 1), e.g. 0.95; got {credibility!r}")
+    if not callable(cdf):
+        raise ValueError(f"cdf must be callable, d -> P(effect <= d); got {cdf!r}")
+    m, c = float(min_effect), float(credibility)
+
+    if direction == "increase":
+        p_supported = 1.0 - _probability(cdf, m)
+        event, complement = f"effect > {m:g}", f"effect <= {m:g}"
+    elif direction == "decrease":
+        p_supported = _probability(cdf, -m)
+        event, complement = f"effect < {-m:g}", f"effect >= {-m:g}"
+    else:
+        below, above = _probability(cdf, -m), _probability(cdf, m)
+        if below > above + _SLACK:
+            raise ValueError(f"cdf must be non-decreasing; got cdf({-m:g}) = {below!r} > "
+                             f"cdf({m:g}) = {above!r}")
+        p_supported = min(below + (1.0 - above), 1.0)
+        event, complement = f"|effect| > {m:g}", f"|effect| <= {m:g}"
+    p_refuted = 1.0 - p_supported
+
+    outcome: Outcome
+    if p_supported >= c:
+        outcome = "supported"
+    elif p_refuted >= c:
+        outcome = "refuted"
+    else:
+        outcome = "inconclusive"
+    rule = (f"supported if P({event}) >= {c:g}, refuted if P({complement}) >= {c:g}, "
+            f"else inconclusive (effect = treatment - control)")
+    return Verdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)

@@ -10,7 +10,7 @@ power analysis suggests.
 from collections.abc import Sequence
 from typing import Any
 
-from ix.eval.comparisons import PAIRED, effect
+from ix.eval.comparisons import PAIRED, effect, paired_tables
 from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
@@ -47,45 +47,67 @@ def evaluate_goal(goal: dict[str, Any], names: Sequence[str], tallies: Sequence[
 def _suggest(goal: dict[str, Any], metric: str, control: Tally, treatment: Tally,
              cases: Sequence[EvalCase], trials_per_case: int,
              diff: float | None) -> dict[str, Any]:
-    """How many cases would settle it: Miller's paired design, or two proportions."""
-    from ix.stats.power import n_paired, paired_variances, sample_size_two_proportions
+    """How many cases would settle it, if the new cases looked like these.
 
-    target = max(goal["min_effect"], abs(diff or 0.0), 0.05)
-    in_scope = [c for c in cases if metric in ("pass_rate",) or c.expectation == "must_trigger"]
+    The observed counts (the paired 2×2 table, or each subject's TP/FP/FN) are scaled to n
+    cases and the goal's rule is applied to the posterior that would give; the smallest n
+    whose verdict is decisive with a margin (probability ≥ 1 − (1 − c)/5, so that a real run
+    of that size usually settles it despite sampling noise) is suggested. It uses the same
+    posterior as the verdict, prior included, where a normal-approximation power formula is
+    optimistic at the sample sizes of agent experiments.
+    """
+    from ix.stats.classification import f1_diff_cdf
+    from ix.stats.comparisons import diff_cdf, paired_diff_cdf
+    from ix.stats.decisions import goal_verdict
+
+    c = float(goal["credibility"])
+    margin = 1 - (1 - c) / 5
+    per_case = 1
     if metric in PAIRED:
-        rates_a, rates_b, n_a, n_b = [], [], [], []
-        for c in in_scope:
-            a, b = control.counts[c.id], treatment.counts[c.id]
-            if not a.valid or not b.valid:
-                continue
-            flip = metric == "pass_rate" and c.expectation != "must_trigger"
-            ra, rb = a.passed / a.valid, b.passed / b.valid
-            rates_a.append(1 - ra if flip else ra)
-            rates_b.append(1 - rb if flip else rb)
-            n_a.append(a.valid)
-            n_b.append(b.valid)
-        if len(rates_a) >= 1:
-            s2a, s2b, w2 = paired_variances(rates_a, n_a, rates_b, n_b)
-            # a little variance even when every case was unanimous, or the plan says 1
-            s2a, s2b = max(s2a, 0.01), max(s2b, 0.01)
-            n = n_paired(target, sigma2_a=s2a, sigma2_b=s2b, omega2=w2, k_a=trials_per_case,
-                         k_b=trials_per_case)
-            return {"cases": max(n, len(rates_a) + 1), "current_cases": len(rates_a),
-                    "trials_per_case": trials_per_case, "detect": num(target),
-                    "method": "Miller paired design with variances from this run",
-                    "assumptions": {"sigma2_control": num(s2a), "sigma2_treatment": num(s2b),
-                                    "omega2": num(w2)}}
-    p1 = min(max(_rate(control, in_scope), 0.05), 0.95)
-    p2 = p1 - target if goal["direction"] == "decrease" else p1 + target
-    p2 = min(max(p2, 0.01), 0.99)
-    n = sample_size_two_proportions(p1, p2)
-    return {"cases": n, "current_cases": len(in_scope), "trials_per_case": trials_per_case,
-            "detect": num(target),
-            "method": "two independent proportions (unpooled), cases per subject",
-            "assumptions": {"control_rate": num(p1)}}
+        t = paired_tables(control, treatment, cases)[metric]
+        cells = (t.both, t.variant_only, t.control_only, t.neither)
+        base = t.n
+        if metric == "activation_rate":
+            per_case = max(trials_per_case, 1)
 
+        def verdict_at(n: int) -> float:
+            k = [round(x * n / base) for x in cells]
+            v = goal_verdict(lambda d: paired_diff_cdf(*k, d), direction=goal["direction"],
+                             min_effect=goal["min_effect"], credibility=c)
+            return max(v.p_supported, v.p_refuted)
+    else:
+        ra, rb = control.results(""), treatment.results("")
+        a, b = [ra.tp, ra.fp, ra.fn], [rb.tp, rb.fp, rb.fn]
+        base = max(sum(a) + sum(b), 1)
 
-def _rate(tally: Tally, cases: Sequence[EvalCase]) -> float:
-    valid = sum(tally.counts[c.id].valid for c in cases)
-    passed = sum(tally.counts[c.id].passed for c in cases)
-    return passed / valid if valid else 0.5
+        def verdict_at(n: int) -> float:
+            ka = [round(x * n / base) for x in a]
+            kb = [round(x * n / base) for x in b]
+            if metric == "f1":
+                cdf = (lambda d: f1_diff_cdf(*kb, *ka, d))
+            else:  # precision: Beta(TP+1, FP+1) per subject
+                cdf = (lambda d: diff_cdf(kb[0], kb[0] + kb[1], ka[0], ka[0] + ka[1], d))
+            v = goal_verdict(cdf, direction=goal["direction"], min_effect=goal["min_effect"],
+                             credibility=c)
+            return max(v.p_supported, v.p_refuted)
+
+    current = max(base // per_case, 1)
+    if base == 0:
+        return {"cases": None, "current_cases": 0, "trials_per_case": trials_per_case,
+                "method": "no valid trials to extrapolate from"}
+    n, limit = base, base * 200
+    while n < limit and verdict_at(n) < margin:
+        n *= 2
+    if n >= limit and verdict_at(limit) < margin:
+        return {"cases": None, "current_cases": current, "trials_per_case": trials_per_case,
+                "method": "the observed effect sits at the edge of the equivalence region: no "
+                          "number of similar cases settles it"}
+    lo, hi = n // 2, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if verdict_at(mid) >= margin else (mid, hi)
+    cases_needed = -(-hi // per_case)
+    return {"cases": max(cases_needed, current + 1), "current_cases": current,
+            "trials_per_case": trials_per_case,
+            "method": f"the observed counts scaled up until the verdict reaches "
+                      f"{margin:.3f} under the same posterior"}

@@ -94,7 +94,7 @@ def comparison_table(summary: dict[str, Any]) -> Table:
     for col, justify in (("variant", "left"), ("metric", "left"), ("control", "right"),
                          ("variant", "right"), ("delta [95% CI]", "right"),
                          ("P(better)", "right"), ("McNemar p (Holm)", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for comp in summary["comparisons"]:
         for metric, m in comp["metrics"].items():
             delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
@@ -143,7 +143,8 @@ def goal_text(goal: dict[str, Any]) -> Text:
     text.append(f"  {_METRIC_NAMES.get(e['metric'], e['metric'])} {control} "
                 f"{_fmt(e['control'])} → {treatment} {_fmt(e['treatment'])}, difference "
                 f"{diff} {_ci(e['diff_ci'])}")
-    text.append(f"\n  {goal['rule']}", style="dim")
+    text.append(f"\n  P(supported) = {goal['p_supported']:.3f}, P(refuted) = "
+                f"{goal['p_refuted']:.3f}; {goal['rule']}", style="dim")
     s = goal.get("suggestion")
     if s:
         text.append(f"\n  to settle it: about {s['cases']} cases (now {s['current_cases']}) at "

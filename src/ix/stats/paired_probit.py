@@ -321,8 +321,9 @@ def probit_diff_cdf(both: int, a_only: int, b_only: int, neither: int, d: float)
 
     θ_A − θ_B ≤ d ⟺ logit θ_A − logit θ_B ≤ e*(m, d) (closed form), integrated exactly in e
     on the posterior-centred grid of the module docstring (accurate to ~1e-6, so monotone in
-    d only to that accuracy: far tails wiggle by ~1e-8; cached per table). The CDF `probit_diff_interval` inverts; 1 − cdf(0) = `probit_prob_a_beats_b`.
-    d ≤ −1 gives 0, d ≥ 1 gives 1. Raises ValueError on negative or non-integer counts or
+    d only to that accuracy: far tails wiggle by ~1e-8; cached per table). It is the CDF that
+    `probit_diff_interval` inverts, and 1 − cdf(0) = `probit_prob_a_beats_b`. d ≤ −1 gives 0,
+    d ≥ 1 gives 1. Raises ValueError on negative or non-integer counts or
     d = NaN.
     """
     if math.isnan(d):

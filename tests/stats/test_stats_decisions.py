@@ -1,0 +1,178 @@
+"""ix.stats.decisions.goal_verdict on constructed posteriors (normal CDFs from scipy) with
+known probabilities, its boundaries, and its argument checks."""
+
+import dataclasses
+
+import pytest
+from scipy import stats
+
+from ix.stats.comparisons import diff_cdf
+from ix.stats.decisions import Verdict, goal_verdict
+
+
+def normal(mean, sd):
+    return stats.norm(mean, sd).cdf
+
+
+# (mean, sd, direction, min_effect, credibility, expected verdict)
+CASES = [
+    # increase
+    (0.20, 0.05, "increase", 0.05, 0.95, "supported"),     # P(> 0.05) = Φ(3) ≈ 0.9987
+    (0.00, 0.02, "increase", 0.05, 0.95, "refuted"),       # P(≤ 0.05) = Φ(2.5) ≈ 0.9938
+    (-0.30, 0.05, "increase", 0.00, 0.95, "refuted"),      # clearly the other way
+    (0.06, 0.05, "increase", 0.05, 0.95, "inconclusive"),  # P(> 0.05) ≈ 0.58
+    # decrease
+    (-0.20, 0.05, "decrease", 0.05, 0.95, "supported"),
+    (0.00, 0.02, "decrease", 0.05, 0.95, "refuted"),
+    (0.30, 0.05, "decrease", 0.00, 0.90, "refuted"),
+    (-0.06, 0.05, "decrease", 0.05, 0.95, "inconclusive"),
+    # differ
+    (0.20, 0.05, "differ", 0.05, 0.95, "supported"),
+    (-0.20, 0.05, "differ", 0.05, 0.95, "supported"),
+    (0.00, 0.01, "differ", 0.05, 0.95, "refuted"),         # inside the region: Φ(5) − Φ(−5)
+    (0.05, 0.05, "differ", 0.05, 0.95, "inconclusive"),    # half its mass beyond +0.05
+]
+
+
+@pytest.mark.parametrize(("mean", "sd", "direction", "m", "cred", "expected"), CASES)
+def test_each_direction_reaches_each_verdict_on_a_normal_posterior(mean, sd, direction, m, cred,
+                                                                   expected):
+    v = goal_verdict(normal(mean, sd), direction=direction, min_effect=m, credibility=cred)
+    dist = stats.norm(mean, sd)
+    p = {"increase": dist.sf(m), "decrease": dist.cdf(-m),
+         "differ": dist.cdf(-m) + dist.sf(m)}[direction]
+    assert v.verdict == expected
+    assert v.p_supported == pytest.approx(p, abs=1e-12)
+    assert v.p_refuted == pytest.approx(1 - p, abs=1e-12)
+    assert v.p_supported + v.p_refuted == pytest.approx(1.0, abs=1e-15)
+
+
+def test_the_rule_states_the_event_the_threshold_and_the_credibility():
+    v = goal_verdict(normal(0.1, 0.05), direction="increase", min_effect=0.05, credibility=0.9)
+    assert "P(effect > 0.05) >= 0.9" in v.rule and "P(effect <= 0.05) >= 0.9" in v.rule
+    assert "\n" not in v.rule
+    v = goal_verdict(normal(0.1, 0.05), direction="decrease", min_effect=0.05, credibility=0.9)
+    assert "P(effect < -0.05) >= 0.9" in v.rule
+    v = goal_verdict(normal(0.1, 0.05), direction="differ", min_effect=0.02, credibility=0.8)
+    assert "P(|effect| > 0.02) >= 0.8" in v.rule and "P(|effect| <= 0.02) >= 0.8" in v.rule
+
+
+def test_verdict_is_a_frozen_dataclass():
+    v = goal_verdict(normal(0.1, 0.05), direction="increase", min_effect=0.0, credibility=0.9)
+    assert isinstance(v, Verdict)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v.verdict = "refuted"  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- boundaries
+
+
+def test_probability_exactly_at_the_credibility_decides():
+    # dyadic values: 1 − 0.25 = 0.75 exactly
+    def step(d):
+        return 0.25
+
+    assert goal_verdict(step, direction="increase", min_effect=0.1,
+                        credibility=0.75).verdict == "supported"
+    # decrease: p_supported = 0.25, so p_refuted = 0.75 reaches the credibility exactly
+    assert goal_verdict(step, direction="decrease", min_effect=0.1,
+                        credibility=0.75).verdict == "refuted"
+    assert goal_verdict(step, direction="decrease", min_effect=0.1,
+                        credibility=0.75 + 2**-20).verdict == "inconclusive"
+
+    def high(d):
+        return 0.75
+
+    assert goal_verdict(high, direction="increase", min_effect=0.1,
+                        credibility=0.75).verdict == "refuted"
+    assert goal_verdict(high, direction="decrease", min_effect=0.1,
+                        credibility=0.75).verdict == "supported"
+
+
+def test_the_cdf_is_read_at_plus_and_minus_the_minimum_effect():
+    seen = []
+
+    def spy(d):
+        seen.append(d)
+        return 0.5
+
+    goal_verdict(spy, direction="increase", min_effect=0.07, credibility=0.9)
+    goal_verdict(spy, direction="decrease", min_effect=0.07, credibility=0.9)
+    goal_verdict(spy, direction="differ", min_effect=0.07, credibility=0.9)
+    assert seen == [0.07, -0.07, -0.07, 0.07]
+
+
+def test_a_posterior_centred_on_the_boundary_is_inconclusive():
+    v = goal_verdict(normal(0.05, 0.01), direction="increase", min_effect=0.05, credibility=0.6)
+    assert v.p_supported == pytest.approx(0.5, abs=1e-15) and v.verdict == "inconclusive"
+
+
+def test_differ_with_no_minimum_effect_is_always_supported_and_never_refuted():
+    for mean in (-0.3, 0.0, 1e-6, 0.4):
+        v = goal_verdict(normal(mean, 0.01), direction="differ", min_effect=0.0,
+                         credibility=0.99)
+        assert v.p_supported == 1.0 and v.verdict == "supported"
+
+
+def test_increase_with_no_minimum_effect_asks_only_for_the_sign():
+    v = goal_verdict(normal(0.03, 0.01), direction="increase", min_effect=0, credibility=0.99)
+    assert v.p_supported == pytest.approx(stats.norm.sf(-3), abs=1e-12)
+    assert v.verdict == "supported"
+
+
+def test_works_with_an_ix_stats_posterior_cdf():
+    """18/20 vs 5/20 passes: the increase is credible; against a 0.5 bar it is refuted."""
+    def cdf(d):
+        return diff_cdf(18, 20, 5, 20, d)
+
+    assert goal_verdict(cdf, direction="increase", min_effect=0.1,
+                        credibility=0.95).verdict == "supported"
+    assert goal_verdict(cdf, direction="decrease", min_effect=0.0,
+                        credibility=0.95).verdict == "refuted"
+    v = goal_verdict(cdf, direction="increase", min_effect=0.9, credibility=0.95)
+    assert v.verdict == "refuted"
+    assert v.p_supported == pytest.approx(1 - diff_cdf(18, 20, 5, 20, 0.9), abs=1e-15)
+
+
+def test_a_tiny_decrease_from_quadrature_noise_is_tolerated_and_clamped():
+    values = {-0.01: 0.3 + 1e-8, 0.01: 0.3}
+    v = goal_verdict(values.__getitem__, direction="differ", min_effect=0.01, credibility=0.9)
+    assert v.p_supported == 1.0 and v.p_refuted == 0.0
+
+
+# ---------------------------------------------------------------- bad arguments
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"direction": "up"}, "direction"),
+    ({"direction": "Increase"}, "direction"),
+    ({"min_effect": -0.01}, "min_effect"),
+    ({"min_effect": float("nan")}, "min_effect"),
+    ({"min_effect": float("inf")}, "min_effect"),
+    ({"min_effect": "0.1"}, "min_effect"),
+    ({"min_effect": True}, "min_effect"),
+    ({"credibility": 0.5}, "credibility"),
+    ({"credibility": 1.0}, "credibility"),
+    ({"credibility": 0.3}, "credibility"),
+    ({"credibility": 95}, "credibility"),
+    ({"credibility": float("nan")}, "credibility"),
+])
+def test_bad_arguments_raise_value_error(kwargs, match):
+    args = {"direction": "increase", "min_effect": 0.05, "credibility": 0.95, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        goal_verdict(normal(0, 1), **args)
+
+
+@pytest.mark.parametrize("cdf", [lambda d: 1.5, lambda d: -0.1, lambda d: float("nan"),
+                                 lambda d: "half", lambda d: None])
+def test_a_cdf_returning_something_other_than_a_probability_raises(cdf):
+    with pytest.raises(ValueError, match="cdf"):
+        goal_verdict(cdf, direction="increase", min_effect=0.05, credibility=0.95)
+
+
+def test_a_cdf_that_decreases_raises_and_a_non_callable_raises():
+    with pytest.raises(ValueError, match="non-decreasing"):
+        goal_verdict(lambda d: 0.5 - d, direction="differ", min_effect=0.1, credibility=0.9)
+    with pytest.raises(ValueError, match="callable"):
+        goal_verdict(0.5, direction="increase", min_effect=0.1,  # type: ignore[arg-type]
+                     credibility=0.9)

@@ -6,6 +6,7 @@ Bad input raises `ix.domain.errors.ConfigError` before anything is written.
 
 from ix.api.experiments import (
     ExperimentInfo,
+    compare_runs,
     list_experiments,
     load,
     plan,
@@ -22,6 +23,7 @@ __all__ = [
     "ExperimentInfo",
     "Overrides",
     "RunResult",
+    "compare_runs",
     "list_experiments",
     "load",
     "plan",

@@ -112,3 +112,31 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
     except (OSError, ValueError):
         pass
     return last, status, f1
+
+
+def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, Any]:
+    """Two or more runs of an experiment, each later one against the first."""
+    from ix.lab.runs import find_run
+    from ix.report.runs import compare_runs as compare
+
+    if len(run_ids) < 2:
+        raise ConfigError("give at least two runs to compare (the first is the baseline)",
+                          field="RUN")
+    lab_path = find_lab(lab)
+    summaries = []
+    for run_id in run_ids:
+        directory = find_run(lab_path, run_id)
+        path = directory / "summary.json"
+        try:
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        except OSError:
+            raise ConfigError("this run has no summary (it is still running, or it died "
+                              "before writing one)", file=path) from None
+        except ValueError:
+            raise ConfigError("not valid JSON", file=path) from None
+    result = compare(summaries)
+    if not result["comparisons"]:
+        raise ConfigError("the runs share no subject by name", field="RUN")
+    if all("error" in c for c in result["comparisons"]):
+        raise ConfigError("the runs have no case in common", field="RUN")
+    return result

@@ -50,18 +50,19 @@ def inputs_from_run(experiment_dir: Path) -> PlanningInputs:
     a = _scores(blocks[0])
     if not a:
         raise ConfigError("no case has a valid trial", file=path, field="probe_results")
+    from ix.stats.power import paired_variances
+
     sigma2_a = sum(p * (1 - p) for p, _ in a.values()) / len(a)
     p = sum(p for p, _ in a.values()) / len(a)
     if len(blocks) > 1:
         b = _scores(blocks[1])
         shared = sorted(set(a) & set(b))
-        sigma2_b = sum(b[c][0] * (1 - b[c][0]) for c in shared) / max(len(shared), 1)
-        diffs = [a[c][0] - b[c][0] for c in shared]
-        mean = sum(diffs) / max(len(diffs), 1)
-        spread = sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1)
-        noise = sum(a[c][0] * (1 - a[c][0]) / a[c][1] + b[c][0] * (1 - b[c][0]) / b[c][1]
-                    for c in shared) / max(len(shared), 1)
-        omega2 = max(0.0, spread - noise)
+        if not shared:
+            raise ConfigError(f"{blocks[1]['name']} has no case in common with "
+                              f"{blocks[0]['name']}", file=path, field="subjects")
+        sigma2_a, sigma2_b, omega2 = paired_variances(
+            [a[c][0] for c in shared], [a[c][1] for c in shared],
+            [b[c][0] for c in shared], [b[c][1] for c in shared])
         notes.append(f"omega2 from the per-case differences of {blocks[0]['name']} and "
                      f"{blocks[1]['name']} over {len(shared)} shared cases, less trial noise")
     else:

@@ -192,6 +192,24 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
 
 
 @app.command()
+def compare(
+    runs: Annotated[list[str], typer.Argument(
+        help="Run ids (or unique prefixes, or run folders); the first is the baseline.",
+        show_default=False)],
+    lab: Lab = None,
+    json_out: Json = False,
+) -> None:
+    """Compare runs of an experiment: metric deltas with intervals, flipped cases, a verdict."""
+    result = api.compare_runs(lab, runs)
+    if json_out:
+        print_json(result)
+        return
+    from ix.report.console import run_comparison_renderable
+
+    out.print(run_comparison_renderable(result))
+
+
+@app.command()
 def plan(
     experiment: Annotated[str | None, typer.Argument(
         help="Take planning values (rates, variances, trials) from this experiment's latest "

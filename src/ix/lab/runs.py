@@ -56,3 +56,23 @@ def read_spec(directory: Path) -> dict[str, Any]:
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def find_run(lab: Path, run_id: str) -> Path:
+    """The run folder of `run_id` (or a unique prefix of it) in any experiment of the lab."""
+    from ix.domain.errors import ConfigError
+
+    given = Path(run_id)
+    if given.is_dir() and (given / SPEC_FILE).is_file():
+        return given.resolve()
+    matches = sorted(p for p in lab.glob(f"*/results/{RUNS_DIR}/{run_id}*") if p.is_dir())
+    exact = [p for p in matches if p.name == run_id]
+    if exact:
+        return exact[0]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ConfigError(f"no run {run_id!r} in lab {lab}", field="RUN")
+    raise ConfigError(f"{run_id!r} matches {len(matches)} runs: "
+                      f"{', '.join(p.name for p in matches[:5])}; give more of the id",
+                      field="RUN")

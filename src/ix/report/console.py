@@ -171,3 +171,26 @@ def summary_renderable(summary: dict[str, Any]) -> RenderableType:
         footer.append(f" · {len(summary['skipped_cases'])} acceptable case(s) not run")
     parts.append(footer)
     return Group(*parts)
+
+
+def run_comparison_renderable(result: dict[str, Any]) -> RenderableType:
+    """`ix compare`: one table per (run, subject) against the baseline, and its verdict."""
+    parts: list[RenderableType] = []
+    for c in result["comparisons"]:
+        if "error" in c:
+            parts.append(Text(f"{c['subject']} in {c['run']}: {c['error']}", style="yellow"))
+            continue
+        table = Table(title=f"{result['experiment']} · {c['subject']}: {c['run']} against "
+                            f"{result['baseline']} ({c['cases']} shared cases)",
+                      title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("metric", "before", "after", "delta [95% CI]", "P(better)"):
+            table.add_column(col, justify="left" if col == "metric" else "right",
+                             no_wrap=True)
+        for metric, m in c["metrics"].items():
+            delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
+            delta.append(_ci(m["diff_ci"]), style="dim")
+            table.add_row(_METRIC_NAMES.get(metric, metric), _fmt(m["before"]),
+                          _fmt(m["after"]), delta, _fmt(m["p_better"]))
+        parts += [table, flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
+                  Text(c["verdict"], style="bold"), Text("")]
+    return Group(*parts)

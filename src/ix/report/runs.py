@@ -1,0 +1,103 @@
+"""`ix compare`: runs of one experiment side by side (e.g. before and after a description edit).
+
+Each later run is compared with the first, subject by subject, on the summaries alone:
+recall and pass rate pair the runs' majority votes case by case (the cases are the same
+files), precision and F1 compare independent posteriors, and the activation rate compares
+the pooled must_trigger trials of the two runs (independent: different trials).
+"""
+
+from typing import Any
+
+from ix.eval.comparisons import effect, flips
+from ix.eval.estimates import num, pair
+from ix.eval.models import EvalCase
+from ix.eval.scoring import Tally
+
+RUN_METRICS = ("recall", "precision", "f1", "pass_rate", "activation_rate")
+
+
+def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
+    by_id = {p["probe_id"]: p for p in block["probe_results"]}
+    tally = Tally(cases)
+    for c in cases:
+        p = by_id[c.id]
+        counts = tally.counts[c.id]
+        counts.valid, counts.passed, counts.errors = p["n"], p["passed"], p.get("errors", 0)
+    return tally
+
+
+def compare_runs(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first summary is the baseline; every other is compared with it."""
+    from ix.stats.comparisons import diff_interval, prob_a_beats_b
+
+    base = summaries[0]
+    out: dict[str, Any] = {"baseline": base["run_id"], "experiment": base["experiment_name"],
+                           "comparisons": []}
+    for other in summaries[1:]:
+        for block_b in other["subjects"]:
+            block_a = next((b for b in base["subjects"] if b["name"] == block_b["name"]), None)
+            if block_a is None:
+                continue
+            ids_a = {p["probe_id"]: p for p in block_a["probe_results"] if p["n"]}
+            ids_b = {p["probe_id"]: p for p in block_b["probe_results"] if p["n"]}
+            shared = sorted(set(ids_a) & set(ids_b))
+            if not shared:
+                out["comparisons"].append({"run": other["run_id"], "subject": block_b["name"],
+                                           "error": "no case in common with the baseline"})
+                continue
+            cases = [EvalCase(id=i, prompt="-", expectation=ids_a[i]["expectation"])
+                     for i in shared]
+            ta, tb = _tally(block_a, cases), _tally(block_b, cases)
+            ma = ta.results("")
+            mb = tb.results("")
+            metrics_a = {"tp": ma.tp, "fp": ma.fp, "fn": ma.fn, "f1": ma.f1}
+            metrics_b = {"tp": mb.tp, "fp": mb.fp, "fn": mb.fn, "f1": mb.f1}
+            entry: dict[str, Any] = {"run": other["run_id"], "subject": block_b["name"],
+                                     "cases": len(shared), "metrics": {},
+                                     "flips": flips(ta, tb, cases)}
+            for metric in RUN_METRICS:
+                if metric == "activation_rate":
+                    must = [c.id for c in cases if c.expectation == "must_trigger"]
+                    ka = sum(ids_a[i]["passed"] for i in must)
+                    na = sum(ids_a[i]["n"] for i in must)
+                    kb = sum(ids_b[i]["passed"] for i in must)
+                    nb = sum(ids_b[i]["n"] for i in must)
+                    if not na or not nb:
+                        continue
+                    lo, hi = diff_interval(kb, nb, ka, na)
+                    entry["metrics"][metric] = {
+                        "before": num(ka / na), "after": num(kb / nb),
+                        "diff": num(kb / nb - ka / na), "diff_ci": pair(lo, hi),
+                        "p_better": num(prob_a_beats_b(kb, nb, ka, na)), "paired": False}
+                    continue
+                e = effect(metric, ta, tb, cases, metrics_a, metrics_b)
+                diff = e.variant - e.control if e.variant is not None and e.control is not None \
+                    else None
+                entry["metrics"][metric] = {
+                    "before": num(e.control), "after": num(e.variant), "diff": num(diff),
+                    "diff_ci": pair(*e.interval), "p_better": num(e.p_better),
+                    "paired": e.paired}
+            entry["verdict"] = _verdict(entry)
+            out["comparisons"].append(entry)
+    return out
+
+
+def _verdict(entry: dict[str, Any]) -> str:
+    """One line: which metrics credibly moved (their 95% interval excludes 0)."""
+    up, down = [], []
+    for metric, m in entry["metrics"].items():
+        lo, hi = m["diff_ci"]
+        if lo is not None and lo > 0:
+            up.append(metric)
+        elif hi is not None and hi < 0:
+            down.append(metric)
+    name = f"{entry['subject']} in {entry['run']}"
+    if not up and not down:
+        return f"{name}: no credible change on any metric ({len(entry['flips'])} case(s) " \
+               "flipped)"
+    parts = []
+    if up:
+        parts.append("credibly better on " + ", ".join(up))
+    if down:
+        parts.append("credibly worse on " + ", ".join(down))
+    return f"{name}: " + "; ".join(parts) + f" ({len(entry['flips'])} case(s) flipped)"

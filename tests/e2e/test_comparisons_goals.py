@@ -21,9 +21,11 @@ def experiment(lab: Path, *, n_must: int, n_not: int, trials: int, control: floa
         items = [f"{c}: {p}" for c in must] + [f"{c}: 0.05" for c in nots]
         return "{" + ", ".join(items) + "}"
 
-    subjects = [f"  - name: control\n    runtime: {{kind: mock, activation_rates: {rates(control)}}}"]
-    subjects += [f"  - name: {v}\n    runtime: {{kind: mock, activation_rates: {rates(p)}}}"
-                 for v, p in variants.items()]
+    def subject(name: str, p: float) -> str:
+        return f"  - name: {name}\n    runtime: {{kind: mock, activation_rates: {rates(p)}}}"
+
+    subjects = [subject("control", control)]
+    subjects += [subject(v, p) for v, p in variants.items()]
     write(d / "experiment.yaml",
           f"name: {name}\ntrials: {trials}\nsensor: {{kind: activation, skill: a}}\n"
           "subjects:\n" + "\n".join(subjects) + "\n" + goal)

@@ -71,9 +71,10 @@ def _suggest(goal: dict[str, Any], metric: str, control: Tally, treatment: Tally
             per_case = max(trials_per_case, 1)
 
         def verdict_at(n: int) -> float:
-            k = [round(x * n / base) for x in cells]
-            v = goal_verdict(lambda d: paired_diff_cdf(*k, d), direction=goal["direction"],
-                             min_effect=goal["min_effect"], credibility=c)
+            s, t, u, w = (round(x * n / base) for x in cells)
+            v = goal_verdict(lambda d: paired_diff_cdf(s, t, u, w, d),
+                             direction=goal["direction"], min_effect=goal["min_effect"],
+                             credibility=c)
             return max(v.p_supported, v.p_refuted)
     else:
         ra, rb = control.results(""), treatment.results("")
@@ -81,12 +82,15 @@ def _suggest(goal: dict[str, Any], metric: str, control: Tally, treatment: Tally
         base = max(sum(a) + sum(b), 1)
 
         def verdict_at(n: int) -> float:
-            ka = [round(x * n / base) for x in a]
-            kb = [round(x * n / base) for x in b]
-            if metric == "f1":
-                cdf = (lambda d: f1_diff_cdf(*kb, *ka, d))
-            else:  # precision: Beta(TP+1, FP+1) per subject
-                cdf = (lambda d: diff_cdf(kb[0], kb[0] + kb[1], ka[0], ka[0] + ka[1], d))
+            tp_a, fp_a, fn_a = (round(x * n / base) for x in a)
+            tp_b, fp_b, fn_b = (round(x * n / base) for x in b)
+
+            def cdf(d: float) -> float:
+                if metric == "f1":
+                    return f1_diff_cdf(tp_b, fp_b, fn_b, tp_a, fp_a, fn_a, d)
+                # precision: Beta(TP+1, FP+1) per subject
+                return diff_cdf(tp_b, tp_b + fp_b, tp_a, tp_a + fp_a, d)
+
             v = goal_verdict(cdf, direction=goal["direction"], min_effect=goal["min_effect"],
                              credibility=c)
             return max(v.p_supported, v.p_refuted)

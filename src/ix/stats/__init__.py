@@ -24,8 +24,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval", "probit_diff_cdf"),
     "decisions": ("goal_verdict", "Verdict"),
     "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
-    "power": ("sample_size_two_proportions", "mde_paired", "n_paired", "n_for_interval_width",
-              "holm"),
+    "sequential": ("majority_vote_probability",),
+    "power": ("paired_variances", "sample_size_two_proportions", "mde_paired", "n_paired",
+              "n_for_interval_width", "holm"),
     "bayes_evals": ("independent_intervals", "independent_comparisons", "paired_comparisons"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -52,6 +53,7 @@ __all__ = [
     "independent_comparisons",
     "independent_intervals",
     "jeffreys_interval",
+    "majority_vote_probability",
     "mcnemar_exact",
     "mde_paired",
     "mean_pass_at_k",
@@ -63,6 +65,7 @@ __all__ = [
     "paired_diff_interval",
     "paired_prob_a_beats_b",
     "paired_se",
+    "paired_variances",
     "pass_at_k",
     "pass_hat_k",
     "precision_interval",
@@ -139,5 +142,7 @@ if TYPE_CHECKING:
         mde_paired,
         n_for_interval_width,
         n_paired,
+        paired_variances,
         sample_size_two_proportions,
     )
+    from ix.stats.sequential import majority_vote_probability

@@ -57,16 +57,18 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
 
     With m = `min_effect` and c = `credibility`, p_supported is
     "increase": P(effect > m) = 1 − F(m); "decrease": P(effect < −m) = F(−m);
-    "differ": P(effect < −m) + P(effect > m) = F(−m) + 1 − F(m).
-    The boundary ±m counts as inside the region; F's value is used as is, which is exact for
-    continuous posteriors (all of `ix.stats`'s). p_refuted = 1 − p_supported. The verdict is
-    "supported" when p_supported ≥ c, "refuted" when p_refuted ≥ c, else "inconclusive"
-    (c > ½, so at most one holds). Region of practical equivalence: Kruschke, "Rejecting or
-    accepting parameter values in Bayesian estimation" (2018); STATS.md §11.
+    "differ": the larger of P(effect < −m) = F(−m) and P(effect > m) = 1 − F(m) — a difference
+    is supported when one *direction* is credible, not when mass is split over both sides.
+    p_refuted is the complement for "increase"/"decrease" and, for "differ", the mass inside
+    the region P(−m ≤ effect ≤ m) = F(m) − F(−m). The boundary ±m counts as inside the region;
+    F's value is used as is, which is exact for continuous posteriors (all of `ix.stats`'s).
+    The verdict is "supported" when p_supported ≥ c, "refuted" when p_refuted ≥ c, else
+    "inconclusive" (c > ½, so at most one holds). Region of practical equivalence: Kruschke,
+    "Rejecting or accepting parameter values in Bayesian estimation" (2018); STATS.md §11.
 
-    Edge cases: with m = 0 and a continuous posterior, "differ" has p_supported = 1 and is
-    always supported and can never be refuted — give a positive `min_effect` for a two-sided
-    goal to mean anything. "increase"/"decrease" with m = 0 ask only for the sign.
+    Edge cases: with m = 0, "differ" can never be refuted (the region has no mass) and is
+    supported only when the sign of the effect is credible; "increase"/"decrease" with m = 0
+    ask only for the sign.
 
     Raises ValueError unless `direction` is one of "increase", "decrease", "differ",
     `min_effect` is finite and ≥ 0, `credibility` lies in (0.5, 1), `cdf` is callable and
@@ -96,9 +98,10 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
         if below > above + _SLACK:
             raise ValueError(f"cdf must be non-decreasing; got cdf({-m:g}) = {below!r} > "
                              f"cdf({m:g}) = {above!r}")
-        p_supported = min(below + (1.0 - above), 1.0)
-        event, complement = f"|effect| > {m:g}", f"|effect| <= {m:g}"
-    p_refuted = 1.0 - p_supported
+        p_supported = max(below, 1.0 - above)
+        event, complement = f"effect < {-m:g}) or P(effect > {m:g}", f"|effect| <= {m:g}"
+    p_refuted = (max(0.0, min(1.0, above - below)) if direction == "differ"
+                 else 1.0 - p_supported)
 
     outcome: Outcome
     if p_supported >= c:

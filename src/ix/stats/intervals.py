@@ -249,19 +249,3 @@ def wald_interval(k: Counts, n: Counts, level: float = 0.95) -> tuple[Any, Any]:
     hi = np.where(n_arr > 0, np.clip(p + half, 0, 1), 1.0)
     return _pair(lo, hi, scalar)
 
-
-def beta_prob_above(k: int, n: int, threshold: float = 0.5,
-                    prior: tuple[float, float] = (1.0, 1.0)) -> float:
-    """P(θ > threshold) under the posterior Beta(k+a, n−k+b): how sure we are a rate is high.
-
-    Uses 1 − I_t(α, β) = I_{1−t}(β, α) (regularised incomplete beta). With the uniform prior
-    and n unanimous successes, P(θ > ½) = 1 − 2^−(n+1). Validates like `beta_interval`.
-    """
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1], got {threshold!r}")
-    if not (0 <= k <= n) or int(k) != k or int(n) != n:
-        raise ValueError(f"need whole numbers 0 <= k <= n, got k={k!r}, n={n!r}")
-    a, b = prior
-    if a <= 0 or b <= 0:
-        raise ValueError(f"prior parameters must be positive, got {prior!r}")
-    return float(special.betainc(n - k + b, k + a, 1.0 - threshold))

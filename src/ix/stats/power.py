@@ -211,7 +211,8 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def paired_variances(rates_a: Sequence[float], trials_a: Sequence[int],
-                     rates_b: Sequence[float], trials_b: Sequence[int]) -> tuple[float, float, float]:
+                     rates_b: Sequence[float],
+                     trials_b: Sequence[int]) -> tuple[float, float, float]:
     """Planning values for `mde_paired` / `n_paired` from two subjects' per-case rates.
 
     σ²_A = mean over cases of p_A(1−p_A) (the within-case Bernoulli variance of a trial), σ²_B

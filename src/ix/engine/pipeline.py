@@ -157,7 +157,7 @@ def _dump(observation: Any) -> Any:
     if observation is None:
         return None
     dump = getattr(observation, "model_dump", None)
-    return dump(mode="json") if dump is not None else observation
+    return dump(mode="json", exclude_none=True) if dump is not None else observation
 
 
 def components(run_id: str, experiment: str, timeout_s: float) -> list[Component]:

@@ -7,7 +7,9 @@ at most the trials in flight. The run's `spec.yaml` says `running` while it is u
 
 import asyncio
 import gc
+import gzip
 import hashlib
+import json
 import signal
 import sys
 import threading
@@ -148,6 +150,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
 
     feed = AdaptiveFeed(plan, tallies, construct) if plan.adaptive else None
+    traces = run_dir(plan.loaded.results_dir, run_id) / "traces"
     constructs: Any = feed if feed is not None else map(construct, plan.each_trial())
     if feed is not None:
         stopped.update(feed.stopped)
@@ -156,15 +159,43 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             record = outcome.construct.data(VERDICT)
         else:  # a bug in a component, not the subject's failure: record it all the same
             record = _internal_error_record(outcome.construct, run_id, exp.name, outcome.error)
+        if traces is not None:
+            _keep_trace(outcome.construct, record, traces)
         writer.write(record)
         reading = record["reading"]
-        tallies[record["subject"]].add(
-            record["probe_id"], None if record["error"] else bool(reading and reading["passed"]),
-            record["trial"])
+        tally = tallies[record["subject"]]
+        tally.add(record["probe_id"],
+                  None if record["error"] else bool(reading and reading["passed"]),
+                  record["trial"])
+        observation = record["observation"]
+        if observation:
+            tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),
+                        observation.get("cost_usd", 0.0))
         if feed is not None:
             feed.done(record)
         if on_trial is not None:
             on_trial(record)
+
+
+def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Path) -> None:
+    """A runtime's raw transcript, gzipped beside the run; the trial line points to it."""
+    outcome = construct.data(OBSERVATION) if construct.has(OBSERVATION) else None
+    trace = getattr(getattr(outcome, "observation", None), "trace", None)
+    if trace is None:
+        return
+    key = construct.subject
+    path = root / _safe(key.subject.subject.name) / f"{_safe(key.case.id)}-trial-{key.trial}" \
+        f"-attempt-{key.attempt}.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = trace if isinstance(trace, list | tuple) else [trace]
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for line in lines:
+            f.write((line if isinstance(line, str) else json.dumps(line, default=str)) + "\n")
+    record["trace"] = str(path.relative_to(root.parent.parent.parent))
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,

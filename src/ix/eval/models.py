@@ -44,7 +44,15 @@ class EvalCase(BaseModel):
 
 
 class EvalObservation(BaseModel):
-    """What the subject did in response to a case's prompt."""
+    """What the subject did in response to a case's prompt.
+
+    Every runtime fills `duration_ms`, `tokens_input`, `tokens_output` and `cost_usd` (0 where
+    they do not apply). Capability runtimes add their own: `command` sets `exit_code`,
+    `stdout`, `stderr`; `http` sets `status`, `headers`, `body`. `meta` holds other facts a
+    runtime reports (model, turns, the skills it saw, denied calls). Fields left at `None` are
+    not written to `trials.jsonl`. `trace` is the raw transcript: never written into
+    `trials.jsonl`, but kept compressed beside the run.
+    """
 
     model_config = _frozen
 
@@ -54,6 +62,14 @@ class EvalObservation(BaseModel):
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
+    exit_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    status: int | None = None
+    headers: dict[str, str] | None = None
+    body: str | None = None
+    meta: dict[str, Any] | None = None
+    trace: Any = Field(default=None, exclude=True, repr=False)
 
 
 class Experiment(BaseModel):

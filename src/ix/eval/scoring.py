@@ -113,6 +113,15 @@ class Tally:
     counts: dict[str, _Counts] = field(default_factory=dict)
     errors: int = 0
     trials: int = 0
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+
+    def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
+        """Add one trial's usage (errored trials cost money too)."""
+        self.tokens_input += tokens_input
+        self.tokens_output += tokens_output
+        self.cost_usd += cost_usd
 
     def __post_init__(self) -> None:
         self.counts = {c.id: _Counts() for c in self.cases}

@@ -57,6 +57,8 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
         },
         "errors": tally.errors,
         "trials": tally.trials,
+        "usage": {"tokens_input": tally.tokens_input, "tokens_output": tally.tokens_output,
+                  "cost_usd": round(tally.cost_usd, 6)},
     }
 
 
@@ -78,6 +80,8 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
         "pass_at_k": control["pass_at_k"],
         "pass_hat_k": control["pass_hat_k"],
         "errors": sum(b["errors"] for b in blocks),
+        "usage": {key: round(sum(b["usage"][key] for b in blocks), 6)
+                  for key in ("tokens_input", "tokens_output", "cost_usd")},
         "subjects": blocks,
         "comparisons": comparisons or [],
         "goal": goal,

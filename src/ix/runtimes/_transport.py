@@ -1,0 +1,128 @@
+"""What every networked runtime needs: retries on transient failures and a rate limit.
+
+Transient: HTTP 429, 5xx, "overloaded" (529), timeouts and dropped connections. Never
+retried: other 4xx (a bad request stays bad). Backoff is exponential with full jitter
+(AWS architecture blog, "Exponential backoff and jitter"), capped, and the jitter comes
+from the trial seed so a run's timing decisions are reproducible too.
+"""
+
+import asyncio
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ix.domain.errors import TrialError
+
+T = TypeVar("T")
+
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+class RetryOptions(BaseModel):
+    """Runtime options `retries` (after the first try), `backoff_s`, `backoff_max_s`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    retries: int = Field(4, ge=0, le=20)
+    backoff_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(20.0, ge=0)
+
+
+class Transient(Exception):
+    """Raise from inside a retried call to ask for another try (kind: why)."""
+
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+
+async def with_retries(call: Callable[[], Awaitable[T]], options: RetryOptions, *,
+                       seed: int = 0, attempt: int = 0,
+                       on_retry: Callable[[int, Transient], None] | None = None) -> T:
+    """`call()`, retried on `Transient` up to `options.retries` times, then a `TrialError`."""
+    rng = random.Random((seed << 20) ^ (attempt << 8) ^ 0x5EED)
+    for n in range(options.retries + 1):
+        try:
+            return await call()
+        except Transient as exc:
+            if n == options.retries:
+                raise TrialError(exc.kind, f"{exc.message} (gave up after {n + 1} tries)") \
+                    from exc
+            if on_retry is not None:
+                on_retry(n + 1, exc)
+            delay = min(options.backoff_max_s, options.backoff_s * 2 ** n) * rng.random()
+            if exc.retry_after_s is not None:
+                delay = max(delay, min(exc.retry_after_s, options.backoff_max_s))
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def status_error(status: int, message: str, retry_after_s: float | None = None) -> Exception:
+    """The exception for an HTTP error status: `Transient` if worth retrying, else final."""
+    if status in TRANSIENT_STATUS or status >= 500:
+        kind = "rate_limited" if status == 429 else "overloaded" if status == 529 \
+            else "server_error"
+        return Transient(kind, f"HTTP {status}: {message}", retry_after_s)
+    return TrialError("bad_request" if status < 500 else "server_error",
+                      f"HTTP {status}: {message}")
+
+
+class RateLimitOptions(BaseModel):
+    """Runtime options `requests_per_minute` and `tokens_per_minute` (None: unlimited)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+
+
+@dataclass
+class RateLimiter:
+    """A sliding one-minute window of requests and tokens, shared by one subject's trials."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    window_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        self._requests: deque[float] = deque()
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        """Wait until one more request fits in the window."""
+        if self.requests_per_minute is None and self.tokens_per_minute is None:
+            return
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                self._expire(now)
+                wait = 0.0
+                if self.requests_per_minute is not None and \
+                        len(self._requests) >= self.requests_per_minute:
+                    wait = max(wait, self._requests[0] + self.window_s - now)
+                if self.tokens_per_minute is not None and \
+                        sum(t for _, t in self._tokens) >= self.tokens_per_minute:
+                    wait = max(wait, self._tokens[0][0] + self.window_s - now)
+                if wait <= 0:
+                    self._requests.append(now)
+                    return
+                await asyncio.sleep(wait)
+
+    def spent(self, tokens: int) -> None:
+        """Record the tokens a finished request used."""
+        if self.tokens_per_minute is not None and tokens:
+            self._tokens.append((time.monotonic(), tokens))
+
+    def _expire(self, now: float) -> None:
+        while self._requests and self._requests[0] <= now - self.window_s:
+            self._requests.popleft()
+        while self._tokens and self._tokens[0][0] <= now - self.window_s:
+            self._tokens.popleft()

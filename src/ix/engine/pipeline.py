@@ -6,6 +6,7 @@ component each, and the orchestrator awaits them without creating tasks.
 """
 
 import asyncio
+import inspect
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -109,7 +110,10 @@ class SensorComponent:
         readings: list[Reading] = []
         for sensor in key.subject.sensors:
             try:
-                readings.extend(sensor.sense(interaction))
+                got = sensor.sense(interaction)
+                if inspect.isawaitable(got):  # a sensor that asks a model (llm_judge)
+                    got = await got
+                readings.extend(got)
             except Exception as exc:  # a sensor bug on one trial must not sink the run
                 readings.append(Reading(sensor_name=sensor.name, passed=False,
                                         details=f"sensor error: {error_record(exc)}"))

@@ -4,6 +4,7 @@ Options are validated when a run is planned (and by `ix validate`), so a typo in
 `experiment.yaml` fails before any trial starts, with the field named.
 """
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,10 +77,18 @@ def build_runtime(spec: Mapping[str, Any], context: RuntimeContext) -> Experimen
 
 _builtins_loaded = False
 
+#: Modules under `ix.runtimes` that register a kind (one per line: add yours).
+BUILTIN_MODULES = (
+    "lexical",
+    "mock",
+    "random",
+)
+
 
 def _load_builtins() -> None:
     """Import the built-in kinds once, lazily, so importing the registry stays cheap."""
     global _builtins_loaded
     if not _builtins_loaded:
         _builtins_loaded = True
-        from ix.runtimes import lexical, mock, random  # noqa: F401
+        for module in BUILTIN_MODULES:
+            importlib.import_module(f"ix.runtimes.{module}")

@@ -72,6 +72,10 @@ def metrics_text(block: dict[str, Any]) -> Text:
     if block["errors"]:
         text.append(f"\n{block['errors']} errored trial(s) excluded from the metrics",
                     style="red")
+    usage = block.get("usage") or {}
+    if usage.get("tokens_input") or usage.get("tokens_output") or usage.get("cost_usd"):
+        text.append(f"\nusage: {usage['tokens_input']:,} input + {usage['tokens_output']:,} "
+                    f"output tokens, ${usage['cost_usd']:.4f}", style="dim")
     for issue in i["issues"]:
         text.append(f"\n  issue: {issue}", style="yellow")
     for suggestion in i["suggestions"]:

@@ -35,3 +35,13 @@ class Sensor(Protocol):
     def name(self) -> str: ...
 
     def sense(self, interaction: Interaction) -> list[Reading]: ...
+
+
+@runtime_checkable
+class AsyncSensor(Protocol):
+    """A sensor that has to wait for something (a judge model) before it can read."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def sense(self, interaction: Interaction) -> list[Reading]: ...

@@ -93,6 +93,13 @@ class TrialComponent:
         return TrialOutcome(observation, None, started, (time.perf_counter() - t0) * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class SensorFailure:
+    """A sensor that could not judge the trial: the trial is recorded as errored."""
+
+    error: dict[str, str]
+
+
 class SensorComponent:
     """Reads the observation with every sensor of the subject; no readings for an errored trial."""
 
@@ -100,7 +107,7 @@ class SensorComponent:
     requires = frozenset({OBSERVATION})
     provides = READING
 
-    async def run(self, construct: Construct[TrialKey]) -> tuple[Reading, ...]:
+    async def run(self, construct: Construct[TrialKey]) -> tuple[Reading, ...] | SensorFailure:
         outcome: TrialOutcome = construct.data(OBSERVATION)
         if outcome.error is not None:
             return ()
@@ -114,6 +121,10 @@ class SensorComponent:
                 if inspect.isawaitable(got):  # a sensor that asks a model (llm_judge)
                     got = await got
                 readings.extend(got)
+            except TrialError as exc:
+                # the sensor could not judge (a judge's unparseable answer): the trial has
+                # no verdict, so it is an errored trial, not a failed one
+                return SensorFailure(error_record(exc))
             except Exception as exc:  # a sensor bug on one trial must not sink the run
                 readings.append(Reading(sensor_name=sensor.name, passed=False,
                                         details=f"sensor error: {error_record(exc)}"))
@@ -134,7 +145,11 @@ class ScorerComponent:
     async def run(self, construct: Construct[TrialKey]) -> dict[str, Any]:
         key = construct.subject
         outcome: TrialOutcome = construct.data(OBSERVATION)
-        readings: tuple[Reading, ...] = construct.data(READING)
+        readings = construct.data(READING)
+        error = outcome.error
+        if isinstance(readings, SensorFailure):
+            error = readings.error
+            readings = ()
         observation = outcome.observation
         record: dict[str, Any] = {
             "run_id": self.run_id,
@@ -150,7 +165,7 @@ class ScorerComponent:
             "duration_ms": round(outcome.duration_ms, 3),
             "observation": _dump(observation),
             "reading": readings[0].model_dump(mode="json") if readings else None,
-            "error": outcome.error,
+            "error": error,
         }
         if len(readings) > 1:
             record["readings"] = [r.model_dump(mode="json") for r in readings]

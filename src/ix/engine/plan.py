@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
-from ix.domain.ports import ExperimentRuntime, Sensor
+from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
@@ -40,7 +40,7 @@ class SubjectPlan:
     subject: Subject
     runtime_spec: dict[str, Any]
     runtime: ExperimentRuntime
-    sensors: tuple[Sensor, ...]
+    sensors: tuple[Sensor | AsyncSensor, ...]
     target_skill: str
 
 
@@ -162,13 +162,33 @@ def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:
     return [by_name[n] for n in dict.fromkeys(names)]
 
 
-def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor, ...]:
+def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSensor, ...]:
     exp = loaded.experiment
     specs = loaded.spec.sensors
     if not specs:
-        return (build_sensor(exp.sensor, exp.sensor_options, target_skill=target),)
+        return (_sensor(loaded, exp.sensor, exp.sensor_options, target, "sensor"),)
     return tuple(
-        build_sensor(s["kind"], {k: v for k, v in s.items() if k != "kind"},
-                     target_skill=target, field=f"sensors[{i}]")
+        _sensor(loaded, s["kind"], {k: v for k, v in s.items() if k != "kind"}, target,
+                f"sensors[{i}]")
         for i, s in enumerate(specs)
     )
+
+
+def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target: str,
+            field: str) -> Sensor | AsyncSensor:
+    if kind != "llm_judge":
+        return build_sensor(kind, options, target_skill=target, field=field)
+    # the judge's rubric is a file of the experiment, read here (the lab layer) and handed
+    # to the sensor, which lives with the runtimes because it calls one
+    from ix.lab.frontmatter import read_frontmatter
+    from ix.runtimes.judge import build_judge
+
+    agent = options.get("agent")
+    if not isinstance(agent, str) or not agent:
+        raise ConfigError("needs 'agent': the path of the rubric file, relative to the "
+                          "experiment", field=f"{field}.agent")
+    path = (loaded.path / agent).resolve()
+    if not path.is_file():
+        raise ConfigError(f"rubric file {path} not found", field=f"{field}.agent")
+    meta, body = read_frontmatter(path)
+    return build_judge(options, meta, body, path, field)

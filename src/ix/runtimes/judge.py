@@ -1,0 +1,158 @@
+"""`llm_judge`: a sensor that asks a model to grade an observation against a rubric.
+
+The rubric is a markdown file (`sensor: {kind: llm_judge, agent: rubrics/quality.md}`, the
+path relative to the experiment) with frontmatter and a Jinja body:
+
+    ---
+    name: quality
+    runtime: anthropic            # any runtime kind, or {kind: ..., <options>}
+    model: claude-sonnet-4-5      # fills the runtime's model
+    dimensions: [correctness, completeness]
+    scale: [0, 10]
+    pass_threshold: 0.7           # on the mean score, rescaled to [0, 1]
+    ---
+    Grade the answer. ... {{ observation.content }} ... {{ probe.expected }}
+    Answer with JSON only: {"scores": {"correctness": 0-10, "completeness": 0-10},
+    "reasoning": "..."}
+
+The body is rendered in a sandboxed Jinja environment with `observation` (the subject's
+observation), `probe` (the case: id, prompt, expectation, tags, difficulty and its metadata
+keys) and `case` (the same). The judge's answer is parsed strictly: one JSON object with a
+score for exactly the declared dimensions, each within the scale; anything else is a trial
+error of kind `judge_unparseable`, not a silent fail. One sensor gives one reading whose
+`metrics` hold every dimension (multi-level grading is one sensor, several dimensions).
+"""
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ix.domain.errors import ConfigError, TrialError, from_validation_error
+from ix.domain.types import Interaction, Reading, Subject
+from ix.eval.models import EvalCase
+from ix.runtimes.registry import RuntimeContext, build_runtime
+
+
+class JudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    agent: Annotated[str, Field(min_length=1)]
+
+
+class Rubric(BaseModel):
+    """The rubric file's frontmatter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str = "llm_judge"
+    runtime: dict[str, Any]
+    model: str | None = None
+    dimensions: Annotated[list[str], Field(min_length=1)]
+    scale: tuple[float, float] = (0.0, 10.0)
+    pass_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale(cls, value: Any) -> Any:
+        if isinstance(value, list) and len(value) == 2 and value[0] < value[1]:
+            return tuple(float(v) for v in value)
+        raise ValueError("must be [low, high] with low < high")
+
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+_JSON = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, str]:
+    """A rubric file's frontmatter and body, checked; `ConfigError` naming the file and field."""
+    try:
+        rubric = Rubric.model_validate(meta)
+    except ValidationError as exc:
+        raise from_validation_error(exc, Rubric, file=path) from None
+    if not body.strip():
+        raise ConfigError("the rubric's body (the judge's prompt) is empty", file=path,
+                          field="body")
+    try:
+        _ENV.parse(body)
+    except TemplateError as exc:
+        raise ConfigError(f"invalid template: {exc}", file=path, field="body") from None
+    return rubric, body
+
+
+class LLMJudgeSensor:
+    """Renders the rubric for each interaction, asks the judge, parses its scores."""
+
+    def __init__(self, rubric: Rubric, body: str, source: str):
+        self.name = rubric.name
+        self.rubric = rubric
+        self.template = _ENV.from_string(body)
+        self.source = source
+        spec = dict(rubric.runtime)
+        if rubric.model is not None:
+            spec["model"] = rubric.model
+        self.runtime = build_runtime(spec, RuntimeContext())
+        self.judge = Subject(name=f"judge:{rubric.name}")
+
+    async def sense(self, interaction: Interaction) -> list[Reading]:
+        case: EvalCase = interaction.stimulus
+        probe = {"id": case.id, "prompt": case.prompt, "expectation": case.expectation,
+                 "tags": list(case.tags), "difficulty": case.difficulty, **case.metadata}
+        observation: Any = interaction.observation
+        dump = getattr(observation, "model_dump", None)
+        seen = dump(mode="json") if dump is not None else observation
+        try:
+            prompt = self.template.render(observation=seen, probe=probe, case=probe)
+        except TemplateError as exc:
+            raise TrialError("judge_template", f"{self.source}: {exc}") from None
+        stimulus = EvalCase(id=f"{case.id}:judge", prompt=prompt, expectation="acceptable")
+        answer = await self.runtime.invoke(self.judge, stimulus,
+                                           seed=interaction.trial_index)
+        return [self._reading(getattr(answer, "content", "") or "")]
+
+    def _reading(self, text: str) -> Reading:
+        low, high = self.rubric.scale
+        match = _JSON.search(text)
+        try:
+            data = json.loads(match.group(0)) if match else None
+        except ValueError:
+            data = None
+        scores = data.get("scores") if isinstance(data, dict) else None
+        if not isinstance(scores, dict) or set(scores) != set(self.rubric.dimensions):
+            raise TrialError("judge_unparseable", "the judge must answer one JSON object with "
+                             f"scores for exactly {self.rubric.dimensions}; got: {text[:300]!r}")
+        values: dict[str, float] = {}
+        for dim in self.rubric.dimensions:
+            v = scores[dim]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not low <= v <= high:
+                raise TrialError("judge_unparseable",
+                                 f"score {dim}={v!r} is not a number in [{low:g}, {high:g}]")
+            values[dim] = float(v)
+        mean = sum((v - low) / (high - low) for v in values.values()) / len(values)
+        reasoning = data.get("reasoning", "") if isinstance(data, dict) else ""
+        return Reading(sensor_name=self.name, passed=mean >= self.rubric.pass_threshold,
+                       score=round(mean, 6), metrics=values,
+                       details=str(reasoning)[:2000])
+
+
+def build_judge(options: dict[str, Any], meta: dict[str, Any], body: str,
+                path: Path, field: str) -> LLMJudgeSensor:
+    """The sensor for `sensor: {kind: llm_judge, agent: ...}`; the caller read the file."""
+    try:
+        JudgeOptions.model_validate(options)
+    except ValidationError as exc:
+        raise from_validation_error(exc, JudgeOptions, prefix=field) from None
+    rubric, text = parse_rubric(meta, body, path)
+    try:
+        return LLMJudgeSensor(rubric, text, str(path))
+    except ConfigError as exc:
+        raise exc.at(path) from None

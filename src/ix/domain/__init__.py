@@ -3,4 +3,12 @@
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Probe, Sensor
 from ix.domain.types import Interaction, Reading, Subject
 
-__all__ = ["AsyncSensor", "ExperimentRuntime", "Interaction", "Probe", "Reading", "Sensor", "Subject"]
+__all__ = [
+    "AsyncSensor",
+    "ExperimentRuntime",
+    "Interaction",
+    "Probe",
+    "Reading",
+    "Sensor",
+    "Subject",
+]

@@ -23,11 +23,12 @@ class ConfigError(Exception):
         return f"{where}: {self.message}" if where else self.message
 
     def at(self, file: Path | str | None = None, prefix: str | None = None) -> "ConfigError":
-        """The same error located in `file`, its field nested under `prefix`."""
+        """The same error located in `file` (unless it already names one), its field nested
+        under `prefix`."""
         field = self.field
         if prefix:
             field = f"{prefix}.{field}" if field else prefix
-        return ConfigError(self.message, file=file or self.file, field=field)
+        return ConfigError(self.message, file=self.file or file, field=field)
 
 
 class TrialError(Exception):

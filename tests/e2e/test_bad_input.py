@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Result, case, mock_experiment, run_ix, tree_digest, write
+from ix.runtimes import available
 
 EXP = "exp"
 EXP_FILE = f"{EXP}/experiment.yaml"
@@ -26,7 +27,7 @@ SUBJECT_KEYS = ("name", "description", "runtime", "model", "skills", "config")
 CASE_KEYS = ("id", "expectation", "rationale", "tags", "difficulty", "metadata")
 LAB_KEYS = ("runtime", "trials", "concurrency", "timeout_s")
 MOCK_KEYS = ("activation_rates", "default_rate", "error_rates", "latency_ms", "skill")
-RUNTIME_KINDS = "lexical, mock, random"
+RUNTIME_KINDS = ", ".join(available())  # every kind this install has, sorted
 
 
 # --------------------------------------------------------------------------- helpers

@@ -14,6 +14,14 @@ from ix.api.experiments import (
     run,
     validate,
 )
+from ix.api.subjects import (
+    SubjectTest,
+    add_subject,
+    get_subject,
+    list_subjects,
+    run_subject_test,
+    subjects_file,
+)
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
@@ -23,11 +31,17 @@ __all__ = [
     "ExperimentInfo",
     "Overrides",
     "RunResult",
+    "SubjectTest",
+    "add_subject",
     "compare_runs",
+    "get_subject",
     "list_experiments",
+    "list_subjects",
     "load",
     "plan",
     "resolve",
     "run",
+    "run_subject_test",
+    "subjects_file",
     "validate",
 ]

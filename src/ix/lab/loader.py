@@ -16,6 +16,7 @@ from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.schema import CaseSpec, ExperimentSpec, SkillFrontmatter, SubjectSpec, validate
+from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
 from ix.lab.yamlio import load_yaml_file
 
 _BAD_ID = re.compile(r"[/\\\x00-\x1f]|^\.|^$")
@@ -91,6 +92,34 @@ def _trials(spec: ExperimentSpec, defaults: Defaults) -> int:
     return spec.trials if spec.trials is not None else defaults.trials
 
 
+@dataclass(frozen=True)
+class _Layer:
+    """Runtime options written in one place (a registry profile, or the subject itself)."""
+
+    runtime: dict[str, Any] | None
+    config: dict[str, Any]
+    model: str | None
+    file: str
+    where: str
+
+
+class _Registry:
+    """The subject registry, read only if an experiment names a registry subject."""
+
+    def __init__(self) -> None:
+        self._subjects: dict[str, RegisteredSubject] | None = None
+
+    def get(self, name: str, file: Path, field: str) -> RegisteredSubject:
+        if self._subjects is None:
+            self._subjects = load_registry()
+        if name not in self._subjects:
+            raise ConfigError(
+                f"unknown subject {name!r}: not a built-in profile nor in {subjects_path()} "
+                f"(add it with `ix subjects add`); known: {', '.join(self._subjects)}",
+                file=file, field=field)
+        return self._subjects[name]
+
+
 def _subjects(
     spec: ExperimentSpec, path: Path, lab: Path, file: Path, runtime: dict[str, Any],
     runtime_origin: tuple[str, str],
@@ -101,6 +130,7 @@ def _subjects(
         name = spec.skill or path.name
         default_skills = [name] if (lab / "skills" / name / "SKILL.md").is_file() else []
         specs = [SubjectSpec(name=name, skills=default_skills)]
+    registry = _Registry()
     seen: set[str] = set()
     subjects = []
     for i, s in enumerate(specs):
@@ -109,48 +139,75 @@ def _subjects(
             raise ConfigError(f"subject {s.name!r} is listed twice", file=file,
                               field=f"{where}.name")
         seen.add(s.name)
-        skills = [_skill(ref, path, lab, file, f"{where}.skills[{j}]")
-                  for j, ref in enumerate(s.skills)]
-        merged, origins = _subject_runtime(runtime, runtime_origin, s, where, file)
+        layers: list[_Layer] = []
+        description = s.description
+        skill_refs = [(ref, path, file, f"{where}.skills[{j}]") for j, ref in enumerate(s.skills)]
+        profile = None
+        if s.profile is not None:
+            bare = s.model_fields_set <= {"name", "profile"} and s.name == s.profile
+            profile = registry.get(s.profile, file, where if bare else f"{where}.profile")
+            source = "built-in profile" if profile.builtin else profile.source
+            layers.append(_Layer(dict(profile.spec.runtime), profile.spec.config,
+                                 profile.spec.model, source, profile.name))
+            if "description" not in s.model_fields_set:
+                description = profile.spec.description
+            if "skills" not in s.model_fields_set and not profile.builtin:
+                registry_file = Path(profile.source)
+                skill_refs = [(ref, registry_file.parent, registry_file,
+                               f"{profile.name}.skills[{j}]")
+                              for j, ref in enumerate(profile.spec.skills)]
+        layers.append(_Layer(s.runtime, s.config, s.model, str(file), where))
+        skills = [resolve_skill(ref, base, lab, origin, field)
+                  for ref, base, origin, field in skill_refs]
+        merged, origins = _subject_runtime(runtime, runtime_origin, layers)
         subjects.append(Subject(
             name=s.name,
-            description=s.description,
+            description=description,
             config={
                 "runtime": merged,
                 "runtime_origins": origins,
-                "model": s.model,
+                "model": merged.get("model") if any(x.model for x in layers) else None,
                 "skills": skills,
+                "profile": profile.name if profile else None,
+                "profile_source": profile.source if profile else None,
             },
         ))
     return subjects
 
 
-def _subject_runtime(base: dict[str, Any], base_origin: tuple[str, str], s: SubjectSpec,
-                     where: str, file: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """The experiment's runtime, overridden by the subject's own, its `config` and `model`.
+def _subject_runtime(base: dict[str, Any], base_origin: tuple[str, str],
+                     layers: list[_Layer]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The experiment's runtime, overridden by each layer's `runtime`, `config` and `model`.
 
-    Also where each option came from (`{option: [file, field]}`), so that a bad option is
-    reported at the place the user wrote it.
+    A layer whose runtime names another kind replaces what came before it; with the same kind
+    (or none) its options are merged over. Also where each option came from (`{option: [file,
+    field]}`), so that a bad option is reported at the place the user wrote it.
     """
-    own = dict(s.runtime or {})
-    same_kind = own.get("kind", base["kind"]) == base["kind"]
-    merged = dict(base) if same_kind else {}
+    merged = dict(base)
     origins = {k: [base_origin[0], f"{base_origin[1]}.{k}"] for k in merged}
     origins["kind"] = list(base_origin)
-    for key, value in own.items():
-        merged[key] = value
-        origins[key] = [str(file), f"{where}.runtime" + ("" if key == "kind" else f".{key}")]
-    for key, value in s.config.items():
-        merged[key] = value
-        origins[key] = [str(file), f"{where}.config.{key}"]
-    if s.model is not None:
-        merged["model"] = s.model
-        origins["model"] = [str(file), f"{where}.model"]
+    for layer in layers:
+        own = dict(layer.runtime or {})
+        if own.get("kind", merged["kind"]) != merged["kind"]:
+            merged, origins = {}, {}
+        for key, value in own.items():
+            merged[key] = value
+            origins[key] = [layer.file,
+                            f"{layer.where}.runtime" + ("" if key == "kind" else f".{key}")]
+        for key, value in layer.config.items():
+            merged[key] = value
+            origins[key] = [layer.file, f"{layer.where}.config.{key}"]
+        if layer.model is not None:
+            merged["model"] = layer.model
+            origins["model"] = [layer.file, f"{layer.where}.model"]
     return merged, origins
 
 
-def _skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> dict[str, str]:
-    """A skill by name (under the lab's `skills/`) or by path (a skill folder or its SKILL.md)."""
+def resolve_skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> dict[str, str]:
+    """A skill by name (under the lab's `skills/`) or by path (a skill folder or its SKILL.md).
+
+    A relative path is taken from `path` (the experiment's folder, or the registry file's).
+    """
     looks_like_path = "/" in ref or "\\" in ref or ref.endswith(".md") or ref.startswith(".")
     candidates = []
     if looks_like_path:

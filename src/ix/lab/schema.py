@@ -52,10 +52,41 @@ KindSpec = dict[str, Any]
 
 
 class SubjectSpec(_Strict):
+    """A subject of `experiment.yaml`; with `profile` it starts from a registry subject.
+
+    `name` defaults to the profile's name; the other keys override the profile's.
+    """
+
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
     runtime: KindSpec | None = None
     model: str | None = None
+    skills: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    profile: Annotated[str, Field(min_length=1)] | None = None
+
+    _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
+    _check = field_validator("runtime")(_check_kind)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_from_profile(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "name" not in data and isinstance(data.get("profile"), str):
+            return {"name": data["profile"], **data}
+        return data
+
+
+def _subject_item(value: Any) -> Any:
+    """`subjects: [claude-sonnet]`: a plain string is a registry subject, used as it is."""
+    return {"name": value, "profile": value} if isinstance(value, str) else value
+
+
+class ProfileSpec(_Strict):
+    """A named subject of the registry (`subjects.yaml`, or a built-in profile)."""
+
+    description: str = ""
+    runtime: KindSpec
+    model: Annotated[str, Field(min_length=1)] | None = None
     skills: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
 
@@ -95,6 +126,8 @@ class ExperimentSpec(_Strict):
 
     _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor")(_check_kind)
+    _items = field_validator("subjects", mode="before")(
+        lambda v: [_subject_item(x) for x in v] if isinstance(v, list) else v)
     _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))
 
     @model_validator(mode="after")

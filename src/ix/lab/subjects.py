@@ -1,0 +1,252 @@
+"""The subject registry: named subjects in the user's `subjects.yaml`, and built-in profiles.
+
+`$XDG_CONFIG_HOME/ix/subjects.yaml` (default `~/.config/ix/subjects.yaml`) maps a name to
+`{description, runtime, model, skills, config}`; an experiment lists such a name under
+`subjects:` instead of writing the subject out. A user entry overrides the built-in profile of
+the same name. API keys are never stored: only the name of the environment variable that
+holds one (`api_key_env`); a key or a value that looks like a secret is refused on load and
+on add.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ix.domain.errors import ConfigError, from_validation_error
+from ix.lab.config import user_config_path
+from ix.lab.results import write_text_atomic
+from ix.lab.schema import ProfileSpec
+from ix.lab.yamlio import dump_yaml, load_yaml_file
+
+SUBJECTS_FILE = "subjects.yaml"
+BUILTIN = "built-in"
+
+#: Bumped whenever a built-in profile changes, so a run's record says which set it used.
+BUILTIN_PROFILES_VERSION = 1
+
+BUILTIN_PROFILES: Mapping[str, Mapping[str, Any]] = {
+    "claude-sonnet": {
+        "description": "Claude Code CLI, Sonnet",
+        "runtime": {"kind": "claude-code"}, "model": "sonnet",
+    },
+    "claude-opus": {
+        "description": "Claude Code CLI, Opus",
+        "runtime": {"kind": "claude-code"}, "model": "opus",
+    },
+    "claude-haiku": {
+        "description": "Claude Code CLI, Haiku",
+        "runtime": {"kind": "claude-code"}, "model": "haiku",
+    },
+    "claude-sonnet-api": {
+        "description": "Anthropic Messages API, Sonnet 4.5 ($ANTHROPIC_API_KEY)",
+        "runtime": {"kind": "anthropic"}, "model": "claude-sonnet-4-5",
+    },
+    "gpt-4o": {
+        "description": "OpenAI Chat Completions API, GPT-4o ($OPENAI_API_KEY)",
+        "runtime": {"kind": "openai"}, "model": "gpt-4o",
+    },
+    "random": {
+        "description": "baseline: the target skill with p=0.5, whatever the prompt",
+        "runtime": {"kind": "random"},
+    },
+    "mock": {
+        "description": "deterministic stand-in: the target skill with p=0.5",
+        "runtime": {"kind": "mock", "default_rate": 0.5},
+    },
+}
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_ENV_TEMPLATE = re.compile(r"\{\{\s*env\.[A-Za-z_][A-Za-z0-9_]*\s*\}\}")
+_SECRET_WORDS = ("apikey", "secret", "password", "passwd", "authorization", "credential",
+                 "privatekey", "bearer", "cookie")
+_SECRET_VALUES = (
+    re.compile(r"^sk-[A-Za-z0-9_\-]{8,}$"),             # OpenAI, Anthropic (sk-ant-...)
+    re.compile(r"^(ghp|gho|ghs|ghu|ghr|github_pat)_[A-Za-z0-9_]{16,}$"),  # GitHub
+    re.compile(r"^xox[abprs]-[A-Za-z0-9-]{8,}$"),        # Slack
+    re.compile(r"^AKIA[0-9A-Z]{16}$"),                   # AWS access key id
+    re.compile(r"^AIza[0-9A-Za-z_\-]{30,}$"),            # Google API key
+    re.compile(r"^(Bearer|Basic)\s+\S{8,}$", re.IGNORECASE),
+)
+
+
+@dataclass(frozen=True)
+class RegisteredSubject:
+    """One subject of the registry, and where it is defined (`built-in` or the file)."""
+
+    name: str
+    spec: ProfileSpec
+    source: str
+
+    @property
+    def builtin(self) -> bool:
+        return self.source == BUILTIN
+
+    @property
+    def kind(self) -> str:
+        return str(self.spec.runtime["kind"])
+
+    def runtime_spec(self) -> dict[str, Any]:
+        """The runtime it runs with on its own: its runtime, then `config`, then `model`."""
+        spec = {**self.spec.runtime, **self.spec.config}
+        if self.spec.model is not None:
+            spec["model"] = self.spec.model
+        return spec
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source,
+                **self.spec.model_dump(exclude_defaults=False)}
+
+
+def subjects_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/ix/subjects.yaml`, beside the user config."""
+    return user_config_path(env).parent / SUBJECTS_FILE
+
+
+def builtin_profiles() -> dict[str, RegisteredSubject]:
+    return {name: RegisteredSubject(name, ProfileSpec.model_validate(dict(data)), BUILTIN)
+            for name, data in BUILTIN_PROFILES.items()}
+
+
+def load_registry(path: Path | None = None) -> dict[str, RegisteredSubject]:
+    """Built-in profiles, overridden by the user's entries of the same name; sorted by name."""
+    path = subjects_path() if path is None else path
+    merged = builtin_profiles()
+    merged.update(read_user_subjects(path))
+    return dict(sorted(merged.items()))
+
+
+def read_user_subjects(path: Path) -> dict[str, RegisteredSubject]:
+    """The entries of one `subjects.yaml` (none if it does not exist), each checked."""
+    if not path.is_file():
+        return {}
+    data = load_yaml_file(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("the subjects file must map subject names to subjects, e.g. "
+                          "'my-gpt: {runtime: openai, model: gpt-4o}'", file=path)
+    return {name: RegisteredSubject(name, check_entry(name, entry, file=path), str(path))
+            for name, entry in data.items()}
+
+
+def check_name(name: Any, *, file: Path | str | None = None, field: str = "name") -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(f"invalid subject name {name!r}: letters, digits, '.', '_' and '-', "
+                          "starting with a letter or digit", file=file, field=field)
+    return name
+
+
+def check_entry(name: Any, entry: Any, *, file: Path | str | None = None) -> ProfileSpec:
+    """One registry entry, strictly: its shape, and no secret anywhere in it."""
+    check_name(name, file=file, field=str(name))
+    if not isinstance(entry, dict):
+        raise ConfigError("a subject is a mapping with at least 'runtime', e.g. "
+                          "{runtime: openai, model: gpt-4o}", file=file, field=name)
+    check_no_secrets(entry, file=file, field=name)
+    unknown = [k for k in entry if k not in ProfileSpec.model_fields]
+    if unknown:  # before "missing": a misspelt `runtime` is the likelier story
+        raise ConfigError(f"unknown key; allowed keys: {', '.join(ProfileSpec.model_fields)}",
+                          file=file, field=f"{name}.{unknown[0]}")
+
+    try:
+        return ProfileSpec.model_validate(entry)
+    except ValidationError as exc:
+        raise from_validation_error(exc, ProfileSpec, file=file, prefix=name) from None
+
+
+def is_secret_key(key: str) -> bool:
+    """`api_key`, `apiKey`, `token`, `client_secret`, `Authorization`, ... (not `api_key_env`,
+    not `max_tokens`)."""
+    words = [w for w in re.split(r"[_\-\s.]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())
+             if w]
+    if not words or words[-1] == "env":  # the *name* of an environment variable
+        return False
+    joined = "".join(words)
+    return (any(w in joined for w in _SECRET_WORDS) or words[-1] == "token"
+            or joined == "key" or joined.endswith(("accesskey", "accesskeyid")))
+
+
+def looks_like_secret(value: str) -> bool:
+    """A value shaped like an API key or a bearer token (`sk-...`, `ghp_...`, ...)."""
+    return any(p.match(value.strip()) for p in _SECRET_VALUES)
+
+
+def check_no_secrets(data: Any, *, file: Path | str | None = None, field: str = "") -> None:
+    """Refuse secret-named keys and secret-looking values anywhere in `data`."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            where = f"{field}.{key}" if field else str(key)
+            if isinstance(key, str) and is_secret_key(key) and not reads_env_template(value):
+                raise ConfigError(
+                    "looks like a secret; ix never stores API keys or tokens. Put the key in "
+                    "an environment variable and give its name instead (api_key_env: NAME; "
+                    "in http headers, '{{ env.NAME }}')", file=file, field=where)
+            if isinstance(key, str) and key.lower().endswith("_env") and isinstance(value, str) \
+                    and not _ENV_NAME.match(value):
+                raise ConfigError(f"must be the name of an environment variable (like "
+                                  f"OPENAI_API_KEY), not {_shown(value)}", file=file,
+                                  field=where)
+            check_no_secrets(value, file=file, field=where)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            check_no_secrets(value, file=file, field=f"{field}[{i}]")
+    elif isinstance(data, str) and looks_like_secret(data):
+        raise ConfigError("this value looks like an API key or token; ix never stores "
+                          "secrets. Put it in an environment variable and give the "
+                          "variable's name (api_key_env)", file=file, field=field)
+
+
+def reads_env_template(value: Any) -> bool:
+    """`Authorization: "Bearer {{ env.TOKEN }}"`: the secret is read from the environment when
+    the request is made (http headers), and only the template is stored."""
+    if not isinstance(value, str) or not _ENV_TEMPLATE.search(value):
+        return False
+    return not looks_like_secret(_TEMPLATE.sub("", value))
+
+
+def _shown(value: str) -> str:
+    """A value in an error message, cut short: it may be a secret."""
+    return repr(value[:4] + "…") if len(value) > 8 else repr(value)
+
+
+def add_subject(name: str, entry: Mapping[str, Any], path: Path | None = None) -> RegisteredSubject:
+    """Write (or replace) one entry of `subjects.yaml`, atomically; the others are kept."""
+    path = subjects_path() if path is None else path
+    check_name(name, field="NAME")
+    clean = {k: v for k, v in entry.items() if v not in (None, "", [], {})}
+    spec = check_entry(name, clean)
+    existing: dict[str, Any] = {}
+    if path.is_file():
+        read_user_subjects(path)  # refuse to rewrite a file that is itself invalid
+        loaded = load_yaml_file(path)
+        existing = dict(loaded) if isinstance(loaded, dict) else {}
+    existing[name] = spec.model_dump(exclude_defaults=True)
+    header = ("# ix subject registry: `ix subjects list|add|test`, docs/subjects.md.\n"
+              "# API keys never go here: name the environment variable (api_key_env).\n")
+    write_text_atomic(path, header + dump_yaml(existing))
+    return RegisteredSubject(name, spec, str(path))
+
+
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_PROFILES",
+    "BUILTIN_PROFILES_VERSION",
+    "SUBJECTS_FILE",
+    "RegisteredSubject",
+    "add_subject",
+    "builtin_profiles",
+    "check_entry",
+    "check_no_secrets",
+    "is_secret_key",
+    "load_registry",
+    "looks_like_secret",
+    "read_user_subjects",
+    "reads_env_template",
+    "subjects_path",
+]

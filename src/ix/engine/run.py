@@ -254,6 +254,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
             "goal": exp.goal,
             "subjects": [
                 {"name": sp.subject.name, "description": sp.subject.description,
+                 "profile": sp.subject.config.get("profile"),
                  "runtime": sp.runtime_spec, "target_skill": sp.target_skill,
                  "skills": [{"name": s["name"], "path": s["path"],
                              "sha256": _sha256(Path(s["path"]))}

@@ -1,10 +1,18 @@
-"""Sensors by kind. A sensor reads one interaction; it never calls the subject again."""
+"""Sensors by kind. A sensor reads one interaction; it never calls the subject again.
 
+`activation` reads tool calls; `exit_code`, `matcher`, `http_status`, `latency` and `token`
+read the capability fields of an observation (DESIGN.md §2). Each gives one reading with
+score 1.0 when it passed and 0.0 when not, so for a capability test `must_trigger` means
+"the sensor should pass" and `should_not_trigger` "should fail".
+"""
+
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ix.domain.errors import ConfigError, from_validation_error
 from ix.domain.ports import Sensor
@@ -54,6 +62,310 @@ class ActivationSensor:
         return [Reading(sensor_name=self.name, passed=False, score=0.0, details=details)]
 
 
+# --- capability sensors (DESIGN.md §2): they read the fields `command` and `http` fill ---
+
+
+def _reading(name: str, passed: bool, details: str, **metrics: Any) -> Reading:
+    return Reading(sensor_name=name, passed=passed, score=1.0 if passed else 0.0,
+                   metrics=metrics, details=details)
+
+
+def _field(observation: Any, name: str) -> Any:
+    if isinstance(observation, dict):
+        return observation.get(name)
+    return getattr(observation, name, None)
+
+
+class ExitCodeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    expected: int = 0
+
+
+class ExitCodeSensor:
+    """Did the program exit with the expected code? (a `command` observation)"""
+
+    name = "exit_code"
+
+    def __init__(self, options: ExitCodeOptions):
+        self.expected = options.expected
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        code = _field(interaction.observation, "exit_code")
+        if code is None:
+            return [_reading(self.name, False, "no exit code in the observation "
+                             "(not a command runtime?)", exit_code=None)]
+        passed = code == self.expected
+        details = f"exit code {code}" + ("" if passed else f", expected {self.expected}")
+        return [_reading(self.name, passed, details, exit_code=code)]
+
+
+class HttpStatusOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    expected: Any = 200  # a status, or a non-empty list of them
+
+    @field_validator("expected")
+    @classmethod
+    def _statuses(cls, value: Any) -> int | list[int]:
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(isinstance(v, int) and not isinstance(v, bool)
+                                and 100 <= v <= 599 for v in items):
+            raise ValueError("must be an HTTP status (100-599) or a non-empty list of them")
+        return value
+
+
+class HttpStatusSensor:
+    """Was the HTTP status the expected one (or one of the expected)?"""
+
+    name = "http_status"
+
+    def __init__(self, options: HttpStatusOptions):
+        expected = options.expected
+        self.expected = frozenset([expected] if isinstance(expected, int) else expected)
+        self._shown = " or ".join(str(s) for s in sorted(self.expected))
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        status = _field(interaction.observation, "status")
+        if status is None:
+            return [_reading(self.name, False, "no HTTP status in the observation "
+                             "(not an http runtime?)", status=None)]
+        passed = status in self.expected
+        details = f"HTTP {status}" + ("" if passed else f", expected {self._shown}")
+        return [_reading(self.name, passed, details, status=status)]
+
+
+class LatencyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    max_ms: Annotated[float, Field(ge=0)]
+
+
+class LatencySensor:
+    """Did the subject answer within `max_ms` (the observation's `duration_ms`)?"""
+
+    name = "latency"
+
+    def __init__(self, options: LatencyOptions):
+        self.max_ms = options.max_ms
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        ms = _field(interaction.observation, "duration_ms")
+        if ms is None:
+            return [_reading(self.name, False, "no duration in the observation",
+                             duration_ms=None)]
+        passed = ms <= self.max_ms
+        details = f"{ms} ms {'<=' if passed else '>'} {self.max_ms:g} ms"
+        return [_reading(self.name, passed, details, duration_ms=ms)]
+
+
+class TokenOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    max_tokens: Annotated[int, Field(ge=0)]
+
+
+class TokenSensor:
+    """Did the subject stay within `max_tokens` (input + output)?"""
+
+    name = "token"
+
+    def __init__(self, options: TokenOptions):
+        self.max_tokens = options.max_tokens
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        obs = interaction.observation
+        total = int(_field(obs, "tokens_input") or 0) + int(_field(obs, "tokens_output") or 0)
+        passed = total <= self.max_tokens
+        details = f"{total} tokens {'<=' if passed else '>'} {self.max_tokens}"
+        return [_reading(self.name, passed, details, tokens=total)]
+
+
+Target = Literal["content", "stdout", "stderr", "body"]
+
+
+class MatcherOptions(BaseModel):
+    """Exactly one of `contains`, `regex`, `json_path` (with `equals`); checked when built."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    contains: str | None = None
+    regex: str | None = None
+    json_path: str | None = None
+    equals: Any = None
+    target: Target = "content"
+    case_sensitive: bool = True
+
+
+class MatcherSensor:
+    """Does the target text contain a string, match a regex, or hold a JSON value at a path?"""
+
+    name = "matcher"
+
+    def __init__(self, options: MatcherOptions):
+        given = [k for k in ("contains", "regex", "json_path") if getattr(options, k) is not None]
+        if len(given) != 1:
+            field = given[1] if len(given) > 1 else "contains"
+            raise ConfigError("give exactly one of contains, regex, json_path"
+                              + (f" (got {', '.join(given)})" if given else ""), field=field)
+        self.mode = given[0]
+        self.target = options.target
+        if "equals" in options.model_fields_set and self.mode != "json_path":
+            raise ConfigError("equals goes with json_path", field="equals")
+        if options.contains is not None:
+            self.needle = options.contains if options.case_sensitive \
+                else options.contains.casefold()
+            self.case_sensitive = options.case_sensitive
+        if options.regex is not None:
+            flags = 0 if options.case_sensitive else re.IGNORECASE
+            try:
+                self.pattern = re.compile(options.regex, flags)
+            except re.error as exc:
+                raise ConfigError(f"not a valid regular expression: {exc}",
+                                  field="regex") from None
+        if options.json_path is not None:
+            if "equals" not in options.model_fields_set:
+                raise ConfigError("required with json_path (the JSON value expected there)",
+                                  field="equals")
+            try:
+                self.path = parse_json_path(options.json_path)
+            except ValueError as exc:
+                raise ConfigError(str(exc), field="json_path") from None
+            self.path_text = options.json_path
+            self.equals = options.equals
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        text = _field(interaction.observation, self.target)
+        if text is None:
+            return [_reading(self.name, False, f"the observation has no {self.target}")]
+        text = str(text)
+        if self.mode == "contains":
+            hay = text if self.case_sensitive else text.casefold()
+            passed = self.needle in hay
+            verb = "contains" if passed else "does not contain"
+            return [_reading(self.name, passed, f"{self.target} {verb} {_short(self.needle)}")]
+        if self.mode == "regex":
+            match = self.pattern.search(text)
+            if match is None:
+                return [_reading(self.name, False,
+                                 f"no match for /{self.pattern.pattern}/ in {self.target}")]
+            return [_reading(self.name, True, f"matched {_short(match.group(0))}",
+                             match=match.group(0)[:200])]
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            return [_reading(self.name, False, f"{self.target} is not JSON: {exc}")]
+        try:
+            value = resolve_json_path(document, self.path)
+        except LookupError as exc:
+            return [_reading(self.name, False, f"{self.path_text}: {exc}")]
+        passed = json_equal(value, self.equals)
+        shown = _short(json.dumps(value, ensure_ascii=False, default=str))
+        details = f"{self.path_text} = {shown}" + (
+            "" if passed else f", expected {_short(json.dumps(self.equals, default=str))}")
+        return [_reading(self.name, passed, details)]
+
+
+def _short(text: str, limit: int = 80) -> str:
+    shown = repr(text) if not text.startswith(("{", "[", '"')) else text
+    return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+#: A parsed JSON path: keys (str) and list indices (int).
+JsonPath = tuple[str | int, ...]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_INDEX = re.compile(r"\[(-?\d+)\]")
+_QUOTED = re.compile(r"""\[(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\]""")
+
+
+def parse_json_path(text: str) -> JsonPath:
+    """`a.b[0].c`, `$.a`, `[1].x`, `a["odd key"]`: keys and indices; anything else is an error.
+
+    A name is letters, digits, `_` and `-` (not first); other keys go in brackets and quotes.
+    """
+    src = text.strip()
+    pos = 0
+    if src.startswith("$"):
+        pos = 1
+        if pos == len(src):
+            return ()
+        if src[pos] == ".":
+            pos += 1
+    parts: list[str | int] = []
+    expect_name = pos == 0 or src[pos - 1] == "."
+    while pos < len(src):
+        if expect_name:
+            m = _NAME.match(src, pos)
+            if m is None:
+                if src[pos] == "[" and (pos == 0 or src[:pos] == "$"):
+                    expect_name = False
+                    continue
+                raise ValueError(f"expected a key name at position {pos} of {text!r}")
+            parts.append(m.group(0))
+            pos = m.end()
+            expect_name = False
+            continue
+        ch = src[pos]
+        if ch == ".":
+            pos += 1
+            expect_name = True
+            if pos == len(src):
+                raise ValueError(f"{text!r} ends with '.'")
+            continue
+        m = _INDEX.match(src, pos)
+        if m is not None:
+            parts.append(int(m.group(1)))
+            pos = m.end()
+            continue
+        m = _QUOTED.match(src, pos)
+        if m is not None:
+            raw = m.group(1) if m.group(1) is not None else m.group(2)
+            parts.append(re.sub(r"\\(.)", r"\1", raw))
+            pos = m.end()
+            continue
+        raise ValueError(f"unexpected {ch!r} at position {pos} of {text!r}; "
+                         "write keys as a.b, indices as [0], other keys as [\"key\"]")
+    if not parts:
+        raise ValueError(f"{text!r} is not a path (e.g. a.b[0].c)")
+    return tuple(parts)
+
+
+def resolve_json_path(document: Any, path: JsonPath) -> Any:
+    """The value at `path`; `LookupError` saying where the path stops."""
+    current = document
+    walked = "$"
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(current, list):
+                raise LookupError(f"{walked} is not a list")
+            if not -len(current) <= part < len(current):
+                raise LookupError(f"{walked} has no index {part} (length {len(current)})")
+            current = current[part]
+            walked += f"[{part}]"
+        else:
+            if not isinstance(current, dict):
+                raise LookupError(f"{walked} is not an object")
+            if part not in current:
+                raise LookupError(f"{walked} has no key {part!r}")
+            current = current[part]
+            walked += f".{part}"
+    return current
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: `true` is not `1`, `1` is `1.0`, containers compare deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
 @dataclass(frozen=True)
 class SensorKind:
     name: str
@@ -66,8 +378,14 @@ SENSORS: dict[str, SensorKind] = {
         "activation", ActivationOptions,
         lambda o, target: ActivationSensor(o.skill or target, o.mode),
     ),
+    "exit_code": SensorKind("exit_code", ExitCodeOptions, lambda o, _: ExitCodeSensor(o)),
+    "matcher": SensorKind("matcher", MatcherOptions, lambda o, _: MatcherSensor(o)),
+    "http_status": SensorKind("http_status", HttpStatusOptions,
+                              lambda o, _: HttpStatusSensor(o)),
+    "latency": SensorKind("latency", LatencyOptions, lambda o, _: LatencySensor(o)),
+    "token": SensorKind("token", TokenOptions, lambda o, _: TokenSensor(o)),
 }
-PLANNED = ("exit_code", "matcher", "http_status", "latency", "token", "llm_judge")
+PLANNED = ("llm_judge",)
 
 
 def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,
@@ -84,7 +402,10 @@ def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,
         parsed = spec.options.model_validate(options)
     except ValidationError as exc:
         raise from_validation_error(exc, spec.options, prefix=field) from None
-    return spec.build(parsed, target_skill)
+    try:
+        return spec.build(parsed, target_skill)
+    except ConfigError as exc:  # a check across options, made when the sensor is built
+        raise exc.at(prefix=field) from None
 
 
 def target_skill(sensor_options: dict[str, Any], experiment_skill: str | None,

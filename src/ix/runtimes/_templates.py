@@ -1,0 +1,201 @@
+"""Templates in runtime options (`command`, `http`): `{{ prompt }}`, `{{ case.id }}`, ...
+
+Rendered with jinja2's `SandboxedEnvironment` (a template cannot reach Python internals) and
+a strict undefined: a variable that does not exist fails the trial with error kind
+`template_error`, never renders as an empty string. A template that does not parse is a
+configuration error, found when the run is planned.
+
+Variables (DESIGN.md §2):
+
+- `prompt`: the case's prompt;
+- `case`: `id`, `prompt`, `expectation`, `rationale`, `tags` (a list), `difficulty`, `metadata`;
+- `subject`: `name`, `description`, `model`;
+- `env`: the environment variables, only where a runtime allows them (`env.NAME`).
+"""
+
+import functools
+import os
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+
+from ix.domain.errors import TrialError
+
+
+class _Namespace(dict[str, Any]):
+    """A read-only-by-convention mapping whose missing keys name where they were looked for."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, label: str, items: Mapping[str, Any]):
+        super().__init__(items)
+        self.label = label
+
+
+class _Environ:
+    """`env.NAME`: one environment variable, read when the template renders; not iterable."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> str:
+        return os.environ[name]
+
+    def __repr__(self) -> str:
+        return "<environment>"
+
+    __str__ = __repr__
+
+
+@functools.cache
+def _jinja() -> SimpleNamespace:
+    """jinja2, imported on first use: only experiments with templates pay for it."""
+    from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
+    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.utils import missing
+
+    class Undefined(StrictUndefined):
+        """StrictUndefined with messages that name the variable the user wrote."""
+
+        __slots__ = ()
+
+        @property
+        def _undefined_message(self) -> str:
+            obj, name = self._undefined_obj, self._undefined_name
+            if self._undefined_hint is None and obj is not missing:
+                if isinstance(obj, _Environ):
+                    return f"environment variable {name!r} is not set"
+                if isinstance(obj, _Namespace):
+                    keys = ", ".join(sorted(obj)) or "none"
+                    return f"{obj.label} has no key {name!r} (keys: {keys})"
+            return str(super()._undefined_message)
+
+    env = SandboxedEnvironment(undefined=Undefined, autoescape=False,
+                               keep_trailing_newline=True)
+    return SimpleNamespace(env=env, Undefined=Undefined, TemplateError=TemplateError,
+                           TemplateSyntaxError=TemplateSyntaxError)
+
+
+def check(source: str) -> None:
+    """Raise `ValueError` (for an options validator) when `source` does not parse."""
+    if "{" not in source:
+        return
+    j = _jinja()
+    try:
+        j.env.parse(source)
+    except j.TemplateSyntaxError as exc:
+        raise ValueError(f"template error: {exc.message} (line {exc.lineno})") from None
+
+
+def _checked(source: str) -> str:
+    check(source)
+    return source
+
+
+#: An option that is a template: checked (parsed) when the options are validated.
+TemplateStr = Annotated[str, AfterValidator(_checked)]
+
+
+class Template:
+    """One option's template, compiled once; `render` raises `TrialError('template_error')`."""
+
+    __slots__ = ("_literal", "_template", "where")
+
+    def __init__(self, source: str, where: str):
+        self.where = where
+        # Most argv items are plain words: no need to run jinja for them.
+        if "{" not in source:
+            self._literal: str | None = source
+            self._template: Any = None
+        else:
+            self._literal = None
+            self._template = _jinja().env.from_string(source)
+
+    def render(self, context: Mapping[str, Any]) -> str:
+        if self._literal is not None:
+            return self._literal
+        assert self._template is not None
+        try:
+            return str(self._template.render(context))
+        except _jinja().TemplateError as exc:
+            raise TrialError("template_error", f"{self.where}: {exc.message or exc}") from None
+        except Exception as exc:  # e.g. a filter given a value it cannot handle
+            raise TrialError("template_error",
+                             f"{self.where}: {type(exc).__name__}: {exc}") from None
+
+
+def compile_tree(value: Any, where: str) -> Any:
+    """Strings anywhere in a JSON-like value become `Template`s; other leaves stay as they are."""
+    if isinstance(value, str):
+        return Template(value, where)
+    if isinstance(value, Mapping):
+        return {k: compile_tree(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [compile_tree(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def render_tree(value: Any, context: Mapping[str, Any]) -> Any:
+    """The value `compile_tree` made, rendered: keys are kept literally."""
+    if isinstance(value, Template):
+        return value.render(context)
+    if isinstance(value, dict):
+        return {k: render_tree(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_tree(v, context) for v in value]
+    return value
+
+
+def check_tree(value: Any, where: str = "") -> None:
+    """`check` every string in a JSON-like value; the message names the string's place."""
+    if isinstance(value, str):
+        try:
+            check(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}" if where else str(exc)) from None
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            check_tree(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_tree(v, f"{where}[{i}]")
+
+
+def _namespace(label: str, value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return _Namespace(label, {str(k): _namespace(f"{label}.{k}", v)
+                                  for k, v in value.items()})
+    return value
+
+
+def context(subject: Any, stimulus: Any, *,
+            env_hint: str = "environment variables are not available here") -> dict[str, Any]:
+    """The variables of one trial's templates, without `env` (see `with_env`)."""
+    prompt = getattr(stimulus, "prompt", stimulus if isinstance(stimulus, str) else "")
+    case = _Namespace("case", {
+        "id": getattr(stimulus, "id", ""),
+        "prompt": prompt,
+        "expectation": getattr(stimulus, "expectation", ""),
+        "rationale": getattr(stimulus, "rationale", ""),
+        "tags": list(getattr(stimulus, "tags", ()) or ()),
+        "difficulty": getattr(stimulus, "difficulty", None),
+        "metadata": _namespace("case.metadata", getattr(stimulus, "metadata", None) or {}),
+    })
+    config = getattr(subject, "config", None) or {}
+    subj = _Namespace("subject", {
+        "name": getattr(subject, "name", ""),
+        "description": getattr(subject, "description", ""),
+        "model": config.get("model") if isinstance(config, Mapping) else None,
+    })
+    return {
+        "prompt": prompt,
+        "case": case,
+        "subject": subj,
+        "env": _jinja().Undefined(hint=env_hint, name="env"),
+    }
+
+
+def with_env(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    """The same variables plus `env.NAME`, for the options that may use the environment."""
+    return {**ctx, "env": _Environ()}

@@ -5,6 +5,7 @@ nothing on disk, so `ix validate` and a bad `ix run` stop here with nothing writ
 """
 
 import hashlib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -138,13 +139,12 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:
     """Move a runtime option error (`runtime.<option>...`) to where that option was written."""
-    parts = (exc.field or "runtime").split(".", 2)
-    option = parts[1] if len(parts) > 1 else "kind"
+    match = re.fullmatch(r"runtime\.([^.\[]+)(.*)", exc.field or "")
+    option, rest = (match.group(1), match.group(2)) if match else ("kind", "")
     where = origins.get(option) or origins.get("kind")
     if not where:
         return exc.at(file)
     source, field = where
-    rest = "." + parts[2] if len(parts) > 2 else ""
     if not source or source.startswith(("$", "built-in")):
         hint = f" (from {source})" if source else ""
         return ConfigError(exc.message + hint, field=field + rest)

@@ -118,7 +118,8 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     return build_summary(
         experiment_name=exp.name, run_id=run_id, run_status=status, blocks=blocks,
         comparisons=comparisons, goal=goal,
-        info={"seed": plan.seed, "trials_per_case": plan.trials,
+        info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
+              "seed": plan.seed, "trials_per_case": plan.trials,
               "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
                                "max_trials": plan.trials, "credibility": plan.credibility}
                               if plan.adaptive else {"mode": "fixed"}),

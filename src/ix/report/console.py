@@ -11,11 +11,12 @@ _STATUS_STYLE = {"excellent": "bold green", "good": "green", "needs_work": "yell
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
 
-def subject_table(block: dict[str, Any], title: str) -> Table:
+def subject_table(block: dict[str, Any], title: str, sensor: str = "activation") -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("case")
     table.add_column("expect")
-    table.add_column("activation", justify="right")
+    table.add_column("activation" if sensor == "activation" else f"{sensor} pass rate",
+                     justify="right")
     table.add_column("correct", justify="center")
     table.add_column("errors", justify="right")
     for p in block["probe_results"]:
@@ -161,7 +162,8 @@ def summary_renderable(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
         title = f"{summary['experiment_name']} · {block['name']}"
-        parts += [subject_table(block, title), metrics_text(block), Text("")]
+        parts += [subject_table(block, title, summary.get("sensor", "activation")),
+                  metrics_text(block), Text("")]
     if summary.get("comparisons"):
         parts += [comparison_table(summary), flips_text(summary)]
     if summary.get("goal"):

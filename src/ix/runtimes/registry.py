@@ -34,7 +34,7 @@ class RuntimeKind:
 _KINDS: dict[str, RuntimeKind] = {}
 
 #: Kinds DESIGN.md names that later releases bring; asked for now, they get a clear message.
-PLANNED = ("claude-code", "anthropic", "openai", "command", "http", "human")
+PLANNED = ()
 
 
 def register(kind: RuntimeKind) -> RuntimeKind:
@@ -79,8 +79,14 @@ _builtins_loaded = False
 
 #: Modules under `ix.runtimes` that register a kind (one per line: add yours).
 BUILTIN_MODULES = (
+    "anthropic",
+    "claude_code",
+    "command",
+    "http",
+    "human",
     "lexical",
     "mock",
+    "openai",
     "random",
 )
 

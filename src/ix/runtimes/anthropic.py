@@ -1,0 +1,301 @@
+"""`anthropic`: a subject behind the Anthropic Messages API, offered skills as Claude Code does.
+
+One request per trial, through the official `anthropic` SDK (`AsyncAnthropic`, imported only
+when a trial runs). The subject's skills are offered the Claude Code way (`_skills.py`): the
+`Skill` tool plus the listing as a system-reminder block at the start of the first user turn;
+a subject without skills gets neither. Every `tool_use` block of the answer is a tool call of
+the observation, so the activation sensor reads it like a Claude Code transcript.
+
+Retries are ours, not the SDK's (`max_retries=0`): 429, 5xx, 529 overloaded, timeouts and
+dropped connections are retried with `with_retries` (exponential backoff, jitter from the
+trial seed, `retry-after` honoured); any other 4xx fails the trial at once (`bad_request`).
+The API key is read from the environment variable named by `api_key_env` when a trial runs;
+it is never logged, traced or written into results.
+"""
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from ix.domain.errors import ConfigError, TrialError
+from ix.domain.types import Subject
+from ix.eval.models import EvalObservation, ToolCall
+from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
+from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
+from ix.runtimes._transport import (
+    RateLimiter,
+    RateLimitOptions,
+    RetryOptions,
+    Transient,
+    status_error,
+    with_retries,
+)
+from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+
+MAX_ERROR_BODY = 500
+#: `api_key_env` names a variable; a key pasted there by mistake fails validation instead of
+#: travelling into error messages.
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class AnthropicOptions(RetryOptions, RateLimitOptions):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field("ANTHROPIC_API_KEY", pattern=ENV_NAME)
+    temperature: float | None = Field(None, ge=0.0, le=1.0)
+    max_tokens: int = Field(1024, ge=1)
+    system: str | None = None
+    tool_choice: Literal["auto", "any", "none"] = "auto"
+    prices: dict[str, PriceOption] = Field(default_factory=dict)
+    request_timeout_s: float = Field(60.0, gt=0)
+
+
+def api_key(env_name: str | None) -> str:
+    """The key from the environment (read now, never stored in options or traces)."""
+    if env_name is None:  # a local server that wants no key: the SDK still needs one
+        return "unused"
+    value = os.environ.get(env_name)
+    if not value:
+        raise TrialError("missing_api_key", f"environment variable {env_name} is not set "
+                         "(it must hold the API key)")
+    return value
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (a number of seconds), if present."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) / scale)
+            except ValueError:
+                continue  # an HTTP date: fall back to our own backoff
+    return None
+
+
+def error_message(body: Any, fallback: str) -> str:
+    """The API's own error message from an error body, else `fallback`; kept short."""
+    message = fallback
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            message = inner["message"]
+            if isinstance(inner.get("type"), str):
+                message = f"{inner['type']}: {message}"
+    return message[:MAX_ERROR_BODY]
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (servers vary in what they omit)."""
+    return value if isinstance(value, dict) else {}
+
+
+class LoopClient:
+    """One SDK client per runtime: made lazily inside the running event loop, remade when the
+    loop (a new `asyncio.run`) or the key changes, and closed when its loop shuts down.
+
+    The engine has no close hook, so the client rides on one the loop has: `asyncio.run`
+    closes every live async generator before closing the loop (`shutdown_asyncgens`), and a
+    parked generator's `finally` closes the client's connection pool then.
+    """
+
+    def __init__(self, make: Callable[[str], Any]):
+        self._make = make
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._key: str | None = None
+        self._closers: list[AsyncGenerator[None, None]] = []
+
+    async def get(self, key: str) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop or self._key != key:
+            if self._loop is not loop:
+                self._closers.clear()  # those loops have ended and closed their clients
+            client = self._make(key)
+            closer = _close_at_loop_end(client)
+            await anext(closer)  # parks; registered with this loop's shutdown_asyncgens
+            self._closers.append(closer)
+            self._client, self._loop, self._key = client, loop, key
+        return self._client
+
+
+async def _close_at_loop_end(client: Any) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+def require_sdk(module: str, extra: str) -> None:
+    """Fail the build (a configuration error) when the SDK is not installed; otherwise start
+    importing it in the background (1-2 s for `anthropic`), so that the first trial does not
+    stall the event loop for that long."""
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"the {extra!r} runtime needs the {module} package: "
+                          f"pip install 'ix-lab[{extra}]'", field="runtime.kind")
+    if module not in sys.modules:
+        threading.Thread(target=_preload, args=(module,), name=f"ix-preload-{module}",
+                         daemon=True).start()
+
+
+def _preload(module: str) -> None:
+    with contextlib.suppress(Exception):  # a broken install fails the trials, with its error
+        importlib.import_module(module)
+
+
+class AnthropicRuntime:
+    """Sends each case's prompt to a Claude model with the subject's skills offered."""
+
+    def __init__(self, options: AnthropicOptions, context: RuntimeContext):
+        require_sdk("anthropic", "anthropic")
+        self.options = options
+        self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
+        self.client = LoopClient(self._make_client)
+
+    # --- the request ----------------------------------------------------------------------
+
+    def request_body(self, subject: Subject, prompt: str) -> dict[str, Any]:
+        """The JSON body sent for `prompt` (what the trace records; no headers, no key)."""
+        opts = self.options
+        skills = subject_skills(subject.config)
+        listing = skill_listing(skills)
+        content = [{"type": "text", "text": listing}] if listing else []
+        content.append({"type": "text", "text": prompt})
+        body: dict[str, Any] = {"model": opts.model, "max_tokens": opts.max_tokens,
+                                "messages": [{"role": "user", "content": content}]}
+        if opts.system is not None:
+            body["system"] = opts.system
+        if skills:
+            body["tools"] = [anthropic_skill_tool()]
+            body["tool_choice"] = {"type": opts.tool_choice}
+        if opts.temperature is not None:
+            body["temperature"] = opts.temperature
+        return body
+
+    def _make_client(self, key: str) -> Any:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(api_key=key, base_url=self.options.base_url,
+                                        max_retries=0, timeout=self.options.request_timeout_s)
+
+    async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
+        import anthropic
+
+        kwargs = {k: v for k, v in body.items() if k != "temperature"}
+        if "temperature" in body:  # not a typed parameter of every SDK version
+            kwargs["extra_body"] = {"temperature": body["temperature"]}
+        await self.limiter.acquire()
+        t0 = time.perf_counter()
+        try:
+            raw = await client.messages.with_raw_response.create(**kwargs)
+        except anthropic.APIStatusError as exc:
+            raise status_error(exc.status_code, error_message(exc.body, exc.message),
+                               retry_after_s(exc.response.headers)) from None
+        except anthropic.APITimeoutError:
+            raise Transient("http_timeout", "no response within request_timeout_s="
+                            f"{self.options.request_timeout_s:g}") from None
+        except anthropic.APIConnectionError as exc:
+            raise Transient("connection_error", f"{exc.message} ({exc.__cause__!r})") from None
+        elapsed_ms = (time.perf_counter() - t0) * 1000
+        try:
+            data = raw.http_response.json()
+        except ValueError as exc:
+            raise TrialError("bad_response", f"the response is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise TrialError("bad_response", "the response is not a JSON object")
+        return data, raw.http_response.headers, elapsed_ms
+
+    # --- one trial ------------------------------------------------------------------------
+
+    async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
+                     attempt: int = 0) -> EvalObservation:
+        opts = self.options
+        key = api_key(opts.api_key_env)
+        client = await self.client.get(key)
+        body = self.request_body(subject, stimulus.prompt)
+        trace: list[dict[str, Any]] = [
+            {"type": "request", "url": f"{str(client.base_url).rstrip('/')}/v1/messages",
+             "body": body}]
+        retries = 0
+
+        def on_retry(n: int, exc: Transient) -> None:
+            nonlocal retries
+            retries = n
+            trace.append({"type": "retry", "retry": n, "kind": exc.kind, "message": exc.message,
+                          "retry_after_s": exc.retry_after_s})
+
+        data, headers, elapsed_ms = await with_retries(
+            lambda: self._send(client, body), opts, seed=seed, attempt=attempt,
+            on_retry=on_retry)
+        trace.append({"type": "response", "status": 200, "body": data})
+        return self.observation(data, headers, elapsed_ms, retries=retries,
+                                skills=[n for n, _ in subject_skills(subject.config)],
+                                trace=trace)
+
+    def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
+                    retries: int, skills: list[str],
+                    trace: list[dict[str, Any]]) -> EvalObservation:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in data.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                raw_input = block.get("input")
+                calls.append(ToolCall(name=str(block.get("name", "")),
+                                      input=raw_input if isinstance(raw_input, dict)
+                                      else {"_raw": raw_input}))
+        usage = as_dict(data.get("usage"))
+        tokens_in = int(usage.get("input_tokens") or 0)
+        tokens_out = int(usage.get("output_tokens") or 0)
+        cache_write = int(usage.get("cache_creation_input_tokens") or 0)
+        cache_read = int(usage.get("cache_read_input_tokens") or 0)
+        self.limiter.spent(tokens_in + cache_write + cache_read + tokens_out)
+        model = str(data.get("model") or self.options.model)
+        meta: dict[str, Any] = {"model": model, "stop_reason": data.get("stop_reason"),
+                                "skills_offered": skills}
+        request_id = headers.get("request-id") if headers is not None else None
+        if request_id:
+            meta["request_id"] = request_id
+        if retries:
+            meta["retries"] = retries
+        if cache_write or cache_read:
+            meta["cache_creation_input_tokens"] = cache_write
+            meta["cache_read_input_tokens"] = cache_read
+        if not usage:
+            meta["usage_missing"] = True
+        price = find_price(ANTHROPIC, self.options.prices, self.options.model, model)
+        cost = 0.0
+        if price is None:
+            meta["price_unknown"] = True
+        else:
+            cost = anthropic_cost(price, input_tokens=tokens_in, output_tokens=tokens_out,
+                                  cache_write_tokens=cache_write, cache_read_tokens=cache_read)
+        return EvalObservation(
+            content="".join(texts), tool_calls=tuple(calls), duration_ms=round(elapsed_ms),
+            tokens_input=tokens_in + cache_write + cache_read, tokens_output=tokens_out,
+            cost_usd=round(cost, 9), meta=meta, trace=trace)
+
+
+register(RuntimeKind(
+    name="anthropic",
+    options=AnthropicOptions,
+    build=AnthropicRuntime,
+    default_concurrency=8,
+    summary="a Claude model via the Anthropic Messages API; skills offered as Claude Code does",
+))

@@ -1,0 +1,242 @@
+"""`openai`: a subject behind an OpenAI-compatible Chat Completions API, offered skills.
+
+One request per trial, through the official `openai` SDK (`AsyncOpenAI`, imported only when a
+trial runs). `base_url` points it at any compatible server: OpenAI itself, or vLLM, Ollama,
+llama.cpp's server, LM Studio (`http://localhost:11434/v1` and the like).
+
+Skills are offered as Claude Code offers them, translated: the `Skill` tool as a function tool
+(`_skills.openai_skill_tool`) and the listing (the same system-reminder text) at the start of
+the first user message, before the prompt. Every tool call of the answer is a tool call of the
+observation, its JSON `arguments` parsed; arguments that are not a JSON object become
+`{"_raw": "<the text>"}` and `meta.unparsable_tool_arguments: true`.
+
+Retries, the rate limit, the API key and costs work as in the `anthropic` runtime. The trial
+seed (mixed with the attempt) is sent as `seed`, which OpenAI and most local servers honour
+on a best-effort basis.
+"""
+
+import json
+import time
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from ix.domain.errors import TrialError
+from ix.domain.types import Subject
+from ix.eval.models import EvalObservation, ToolCall
+from ix.runtimes._prices import OPENAI, PriceOption, find_price, openai_cost
+from ix.runtimes._seeding import uniform
+from ix.runtimes._skills import openai_skill_tool, skill_listing, subject_skills
+from ix.runtimes._transport import (
+    RateLimiter,
+    RateLimitOptions,
+    RetryOptions,
+    Transient,
+    status_error,
+    with_retries,
+)
+from ix.runtimes.anthropic import (
+    ENV_NAME,
+    LoopClient,
+    api_key,
+    as_dict,
+    error_message,
+    require_sdk,
+    retry_after_s,
+)
+from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+
+SEED_RANGE = 2**31  # what every server accepts (llama.cpp and others take 32-bit seeds)
+
+
+class OpenAIOptions(RetryOptions, RateLimitOptions):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field("OPENAI_API_KEY", pattern=ENV_NAME)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int = Field(1024, ge=1)
+    max_tokens_field: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    seed: bool = True
+    system: str | None = None
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    prices: dict[str, PriceOption] = Field(default_factory=dict)
+    request_timeout_s: float = Field(60.0, gt=0)
+
+
+def request_seed(seed: int, attempt: int) -> int:
+    """The `seed` sent for one attempt of one trial: reproducible, new on a retry."""
+    return int(uniform(seed, attempt, 17) * SEED_RANGE)
+
+
+class OpenAIRuntime:
+    """Sends each case's prompt to a chat model with the subject's skills offered."""
+
+    def __init__(self, options: OpenAIOptions, context: RuntimeContext):
+        require_sdk("openai", "openai")
+        self.options = options
+        self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
+        self.client = LoopClient(self._make_client)
+
+    # --- the request ----------------------------------------------------------------------
+
+    def request_body(self, subject: Subject, prompt: str, *, seed: int = 0,
+                     attempt: int = 0) -> dict[str, Any]:
+        """The JSON body sent for `prompt` (what the trace records; no headers, no key)."""
+        opts = self.options
+        skills = subject_skills(subject.config)
+        listing = skill_listing(skills)
+        messages: list[dict[str, Any]] = []
+        if opts.system is not None:
+            messages.append({"role": "system", "content": opts.system})
+        # one string (every compatible server takes it): the listing, a blank line, the prompt
+        messages.append({"role": "user",
+                         "content": f"{listing}\n\n{prompt}" if listing else prompt})
+        body: dict[str, Any] = {"model": opts.model, "messages": messages}
+        field = opts.max_tokens_field
+        if field == "auto":  # OpenAI's newer models refuse max_tokens; local servers know it
+            field = "max_completion_tokens" if opts.base_url is None else "max_tokens"
+        body[field] = opts.max_tokens
+        if skills:
+            body["tools"] = [openai_skill_tool()]
+            body["tool_choice"] = opts.tool_choice
+        if opts.temperature is not None:
+            body["temperature"] = opts.temperature
+        if opts.seed:
+            body["seed"] = request_seed(seed, attempt)
+        return body
+
+    def _make_client(self, key: str) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(api_key=key, base_url=self.options.base_url, max_retries=0,
+                                  timeout=self.options.request_timeout_s)
+
+    async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
+        import openai
+
+        await self.limiter.acquire()
+        t0 = time.perf_counter()
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**body)
+        except openai.APIStatusError as exc:
+            raise status_error(exc.status_code, error_message(exc.body, exc.message),
+                               retry_after_s(exc.response.headers)) from None
+        except openai.APITimeoutError:
+            raise Transient("http_timeout", "no response within request_timeout_s="
+                            f"{self.options.request_timeout_s:g}") from None
+        except openai.APIConnectionError as exc:
+            raise Transient("connection_error", f"{exc.message} ({exc.__cause__!r})") from None
+        elapsed_ms = (time.perf_counter() - t0) * 1000
+        try:
+            data = raw.http_response.json()
+        except ValueError as exc:
+            raise TrialError("bad_response", f"the response is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise TrialError("bad_response", "the response is not a JSON object")
+        return data, raw.http_response.headers, elapsed_ms
+
+    # --- one trial ------------------------------------------------------------------------
+
+    async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
+                     attempt: int = 0) -> EvalObservation:
+        opts = self.options
+        key = api_key(opts.api_key_env)
+        client = await self.client.get(key)
+        body = self.request_body(subject, stimulus.prompt, seed=seed, attempt=attempt)
+        trace: list[dict[str, Any]] = [
+            {"type": "request", "url": f"{str(client.base_url).rstrip('/')}/chat/completions",
+             "body": body}]
+        retries = 0
+
+        def on_retry(n: int, exc: Transient) -> None:
+            nonlocal retries
+            retries = n
+            trace.append({"type": "retry", "retry": n, "kind": exc.kind, "message": exc.message,
+                          "retry_after_s": exc.retry_after_s})
+
+        data, headers, elapsed_ms = await with_retries(
+            lambda: self._send(client, body), opts, seed=seed, attempt=attempt,
+            on_retry=on_retry)
+        trace.append({"type": "response", "status": 200, "body": data})
+        return self.observation(data, headers, elapsed_ms, retries=retries,
+                                skills=[n for n, _ in subject_skills(subject.config)],
+                                trace=trace)
+
+    def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
+                    retries: int, skills: list[str],
+                    trace: list[dict[str, Any]]) -> EvalObservation:
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise TrialError("bad_response", "the response has no choices")
+        choice = choices[0]
+        message = as_dict(choice.get("message"))
+        meta: dict[str, Any] = {}
+        calls: list[ToolCall] = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            arguments = function.get("arguments")
+            parsed = _parse_arguments(arguments)
+            if parsed is None:
+                parsed = {"_raw": arguments}
+                meta["unparsable_tool_arguments"] = True
+            calls.append(ToolCall(name=str(function.get("name", "")), input=parsed))
+        usage = as_dict(data.get("usage"))
+        tokens_in = int(usage.get("prompt_tokens") or 0)
+        tokens_out = int(usage.get("completion_tokens") or 0)
+        cached = int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens") or 0)
+        self.limiter.spent(tokens_in + tokens_out)
+        model = str(data.get("model") or self.options.model)
+        meta = {"model": model, "stop_reason": choice.get("finish_reason"),
+                "skills_offered": skills, **meta}
+        request_id = headers.get("x-request-id") if headers is not None else None
+        if request_id:
+            meta["request_id"] = request_id
+        if retries:
+            meta["retries"] = retries
+        if cached:
+            meta["cached_tokens"] = cached
+        if message.get("refusal"):
+            meta["refusal"] = message["refusal"]
+        if not usage:
+            meta["usage_missing"] = True
+        price = find_price(OPENAI, self.options.prices, self.options.model, model)
+        cost = 0.0
+        if price is None:
+            meta["price_unknown"] = True
+        else:
+            cost = openai_cost(price, prompt_tokens=tokens_in, completion_tokens=tokens_out,
+                               cached_tokens=cached)
+        content = message.get("content")
+        return EvalObservation(
+            content=content if isinstance(content, str) else "", tool_calls=tuple(calls),
+            duration_ms=round(elapsed_ms), tokens_input=tokens_in, tokens_output=tokens_out,
+            cost_usd=round(cost, 9), meta=meta, trace=trace)
+
+
+def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as a dict; None when they are not a JSON object."""
+    if isinstance(arguments, dict):  # some servers send an object instead of a string
+        return arguments
+    if not isinstance(arguments, str):
+        return None
+    if not arguments.strip():
+        return {}  # no arguments at all
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+register(RuntimeKind(
+    name="openai",
+    options=OpenAIOptions,
+    build=OpenAIRuntime,
+    default_concurrency=8,
+    summary="a chat model via an OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp, "
+            "LM Studio); skills offered as a Skill function tool",
+))

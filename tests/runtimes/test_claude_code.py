@@ -285,7 +285,7 @@ def test_no_api_key_is_a_clear_trial_error(env, monkeypatch, skills):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(TrialError) as info:
         run(runtime(), Subject(name="s", config={"skills": skills}), "Hi")
-    assert info.value.kind == "no_api_key"
+    assert info.value.kind == "missing_api_key"
     assert list(env.iterdir()) == []
 
 

@@ -61,7 +61,8 @@ def run(
         "--seed", help="Base seed; trial seeds derive from it (default: the experiment's).",
         show_default=False)] = None,
     runtime: Annotated[str | None, typer.Option(
-        "--runtime", help="Run every subject with this runtime kind (mock, random, lexical).",
+        "--runtime", help="Run every subject with this runtime kind (mock, random, lexical, "
+                          "claude-code, anthropic, openai, command, http, human).",
         show_default=False)] = None,
     subject: Annotated[list[str] | None, typer.Option(
         "--subject", help="Run only this subject (repeatable).", show_default=False)] = None,

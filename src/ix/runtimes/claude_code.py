@@ -210,7 +210,7 @@ class ClaudeCodeRuntime:
             env = self.environment(home, tmp)
             if not any(env.get(k) for k in (*SECRET_ENV, "CLAUDE_CODE_USE_BEDROCK",
                                             "CLAUDE_CODE_USE_VERTEX")):
-                raise TrialError("no_api_key", "claude-code: set ANTHROPIC_API_KEY in the "
+                raise TrialError("missing_api_key", "claude-code: set ANTHROPIC_API_KEY in the "
                                  "environment (each trial runs with an empty HOME, so a "
                                  "login stored there is not used)")
             secrets = self.secrets(env)

@@ -7,6 +7,7 @@ Bad input raises `ix.domain.errors.ConfigError` before anything is written.
 from ix.api.experiments import (
     ExperimentInfo,
     compare_runs,
+    dry_run,
     list_experiments,
     load,
     plan,
@@ -24,16 +25,18 @@ from ix.api.subjects import (
 )
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides
-from ix.engine.run import RunResult
+from ix.engine.run import Limits, RunResult
 
 __all__ = [
     "ConfigError",
     "ExperimentInfo",
+    "Limits",
     "Overrides",
     "RunResult",
     "SubjectTest",
     "add_subject",
     "compare_runs",
+    "dry_run",
     "get_subject",
     "list_experiments",
     "list_subjects",

@@ -1,14 +1,16 @@
 """Find, check, run and list experiments."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.run import OnTrial, RunResult, run_plan
+from ix.engine.resume import Continuation, Mode, find_continuation
+from ix.engine.run import Limits, OnTrial, RunResult, run_plan
 from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.resolve import list_experiments as _experiment_dirs
@@ -47,18 +49,84 @@ def validate(lab: str | Path | None = None, experiments: Sequence[str] = (),
 def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         overrides: Overrides = Overrides(), *, artifacts: bool = False,
         command: list[str] | None = None, on_plan: Any = None,
-        on_trial: OnTrial | None = None) -> list[RunResult]:
-    """Validate every chosen experiment first (so a bad one stops all), then run each."""
-    plans = validate(lab, experiments, overrides)
+        on_trial: OnTrial | None = None, continue_mode: Mode | None = None,
+        run_id: str | None = None, limits: Limits = Limits(),
+        warn: Callable[[str], None] | None = None) -> list[RunResult]:
+    """Validate every chosen experiment first (so a bad one stops all), then run each.
+
+    `continue_mode` ("resume" or "retry_failed") continues a run of each experiment — `run_id`,
+    or its latest — with the overrides that run was started with.
+    """
+    lab_path, paths = resolve(lab, experiments)
+    jobs: list[tuple[Plan, Continuation | None]] = []
+    for path in paths:
+        loaded = load_experiment(path, lab_path)
+        if continue_mode is None:
+            jobs.append((build_plan(loaded, overrides), None))
+            continue
+        found = find_continuation(loaded.results_dir, run_id, continue_mode, warn)
+        plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
+        _same_experiment(plan, found)
+        jobs.append((plan, found))
     results = []
-    for p in plans:
+    for plan, cont in jobs:
         if on_plan is not None:
-            on_plan(p)
-        result = run_plan(p, artifacts=artifacts, command=command, on_trial=on_trial)
+            on_plan(plan)
+        result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
+                          continuation=cont, limits=limits)
         results.append(result)
         if result.status == "cancelled":
             break
     return results
+
+
+def _same_experiment(plan: Plan, cont: Continuation) -> None:
+    """A run continues only on the cases and subjects it started with."""
+    from ix.engine.run import _spec  # the same digest the run recorded
+
+    then = (cont.spec.get("config") or {}).get("cases", {}).get("sha256")
+    now = _spec(plan, cont.run_id, datetime.now(UTC), [])["config"]["cases"]["sha256"]
+    if then and then != now:
+        raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "
+                          "must run the same cases (start a new run instead)",
+                          field=f"--{cont.mode.replace('_', '-')}")
+    names_then = [s["name"] for s in (cont.spec.get("config") or {}).get("subjects", [])]
+    names_now = [sp.subject.name for sp in plan.subjects]
+    if names_then and names_then != names_now:
+        raise ConfigError(f"the subjects changed since run {cont.run_id} started "
+                          f"({', '.join(names_then)} then, {', '.join(names_now)} now)",
+                          field=f"--{cont.mode.replace('_', '-')}")
+
+
+def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
+            overrides: Overrides = Overrides()) -> list[dict[str, Any]]:
+    """The full plan of each experiment, nothing executed, nothing written."""
+    from ix.runtimes._prices import estimate_cost
+
+    out = []
+    for plan in validate(lab, experiments, overrides):
+        subjects = []
+        for sp in plan.subjects:
+            trials = len(plan.cases) * plan.trials
+            chars = sum(len(c.prompt) for c in plan.cases) * plan.trials
+            listing = sum(len(k["name"]) + len(k["description"]) + 4
+                          for k in sp.subject.config.get("skills", []))
+            tokens = (chars + listing * trials) // 4
+            model = sp.runtime_spec.get("model")
+            subjects.append({
+                "name": sp.subject.name, "runtime": sp.runtime_spec.get("kind"),
+                "model": model, "trials": trials,
+                "estimated_input_tokens": tokens,
+                "estimated_cost_usd": estimate_cost(model, tokens) if model else 0.0,
+            })
+        out.append({
+            "experiment": plan.loaded.experiment.name, "path": str(plan.loaded.path),
+            "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
+            "trials_per_case": ("auto, up to " if plan.adaptive else "") + str(plan.trials),
+            "total_trials": plan.total, "concurrency": plan.concurrency,
+            "filters": list(plan.overrides.filters), "subjects": subjects,
+        })
+    return out
 
 
 @dataclass(frozen=True)

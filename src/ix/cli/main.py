@@ -1,5 +1,6 @@
 """`ix`: run experiments on stochastic subjects and read the evidence."""
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -72,6 +73,39 @@ def run(
     artifacts: Annotated[bool, typer.Option(
         "--artifacts", help="Also write one JSON file per artifact under "
                             "<experiment>/artifacts/<kind>/.")] = False,
+    filters: Annotated[list[str] | None, typer.Option(
+        "--filter", help="Only cases matching: an id glob (must-*), tag:X, difficulty:hard, "
+                         "expectation:must_trigger; repeatable (AND), commas for OR, ! to "
+                         "negate.", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the full plan (trials per subject, estimated tokens and "
+                          "cost); run and write nothing.")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the latest run (or --run ID): run exactly the trials not "
+                         "yet recorded, with the options it started with.")] = False,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="Re-run the errored trials of the latest run (or --run ID); "
+                               "the new attempt supersedes the errored one.")] = False,
+    run_id: Annotated[str | None, typer.Option(
+        "--run", help="The run --resume / --retry-failed acts on.", show_default=False)] = None,
+    max_trials: Annotated[int | None, typer.Option(
+        "--max-trials", min=1, help="Stop scheduling after this many trials (resume later).",
+        show_default=False)] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", min=0, help="Stop scheduling once this many USD were spent.",
+        show_default=False)] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", min=0, help="Stop scheduling after this many seconds.",
+        show_default=False)] = None,
+    max_errors: Annotated[int, typer.Option(
+        "--max-consecutive-errors", min=0, help="Circuit breaker: stop a subject after this "
+                                                "many errored trials in a row (0: never).")] = 50,
+    smoke: Annotated[bool, typer.Option(
+        "--smoke", help="One trial of a few cases per subject: a quick check before a full "
+                        "run.")] = False,
+    on_complete: Annotated[str | None, typer.Option(
+        "--on-complete", help="Run this command (no shell) when the run ends, with the "
+                              "summary's path as its last argument.", show_default=False)] = None,
     json_out: Json = False,
 ) -> None:
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
@@ -80,11 +114,27 @@ def run(
     refuted, 2 bad input, 130 cancelled (completed trials are kept).
     """
     overrides = api.Overrides(trials=_trial_count(trials), seed=seed, runtime=runtime,
-                              concurrency=concurrency, subjects=tuple(subject or ()))
+                              concurrency=concurrency, subjects=tuple(subject or ()),
+                              filters=tuple(filters or ()), smoke=smoke)
+    if resume and retry_failed:
+        raise ConfigError("choose one of --resume and --retry-failed", field="--resume")
+    if run_id is not None and not (resume or retry_failed):
+        raise ConfigError("--run names the run that --resume or --retry-failed continues",
+                          field="--run")
+    if dry_run:
+        _print_dry_run(api.dry_run(lab, experiments or (), overrides), json_out)
+        return
+    limits = api.Limits(max_trials=max_trials, max_cost_usd=max_cost, time_limit_s=time_limit,
+                        max_consecutive_errors=max_errors or None)
+    mode: Literal["resume", "retry_failed"] | None = (
+        "resume" if resume else "retry_failed" if retry_failed else None)
     with _RunProgress(enabled=not json_out) as progress:
         results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
                           command=["ix", *sys.argv[1:]], on_plan=progress.start,
-                          on_trial=progress.trial)
+                          on_trial=progress.trial, continue_mode=mode, run_id=run_id,
+                          limits=limits, warn=warn)
+    if on_complete:
+        _notify(on_complete, results)
     if json_out:
         if len(results) == 1:  # the summary file's own text: no second encoding
             sys.stdout.write(results[0].summary_path.read_text(encoding="utf-8"))
@@ -97,8 +147,14 @@ def run(
             out.print(summary_renderable(r.summary))
             out.print(Text(f"trials: {r.plan.loaded.results_dir / 'trials.jsonl'}\n"
                            f"summary: {r.summary_path}", style="dim"), soft_wrap=True)
+    for r in results:
+        for name, why in (r.summary.get("circuit_breaker") or {}).items():
+            err.print(f"[red]circuit breaker:[/] {name} {why}")
     if any(r.status == "cancelled" for r in results):
-        err.print("[yellow]cancelled:[/] completed trials are kept; the summary covers them")
+        why = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
+                   None)
+        err.print(f"[yellow]cancelled[/]{f' ({why})' if why else ''}: completed trials are "
+                  "kept and the summary covers them; `ix run --resume` finishes the run")
         raise typer.Exit(130)
     refuted = [r for r in results if (r.summary.get("goal") or {}).get("verdict") == "refuted"]
     for r in refuted:
@@ -118,6 +174,41 @@ class _RunProgress(RunProgress):
             self._progress.stop()
             self._progress = None
         super().start(plan)
+
+
+def _print_dry_run(plans: list[dict[str, Any]], json_out: bool) -> None:
+    if json_out:
+        print_json(plans)
+        return
+    for p in plans:
+        out.print(f"[bold]{p['experiment']}[/]: {p['cases']} cases × {p['trials_per_case']} "
+                  f"trials = {p['total_trials']} trials, concurrency {p['concurrency']}"
+                  + (f", filters {' AND '.join(p['filters'])}" if p["filters"] else ""))
+        for sub in p["subjects"]:
+            out.print(f"  {sub['name']}: {sub['trials']} trials on {sub['runtime']}"
+                      + (f" ({sub['model']})" if sub["model"] else "")
+                      + f", ~{sub['estimated_input_tokens']:,} input tokens"
+                      + (f", ~${sub['estimated_cost_usd']:.2f}"
+                         if sub["estimated_cost_usd"] else ""))
+    out.print("[dim]dry run: nothing executed, nothing written[/]")
+
+
+def _notify(command: str, results: list[api.RunResult]) -> None:
+    """`--on-complete`: the command with each summary's path; its failure is only reported."""
+    import shlex
+    import subprocess
+
+    for r in results:
+        argv = [*shlex.split(command), str(r.summary_path)]
+        try:
+            done = subprocess.run(argv, check=False, timeout=300,
+                                  env={**os.environ, "IX_SUMMARY": str(r.summary_path),
+                                       "IX_RUN_STATUS": r.status})
+        except (OSError, subprocess.SubprocessError) as exc:
+            warn(f"--on-complete {argv[0]!r} failed: {exc}")
+            continue
+        if done.returncode:
+            warn(f"--on-complete {argv[0]!r} exited with {done.returncode}")
 
 
 def _trial_count(raw: str | None) -> int | Literal["auto"] | None:

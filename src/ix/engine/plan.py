@@ -13,6 +13,7 @@ from typing import Any, Literal
 from ix.domain.errors import ConfigError
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
 from ix.domain.types import Subject
+from ix.engine.filters import apply_filters
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
 from ix.lab.loader import LoadedExperiment
@@ -34,6 +35,22 @@ class Overrides:
     runtime: str | None = None
     concurrency: int | None = None
     subjects: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    smoke: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """For `spec.yaml`, so that `--resume` can rebuild exactly this plan."""
+        return {"trials": self.trials, "seed": self.seed, "runtime": self.runtime,
+                "concurrency": self.concurrency, "subjects": list(self.subjects),
+                "filters": list(self.filters), "smoke": self.smoke}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Overrides":
+        data = data or {}
+        return cls(trials=data.get("trials"), seed=data.get("seed"),
+                   runtime=data.get("runtime"), concurrency=data.get("concurrency"),
+                   subjects=tuple(data.get("subjects") or ()),
+                   filters=tuple(data.get("filters") or ()), smoke=bool(data.get("smoke")))
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class Plan:
     adaptive: bool = False
     min_trials: int = 2
     credibility: float = 0.95
+    overrides: Overrides = field(default_factory=lambda: Overrides())
 
     @property
     def total(self) -> int:
@@ -120,11 +138,22 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         get_kind(p.runtime_spec["kind"]).default_concurrency for p in plans)
     if concurrency < 1:
         raise ConfigError(f"must be at least 1, got {concurrency}", field="--concurrency")
-    run_cases = tuple(c for c in exp.cases if c.expectation != "acceptable")
-    skipped = tuple(c for c in exp.cases if c.expectation == "acceptable")
+    chosen = apply_filters(exp.cases, overrides.filters)
+    run_cases = tuple(c for c in chosen if c.expectation != "acceptable")
+    skipped = tuple(c for c in chosen if c.expectation == "acceptable")
     if not run_cases:
+        if overrides.filters:
+            raise ConfigError(f"no case to run matches {' AND '.join(overrides.filters)}",
+                              field="--filter")
         raise ConfigError("every case is 'acceptable', so nothing would run; add "
                           "must_trigger or should_not_trigger cases", file=file, field="cases")
+    if overrides.smoke:  # one trial of a few cases: the first of each expectation, then more
+        firsts = [next(c for c in run_cases if c.expectation == e)
+                  for e in ("must_trigger", "should_not_trigger")
+                  if any(c.expectation == e for c in run_cases)]
+        rest = [c for c in run_cases if c not in firsts]
+        run_cases = tuple(firsts + rest[:max(0, 3 - len(firsts))])
+        trials, adaptive = 1, False
     sources = dict(loaded.defaults.sources)
     if overrides.trials is not None:
         sources["trials"] = "--trials"
@@ -134,7 +163,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
                 concurrency=concurrency, sources=sources, adaptive=adaptive,
                 min_trials=min_trials,
-                credibility=float((exp.goal or {}).get("credibility", 0.95)))
+                credibility=float((exp.goal or {}).get("credibility", 0.95)),
+                overrides=overrides)
 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:

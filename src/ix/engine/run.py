@@ -13,8 +13,9 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
+from ix.engine.resume import Continuation
 from ix.eval.scoring import Tally
 from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary
 from ix.lab.runs import environment, git_commit, iso, new_run_id, run_dir, write_spec
@@ -50,42 +52,78 @@ def _preload_statistics() -> None:
     import ix.stats.passk  # noqa: F401
 
 
+@dataclass(frozen=True)
+class Limits:
+    """When to stop scheduling before every planned trial ran (the run is then `cancelled`,
+    and `--resume` finishes it), and when to give up on a subject."""
+
+    max_trials: int | None = None         # trials this invocation may run
+    max_cost_usd: float | None = None     # spend of this invocation
+    time_limit_s: float | None = None     # wall time of this invocation
+    max_consecutive_errors: int | None = 50  # the circuit breaker, per subject
+
+
+class _Stop(Exception):
+    """A limit was reached: stop scheduling, keep everything recorded."""
+
+
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
-             on_trial: OnTrial | None = None) -> RunResult:
-    """Execute `plan` and write everything it produces under the experiment's `results/`."""
+             on_trial: OnTrial | None = None, continuation: Continuation | None = None,
+             limits: Limits = Limits()) -> RunResult:
+    """Execute `plan` and write everything it produces under the experiment's `results/`.
+
+    With a `continuation`, the run is an earlier one resumed (or its failed trials retried):
+    its recorded trials are counted again and only the others run, under the same run id.
+    """
     threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
     loaded = plan.loaded
-    started = datetime.now(UTC)
-    run_id = new_run_id(started)
-    directory = run_dir(loaded.results_dir, run_id)
-    spec = _spec(plan, run_id, started, command)
-    write_spec(directory, spec)
+    now = datetime.now(UTC)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
+    if continuation is None:
+        started, run_id = now, new_run_id(now)
+        spec = _spec(plan, run_id, started, command)
+    else:
+        run_id, spec = continuation.run_id, dict(continuation.spec)
+        started = _parse_time(spec.get("started_at")) or now
+        spec["continued"] = [*spec.get("continued", []),
+                             {"mode": continuation.mode, "at": iso(now),
+                              "command": command if command is not None else list(sys.argv)}]
+        _preload(tallies, continuation, plan)
+        spec["trials_written"] = continuation.recorded
+    directory = run_dir(loaded.results_dir, run_id)
+    write_spec(directory, {**spec, "status": "running"})
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
-    status = "failed"
+    broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
+    status, stop_reason = "failed", None
     # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
     # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
     gc.freeze()
     writer = TrialWriter(loaded.results_dir / TRIALS_FILE)
     try:
-        asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts, stopped))
-        status = "completed"
+        stop_reason = asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts,
+                                           stopped, continuation, limits, broken))
+        status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
-        status = "cancelled"
+        status, stop_reason = "cancelled", "interrupted (SIGINT or SIGTERM)"
     finally:
         writer.close()
         finished = datetime.now(UTC)
         try:
             summary = _summarise(plan, tallies, run_id, status, started, finished, stopped)
+            summary["stop_reason"] = stop_reason
+            summary["circuit_breaker"] = broken or None
             summary_path = save_summary(loaded.results_dir, summary, finished,
                                         also=(directory / "summary.json",))
         except BaseException:
             # the trials are safe on disk; the run folder must not claim to be running
             write_spec(directory, {**spec, "status": "failed", "finished_at": iso(finished),
-                                   "trials_written": writer.written})
+                                   "trials_written": int(spec.get("trials_written") or 0)
+                                   + writer.written})
             raise
         write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
-                               "trials_written": writer.written})
+                               "stop_reason": stop_reason,
+                               "trials_written": int(spec.get("trials_written") or 0)
+                               + writer.written})
     return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)
 
 
@@ -128,9 +166,35 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     )
 
 
+def _preload(tallies: dict[str, Tally], continuation: Continuation, plan: Plan) -> None:
+    """Count the recorded trials that stand, as if they had just run."""
+    names = set(tallies)
+    case_ids = {c.id for c in plan.cases}
+    for (subject, probe_id, trial), record in continuation.keep.items():
+        if subject not in names or probe_id not in case_ids:
+            continue
+        reading = record.get("reading")
+        tally = tallies[subject]
+        tally.add(probe_id, None if record.get("error") else bool(reading and
+                                                                  reading.get("passed")),
+                  trial)
+        observation = record.get("observation") or {}
+        tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),
+                    observation.get("cost_usd", 0.0))
+
+
+def _parse_time(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[str, Tally],
                    on_trial: OnTrial | None, artifacts: bool,
-                   stopped: dict[str, dict[str, str]]) -> None:
+                   stopped: dict[str, dict[str, str]], continuation: Continuation | None,
+                   limits: Limits, broken: dict[str, str]) -> str | None:
+    """Run the plan's trials; returns why it stopped early, or None when all ran."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None and sys.platform != "win32":
@@ -152,7 +216,38 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
 
     feed = AdaptiveFeed(plan, tallies, construct) if plan.adaptive else None
     traces = run_dir(plan.loaded.results_dir, run_id) / "traces"
-    constructs: Any = feed if feed is not None else map(construct, plan.each_trial())
+    stop: list[str] = []
+    deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
+    scheduled = 0
+
+    def wanted() -> Iterator[TrialKey]:
+        """The trials to run: all, or those a continuation still needs, until a limit."""
+        nonlocal scheduled
+        for key in plan.each_trial():
+            k = (key.subject.subject.name, key.case.id, key.trial)
+            if continuation is not None:
+                if continuation.mode == "resume" and k in continuation.keep:
+                    continue
+                if continuation.mode == "retry_failed":
+                    if k not in continuation.attempts:
+                        continue
+                    key = replace(key, attempt=continuation.attempts[k])
+            if key.subject.subject.name in broken:
+                continue
+            if stop:
+                return
+            if limits.max_trials is not None and scheduled >= limits.max_trials:
+                stop.append(f"--max-trials {limits.max_trials} reached")
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                stop.append(f"--time-limit {limits.time_limit_s:g} s reached")
+                return
+            scheduled += 1
+            yield key
+
+    constructs: Any = feed if feed is not None else map(construct, wanted())
+    spent = 0.0
+    streak: dict[str, int] = {}
     if feed is not None:
         stopped.update(feed.stopped)
     async for outcome in orchestrator.run_many(constructs, concurrency=plan.concurrency):
@@ -170,12 +265,24 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                   record["trial"])
         observation = record["observation"]
         if observation:
+            cost = observation.get("cost_usd", 0.0)
+            spent += cost
             tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),
-                        observation.get("cost_usd", 0.0))
+                        cost)
+        if limits.max_cost_usd is not None and spent >= limits.max_cost_usd and not stop:
+            stop.append(f"--max-cost {limits.max_cost_usd:g} USD reached (spent {spent:.4f})")
+        subject = record["subject"]
+        streak[subject] = streak.get(subject, 0) + 1 if record["error"] else 0
+        if (limits.max_consecutive_errors and subject not in broken
+                and streak[subject] >= limits.max_consecutive_errors):
+            broken[subject] = (f"stopped after {streak[subject]} consecutive errored trials "
+                               f"(last: {record['error']['kind']}: "
+                               f"{record['error']['message'][:200]})")
         if feed is not None:
             feed.done(record)
         if on_trial is not None:
             on_trial(record)
+    return stop[0] if stop else None
 
 
 def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Path) -> None:
@@ -241,7 +348,10 @@ def _spec(plan: Plan, run_id: str, started: datetime,
         "finished_at": None,
         "seed": plan.seed,
         "trials": plan.trials,
+        "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials} if plan.adaptive
+                        else {"mode": "fixed"}),
         "concurrency": plan.concurrency,
+        "overrides": plan.overrides.as_dict(),
         "command": command if command is not None else list(sys.argv),
         "versions": environment(),
         "git_commit": git_commit(loaded.path),

@@ -121,3 +121,11 @@ def openai_cost(price: Price, *, prompt_tokens: int, completion_tokens: int,
     read = price.cache_read if price.cache_read is not None else price.input
     return ((prompt_tokens - cached) * price.input + cached * read
             + completion_tokens * price.output) / 1e6
+
+
+def estimate_cost(model: str | None, input_tokens: int, output_tokens: int = 0) -> float:
+    """A rough cost for `ix run --dry-run`: the table's prices, 0 for an unknown model."""
+    price = find_price({**ANTHROPIC, **OPENAI}, {}, model)
+    if price is None:
+        return 0.0
+    return round((input_tokens * price.input + output_tokens * price.output) / 1e6, 6)

@@ -61,8 +61,9 @@ def command_overhead(root: Path) -> None:
 
 
 def api_concurrency(root: Path) -> None:
-    from conftest import case, write
     from fake_llm_servers import FAKE_KEY, FakeLLMServer, skill_call, text_reply
+
+    from conftest import case, write
 
     def router(req):  # a Skill call for csv prompts, text otherwise
         text = req.prompt_text().split("</system-reminder>")[-1]

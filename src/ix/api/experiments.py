@@ -51,7 +51,8 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         command: list[str] | None = None, on_plan: Any = None,
         on_trial: OnTrial | None = None, continue_mode: Mode | None = None,
         run_id: str | None = None, limits: Limits = Limits(),
-        warn: Callable[[str], None] | None = None) -> list[RunResult]:
+        warn: Callable[[str], None] | None = None,
+        cache: str | None = None) -> list[RunResult]:
     """Validate every chosen experiment first (so a bad one stops all), then run each.
 
     `continue_mode` ("resume" or "retry_failed") continues a run of each experiment — `run_id`,
@@ -68,6 +69,8 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         _same_experiment(plan, found)
         jobs.append((plan, found))
+    if cache is not None:
+        jobs = [(_cached(plan, lab_path, cache), cont) for plan, cont in jobs]
     results = []
     for plan, cont in jobs:
         if on_plan is not None:
@@ -78,6 +81,19 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         if result.status == "cancelled":
             break
     return results
+
+
+def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
+    """Every subject's runtime behind the lab's record/replay cache (`--cache`)."""
+    from dataclasses import replace
+
+    from ix.engine.cache import check_mode, with_cache
+    from ix.lab.cache import ObservationCache
+
+    store = ObservationCache(lab)
+    checked = check_mode(mode)
+    return replace(plan, subjects=tuple(with_cache(sp, store, checked)
+                                        for sp in plan.subjects))
 
 
 def _same_experiment(plan: Plan, cont: Continuation) -> None:

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix import __version__, api
+from ix.cli import cache as cache_cli
 from ix.cli.output import err, fail, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
@@ -103,6 +104,13 @@ def run(
     smoke: Annotated[bool, typer.Option(
         "--smoke", help="One trial of a few cases per subject: a quick check before a full "
                         "run.")] = False,
+    cache: Annotated[bool, typer.Option(
+        "--cache", help="Record observations in the lab's cache and replay them when the same "
+                        "trial runs again (see --cache-mode).")] = False,
+    cache_mode: Annotated[str, typer.Option(
+        "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
+                             "replay: never call a subject (a miss is an errored trial).")
+    ] = "use",
     on_complete: Annotated[str | None, typer.Option(
         "--on-complete", help="Run this command (no shell) when the run ends, with the "
                               "summary's path as its last argument.", show_default=False)] = None,
@@ -132,7 +140,8 @@ def run(
         results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
                           command=["ix", *sys.argv[1:]], on_plan=progress.start,
                           on_trial=progress.trial, continue_mode=mode, run_id=run_id,
-                          limits=limits, warn=warn)
+                          limits=limits, warn=warn,
+                          cache=cache_mode if cache or cache_mode != "use" else None)
     if on_complete:
         _notify(on_complete, results)
     if json_out:
@@ -293,6 +302,50 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
                       ", ".join(i.subjects), i.last_run or "never", i.status or "-",
                       f"{i.f1:.3f}" if i.f1 is not None else "-")
     out.print(table)
+
+
+@app.command()
+def batch(
+    battery: Annotated[Path, typer.Argument(
+        help="The battery file: experiments (names or globs) × subjects × seeds.",
+        show_default=False)],
+    lab: Lab = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Validate and list the runs; run and write nothing.")] = False,
+    json_out: Json = False,
+) -> None:
+    """Run a battery: each (experiment, seed) is one run in that experiment's results; the
+    battery folder gets a snapshot and a combined report."""
+    from ix.api.battery import plan_battery, run_battery
+
+    if not battery.is_file():
+        raise ConfigError("no such battery file", file=battery)
+    if dry_run:
+        spec, _, plans = plan_battery(battery, lab)
+        rows: list[dict[str, Any]] = [
+            {"experiment": p.loaded.experiment.name, "seed": p.seed,
+             "subjects": [sp.subject.name for sp in p.subjects], "trials": p.total}
+            for p in plans]
+        if json_out:
+            print_json({"battery": spec.name, "runs": rows})
+        else:
+            for row in rows:
+                out.print(f"{row['experiment']} seed {row['seed']}: {row['trials']} trials, "
+                          f"subjects {', '.join(row['subjects'])}")
+            out.print(f"[dim]{len(rows)} runs; dry run: nothing executed[/]")
+        return
+    with _RunProgress(enabled=not json_out) as progress:
+        result = run_battery(battery, lab, command=["ix", *sys.argv[1:]],
+                             on_plan=progress.start, on_trial=progress.trial)
+    if json_out:
+        print_json({"folder": str(result.folder), **result.report})
+    else:
+        out.print((result.folder / "report.md").read_text(encoding="utf-8"))
+        out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True)
+    if any(r.status == "cancelled" for r in result.runs):
+        raise typer.Exit(130)
+    if any((r.summary.get("goal") or {}).get("verdict") == "refuted" for r in result.runs):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -534,6 +587,9 @@ def subjects_test(
             err.print(Text(f"note: {note}"), soft_wrap=True)
     if not result.ok:
         raise typer.Exit(1)
+
+
+app.add_typer(cache_cli.app, name="cache")
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ Loading reads and never writes: a bad experiment fails here, before anything und
 """
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,20 @@ class LoadedExperiment:
         return self.path / EXPERIMENT_FILE
 
 
-def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
-    """Read `experiment.yaml` and `cases/*.md` from `path`; `ConfigError` on any problem."""
+def load_experiment(path: Path, lab: Path | None = None,
+                    replace_subjects: Sequence[str] | None = None) -> LoadedExperiment:
+    """Read `experiment.yaml` and `cases/*.md` from `path`; `ConfigError` on any problem.
+
+    `replace_subjects` (a battery's) replaces the experiment's subjects with registry names; the
+    skill under test stays the activation target and is given to each of them, and a goal
+    naming the old subjects is dropped.
+    """
     path = path.resolve()
     lab = (lab or path.parent).resolve()
     file = path / EXPERIMENT_FILE
     spec = validate(ExperimentSpec, load_yaml_file(file), file=file, what="experiment file")
+    if replace_subjects:
+        spec = _replace_subjects(spec, replace_subjects, lab)
     defaults = resolve_defaults(lab)
     if spec.skill and spec.subjects:
         raise ConfigError(
@@ -79,6 +88,19 @@ def load_experiment(path: Path, lab: Path | None = None) -> LoadedExperiment:
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
                             defaults=defaults)
+
+
+def _replace_subjects(spec: ExperimentSpec, names: Sequence[str], lab: Path) -> ExperimentSpec:
+    target = spec.sensor.get("skill") or spec.skill
+    if target is None and spec.subjects:
+        target = spec.subjects[0].name
+    skills = [target] if target and (lab / "skills" / target / "SKILL.md").is_file() else []
+    sensor = dict(spec.sensor)
+    if target and sensor.get("kind") == "activation":
+        sensor.setdefault("skill", target)
+    replaced = [SubjectSpec(name=n, profile=n, skills=list(skills)) for n in names]
+    return spec.model_copy(update={"subjects": replaced, "skill": None, "sensor": sensor,
+                                   "goal": None})
 
 
 DEFAULT_MIN_TRIALS = 2

@@ -197,3 +197,33 @@ def validate(model: type[M], data: Any, *, file: Any, what: str = "file") -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise from_validation_error(exc, model, file=file) from None
+
+
+class BatterySpec(_Strict):
+    """A battery file (`ix batch`): experiments × subjects × seeds in one command."""
+
+    name: Annotated[str, Field(min_length=1)]
+    experiments: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    subjects: list[Annotated[str, Field(min_length=1)]] | None = None
+    seeds: Annotated[int, Field(ge=1)] | list[int] = 1
+    trials: int | Literal["auto"] | None = None
+    filter: list[str] | None = None
+    runtime: str | None = None
+    output: Annotated[str, Field(min_length=1)] = "batteries/{date}_{seq}"
+
+    _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, value: Any) -> Any:
+        if isinstance(value, list) and not value:
+            raise ValueError("a list of seeds must not be empty")
+        return value
+
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)

@@ -1,0 +1,142 @@
+"""`ix batch BATTERY.yaml`: experiments × subjects × seeds, one command, one combined report.
+
+Each (experiment, seed) is one ordinary run recorded in that experiment's own `results/`;
+the battery folder (`output`, under the lab) keeps a snapshot of the battery and its runs and
+the combined report (`report.json`, `report.md`). Everything is validated before the first
+trial runs.
+"""
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ix import __version__
+from ix.domain.errors import ConfigError
+from ix.engine.plan import Overrides, Plan, build_plan
+from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.lab.loader import load_experiment
+from ix.lab.resolve import find_lab, list_experiments
+from ix.lab.results import write_json_atomic, write_text_atomic
+from ix.lab.schema import BatterySpec, validate
+from ix.lab.yamlio import dump_yaml, load_yaml_file
+
+
+@dataclass(frozen=True)
+class BatteryResult:
+    folder: Path
+    report: dict[str, Any]
+    runs: list[RunResult]
+
+
+def load_battery(path: Path, lab: Path) -> tuple[BatterySpec, list[tuple[Path, int]]]:
+    """The battery and its (experiment, seed) jobs; `ConfigError` naming file and field."""
+    spec = validate(BatterySpec, load_yaml_file(path), file=path, what="battery file")
+    known = list_experiments(lab)
+    chosen: list[Path] = []
+    for i, pattern in enumerate(spec.experiments):
+        hits = [p for p in known if fnmatch.fnmatchcase(p.name, pattern)]
+        if not hits:
+            names = ", ".join(p.name for p in known) or "none"
+            raise ConfigError(f"{pattern!r} matches no experiment of lab {lab} "
+                              f"(experiments: {names})", file=path, field=f"experiments[{i}]")
+        chosen += [p for p in hits if p not in chosen]
+    return spec, [(p, seed) for p in chosen for seed in spec.seed_list()]
+
+
+def plan_battery(battery: Path, lab: str | Path | None = None) -> tuple[BatterySpec, Path,
+                                                                       list[Plan]]:
+    lab_path = find_lab(lab, cwd=battery.parent.resolve())
+    spec, jobs = load_battery(battery, lab_path)
+    plans = []
+    for path, seed in jobs:
+        loaded = load_experiment(path, lab_path, replace_subjects=spec.subjects)
+        overrides = Overrides(trials=spec.trials, seed=seed, runtime=spec.runtime,
+                              filters=tuple(spec.filter or ()))
+        try:
+            plans.append(build_plan(loaded, overrides))
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.render()} (in battery {battery.name})", file=None,
+                              field=None) from None
+    return spec, lab_path, plans
+
+
+def _folder(lab: Path, template: str, now: datetime, battery: Path) -> Path:
+    if "{seq}" not in template:
+        template += "_{seq}"
+    seq = 1
+    while True:
+        folder = lab / template.format(date=now.strftime("%Y%m%d"), seq=f"{seq:03d}")
+        if not folder.exists():
+            break
+        seq += 1
+    if not folder.resolve().is_relative_to(lab.resolve()):
+        raise ConfigError("must stay inside the lab", file=battery, field="output")
+    return folder
+
+
+def run_battery(battery: Path, lab: str | Path | None = None, *, command: list[str],
+                on_plan: Callable[[Plan], None] | None = None,
+                on_trial: OnTrial | None = None, limits: Limits = Limits()) -> BatteryResult:
+    spec, lab_path, plans = plan_battery(battery, lab)
+    now = datetime.now(UTC)
+    folder = _folder(lab_path, spec.output, now, battery)
+    folder.mkdir(parents=True)
+    snapshot: dict[str, Any] = {"battery": spec.model_dump(mode="json"),
+                                "file": str(battery.resolve()), "ix": __version__,
+                                "started_at": now.isoformat(), "command": command, "runs": []}
+    write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+    results: list[RunResult] = []
+    for plan in plans:
+        if on_plan is not None:
+            on_plan(plan)
+        result = run_plan(plan, command=command, on_trial=on_trial, limits=limits)
+        results.append(result)
+        snapshot["runs"].append({"experiment": plan.loaded.experiment.name,
+                                 "seed": plan.seed, "run_id": result.run_id,
+                                 "status": result.status,
+                                 "summary": str(result.summary_path)})
+        write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+        if result.status == "cancelled":
+            break
+    snapshot["finished_at"] = datetime.now(UTC).isoformat()
+    write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+    report = combined_report(spec.name, results)
+    write_json_atomic(folder / "report.json", report)
+    write_text_atomic(folder / "report.md", report_markdown(report))
+    return BatteryResult(folder, report, results)
+
+
+def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
+    rows = []
+    for r in results:
+        s = r.summary
+        for block in s["subjects"]:
+            m = block["metrics"]
+            rows.append({
+                "experiment": s["experiment_name"], "seed": s.get("seed"),
+                "run_id": s["run_id"], "status": s["run_status"], "subject": block["name"],
+                "f1": m["f1"], "f1_ci": m.get("f1_ci"), "precision": m["precision"],
+                "recall": m["recall"], "trials": block["trials"], "errors": block["errors"],
+                "cost_usd": (block.get("usage") or {}).get("cost_usd", 0.0),
+                "goal": (s.get("goal") or {}).get("verdict"),
+            })
+    return {"battery": name, "runs": len(results),
+            "completed": sum(r.status == "completed" for r in results), "rows": rows}
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# Battery {report['battery']}", "",
+             f"{report['completed']} of {report['runs']} runs completed.", "",
+             "| experiment | seed | subject | F1 [95% CI] | precision | recall | trials | "
+             "errors | cost (USD) | status |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in report["rows"]:
+        ci = row["f1_ci"] or [None, None]
+        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else ""
+        lines.append(f"| {row['experiment']} | {row['seed']} | {row['subject']} | "
+                     f"{row['f1']:.3f}{interval} | {row['precision']:.3f} | "
+                     f"{row['recall']:.3f} | {row['trials']} | {row['errors']} | "
+                     f"{row['cost_usd']:.4f} | {row['status']} |")
+    return "\n".join(lines) + "\n"

@@ -111,6 +111,9 @@ def run(
         "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
                              "replay: never call a subject (a miss is an errored trial).")
     ] = "use",
+    progress_mode: Annotated[str, typer.Option(
+        "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
+                           "stderr) or none.")] = "auto",
     on_complete: Annotated[str | None, typer.Option(
         "--on-complete", help="Run this command (no shell) when the run ends, with the "
                               "summary's path as its last argument.", show_default=False)] = None,
@@ -136,7 +139,10 @@ def run(
                         max_consecutive_errors=max_errors or None)
     mode: Literal["resume", "retry_failed"] | None = (
         "resume" if resume else "retry_failed" if retry_failed else None)
-    with _RunProgress(enabled=not json_out) as progress:
+    if progress_mode not in ("auto", "bar", "json", "none"):
+        raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
+                          "none", field="--progress")
+    with RunProgress(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
         results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
                           command=["ix", *sys.argv[1:]], on_plan=progress.start,
                           on_trial=progress.trial, continue_mode=mode, run_id=run_id,
@@ -171,18 +177,6 @@ def run(
                   f"{r.summary['goal']['hypothesis']}")
     if refuted:
         raise typer.Exit(1)
-
-
-class _RunProgress(RunProgress):
-    """No live bar while a person answers on this terminal (`human`): it would redraw the line
-    they are typing on."""
-
-    def start(self, plan: Any) -> None:
-        if self._progress is not None and any(
-                sp.runtime_spec.get("kind") == "human" for sp in plan.subjects):
-            self._progress.stop()
-            self._progress = None
-        super().start(plan)
 
 
 def _print_dry_run(plans: list[dict[str, Any]], json_out: bool) -> None:
@@ -334,7 +328,7 @@ def batch(
                           f"subjects {', '.join(row['subjects'])}")
             out.print(f"[dim]{len(rows)} runs; dry run: nothing executed[/]")
         return
-    with _RunProgress(enabled=not json_out) as progress:
+    with RunProgress(enabled=not json_out) as progress:
         result = run_battery(battery, lab, command=["ix", *sys.argv[1:]],
                              on_plan=progress.start, on_trial=progress.trial)
     if json_out:

@@ -1,7 +1,16 @@
-"""A live progress bar for a run: trials done/total, rate, ETA, errors. Silent off a terminal."""
+"""Progress of a run on stderr: a live bar per subject on a terminal, JSON events on request.
 
+`bar` (the default on a terminal): per subject, trials done/total, rate, errors, tokens and
+cost so far, elapsed time and ETA. `json`: one JSON object per line — `start` per
+experiment, `trial` per finished trial, for programs that watch a run. `none`: silent (the
+default off a terminal and with `--json`). No bar while a person answers on this terminal
+(the `human` runtime): it would redraw the line they type on.
+"""
+
+import json
+import sys
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from rich.progress import (
     BarColumn,
@@ -17,16 +26,23 @@ from rich.progress import (
 from ix.cli.output import err
 from ix.engine.plan import Plan
 
+Mode = Literal["auto", "bar", "json", "none"]
+
 
 class RunProgress:
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and err.is_terminal
+    def __init__(self, enabled: bool = True, mode: Mode = "auto"):
+        if mode == "auto":
+            mode = "bar" if enabled and err.is_terminal else "none"
+        self.mode = mode
         self._progress: Progress | None = None
-        self._task: TaskID | None = None
-        self._errors = 0
+        self._tasks: dict[str, TaskID] = {}
+        self._stats: dict[str, list[float]] = {}  # subject -> [done, errors, tokens, cost]
+        self._experiment = ""
+        self._total = 0
+        self._done = 0
 
     def __enter__(self) -> "RunProgress":
-        if self.enabled:
+        if self.mode == "bar":
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("[bold]{task.description}"),
@@ -34,6 +50,7 @@ class RunProgress:
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]}"),
                 TextColumn("[red]{task.fields[errors]}"),
+                TextColumn("[dim]{task.fields[usage]}"),
                 TimeElapsedColumn(),
                 TextColumn("eta"),
                 TimeRemainingColumn(),
@@ -44,26 +61,56 @@ class RunProgress:
         return self
 
     def start(self, plan: Plan) -> None:
-        self._errors = 0
+        self._experiment = plan.loaded.experiment.name
+        self._total, self._done = plan.total, 0
+        self._stats = {sp.subject.name: [0, 0, 0, 0.0] for sp in plan.subjects}
+        if self._progress is not None and any(
+                sp.runtime_spec.get("kind") == "human" for sp in plan.subjects):
+            self._progress.stop()
+            self._progress = None
+        if self.mode == "json":
+            self._emit({"event": "start", "experiment": self._experiment,
+                        "total": plan.total, "subjects": list(self._stats)})
         if self._progress is None:
             return
-        if self._task is not None:
-            self._progress.update(self._task, visible=True)
-        self._task = self._progress.add_task(plan.loaded.experiment.name, total=plan.total,
-                                             rate="", errors="")
+        for task in self._tasks.values():
+            self._progress.update(task, visible=False)
+        per_subject = plan.total // max(len(plan.subjects), 1)
+        self._tasks = {
+            name: self._progress.add_task(f"{self._experiment} · {name}", total=per_subject,
+                                          rate="", errors="", usage="")
+            for name in self._stats
+        }
 
     def trial(self, record: dict[str, Any]) -> None:
-        if self._progress is None or self._task is None:
+        subject = record["subject"]
+        stats = self._stats.setdefault(subject, [0, 0, 0, 0.0])
+        observation = record.get("observation") or {}
+        stats[0] += 1
+        stats[1] += record["error"] is not None
+        stats[2] += observation.get("tokens_input", 0) + observation.get("tokens_output", 0)
+        stats[3] += observation.get("cost_usd", 0.0)
+        self._done += 1
+        if self.mode == "json":
+            self._emit({"event": "trial", "experiment": self._experiment, "subject": subject,
+                        "probe_id": record["probe_id"], "trial": record["trial"],
+                        "error": (record["error"] or {}).get("kind"),
+                        "passed": (record.get("reading") or {}).get("passed"),
+                        "done": self._done, "total": self._total, "errors": int(stats[1]),
+                        "tokens": int(stats[2]), "cost_usd": round(stats[3], 6)})
             return
-        if record["error"] is not None:
-            self._errors += 1
-        task = self._progress.tasks[-1]
-        speed = task.speed
-        self._progress.update(
-            self._task, advance=1,
-            rate=f"{speed:,.0f}/s" if speed else "",
-            errors=f"{self._errors} errors" if self._errors else "",
-        )
+        if self._progress is None or subject not in self._tasks:
+            return
+        task_id = self._tasks[subject]
+        speed = self._progress.tasks[task_id].speed
+        usage = f"{int(stats[2]):,} tok ${stats[3]:.4f}" if stats[2] or stats[3] else ""
+        self._progress.update(task_id, advance=1, rate=f"{speed:,.0f}/s" if speed else "",
+                              errors=f"{int(stats[1])} errors" if stats[1] else "",
+                              usage=usage)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        sys.stderr.write(json.dumps(event) + "\n")
+        sys.stderr.flush()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

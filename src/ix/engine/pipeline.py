@@ -57,8 +57,21 @@ class TrialComponent:
 
     def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
+        # per-subject limits (a subject's `concurrency`, else its runtime kind's default),
+        # under the run's global one; made in the running loop, at first use
+        self._limits: dict[str, asyncio.Semaphore] = {}
 
     async def run(self, construct: Construct[TrialKey]) -> TrialOutcome:
+        sp = construct.subject.subject
+        limit = self._limits.get(sp.subject.name)
+        if limit is None and sp.limit:
+            limit = self._limits[sp.subject.name] = asyncio.Semaphore(sp.limit)
+        if limit is None:
+            return await self._run(construct)
+        async with limit:
+            return await self._run(construct)
+
+    async def _run(self, construct: Construct[TrialKey]) -> TrialOutcome:
         key = construct.subject
         started = datetime.now(UTC)
         t0 = time.perf_counter()

@@ -60,6 +60,7 @@ class SubjectPlan:
     runtime: ExperimentRuntime
     sensors: tuple[Sensor | AsyncSensor, ...]
     target_skill: str
+    limit: int = 0   # the most trials of this subject in flight at once (0: no own limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +123,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
             sensors = _sensors(loaded, target)
         except ConfigError as exc:
             raise exc.at(file) from None
-        plans.append(SubjectPlan(s, spec, runtime, sensors, target))
+        limit = s.config.get("concurrency") or get_kind(spec["kind"]).default_concurrency
+        plans.append(SubjectPlan(s, spec, runtime, sensors, target, limit))
     adaptive, min_trials = exp.adaptive, exp.min_trials
     if overrides.trials == "auto":
         adaptive = True

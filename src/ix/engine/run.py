@@ -122,6 +122,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
             raise
         write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
                                "stop_reason": stop_reason,
+                               "observed": {name: sorted(t.versions)
+                                            for name, t in tallies.items() if t.versions},
                                "trials_written": int(spec.get("trials_written") or 0)
                                + writer.written})
     return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)
@@ -265,6 +267,11 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                   record["trial"])
         observation = record["observation"]
         if observation:
+            meta = observation.get("meta")
+            if meta:
+                for field in ("model", "cli_version", "claude_code_version"):
+                    if isinstance(meta.get(field), str):
+                        tally.versions.add(f"{field}={meta[field]}")
             cost = observation.get("cost_usd", 0.0)
             spent += cost
             tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),

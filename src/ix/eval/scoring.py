@@ -116,6 +116,7 @@ class Tally:
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
+    versions: set[str] = field(default_factory=set)  # model ids / CLI versions reported
 
     def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
         """Add one trial's usage (errored trials cost money too)."""

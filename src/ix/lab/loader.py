@@ -192,6 +192,7 @@ def _subjects(
                 "skills": skills,
                 "profile": profile.name if profile else None,
                 "profile_source": profile.source if profile else None,
+                "concurrency": s.concurrency,
             },
         ))
     return subjects

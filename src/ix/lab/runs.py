@@ -36,11 +36,25 @@ def git_commit(path: Path) -> str | None:
     return f"{head}+dirty" if dirty.strip() else head
 
 
-def environment() -> dict[str, str]:
+_PACKAGES = ("pydantic", "numpy", "scipy", "anthropic", "openai", "claude-agent-sdk", "httpx")
+
+
+def environment() -> dict[str, Any]:
+    """What produced a run: ix, Python, the host, and the versions of the packages that
+    runtimes use (those installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     from ix import __version__
 
+    packages = {}
+    for name in _PACKAGES:
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            continue
     return {"ix": __version__, "python": platform.python_version(),
-            "platform": platform.platform(terse=True), "executable": sys.executable}
+            "platform": platform.platform(terse=True), "executable": sys.executable,
+            "host": platform.node(), "packages": packages}
 
 
 def write_spec(directory: Path, spec: dict[str, Any]) -> Path:

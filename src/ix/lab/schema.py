@@ -64,6 +64,7 @@ class SubjectSpec(_Strict):
     skills: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     profile: Annotated[str, Field(min_length=1)] | None = None
+    concurrency: Annotated[int, Field(ge=1)] | None = None
 
     _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
     _check = field_validator("runtime")(_check_kind)

@@ -43,3 +43,34 @@ def test_a_signal_cancels_the_run_and_keeps_completed_trials(lab, sig):
     assert summary["subjects"][0]["trials"] == len(records)
     spec = yaml.safe_load((exp / "results" / "runs" / summary["run_id"] / "spec.yaml").read_text())
     assert spec["status"] == "cancelled" and spec["trials_written"] == len(records)
+
+
+def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them(lab):
+    exp = mock_experiment(lab, n_must=4, n_not=0, n_edge=0, trials=2,
+                          runtime_extra="latency_ms: 1500", extra_yaml="concurrency: 2\n")
+    trials = exp / "results" / "trials.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    # graceful: the two trials in flight (1.5 s each) finish and are recorded
+    proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert len(trials.read_text().splitlines()) == 2
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    assert "in flight were finished" in summary["stop_reason"]
+    # impatient: a second Ctrl-C cancels the trials in flight at once, and no line is torn
+    trials.unlink()
+    proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - t0 < 1.2, out + err
+    assert not trials.exists() or trials.read_text() == ""
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    assert summary["run_status"] == "cancelled" and "cancelled" in summary["stop_reason"]

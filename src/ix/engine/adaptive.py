@@ -42,6 +42,7 @@ class AdaptiveFeed:
         self._ready: deque[TrialKey] = deque()
         self._inflight = 0
         self._wake = asyncio.Event()
+        self._halted = False
         first = min(plan.min_trials, plan.trials)
         for case in plan.cases:
             for trial in range(first):
@@ -66,6 +67,12 @@ class AdaptiveFeed:
         self._inflight += 1
         return self.make(self._ready.popleft())
 
+    def halt(self) -> None:
+        """Schedule nothing more: what is in flight finishes, nothing new starts."""
+        self._ready.clear()
+        self._halted = True
+        self._wake.set()
+
     def done(self, record: dict[str, Any]) -> None:
         """A trial finished: decide whether its case needs another."""
         self._inflight -= 1
@@ -79,7 +86,7 @@ class AdaptiveFeed:
                 self.stopped[subject][case_id] = MAX_TRIALS
             elif self._settled(counts.passed, counts.valid):
                 self.stopped[subject][case_id] = SETTLED
-            else:
+            elif not self._halted:
                 sp = self._by_name[subject]
                 self._ready.append(self._key(sp, self._cases[case_id], issued))
                 self.issued[key] = issued + 1

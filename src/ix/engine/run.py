@@ -63,8 +63,8 @@ class Limits:
     max_consecutive_errors: int | None = 50  # the circuit breaker, per subject
 
 
-class _Stop(Exception):
-    """A limit was reached: stop scheduling, keep everything recorded."""
+#: After the first Ctrl-C, how long the trials in flight may take to finish.
+GRACE_S = 30.0
 
 
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
@@ -104,7 +104,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
                                            stopped, continuation, limits, broken))
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
-        status, stop_reason = "cancelled", "interrupted (SIGINT or SIGTERM)"
+        status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
+                                            "flight were cancelled")
     finally:
         writer.close()
         finished = datetime.now(UTC)
@@ -199,8 +200,25 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     """Run the plan's trials; returns why it stopped early, or None when all ran."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
+    stop: list[str] = []
+    feed: AdaptiveFeed | None = None
+
+    def interrupted() -> None:
+        """First Ctrl-C / SIGTERM: schedule nothing more and let the trials in flight finish
+        (up to `GRACE_S`); a second one cancels them."""
+        if task is None:
+            return
+        if stop and stop[0].startswith("interrupted"):
+            task.cancel()
+            return
+        stop.insert(0, "interrupted (SIGINT or SIGTERM); trials in flight were finished")
+        if feed is not None:
+            feed.halt()
+        loop.call_later(GRACE_S, task.cancel)
+
     if task is not None and sys.platform != "win32":
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        loop.add_signal_handler(signal.SIGINT, interrupted)
+        loop.add_signal_handler(signal.SIGTERM, interrupted)
     exp = plan.loaded.experiment
     sink = None
     if artifacts:
@@ -218,7 +236,6 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
 
     feed = AdaptiveFeed(plan, tallies, construct) if plan.adaptive else None
     traces = run_dir(plan.loaded.results_dir, run_id) / "traces"
-    stop: list[str] = []
     deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 

@@ -154,7 +154,10 @@ def test_ctrl_c_cancels_the_run_and_leaves_no_program_running(lab):
     while len(_sleepers("ix-e2e-ctrl-c")) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(_sleepers("ix-e2e-ctrl-c")) == 4
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)  # the first lets trials in flight finish...
+    time.sleep(0.3)
+    assert len(_sleepers("ix-e2e-ctrl-c")) == 4
+    proc.send_signal(signal.SIGINT)  # ...the second cancels them, programs included
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in out + err

@@ -11,7 +11,6 @@ the peak RSS of both commands. Needs ~0.5 GB of disk in a temporary folder.
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -58,7 +57,6 @@ def main() -> None:
         print(f"resume with 1 trial missing: {wall:.2f} s (target <= 5 s), peak RSS {rss} MiB")
         lines = sum(1 for _ in log.open("rb"))
         print(f"trials.jsonl now has {lines:,} lines (expected {n:,})")
-    del resource
 
 
 if __name__ == "__main__":

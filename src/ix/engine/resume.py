@@ -6,19 +6,59 @@ line is skipped with a warning, so that trial runs again), the latest attempt of
 (subject, probe_id, trial) counts, and the tallies are rebuilt from them before the missing
 trials run — so the final summary equals that of an uninterrupted run. A retried trial keeps
 its trial seed and gets the next attempt number, which runtimes mix into their draws.
+
+What is kept of a run is compact — two bytes per trial (outcome and attempt) in arrays per
+(subject, case), and the usage per subject — so resuming a run of a million trials needs
+a few megabytes, not the records themselves.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import TRIALS_FILE, read_trials
+from ix.lab.results import TRIALS_FILE
 from ix.lab.runs import RUNS_DIR, read_spec
 
-Key = tuple[str, str, int]
 Mode = Literal["resume", "retry_failed"]
+MISSING, PASSED, FAILED, ERRORED = 0, 1, 2, 3
+
+
+@dataclass
+class RunState:
+    """The latest outcome and attempt of every trial a run recorded, and what it spent."""
+
+    codes: dict[tuple[str, str], bytearray] = field(default_factory=dict)
+    attempts: dict[tuple[str, str], bytearray] = field(default_factory=dict)
+    usage: dict[str, list[float]] = field(default_factory=dict)  # tokens in, out, cost
+    lines: int = 0
+
+    def record(self, subject: str, probe_id: str, trial: int, attempt: int, code: int) -> None:
+        pair = (subject, probe_id)
+        codes = self.codes.setdefault(pair, bytearray())
+        attempts = self.attempts.setdefault(pair, bytearray())
+        if trial >= len(codes):
+            grow = trial + 1 - len(codes)
+            codes.extend(bytes(grow))
+            attempts.extend(bytes(grow))
+        attempt = min(attempt, 255)
+        if codes[trial] == MISSING or attempt >= attempts[trial]:
+            codes[trial], attempts[trial] = code, attempt
+
+    def code(self, subject: str, probe_id: str, trial: int) -> int:
+        codes = self.codes.get((subject, probe_id))
+        return codes[trial] if codes is not None and trial < len(codes) else MISSING
+
+    def attempt(self, subject: str, probe_id: str, trial: int) -> int:
+        return self.attempts[(subject, probe_id)][trial]
+
+    def outcomes(self) -> Iterator[tuple[str, str, int, int]]:
+        for (subject, probe_id), codes in self.codes.items():
+            for trial, code in enumerate(codes):
+                if code != MISSING:
+                    yield subject, probe_id, trial, code
 
 
 @dataclass(frozen=True)
@@ -26,31 +66,64 @@ class Continuation:
     run_id: str
     mode: Mode
     spec: dict[str, Any]
-    keep: dict[Key, dict[str, Any]]    # recorded trials that stand: not run again
-    attempts: dict[Key, int]           # the attempt number each re-run trial gets
-    recorded: int = 0                  # lines the run has in the log (all attempts)
+    state: RunState
+
+    @property
+    def recorded(self) -> int:
+        """Lines the run has in the log (every attempt)."""
+        return self.state.lines
+
+    def keeps(self, code: int) -> bool:
+        """Whether a recorded outcome stands (is counted, and not run again)."""
+        return code != MISSING if self.mode == "resume" else code in (PASSED, FAILED)
+
+    def to_run(self, subject: str, probe_id: str, trial: int) -> int | None:
+        """The attempt number to run this trial with, or None when it is not to run."""
+        code = self.state.code(subject, probe_id, trial)
+        if self.mode == "resume":
+            return 0 if code == MISSING else None
+        if code != ERRORED:
+            return None
+        return self.state.attempt(subject, probe_id, trial) + 1
 
 
-def latest_records(trials: Path, run_id: str, warn: Callable[[str], None] | None = None,
-                   counted: list[int] | None = None) -> dict[Key, dict[str, Any]]:
-    """The latest attempt of every (subject, probe_id, trial) recorded for `run_id`
-    (`counted`, if given, receives the number of the run's lines)."""
-    latest: dict[Key, dict[str, Any]] = {}
-    lines = 0
-    for record in read_trials(trials, warn=warn):
-        if record.get("run_id") != run_id:
-            continue
-        lines += 1
-        try:
-            key = (str(record["subject"]), str(record["probe_id"]), int(record["trial"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-        old = latest.get(key)
-        if old is None or int(record.get("attempt", 0)) >= int(old.get("attempt", 0)):
-            latest[key] = record
-    if counted is not None:
-        counted.append(lines)
-    return latest
+def read_state(trials: Path, run_id: str,
+               warn: Callable[[str], None] | None = None) -> RunState:
+    """Stream the log once, keeping only what continuing the run needs."""
+    state = RunState()
+    if not trials.is_file():
+        return state
+    marker = f'"run_id": "{run_id}"'.encode()
+    with trials.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if marker not in raw:  # another run's line (ix writes this key verbatim)
+                if raw.strip() and not raw.endswith(b"\n") and warn is not None:
+                    warn(f"{trials}: line {number}: skipped torn last line (a run stopped "
+                         "mid-write)")
+                continue
+            try:
+                r = json.loads(raw)
+                subject, probe_id = str(r["subject"]), str(r["probe_id"])
+                trial, attempt = int(r["trial"]), int(r.get("attempt", 0))
+            except (ValueError, KeyError, TypeError):
+                if warn is not None:
+                    torn = not raw.endswith(b"\n")
+                    what = "torn last line (a run stopped mid-write)" if torn \
+                        else "corrupt line"
+                    warn(f"{trials}: line {number}: skipped {what}")
+                continue
+            if r.get("run_id") != run_id:
+                continue
+            state.lines += 1
+            reading = r.get("reading") or {}
+            code = ERRORED if r.get("error") else PASSED if reading.get("passed") else FAILED
+            state.record(subject, probe_id, trial, attempt, code)
+            observation = r.get("observation") or {}
+            usage = state.usage.setdefault(subject, [0, 0, 0.0])
+            usage[0] += observation.get("tokens_input", 0)
+            usage[1] += observation.get("tokens_output", 0)
+            usage[2] += observation.get("cost_usd", 0.0)
+    return state
 
 
 def find_continuation(results: Path, run_id: str | None, mode: Mode,
@@ -72,13 +145,5 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     if (spec.get("trials_mode") or {}).get("mode") == "auto":
         raise ConfigError("a run with trials: auto cannot be resumed yet; start a new run",
                           field="--resume")
-    counted: list[int] = []
-    records = latest_records(results / TRIALS_FILE, run_id, warn, counted)
-    if mode == "resume":
-        keep, attempts = records, {}
-    else:
-        keep = {k: r for k, r in records.items() if not r.get("error")}
-        attempts = {k: int(r.get("attempt", 0)) + 1 for k, r in records.items()
-                    if r.get("error")}
-    return Continuation(run_id=run_id, mode=mode, spec=spec, keep=keep, attempts=attempts,
-                        recorded=counted[0])
+    return Continuation(run_id=run_id, mode=mode, spec=spec,
+                        state=read_state(results / TRIALS_FILE, run_id, warn))

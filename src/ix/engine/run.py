@@ -23,7 +23,7 @@ from typing import Any
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
-from ix.engine.resume import Continuation
+from ix.engine.resume import ERRORED, PASSED, Continuation
 from ix.eval.scoring import Tally
 from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary
 from ix.lab.runs import environment, git_commit, iso, new_run_id, run_dir, write_spec
@@ -170,20 +170,16 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
 
 
 def _preload(tallies: dict[str, Tally], continuation: Continuation, plan: Plan) -> None:
-    """Count the recorded trials that stand, as if they had just run."""
-    names = set(tallies)
+    """Count the recorded trials that stand, as if they had just run, and what was spent."""
     case_ids = {c.id for c in plan.cases}
-    for (subject, probe_id, trial), record in continuation.keep.items():
-        if subject not in names or probe_id not in case_ids:
+    for subject, probe_id, trial, code in continuation.state.outcomes():
+        tally = tallies.get(subject)
+        if tally is None or probe_id not in case_ids or not continuation.keeps(code):
             continue
-        reading = record.get("reading")
-        tally = tallies[subject]
-        tally.add(probe_id, None if record.get("error") else bool(reading and
-                                                                  reading.get("passed")),
-                  trial)
-        observation = record.get("observation") or {}
-        tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),
-                    observation.get("cost_usd", 0.0))
+        tally.add(probe_id, None if code == ERRORED else code == PASSED, trial)
+    for subject, (tokens_in, tokens_out, cost) in continuation.state.usage.items():
+        if subject in tallies:
+            tallies[subject].spend(int(tokens_in), int(tokens_out), cost)
 
 
 def _parse_time(text: Any) -> datetime | None:
@@ -245,12 +241,11 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         for key in plan.each_trial():
             k = (key.subject.subject.name, key.case.id, key.trial)
             if continuation is not None:
-                if continuation.mode == "resume" and k in continuation.keep:
+                attempt = continuation.to_run(*k)
+                if attempt is None:
                     continue
-                if continuation.mode == "retry_failed":
-                    if k not in continuation.attempts:
-                        continue
-                    key = replace(key, attempt=continuation.attempts[k])
+                if attempt:
+                    key = replace(key, attempt=attempt)
             if key.subject.subject.name in broken:
                 continue
             if stop:

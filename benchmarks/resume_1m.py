@@ -23,12 +23,16 @@ ENV = {k: v for k, v in os.environ.items()
 
 
 def timed(args: list[str]) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([IX, *args], env=ENV, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"ix {' '.join(args)} failed")
-    return time.perf_counter() - t0, usage.ru_maxrss // 1024
+    """Wall time and peak RSS (MiB) of one `ix` command, measured from a fresh interpreter
+    so that no other child's maximum is mixed in."""
+    code = ("import resource, subprocess, sys, time\n"
+            "t0 = time.perf_counter()\n"
+            f"subprocess.run({[IX, *args]!r}, check=True, stdout=subprocess.DEVNULL)\n"
+            "print(time.perf_counter() - t0, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=ENV, check=True).stdout.split()
+    return float(out[0]), int(out[1]) // 1024
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -44,6 +44,32 @@ MAX_ERROR_BODY = 500
 #: `api_key_env` names a variable; a key pasted there by mistake fails validation instead of
 #: travelling into error messages.
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+async def send_raw(sdk: Any, create: Callable[[], Awaitable[Any]], limiter: RateLimiter,
+                   timeout_s: float) -> tuple[dict[str, Any], Any, float]:
+    """One request through an official SDK (anthropic or openai: the same error classes),
+    rate-limited, its failures mapped to ours: transient ones retried by the caller."""
+    await limiter.acquire()
+    t0 = time.perf_counter()
+    try:
+        raw = await create()
+    except sdk.APIStatusError as exc:
+        raise status_error(exc.status_code, error_message(exc.body, exc.message),
+                           retry_after_s(exc.response.headers)) from None
+    except sdk.APITimeoutError:
+        raise Transient("http_timeout",
+                        f"no response within request_timeout_s={timeout_s:g}") from None
+    except sdk.APIConnectionError as exc:
+        raise Transient("connection_error", f"{exc.message} ({exc.__cause__!r})") from None
+    elapsed_ms = (time.perf_counter() - t0) * 1000
+    try:
+        data = raw.http_response.json()
+    except ValueError as exc:
+        raise TrialError("bad_response", f"the response is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise TrialError("bad_response", "the response is not a JSON object")
+    return data, raw.http_response.headers, elapsed_ms
 
 
 class AnthropicOptions(RetryOptions, RateLimitOptions):
@@ -197,26 +223,8 @@ class AnthropicRuntime:
         kwargs = {k: v for k, v in body.items() if k != "temperature"}
         if "temperature" in body:  # not a typed parameter of every SDK version
             kwargs["extra_body"] = {"temperature": body["temperature"]}
-        await self.limiter.acquire()
-        t0 = time.perf_counter()
-        try:
-            raw = await client.messages.with_raw_response.create(**kwargs)
-        except anthropic.APIStatusError as exc:
-            raise status_error(exc.status_code, error_message(exc.body, exc.message),
-                               retry_after_s(exc.response.headers)) from None
-        except anthropic.APITimeoutError:
-            raise Transient("http_timeout", "no response within request_timeout_s="
-                            f"{self.options.request_timeout_s:g}") from None
-        except anthropic.APIConnectionError as exc:
-            raise Transient("connection_error", f"{exc.message} ({exc.__cause__!r})") from None
-        elapsed_ms = (time.perf_counter() - t0) * 1000
-        try:
-            data = raw.http_response.json()
-        except ValueError as exc:
-            raise TrialError("bad_response", f"the response is not JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise TrialError("bad_response", "the response is not a JSON object")
-        return data, raw.http_response.headers, elapsed_ms
+        return await send_raw(anthropic, lambda: client.messages.with_raw_response.create(
+            **kwargs), self.limiter, self.options.request_timeout_s)
 
     # --- one trial ------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ on a best-effort basis.
 """
 
 import json
-import time
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -32,7 +31,6 @@ from ix.runtimes._transport import (
     RateLimitOptions,
     RetryOptions,
     Transient,
-    status_error,
     with_retries,
 )
 from ix.runtimes.anthropic import (
@@ -40,9 +38,8 @@ from ix.runtimes.anthropic import (
     LoopClient,
     api_key,
     as_dict,
-    error_message,
     require_sdk,
-    retry_after_s,
+    send_raw,
 )
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
@@ -116,26 +113,8 @@ class OpenAIRuntime:
     async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
         import openai
 
-        await self.limiter.acquire()
-        t0 = time.perf_counter()
-        try:
-            raw = await client.chat.completions.with_raw_response.create(**body)
-        except openai.APIStatusError as exc:
-            raise status_error(exc.status_code, error_message(exc.body, exc.message),
-                               retry_after_s(exc.response.headers)) from None
-        except openai.APITimeoutError:
-            raise Transient("http_timeout", "no response within request_timeout_s="
-                            f"{self.options.request_timeout_s:g}") from None
-        except openai.APIConnectionError as exc:
-            raise Transient("connection_error", f"{exc.message} ({exc.__cause__!r})") from None
-        elapsed_ms = (time.perf_counter() - t0) * 1000
-        try:
-            data = raw.http_response.json()
-        except ValueError as exc:
-            raise TrialError("bad_response", f"the response is not JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise TrialError("bad_response", "the response is not a JSON object")
-        return data, raw.http_response.headers, elapsed_ms
+        return await send_raw(openai, lambda: client.chat.completions.with_raw_response.create(
+            **body), self.limiter, self.options.request_timeout_s)
 
     # --- one trial ------------------------------------------------------------------------
 

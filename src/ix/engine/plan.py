@@ -6,7 +6,7 @@ nothing on disk, so `ix validate` and a bad `ix run` stop here with nothing writ
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -94,11 +94,15 @@ class Plan:
         """Trials planned: with `trials: auto`, the most that may run."""
         return len(self.subjects) * len(self.cases) * self.trials
 
-    def each_trial(self) -> Iterator[TrialKey]:
-        """Every trial, lazily: case by case, trial by trial, each subject in turn."""
+    def each_trial(self, skip: Callable[[str, str, int], bool] | None = None
+                   ) -> Iterator[TrialKey]:
+        """Every trial, lazily: case by case, trial by trial, each subject in turn; `skip`
+        (subject, case id, trial) leaves a trial out before its seed is even derived."""
         for case in self.cases:
             for trial in range(self.trials):
                 for sp in self.subjects:
+                    if skip is not None and skip(sp.subject.name, case.id, trial):
+                        continue
                     yield TrialKey(sp, case, trial,
                                    trial_seed(self.seed, sp.subject.name, case.id, trial))
 

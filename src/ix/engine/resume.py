@@ -13,6 +13,7 @@ a few megabytes, not the records themselves.
 """
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,29 +102,81 @@ def read_state(trials: Path, run_id: str,
                     warn(f"{trials}: line {number}: skipped torn last line (a run stopped "
                          "mid-write)")
                 continue
-            try:
-                r = json.loads(raw)
-                subject, probe_id = str(r["subject"]), str(r["probe_id"])
-                trial, attempt = int(r["trial"]), int(r.get("attempt", 0))
-            except (ValueError, KeyError, TypeError):
+            fields = _fast_fields(raw, run_id) if raw.endswith(b"\n") else None
+            if fields is None:
+                fields = _json_fields(raw, run_id)
+            if fields is None:
                 if warn is not None:
                     torn = not raw.endswith(b"\n")
                     what = "torn last line (a run stopped mid-write)" if torn \
                         else "corrupt line"
                     warn(f"{trials}: line {number}: skipped {what}")
                 continue
-            if r.get("run_id") != run_id:
+            if not fields:  # another run's line
                 continue
+            subject, probe_id, trial, attempt, code, tokens_in, tokens_out, cost = fields
             state.lines += 1
-            reading = r.get("reading") or {}
-            code = ERRORED if r.get("error") else PASSED if reading.get("passed") else FAILED
             state.record(subject, probe_id, trial, attempt, code)
-            observation = r.get("observation") or {}
             usage = state.usage.setdefault(subject, [0, 0, 0.0])
-            usage[0] += observation.get("tokens_input", 0)
-            usage[1] += observation.get("tokens_output", 0)
-            usage[2] += observation.get("cost_usd", 0.0)
+            usage[0] += tokens_in
+            usage[1] += tokens_out
+            usage[2] += cost
     return state
+
+
+Fields = tuple[str, str, int, int, int, int, int, float]
+
+# ix writes trial lines with one encoder and a fixed key order (engine/pipeline.py), so the
+# few fields a resume needs can be read without decoding the whole line; any line that does
+# not look exactly like that (escapes in names, another writer) is decoded in full instead.
+_HEAD = re.compile(rb'\{"run_id": "([^"\\]*)", "experiment": "(?:[^"\\]|\\.)*", '
+                   rb'"subject": "([^"\\]*)", "probe_id": "([^"\\]*)", "trial": (\d+), '
+                   rb'"seed": \d+, "attempt": (\d+), ')
+_USAGE = re.compile(rb'"duration_ms": -?\d+, "tokens_input": (\d+), "tokens_output": (\d+), '
+                    rb'"cost_usd": (-?[0-9.eE+-]+)')
+_DECODER = json.JSONDecoder()
+
+
+def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
+    head = _HEAD.match(raw)
+    if head is None:
+        return None
+    if head.group(1).decode() != run_id:
+        return ()
+    at = raw.rfind(b', "reading": ')
+    if at < 0:
+        return None
+    text = raw[at + 13:].decode("utf-8", "replace")
+    try:
+        reading, end = _DECODER.raw_decode(text)
+    except ValueError:
+        return None
+    rest = text[end:]
+    if not rest.startswith(', "error": '):
+        return None
+    errored = not rest.startswith(', "error": null')
+    code = ERRORED if errored else PASSED if (reading or {}).get("passed") else FAILED
+    usage = _USAGE.search(raw, 0, at)
+    tokens_in, tokens_out, cost = ((int(usage.group(1)), int(usage.group(2)),
+                                    float(usage.group(3))) if usage else (0, 0, 0.0))
+    return (head.group(2).decode(), head.group(3).decode(), int(head.group(4)),
+            int(head.group(5)), code, tokens_in, tokens_out, cost)
+
+
+def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
+    try:
+        r = json.loads(raw)
+        subject, probe_id = str(r["subject"]), str(r["probe_id"])
+        trial, attempt = int(r["trial"]), int(r.get("attempt", 0))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if r.get("run_id") != run_id:
+        return ()
+    reading = r.get("reading") or {}
+    code = ERRORED if r.get("error") else PASSED if reading.get("passed") else FAILED
+    observation = r.get("observation") or {}
+    return (subject, probe_id, trial, attempt, code, int(observation.get("tokens_input", 0)),
+            int(observation.get("tokens_output", 0)), float(observation.get("cost_usd", 0.0)))
 
 
 def find_continuation(results: Path, run_id: str | None, mode: Mode,

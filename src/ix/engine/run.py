@@ -238,12 +238,16 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def wanted() -> Iterator[TrialKey]:
         """The trials to run: all, or those a continuation still needs, until a limit."""
         nonlocal scheduled
-        for key in plan.each_trial():
-            k = (key.subject.subject.name, key.case.id, key.trial)
+        skip = None
+        if continuation is not None:
+            to_run = continuation.to_run
+
+            def skip(subject: str, case_id: str, trial: int) -> bool:
+                return to_run(subject, case_id, trial) is None
+
+        for key in plan.each_trial(skip):
             if continuation is not None:
-                attempt = continuation.to_run(*k)
-                if attempt is None:
-                    continue
+                attempt = continuation.to_run(key.subject.subject.name, key.case.id, key.trial)
                 if attempt:
                     key = replace(key, attempt=attempt)
             if key.subject.subject.name in broken:

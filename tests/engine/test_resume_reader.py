@@ -3,7 +3,6 @@
 import json
 
 from conftest import run_ix, write
-
 from ix.engine.resume import _fast_fields, _json_fields, read_state
 
 

@@ -46,6 +46,26 @@ MAX_ERROR_BODY = 500
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
+async def exchange(send: Callable[[], Awaitable[tuple[dict[str, Any], Any, float]]], url: str,
+                   body: dict[str, Any], options: RetryOptions, *, seed: int, attempt: int
+                   ) -> tuple[dict[str, Any], Any, float, int, list[dict[str, Any]]]:
+    """`send` with our retries, and the trial's trace of it: the request (no headers, so
+    no key), each retry, the response. Returns (data, headers, ms, retries, trace)."""
+    trace: list[dict[str, Any]] = [{"type": "request", "url": url, "body": body}]
+    retries = 0
+
+    def on_retry(n: int, exc: Transient) -> None:
+        nonlocal retries
+        retries = n
+        trace.append({"type": "retry", "retry": n, "kind": exc.kind, "message": exc.message,
+                      "retry_after_s": exc.retry_after_s})
+
+    data, headers, elapsed_ms = await with_retries(send, options, seed=seed, attempt=attempt,
+                                                   on_retry=on_retry)
+    trace.append({"type": "response", "status": 200, "body": data})
+    return data, headers, elapsed_ms, retries, trace
+
+
 async def send_raw(sdk: Any, create: Callable[[], Awaitable[Any]], limiter: RateLimiter,
                    timeout_s: float) -> tuple[dict[str, Any], Any, float]:
     """One request through an official SDK (anthropic or openai: the same error classes),
@@ -234,21 +254,9 @@ class AnthropicRuntime:
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
         body = self.request_body(subject, stimulus.prompt)
-        trace: list[dict[str, Any]] = [
-            {"type": "request", "url": f"{str(client.base_url).rstrip('/')}/v1/messages",
-             "body": body}]
-        retries = 0
-
-        def on_retry(n: int, exc: Transient) -> None:
-            nonlocal retries
-            retries = n
-            trace.append({"type": "retry", "retry": n, "kind": exc.kind, "message": exc.message,
-                          "retry_after_s": exc.retry_after_s})
-
-        data, headers, elapsed_ms = await with_retries(
-            lambda: self._send(client, body), opts, seed=seed, attempt=attempt,
-            on_retry=on_retry)
-        trace.append({"type": "response", "status": 200, "body": data})
+        data, headers, elapsed_ms, retries, trace = await exchange(
+            lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
+            body, opts, seed=seed, attempt=attempt)
         return self.observation(data, headers, elapsed_ms, retries=retries,
                                 skills=[n for n, _ in subject_skills(subject.config)],
                                 trace=trace)

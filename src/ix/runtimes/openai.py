@@ -30,14 +30,13 @@ from ix.runtimes._transport import (
     RateLimiter,
     RateLimitOptions,
     RetryOptions,
-    Transient,
-    with_retries,
 )
 from ix.runtimes.anthropic import (
     ENV_NAME,
     LoopClient,
     api_key,
     as_dict,
+    exchange,
     require_sdk,
     send_raw,
 )
@@ -124,21 +123,10 @@ class OpenAIRuntime:
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
         body = self.request_body(subject, stimulus.prompt, seed=seed, attempt=attempt)
-        trace: list[dict[str, Any]] = [
-            {"type": "request", "url": f"{str(client.base_url).rstrip('/')}/chat/completions",
-             "body": body}]
-        retries = 0
-
-        def on_retry(n: int, exc: Transient) -> None:
-            nonlocal retries
-            retries = n
-            trace.append({"type": "retry", "retry": n, "kind": exc.kind, "message": exc.message,
-                          "retry_after_s": exc.retry_after_s})
-
-        data, headers, elapsed_ms = await with_retries(
-            lambda: self._send(client, body), opts, seed=seed, attempt=attempt,
-            on_retry=on_retry)
-        trace.append({"type": "response", "status": 200, "body": data})
+        data, headers, elapsed_ms, retries, trace = await exchange(
+            lambda: self._send(client, body),
+            f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts, seed=seed,
+            attempt=attempt)
         return self.observation(data, headers, elapsed_ms, retries=retries,
                                 skills=[n for n, _ in subject_skills(subject.config)],
                                 trace=trace)

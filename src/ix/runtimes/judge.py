@@ -28,13 +28,13 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ix.domain.errors import ConfigError, TrialError, from_validation_error
 from ix.domain.types import Interaction, Reading, Subject
 from ix.eval.models import EvalCase
+from ix.runtimes import _templates
 from ix.runtimes.registry import RuntimeContext, build_runtime
 
 
@@ -69,7 +69,6 @@ class Rubric(BaseModel):
         raise ValueError("must be [low, high] with low < high")
 
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -83,7 +82,7 @@ def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, s
         raise ConfigError("the rubric's body (the judge's prompt) is empty", file=path,
                           field="body")
     try:
-        _ENV.parse(body)
+        _templates._jinja().env.parse(body)
     except TemplateError as exc:
         raise ConfigError(f"invalid template: {exc}", file=path, field="body") from None
     return rubric, body
@@ -95,7 +94,7 @@ class LLMJudgeSensor:
     def __init__(self, rubric: Rubric, body: str, source: str):
         self.name = rubric.name
         self.rubric = rubric
-        self.template = _ENV.from_string(body)
+        self.template = _templates._jinja().env.from_string(body)  # the one sandbox
         self.source = source
         spec = dict(rubric.runtime)
         if rubric.model is not None:

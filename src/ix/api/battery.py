@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ix import __version__
+from ix.api.executors import executing
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
@@ -79,8 +80,19 @@ def _folder(lab: Path, template: str, now: datetime, battery: Path) -> Path:
 
 def run_battery(battery: Path, lab: str | Path | None = None, *, command: list[str],
                 on_plan: Callable[[Plan], None] | None = None,
-                on_trial: OnTrial | None = None, limits: Limits = Limits()) -> BatteryResult:
+                on_trial: OnTrial | None = None, limits: Limits = Limits(),
+                executor: str = "local", address: str | None = None) -> BatteryResult:
     spec, lab_path, plans = plan_battery(battery, lab)
+    with executing(executor, address) as (where, place):
+        return _run_battery(battery, spec, lab_path, [place(p) for p in plans],
+                            command=command, on_plan=on_plan, on_trial=on_trial,
+                            limits=limits, executor=where)
+
+
+def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[Plan], *,
+                 command: list[str], on_plan: Callable[[Plan], None] | None,
+                 on_trial: OnTrial | None, limits: Limits,
+                 executor: dict[str, Any] | None) -> BatteryResult:
     now = datetime.now(UTC)
     folder = _folder(lab_path, spec.output, now, battery)
     folder.mkdir(parents=True)
@@ -92,7 +104,8 @@ def run_battery(battery: Path, lab: str | Path | None = None, *, command: list[s
     for plan in plans:
         if on_plan is not None:
             on_plan(plan)
-        result = run_plan(plan, command=command, on_trial=on_trial, limits=limits)
+        result = run_plan(plan, command=command, on_trial=on_trial, limits=limits,
+                          executor=executor)
         results.append(result)
         snapshot["runs"].append({"experiment": plan.loaded.experiment.name,
                                  "seed": plan.seed, "run_id": result.run_id,

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix.api.executors import executing
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, Mode, find_continuation
@@ -52,11 +53,13 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         on_trial: OnTrial | None = None, continue_mode: Mode | None = None,
         run_id: str | None = None, limits: Limits = Limits(),
         warn: Callable[[str], None] | None = None,
-        cache: str | None = None) -> list[RunResult]:
+        cache: str | None = None, executor: str = "local",
+        address: str | None = None) -> list[RunResult]:
     """Validate every chosen experiment first (so a bad one stops all), then run each.
 
     `continue_mode` ("resume" or "retry_failed") continues a run of each experiment — `run_id`,
-    or its latest — with the overrides that run was started with.
+    or its latest — with the overrides that run was started with. `executor` "ray" runs the
+    trials as tasks on the Ray cluster at `address` (None: a private local one).
     """
     lab_path, paths = resolve(lab, experiments)
     jobs: list[tuple[Plan, Continuation | None]] = []
@@ -69,18 +72,21 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         _same_experiment(plan, found)
         jobs.append((plan, found))
-    if cache is not None:
-        jobs = [(_cached(plan, lab_path, cache), cont) for plan, cont in jobs]
-    results = []
-    for plan, cont in jobs:
-        if on_plan is not None:
-            on_plan(plan)
-        result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
-                          continuation=cont, limits=limits)
-        results.append(result)
-        if result.status == "cancelled":
-            break
+    with executing(executor, address) as (where, place):
+        jobs = [(place(plan), cont) for plan, cont in jobs]
+        if cache is not None:  # the cache answers here; only its misses reach the executor
+            jobs = [(_cached(plan, lab_path, cache), cont) for plan, cont in jobs]
+        results = []
+        for plan, cont in jobs:
+            if on_plan is not None:
+                on_plan(plan)
+            result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
+                              continuation=cont, limits=limits, executor=where)
+            results.append(result)
+            if result.status == "cancelled":
+                break
     return results
+
 
 
 def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
@@ -200,7 +206,7 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
 
 def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, Any]:
     """Two or more runs of an experiment, each later one against the first."""
-    from ix.lab.runs import find_run
+    from ix.api.reports import config_changes, resolve_run
     from ix.report.runs import compare_runs as compare
 
     if len(run_ids) < 2:
@@ -209,7 +215,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
     lab_path = find_lab(lab)
     summaries = []
     for run_id in run_ids:
-        directory = find_run(lab_path, run_id)
+        directory = resolve_run(lab_path, run_id)
         path = directory / "summary.json"
         try:
             summaries.append(json.loads(path.read_text(encoding="utf-8")))
@@ -223,4 +229,5 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
         raise ConfigError("the runs share no subject by name", field="RUN")
     if all("error" in c for c in result["comparisons"]):
         raise ConfigError("the runs have no case in common", field="RUN")
+    result["config_changes"] = config_changes([resolve_run(lab_path, r) for r in run_ids])
     return result

@@ -35,6 +35,14 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead
 Experiments = Annotated[list[str] | None, typer.Argument(
     help="Experiment names in the lab, or paths. Default: the experiment the working "
          "directory is in, else every experiment of the lab.", show_default=False)]
+Executor = Annotated[str, typer.Option(
+    "--executor", help="Where trials run: local (this process, asyncio) or ray (as tasks on a "
+                       "Ray cluster; pip install 'ix-lab[ray]'). Recording, resume and Ctrl-C "
+                       "work the same.")]
+Address = Annotated[str | None, typer.Option(
+    "--address", help="With --executor ray: the cluster to join (HOST:PORT of its head, or "
+                      "ray://HOST:PORT). Default: start a private local Ray.",
+    show_default=False)]
 
 
 def _version(value: bool) -> None:
@@ -114,6 +122,8 @@ def run(
     progress_mode: Annotated[str, typer.Option(
         "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
                            "stderr) or none.")] = "auto",
+    executor: Executor = "local",
+    address: Address = None,
     on_complete: Annotated[str | None, typer.Option(
         "--on-complete", help="Run this command (no shell) when the run ends, with the "
                               "summary's path as its last argument.", show_default=False)] = None,
@@ -147,7 +157,8 @@ def run(
                           command=["ix", *sys.argv[1:]], on_plan=progress.start,
                           on_trial=progress.trial, continue_mode=mode, run_id=run_id,
                           limits=limits, warn=warn,
-                          cache=cache_mode if cache or cache_mode != "use" else None)
+                          cache=cache_mode if cache or cache_mode != "use" else None,
+                          executor=executor, address=address)
     if on_complete:
         _notify(on_complete, results)
     if json_out:
@@ -306,6 +317,8 @@ def batch(
     lab: Lab = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Validate and list the runs; run and write nothing.")] = False,
+    executor: Executor = "local",
+    address: Address = None,
     json_out: Json = False,
 ) -> None:
     """Run a battery: each (experiment, seed) is one run in that experiment's results; the
@@ -330,7 +343,8 @@ def batch(
         return
     with RunProgress(enabled=not json_out) as progress:
         result = run_battery(battery, lab, command=["ix", *sys.argv[1:]],
-                             on_plan=progress.start, on_trial=progress.trial)
+                             on_plan=progress.start, on_trial=progress.trial,
+                             executor=executor, address=address)
     if json_out:
         print_json({"folder": str(result.folder), **result.report})
     else:

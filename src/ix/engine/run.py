@@ -63,17 +63,21 @@ class Limits:
     max_consecutive_errors: int | None = 50  # the circuit breaker, per subject
 
 
+#: The default executor: trials run in this process, on its asyncio loop.
+LOCAL: dict[str, Any] = {"kind": "local"}
+
 #: After the first Ctrl-C, how long the trials in flight may take to finish.
 GRACE_S = 30.0
 
 
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
              on_trial: OnTrial | None = None, continuation: Continuation | None = None,
-             limits: Limits = Limits()) -> RunResult:
+             limits: Limits = Limits(), executor: dict[str, Any] | None = None) -> RunResult:
     """Execute `plan` and write everything it produces under the experiment's `results/`.
 
     With a `continuation`, the run is an earlier one resumed (or its failed trials retried):
     its recorded trials are counted again and only the others run, under the same run id.
+    `executor` says where the trials ran (`spec.yaml` keeps it); None: here, on asyncio.
     """
     threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
     loaded = plan.loaded
@@ -81,13 +85,14 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
     if continuation is None:
         started, run_id = now, new_run_id(now)
-        spec = _spec(plan, run_id, started, command)
+        spec = {**_spec(plan, run_id, started, command), "executor": executor or LOCAL}
     else:
         run_id, spec = continuation.run_id, dict(continuation.spec)
         started = _parse_time(spec.get("started_at")) or now
         spec["continued"] = [*spec.get("continued", []),
                              {"mode": continuation.mode, "at": iso(now),
-                              "command": command if command is not None else list(sys.argv)}]
+                              "command": command if command is not None else list(sys.argv),
+                              "executor": executor or LOCAL}]
         _preload(tallies, continuation, plan)
         spec["trials_written"] = continuation.recorded
     directory = run_dir(loaded.results_dir, run_id)

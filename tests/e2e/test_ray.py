@@ -1,0 +1,191 @@
+"""`--executor ray`: a real Ray head on 127.0.0.1, started here; the real `ix` joins it.
+
+A run on Ray must record what a local run records (same seeds, same observations, same
+summary), and resume, Ctrl-C and batteries must work the same.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_ix, tree_digest, write
+
+RAY = Path(sys.executable).parent / "ray"
+VOLATILE = {"run_id", "started_at", "finished_at"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1; its address."""
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="ixray-", dir="/tmp")  # Ray's socket paths must be short
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([str(RAY), "start", "--head", "--node-ip-address=127.0.0.1",
+                    f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                    "--disable-usage-stats", "--object-store-memory=100000000",
+                    f"--temp-dir={temp}"], env=env, check=True, capture_output=True,
+                   timeout=120)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True,
+                       timeout=120)
+
+
+def experiment(lab: Path, *, latency: int = 0, trials: int = 6) -> Path:
+    d = lab / "e"
+    for i in range(8):
+        e = "must_trigger" if i % 2 else "should_not_trigger"
+        write(d / "cases" / f"c{i}.md", f"---\nexpectation: {e}\n---\nprompt {i}\n")
+    write(d / "experiment.yaml",
+          f"name: e\nskill: t\ntrials: {trials}\nseed: 5\nconcurrency: 4\n"
+          f"runtime: {{kind: mock, default_rate: 0.6, latency_ms: {latency}, "
+          f"error_rates: {{c3: 0.5}}}}\n")
+    return d
+
+
+def summary(d: Path) -> dict:
+    s = json.loads((d / "results" / "summary-latest.json").read_text())
+    return {k: v for k, v in s.items() if k not in VOLATILE}
+
+
+def lines(d: Path) -> list[dict]:
+    """Trial lines without what differs between two runs of the same trials: times, ids."""
+    out = []
+    for raw in (d / "results" / "trials.jsonl").read_text().splitlines():
+        rec = json.loads(raw)
+        for key in ("run_id", "started_at", "duration_ms"):
+            rec.pop(key)
+        if rec["observation"]:
+            rec["observation"].pop("duration_ms", None)
+        out.append(rec)
+    return sorted(out, key=lambda r: (r["subject"], r["probe_id"], r["trial"], r["attempt"]))
+
+
+def spec(d: Path) -> dict:
+    (run,) = (d / "results" / "runs").iterdir()
+    return yaml.safe_load((run / "spec.yaml").read_text())
+
+
+def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
+    local, remote = experiment(tmp_path / "local"), experiment(tmp_path / "ray")
+    assert run_ix("run", "--lab", str(tmp_path / "local")).code == 0
+    result = run_ix("run", "--lab", str(tmp_path / "ray"), "--executor", "ray",
+                    "--address", cluster)
+    assert result.code == 0, result.output
+    assert lines(remote) == lines(local)
+    assert len(lines(remote)) == 8 * 6
+    assert any(r["error"] for r in lines(remote))  # errors travel back as errors
+    assert summary(remote) == summary(local)
+    executor = spec(remote)["executor"]
+    assert executor["kind"] == "ray" and executor["address"] == cluster
+    assert executor["nodes"] == 1 and executor["cpus"] == 2
+    assert spec(local)["executor"] == {"kind": "local"}
+
+
+def _start(lab: Path, cluster: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    return subprocess.Popen([str(Path(sys.executable).parent / "ix"), "run", "--lab", str(lab),
+                             "--executor", "ray", "--address", cluster],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for_lines(d: Path, n: int) -> None:
+    path = d / "results" / "trials.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_bytes().splitlines()) >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the run wrote too few trials")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_a_run_on_ray_killed_midway_resumes_to_the_uninterrupted_summary(cluster, tmp_path,
+                                                                         sig):
+    reference = experiment(tmp_path / "reference", latency=100)
+    assert run_ix("run", "--lab", str(tmp_path / "reference")).code == 0
+    lab = tmp_path / "lab"
+    d = experiment(lab, latency=100)
+    proc = _start(lab, cluster)
+    _wait_for_lines(d, 8)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, stderr
+        assert spec(d)["status"] == "cancelled"
+        assert json.loads((d / "results" / "summary-latest.json").read_text())[
+            "run_status"] == "cancelled"
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    written = len(lines(d))
+    assert 8 <= written < 48
+    resumed = run_ix("run", "--lab", str(lab), "--resume", "--executor", "ray",
+                     "--address", cluster)
+    assert resumed.code == 0, resumed.output
+    assert len(lines(d)) == 48  # exactly the missing trials ran
+    assert lines(d) == lines(reference)
+    assert summary(d) == summary(reference)
+    assert spec(d)["continued"][-1]["executor"]["kind"] == "ray"
+
+
+def test_a_battery_runs_on_ray(cluster, tmp_path):
+    lab = tmp_path / "lab"
+    experiment(lab)
+    battery = write(lab / "nightly.yaml", "name: nightly\nexperiments: [e]\nseeds: 2\n"
+                                          "trials: 2\noutput: batteries/{date}_{seq}\n")
+    result = run_ix("batch", str(battery), "--lab", str(lab), "--executor", "ray",
+                    "--address", cluster, "--json")
+    assert result.code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["runs"] == 2 and report["completed"] == 2
+    specs = [yaml.safe_load(p.read_text())
+             for p in (lab / "e" / "results" / "runs").glob("*/spec.yaml")]
+    assert [s["executor"]["kind"] for s in specs] == ["ray", "ray"]
+
+
+def test_a_human_subject_cannot_leave_this_process(cluster, tmp_path):
+    d = write(tmp_path / "lab" / "e" / "experiment.yaml",
+              "name: e\nskill: t\ntrials: 1\nruntime: {kind: human}\n").parent
+    write(d / "cases" / "c.md", "---\nexpectation: must_trigger\n---\nhi\n")
+    before = tree_digest(tmp_path / "lab")
+    result = run_ix("run", "--lab", str(tmp_path / "lab"), "--executor", "ray",
+                    "--address", cluster)
+    assert result.code == 2
+    assert "human" in result.stderr and "--executor" in result.stderr
+    assert "Traceback" not in result.output
+    assert tree_digest(tmp_path / "lab") == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--executor", "ray", "--address", "127.0.0.1:{port}"], "no Ray cluster answers"),
+    (["--executor", "ray", "--address", "no-port"], "expected HOST:PORT"),
+    (["--executor", "dask"], "unknown executor 'dask'"),
+    (["--address", "127.0.0.1:6379"], "add --executor ray"),
+])
+def test_bad_executor_flags_exit_2_and_touch_nothing(tmp_path, args, message):
+    experiment(tmp_path / "lab")
+    before = tree_digest(tmp_path / "lab")
+    args = [a.format(port=_free_port()) for a in args]
+    result = run_ix("run", "--lab", str(tmp_path / "lab"), *args)
+    assert result.code == 2, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert tree_digest(tmp_path / "lab") == before

@@ -1,5 +1,32 @@
-"""ix: experiments on stochastic subjects, with statistics that are right at small N."""
+"""ix: experiments on stochastic subjects, with statistics that are right at small N.
 
-__version__ = "0.1.0"
+`import ix` is cheap; `ix.Lab`, `ix.ResultSet`, ... import the API on first use:
 
-__all__ = ["__version__"]
+    lab = ix.Lab("my-lab")
+    lab.results.query(subject="claude-sonnet", since="7d").pass_rate()
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ix._version import __version__
+
+_API = ("Lab", "QueryResult", "Rate", "ResultSet", "query_results", "run_query")
+
+if TYPE_CHECKING:
+    from ix.api import Lab, QueryResult, Rate, ResultSet, query_results, run_query
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import ix.api
+
+        return getattr(ix.api, name)
+    raise AttributeError(f"module 'ix' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
+
+
+__all__ = ["Lab", "QueryResult", "Rate", "ResultSet", "__version__", "query_results",
+           "run_query"]

@@ -15,6 +15,9 @@ from ix.api.experiments import (
     run,
     validate,
 )
+from ix.api.lab import Lab
+from ix.api.query import QueryResult, run_query
+from ix.api.results import Rate, ResultSet, query_results
 from ix.api.subjects import (
     SubjectTest,
     add_subject,
@@ -30,8 +33,12 @@ from ix.engine.run import Limits, RunResult
 __all__ = [
     "ConfigError",
     "ExperimentInfo",
+    "Lab",
     "Limits",
     "Overrides",
+    "QueryResult",
+    "Rate",
+    "ResultSet",
     "RunResult",
     "SubjectTest",
     "add_subject",
@@ -42,8 +49,10 @@ __all__ = [
     "list_subjects",
     "load",
     "plan",
+    "query_results",
     "resolve",
     "run",
+    "run_query",
     "run_subject_test",
     "subjects_file",
     "validate",

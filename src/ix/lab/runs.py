@@ -44,7 +44,7 @@ def environment() -> dict[str, Any]:
     runtimes use (those installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ix import __version__
+    from ix._version import __version__
 
     packages = {}
     for name in _PACKAGES:

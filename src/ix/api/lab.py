@@ -1,0 +1,98 @@
+"""`ix.Lab`: a lab for programs and notebooks — run experiments, query and compare results.
+
+    import ix
+    lab = ix.Lab("examples/lab")
+    lab.run("skill-activation", trials=5)
+    rs = lab.results.query(subject="csv-summary", since="7d")
+    rs.pass_rate(), rs.group_by("case"), rs.to_dataframe(), rs.export("parquet", "t.parquet")
+
+Each method calls the same `ix.api` function as the matching `ix` command.
+"""
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
+
+from ix.api.query import QueryResult, Warn, run_query
+from ix.api.results import Results
+from ix.lab.resolve import find_lab
+
+if TYPE_CHECKING:
+    from ix.api.battery import BatteryResult
+    from ix.engine.run import RunResult
+
+
+def _python_warning(message: str) -> None:
+    """Skipped torn lines and unreadable case files, as Python warnings (once per place)."""
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+class Lab:
+    """A lab folder: `path` (a path or a name, as `--lab` takes it; None: around the cwd).
+
+    `warn` receives what the command line prints as warnings (skipped torn lines, unreadable
+    case files); by default they are Python warnings.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, warn: Warn | None = None):
+        self.path: Path = find_lab(path)
+        self._warn = warn or _python_warning
+
+    def __repr__(self) -> str:
+        return f"Lab({str(self.path)!r})"
+
+    @property
+    def results(self) -> Results:
+        """`lab.results.query(subject=..., since=..., ...)`: see `ix.api.results.query_results`."""
+        return Results(self.path, self._warn)
+
+    @overload
+    def run(self, experiment: str, **overrides: Any) -> "RunResult": ...
+    @overload
+    def run(self, experiment: Sequence[str] | None = None,
+            **overrides: Any) -> "list[RunResult]": ...
+    def run(self, experiment: str | Sequence[str] | None = None,
+            **overrides: Any) -> "RunResult | list[RunResult]":
+        """Run one experiment (its result) or several (None: all of the lab; a list of results).
+
+        `overrides` are those of `ix run`: trials, seed, runtime, concurrency, subjects,
+        filters, smoke.
+        """
+        from ix.api.experiments import run
+        from ix.engine.plan import Overrides
+
+        allowed = [f.name for f in fields(Overrides)]
+        unknown = sorted(set(overrides) - set(allowed))
+        if unknown:
+            raise TypeError(f"unknown override(s) {', '.join(unknown)}; allowed: "
+                            f"{', '.join(allowed)}")
+        for key in ("subjects", "filters"):
+            if isinstance(overrides.get(key), str):
+                overrides[key] = (overrides[key],)
+            elif key in overrides:
+                overrides[key] = tuple(overrides[key])
+        names = [experiment] if isinstance(experiment, str) else list(experiment or ())
+        results = run(self.path, names, Overrides(**overrides), warn=self._warn,
+                      command=["ix.Lab.run", *names])
+        return results[0] if isinstance(experiment, str) else results
+
+    def batch(self, battery: str | Path) -> "BatteryResult":
+        """Run a battery file (a path, or one relative to the lab), as `ix batch` does."""
+        from ix.api.battery import run_battery
+
+        path = Path(battery).expanduser()
+        if not path.is_file() and not path.is_absolute() and (self.path / path).is_file():
+            path = self.path / path
+        return run_battery(path, self.path, command=["ix.Lab.batch", str(battery)])
+
+    def query(self, sql: str) -> QueryResult:
+        """Read-only SQL over the views `trials`, `trials_all` and `cases` (docs/queries.md)."""
+        return run_query(self.path, sql, self._warn)
+
+    def compare(self, run_a: str, run_b: str, *more: str) -> dict[str, Any]:
+        """Runs of an experiment side by side, each later one against the first."""
+        from ix.api.experiments import compare_runs
+
+        return compare_runs(self.path, [run_a, run_b, *more])

@@ -1,0 +1,176 @@
+"""A read-only SELECT over the lab's trials (`ix query`, `Lab.query`), and the `Table` that
+`ResultSet` builds on: rows, counts, data frames and exports of any such SELECT.
+
+Each method reads the lab's index as it is when called (refreshed first if a trials.jsonl
+changed). SQL that does not parse, names an unknown table or column, or would write is a
+`ConfigError` before the lab is read.
+"""
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from ix.domain.errors import ConfigError
+from ix.lab.query import check_read_only, connect, literal, schema_connection, sql_error
+from ix.lab.resolve import find_lab
+
+if TYPE_CHECKING:
+    import duckdb
+
+Warn = Callable[[str], None]
+EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
+
+
+class Table:
+    """A read-only SELECT over the lab's views, run when asked (`rows`, `export`, ...)."""
+
+    def __init__(self, lab: Path, sql: str, warn: Warn | None = None):
+        self.lab = lab
+        self._sql = sql
+        self._warn = warn
+        self._held: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def sql(self) -> str:
+        """The SELECT this table runs (over the views `trials`, `trials_all`, `cases`)."""
+        return self._sql
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Self]:
+        """Inside `with t.snapshot():` every call reads one snapshot of the index (and shares
+        one connection), e.g. rows and counts that agree while a run is appending trials."""
+        if self._held is not None:
+            yield self
+            return
+        with connect(self.lab, self._warn) as con:
+            self._held = con
+            try:
+                yield self
+            finally:
+                self._held = None
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator["duckdb.DuckDBPyConnection"]:
+        if self._held is not None:
+            yield self._held
+            return
+        with connect(self.lab, self._warn) as con:
+            yield con
+
+    def _run(self, con: "duckdb.DuckDBPyConnection", sql: str) -> "duckdb.DuckDBPyRelation":
+        """The query as a relation (bound, not run); bad SQL is a `ConfigError`."""
+        import duckdb
+
+        try:
+            return con.sql(sql)
+        except duckdb.Error as exc:
+            raise sql_error(exc) from None
+
+    def _execute(self, con: "duckdb.DuckDBPyConnection",
+                 sql: str) -> "duckdb.DuckDBPyConnection":
+        """The query run, its rows ready to fetch; an error while running is a `ConfigError`."""
+        import duckdb
+
+        try:
+            return con.execute(sql)
+        except duckdb.Error as exc:
+            raise sql_error(exc) from None
+
+    def _scalar(self, sql: str) -> Any:
+        with self._connect() as con:
+            row = self._execute(con, sql).fetchone()
+        return row[0] if row else None
+
+    @property
+    def columns(self) -> list[str]:
+        with schema_connection() as con:
+            return list(self._run(con, self.sql).columns)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row as a dict (column name -> Python value)."""
+        return list(self)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        import duckdb
+
+        with self._connect() as con:
+            cursor = self._execute(con, self.sql)
+            names = [d[0] for d in cursor.description or ()]
+            try:
+                while batch := cursor.fetchmany(10_000):
+                    for values in batch:
+                        yield dict(zip(names, values, strict=True))
+            except duckdb.Error as exc:
+                raise sql_error(exc) from None
+
+    def __len__(self) -> int:
+        return int(self._scalar(f"SELECT count(*) FROM ({self.sql})") or 0)
+
+    def to_dataframe(self) -> Any:
+        """A pandas DataFrame (else a polars one); ImportError naming both if neither is there."""
+        import importlib.util
+
+        with self._connect() as con:
+            relation = self._run(con, self.sql)
+            if importlib.util.find_spec("pandas") is not None:
+                return relation.df()
+            if importlib.util.find_spec("polars") is not None:
+                return relation.pl()
+        raise ImportError("to_dataframe() needs pandas or polars; install one of them "
+                          "(pip install pandas)")
+
+    def _export_select(self) -> str:
+        return self.sql
+
+    def export(self, format: str, path: str | Path) -> Path:
+        """Write the rows to `path` as csv, json (one array), jsonl (one object per line) or
+        parquet (typed columns); to a temporary file first, then renamed into place."""
+        if format not in EXPORT_FORMATS:
+            raise ConfigError(f"unknown format {format!r}; allowed: {', '.join(EXPORT_FORMATS)}",
+                              field="--format")
+        dest = Path(path).expanduser().resolve()
+        if not dest.parent.is_dir():
+            raise ConfigError(f"the folder {dest.parent} does not exist", field="--out")
+        if dest.is_dir():
+            raise ConfigError(f"{dest} is a folder; give a file name", field="--out")
+        options = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json, ARRAY true",
+                   "jsonl": "FORMAT json", "parquet": "FORMAT parquet"}[format]
+        select = self.sql if format == "parquet" else self._export_select()
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        os.close(fd)
+        try:
+            with self._connect() as con:
+                self._run(con, f"SELECT * FROM ({select}) LIMIT 0")
+                self._execute(con, f"COPY ({select}) TO {literal(tmp)} ({options})")
+            os.replace(tmp, dest)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return dest
+
+
+class QueryResult(Table):
+    """The rows of a user's SQL (`ix query`, `Lab.query`)."""
+
+
+def run_query(lab: str | Path | None, sql: str, warn: Warn | None = None) -> QueryResult:
+    """A user's read-only SQL over `trials`, `trials_all` and `cases`, checked before it runs."""
+    import duckdb
+
+    if not isinstance(sql, str) or not sql.strip():
+        raise ConfigError("give an SQL query, e.g. \"SELECT subject, avg(passed::INT) FROM "
+                          "trials GROUP BY subject\"", field="SQL")
+    lab_path = find_lab(lab)
+    check_read_only(sql)
+    with schema_connection() as con:  # parse and bind against the views before reading
+        try:
+            con.sql(sql)
+        except duckdb.Error as exc:
+            raise sql_error(exc) from None
+    return QueryResult(lab_path, sql.strip().rstrip(";"), warn)
+
+
+__all__ = ["EXPORT_FORMATS", "QueryResult", "Table", "run_query"]

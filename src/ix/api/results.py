@@ -1,0 +1,242 @@
+"""Trials as data: `query_results(lab, **filters)` gives a `ResultSet` — the trials that match,
+their pass rate, aggregates and exports. `ix results`, `ix export` and `ix.Lab` go through here.
+
+Each method reads the lab's index as it is when called (refreshed first if a trials.jsonl
+changed), so an object never answers from stale files. Bad input — an unknown run or
+experiment, a malformed date, SQL that does not parse or bind or would write — raises
+`ConfigError`; checks that need no data run before the index is touched.
+"""
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
+from ix.api.timespec import Moment, parse_moment
+from ix.domain.errors import ConfigError
+from ix.lab.aggregate import Method, aggregate, group_columns, preload_statistics
+from ix.lab.case_table import DIFFICULTY_LEVELS
+from ix.lab.query import COLUMN_NAMES, COLUMNS, TrialFilter, connect, sql_error
+from ix.lab.resolve import find_lab
+
+if TYPE_CHECKING:
+    import duckdb
+
+_ORDER = "started_at, experiment, run_id, subject, probe_id, trial, attempt"
+_NUMERIC = {c for c, t, _ in COLUMNS if t in ("INTEGER", "BIGINT", "DOUBLE", "BOOLEAN")}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A pass rate over the valid trials, with its Beta credible interval (statistics.md)."""
+
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    passed: int
+    valid: int
+    errors: int
+    level: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ResultSet(Table):
+    """The trials that match some filters, one row per trial with the columns of `trials`."""
+
+    def __init__(self, lab: Path, filters: TrialFilter, limit: int | None = None,
+                 warn: Warn | None = None):
+        self.filters = filters
+        self.limit = limit
+        order = f" ORDER BY {_ORDER}"
+        tail = f"{order} LIMIT {int(limit)}" if limit is not None else order
+        super().__init__(lab, f"SELECT * FROM {filters.view} WHERE {filters.where()}{tail}",
+                         warn)
+
+    def __repr__(self) -> str:
+        return f"ResultSet({self.lab}, {self.filters}, limit={self.limit})"
+
+    @property
+    def _source(self) -> str:
+        """The rows as a subquery, unordered when nothing is cut (aggregates need no order)."""
+        if self.limit is None:
+            return f"(SELECT * FROM {self.filters.view} WHERE {self.filters.where()})"
+        return f"({self.sql})"
+
+    def _export_select(self) -> str:
+        """Text formats: started_at as ISO-8601 UTC, tags (in csv) as a JSON array."""
+        return (f"SELECT * REPLACE (strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS "
+                f"started_at) FROM ({self.sql})")
+
+    def export(self, format: str, path: str | Path) -> Path:
+        if format == "csv":
+            table = Table(self.lab, f"SELECT * REPLACE (to_json(tags)::VARCHAR AS tags) "
+                                    f"FROM ({self._export_select()})", self._warn)
+            return table.export("csv", path)
+        return super().export(format, path)
+
+    def count(self) -> int:
+        """The rows of this set (at most `limit`)."""
+        return len(self)
+
+    def total(self) -> int:
+        """The trials that match the filters, whatever the limit."""
+        return int(self._scalar(f"SELECT count(*) FROM {self.filters.view} "
+                                f"WHERE {self.filters.where()}") or 0)
+
+    def pass_rate(self, level: float = 0.95) -> Rate:
+        """Passed / valid trials (errored ones excluded) with the Beta credible interval."""
+        row = self.stats(level=level)
+        return Rate(row["pass_rate"], row["pass_rate_lo"], row["pass_rate_hi"], row["passed"],
+                    row["valid"], row["errors"], level)
+
+    def mean(self, column: str) -> float | None:
+        """The mean of a numeric column over the rows that have it (booleans count as 0/1)."""
+        if column not in _NUMERIC:
+            raise ConfigError(f"no numeric column {column!r}; numeric columns: "
+                              f"{', '.join(c for c in COLUMN_NAMES if c in _NUMERIC)}",
+                              field="column")
+        value = self._scalar(f"SELECT avg({column}::DOUBLE) FROM {self._source}")
+        return float(value) if value is not None else None
+
+    def stats(self, *, level: float = 0.95, correlation: Method | None = None) -> dict[str, Any]:
+        """The aggregate of every row (see `group_by`)."""
+        return self.group_by(level=level, correlation=correlation)[0]
+
+    def group_by(self, *keys: str, level: float = 0.95,
+                 correlation: Method | None = None) -> list[dict[str, Any]]:
+        """One aggregate per group of `keys` (experiment, run, subject, case, tag, difficulty,
+        expectation): n, errors, valid, passed, pass_rate with pass_rate_lo/hi, and mean, std,
+        p50, p90, p99 of score, duration, tokens and cost; with `correlation` ("pearson" or
+        "spearman"), score against the difficulty's ordinal too (docs/queries.md)."""
+        group_columns(keys)
+        preload_statistics()
+        if not 0 < level < 1:
+            raise ConfigError(f"must be between 0 and 1, got {level}", field="level")
+        if correlation not in (None, "pearson", "spearman"):
+            raise ConfigError(f"unknown method {correlation!r}; allowed: pearson, spearman",
+                              field="correlation")
+        import duckdb
+
+        with self._connect() as con:
+            try:
+                return aggregate(con, self._source, keys, level=level, correlation=correlation)
+            except duckdb.Error as exc:
+                raise sql_error(exc) from None
+
+    def correlation(self, method: Method = "pearson", level: float = 0.95) -> dict[str, Any]:
+        """Score against difficulty (easy 1, medium 2, hard 3): r, lo, hi, n, method."""
+        row = self.stats(level=level, correlation=method)
+        return {"r": row["score_difficulty_r"], "lo": row["score_difficulty_lo"],
+                "hi": row["score_difficulty_hi"], "n": row["score_difficulty_n"],
+                "method": method, "level": level}
+
+
+class Results:
+    """`lab.results`: `query(**filters)` gives the matching trials as a `ResultSet`."""
+
+    def __init__(self, lab: Path, warn: Warn | None = None):
+        self.lab = lab
+        self._warn = warn
+
+    def query(self, **filters: Any) -> ResultSet:
+        return query_results(self.lab, warn=self._warn, **filters)
+
+
+Values = str | Sequence[str] | None
+
+
+def query_results(lab: str | Path | None = None, *, experiment: Values = None,
+                  subject: Values = None, case: Values = None, tag: Values = None,
+                  difficulty: Values = None, run: Values = None, since: Moment | None = None,
+                  until: Moment | None = None, passed: bool | None = None,
+                  errors: bool | None = None, all_attempts: bool = False,
+                  limit: int | None = None, warn: Warn | None = None) -> ResultSet:
+    """The trials of the lab that match every given filter (several values of one: any).
+
+    `case` takes globs of case ids; `since`/`until` ISO dates or datetimes (UTC unless they
+    say otherwise), durations back from now (`7d`, `12h`, `30m`) or datetime objects;
+    `passed` True keeps passed trials, False those that ran and did not pass; `errors` True
+    keeps errored trials, False drops them; `run` takes run ids or unique prefixes.
+    """
+    lab_path = find_lab(lab)
+    difficulties = _many("--difficulty", difficulty)
+    for d in difficulties:
+        if d not in DIFFICULTY_LEVELS:
+            raise ConfigError(f"unknown difficulty {d!r}; allowed: {', '.join(DIFFICULTY_LEVELS)}",
+                              field="--difficulty")
+    start = parse_moment(since, field="--since") if since is not None else None
+    stop = parse_moment(until, field="--until", end=True) if until is not None else None
+    if start is not None and stop is not None and start >= stop:
+        raise ConfigError(f"--since ({start:%Y-%m-%d %H:%M:%S}) is not before --until "
+                          f"({stop:%Y-%m-%d %H:%M:%S}), so no trial can match", field="--since")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ConfigError(f"must be a whole number >= 0, got {limit!r}", field="--limit")
+    for name, flag in (("passed", passed), ("errors", errors), ("all_attempts", all_attempts)):
+        if flag is not None and not isinstance(flag, bool):
+            raise ConfigError(f"must be True, False or None, got {flag!r}", field=name)
+    filters = TrialFilter(
+        subjects=_many("--subject", subject), cases=_many("--case", case),
+        tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
+        passed=passed, errors=errors, all_attempts=all_attempts)
+    experiments, runs = _many("--experiment", experiment), _many("--run", run)
+    if experiments or runs:
+        with connect(lab_path, warn) as con:
+            filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
+                              runs=_runs(con, lab_path, runs))
+    return ResultSet(lab_path, filters, limit, warn)
+
+
+def _many(field: str, value: Values) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, str) else tuple(value)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise ConfigError(f"must be a non-empty string (or a list of them), got {item!r}",
+                              field=field)
+    return items
+
+
+def _experiments(con: "duckdb.DuckDBPyConnection", lab: Path,
+                 given: tuple[str, ...]) -> tuple[str, ...]:
+    """Experiment names (or folder names) as the trials record them; unknown ones refused."""
+    if not given:
+        return ()
+    pairs = con.sql("SELECT DISTINCT source, experiment FROM _rows").fetchall()
+    names: list[str] = []
+    for value in given:
+        hits = [name for source, name in pairs if value in (source, name)]
+        if not hits:
+            known = sorted({name for _, name in pairs})
+            raise ConfigError(f"no trials of an experiment {value!r} in lab {lab} "
+                              f"(experiments with trials: {', '.join(known) or 'none'})",
+                              field="--experiment")
+        names += [h for h in hits if h not in names]
+    return tuple(names)
+
+
+def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -> tuple[str, ...]:
+    """Run ids, each given exactly or as a unique prefix; unknown or ambiguous ones refused."""
+    if not given:
+        return ()
+    known = [r for (r,) in con.sql("SELECT DISTINCT run_id FROM _rows WHERE run_id IS NOT NULL "
+                                   "ORDER BY run_id").fetchall()]
+    chosen: list[str] = []
+    for value in given:
+        hits = [value] if value in known else [r for r in known if r.startswith(value)]
+        if not hits:
+            latest = ", ".join(known[-3:]) or "none"
+            raise ConfigError(f"no run {value!r} in the trials of lab {lab} (latest runs: "
+                              f"{latest})", field="--run")
+        if len(hits) > 1:
+            raise ConfigError(f"{value!r} matches {len(hits)} runs ({', '.join(hits[:3])}, ...); "
+                              "give more of the id", field="--run")
+        chosen += [h for h in hits if h not in chosen]
+    return tuple(chosen)
+
+
+__all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Table",
+           "query_results", "run_query"]

@@ -1,0 +1,300 @@
+"""`ix results` (filtered trials, or aggregates per group) and `ix query "SQL"`.
+
+The views, columns and aggregates are described in docs/queries.md.
+"""
+
+import csv
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ix.api import query as api_query
+from ix.api import results as api_results
+from ix.api.results import Method
+from ix.cli.output import err, out, print_json, warn
+from ix.domain.errors import ConfigError
+
+Lab = Annotated[str | None, typer.Option(
+    "--lab", help="The lab: a path, or a name searched from the project root. "
+                  "Default: walk up from the working directory.", show_default=False)]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
+Format = Annotated[str | None, typer.Option(
+    "--format", "-f", help="table (default), json or csv.", show_default=False)]
+Many = list[str] | None
+
+FORMATS = ("table", "json", "csv")
+TABLE_LIMIT = 50       # trials a table shows unless --limit says otherwise
+QUERY_TABLE_ROWS = 1000
+
+
+def _format(fmt: str | None, json_out: bool) -> str:
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}",
+                          field="--format")
+    if json_out and fmt not in (None, "json"):
+        raise ConfigError(f"--json asks for JSON but --format asks for {fmt}", field="--format")
+    return "json" if json_out else (fmt or "table")
+
+
+def results(
+    lab: Lab = None,
+    experiment: Annotated[Many, typer.Option(
+        "--experiment", "-e", help="Only this experiment (its name or folder); repeatable.",
+        show_default=False)] = None,
+    subject: Annotated[Many, typer.Option(
+        "--subject", "-s", help="Only this subject; repeatable.", show_default=False)] = None,
+    case: Annotated[Many, typer.Option(
+        "--case", help="Only cases whose id matches this glob (must-*); repeatable.",
+        show_default=False)] = None,
+    tag: Annotated[Many, typer.Option(
+        "--tag", help="Only cases with this tag; repeatable (any of them).",
+        show_default=False)] = None,
+    difficulty: Annotated[Many, typer.Option(
+        "--difficulty", help="Only cases of this difficulty (easy, medium, hard); repeatable.",
+        show_default=False)] = None,
+    run: Annotated[Many, typer.Option(
+        "--run", help="Only this run (an id or a unique prefix); repeatable.",
+        show_default=False)] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Trials started at or after: a date (2026-11-20), a datetime "
+                        "(2026-11-20T14:30, UTC unless it has a zone) or a duration back from "
+                        "now (7d, 12h, 30m).", show_default=False)] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Trials started before this (a bare date includes that day).",
+        show_default=False)] = None,
+    passed: Annotated[bool | None, typer.Option(
+        "--passed/--failed", help="Only trials whose sensor passed / that ran and did not "
+                                  "pass.", show_default=False)] = None,
+    errors: Annotated[bool | None, typer.Option(
+        "--errors/--no-errors", help="Only errored trials / no errored trials.",
+        show_default=False)] = None,
+    all_attempts: Annotated[bool, typer.Option(
+        "--all-attempts", help="Also the attempts a retry or resume superseded (the view "
+                               "trials_all).")] = False,
+    group_by: Annotated[Many, typer.Option(
+        "--group-by", "-g", help="Aggregate per group: subject, case, tag, difficulty, run, "
+                                 "experiment, expectation; repeatable (subject × case).",
+        show_default=False)] = None,
+    stats: Annotated[bool, typer.Option(
+        "--stats", help="Aggregate every matching trial into one row.")] = False,
+    correlation: Annotated[bool, typer.Option(
+        "--correlation", help="With the aggregates: the correlation of score with "
+                              "difficulty (easy 1, medium 2, hard 3).")] = False,
+    method: Annotated[str, typer.Option(
+        "--correlation-method", help="pearson or spearman.")] = "pearson",
+    limit: Annotated[int | None, typer.Option(
+        "--limit", "-n", min=0, help=f"At most this many trials (0: all). Default: "
+                                     f"{TABLE_LIMIT} in a table, all in json and csv.",
+        show_default=False)] = None,
+    fmt: Format = None,
+    json_out: Json = False,
+) -> None:
+    """List the lab's trials (the latest attempt of each), filtered, or aggregate them.
+
+    Examples: `ix results --subject claude-sonnet --since 7d --failed`;
+    `ix results --group-by subject --group-by case`; `ix results --group-by subject
+    --correlation --format csv`. Exit 2 on bad input (unknown run, malformed date, ...).
+    """
+    fmt = _format(fmt, json_out)
+    if method not in ("pearson", "spearman"):
+        raise ConfigError(f"unknown method {method!r}; allowed: pearson, spearman",
+                          field="--correlation-method")
+    aggregate = bool(group_by or stats or correlation)
+    if limit is None and fmt == "table" and not aggregate:
+        limit = TABLE_LIMIT
+    rs = api_results.query_results(
+        lab, experiment=experiment, subject=subject, case=case, tag=tag,
+        difficulty=difficulty, run=run, since=since, until=until, passed=passed,
+        errors=errors, all_attempts=all_attempts, limit=limit or None, warn=warn)
+    if aggregate:
+        pick: Method | None = None
+        if correlation:
+            pick = "spearman" if method == "spearman" else "pearson"
+        rows = rs.group_by(*(group_by or ()), correlation=pick)
+        _print_aggregates(rows, fmt)
+        return
+    if fmt != "table":
+        _stream(rs, fmt)
+        return
+    with rs.snapshot():
+        shown = rs.rows()
+        total = len(shown) if len(shown) < (limit or 0) else rs.total()
+    out.print(_trials_table(shown))
+    note = f"{len(shown)} of {total} trial(s)"
+    if len(shown) < total:
+        note += " shown (--limit 0 for all; --format csv or json for every column)"
+    err.print(Text(note, style="dim"))
+
+
+def query(
+    sql: Annotated[str, typer.Argument(
+        help="One read-only SQL statement over the views trials, trials_all and cases, e.g. "
+             "\"SELECT subject, avg(passed::INT) FROM trials GROUP BY subject\".",
+        show_default=False)],
+    lab: Lab = None,
+    fmt: Format = None,
+    json_out: Json = False,
+) -> None:
+    """Run SQL (DuckDB) over the lab's trials; statements that would write are refused.
+
+    Columns and examples: docs/queries.md. Exit 2 on bad SQL (with DuckDB's one-line reason).
+    """
+    fmt = _format(fmt, json_out)
+    result = api_query.run_query(lab, sql, warn=warn)
+    if fmt != "table":
+        _stream(result, fmt)
+        return
+    rows = []
+    for row in result:
+        rows.append(row)
+        if len(rows) > QUERY_TABLE_ROWS:
+            break
+    columns = list(rows[0]) if rows else result.columns
+    table = Table(show_edge=False)
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows[:QUERY_TABLE_ROWS]:
+        table.add_row(*(_cell(row[c]) for c in columns))
+    out.print(table)
+    if len(rows) > QUERY_TABLE_ROWS:
+        err.print(Text(f"first {QUERY_TABLE_ROWS} rows shown; --format csv or json prints "
+                       "them all", style="dim"))
+
+
+def _stream(table: api_query.Table, fmt: str) -> None:
+    """json or csv of every row, written by DuckDB to a temporary file and copied to stdout."""
+    fd, tmp = tempfile.mkstemp(prefix="ix-results-", suffix=f".{fmt}")
+    os.close(fd)
+    try:
+        table.export(fmt, tmp)
+        sys.stdout.flush()
+        with open(tmp, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # `ix results --format csv | head`: the reader has enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    finally:
+        os.unlink(tmp)
+
+
+def _print_aggregates(rows: list[dict[str, Any]], fmt: str) -> None:
+    if fmt == "json":
+        print_json(rows)
+    elif fmt == "csv":
+        _write_csv(rows)
+    else:
+        out.print(_aggregate_table(rows))
+
+
+def _write_csv(rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(list(rows[0]))
+    for row in rows:
+        writer.writerow(["" if v is None else str(v).lower() if isinstance(v, bool) else v
+                         for v in row.values()])
+
+
+_KEY_TITLES = {"probe_id": "case", "run_id": "run"}
+
+
+def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
+    keys = [k for k in (rows[0] if rows else {}) if k not in _STAT_KEYS and
+            not k.startswith(("score_", "duration_", "tokens_", "cost_", "pass_rate"))]
+    table = Table(show_edge=False)
+    for k in keys:
+        table.add_column(_KEY_TITLES.get(k, k))
+    for title in ("trials", "errors", "pass rate [95% CI]", "passed/valid", "score mean",
+                  "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
+        table.add_column(title, justify="right")
+    correlated = bool(rows) and "score_difficulty_r" in rows[0]
+    if correlated:
+        table.add_column(f"r(score, difficulty) [95% CI] ({rows[0]['score_difficulty_method']})",
+                         justify="right")
+    for r in rows:
+        cells = [_cell(r[k]) for k in keys]
+        rate = "-" if r["pass_rate"] is None else \
+            f"{r['pass_rate']:.2f} [{r['pass_rate_lo']:.2f}, {r['pass_rate_hi']:.2f}]"
+        durations = " / ".join(_number(r[f"duration_{p}"], 1) for p in ("p50", "p90", "p99"))
+        cells += [str(r["n"]), str(r["errors"]), rate, f"{r['passed']}/{r['valid']}",
+                  _number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
+                  _number(r["cost_sum"], 4)]
+        if correlated:
+            cells.append(_correlation(r))
+        table.add_row(*cells)
+    return table
+
+
+_STAT_KEYS = {"n", "errors", "valid", "passed"}
+
+
+def _correlation(r: dict[str, Any]) -> str:
+    if r["score_difficulty_r"] is None:
+        return f"- (n={r['score_difficulty_n']})"
+    ci = ""
+    if r["score_difficulty_lo"] is not None:
+        ci = f" [{r['score_difficulty_lo']:.2f}, {r['score_difficulty_hi']:.2f}]"
+    return f"{r['score_difficulty_r']:.2f}{ci} (n={r['score_difficulty_n']})"
+
+
+def _trials_table(rows: list[dict[str, Any]]) -> Table:
+    """The trials, one per line; columns that say nothing here (one experiment, no tags, no
+    difficulty) are left out to keep the table narrow."""
+    optional = {"experiment": len({r["experiment"] for r in rows}) > 1,
+                "difficulty": any(r["difficulty"] for r in rows),
+                "tags": any(r["tags"] for r in rows)}
+    titles = [t for t in ("started (UTC)", "experiment", "run", "subject", "case", "trial",
+                          "result", "score", "ms", "tokens", "cost", "difficulty", "tags")
+              if optional.get(t, True)]
+    table = Table(show_edge=False)
+    for title in titles:
+        numeric = title in ("trial", "score", "ms", "tokens", "cost")
+        table.add_column(title, justify="right" if numeric else "left")
+    for r in rows:
+        if r["error"] is not None:
+            result = Text(f"error: {r['error']}", style="red")
+        elif r["passed"] is None:
+            result = Text("-")
+        else:
+            result = Text("passed", style="green") if r["passed"] else Text("failed")
+        trial = str(r["trial"]) + (f" (attempt {r['attempt']})" if r["attempt"] else "")
+        cells: dict[str, Any] = {
+            "started (UTC)": _cell(r["started_at"]), "experiment": _cell(r["experiment"]),
+            "run": _cell(r["run_id"]), "subject": _cell(r["subject"]),
+            "case": _cell(r["probe_id"]), "trial": trial, "result": result,
+            "score": _number(r["score"], 2), "ms": _number(r["duration"], 1),
+            "tokens": _cell(r["tokens"]), "cost": _number(r["cost"], 4),
+            "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"])}
+        table.add_row(*(cells[t] for t in titles))
+    return table
+
+
+def _number(value: Any, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="milliseconds")
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1 else f"{value:.2f}"
+    return str(value)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `ix results` and `ix query` to the `ix` command."""
+    app.command("results")(results)
+    app.command("query")(query)

@@ -1,0 +1,159 @@
+"""Aggregates of trials, per group: counts, the pass rate with its interval, and descriptions
+of score, duration, tokens and cost — computed by DuckDB, with intervals from `ix.stats`.
+
+The pass rate counts the valid trials (errored ones excluded, as in a summary) and carries
+the Beta credible interval every rate of ix carries (`beta_interval`, statistics.md).
+Means, standard deviations (ddof 1) and percentiles (linear interpolation, as numpy's
+default) are over the trials that have the value; a trial with several tags counts once in
+each of its tags' groups.
+"""
+
+import importlib
+import math
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ix.domain.errors import ConfigError
+
+if TYPE_CHECKING:
+    import duckdb
+
+#: `--group-by` names and the column each groups by.
+GROUPS: dict[str, str] = {
+    "experiment": "experiment", "run": "run_id", "subject": "subject", "case": "probe_id",
+    "tag": "tag", "difficulty": "difficulty", "expectation": "expectation",
+}
+METRICS = ("score", "duration", "tokens", "cost")
+STATS = ("mean", "std", "p50", "p90", "p99")
+Method = Literal["pearson", "spearman"]
+
+
+_LOADER: threading.Thread | None = None
+
+
+def preload_statistics() -> threading.Thread:
+    """Import the intervals (scipy: ~0.3 s) in a thread, once: started before the query, it
+    overlaps with DuckDB's work, which releases the GIL. Join the thread before using them."""
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = threading.Thread(target=importlib.import_module,
+                                   args=("ix.stats.intervals",), daemon=True)
+        _LOADER.start()
+    return _LOADER
+
+
+def group_columns(by: Sequence[str]) -> list[str]:
+    """The columns of `--group-by` names, in order, each once; `ConfigError` on an unknown one."""
+    columns: list[str] = []
+    for name in by:
+        if name not in GROUPS:
+            raise ConfigError(f"cannot group by {name!r}; allowed: {', '.join(GROUPS)}",
+                              field="--group-by")
+        if GROUPS[name] not in columns:
+            columns.append(GROUPS[name])
+    return columns
+
+
+def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] = (), *,
+              level: float = 0.95, correlation: Method | None = None) -> list[dict[str, Any]]:
+    """One row per group of `source` (a table or a parenthesised SELECT over trial columns).
+
+    `by` are `GROUPS` names; none gives a single row over everything. With `correlation`,
+    each row also has the correlation of score with the difficulty's ordinal
+    (easy 1, medium 2, hard 3) over the valid trials of cases that have a difficulty.
+    """
+    keys = group_columns(by)
+    rows_sql = _with_tags(source, keys)
+    select_keys = "".join(f"{k}, " for k in keys)
+    metrics = []
+    for m in METRICS:
+        metrics += [f"avg({m}) AS {m}_mean", f"stddev_samp({m}) AS {m}_std",
+                    f"quantile_cont({m}, [0.5, 0.9, 0.99]) AS {m}_q"]
+    group = f"GROUP BY {', '.join(keys)} ORDER BY {', '.join(f'{k} NULLS LAST' for k in keys)}" \
+        if keys else ""
+    loader = preload_statistics()
+    result = con.sql(f"""
+        SELECT {select_keys} count(*) AS n, count(error) AS errors, count(passed) AS valid,
+               count(*) FILTER (WHERE passed) AS passed, {', '.join(metrics)},
+               sum(tokens) AS tokens_sum, sum(cost) AS cost_sum
+        FROM {rows_sql} {group}
+    """)
+    names = result.columns
+    records = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+    loader.join()
+    out = [_row(r, keys) for r in records]
+    _intervals(out, level)
+    if correlation is not None:
+        found = _correlations(con, rows_sql, keys, level, correlation)
+        for row in out:
+            r = found.get(tuple(row[k] for k in keys))
+            row.update({"score_difficulty_r": _num(r.r) if r else None,
+                        "score_difficulty_lo": _num(r.lo) if r else None,
+                        "score_difficulty_hi": _num(r.hi) if r else None,
+                        "score_difficulty_n": r.n if r else 0,
+                        "score_difficulty_method": correlation})
+    return out
+
+
+def _with_tags(source: str, keys: list[str]) -> str:
+    """`source`, with one row per tag of each trial (a trial without tags: tag null)."""
+    if "tag" not in keys:
+        return f"{source} AS t"
+    return (f"(SELECT *, unnest(CASE WHEN len(tags) = 0 THEN [NULL::VARCHAR] ELSE tags END) "
+            f"AS tag FROM {source}) AS t")
+
+
+def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    valid, passed = int(r["valid"]), int(r["passed"])
+    row: dict[str, Any] = {k: r[k] for k in keys}
+    row.update({"n": int(r["n"]), "errors": int(r["errors"]), "valid": valid,
+                "passed": passed, "pass_rate": passed / valid if valid else None,
+                "pass_rate_lo": None, "pass_rate_hi": None})
+    for m in METRICS:
+        q = r[f"{m}_q"] or [None, None, None]
+        row.update({f"{m}_mean": _num(r[f"{m}_mean"]), f"{m}_std": _num(r[f"{m}_std"]),
+                    f"{m}_p50": _num(q[0]), f"{m}_p90": _num(q[1]), f"{m}_p99": _num(q[2])})
+    row["tokens_sum"] = int(r["tokens_sum"]) if r["tokens_sum"] is not None else None
+    row["cost_sum"] = _num(r["cost_sum"])
+    return row
+
+
+def _intervals(rows: list[dict[str, Any]], level: float) -> None:
+    """Each row's pass-rate interval, in one vectorised call (none where no trial was valid)."""
+    import numpy as np
+
+    from ix.stats.intervals import beta_interval
+
+    rated = [row for row in rows if row["valid"]]
+    if not rated:
+        return
+    lo, hi = beta_interval(np.array([r["passed"] for r in rated]),
+                           np.array([r["valid"] for r in rated]), level)
+    for row, a, b in zip(rated, lo.tolist(), hi.tolist(), strict=True):
+        row["pass_rate_lo"], row["pass_rate_hi"] = a, b
+
+
+def _correlations(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str],
+                  level: float, method: Method) -> dict[tuple[Any, ...], Any]:
+    import numpy as np
+
+    from ix.stats.describe import correlation
+
+    group = f"GROUP BY {', '.join(keys)}" if keys else ""
+    found = {}
+    for *key, scores, levels in con.sql(
+            f"SELECT {''.join(f'{k}, ' for k in keys)} list(score), "
+            f"list(difficulty_level::DOUBLE) FROM {rows_sql} WHERE score IS NOT NULL "
+            f"AND difficulty_level IS NOT NULL AND error IS NULL {group}").fetchall():
+        found[tuple(key)] = correlation(np.asarray(scores, float), np.asarray(levels, float),
+                                        level, method)
+    return found
+
+
+def _num(value: Any) -> float | None:
+    """A float for JSON: None for null and NaN (JSON has no NaN)."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value

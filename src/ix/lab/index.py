@@ -1,0 +1,288 @@
+"""The lab's trial index: every experiment's `trials.jsonl` as Parquet under `<lab>/.ix/index/`.
+
+A cache, never the truth. Each log is indexed as one or more Parquet parts; the manifest
+records the log's inode, size and mtime, and `open_index` re-indexes whatever changed: lines
+appended to an unchanged prefix (checked by the sha256 of its first and last 4 KiB) become a
+new part; any other change rebuilds that experiment. Parts and the manifest are written to a
+temporary file and renamed, so a concurrent reader sees the old index or the new one, never
+half of one; parts a manifest no longer names are deleted only after a grace period.
+
+Lines that are not trial records (torn or corrupt lines, JSON that is not an object with
+`run_id`, `subject` or `probe_id`) are skipped and counted, as `results.read_trials` skips
+them. An unfinished last line (no newline yet) is left for the next refresh.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ix.lab.case_table import case_rows, cases_signature
+from ix.lab.index_parts import (
+    complete_end,
+    copy_to_parquet,
+    file_state,
+    parquet_list,
+    safe_name,
+    write_part,
+    write_superseded,
+)
+from ix.lab.resolve import list_experiments
+from ix.lab.results import TRIALS_FILE, write_text_atomic
+
+if TYPE_CHECKING:
+    import duckdb
+
+Warn = Callable[[str], None]
+
+FORMAT = 1  # bump when the part schema changes: older indexes are then rebuilt
+INDEX_DIR = Path(".ix") / "index"
+MANIFEST = "manifest.json"
+MAX_PARTS = 8          # more parts than this are merged into one
+GRACE_S = 600          # unreferenced files younger than this may still be read by someone
+_CHECK_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class SourceIndex:
+    """One experiment's indexed log: its parts, superseded attempts and cases (file names)."""
+
+    name: str
+    trials_file: Path
+    parts: tuple[str, ...]
+    rows: int
+    skipped: int
+    torn: bool
+    superseded: str | None
+    cases: str | None
+
+
+@dataclass(frozen=True)
+class TrialIndex:
+    """The index as one manifest describes it: read the files it names, nothing else."""
+
+    lab: Path
+    root: Path
+    sources: tuple[SourceIndex, ...]
+
+    def paths(self, kind: str) -> list[str]:
+        """The files of one kind (`parts`, `superseded`, `cases`) of every source."""
+        names: list[str] = []
+        for s in self.sources:
+            value = getattr(s, kind)
+            names += list(value) if isinstance(value, tuple) else [value] if value else []
+        return [str(self.root / n) for n in names]
+
+
+def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
+    """The lab's index, brought up to date with every `trials.jsonl` (and case file) first."""
+    lab = Path(lab).resolve()
+    root = index_root(lab)
+    experiments = [p for p in list_experiments(lab) if (p / "results" / TRIALS_FILE).is_file()]
+    manifest = _read_manifest(root)
+    if not _stale(lab, root, manifest, experiments):
+        return _as_index(lab, root, manifest)
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _locked(root):
+        manifest = _read_manifest(root)  # another process may have refreshed meanwhile
+        if _stale(lab, root, manifest, experiments):
+            before = _referenced(manifest)
+            manifest = _refresh(lab, root, manifest, experiments, warn)
+            write_text_atomic(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+            _collect_garbage(root, manifest, retired=before - _referenced(manifest))
+    return _as_index(lab, root, manifest)
+
+
+def index_root(lab: Path) -> Path:
+    """`<lab>/.ix/index`, or a per-user temporary folder when the lab is not writable."""
+    root = lab / INDEX_DIR
+    existing = next(p for p in (root, root.parent, lab) if p.exists())
+    if os.access(existing, os.W_OK):
+        return root
+    digest = hashlib.sha256(str(lab).encode()).hexdigest()[:16]
+    user = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"ix-index-{user}-{digest}"
+
+
+# --------------------------------------------------------------------------- the manifest
+
+def _read_manifest(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"format": FORMAT, "sources": {}}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {"format": FORMAT, "sources": {}}
+    return data
+
+
+def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
+    sources = []
+    for name, e in sorted(manifest["sources"].items()):
+        sources.append(SourceIndex(name=name, trials_file=lab / e["trials_file"],
+                                   parts=tuple(e["parts"]), rows=e["rows"],
+                                   skipped=e["skipped"], torn=e["torn"],
+                                   superseded=e["superseded"], cases=e["cases"]))
+    return TrialIndex(lab=lab, root=root, sources=tuple(sources))
+
+
+def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Path]) -> bool:
+    entries = manifest["sources"]
+    if sorted(entries) != sorted(p.name for p in experiments):
+        return True
+    for exp in experiments:
+        e = entries[exp.name]
+        if e["state"] != file_state(exp / "results" / TRIALS_FILE):
+            return True
+        if e["cases_signature"] != cases_signature(exp):
+            return True
+        files = [*e["parts"], e["superseded"], e["cases"]]
+        if not all((root / f).is_file() for f in files if f):
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """One refresher at a time (readers never wait); a no-op where flock does not exist."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with (root / ".lock").open("a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _referenced(manifest: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for e in manifest["sources"].values():
+        names.update(f for f in [*e["parts"], e["superseded"], e["cases"]] if f)
+    return names
+
+
+def _collect_garbage(root: Path, manifest: dict[str, Any], retired: set[str]) -> None:
+    """Delete what no manifest has named for `GRACE_S`: the files just retired get their
+    grace period from now, since a reader of the previous manifest may still open them."""
+    now = time.time()
+    for name in retired:
+        with contextlib.suppress(OSError):
+            os.utime(root / name, (now, now))
+    keep = {MANIFEST, ".lock", *_referenced(manifest)}
+    for path in root.iterdir():
+        if path.name in keep:
+            continue
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < now - GRACE_S:
+                path.unlink()
+
+
+# --------------------------------------------------------------------------- refreshing
+
+def _refresh(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Path],
+             warn: Warn | None) -> dict[str, Any]:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    sources: dict[str, Any] = {}
+    try:
+        for exp in experiments:
+            old = manifest["sources"].get(exp.name)
+            sources[exp.name] = _refresh_source(con, lab, root, exp, old, warn)
+    finally:
+        con.close()
+    return {"format": FORMAT, "sources": sources}
+
+
+def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp: Path,
+                    old: dict[str, Any] | None, warn: Warn | None) -> dict[str, Any]:
+    log = exp / "results" / TRIALS_FILE
+    state = file_state(log)
+    entry = dict(old) if old else None
+    if entry is not None and not all((root / f).is_file() for f in entry["parts"]):
+        entry = None
+    if entry is None or entry["state"] != state:
+        entry = _index_log(con, root, exp.name, log, state, entry if entry and
+                           _appended(log, entry, state) else None)
+    signature = cases_signature(exp)
+    if old is not None and old["cases_signature"] == signature and (
+            old["cases"] is None or (root / old["cases"]).is_file()):
+        entry["cases"] = old["cases"]
+    else:
+        entry["cases"] = _write_cases(root, exp, warn)
+    entry["cases_signature"] = signature
+    entry["trials_file"] = str(log.relative_to(lab))
+    return entry
+
+
+def _appended(log: Path, entry: dict[str, Any], state: dict[str, int]) -> bool:
+    """The log only grew since it was indexed: same inode, longer, same first and last bytes."""
+    old = entry["state"]
+    offset = entry["offset"]
+    if state["ino"] != old["ino"] or state["size"] <= old["size"] or offset > state["size"]:
+        return False
+    head, tail = _checks(log, offset)
+    return head == entry["head"] and tail == entry["tail"]
+
+
+def _checks(log: Path, offset: int) -> tuple[str, str]:
+    with log.open("rb") as f:
+        head = f.read(min(offset, _CHECK_BYTES))
+        f.seek(max(0, offset - _CHECK_BYTES))
+        tail = f.read(offset - max(0, offset - _CHECK_BYTES))
+    return hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()
+
+
+def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Path,
+               state: dict[str, int], appended_to: dict[str, Any] | None) -> dict[str, Any]:
+    """Index the log's new bytes as one more part (`appended_to`), or all of it afresh."""
+    start = appended_to["offset"] if appended_to else 0
+    seq = appended_to["next_part"] if appended_to else 0
+    end, torn = complete_end(log, start, state["size"])
+    part = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
+    rows, skipped = write_part(con, root, name, seq, log, start, end, state, root / part)
+    parts = [*appended_to["parts"], part] if appended_to else [part]
+    if rows == 0:
+        (root / part).unlink(missing_ok=True)
+        parts.remove(part)
+    head, tail = _checks(log, end)
+    entry: dict[str, Any] = {
+        "state": state, "offset": end, "head": head, "tail": tail, "next_part": seq + 1,
+        "parts": parts, "torn": torn,
+        "rows": (appended_to["rows"] if appended_to else 0) + rows,
+        "skipped": (appended_to["skipped"] if appended_to else 0) + skipped,
+        "superseded": None, "cases": None, "cases_signature": None,
+    }
+    if appended_to is not None and rows == 0:  # nothing new: what superseded what stands
+        entry["superseded"] = appended_to["superseded"]
+        return entry
+    if len(entry["parts"]) > MAX_PARTS:
+        merged = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
+        every = parquet_list(root, entry["parts"])
+        copy_to_parquet(con, f"SELECT * FROM read_parquet({every})", root / merged)
+        entry["parts"] = [merged]
+    entry["superseded"] = write_superseded(con, root, name, entry["parts"])
+    return entry
+
+
+def _write_cases(root: Path, exp: Path, warn: Warn | None) -> str | None:
+    rows = case_rows(exp, warn)
+    if not rows:
+        return None
+    file = f"{safe_name(exp.name)}-cases-{secrets.token_hex(6)}.jsonl"
+    text = "".join(json.dumps({"source": exp.name, **r}, ensure_ascii=False) + "\n"
+                   for r in rows)
+    write_text_atomic(root / file, text)
+    return file

@@ -1,0 +1,222 @@
+"""SQL over the lab's trials (DuckDB, in memory): the views `trials`, `trials_all`, `cases`.
+
+`trials` holds one row per trial — the latest attempt of each (run, subject, case, trial), as
+aggregation counts it (DESIGN.md §3); `trials_all` adds the attempts that a retry or resume
+superseded. Both read the Parquet index of `ix.lab.index` joined with the case files' tags
+and difficulty. Nothing here writes to the lab except that index; user SQL is refused unless
+it is a single read-only statement.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ix.domain.errors import ConfigError
+from ix.lab.index import TrialIndex, open_index
+from ix.lab.index_parts import ROW_COLUMNS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import duckdb
+
+Warn = Callable[[str], None]
+
+#: The columns of `trials` and `trials_all`, in order, with their types and meaning.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("experiment", "VARCHAR", "the experiment's name"),
+    ("run_id", "VARCHAR", "the run that recorded the trial"),
+    ("subject", "VARCHAR", "the subject's name"),
+    ("probe_id", "VARCHAR", "the case id"),
+    ("trial", "INTEGER", "trial index, 0-based"),
+    ("seed", "BIGINT", "the derived trial seed"),
+    ("attempt", "INTEGER", "0 for the first attempt; retries count up"),
+    ("expectation", "VARCHAR", "must_trigger, should_not_trigger or acceptable"),
+    ("passed", "BOOLEAN", "the (first) sensor passed; null when the trial errored"),
+    ("score", "DOUBLE", "the (first) sensor's score; null when the trial errored"),
+    ("correct", "BOOLEAN", "passed matched the expectation (null for acceptable cases)"),
+    ("sensor", "VARCHAR", "the (first) sensor's name"),
+    ("error", "VARCHAR", "the error kind (timeout, runtime_error, ...), null if none"),
+    ("error_message", "VARCHAR", "the error's message"),
+    ("tokens_input", "BIGINT", "input tokens of the observation"),
+    ("tokens_output", "BIGINT", "output tokens of the observation"),
+    ("tokens", "BIGINT", "tokens_input + tokens_output"),
+    ("cost", "DOUBLE", "cost of the observation in USD"),
+    ("duration", "DOUBLE", "wall-clock duration of the trial in milliseconds"),
+    ("started_at", "TIMESTAMP", "when the trial started (UTC)"),
+    ("tags", "VARCHAR[]", "the case's tags (from its file; [] when none)"),
+    ("difficulty", "VARCHAR", "the case's difficulty: easy, medium, hard or null"),
+    ("difficulty_level", "INTEGER", "the difficulty as an ordinal: easy 1, medium 2, hard 3"),
+)
+COLUMN_NAMES = tuple(c for c, _, _ in COLUMNS)
+VIEWS = ("trials", "trials_all", "cases")
+
+_CASE_COLUMNS = ("{source: 'VARCHAR', probe_id: 'VARCHAR', expectation: 'VARCHAR', "
+                 "tags: 'VARCHAR[]', difficulty: 'VARCHAR', difficulty_level: 'INTEGER'}")
+_CASES_DDL = ("source VARCHAR, probe_id VARCHAR, expectation VARCHAR, tags VARCHAR[], "
+              "difficulty VARCHAR, difficulty_level INTEGER")
+
+
+def connect(lab: "Path", warn: Warn | None = None) -> "duckdb.DuckDBPyConnection":
+    """An in-memory DuckDB connection with the views over the lab's (refreshed) index."""
+    index = open_index(lab, warn)
+    if warn is not None:
+        for s in index.sources:
+            if s.skipped:
+                warn(f"{s.trials_file}: skipped {s.skipped} torn or corrupt line(s)")
+            if s.torn:
+                warn(f"{s.trials_file}: skipped the torn last line (a run stopped mid-write, "
+                     "or is writing it now)")
+    return _define(index)
+
+
+def schema_connection() -> "duckdb.DuckDBPyConnection":
+    """The same views over no rows: checks a query's SQL without reading or writing the lab."""
+    return _define(None)
+
+
+def _define(index: TrialIndex | None) -> "duckdb.DuckDBPyConnection":
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    parts = index.paths("parts") if index else []
+    superseded = index.paths("superseded") if index else []
+    cases = index.paths("cases") if index else []
+    row_ddl = ", ".join(f"{c} {t}" for c, t in ROW_COLUMNS)
+    if parts:
+        con.execute(f"CREATE VIEW _rows AS SELECT * FROM read_parquet({_list(parts)})")
+    else:
+        con.execute(f"CREATE TABLE _rows ({row_ddl})")
+    if cases:
+        con.execute(f"CREATE TABLE _cases AS SELECT * FROM read_json({_list(cases)}, "
+                    f"format = 'newline_delimited', columns = {_CASE_COLUMNS})")
+    else:
+        con.execute(f"CREATE TABLE _cases ({_CASES_DDL})")
+    anti = ""
+    if superseded:
+        con.execute(f"CREATE VIEW _superseded AS SELECT * FROM read_parquet({_list(superseded)})")
+        anti = ("ANTI JOIN _superseded s ON r.source = s.source AND r.part = s.part "
+                "AND r.line = s.line")
+    select = _select()
+    con.execute(f"CREATE VIEW trials_all AS {select} FROM _rows r LEFT JOIN _cases c "
+                "ON c.source = r.source AND c.probe_id = r.probe_id")
+    con.execute(f"CREATE VIEW trials AS {select} FROM _rows r {anti} LEFT JOIN _cases c "
+                "ON c.source = r.source AND c.probe_id = r.probe_id")
+    con.execute("CREATE VIEW cases AS SELECT source AS experiment_dir, probe_id, expectation, "
+                "tags, difficulty, difficulty_level FROM _cases")
+    return con
+
+
+def _select() -> str:
+    exprs = {
+        "correct": ("CASE r.expectation WHEN 'must_trigger' THEN r.passed "
+                    "WHEN 'should_not_trigger' THEN NOT r.passed END"),
+        "tags": "coalesce(c.tags, []::VARCHAR[])",
+        "difficulty": "c.difficulty",
+        "difficulty_level": "c.difficulty_level",
+    }
+    return "SELECT " + ", ".join(f"{exprs.get(c, f'r.{c}')} AS {c}" for c in COLUMN_NAMES)
+
+
+# --------------------------------------------------------------------------- user SQL
+
+def check_read_only(sql: str) -> None:
+    """One SELECT (or EXPLAIN) statement, else a `ConfigError`: `ix query` never writes."""
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise sql_error(exc) from None
+    if len(statements) != 1:
+        raise ConfigError(f"give exactly one SQL statement (got {len(statements)})",
+                          field="SQL")
+    kind = statements[0].type
+    if kind not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
+        name = str(kind).rsplit(".", 1)[-1]
+        raise ConfigError(f"only read-only queries (SELECT) are allowed, not {name}; the "
+                          f"views are {', '.join(VIEWS)}", field="SQL")
+
+
+def sql_error(exc: Exception, field: str = "SQL") -> ConfigError:
+    """A DuckDB error as one line: its first line, plus the candidates it suggests."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = lines[0] if lines else type(exc).__name__
+    hints = [line for line in lines[1:] if line.lower().startswith(("candidate", "did you"))]
+    if hints:
+        message += f" ({hints[0]})"
+    return ConfigError(message, field=field)
+
+
+# --------------------------------------------------------------------------- filters
+
+@dataclass(frozen=True)
+class TrialFilter:
+    """Which trials: each field narrows the set (AND); several values of one field are OR.
+
+    Values are checked by the caller (`ix.api.results`); `where()` quotes every one of them.
+    """
+
+    experiments: tuple[str, ...] = ()
+    subjects: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()          # globs on probe_id
+    tags: tuple[str, ...] = ()           # the case has any of them
+    difficulties: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()           # exact run ids
+    since: datetime | None = None        # naive UTC, inclusive
+    until: datetime | None = None        # naive UTC, exclusive
+    passed: bool | None = None           # True: passed; False: ran and did not pass
+    errors: bool | None = None           # True: errored only; False: no errored trial
+    all_attempts: bool = False           # superseded attempts too (`trials_all`)
+
+    @property
+    def view(self) -> str:
+        return "trials_all" if self.all_attempts else "trials"
+
+    def where(self) -> str:
+        """The SQL condition (`TRUE` when nothing is filtered)."""
+        terms = []
+        if self.experiments:
+            names = _values(self.experiments)
+            terms.append(f"experiment IN ({names})")
+        for column, values in (("subject", self.subjects), ("difficulty", self.difficulties),
+                               ("run_id", self.runs)):
+            if values:
+                terms.append(f"{column} IN ({_values(values)})")
+        if self.cases:
+            terms.append("(" + " OR ".join(f"probe_id GLOB {literal(g)}"
+                                           for g in self.cases) + ")")
+        if self.tags:
+            terms.append(f"list_has_any(tags, [{_values(self.tags)}])")
+        if self.since is not None:
+            terms.append(f"started_at >= {literal(self.since)}")
+        if self.until is not None:
+            terms.append(f"started_at < {literal(self.until)}")
+        if self.passed is not None:
+            terms.append("passed" if self.passed else "NOT passed")
+        if self.errors is not None:
+            terms.append("error IS NOT NULL" if self.errors else "error IS NULL")
+        return " AND ".join(terms) or "TRUE"
+
+
+def literal(value: Any) -> str:
+    """A SQL literal: strings quoted (quotes doubled), datetimes as TIMESTAMP, numbers as is."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.replace(tzinfo=None).isoformat(sep=' ')}'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _values(values: Sequence[str]) -> str:
+    return ", ".join(literal(v) for v in values)
+
+
+def _list(paths: Sequence[str]) -> str:
+    return "[" + _values(paths) + "]"

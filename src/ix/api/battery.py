@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix import __version__
+from ix._version import __version__
 from ix.api.executors import executing
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.lab.audit import record
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.results import write_json_atomic, write_text_atomic
@@ -119,6 +120,8 @@ def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[P
     report = combined_report(spec.name, results)
     write_json_atomic(folder / "report.json", report)
     write_text_atomic(folder / "report.md", report_markdown(report))
+    record(lab_path, "batch", battery=spec.name, file=str(battery.resolve()),
+           folder=str(folder), runs=snapshot["runs"])
     return BatteryResult(folder, report, results)
 
 

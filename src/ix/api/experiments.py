@@ -12,6 +12,7 @@ from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, Mode, find_continuation
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.lab.audit import record
 from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.resolve import list_experiments as _experiment_dirs
@@ -83,6 +84,9 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
                               continuation=cont, limits=limits, executor=where)
             results.append(result)
+            record(lab_path, "run", experiment=plan.loaded.experiment.name,
+                   run_id=result.run_id, status=result.status, trials=result.written,
+                   mode=cont.mode if cont is not None else "new", command=command)
             if result.status == "cancelled":
                 break
     return results

@@ -199,4 +199,8 @@ def run_comparison_renderable(result: dict[str, Any]) -> RenderableType:
                           _fmt(m["after"]), delta, _fmt(m["p_better"]))
         parts += [table, flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
                   Text(c["verdict"], style="bold"), Text("")]
+    if "config_changes" in result:
+        from ix.report.terminal import config_changes_text
+
+        parts.append(config_changes_text(result["config_changes"]))
     return Group(*parts)

@@ -1,0 +1,212 @@
+"""Reports, leaderboards and run lookup: `ix report`, `ix leaderboard`, the config diff of
+`ix compare`. Everything here reads; nothing writes into the lab."""
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.lab.resolve import find_lab, select_experiments
+from ix.lab.resolve import list_experiments as experiment_dirs
+from ix.lab.results import TRIALS_FILE, read_trials
+from ix.lab.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
+
+Warn = Callable[[str], None]
+FORMATS = ("table", "md", "json")
+SUMMARY_FILE = "summary.json"
+
+
+def resolve_run(lab: Path, ref: str) -> Path:
+    """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
+    unique prefix of one (in any experiment of the lab)."""
+    from ix.lab.tags import is_tag_name, read_tags, tag_folder
+
+    given = Path(ref)
+    if given.is_dir() and (given / SPEC_FILE).is_file():
+        return given.resolve()
+    if is_tag_name(ref):
+        tag = read_tags(lab).get(ref)
+        if tag is not None:
+            return tag_folder(lab, tag)
+        raise ConfigError(f"no run or tag {ref!r} in lab {lab}", field="RUN")
+    return find_run(lab, ref)
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / SUMMARY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("this run has no summary (it is still running, or it died before "
+                          "writing one)", file=path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    except ValueError:
+        raise ConfigError("not valid JSON", file=path) from None
+    if not isinstance(data, dict) or not isinstance(data.get("subjects"), list) \
+            or "run_id" not in data or "experiment_name" not in data:
+        raise ConfigError("not a run summary (needs run_id, experiment_name, subjects)",
+                          file=path)
+    for i, block in enumerate(data["subjects"]):
+        if not isinstance(block, dict) or not {"name", "metrics", "probe_results"} <= set(block):
+            raise ConfigError("needs name, metrics and probe_results", file=path,
+                              field=f"subjects[{i}]")
+    return data
+
+
+def _runs(experiment: Path) -> list[Path]:
+    runs = experiment / "results" / RUNS_DIR
+    if not runs.is_dir():
+        return []
+    return sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
+
+
+def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) -> Path:
+    """The latest run (with a summary) of the experiment the working directory is in, or of
+    the lab's only experiment."""
+    paths = select_experiments(lab, (), cwd=cwd)
+    if len(paths) != 1:
+        raise ConfigError(f"lab {lab} has {len(paths)} experiments: name a run or a tag (or "
+                          "work inside an experiment's folder)", field="RUN")
+    runs = _runs(paths[0])
+    done = [d for d in runs if (d / SUMMARY_FILE).is_file()]
+    if not done:
+        raise ConfigError(f"experiment {paths[0].name} has no finished run yet "
+                          "(`ix run` makes one)", field="RUN")
+    if warn is not None and runs[-1] != done[-1]:
+        warn(f"run {runs[-1].name} has no summary yet (still running?); reporting "
+             f"{done[-1].name}")
+    return done[-1]
+
+
+def run_trials(run_dir: Path, run_id: str,
+               warn: Warn | None = None) -> Iterator[dict[str, Any]]:
+    """Every line of `trials.jsonl` that belongs to the run (all attempts), streamed."""
+    path = run_dir.parent.parent / TRIALS_FILE
+    return (t for t in read_trials(path, warn) if t.get("run_id") == run_id)
+
+
+def report(lab: str | Path | None = None, run: str | None = None, *,
+           metric: str | None = None, baseline: str | None = None,
+           warn: Warn | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    """The report of one run (`ix report`): JSON data; see docs/reports.md for its sections.
+
+    With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
+    is credibly worse than in that run.
+    """
+    from ix.lab.annotations import read_annotations
+    from ix.lab.case_table import case_rows
+    from ix.lab.tags import tags_by_run
+    from ix.report.leaderboard import check_metric
+    from ix.report.run_report import build_report
+
+    lab_path = find_lab(lab, cwd=cwd)
+    if metric is not None:
+        check_metric(metric)
+    run_dir = resolve_run(lab_path, run) if run else default_run(lab_path, cwd, warn)
+    summary = read_summary(run_dir)
+    spec = read_spec(run_dir) if (run_dir / SPEC_FILE).is_file() else {}
+    base_dir = resolve_run(lab_path, baseline) if baseline else None
+    data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
+                        metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
+                        annotations=read_annotations(run_dir, warn),
+                        cases=case_rows(run_dir.parent.parent.parent, warn))
+    data["run"]["folder"] = str(run_dir)
+    if base_dir is not None and baseline is not None:
+        data["baseline"] = _against(baseline, read_summary(base_dir), summary)
+    return data
+
+
+def _against(ref: str, base: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    from ix.report.regression import baseline_section
+    from ix.report.runs import compare_runs
+
+    comparison = compare_runs([base, summary])
+    usable = [c for c in comparison["comparisons"] if "error" not in c]
+    if not usable:
+        why = "no subject in common" if not comparison["comparisons"] else "no case in common"
+        raise ConfigError(f"baseline {ref!r} (run {base['run_id']} of "
+                          f"{base['experiment_name']}) has {why} with run {summary['run_id']} "
+                          f"of {summary['experiment_name']}", field="--baseline")
+    return baseline_section(ref, base["run_id"], comparison)
+
+
+def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
+                runs: Sequence[str] = (), *, metric: str | None = None,
+                cwd: Path | None = None) -> dict[str, Any]:
+    """`ix leaderboard`: per experiment, its subjects ranked (the latest completed run of
+    each experiment, or the runs named); and, over several experiments, the subjects ranked
+    on their pooled counts."""
+    from ix.report.leaderboard import check_metric, counts_of, primary_metric
+    from ix.report.leaderboard import leaderboard as rank
+
+    lab_path = find_lab(lab, cwd=cwd)
+    if metric is not None:
+        check_metric(metric)
+    notes: list[str] = []
+    chosen: list[Path] = [resolve_run(lab_path, ref) for ref in runs]
+    if experiments or not runs:
+        paths = (select_experiments(lab_path, experiments, cwd=cwd) if experiments
+                 else experiment_dirs(lab_path))
+        for path in paths:
+            found = _latest_completed(path)
+            if found is None:
+                notes.append(f"{path.name}: no completed run")
+            else:
+                chosen.append(found)
+    groups: dict[Path, list[tuple[Path, dict[str, Any]]]] = {}
+    for run_dir in dict.fromkeys(chosen):
+        groups.setdefault(run_dir.parent.parent.parent, []).append((run_dir,
+                                                                    read_summary(run_dir)))
+    boards = []
+    pooled: dict[str, dict[str, Any]] = {}
+    for group in groups.values():
+        group.sort(key=lambda item: item[1]["run_id"])
+        latest = group[-1][1]
+        chosen_metric = metric or primary_metric(latest)
+        entries = [{"subject": b["name"], "run": s["run_id"], "counts": counts_of(b)}
+                   for _, s in group for b in s["subjects"]]
+        boards.append({"experiment": latest["experiment_name"],
+                       **rank(entries, chosen_metric)})
+        for block in latest["subjects"]:  # pooled: each subject's latest run of each experiment
+            p = pooled.setdefault(block["name"], {"subject": block["name"], "experiments": 0,
+                                                  "counts": None})
+            c = counts_of(block)
+            p["counts"] = c if p["counts"] is None else p["counts"] + c
+            p["experiments"] += 1
+    boards.sort(key=lambda b: b["experiment"])
+    overall = None
+    metrics = {b["metric"] for b in boards}
+    if len(boards) > 1 and len(metrics) == 1:
+        for p in pooled.values():
+            p["experiments"] = f"{p['experiments']}/{len(boards)}"
+        overall = rank(list(pooled.values()), metrics.pop())
+        if any(not str(p["experiments"]).startswith(f"{len(boards)}/")
+               for p in pooled.values()):
+            notes.append("overall: a subject that did not run every experiment is pooled over "
+                         "fewer (and different) cases")
+    elif len(boards) > 1:
+        notes.append("no overall board: the experiments rank on different metrics "
+                     f"({', '.join(sorted(metrics))}); pass --metric to pool them")
+    if not boards:
+        raise ConfigError(f"nothing to rank: no completed run in lab {lab_path}", field="RUN")
+    return {"lab": str(lab_path), "boards": boards, "overall": overall, "notes": notes}
+
+
+def _latest_completed(experiment: Path) -> Path | None:
+    for run_dir in reversed(_runs(experiment)):
+        if not (run_dir / SUMMARY_FILE).is_file() or not (run_dir / SPEC_FILE).is_file():
+            continue
+        if read_spec(run_dir).get("status") == "completed":
+            return run_dir
+    return None
+
+
+def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
+    """What changed in configuration from the first run to each later one (`ix compare`)."""
+    from ix.report.diff import spec_changes
+
+    specs = [read_spec(d) if (d / SPEC_FILE).is_file() else {} for d in run_dirs]
+    return [{"run": d.name, "changes": spec_changes(specs[0], spec)}
+            for d, spec in zip(run_dirs[1:], specs[1:], strict=True)]

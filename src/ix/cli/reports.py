@@ -1,0 +1,231 @@
+"""`ix report`, `ix leaderboard`, `ix tag`, `ix annotate` (docs/reports.md)."""
+
+import io
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, RenderableType
+
+from ix.api import annotations as api_notes
+from ix.api import reports as api_reports
+from ix.cli.output import err, out, print_json, warn
+from ix.domain.errors import ConfigError
+
+Lab = Annotated[str | None, typer.Option(
+    "--lab", help="The lab: a path, or a name searched from the project root. "
+                  "Default: walk up from the working directory.", show_default=False)]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
+Format = Annotated[str | None, typer.Option(
+    "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]
+Out = Annotated[Path | None, typer.Option(
+    "--out", "-o", help="Write the report to this file instead of stdout.",
+    show_default=False)]
+Metric = Annotated[str | None, typer.Option(
+    "--metric", help="Rank on this metric: f1, precision, recall, pass_rate, activation_rate "
+                     "(default: the experiment's goal metric, else F1 for activation, else "
+                     "pass rate).", show_default=False)]
+
+
+def _format(fmt: str | None, json_out: bool) -> str:
+    if fmt == "html":
+        raise ConfigError("html reports are not available yet; use table, md or json",
+                          field="--format")
+    if fmt is not None and fmt not in api_reports.FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; allowed: table, md, json", field="--format")
+    if json_out and fmt not in (None, "json"):
+        raise ConfigError(f"--json asks for JSON but --format asks for {fmt}", field="--format")
+    return "json" if json_out else (fmt or "table")
+
+
+def _check_out(path: Path | None) -> None:
+    if path is not None and not path.parent.resolve().is_dir():
+        raise ConfigError("no such directory for the output file", file=path, field="--out")
+
+
+def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
+          path: Path | None) -> None:
+    """Print or write `data` as JSON, Markdown or a plain-text table."""
+    import json
+
+    if fmt == "json":
+        if path is None:
+            print_json(data)
+            return
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    elif fmt == "md":
+        text = markdown(data)
+        if path is None:
+            out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+            return
+    else:
+        view: RenderableType = renderable(data)
+        if path is None:
+            out.print(view)
+            return
+        buffer = io.StringIO()
+        Console(file=buffer, width=160, no_color=True, highlight=False,
+                force_terminal=False).print(view)
+        text = buffer.getvalue()
+    from ix.lab.results import write_text_atomic
+
+    write_text_atomic(path, text)
+    err.print(f"wrote {path}", highlight=False, soft_wrap=True)
+
+
+def report(
+    run: Annotated[str | None, typer.Argument(
+        help="A run id (or unique prefix), a tag, or a run folder. Default: the latest run "
+             "of the experiment the working directory is in (or the lab's only one).",
+        show_default=False)] = None,
+    lab: Lab = None,
+    fmt: Format = None,
+    out_file: Out = None,
+    metric: Metric = None,
+    baseline: Annotated[str | None, typer.Option(
+        "--baseline", help="A tag (or run) to compare with: exit 1 when a metric regressed "
+                           "(its 95% interval of run − baseline lies below 0).",
+        show_default=False)] = None,
+    json_out: Json = False,
+) -> None:
+    """One run's report: summary table, leaderboard, score breakdown per case, failure
+    analysis, cost, annotations, and with --baseline the regressions.
+
+    Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
+    """
+    from ix.report.markdown import report_markdown
+    from ix.report.terminal import report_renderable
+
+    chosen = _format(fmt, json_out)
+    _check_out(out_file)
+    data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn)
+    _emit(chosen, data, report_renderable, report_markdown, out_file)
+    base = data.get("baseline")
+    if base and base["regressed"]:
+        found = ", ".join(f"{r['subject']} {r['metric']}" for r in base["regressions"])
+        err.print(f"[bold red]regression[/] against {base['tag']} ({base['run']}): {found}",
+                  soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def leaderboard(
+    lab: Lab = None,
+    experiment: Annotated[list[str] | None, typer.Option(
+        "--experiment", "-e", help="Rank this experiment's latest completed run "
+                                   "(repeatable). Default: every experiment of the lab.",
+        show_default=False)] = None,
+    run: Annotated[list[str] | None, typer.Option(
+        "--run", "-r", help="Rank this run (id, prefix or tag; repeatable).",
+        show_default=False)] = None,
+    metric: Metric = None,
+    fmt: Format = None,
+    out_file: Out = None,
+    json_out: Json = False,
+) -> None:
+    """Subjects ranked per experiment (its latest completed run), with intervals and the
+    probability that each rank is right; over several experiments, a pooled board too."""
+    from ix.report.markdown import leaderboards_markdown
+    from ix.report.terminal import leaderboards_renderable
+
+    chosen = _format(fmt, json_out)
+    _check_out(out_file)
+    data = api_reports.leaderboard(lab, experiment or (), run or (), metric=metric)
+    _emit(chosen, data, leaderboards_renderable, leaderboards_markdown, out_file)
+
+
+def tag(
+    args: Annotated[list[str] | None, typer.Argument(
+        help="RUN TAG to tag a run (RUN: id, unique prefix or another tag); TAG with "
+             "--delete; nothing (or --list) to list the tags.", show_default=False)] = None,
+    lab: Lab = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Move the tag if it already names another run.")] = False,
+    delete: Annotated[bool, typer.Option("--delete", "-d", help="Delete the tag.")] = False,
+    list_: Annotated[bool, typer.Option("--list", "-l", help="List the lab's tags.")] = False,
+    json_out: Json = False,
+) -> None:
+    """Name a run: `ix tag RUN TAG`. A tag names exactly one run of the lab (like a git tag);
+    `--force` moves it, `--delete` removes it; `ix tag` lists them."""
+    args = list(args or [])
+    if delete:
+        if len(args) != 1 or list_:
+            raise ConfigError("give exactly one tag to delete: ix tag --delete TAG",
+                              field="TAG")
+        result = api_notes.delete_tag(lab, args[0])
+        if json_out:
+            print_json(result)
+        else:
+            out.print(f"deleted tag {result['tag']} (was run {result['run']})", markup=False)
+        return
+    if list_ or not args:
+        if args:
+            raise ConfigError("--list takes no arguments", field="--list")
+        tags = api_notes.list_tags(lab)
+        if json_out:
+            print_json(tags)
+        elif not tags:
+            out.print("no tags", style="dim")
+        else:
+            for t in tags:
+                out.print(f"{t['tag']:<20} {t['run']}  {t['experiment']}  "
+                          f"(by {t['tagged_by']} at {t['tagged_at']})", markup=False,
+                          soft_wrap=True)
+        return
+    if len(args) != 2:
+        raise ConfigError("usage: ix tag RUN TAG (or ix tag --delete TAG, ix tag --list)",
+                          field="TAG")
+    result = api_notes.tag_run(lab, args[0], args[1], force=force)
+    if json_out:
+        print_json(result)
+    elif result["unchanged"]:
+        out.print(f"tag {result['tag']} already names run {result['run']}", markup=False)
+    elif result["moved_from"]:
+        out.print(f"moved tag {result['tag']} from run {result['moved_from']} to "
+                  f"{result['run']} ({result['experiment']})", markup=False)
+    else:
+        out.print(f"tagged run {result['run']} ({result['experiment']}) as {result['tag']}",
+                  markup=False)
+
+
+def annotate(
+    args: Annotated[list[str], typer.Argument(
+        help="RUN [CASE] TEXT: a note on a run, or on one of its cases (RUN: id, prefix or "
+             "tag). With --list: RUN.", show_default=False)],
+    lab: Lab = None,
+    list_: Annotated[bool, typer.Option("--list", "-l",
+                                        help="List the run's annotations.")] = False,
+    json_out: Json = False,
+) -> None:
+    """Annotate a run or one of its cases: `ix annotate RUN [CASE] "text"`; shown by
+    `ix report`, listed by `ix annotate RUN --list`."""
+    if list_:
+        if len(args) != 1:
+            raise ConfigError("usage: ix annotate RUN --list", field="RUN")
+        data = api_notes.list_annotations(lab, args[0], warn)
+        if json_out:
+            print_json(data)
+            return
+        if not data["annotations"]:
+            out.print(f"run {data['run']} has no annotations", style="dim")
+        for a in data["annotations"]:
+            where = f" [{a['case']}]" if a.get("case") else ""
+            out.print(f"{a.get('at', '')} {a.get('user', '')}{where}: {a['text']}",
+                      markup=False, soft_wrap=True)
+        return
+    if len(args) not in (2, 3):
+        raise ConfigError('usage: ix annotate RUN [CASE] "text"', field="TEXT")
+    run, case, text = (args[0], None, args[1]) if len(args) == 2 else args
+    result = api_notes.annotate(lab, run, text, case=case)
+    if json_out:
+        print_json(result)
+    else:
+        where = f" case {case}" if case else ""
+        out.print(f"annotated run {result['run']}{where}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the commands to the `ix` application."""
+    app.command("report")(report)
+    app.command("leaderboard")(leaderboard)
+    app.command("tag")(tag)
+    app.command("annotate")(annotate)

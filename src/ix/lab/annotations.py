@@ -1,0 +1,76 @@
+"""Annotations: notes on a run, or on one case of it, in `runs/<run_id>/annotations.jsonl`.
+
+Append-only, one JSON object per line: `{"at", "user", "host", "case", "text"}` (`case` null
+for a note on the whole run). They live in the run's folder, so they travel with the run.
+"""
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.lab.audit import identity, now_utc
+
+ANNOTATIONS_FILE = "annotations.jsonl"
+MAX_TEXT = 10_000
+
+
+def annotations_path(run_dir: Path) -> Path:
+    return run_dir / ANNOTATIONS_FILE
+
+
+def make_annotation(text: str, case: str | None = None) -> dict[str, Any]:
+    """The line `add_annotation` appends; a `ConfigError` for an empty or huge text."""
+    text = text.strip()
+    if not text:
+        raise ConfigError("the annotation is empty", field="TEXT")
+    if len(text) > MAX_TEXT:
+        raise ConfigError(f"the annotation has {len(text)} characters; at most {MAX_TEXT}",
+                          field="TEXT")
+    return {"at": now_utc(), **identity(), "case": case, "text": text}
+
+
+def add_annotation(run_dir: Path, line: dict[str, Any]) -> None:
+    """Append one annotation (one `write` on a file opened for appending)."""
+    path = annotations_path(run_dir)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        prefix = "\n" if size and os.pread(fd, 1, size - 1) != b"\n" else ""
+        os.write(fd, (prefix + json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_annotations(run_dir: Path,
+                     warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """A run's annotations, oldest first. Like `trials.jsonl`, the file is a log: a line torn
+    by a crash (or otherwise unreadable) is skipped with a warning naming it, and every other
+    line is kept."""
+    path = annotations_path(run_dir)
+    if not path.is_file():
+        return []
+    try:
+        raw_lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    out = []
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            item = None
+        ok = (isinstance(item, dict) and isinstance(item.get("text"), str)
+              and (item.get("case") is None or isinstance(item.get("case"), str)))
+        if not ok:
+            if warn is not None:
+                warn(f"{path}: line {number}: skipped (not an annotation: a JSON object with "
+                     "a string `text`)")
+            continue
+        out.append(item)
+    return out

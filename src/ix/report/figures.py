@@ -1,0 +1,146 @@
+"""The data behind the report's figures that `summary.json` does not hold: the execution
+timeline (from the trial lines' `started_at` and `duration_ms`), the pass rate by case
+difficulty (from the case files), and each subject's trial-level rates.
+
+Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
+"""
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from ix.eval.estimates import num
+
+#: Up to this many attempts the timeline keeps each trial; above, it keeps per-bin counts.
+TIMELINE_TRIALS = 600
+#: How many time bins a big run's timeline has.
+TIMELINE_BINS = 80
+#: Difficulty levels in order (DESIGN.md §2).
+LEVELS = ("easy", "medium", "hard")
+
+
+class TrialPoint(NamedTuple):
+    subject: str
+    probe_id: str
+    trial: int
+    attempt: int
+    start_ms: float  # since the epoch
+    duration_ms: float
+    status: str  # ok | wrong | error
+    error: str | None  # the error kind
+
+
+def outcome(trial: dict[str, Any]) -> str:
+    """`error`, `wrong` (the reading goes against the case's expectation) or `ok`."""
+    if trial.get("error"):
+        return "error"
+    passed = bool((trial.get("reading") or {}).get("passed"))
+    expectation = trial.get("expectation")
+    if (expectation == "must_trigger" and not passed) or \
+            (expectation == "should_not_trigger" and passed):
+        return "wrong"
+    return "ok"
+
+
+def recording(trials: Iterable[dict[str, Any]],
+              points: list[TrialPoint]) -> Iterator[dict[str, Any]]:
+    """Pass `trials` through, appending each attempt's timeline point to `points`."""
+    for t in trials:
+        started = t.get("started_at")
+        if isinstance(started, str):
+            try:
+                at = datetime.fromisoformat(started).timestamp() * 1000.0
+            except ValueError:
+                at = None
+            if at is not None:
+                duration = t.get("duration_ms")
+                error = t.get("error")
+                points.append(TrialPoint(
+                    str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
+                    int(t.get("attempt") or 0), at,
+                    float(duration) if isinstance(duration, int | float) else 0.0,
+                    outcome(t), str(error.get("kind")) if isinstance(error, dict) else None))
+        yield t
+
+
+def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
+             limit: int = TIMELINE_TRIALS, bins: int = TIMELINE_BINS) -> dict[str, Any] | None:
+    """Every attempt on a time axis from the run's first start, one lane per subject: each
+    trial (`marks`) when there are at most `limit`, else counts per status in `bins` equal
+    time bins (by start time), so the report stays small. None without timestamps."""
+    if not points:
+        return None
+    t0 = min(p.start_ms for p in points)
+    span = max(p.start_ms + p.duration_ms for p in points) - t0
+    order = list(subjects) + sorted({p.subject for p in points} - set(subjects))
+    lanes: dict[str, dict[str, Any]] = {s: {"subject": s, "trials": 0, "errors": 0}
+                                        for s in order}
+    by_mode = len(points) <= limit
+    bin_ms = max(span, 1.0) / bins
+    for lane in lanes.values():
+        if by_mode:
+            lane["marks"] = []
+        else:
+            lane["bins"] = [{"ok": 0, "wrong": 0, "error": 0} for _ in range(bins)]
+    for p in sorted(points, key=lambda p: (p.start_ms, p.subject, p.probe_id, p.trial)):
+        lane = lanes[p.subject]
+        lane["trials"] += 1
+        lane["errors"] += p.status == "error"
+        offset = p.start_ms - t0
+        if by_mode:
+            lane["marks"].append({"t": num(offset), "d": num(p.duration_ms),
+                                  "status": p.status, "probe_id": p.probe_id,
+                                  "trial": p.trial, "attempt": p.attempt, "error": p.error})
+        else:
+            lane["bins"][min(bins - 1, int(offset / bin_ms))][p.status] += 1
+    start = datetime.fromtimestamp(t0 / 1000.0, tz=UTC).isoformat(timespec="milliseconds")
+    return {"start": start.replace("+00:00", "Z"),
+            "span_ms": num(span), "attempts": len(points),
+            "errors": sum(p.status == "error" for p in points),
+            "mode": "trials" if by_mode else "bins",
+            "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())}
+
+
+def difficulty(summary: dict[str, Any],
+               cases: Sequence[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """Per subject and difficulty: the share of cases whose majority vote is right, with its
+    95% interval (Beta(k+1, n−k+1)); `cases` are the case files' rows (`probe_id`,
+    `difficulty`). None when no case of the run has a difficulty."""
+    from ix.stats.intervals import beta_interval
+
+    level_of = {str(c["probe_id"]): c.get("difficulty") for c in cases or ()
+                if c.get("difficulty") in LEVELS}
+    run_cases = {p["probe_id"] for b in summary["subjects"] for p in b["probe_results"]}
+    rated = {c: lvl for c, lvl in level_of.items() if c in run_cases}
+    if not rated:
+        return None
+    levels = [lvl for lvl in LEVELS if lvl in rated.values()]
+    by_subject: dict[str, list[dict[str, Any]]] = {}
+    for block in summary["subjects"]:
+        rows = []
+        for lvl in levels:
+            votes = [p.get("correct") for p in block["probe_results"]
+                     if rated.get(p["probe_id"]) == lvl and p.get("correct") is not None]
+            k, n = sum(bool(v) for v in votes), len(votes)
+            lo, hi = beta_interval(k, n)
+            rows.append({"level": lvl, "k": k, "n": n,
+                         "rate": num(k / n) if n else None,
+                         "ci": [num(lo), num(hi)] if n else None})
+        by_subject[block["name"]] = rows
+    return {"levels": levels,
+            "cases": {lvl: sum(v == lvl for v in rated.values()) for lvl in levels},
+            "unrated": len(run_cases - set(rated)), "by_subject": by_subject,
+            "method": "share of the level's cases whose majority vote is right; 95% "
+                      "equal-tailed interval of Beta(k+1, n-k+1)"}
+
+
+def subject_rates(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each subject's trial-level rates by expectation (`must_trigger`, `should_not_trigger`,
+    `correct`): `rate`, `ci` (clustered by case), `n_trials`, from the summary."""
+    out = {}
+    for block in summary["subjects"]:
+        levels = block.get("trial_level") or {}
+        out[block["name"]] = {k: {"rate": v.get("rate"), "ci": v.get("ci"),
+                                  "n_trials": v.get("n_trials"), "n_cases": v.get("n_cases")}
+                              for k, v in levels.items() if isinstance(v, dict)}
+    return out

@@ -1,0 +1,227 @@
+"""`ix report`: one run as data — the summary table, leaderboard, per-case score breakdown,
+failure analysis and cost — built from the run's `summary.json` and its trial lines.
+
+Scores and failures use the attempt that stands (DESIGN.md §3: the latest attempt of each
+(subject, probe_id, trial)); cost counts every attempt, since every attempt was paid for.
+The result is plain JSON data; `ix.report.terminal` and `ix.report.markdown` render it.
+"""
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ix.eval.estimates import num
+from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+
+#: How many example messages the failure analysis keeps per error kind.
+EXAMPLES = 3
+_MESSAGE_CHARS = 300
+
+
+def summary_table(summary: dict[str, Any]) -> dict[str, Any]:
+    """Subjects × cases: each case's pass rate with its interval, and each subject's metrics."""
+    names = [b["name"] for b in summary["subjects"]]
+    cases: dict[str, dict[str, Any]] = {}
+    for block in summary["subjects"]:
+        for p in block["probe_results"]:
+            row = cases.setdefault(p["probe_id"], {"probe_id": p["probe_id"],
+                                                   "expectation": p["expectation"],
+                                                   "by_subject": {}})
+            row["by_subject"][block["name"]] = {
+                "score": p["score"], "score_ci": p.get("score_ci"), "passed": p["passed"],
+                "n": p["n"], "errors": p.get("errors", 0), "correct": p.get("correct")}
+    metrics = {}
+    for block in summary["subjects"]:
+        m = block["metrics"]
+        metrics[block["name"]] = {
+            **{k: m.get(k) for k in ("precision", "precision_ci", "recall", "recall_ci", "f1",
+                                     "f1_ci", "tp", "fp", "fn", "tn")},
+            "errors": block.get("errors", 0), "trials": block.get("trials"),
+            "status": (block.get("interpretation") or {}).get("status")}
+    return {"subjects": names, "cases": list(cases.values()), "metrics": metrics}
+
+
+def _standing_trials(trials: Iterable[dict[str, Any]]) -> tuple[
+        dict[tuple[str, str, int], dict[str, Any]], dict[str, Any], dict[str, int]]:
+    """The standing attempt of each trial, the cost of every attempt, and how many errored
+    attempts a retry superseded (per error kind)."""
+    standing: dict[tuple[str, str, int], dict[str, Any]] = {}
+    superseded_errors: dict[str, int] = {}
+    cost: dict[str, Any] = {"by_subject": {}, "by_case": {}, "total": _usage()}
+    for t in trials:
+        key = (str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0))
+        obs = t.get("observation") or {}
+        for bucket in (cost["total"],
+                       cost["by_subject"].setdefault(key[0], _usage()),
+                       cost["by_case"].setdefault(key[1], _usage())):
+            bucket["attempts"] += 1
+            bucket["tokens_input"] += int(obs.get("tokens_input") or 0)
+            bucket["tokens_output"] += int(obs.get("tokens_output") or 0)
+            bucket["cost_usd"] += float(obs.get("cost_usd") or 0.0)
+        old = standing.get(key)
+        if old is not None and int(old.get("attempt") or 0) > int(t.get("attempt") or 0):
+            if t.get("error"):
+                kind = str(t["error"].get("kind"))
+                superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
+            continue
+        if old is not None and old.get("error"):
+            kind = str(old["error"].get("kind"))
+            superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
+        # keep what the report needs, not the observation (contents can be large)
+        standing[key] = {k: t.get(k) for k in ("attempt", "expectation", "error", "reading")}
+        if _wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
+                and not t.get("error"):  # a wrong answer: keep its start, as an example
+            standing[key]["answer"] = str(obs.get("content") or "")[:_MESSAGE_CHARS]
+    for bucket in (cost["total"], *cost["by_subject"].values(), *cost["by_case"].values()):
+        bucket["cost_usd"] = num(bucket["cost_usd"])
+    return standing, cost, superseded_errors
+
+
+def _usage() -> dict[str, Any]:
+    return {"attempts": 0, "tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
+
+
+def _wrong(expectation: str, passed: bool) -> bool:
+    if expectation == "must_trigger":
+        return not passed
+    if expectation == "should_not_trigger":
+        return passed
+    return False
+
+
+def breakdown(standing: dict[tuple[str, str, int], dict[str, Any]],
+              order: list[str]) -> list[dict[str, Any]]:
+    """Per case and subject: the readings' scores (n, mean, sd, min, max) and the mean of
+    each numeric metric the sensor reported (an LLM judge's dimensions, an exit code...)."""
+    from ix.stats.describe import describe
+
+    scores: dict[str, dict[str, list[float]]] = {}
+    extra: dict[tuple[str, str], dict[str, list[float]]] = {}
+    expectations: dict[str, str] = {}
+    for (subject, case, _), t in standing.items():
+        expectations.setdefault(case, str(t.get("expectation")))
+        scores.setdefault(case, {})
+        reading = t.get("reading")
+        if t.get("error") or not reading:
+            continue
+        score = reading.get("score")
+        if _number(score):
+            scores[case].setdefault(subject, []).append(float(score))
+        for k, v in (reading.get("metrics") or {}).items():
+            if _number(v):
+                extra.setdefault((case, subject), {}).setdefault(k, []).append(float(v))
+    rank = {case: i for i, case in enumerate(order)}
+    out = []
+    for case in sorted(expectations, key=lambda c: (rank.get(c, len(rank)), c)):
+        by_subject = {}
+        for subject, values in sorted(scores[case].items()):
+            d = describe(values)
+            by_subject[subject] = {
+                "n": d.n, "mean": num(d.mean), "sd": num(d.std) if d.n > 1 else None,
+                "min": num(min(values)), "max": num(max(values)),
+                "metrics": {k: num(sum(v) / len(v))
+                            for k, v in sorted(extra.get((case, subject), {}).items())}}
+        out.append({"probe_id": case, "expectation": expectations[case],
+                    "by_subject": by_subject})
+    return out
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
+             superseded: dict[str, int]) -> dict[str, Any]:
+    """Errored trials grouped by error kind (with example messages), and the cases that fail
+    most: a trial fails when it errored or its outcome contradicts the case's expectation."""
+    kinds: dict[str, dict[str, Any]] = {}
+    cases: dict[str, dict[str, Any]] = {}
+    for (subject, case, trial), t in sorted(standing.items()):
+        expectation = str(t.get("expectation"))
+        row = cases.setdefault(case, {"probe_id": case, "expectation": expectation,
+                                      "trials": 0, "errored": 0, "wrong": 0,
+                                      "by_subject": {}, "example": None})
+        mine = row["by_subject"].setdefault(subject, {"trials": 0, "failed": 0})
+        row["trials"] += 1
+        mine["trials"] += 1
+        error = t.get("error")
+        if error:
+            row["errored"] += 1
+            mine["failed"] += 1
+            kind = str(error.get("kind") or "unknown")
+            group = kinds.setdefault(kind, {"kind": kind, "count": 0, "subjects": {},
+                                            "cases": set(), "examples": []})
+            group["count"] += 1
+            group["subjects"][subject] = group["subjects"].get(subject, 0) + 1
+            group["cases"].add(case)
+            message = str(error.get("message") or "")[:_MESSAGE_CHARS]
+            if len(group["examples"]) < EXAMPLES and all(
+                    e["message"] != message for e in group["examples"]):
+                group["examples"].append({"subject": subject, "probe_id": case,
+                                          "trial": trial, "message": message})
+            continue
+        reading = t.get("reading") or {}
+        if _wrong(expectation, bool(reading.get("passed"))):
+            row["wrong"] += 1
+            mine["failed"] += 1
+            if row["example"] is None:  # the first wrong trial, with the start of its answer
+                row["example"] = {"subject": subject, "trial": trial,
+                                  "answer": t.get("answer", ""),
+                                  "details": str(reading.get("details") or "")[:_MESSAGE_CHARS]}
+    errors = []
+    for group in sorted(kinds.values(), key=lambda g: (-g["count"], g["kind"])):
+        errors.append({**group, "cases": sorted(group["cases"]),
+                       "superseded": superseded.get(group["kind"], 0)})
+    for kind, count in sorted(superseded.items()):
+        if kind not in kinds:
+            errors.append({"kind": kind, "count": 0, "subjects": {}, "cases": [],
+                           "examples": [], "superseded": count})
+    failing = []
+    for row in cases.values():
+        failed = row["errored"] + row["wrong"]
+        if failed:
+            failing.append({**row, "failed": failed, "fail_rate": num(failed / row["trials"])})
+    failing.sort(key=lambda r: (-r["fail_rate"], -r["failed"], r["probe_id"]))
+    return {"errored_trials": sum(g["count"] for g in kinds.values()), "errors": errors,
+            "cases": failing}
+
+
+def build_report(summary: dict[str, Any], spec: dict[str, Any],
+                 trials: Iterable[dict[str, Any]], *, metric: str | None = None,
+                 tags: list[str] | None = None,
+                 annotations: list[dict[str, Any]] | None = None,
+                 cases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The report of one run: `trials` are that run's lines of `trials.jsonl` (all attempts);
+    `cases` the experiment's case rows (`probe_id`, `difficulty`), for the difficulty figure."""
+    from ix.report import figures
+
+    metric = metric or primary_metric(summary)
+    table = summary_table(summary)
+    points: list[figures.TrialPoint] = []
+    standing, cost, superseded = _standing_trials(figures.recording(trials, points))
+    entries = [{"subject": b["name"], "counts": counts_of(b)} for b in summary["subjects"]]
+    case_order = [c["probe_id"] for c in table["cases"]]
+    return {
+        "run": {
+            "run_id": summary["run_id"], "experiment": summary["experiment_name"],
+            "status": summary.get("run_status"), "started_at": summary.get("started_at"),
+            "finished_at": summary.get("finished_at"), "seed": summary.get("seed"),
+            "trials_per_case": summary.get("trials_per_case"),
+            "git_commit": spec.get("git_commit"), "tags": list(tags or []),
+            "description": (spec.get("config") or {}).get("description"),
+            "sensor": summary.get("sensor"),
+        },
+        "metric": metric,
+        "summary": table,
+        "leaderboard": leaderboard(entries, metric),
+        "breakdown": breakdown(standing, case_order),
+        "failures": failures(standing, superseded),
+        "cost": {**cost, "note": "every attempt counts, retried ones included"},
+        "annotations": list(annotations or []),
+        "baseline": None,
+        "goal": summary.get("goal"),
+        "comparisons": summary.get("comparisons") or [],
+        "rates": figures.subject_rates(summary),
+        "difficulty": figures.difficulty(summary, cases),
+        "timeline": figures.timeline(points, table["subjects"]),
+    }

@@ -1,0 +1,244 @@
+"""Rich renderables for `ix report`, `ix leaderboard` and the configuration diff of
+`ix compare` (the `table` format)."""
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+_EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
+METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
+                "pass_rate": "pass rate", "activation_rate": "activation rate"}
+#: Rows of the long tables shown on a terminal (the JSON keeps them all).
+TOP = 10
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def ci(interval: list[float | None] | None) -> str:
+    if not interval or interval[0] is None or interval[1] is None:
+        return "[n/a]"
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
+
+
+def leaderboard_table(board: dict[str, Any], title: str, labels: tuple[str, ...] = ()) -> Table:
+    name = METRIC_NAMES.get(board["metric"], board["metric"])
+    table = _table(title, "rank", *labels, "subject", f"{name} [95% CI]", "n",
+                   "P(rank right)", "P(beats next)", "rank range", "P(best)",
+                   right=("rank", "n", "P(rank right)", "P(beats next)", "P(best)"))
+    for row in board["rows"]:
+        lo, hi = row["rank_ci"]
+        table.add_row(str(row["rank"]), *(str(row.get(k, "")) for k in labels), row["subject"],
+                      f"{fmt(row['value'])} {ci(row['ci'])}", str(row["n"]),
+                      fmt(row["p_rank"]), fmt(row["p_above_next"]),
+                      f"{lo}" if lo == hi else f"{lo}–{hi}", fmt(row["p_best"]))
+    return table
+
+
+def _cell(cell: dict[str, Any] | None) -> Text:
+    if cell is None:
+        return Text("-", style="dim")
+    if cell["score"] is None:
+        return Text(f"n/a ({cell['errors']} errored)", style="dim")
+    text = Text(f"{cell['score']:.2f} ")
+    text.append(ci(cell["score_ci"]), style="dim")
+    text.append(f" {cell['passed']}/{cell['n']} ")
+    text.append("✓" if cell["correct"] else "✗", style="green" if cell["correct"] else "red")
+    if cell["errors"]:
+        text.append(f" {cell['errors']}err", style="red")
+    return text
+
+
+def summary_tables(report: dict[str, Any]) -> list[RenderableType]:
+    s = report["summary"]
+    table = _table("summary: pass rate [95% CI] passed/valid per case, ✓ majority vote right",
+                   "case", "expect", *s["subjects"])
+    for row in s["cases"]:
+        table.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
+                      *(_cell(row["by_subject"].get(name)) for name in s["subjects"]))
+    metrics = _table("metrics per subject", "subject", "precision", "recall", "F1",
+                     "TP/FP/FN/TN", "errors", "status")
+    for name, m in s["metrics"].items():
+        metrics.add_row(name, *(f"{fmt(m[k])} {ci(m[f'{k}_ci'])}"
+                                for k in ("precision", "recall", "f1")),
+                        f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", str(m["errors"]),
+                        str(m["status"]))
+    return [table, Text(""), metrics]
+
+
+def breakdown_table(report: dict[str, Any]) -> Table:
+    names = report["summary"]["subjects"]
+    table = _table("score breakdown per case: mean ± sd (min–max) of the readings' scores",
+                   "case", *names)
+    for row in report["breakdown"]:
+        cells = []
+        for name in names:
+            b = row["by_subject"].get(name)
+            if b is None:
+                cells.append(Text("-", style="dim"))
+                continue
+            sd = f" ± {b['sd']:.2f}" if b["sd"] is not None else ""
+            text = Text(f"{fmt(b['mean'], 2)}{sd} ({fmt(b['min'], 2)}–{fmt(b['max'], 2)})")
+            if b["metrics"]:
+                text.append(" " + ", ".join(f"{k}={fmt(v, 2)}" for k, v in b["metrics"].items()),
+                            style="dim")
+            cells.append(text)
+        table.add_row(row["probe_id"], *cells)
+    return table
+
+
+def failure_parts(report: dict[str, Any]) -> list[RenderableType]:
+    f = report["failures"]
+    parts: list[RenderableType] = []
+    if f["errors"]:
+        errors = _table(f"errored trials by kind ({f['errored_trials']} standing)", "kind",
+                        "count", "retried away", "subjects", "cases", "example",
+                        right=("count", "retried away"))
+        for g in f["errors"]:
+            example = g["examples"][0] if g["examples"] else None
+            errors.add_row(g["kind"], str(g["count"]), str(g["superseded"]),
+                           ", ".join(f"{k} {v}" for k, v in g["subjects"].items()),
+                           ", ".join(g["cases"][:5]) + (" …" if len(g["cases"]) > 5 else ""),
+                           Text(f"{example['probe_id']}: {example['message'][:120]}")
+                           if example else "")
+        parts += [errors, Text("")]
+    else:
+        parts.append(Text("no errored trials", style="dim"))
+    if f["cases"]:
+        cases = _table("cases that fail most (errored, or outcome against the expectation)",
+                       "case", "expect", "failed", "rate", "errored", "wrong", "by subject",
+                       right=("failed", "rate", "errored", "wrong"))
+        for row in f["cases"][:TOP]:
+            cases.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
+                          f"{row['failed']}/{row['trials']}", fmt(row["fail_rate"], 2),
+                          str(row["errored"]), str(row["wrong"]),
+                          ", ".join(f"{k} {v['failed']}/{v['trials']}"
+                                    for k, v in row["by_subject"].items()))
+        more = len(f["cases"]) - TOP
+        parts.append(cases)
+        if more > 0:
+            parts.append(Text(f"+{more} more failing case(s) (--format json lists all)",
+                              style="dim"))
+    else:
+        parts.append(Text("no failing case", style="dim"))
+    return parts
+
+
+def cost_parts(report: dict[str, Any]) -> list[RenderableType]:
+    c = report["cost"]
+    total = c["total"]
+    if not (total["tokens_input"] or total["tokens_output"] or total["cost_usd"]):
+        return [Text(f"cost: no tokens or cost recorded ({total['attempts']} attempts; the "
+                     "runtime reports none)", style="dim")]
+    parts: list[RenderableType] = []
+    for title, rows in (("cost by subject", c["by_subject"]), ("cost by case", c["by_case"])):
+        ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost_usd"] or 0.0), kv[0]))
+        table = _table(title + (f" (top {TOP})" if len(ordered) > TOP else ""),
+                       title.split()[-1], "attempts", "input tokens", "output tokens", "USD",
+                       right=("attempts", "input tokens", "output tokens", "USD"))
+        for name, u in ordered[:TOP]:
+            table.add_row(name, str(u["attempts"]), f"{u['tokens_input']:,}",
+                          f"{u['tokens_output']:,}", f"{u['cost_usd']:.4f}")
+        parts += [table, Text("")]
+    parts.append(Text(f"total: {total['attempts']} attempts, {total['tokens_input']:,} input + "
+                      f"{total['tokens_output']:,} output tokens, ${total['cost_usd']:.4f} "
+                      f"({c['note']})"))
+    return parts
+
+
+def annotation_text(annotations: list[dict[str, Any]]) -> Text:
+    text = Text("annotations\n", style="bold")
+    for a in annotations:
+        where = f" [{a['case']}]" if a.get("case") else ""
+        text.append(f"  {a.get('at', '')} {a.get('user', '')}{where}: ", style="dim")
+        text.append(f"{a['text']}\n")
+    return text
+
+
+def baseline_parts(b: dict[str, Any]) -> list[RenderableType]:
+    head = Text(f"against baseline {b['tag']} ({b['run']}): ", style="bold")
+    if not b["regressed"]:
+        head.append("no regression", style="bold green")
+        head.append(f" — {b['rule']}", style="dim")
+        return [head]
+    head.append(f"{len(b['regressions'])} regression(s)", style="bold red")
+    table = _table("regressions (run − baseline)", "subject", "metric", "before", "after",
+                   "delta [95% CI]", "P(better)",
+                   right=("before", "after", "delta [95% CI]", "P(better)"))
+    for r in b["regressions"]:
+        table.add_row(r["subject"], METRIC_NAMES.get(r["metric"], r["metric"]),
+                      fmt(r["before"]), fmt(r["after"]),
+                      f"{fmt(r['diff'])} {ci(r['diff_ci'])}", fmt(r["p_better"]))
+    return [head, table, Text(b["rule"], style="dim")]
+
+
+def report_renderable(report: dict[str, Any]) -> RenderableType:
+    r = report["run"]
+    head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
+    if r["tags"]:
+        head.append(f" · tags: {', '.join(r['tags'])}", style="cyan")
+    head.append(f"\n{r['started_at']} → {r['finished_at']} · seed {r['seed']} · "
+                f"{r['trials_per_case']} trial(s) per case · git {r['git_commit'] or 'n/a'}",
+                style="dim")
+    board = report["leaderboard"]
+    parts: list[RenderableType] = [head, Text(""), *summary_tables(report), Text("")]
+    parts += [leaderboard_table(board, f"leaderboard by "
+                                       f"{METRIC_NAMES.get(board['metric'], board['metric'])}"),
+              Text(""), breakdown_table(report), Text(""), Text("failure analysis",
+                                                                 style="bold"),
+              *failure_parts(report), Text(""), *cost_parts(report)]
+    if report["annotations"]:
+        parts += [Text(""), annotation_text(report["annotations"])]
+    if report.get("baseline"):
+        parts += [Text(""), *baseline_parts(report["baseline"])]
+    return Group(*parts)
+
+
+def leaderboards_renderable(result: dict[str, Any]) -> RenderableType:
+    """`ix leaderboard`: one board per experiment, and the pooled board when there is one."""
+    parts: list[RenderableType] = []
+    for board in result["boards"]:
+        labels = ("run",) if len({row["run"] for row in board["rows"]}) > 1 else ()
+        runs = ", ".join(sorted({row["run"] for row in board["rows"]}))
+        parts += [leaderboard_table(board, f"{board['experiment']} (run {runs})", labels),
+                  Text("")]
+    overall = result.get("overall")
+    if overall:
+        parts += [leaderboard_table(overall, "overall: counts pooled over the experiments",
+                                    ("experiments",)), Text("")]
+    for note in result.get("notes", []):
+        parts.append(Text(note, style="dim"))
+    return Group(*parts)
+
+
+def config_changes_text(changes: list[dict[str, Any]]) -> Text:
+    """`ix compare`: what changed in configuration, per later run."""
+    text = Text()
+    for item in changes:
+        if not item["changes"]:
+            text.append(f"configuration: unchanged in {item['run']}\n", style="dim")
+            continue
+        text.append(f"configuration changed in {item['run']}:\n", style="bold")
+        for c in item["changes"]:
+            if c["change"] == "added":
+                text.append(f"  + {c['path']}: {_short(c['after'])}\n", style="green")
+            elif c["change"] == "removed":
+                text.append(f"  - {c['path']}: {_short(c['before'])}\n", style="red")
+            else:
+                text.append(f"  ~ {c['path']}: {_short(c['before'])} → {_short(c['after'])}\n")
+    return text
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    shown = repr(value) if isinstance(value, str) else str(value)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"

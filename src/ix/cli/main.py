@@ -9,8 +9,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ix import __version__, api
+from ix import api
+from ix._version import __version__
 from ix.cli import cache as cache_cli
+from ix.cli import reports as reports_cli
+from ix.cli import results as results_cli
+from ix.cli import transfer as transfer_cli
 from ix.cli.output import err, fail, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
@@ -598,6 +602,9 @@ def subjects_test(
 
 
 app.add_typer(cache_cli.app, name="cache")
+reports_cli.register(app)
+results_cli.register(app)
+transfer_cli.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,84 @@
+"""`ix export RUN` and `ix import PATH`: runs out of the lab, outside results in.
+
+docs/export.md has the formats and the rules.
+"""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ix.api import transfer
+from ix.cli.output import out, print_json, warn
+
+Lab = Annotated[str | None, typer.Option(
+    "--lab", help="The lab: a path, or a name searched from the project root. "
+                  "Default: walk up from the working directory.", show_default=False)]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
+
+
+def export(
+    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix) of any experiment "
+                                            "of the lab.", show_default=False)],
+    out_path: Annotated[Path, typer.Option(
+        "--out", "-o", help="Where to write: a file, or for inspect a folder (one log per "
+                            "subject).", show_default=False)],
+    fmt: Annotated[str, typer.Option(
+        "--format", "-f", help="jsonl (the run's trial lines, byte for byte), json (the "
+                               "run's spec, summary and trials), csv, parquet, or inspect "
+                               "(Inspect AI eval logs).")] = "jsonl",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")]
+        = False,
+    lab: Lab = None,
+    json_out: Json = False,
+) -> None:
+    """Export a run: its trials as jsonl, json, csv or parquet, or Inspect AI eval logs.
+
+    Exit codes: 0 written, 2 bad input (unknown run or format, --out exists without --force).
+    """
+    result = transfer.export_run(lab, run, fmt, out_path, force=force, warn=warn)
+    if json_out:
+        print_json(result.as_dict())
+        return
+    where = ", ".join(str(f) for f in result.files) if result.format == "inspect" \
+        else str(result.out)
+    out.print(f"exported run {result.run_id} ({result.experiment}, {result.trials} trial "
+              f"lines) as {result.format}: {where}", soft_wrap=True, markup=False)
+
+
+def import_(
+    path: Annotated[Path, typer.Argument(help="The file to import (for inspect: a JSON eval "
+                                              "log, or a folder of them).",
+                                         show_default=False)],
+    fmt: Annotated[str, typer.Option(
+        "--format", "-f", help="inspect (Inspect AI JSON eval logs), jsonl (ix trial lines) "
+                               "or csv (the columns of `ix export --format csv`).",
+        show_default=False)],
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", help="The experiment to add the run to (created if the lab has "
+                             "none of that name). Default: the one the file names.",
+        show_default=False)] = None,
+    lab: Lab = None,
+    json_out: Json = False,
+) -> None:
+    """Import outside results as a new, completed run of an experiment in the lab.
+
+    Exit codes: 0 imported, 2 bad input (the file, or the format; nothing is written).
+    """
+    result = transfer.import_results(lab, path, fmt, experiment=experiment,
+                                     command=["ix", *sys.argv[1:]], warn=warn)
+    if json_out:
+        print_json(result.as_dict())
+        return
+    made = " (new experiment)" if result.created_experiment else ""
+    out.print(f"imported {result.trials} trials ({len(result.subjects)} subject(s), "
+              f"{result.cases} cases) as run {result.run_id} of {result.experiment}{made}",
+              soft_wrap=True, markup=False)
+    out.print(f"run folder: {result.run_dir}", soft_wrap=True, markup=False, style="dim")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `export` and `import` to the `ix` command."""
+    app.command("export")(export)
+    app.command("import")(import_)

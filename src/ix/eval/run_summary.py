@@ -1,0 +1,44 @@
+"""A run's summary from its per-subject tallies: blocks, comparisons, the goal's verdict.
+
+One aggregation for every way trials become a run: the engine's runs (`ix.engine.run`
+passes what its plan says) and imported ones (`ix import`).
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ix.eval.models import EvalCase
+from ix.eval.scoring import Tally
+
+
+def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
+                      subjects: Sequence[tuple[str, str]], tallies: Mapping[str, Tally],
+                      cases: Sequence[EvalCase], trials_per_case: int, info: dict[str, Any],
+                      goal: dict[str, Any] | None = None,
+                      stopped: Mapping[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
+    first; every tally counts `cases`. A goal naming subjects outside the run gets no verdict."""
+    from ix.eval.comparisons import compare_subjects
+    from ix.eval.goals import evaluate_goal
+    from ix.eval.summary import build_summary, subject_block
+
+    names = [name for name, _ in subjects]
+    ordered = [tallies[n] for n in names]
+    blocks = [subject_block(name, description, tallies[name],
+                            tallies[name].results(experiment_name), trials_per_case,
+                            stopped=stopped.get(name) if stopped is not None else None)
+              for name, description in subjects]
+    metrics = [b["metrics"] for b in blocks]
+    comparisons = compare_subjects(names, ordered, metrics, cases)
+    verdict = None
+    if goal is not None:
+        compare = goal.get("compare") or names[:2]
+        if all(n in names for n in compare) and len(compare) == 2:
+            verdict = evaluate_goal({**goal, "compare": compare}, names, ordered, metrics,
+                                    cases, trials_per_case)
+        else:
+            verdict = {**goal, "verdict": None,
+                       "note": "the goal's subjects were not all part of this run"}
+    return build_summary(experiment_name=experiment_name, run_id=run_id,
+                         run_status=run_status, blocks=blocks, comparisons=comparisons,
+                         goal=verdict, info=info)

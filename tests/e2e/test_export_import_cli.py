@@ -1,0 +1,163 @@
+"""`ix export` and `ix import` end to end: the real command in a subprocess (docs/export.md)."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from conftest import mock_experiment, run_ix, tree_digest
+
+RATES = {"must-001": 1.0, "must-002": 0.5, "not-001": 0.25}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A lab with one completed mock run (read-only for the tests that use it)."""
+    lab = tmp_path_factory.mktemp("cli") / "lab"
+    lab.mkdir()
+    mock_experiment(lab, "exp", rates=RATES, trials=4)
+    r = run_ix("run", "--lab", str(lab), "--json")
+    assert r.code == 0, r.output
+    summary = json.loads(r.stdout)
+    return {"lab": lab, "run": summary["run_id"], "summary": summary}
+
+
+def per_case(summary: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int, int]]:
+    return {(b["name"], p["probe_id"]): (p["n"], p["passed"], p["errors"])
+            for b in summary["subjects"] for p in b["probe_results"]}
+
+
+def test_help_lists_export_and_import() -> None:
+    r = run_ix("--help")
+    assert "export" in r.stdout and "import" in r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["inspect", "jsonl", "csv"])
+def test_export_then_import_into_a_fresh_lab_gives_the_same_per_case_counts(
+        made: dict[str, Any], tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / ("logs" if fmt == "inspect" else f"run.{fmt}")
+    r = run_ix("export", made["run"][:17], "--lab", str(made["lab"]), "--format", fmt,
+               "--out", str(out), "--json")
+    assert r.code == 0, r.output
+    exported = json.loads(r.stdout)
+    assert exported["run_id"] == made["run"] and exported["trials"] == 6 * 4
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    r = run_ix("import", str(out), "--format", fmt, "--lab", str(fresh), "--json")
+    assert r.code == 0, r.output
+    imported = json.loads(r.stdout)
+    assert imported["experiment"] == "exp" and imported["created_experiment"]
+    summary = json.loads((Path(imported["run_dir"]) / "summary.json").read_text())
+    assert per_case(summary) == per_case(made["summary"])
+    assert summary["metrics"] == made["summary"]["metrics"]
+    r = run_ix("ls", "--lab", str(fresh), "--json")
+    assert r.code == 0 and imported["run_id"] in r.stdout
+
+
+def test_inspect_export_prints_the_files_it_wrote(made: dict[str, Any], tmp_path: Path,
+                                                 ) -> None:
+    r = run_ix("export", made["run"], "--lab", str(made["lab"]), "--format", "inspect",
+               "--out", str(tmp_path / "logs"))
+    assert r.code == 0, r.output
+    [path] = list((tmp_path / "logs").iterdir())
+    assert path.name in r.stdout
+    log = read_eval_log(str(path), header_only=True)
+    assert log.status == "success" and log.eval.task == "exp"
+    rate = made["summary"]["trial_level"]["correct"]["rate"]
+    assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(rate, abs=1e-6)
+
+
+def test_an_existing_out_is_refused_without_force_and_replaced_with_it(
+        made: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    out.write_text("keep me\n")
+    r = run_ix("export", made["run"], "--lab", str(made["lab"]), "--out", str(out))
+    assert r.code == 2 and "--out" in r.stderr and "--force" in r.stderr, r.output
+    assert out.read_text() == "keep me\n"
+    r = run_ix("export", made["run"], "--lab", str(made["lab"]), "--out", str(out), "--force")
+    assert r.code == 0, r.output
+    assert len(out.read_text().splitlines()) == 24
+
+
+def bad_jsonl(tmp: Path) -> Path:
+    path = tmp / "bad.jsonl"
+    path.write_text('{"subject": "s", "probe_id": "c", "trial": 0, '
+                    '"expectation": "must_trigger", "reading": {"passed": true}, '
+                    '"error": null}\n{"subject": "s", "probe_id": "c", "trial": "one"}\n')
+    return path
+
+
+def bad_inspect(tmp: Path) -> Path:
+    path = tmp / "log.json"
+    path.write_text('{"version": 2, "status": "success", "eval": {"model": "m"}, '
+                    '"samples": []}')
+    return path
+
+
+def bad_csv(tmp: Path) -> Path:
+    path = tmp / "t.csv"
+    path.write_text("subject,probe_id,trial,passed\ns,c,0,yes please\n")
+    return path
+
+
+def binary(tmp: Path) -> Path:
+    path = tmp / "t.csv"
+    path.write_bytes(b"\x00\xff\xfe binary")
+    return path
+
+
+# (arguments after `ix`, with {lab}, {tmp}, {run} and {file} filled in; what the one-line
+# message must name)
+BAD: dict[str, tuple[list[str], Any, list[str]]] = {
+    "unknown run": (["export", "20990101T000000Z-abcdef", "--out", "{tmp}/x.jsonl"], None,
+                    ["RUN", "20990101T000000Z-abcdef"]),
+    "unknown export format": (["export", "{run}", "--format", "xml", "--out", "{tmp}/x"],
+                              None, ["--format", "xml"]),
+    "out folder missing": (["export", "{run}", "--out", "{tmp}/no/such/x.jsonl"], None,
+                           ["--out"]),
+    "inspect out is a file": (["export", "{run}", "--format", "inspect", "--out",
+                               "{tmp}/x.jsonl", "--force"], "touch", ["--out", "folder"]),
+    "unknown import format": (["import", "{file}", "--format", "xml"], bad_jsonl,
+                              ["--format", "xml"]),
+    "missing import file": (["import", "{tmp}/nothing.jsonl", "--format", "jsonl"], None,
+                            ["nothing.jsonl", "no such file"]),
+    "malformed jsonl": (["import", "{file}", "--format", "jsonl", "--experiment", "exp"],
+                        bad_jsonl, ["bad.jsonl", "line 2.trial"]),
+    "inspect log without a task": (["import", "{file}", "--format", "inspect"], bad_inspect,
+                                   ["log.json", "eval.task"]),
+    "csv with a bad passed": (["import", "{file}", "--format", "csv", "--experiment", "exp"],
+                              bad_csv, ["t.csv", "row 2.passed"]),
+    "binary csv": (["import", "{file}", "--format", "csv"], binary, ["t.csv"]),
+    "import naming no experiment": (["import", "{file}", "--format", "jsonl"], bad_jsonl,
+                                    ["bad.jsonl"]),
+    "new experiment with a path": (["import", "{file}", "--format", "jsonl", "--experiment",
+                                    "a/b"], "good_jsonl", ["--experiment", "a/b"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_exits_2_with_one_line_and_changes_nothing(name: str, made: dict[str, Any],
+                                                             tmp_path: Path) -> None:
+    args, make, must_name = BAD[name]
+    file = None
+    if make == "touch":
+        (tmp_path / "x.jsonl").write_text("")
+    elif make == "good_jsonl":
+        file = tmp_path / "good.jsonl"
+        r = run_ix("export", made["run"], "--lab", str(made["lab"]), "--out", str(file))
+        assert r.code == 0, r.output
+    elif make is not None:
+        file = make(tmp_path)
+    before = tree_digest(made["lab"])
+    filled = [a.format(lab=made["lab"], tmp=tmp_path, run=made["run"], file=file)
+              for a in args]
+    r = run_ix(*filled, "--lab", str(made["lab"]))
+    assert r.code == 2, r.output
+    assert "Traceback" not in r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ix: error:"), r.stderr
+    for word in must_name:
+        assert word in lines[0], lines[0]
+    assert tree_digest(made["lab"]) == before

@@ -1,6 +1,7 @@
 """`ix export` and `ix import` end to end: the real command in a subprocess (docs/export.md)."""
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,33 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(name: str, made: di
     for word in must_name:
         assert word in lines[0], lines[0]
     assert tree_digest(made["lab"]) == before
+
+
+def test_resume_passes_over_an_imported_run_and_refuses_to_continue_one(tmp_path: Path) -> None:
+    """An imported run has no plan of its own: --resume takes the latest run ix executed,
+    and naming the imported run is refused without touching the lab."""
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    mock_experiment(lab, "exp", rates=RATES, trials=2)
+    first = run_ix("run", "--lab", str(lab), "--json")
+    assert first.code == 0, first.output
+    executed = json.loads(first.stdout)["run_id"]
+    out = tmp_path / "run.jsonl"
+    assert run_ix("export", executed, "--lab", str(lab), "--format", "jsonl",
+                  "--out", str(out)).code == 0
+    time.sleep(1.1)  # run ids sort by their start second: the import must be the latest
+    r = run_ix("import", str(out), "--format", "jsonl", "--lab", str(lab), "--json")
+    assert r.code == 0, r.output
+    imported = json.loads(r.stdout)["run_id"]
+    assert imported > executed
+
+    resumed = run_ix("run", "--lab", str(lab), "--resume", "--json")
+    assert resumed.code == 0, resumed.output
+    assert json.loads(resumed.stdout)["run_id"] == executed
+
+    before = tree_digest(lab)
+    refused = run_ix("run", "--lab", str(lab), "--resume", "--run", imported)
+    assert refused.code == 2
+    assert "imported" in refused.stderr and "--run" in refused.stderr
+    assert "Traceback" not in refused.output
+    assert tree_digest(lab) == before

@@ -16,7 +16,7 @@ from conftest import run_ix, tree_digest, write
 VOLATILE = {"run_id", "started_at", "finished_at"}
 
 
-def experiment(lab: Path, *, cases: int = 20, trials: int = 10, latency: int = 20,
+def experiment(lab: Path, *, cases: int = 20, trials: int | str = 10, latency: int = 20,
                extra: str = "") -> Path:
     d = lab / "e"
     for i in range(cases):
@@ -200,3 +200,138 @@ def test_resume_refuses_a_changed_experiment_and_bad_flag_combinations(lab):
     assert lonely.code == 2 and "--run" in lonely.stderr
     unknown = run_ix("run", "--lab", str(lab), "--resume", "--run", "nosuch")
     assert unknown.code == 2 and "nosuch" in unknown.stderr
+
+
+# --- trials: auto ---------------------------------------------------------------------------
+
+AUTO = "min_trials: 2\nmax_trials: 10\n"
+
+
+def adaptive(lab: Path, *, latency: int = 20, extra: str = "") -> Path:
+    """Most cases are coin flips (they run to the maximum), some settle early; c03 errs."""
+    return experiment(lab, trials="auto", latency=latency, extra=AUTO + extra)
+
+
+def keys(d: Path) -> list[tuple[str, str, int]]:
+    return sorted((x["subject"], x["probe_id"], x["trial"]) for x in trials(d))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_path,
+                                                                              sig):
+    ref = tmp_path / "reference"
+    whole = adaptive(ref, latency=0)
+    assert run_ix("run", "--lab", str(ref)).code == 0
+    d = adaptive(lab)
+    proc = start(lab)
+    wait_for_lines(d, 30)
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert 30 <= len(trials(d)) < len(keys(whole))
+    r = run_ix("run", "--lab", str(lab), "--resume")
+    assert r.code == 0, r.output
+    assert keys(d) == keys(whole)  # exactly the trials the rule gave: none lost, none twice
+    s = summary(d)
+    assert stable(s) == stable(summary(whole))
+    assert {p["stopped"] for p in s["probe_results"]} == {"settled", "max_trials"}
+    spec = yaml.safe_load((d / "results" / "runs" / s["run_id"] / "spec.yaml").read_text())
+    assert spec["status"] == "completed" and spec["continued"][0]["mode"] == "resume"
+    assert spec["trials_written"] == len(keys(whole))
+
+
+def test_limits_stop_an_adaptive_run_as_cancelled_and_resume_finishes_it(lab, tmp_path):
+    ref = tmp_path / "reference"
+    whole = adaptive(ref, latency=0)
+    assert run_ix("run", "--lab", str(ref)).code == 0
+    d = adaptive(lab, latency=0)
+    r = run_ix("run", "--lab", str(lab), "--max-trials", "30", "--json")
+    assert r.code == 130 and "--max-trials 30 reached" in r.stderr
+    s = json.loads(r.stdout)
+    assert s["run_status"] == "cancelled" and s["stop_reason"] == "--max-trials 30 reached"
+    assert s["subjects"][0]["trials"] == len(trials(d)) == 30
+    # nothing is spent by the mock, so a budget of 0 USD is reached by the first trial
+    r = run_ix("run", "--lab", str(lab), "--resume", "--max-cost", "0", "--json")
+    assert r.code == 130 and json.loads(r.stdout)["stop_reason"].startswith("--max-cost 0 USD")
+    # the first trial, and those already under way: in flight, or done and waiting to be
+    # counted (the orchestrator queues as many outcomes as it has workers: 4 each)
+    assert 31 <= len(trials(d)) <= 30 + 2 * 4
+    r = run_ix("run", "--lab", str(lab), "--resume")
+    assert r.code == 0, r.output
+    assert keys(d) == keys(whole)
+    assert stable(summary(d)) == stable(summary(whole))
+
+
+def test_the_time_limit_and_the_circuit_breaker_hold_an_adaptive_run(lab):
+    d = adaptive(lab, latency=100)
+    r = run_ix("run", "--lab", str(lab), "--time-limit", "0.3", "--json")
+    assert r.code == 130, r.output
+    assert json.loads(r.stdout)["stop_reason"] == "--time-limit 0.3 s reached"
+    assert 0 < len(trials(d)) < 40  # 20 cases get 2 trials each before any more
+    b = lab / "b"
+    write(b / "experiment.yaml", f"name: b\nskill: t\ntrials: auto\n{AUTO}concurrency: 1\n"
+          "runtime: {kind: mock, error_rates: {c00: 1.0, c01: 1.0}}\n")
+    for i in range(4):
+        write(b / "cases" / f"c{i:02d}.md", f"---\nexpectation: must_trigger\n---\np{i}\n")
+    r = run_ix("run", "--lab", str(lab), "b", "--max-consecutive-errors", "5", "--json")
+    s = json.loads(r.stdout)
+    assert "5 consecutive" in s["circuit_breaker"]["t"] and "circuit breaker" in r.stderr
+    ran = [x["probe_id"] for x in trials(b)]
+    # without the breaker both failing cases would run to the maximum of 10
+    assert ran.count("c00") < 10 and ran.count("c01") < 10
+    assert s["subjects"][0]["trials"] == len(ran)
+
+
+def _stop(outcomes: dict[int, bool | None], min_trials: int, max_trials: int) -> int:
+    """How many trials the stopping rule gives a case with these outcomes (None: errored)."""
+    from ix.stats.sequential import majority_vote_probability
+
+    n = min_trials
+    while n < max_trials:
+        valid = [outcomes[t] for t in range(n) if outcomes[t] is not None]
+        if valid:
+            p = majority_vote_probability(sum(valid), len(valid), max_trials)
+            if p >= 0.95 or p <= 0.05:
+                break
+        n += 1
+    return n
+
+
+def test_retry_failed_on_an_adaptive_run_reruns_errored_trials_and_reapplies_the_rule(lab):
+    d = lab / "e"
+    for i in range(6):
+        write(d / "cases" / f"c{i:02d}.md", f"---\nexpectation: must_trigger\n---\np{i}\n")
+    write(d / "experiment.yaml", f"name: e\nskill: t\ntrials: auto\n{AUTO}seed: 1\n"
+          "runtime: {kind: mock, default_rate: 0.5, error_rates: {c00: 0.5, c01: 0.5, "
+          "c02: 0.5, c03: 0.5, c04: 0.5, c05: 0.5}}\n")
+    assert run_ix("run", "--lab", str(lab)).code == 0
+    first = trials(d)
+    errored = {(x["probe_id"], x["trial"]) for x in first if x["error"]}
+    r = run_ix("run", "--lab", str(lab), "--retry-failed", "--json")
+    assert r.code == 0, r.output
+    new = trials(d)[len(first):]
+    assert {(x["probe_id"], x["trial"]) for x in new if x["attempt"] == 1} == errored
+    latest: dict[str, dict[int, bool | None]] = {}
+    for x in trials(d):
+        latest.setdefault(x["probe_id"], {})[x["trial"]] = (
+            None if x["error"] else x["reading"]["passed"])
+    stopped = {p["probe_id"]: p["stopped"] for p in json.loads(r.stdout)["probe_results"]}
+    extended = 0
+    for case, outcomes in latest.items():
+        before = sum(1 for x in first if x["probe_id"] == case)
+        after = _stop({t: outcomes.get(t) for t in range(10)}, 2, 10)
+        added = sorted(x["trial"] for x in new if x["probe_id"] == case and x["attempt"] == 0)
+        # the rule, re-applied to the retried outcomes, ran exactly the trials it now asks for
+        assert added == list(range(before, after)), case
+        assert stopped[case] == ("max_trials" if after == 10 else "settled")
+        extended += bool(added)
+    assert extended  # (with this seed a retried trial unsettles a case, which gets more)
+
+
+def test_a_continued_run_keeps_its_trials_rule(lab):
+    d = adaptive(lab, latency=0)
+    assert run_ix("run", "--lab", str(lab), "--max-trials", "10").code == 130
+    (d / "experiment.yaml").write_text((d / "experiment.yaml").read_text()
+                                       .replace("max_trials: 10", "max_trials: 12"))
+    r = run_ix("run", "--lab", str(lab), "--resume")
+    assert r.code == 2 and "trials: auto (2 to 10)" in r.stderr, r.output
+    assert len(trials(d)) == 10

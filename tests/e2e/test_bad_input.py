@@ -6,6 +6,8 @@ or changed." Each entry of `BAD` below builds a valid mock experiment, breaks on
 says what the one-line message must name. Both `ix run` and `ix validate` are checked.
 """
 
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -414,3 +416,16 @@ def test_earlier_results_are_untouched_by_a_bad_run(lab: Path, tmp_path: Path) -
         assert "cases/must-002.md" in message, again.output
         assert tree_digest(exp / "results") == results_before
         assert tree_digest(lab) == lab_before
+
+
+def test_an_error_naming_an_extra_keeps_its_brackets():
+    """Error text is text, not rich markup: `ix-lab[view]` must print whole."""
+    code = ("import sys; sys.modules['uvicorn'] = None\n"
+            "from ix.cli.main import main\n"
+            "sys.argv = ['ix', 'view']\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "ix: error: ix view needs the web extra: " \
+                                  "pip install 'ix-lab[view]'"

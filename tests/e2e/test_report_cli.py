@@ -207,7 +207,7 @@ def test_default_run_is_the_latest_of_the_experiment_the_directory_is_in(lab):
 @pytest.mark.parametrize(("args", "message"), [
     (["nosuchrun"], "no run or tag 'nosuchrun'"),
     (["20991231"], "no run '20991231'"),
-    (["--format", "html"], "html reports are not available yet"),
+    (["--format", "html", "--out", "/nonexistent-dir/r.html"], "--out"),
     (["--format", "pdf"], "unknown format 'pdf'"),
     (["--json", "--format", "md"], "--format"),
     (["--metric", "accuracy"], "unknown metric 'accuracy'"),

@@ -15,6 +15,7 @@ from ix.cli import cache as cache_cli
 from ix.cli import reports as reports_cli
 from ix.cli import results as results_cli
 from ix.cli import transfer as transfer_cli
+from ix.cli import view as view_cli
 from ix.cli.output import err, fail, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
@@ -605,6 +606,7 @@ app.add_typer(cache_cli.app, name="cache")
 reports_cli.register(app)
 results_cli.register(app)
 transfer_cli.register(app)
+view_cli.register(app)
 
 
 def main() -> None:

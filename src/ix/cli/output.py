@@ -5,6 +5,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -16,8 +17,11 @@ def print_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]ix: warning:[/] {message}", markup=True, highlight=False)
+    """A warning on stderr; the message is text (a `[view]` in it is not markup)."""
+    err.print(f"[yellow]ix: warning:[/] {escape(message)}", markup=True, highlight=False)
 
 
 def fail(message: str) -> None:
-    err.print(f"[bold red]ix: error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
+    """The one line of an error on stderr; the message is text, never markup."""
+    err.print(f"[bold red]ix: error:[/] {escape(message)}", markup=True, highlight=False,
+              soft_wrap=True)

@@ -27,12 +27,10 @@ Metric = Annotated[str | None, typer.Option(
                      "pass rate).", show_default=False)]
 
 
-def _format(fmt: str | None, json_out: bool) -> str:
-    if fmt == "html":
-        raise ConfigError("html reports are not available yet; use table, md or json",
+def _format(fmt: str | None, json_out: bool, allowed: tuple[str, ...] = api_reports.FORMATS) -> str:
+    if fmt is not None and fmt not in allowed:
+        raise ConfigError(f"unknown format {fmt!r}; allowed: {', '.join(allowed)}",
                           field="--format")
-    if fmt is not None and fmt not in api_reports.FORMATS:
-        raise ConfigError(f"unknown format {fmt!r}; allowed: table, md, json", field="--format")
     if json_out and fmt not in (None, "json"):
         raise ConfigError(f"--json asks for JSON but --format asks for {fmt}", field="--format")
     return "json" if json_out else (fmt or "table")
@@ -73,13 +71,30 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
+def _write_html(data: dict[str, Any], path: Path | None) -> None:
+    """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
+    from ix.lab.results import write_text_atomic
+    from ix.report.html import render_report_html
+
+    target = path or Path(data["run"]["folder"]) / "report.html"
+    try:
+        write_text_atomic(target, render_report_html(data))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the report: {exc.strerror or exc}", file=target,
+                          field="--out") from None
+    err.print(f"wrote {target}", highlight=False, soft_wrap=True)
+
+
 def report(
     run: Annotated[str | None, typer.Argument(
         help="A run id (or unique prefix), a tag, or a run folder. Default: the latest run "
              "of the experiment the working directory is in (or the lab's only one).",
         show_default=False)] = None,
     lab: Lab = None,
-    fmt: Format = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help="table (default), md (Markdown), json, or html (one "
+                               "self-contained page; default file: the run folder's "
+                               "report.html).", show_default=False)] = None,
     out_file: Out = None,
     metric: Metric = None,
     baseline: Annotated[str | None, typer.Option(
@@ -89,17 +104,21 @@ def report(
     json_out: Json = False,
 ) -> None:
     """One run's report: summary table, leaderboard, score breakdown per case, failure
-    analysis, cost, annotations, and with --baseline the regressions.
+    analysis, cost, annotations, and with --baseline the regressions. --format html writes
+    one offline page with the charts (to --out, else the run folder's report.html).
 
     Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
     """
     from ix.report.markdown import report_markdown
     from ix.report.terminal import report_renderable
 
-    chosen = _format(fmt, json_out)
+    chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html"))
     _check_out(out_file)
     data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn)
-    _emit(chosen, data, report_renderable, report_markdown, out_file)
+    if chosen == "html":
+        _write_html(data, out_file)
+    else:
+        _emit(chosen, data, report_renderable, report_markdown, out_file)
     base = data.get("baseline")
     if base and base["regressed"]:
         found = ", ".join(f"{r['subject']} {r['metric']}" for r in base["regressions"])

@@ -1,0 +1,109 @@
+"""The runs of a lab, and a run named by a reference that came from outside (a URL).
+
+`list_runs` is what `ix view` lists; `lab_run` looks up a run id or tag the way `ix report`
+does, but only ever answers with a run folder inside the lab: a reference that is a path, that
+holds glob characters, or that resolves (through a symlink or a tag) outside the lab is
+refused. Everything here reads.
+"""
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ix.api.reports import SUMMARY_FILE, resolve_run
+from ix.domain.errors import ConfigError
+from ix.lab.resolve import find_lab
+from ix.lab.resolve import list_experiments as experiment_dirs
+from ix.lab.results import TRIALS_FILE
+from ix.lab.runs import RUNS_DIR, SPEC_FILE, read_spec
+
+#: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
+RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run folder, as its `spec.yaml` describes it."""
+
+    run_id: str
+    experiment: str
+    experiment_dir: Path
+    folder: Path
+    status: str | None
+    started_at: str | None
+    finished_at: str | None
+    seed: Any
+    trials_per_case: Any
+    has_summary: bool
+
+
+def run_info(folder: Path) -> RunInfo:
+    """A run folder's facts; an unreadable `spec.yaml` gives status `unreadable`."""
+    try:
+        spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
+        status = spec.get("status")
+    except ConfigError:
+        spec, status = {}, "unreadable"
+    experiment_dir = folder.parent.parent.parent
+    return RunInfo(run_id=folder.name, experiment=str(spec.get("experiment")
+                                                      or experiment_dir.name),
+                   experiment_dir=experiment_dir, folder=folder,
+                   status=str(status) if status is not None else None,
+                   started_at=_text(spec.get("started_at")),
+                   finished_at=_text(spec.get("finished_at")), seed=spec.get("seed"),
+                   trials_per_case=spec.get("trials"),
+                   has_summary=(folder / SUMMARY_FILE).is_file())
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
+    """Each experiment folder of the lab -> its runs, newest first."""
+    lab_path = find_lab(lab)
+    out: dict[Path, list[RunInfo]] = {}
+    for experiment in experiment_dirs(lab_path):
+        runs = experiment / "results" / RUNS_DIR
+        folders = sorted((p for p in runs.iterdir() if p.is_dir() and _inside(p, lab_path)),
+                         key=lambda p: p.name, reverse=True) if runs.is_dir() else []
+        out[experiment] = [run_info(p) for p in folders]
+    return out
+
+
+def lab_run(lab: Path, ref: str) -> RunInfo:
+    """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab.
+
+    Unlike `ix report`'s lookup, a path is never accepted and the folder must lie inside the
+    lab once every symlink is resolved; otherwise (or when nothing matches) a `ConfigError`.
+    """
+    if not isinstance(ref, str) or not RUN_REF.fullmatch(ref) or ".." in ref:
+        raise ConfigError(f"not a run id or tag: {ref!r}", field="RUN")
+    folder = resolve_run(lab, ref)
+    if not _inside(folder, lab) or not folder.is_dir():
+        raise ConfigError(f"run {ref!r} is not inside lab {lab}", field="RUN")
+    return run_info(folder)
+
+
+def fingerprint(run: RunInfo) -> tuple[Any, ...]:
+    """Changes whenever the run's summary, spec or trial log changes (a cache key)."""
+    stamps: list[Any] = [str(run.folder)]
+    for path in (run.folder / SUMMARY_FILE, run.folder / SPEC_FILE,
+                 run.experiment_dir / "results" / TRIALS_FILE):
+        try:
+            st = path.stat()
+            stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """`path` lies under `root` once both are resolved (symlinks followed)."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+__all__ = ["RUN_REF", "RunInfo", "fingerprint", "lab_run", "list_runs", "run_info"]

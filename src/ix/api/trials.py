@@ -1,0 +1,100 @@
+"""One trial, whole: its `trials.jsonl` line and the transcript its `trace` field points to
+(`results/runs/<run_id>/traces/...jsonl.gz`). The web viewer's drill-down reads these.
+
+The trace path comes from the lab's data, so it is never trusted: it must resolve (symlinks
+followed) to a regular file inside the run's own folder, or the trace is refused. A trace is
+read up to a size limit, so a huge (or hostile, e.g. a gzip bomb) file cannot exhaust memory.
+"""
+
+import gzip
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ix.api.runs import RunInfo
+from ix.domain.errors import ConfigError
+from ix.lab.results import TRIALS_FILE
+
+#: How much of a transcript is read (decompressed bytes) before the rest is left out.
+TRACE_BYTES = 8 * 1024 * 1024
+
+
+def trial_record(run: RunInfo, subject: str, case: str, trial: int,
+                 attempt: int | None = None) -> dict[str, Any] | None:
+    """The run's line for (subject, case, trial): that `attempt`, else the latest; None if
+    there is none. Lines are matched on their bytes first, so only candidates are parsed."""
+    path = run.experiment_dir / "results" / TRIALS_FILE
+    if not path.is_file():
+        return None
+    run_needle = json.dumps(run.run_id, ensure_ascii=False).encode("utf-8")
+    case_needles = {json.dumps(case, ensure_ascii=False)[1:-1].encode("utf-8"),
+                    json.dumps(case)[1:-1].encode("ascii")}
+    found: dict[str, Any] | None = None
+    with path.open("rb") as f:
+        for raw in f:
+            if run_needle not in raw or not any(n in raw for n in case_needles):
+                continue
+            try:
+                record = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if not isinstance(record, dict) or record.get("run_id") != run.run_id \
+                    or record.get("subject") != subject or record.get("probe_id") != case \
+                    or record.get("trial") != trial:
+                continue
+            number = record.get("attempt") or 0
+            if attempt is not None:
+                if number == attempt:
+                    return record
+            elif found is None or number >= (found.get("attempt") or 0):
+                found = record
+    return found
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A transcript's lines, each parsed as JSON where it is JSON (else the text)."""
+
+    path: str
+    lines: list[Any]
+    truncated: bool
+
+
+def read_trace(run: RunInfo, record: dict[str, Any], limit: int = TRACE_BYTES) -> Trace | None:
+    """The transcript of a trial line (None when it has none). A `ConfigError` when the
+    line's `trace` does not lead to a file inside the run's folder."""
+    ref = record.get("trace")
+    if ref is None:
+        return None
+    if not isinstance(ref, str) or not ref or "\x00" in ref or os.path.isabs(ref):
+        raise ConfigError(f"the trace path {ref!r} is not a relative path", field="trace")
+    results = run.experiment_dir / "results"
+    path = os.path.realpath(results / ref)
+    base = os.path.realpath(run.folder).rstrip(os.sep) + os.sep
+    if not path.startswith(base) or not os.path.isfile(path):
+        raise ConfigError(f"the trace {ref!r} is not a file inside the run's folder",
+                          field="trace")
+    opener: Any = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            data = f.read(limit + 1)
+    except (OSError, EOFError) as exc:
+        raise ConfigError(f"cannot read the trace: {exc}", file=ref, field="trace") from None
+    truncated = len(data) > limit
+    text = data[:limit].decode("utf-8", "replace")
+    pieces = text.splitlines()
+    if truncated and pieces:
+        pieces.pop()  # the cut line is incomplete
+    lines: list[Any] = []
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        try:
+            lines.append(json.loads(piece))
+        except ValueError:
+            lines.append(piece)
+    return Trace(ref, lines, truncated)
+
+
+__all__ = ["TRACE_BYTES", "Trace", "read_trace", "trial_record"]

@@ -1,0 +1,224 @@
+"""`ix report --format html`: one self-contained page (docs/reports.md, "The HTML report").
+
+`render_report_html(report)` is the whole page; `report_body_html(report)` its sections
+without `<html>`/`<head>`, for a host page (the `ix view` run page) that also inlines
+`REPORT_CSS` (every rule is scoped to `.ix-report`). `report` is the data of
+`ix.api.reports.report` (`ix report --json`).
+
+Safety: jinja2 autoescapes every value; the only markup marked safe is the SVG of
+`ix.report.charts`, which escapes its own texts. The page loads nothing (no script, font,
+image or stylesheet from anywhere) and its Content-Security-Policy forbids it anyway.
+"""
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jinja2 import ChainableUndefined, Environment, PackageLoader, Undefined
+from markupsafe import Markup
+
+from ix.report import charts
+from ix.report.terminal import METRIC_NAMES, ci, fmt
+
+#: The report's stylesheet, to inline in a `<style>` element.
+REPORT_CSS: str = resources.files("ix.report").joinpath("templates/report.css").read_text(
+    encoding="utf-8")
+#: Nothing may load or run: styles are inline, images only `data:` (there are none).
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+       "form-action 'none'")
+#: Rows of the long lists (failing cases, flips) shown; the JSON keeps them all.
+TOP_FAILURES = 25
+_EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
+_RATES = (("must_trigger", "Trials that passed, must_trigger cases (higher is better)"),
+          ("should_not_trigger", "Trials that passed, should_not_trigger cases (lower is better)"),
+          ("correct", "Trials whose outcome is right, all cases"))
+
+
+@cache
+def _env() -> Environment:
+    # a key missing from older or imported data renders as empty or n/a, never fails
+    env = Environment(loader=PackageLoader("ix.report", "templates"), autoescape=True,
+                      undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(fmt=_fmt, ci=_ci, p=_p, expect=lambda e: _EXPECT.get(e, e),
+                       metric=lambda m: METRIC_NAMES.get(m, m))
+    return env
+
+
+def render_report_html(report: dict[str, Any]) -> str:
+    """The report as one HTML page that needs nothing else: no network, no script."""
+    run = report["run"]
+    return _env().get_template("report.html.j2").render(
+        title=f"{run['experiment']} · run {run['run_id']}", csp=CSP, css=Markup(REPORT_CSS),
+        body=Markup(report_body_html(report)))
+
+
+def report_body_html(report: dict[str, Any]) -> str:
+    """The report's sections in a `<div class="ix-report">`, to embed in a page that
+    inlines `REPORT_CSS`."""
+    return _env().get_template("report_body.html.j2").render(**_context(report))
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return fmt(x, digits) if _number(x) else "n/a"
+
+
+def _ends(x: Any) -> tuple[float | None, float | None]:
+    """An interval's two ends, or (None, None) when it is missing or malformed."""
+    if isinstance(x, list | tuple) and len(x) == 2 and all(v is None or _number(v) for v in x):
+        return x[0], x[1]
+    return None, None
+
+
+def _ci(x: Any) -> str:
+    return ci(list(_ends(x)))
+
+
+def _p(x: Any) -> str:
+    if not _number(x) or isinstance(x, Undefined):
+        return "n/a"
+    return "< 0.001" if 0 < x < 0.001 else f"{x:.3f}"
+
+
+def _svg(text: str) -> Markup:
+    """Chart SVG from `ix.report.charts` (which escapes every text it draws)."""
+    return Markup(text)
+
+
+def _context(report: dict[str, Any]) -> dict[str, Any]:
+    subjects = report["summary"]["subjects"]
+    colors = {s: charts.color(i) for i, s in enumerate(subjects)}
+    return {"r": report, "run": report["run"], "summary": report["summary"],
+            "subjects": subjects, "heatmap": _heatmap(report),
+            "bars": _bars(report, colors), "histogram": _histogram(report, colors),
+            "difficulty": _difficulty(report, colors), "timeline": _timeline(report),
+            "comparisons": _comparisons(report), "failing": _failing(report),
+            "top": TOP_FAILURES}
+
+
+def _heatmap(report: dict[str, Any]) -> Markup | None:
+    s = report["summary"]
+    if not s["cases"] or not s["subjects"]:
+        return None
+    cells = {}
+    for row in s["cases"]:
+        for name, c in row["by_subject"].items():
+            if c["score"] is None:
+                tip = f"{row['probe_id']} · {name}: no valid trial ({c['errors']} errored)"
+                cells[(row["probe_id"], name)] = charts.Cell(None, tip)
+                continue
+            vote = {True: "right", False: "wrong", None: "none"}[c.get("correct")]
+            tip = (f"{row['probe_id']} · {name}: pass rate {c['score']:.2f}, "
+                   f"{c['passed']}/{c['n']} valid trials"
+                   + (f" ({c['errors']} errored)" if c["errors"] else "")
+                   + f"\n95% interval {ci(c['score_ci'])}\nmajority vote {vote} "
+                   f"({row['expectation']})")
+            cells[(row["probe_id"], name)] = charts.Cell(c["score"], tip,
+                                                         flagged=c.get("correct") is False)
+    rows = [f"{r['probe_id']}" for r in s["cases"]]
+    return _svg(charts.heatmap(rows, s["subjects"], cells, label="pass rate per case and "
+                               "subject", show_values=len(s["subjects"]) <= 12))
+
+
+def _bars(report: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:
+    subjects = report["summary"]["subjects"]
+    metric = report["metric"]
+    name = METRIC_NAMES.get(metric, metric)
+    values = {row["subject"]: row for row in report["leaderboard"]["rows"]}
+    out = []
+    primary = [charts.Bar(s, values[s]["value"], *_ends(values[s]["ci"]),
+                          title=f"{s}: {name} {fmt(values[s]['value'])} "
+                                f"{ci(values[s]['ci'])}, n = {values[s]['n']}",
+                          color=colors[s]) for s in subjects if s in values]
+    if primary:
+        out.append({"title": f"{name[:1].upper()}{name[1:]}, the leaderboard's metric",
+                    "svg": _svg(charts.bar_chart(primary, label=name))})
+    rates = report.get("rates") or {}
+    for key, title in _RATES:
+        bars = []
+        for s in subjects:
+            r = (rates.get(s) or {}).get(key)
+            if not r or r.get("rate") is None:
+                continue
+            lo, hi = _ends(r.get("ci"))
+            bars.append(charts.Bar(s, r["rate"], lo, hi, color=colors[s],
+                                   title=f"{s}: {fmt(r['rate'])} {ci(r.get('ci'))}, "
+                                         f"{r.get('n_trials')} trials of {r.get('n_cases')} "
+                                         "cases (interval clustered by case)"))
+        if bars:
+            out.append({"title": title, "svg": _svg(charts.bar_chart(bars, label=title))})
+    return out
+
+
+def _histogram(report: dict[str, Any], colors: dict[str, str]) -> Markup | None:
+    series: dict[str, list[float]] = {s: [] for s in report["summary"]["subjects"]}
+    for row in report["breakdown"]:
+        for s, b in row["by_subject"].items():
+            if b.get("mean") is not None:
+                series.setdefault(s, []).append(b["mean"])
+    values = [v for vs in series.values() for v in vs]
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    domain = (0.0, 1.0) if lo >= 0 and hi <= 1 else (lo, hi) if hi > lo else (lo - .5, hi + .5)
+    return _svg(charts.histogram(series, domain=domain, label="per-case mean score",
+                                 colors=[colors.get(s, charts.color(i))
+                                         for i, s in enumerate(series)]))
+
+
+def _difficulty(report: dict[str, Any], colors: dict[str, str]) -> Markup | None:
+    d = report.get("difficulty")
+    if not d:
+        return None
+    series = []
+    for i, (s, rows) in enumerate(d["by_subject"].items()):
+        points = [charts.Point(r["rate"], *_ends(r["ci"]),
+                               title=f"{s}, {r['level']}: {r['k']}/{r['n']} cases right, "
+                                     f"95% {ci(r['ci'])}") if r["rate"] is not None else None
+                  for r in rows]
+        series.append(charts.Series(s, points, colors.get(s, charts.color(i))))
+    return _svg(charts.line_plot(d["levels"], series, label="pass rate by difficulty",
+                                 y_label="pass rate"))
+
+
+def _timeline(report: dict[str, Any]) -> Markup | None:
+    t = report.get("timeline")
+    if not t:
+        return None
+    lanes = []
+    for lane in t["lanes"]:
+        marks = [charts.Mark(m["t"], m["d"], m["status"],
+                             title=f"{lane['subject']} · {m['probe_id']} trial {m['trial']}"
+                                   + (f" (attempt {m['attempt']})" if m["attempt"] else "")
+                                   + f": started +{m['t']:.0f} ms, took {m['d']:.0f} ms, "
+                                   + (f"error {m['error']}" if m["error"] else m["status"]))
+                 for m in lane.get("marks", ())]
+        lanes.append(charts.Lane(lane["subject"], marks, lane.get("bins", ()),
+                                 title=f"{lane['subject']}: {lane['trials']} attempts, "
+                                       f"{lane['errors']} errored"))
+    return _svg(charts.timeline(lanes, t["span_ms"], bin_ms=t.get("bin_ms"),
+                                label="trials over time"))
+
+
+def _comparisons(report: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for c in report.get("comparisons") or []:
+        metrics = c.get("metrics") or {}
+        bars = [charts.Bar(METRIC_NAMES.get(k, k), m.get("diff"),
+                           *_ends(m.get("diff_ci")),
+                           title=f"{k}: {fmt(m.get('diff'))} {ci(m.get('diff_ci'))}",
+                           color=charts.PALETTE[5] if (m.get("diff") or 0) < 0
+                           else charts.PALETTE[2])
+                for k, m in metrics.items()]
+        svg = _svg(charts.bar_chart(bars, domain=(-1.0, 1.0), label="variant − control")) \
+            if bars else None
+        out.append({"c": c, "metrics": metrics, "svg": svg,
+                    "flips": (c.get("flips") or [])[:TOP_FAILURES]})
+    return out
+
+
+def _failing(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(report["failures"].get("cases") or [])[:TOP_FAILURES]

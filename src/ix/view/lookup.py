@@ -1,0 +1,235 @@
+"""What the viewer's pages read, all through `ix.api`: runs looked up by id (never joined into
+a path), the report of a run (cached until its files change), and trials aggregated and paged
+by DuckDB (the query layer), so no page holds more than one page of trials.
+
+Every id that comes from a URL is checked here; anything that does not name a thing of this
+lab raises `NotFound`.
+"""
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ix.api import ConfigError
+from ix.api.annotations import list_tags
+from ix.api.experiments import compare_runs, list_experiments, load
+from ix.api.query import run_query
+from ix.api.reports import read_summary, report
+from ix.api.results import query_results
+from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
+from ix.api.trials import Trace, read_trace, trial_record
+
+#: Trials per page of a case's trials.
+PAGE_SIZE = 50
+#: Cases per page of a run's case table.
+CASES_PAGE = 200
+#: Reports kept in memory (the latest ones asked for).
+REPORTS_KEPT = 8
+OUTCOMES = ("all", "passed", "failed", "errors")
+
+
+class NotFound(Exception):
+    """The URL names nothing of this lab (or something the viewer refuses to serve)."""
+
+
+def sql_text(value: str) -> str:
+    """A DuckDB string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def exact_glob(value: str) -> str:
+    """A glob (as `ix results --case` takes) that matches exactly `value`."""
+    return re.sub(r"([*?\[\\])", r"\\\1", value)
+
+
+def check_text(value: str | None, what: str) -> str:
+    """A subject or case id from a query string: non-empty, printable, not too long."""
+    if not value or len(value) > 500 or any(ord(ch) < 32 for ch in value):
+        raise NotFound(f"no such {what}")
+    return value
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    data: dict[str, Any] | None
+    note: str | None             # why there is no report (a running run has no summary yet)
+
+
+class Lookup:
+    """The lab's data for the pages; one per app. Thread-safe (pages run in a thread pool)."""
+
+    def __init__(self, lab: Path, warn: Callable[[str], None] | None = None):
+        self.lab = lab
+        self._warn = warn
+        self._reports: OrderedDict[tuple[Any, ...], ReportResult] = OrderedDict()
+        self._lock = threading.Lock()
+        self._building: dict[tuple[Any, ...], threading.Lock] = {}
+
+    # --------------------------------------------------------------------------- runs
+
+    def run(self, ref: str) -> RunInfo:
+        try:
+            return lab_run(self.lab, ref)
+        except ConfigError as exc:
+            raise NotFound(exc.message) from None
+
+    def experiments(self) -> list[dict[str, Any]]:
+        """Each experiment with its runs (newest first) and each run's trial counts."""
+        _, infos = list_experiments(self.lab)
+        runs = list_runs(self.lab)
+        counts = self.run_counts()
+        tags: dict[str, list[str]] = {}
+        try:
+            for t in list_tags(self.lab):
+                tags.setdefault(t["run"], []).append(t["tag"])
+        except ConfigError:
+            pass
+        out = []
+        for info in infos:
+            out.append({"info": info, "runs": [
+                {"run": r, "counts": counts.get(r.run_id), "tags": tags.get(r.run_id, [])}
+                for r in runs.get(info.path, [])]})
+        return out
+
+    def run_counts(self, *run_ids: str) -> dict[str, dict[str, Any]]:
+        """Run id -> trials, errors, valid, passed (the latest attempt of each trial), for
+        the given runs (none: every run of the lab)."""
+        where = (f"WHERE run_id IN ({', '.join(sql_text(r) for r in run_ids)}) "
+                 if run_ids else "")
+        sql = ("SELECT run_id, count(*) AS trials, count(error) AS errors, count(passed) AS "
+               "valid, count(*) FILTER (WHERE passed) AS passed, min(started_at) AS first, "
+               f"max(started_at) AS last FROM trials {where}GROUP BY run_id")
+        return {row["run_id"]: row for row in run_query(self.lab, sql, self._warn).rows()}
+
+    def prepare(self) -> None:
+        """Build ahead what the first pages need: the lab's query index, then the report of
+        each experiment's latest finished run (newest first, at most `REPORTS_KEPT`). Run in
+        a background thread at startup; a page that asks meanwhile waits for the same build."""
+        import importlib
+
+        importlib.import_module("scipy.stats")  # the report's statistics
+        self.run_counts()
+        latest = [next((r for r in runs if r.has_summary), None)
+                  for runs in list_runs(self.lab).values()]
+        chosen = sorted((r for r in latest if r is not None), key=lambda r: r.run_id,
+                        reverse=True)[:REPORTS_KEPT]
+        for run in chosen:
+            self.report(run)
+
+    # --------------------------------------------------------------------------- reports
+
+    def report(self, run: RunInfo) -> ReportResult:
+        """`ix report`'s data for the run, built once per version of its files."""
+        key = fingerprint(run)
+        with self._lock:
+            cached = self._reports.get(key)
+            if cached is not None:
+                self._reports.move_to_end(key)
+                return cached
+            building = self._building.setdefault(key, threading.Lock())
+        with building:  # one build per key, however many requests wait for it
+            with self._lock:
+                cached = self._reports.get(key)
+            if cached is not None:
+                return cached
+            try:
+                result = ReportResult(report(self.lab, run.run_id, warn=self._warn), None)
+            except ConfigError as exc:
+                result = ReportResult(None, exc.message)
+            with self._lock:
+                self._reports[key] = result
+                while len(self._reports) > REPORTS_KEPT:
+                    self._reports.popitem(last=False)
+                self._building.pop(key, None)
+            return result
+
+    # --------------------------------------------------------------------------- trials
+
+    def case_table(self, run: RunInfo) -> list[dict[str, Any]]:
+        """Per case and subject of the run: n, errors, pass rate with its interval."""
+        try:
+            rows = query_results(self.lab, run=run.run_id,
+                                 warn=self._warn).group_by("case", "subject")
+        except ConfigError:  # no trial of this run yet
+            return []
+        return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
+
+    def case_stats(self, run: RunInfo, case: str) -> list[dict[str, Any]]:
+        """The case's aggregate per subject (every attempt that stands)."""
+        try:
+            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
+                                 warn=self._warn).group_by("subject")
+        except ConfigError:
+            return []
+        return [r for r in rows if r["n"]]
+
+    def trials_page(self, run: RunInfo, case: str, subject: str | None, outcome: str,
+                    all_attempts: bool, page: int) -> tuple[list[dict[str, Any]], int]:
+        """One page of the case's trials (by subject, trial, attempt) and how many there are."""
+        filters: dict[str, Any] = {
+            "passed": {"passed": True, "failed": False}.get(outcome),
+            "errors": True if outcome == "errors" else None}
+        try:
+            rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
+                               subject=subject, all_attempts=all_attempts, warn=self._warn,
+                               **filters)
+        except ConfigError:
+            return [], 0
+        sql = (f"SELECT * FROM ({rs.sql}) ORDER BY subject, trial, attempt "
+               f"LIMIT {PAGE_SIZE} OFFSET {max(0, page - 1) * PAGE_SIZE}")
+        return run_query(self.lab, sql, self._warn).rows(), rs.total()
+
+    def case_file(self, run: RunInfo, case: str) -> dict[str, Any] | None:
+        """The case as its file reads now (prompt, expectation, tags), if it still exists."""
+        try:
+            loaded = load(run.experiment_dir, self.lab)
+        except ConfigError:
+            return None
+        for c in loaded.experiment.cases:
+            if c.id == case:
+                return c.model_dump()
+        return None
+
+    def trial(self, run: RunInfo, subject: str, case: str, trial: int,
+              attempt: int | None) -> dict[str, Any]:
+        record = trial_record(run, subject, case, trial, attempt)
+        if record is None:
+            raise NotFound("no such trial in this run")
+        return record
+
+    def attempts(self, run: RunInfo, subject: str, case: str, trial: int) -> list[int]:
+        """The attempts recorded for one trial, oldest first."""
+        sql = (f"SELECT attempt FROM trials_all WHERE run_id = {sql_text(run.run_id)} AND "
+               f"subject = {sql_text(subject)} AND probe_id = {sql_text(case)} AND "
+               f"trial = {int(trial)} ORDER BY attempt")
+        return [int(r["attempt"] or 0) for r in run_query(self.lab, sql, self._warn).rows()]
+
+    def trace(self, run: RunInfo, record: dict[str, Any]) -> Trace | None:
+        """The trial's transcript; `NotFound` when its path leads outside the run's folder."""
+        try:
+            return read_trace(run, record)
+        except ConfigError as exc:
+            raise NotFound(exc.message) from None
+
+    # --------------------------------------------------------------------------- compare
+
+    def compare(self, a: RunInfo, b: RunInfo) -> tuple[dict[str, Any], str | None]:
+        """`ix compare A B` (None and the reason when the runs cannot be compared)."""
+        try:
+            return compare_runs(self.lab, [a.run_id, b.run_id]), None
+        except ConfigError as exc:
+            return {}, exc.message
+
+    def summary(self, run: RunInfo) -> dict[str, Any] | None:
+        try:
+            return read_summary(run.folder)
+        except ConfigError:
+            return None
+
+
+__all__ = ["CASES_PAGE", "OUTCOMES", "PAGE_SIZE", "Lookup", "NotFound", "ReportResult",
+           "check_text", "exact_glob", "sql_text"]

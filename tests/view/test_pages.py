@@ -1,0 +1,108 @@
+"""The viewer's pages in-process (Starlette's test client) on a lab run by the real `ix run`:
+the cases a run without a summary still shows, bad query strings, unknown ids."""
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from ix.view.app import create_app
+
+
+def _tests_conftest() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "ix_tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_shared = _tests_conftest()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lab = tmp_path_factory.mktemp("pages") / "lab"
+    _shared.mock_experiment(lab, "exp", rates={"must-001": 1.0}, trials=3)
+    for seed in ("1", "2"):
+        r = _shared.run_ix("run", "--lab", str(lab), "exp", "--seed", seed)
+        assert r.code == 0, r.output
+    _shared.mock_experiment(lab, "fresh", trials=1)  # never run
+    return lab
+
+
+@pytest.fixture(scope="module")
+def client(lab: Path) -> TestClient:
+    return TestClient(create_app(lab), base_url="http://127.0.0.1")
+
+
+def runs(lab: Path) -> list[str]:
+    return sorted(p.name for p in (lab / "exp" / "results" / "runs").iterdir())
+
+
+def message(html: str) -> str:
+    found = re.search(r'class="error-message">([^<]*)<', html)
+    return found.group(1) if found else ""
+
+
+def test_an_experiment_without_runs_says_how_to_make_one(client: TestClient):
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "No run yet" in page.text and "ix run fresh" in page.text
+
+
+def test_a_run_without_a_summary_shows_its_cases_from_the_trials(lab: Path,
+                                                                  client: TestClient):
+    first = runs(lab)[0]
+    summary = lab / "exp" / "results" / "runs" / first / "summary.json"
+    saved = summary.read_bytes()
+    summary.unlink()
+    try:
+        page = client.get(f"/runs/{first}")
+    finally:
+        summary.write_bytes(saved)
+    assert page.status_code == 200
+    assert "No report yet" in page.text
+    assert page.text.count('class="case-link"') == 6  # 3 must + 3 not (edge is not run)
+
+
+def test_unknown_and_ambiguous_runs_are_404_saying_why(lab: Path, client: TestClient):
+    assert client.get("/runs/19990101T000000Z-000000").status_code == 404
+    page = client.get(f"/runs/{runs(lab)[0][:4]}")  # a prefix of both runs
+    assert page.status_code == 404 and "matches 2 runs" in message(page.text)
+
+
+@pytest.mark.parametrize("query", [
+    {"case": "must-001", "page": "x"},
+    {"case": "must-001", "page": "0"},
+    {"case": "must-001", "outcome": "maybe"},
+])
+def test_bad_query_strings_are_400(lab: Path, client: TestClient, query: dict[str, str]):
+    assert client.get(f"/runs/{runs(lab)[0]}/trials", params=query).status_code == 400
+
+
+def test_ids_that_name_nothing_are_404(lab: Path, client: TestClient):
+    first = runs(lab)[0]
+    assert client.get(f"/runs/{first}/trials", params={"case": "nope"}).status_code == 404
+    assert client.get(f"/runs/{first}/trials", params={"case": "a\x00b"}).status_code == 404
+    trial = {"subject": "target", "case": "must-001", "trial": "99"}
+    assert client.get(f"/runs/{first}/trial", params=trial).status_code == 404
+    # the mock runtime keeps no trace: the trial page says so, the trace page is a 404
+    trial["trial"] = "0"
+    assert "No trace for this trial" in client.get(f"/runs/{first}/trial", params=trial).text
+    assert client.get(f"/runs/{first}/trace", params=trial).status_code == 404
+
+
+def test_trials_are_paged_and_filtered(lab: Path, client: TestClient):
+    first = runs(lab)[0]
+    page = client.get(f"/runs/{first}/trials", params={"case": "must-001",
+                                                       "outcome": "passed"})
+    assert page.status_code == 200
+    assert page.text.count('class="trial-link"') == 3   # rate 1.0: all three passed
+    none = client.get(f"/runs/{first}/trials", params={"case": "must-001",
+                                                       "outcome": "failed"})
+    assert "No trial matches" in none.text

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+#: The browser fixtures (`chromium`, `watched_page`) of tests/browser/.
+pytest_plugins = ("browser_support",)
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_LAB = REPO / "examples" / "lab"
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from conftest import Watched, case, run_ix, write
+from browser_support import Watched
+from conftest import case, run_ix, write
 
 SCRIPT = "<script>window.__pwned = 'script'; alert('script')</script>"
 IMG = "<img src=x onerror=\"window.__pwned = 'img'; alert('img')\">"

@@ -9,7 +9,6 @@ traces; `activation` runs on the mock runtime. Screenshots of every page go to
 
 import gzip
 import http.client
-import importlib.util
 import json
 import os
 import shutil
@@ -26,22 +25,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import httpx
 import pytest
 
-
-def _tests_conftest() -> Any:
-    """tests/conftest.py (`run_ix`, `write`, ...): `conftest` here names this folder's."""
-    spec = importlib.util.spec_from_file_location(
-        "ix_tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_shared = _tests_conftest()
-REPO: Path = _shared.REPO
-mock_experiment = _shared.mock_experiment
-run_ix = _shared.run_ix
-write = _shared.write
+from conftest import REPO, mock_experiment, run_ix, write
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-stream"
 #: What a hostile model (or case author) writes; it must show as text and never run.

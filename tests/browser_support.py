@@ -4,7 +4,8 @@ No browser is ever downloaded: the tests use the system's Chromium (`.ci/run` in
 with apt); where it is missing they fail, saying how to install it — never a silent skip.
 
 Fixtures:
-- `chromium`: one headless Chromium for the whole session.
+- `chromium`: one headless Chromium per test module (Playwright's sync API keeps an event
+  loop running while it is open, which other tests' `asyncio.run` must not meet).
 - `watched_page`: a factory, `watched_page(allow=(...), width=1280, height=900)`, giving a
   `Watched` page in a fresh browser context that records console errors, page errors,
   dialogs (dismissed), every request and the failed ones (one that the page's
@@ -12,12 +13,10 @@ Fixtures:
   URL starts with none of the `allow` prefixes are aborted and listed in `blocked`.
   `Watched.screenshot(name)` saves a full-page PNG under the test's temporary directory.
 
-This file is imported under the module name `conftest`, which hides `tests/conftest.py` from
-`from conftest import run_ix, ...` in this folder's tests; so it re-exports that file's
-helpers (`REPO`, `run_ix`, `write`, `case`, `mock_experiment`, `tree_digest`, ...).
+A plugin module (tests/conftest.py names it in `pytest_plugins`) rather than a second
+`conftest.py`, which would take the module name `conftest` from tests/conftest.py.
 """
 
-import importlib.util
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -30,17 +29,6 @@ import pytest
 if TYPE_CHECKING:  # imported lazily below: the rest of the suite runs without playwright
     from playwright.sync_api import Browser, Dialog, Page, Route
 
-def _root_conftest() -> dict[str, object]:
-    """The public names of tests/conftest.py, loaded under a name of its own."""
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_ix_tests_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {k: v for k, v in vars(module).items() if not k.startswith("_")}
-
-
-globals().update({k: v for k, v in _root_conftest().items() if k not in globals()})
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -73,7 +61,7 @@ class Watched:
                     or self.blocked)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # per module: while open it holds an event loop
 def chromium() -> Iterator["Browser"]:
     if not CHROMIUM.exists():
         pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set "

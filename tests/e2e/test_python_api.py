@@ -72,6 +72,11 @@ def test_lab_run_then_query_gives_the_numbers_of_the_raw_lines(lab_dir):
         assert per_case[cid]["n"] == sum(r["probe_id"] == cid for r in raw)
     with pytest.raises(ConfigError, match="no numeric column 'subject'"):
         rs.mean("subject")
+    with rs.snapshot():  # one held connection: a count, then an aggregate, then rows
+        assert rs.total() == len(must)
+        assert rs.mean("duration") == pytest.approx(np.mean([r["duration_ms"] for r in must]))
+        assert rs.pass_rate() == rate
+        assert len(rs.rows()) == len(must)
 
 
 def test_query_filters_are_checked(lab_dir):

@@ -80,9 +80,9 @@ class Table:
             raise sql_error(exc) from None
 
     def _scalar(self, sql: str) -> Any:
-        with self._connect() as con:
-            row = self._execute(con, sql).fetchone()
-        return row[0] if row else None
+        with self._connect() as con:  # fetch all: a half-read result blocks a held connection
+            rows = self._execute(con, sql).fetchall()
+        return rows[0][0] if rows else None
 
     @property
     def columns(self) -> list[str]:

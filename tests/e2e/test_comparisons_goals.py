@@ -115,6 +115,16 @@ def test_a_tiny_sample_is_inconclusive_and_its_suggested_n_settles_it(lab, tmp_p
     assert s2["goal"]["verdict"] == "supported"
 
 
+def test_the_table_of_an_inconclusive_goal_says_how_many_cases_would_settle_it(lab):
+    experiment(lab, n_must=2, n_not=1, trials=2, control=0.95, variants={"variant": 0.2},
+               goal=GOAL.format(metric="recall", direction="decrease", min_effect=0.1))
+    r = run_ix("run", "--lab", str(lab))
+    assert r.code == 0, r.output
+    assert "Traceback" not in r.output
+    assert "INCONCLUSIVE" in r.stdout
+    assert "to settle it: about" in r.stdout and "(now 2)" in r.stdout
+
+
 def test_the_table_states_the_comparison_and_the_verdict_in_words(lab):
     experiment(lab, n_must=12, n_not=6, trials=5, control=0.95, variants={"variant": 0.2},
                goal=GOAL.format(metric="recall", direction="decrease", min_effect=0.1))

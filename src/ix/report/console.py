@@ -151,10 +151,11 @@ def goal_text(goal: dict[str, Any]) -> Text:
     text.append(f"\n  P(supported) = {goal['p_supported']:.3f}, P(refuted) = "
                 f"{goal['p_refuted']:.3f}; {goal['rule']}", style="dim")
     s = goal.get("suggestion")
-    if s:
+    if s and s.get("cases") is None:
+        text.append(f"\n  more cases would not settle it: {s['method']}", style="yellow")
+    elif s:
         text.append(f"\n  to settle it: about {s['cases']} cases (now {s['current_cases']}) at "
-                    f"{s['trials_per_case']} trial(s) each, to detect {s['detect']:.2f} "
-                    f"({s['method']})", style="yellow")
+                    f"{s['trials_per_case']} trial(s) each ({s['method']})", style="yellow")
     return text
 
 

@@ -45,6 +45,17 @@ def test_a_signal_cancels_the_run_and_keeps_completed_trials(lab, sig):
     assert spec["status"] == "cancelled" and spec["trials_written"] == len(records)
 
 
+def _wait_until_running(results: Path, runs_before: int) -> None:
+    """Until a new run folder says `running` (start-up takes longer on a loaded machine)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        specs = sorted((results / "runs").glob("*/spec.yaml")) if results.exists() else []
+        if len(specs) > runs_before and "status: running" in specs[-1].read_text():
+            return
+        time.sleep(0.02)
+    raise AssertionError("the run did not start")
+
+
 def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them(lab):
     exp = mock_experiment(lab, n_must=4, n_not=0, n_edge=0, trials=2,
                           runtime_extra="latency_ms: 1500", extra_yaml="concurrency: 2\n")
@@ -53,7 +64,8 @@ def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them
     # graceful: the two trials in flight (1.5 s each) finish and are recorded
     proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.8)
+    _wait_until_running(exp / "results", 0)
+    time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, out + err
@@ -64,7 +76,8 @@ def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them
     trials.unlink()
     proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.8)
+    _wait_until_running(exp / "results", 1)
+    time.sleep(0.3)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)

@@ -297,7 +297,7 @@ def _write_import(exp_dir: Path, new: bool, run_id: str, spec: dict[str, Any],
     before = {p.name for p in results.iterdir()} if existed else set()
     latest = results / LATEST_SUMMARY
     previous = latest.read_bytes() if latest.is_file() else None
-    size: int | None = None
+    span: tuple[int, int] | None = None
     try:
         if new:
             write_experiment(exp_dir, name=exp_dir.name, source=source, fmt=fmt,
@@ -305,15 +305,15 @@ def _write_import(exp_dir: Path, new: bool, run_id: str, spec: dict[str, Any],
                              cases=[(c.id, c.expectation, prompts.get(c.id, ""))
                                     for c in cases])
         write_spec(run_dir(results, run_id), spec)
-        size = append_trials(results, lines)
+        span = append_trials(results, lines)
         write_json_atomic(run_dir(results, run_id) / "summary.json", summary)
         save_summary(results, summary, now)
     except BaseException:
         if new:
             shutil.rmtree(exp_dir, ignore_errors=True)
             raise
-        if size is not None and TRIALS_FILE in before:
-            truncate_trials(results, size)
+        if span is not None and TRIALS_FILE in before:
+            truncate_trials(results, span)
         shutil.rmtree(run_dir(results, run_id), ignore_errors=True)
         if not existed:
             shutil.rmtree(results, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2."""
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -40,6 +41,11 @@ class TrialError(Exception):
         super().__init__(f"{kind}: {message}")
 
 
+#: Fields whose value is never echoed in a message: it may be a key pasted in the wrong place
+#: (`api_key_env: sk-...`), and messages end up in logs and CI output.
+_SENSITIVE = re.compile(r"key|token|secret|passw|auth|credential|cookie", re.IGNORECASE)
+
+
 def field_path(loc: tuple[int | str, ...]) -> str:
     """('subjects', 0, 'skills') -> 'subjects[0].skills'."""
     out = ""
@@ -72,7 +78,8 @@ def from_validation_error(
     msg = err["msg"]
     if err["type"] == "value_error":
         msg = msg.removeprefix("Value error, ")
-    if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], dict):
+    if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], dict) \
+            and not _SENSITIVE.search(str(loc[-1]) if loc else ""):
         shown = repr(err["input"])
         if len(shown) <= 60:
             msg = f"{msg} (got {shown})"

@@ -187,7 +187,11 @@ def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> Conf
     """Move a runtime option error (`runtime.<option>...`) to where that option was written."""
     match = re.fullmatch(r"runtime\.([^.\[]+)(.*)", exc.field or "")
     option, rest = (match.group(1), match.group(2)) if match else ("kind", "")
-    where = origins.get(option) or origins.get("kind")
+    where = origins.get(option)
+    if where is None and match and origins.get("kind"):  # a required option not written
+        kind_source, kind_field = origins["kind"]
+        where, rest = [kind_source, kind_field], f".{option}{rest}"
+    where = where or origins.get("kind")
     if not where:
         return exc.at(file)
     source, field = where

@@ -6,6 +6,7 @@ at most the trials in flight. The run's `spec.yaml` says `running` while it is u
 """
 
 import asyncio
+import contextlib
 import gc
 import gzip
 import hashlib
@@ -24,10 +25,20 @@ from ix.domain.errors import ConfigError
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
-from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation
+from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, read_state
 from ix.eval.scoring import Tally
-from ix.lab.results import TRIALS_FILE, TrialWriter, save_summary
-from ix.lab.runs import environment, git_commit, iso, new_run_id, run_dir, write_spec
+from ix.lab.results import TRIALS_FILE, StorageError, TrialWriter, fsync_policy, save_summary
+from ix.lab.runs import (
+    create_run,
+    environment,
+    git_commit,
+    iso,
+    lock_run,
+    read_spec,
+    run_dir,
+    write_spec,
+)
+from ix.lab.subjects import redact_secrets
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 
 OnTrial = Callable[[dict[str, Any]], None]
@@ -62,6 +73,9 @@ class Limits:
     max_cost_usd: float | None = None     # spend of this invocation
     time_limit_s: float | None = None     # wall time of this invocation
     max_consecutive_errors: int | None = 50  # the circuit breaker, per subject
+    #: Set from any thread to stop scheduling as a first Ctrl-C does (trials in flight
+    #: finish, the run ends `cancelled`); how `ix mcp` cancels a run it executes in a thread.
+    stop: threading.Event | None = None
 
 
 #: The default executor: trials run in this process, on its asyncio loop.
@@ -73,67 +87,152 @@ GRACE_S = 30.0
 
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
              on_trial: OnTrial | None = None, continuation: Continuation | None = None,
-             limits: Limits = Limits(), executor: dict[str, Any] | None = None) -> RunResult:
+             limits: Limits = Limits(), executor: dict[str, Any] | None = None,
+             warn: Callable[[str], None] | None = None) -> RunResult:
     """Execute `plan` and write everything it produces under the experiment's `results/`.
 
     With a `continuation`, the run is an earlier one resumed (or its failed trials retried):
     its recorded trials are counted again and only the others run, under the same run id.
     `executor` says where the trials ran (`spec.yaml` keeps it); None: here, on asyncio.
+    `warn` hears of a torn last line the trial writer repaired. Results that cannot be
+    written (a full disk, a read-only folder, a deleted lab) raise `StorageError`, after
+    recording the run as failed where that can still be written.
     """
     threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
     loaded = plan.loaded
+    fsync = fsync_policy()
     now = datetime.now(UTC)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
     if continuation is None:
-        started, run_id = now, new_run_id(now)
-        spec = {**_spec(plan, run_id, started, command), "executor": executor or LOCAL}
+        started = now
+        specs: dict[str, dict[str, Any]] = {}
+
+        def spec_for(new_id: str) -> dict[str, Any]:
+            specs[new_id] = {**_spec(plan, new_id, started, command),
+                             "executor": executor or LOCAL}
+            return specs[new_id]
+
+        try:
+            run_id, directory, lock = create_run(loaded.results_dir, started, spec_for)
+        except OSError as exc:
+            raise _storage_error(exc, "the run could not start; nothing was written") from None
+        spec = specs[run_id]
     else:
-        run_id, spec = continuation.run_id, dict(continuation.spec)
-        started = _parse_time(spec.get("started_at")) or now
-        spec["continued"] = [*spec.get("continued", []),
-                             {"mode": continuation.mode, "at": iso(now),
-                              "command": command if command is not None else list(sys.argv),
-                              "executor": executor or LOCAL}]
-        _preload(tallies, continuation, plan)
-        spec["trials_written"] = continuation.recorded
-    directory = run_dir(loaded.results_dir, run_id)
-    write_spec(directory, {**spec, "status": "running"})
+        run_id = continuation.run_id
+        directory = run_dir(loaded.results_dir, run_id)
+        try:
+            lock = lock_run(directory)
+        except OSError as exc:
+            raise _storage_error(exc, f"run {run_id} could not continue; nothing was "
+                                      "written") from None
+        try:
+            continuation = _current(continuation, directory, loaded.results_dir)
+            spec = dict(continuation.spec)
+            started = _parse_time(spec.get("started_at")) or now
+            spec["continued"] = [*spec.get("continued", []),
+                                 {"mode": continuation.mode, "at": iso(now),
+                                  "command": command if command is not None else list(sys.argv),
+                                  "executor": executor or LOCAL}]
+            _preload(tallies, continuation, plan)
+            spec["trials_written"] = continuation.recorded
+            write_spec(directory, {**spec, "status": "running"}, create=False)
+        except OSError as exc:
+            lock.release()
+            raise _storage_error(exc, f"run {run_id} could not continue; nothing was "
+                                      "written") from None
+        except BaseException:
+            lock.release()
+            raise
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
     status, stop_reason = "failed", None
+    fault: OSError | None = None              # the results could not be written
+    writer: TrialWriter | None = None
     # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
     # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
     gc.freeze()
-    writer = TrialWriter(loaded.results_dir / TRIALS_FILE)
     try:
+        writer = TrialWriter(loaded.results_dir / TRIALS_FILE, fsync=fsync, warn=warn)
         stop_reason = asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts,
                                            stopped, continuation, limits, broken))
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
                                             "flight were cancelled")
+    except OSError as exc:  # a full disk, a read-only folder, a deleted lab
+        fault, stop_reason = exc, f"the results could not be written: {_reason(exc)}"
     finally:
-        writer.close()
+        written = writer.written if writer is not None else 0
+        try:
+            if writer is not None:
+                writer.close()
+        except OSError as exc:
+            if fault is None:
+                fault, status = exc, "failed"
+                stop_reason = f"the trial log could not be synced to disk: {_reason(exc)}"
         finished = datetime.now(UTC)
+        trials_written = int(spec.get("trials_written") or 0) + written
         try:
             summary = _summarise(plan, tallies, run_id, status, started, finished, stopped)
             summary["stop_reason"] = stop_reason
             summary["circuit_breaker"] = broken or None
+            # never recreated: a lab deleted under a run stays deleted
             summary_path = save_summary(loaded.results_dir, summary, finished,
-                                        also=(directory / "summary.json",))
-        except BaseException:
+                                        also=(directory / "summary.json",), parents=False)
+            write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
+                                   "stop_reason": stop_reason,
+                                   "observed": {name: sorted(t.versions)
+                                                for name, t in tallies.items() if t.versions},
+                                   "trials_written": trials_written}, create=False)
+        except BaseException as exc:
             # the trials are safe on disk; the run folder must not claim to be running
-            write_spec(directory, {**spec, "status": "failed", "finished_at": iso(finished),
-                                   "trials_written": int(spec.get("trials_written") or 0)
-                                   + writer.written})
+            with contextlib.suppress(OSError):
+                write_spec(directory, {**spec, "status": "failed", "finished_at": iso(finished),
+                                       "stop_reason": stop_reason,
+                                       "trials_written": trials_written}, create=False)
+            lock.release()
+            if isinstance(exc, OSError):
+                raise _storage_error(fault or exc,
+                                     _stopped(run_id, written, fault or exc, False)) from None
             raise
-        write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
-                               "stop_reason": stop_reason,
-                               "observed": {name: sorted(t.versions)
-                                            for name, t in tallies.items() if t.versions},
-                               "trials_written": int(spec.get("trials_written") or 0)
-                               + writer.written})
-    return RunResult(run_id, status, summary, summary_path, directory, plan, writer.written)
+        lock.release()
+    if fault is not None:
+        raise _storage_error(fault, _stopped(run_id, written, fault, True))
+    return RunResult(run_id, status, summary, summary_path, directory, plan, written)
+
+
+def _current(continuation: Continuation, directory: Path, results: Path) -> Continuation:
+    """The continuation as the log stands now that this process holds the run's lock.
+
+    When the run's spec changed since it was read, or says `running` (a process was executing
+    the run, and may have written lines until it died), the log is read again: with the lock
+    held nobody else writes this run's lines, so nothing is run twice."""
+    spec = read_spec(directory)
+    if spec == continuation.spec and spec.get("status") != "running":
+        return continuation
+    return replace(continuation, spec=spec,
+                   state=read_state(results / TRIALS_FILE, continuation.run_id))
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _stopped(run_id: str, written: int, exc: OSError, summarised: bool) -> str:
+    """What became of a run whose results could not be written."""
+    if isinstance(exc, FileNotFoundError):  # the lab, or its results, deleted under the run
+        return f"run {run_id} stopped (its results are gone)"
+    kept = f"the {written} trials it wrote are kept"
+    then = "Make room or fix the folder's permissions, then `ix run --resume` finishes it"
+    if summarised:
+        return f"run {run_id} stopped and is recorded as failed; {kept}. {then}"
+    return f"run {run_id} stopped; {kept}, but its summary could not be written. {then}"
+
+
+def _storage_error(exc: OSError, consequence: str) -> StorageError:
+    """The one-line error for results that could not be written: the file, why, and what
+    became of the run."""
+    return StorageError(f"{_reason(exc)}; {consequence}", file=exc.filename)
 
 
 def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
@@ -243,7 +342,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.halt()
         loop.call_later(GRACE_S, task.cancel)
 
-    if task is not None and sys.platform != "win32":
+    # signal handlers exist only in the main thread (`ix mcp` runs in a worker: Limits.stop)
+    if task is not None and sys.platform != "win32" \
+            and threading.current_thread() is threading.main_thread():
         loop.add_signal_handler(signal.SIGINT, interrupted)
         loop.add_signal_handler(signal.SIGTERM, interrupted)
     exp = plan.loaded.experiment
@@ -273,6 +374,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         if key.subject.subject.name in broken:
             return False
         if stop:
+            return None
+        if limits.stop is not None and limits.stop.is_set():
+            stop.append("stopped on request (Limits.stop); trials in flight were finished")
             return None
         if limits.max_trials is not None and scheduled >= limits.max_trials:
             stop.append(f"--max-trials {limits.max_trials} reached")
@@ -359,7 +463,8 @@ def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Pa
     key = construct.subject
     path = root / _safe(key.subject.subject.name) / f"{_safe(key.case.id)}-trial-{key.trial}" \
         f"-attempt-{key.attempt}.jsonl.gz"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    root.mkdir(exist_ok=True)  # in the run folder, which is not recreated if it was deleted
+    path.parent.mkdir(exist_ok=True)
     lines = trace if isinstance(trace, list | tuple) else [trace]
     with gzip.open(path, "wt", encoding="utf-8") as f:
         for line in lines:
@@ -431,7 +536,8 @@ def _spec(plan: Plan, run_id: str, started: datetime,
             "subjects": [
                 {"name": sp.subject.name, "description": sp.subject.description,
                  "profile": sp.subject.config.get("profile"),
-                 "runtime": sp.runtime_spec, "target_skill": sp.target_skill,
+                 "runtime": redact_secrets(sp.runtime_spec),
+                 "target_skill": sp.target_skill,
                  "skills": [{"name": s["name"], "path": s["path"],
                              "sha256": _sha256(Path(s["path"]))}
                             for s in sp.subject.config.get("skills", [])]}

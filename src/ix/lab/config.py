@@ -3,7 +3,9 @@
 The command line sits above all of these and is applied by the caller (DESIGN.md §5).
 """
 
+import logging
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,17 +38,41 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "ix" / "config.yaml"
 
 
-def _load(path: Path) -> LabDefaults | None:
+_log = logging.getLogger("ix.config")
+_warned: set[str] = set()
+
+
+def is_private(path: Path) -> bool:
+    """Only its owner may read or write it (`chmod 600`)."""
+    return not stat.S_IMODE(path.stat().st_mode) & 0o077
+
+
+def _load(path: Path, *, user: bool = False) -> LabDefaults | None:
+    """A lab's `ix.yaml`, or (`user`) the user config: a user config that holds a secret (a
+    literal token in http `headers`, say) is read only if it is private; else it is ignored
+    with a warning, as ssh ignores an unprotected key."""
     if not path.is_file():
         return None
-    return validate(LabDefaults, load_yaml_file(path), file=path)
+    data = load_yaml_file(path)
+    if user and not is_private(path):
+        from ix.lab.subjects import holds_secret  # subjects imports this module
+
+        if holds_secret(data):
+            if str(path) not in _warned:
+                _warned.add(str(path))
+                mode = stat.S_IMODE(path.stat().st_mode)
+                _log.warning("%s: not read: it holds a secret and other users can read it "
+                             "(mode %04o); make it private (chmod 600 %s), or read the secret "
+                             "from the environment ({{ env.NAME }})", path, mode, path)
+            return None
+    return validate(LabDefaults, data, file=path)
 
 
 def resolve_defaults(lab: Path, env: Mapping[str, str] | None = None) -> Defaults:
     env = os.environ if env is None else env
     layers: list[tuple[str, LabDefaults]] = []
-    for path in (lab / LAB_CONFIG, user_config_path(env)):
-        loaded = _load(path)
+    for path, user in ((lab / LAB_CONFIG, False), (user_config_path(env), True)):
+        loaded = _load(path, user=user)
         if loaded is not None:
             layers.append((str(path), loaded))
 

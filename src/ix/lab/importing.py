@@ -19,7 +19,7 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.eval.models import EXPECTATIONS
 from ix.lab.inspect_read import log_trials, parse_log
-from ix.lab.results import TRIALS_FILE
+from ix.lab.results import TRIALS_FILE, TrialWriter, log_lock
 from ix.lab.runs import iso
 from ix.lab.yamlio import dump_yaml, read_text
 
@@ -294,37 +294,23 @@ def trial_line(record: Mapping[str, Any], *, run_id: str, experiment: str,
     return line
 
 
-def append_trials(results_dir: Path, lines: Sequence[Mapping[str, Any]]) -> int:
-    """Append every line to `trials.jsonl` in one write, flushed and fsynced; on any failure
-    the log is cut back to its old length. Returns the old length (for `truncate_trials`)."""
-    path = results_dir / TRIALS_FILE
-    results_dir.mkdir(parents=True, exist_ok=True)
-    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-    payload = "".join(encoder.encode(dict(line)) + "\n" for line in lines).encode("utf-8")
-    with path.open("ab") as f:
-        size = f.tell()
-        if size and not _ends_with_newline(path):
-            payload = b"\n" + payload  # a torn last line: start ours on a fresh line
-        try:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        except BaseException:
-            f.truncate(size)
-            raise
-    return size
+def append_trials(results_dir: Path, lines: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """Append every line to `trials.jsonl` in one write under the log's lock, as a run's
+    writer does (a torn last line repaired first), fsynced; on failure nothing is left.
+    Returns the log's (size before, size after) for `truncate_trials`."""
+    with TrialWriter(results_dir / TRIALS_FILE) as writer:
+        return writer.write_all(lines)
 
 
-def truncate_trials(results_dir: Path, size: int) -> None:
-    """Undo `append_trials`: cut the log back to the `size` bytes it had."""
-    with (results_dir / TRIALS_FILE).open("r+b") as f:
-        f.truncate(size)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+def truncate_trials(results_dir: Path, span: tuple[int, int]) -> bool:
+    """Undo `append_trials`: cut the log back to its size before, unless another writer has
+    appended since (then the lines stay, and False says so)."""
+    began, ended = span
+    with (results_dir / TRIALS_FILE).open("r+b") as f, log_lock(f.fileno()):
+        if os.fstat(f.fileno()).st_size != ended:
+            return False
+        f.truncate(began)
+    return True
 
 
 def write_experiment(directory: Path, *, name: str, source: Path, fmt: str,

@@ -250,14 +250,28 @@ def resolve_skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> di
 
 
 def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
-    suite = (path / spec.cases.suite).resolve()
+    try:
+        suite = (path / spec.cases.suite).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+        raise ConfigError(f"cannot resolve {spec.cases.suite!r}: {exc}", file=file,
+                          field="cases.suite") from None
     if not suite.is_relative_to(path):
         raise ConfigError("must be a folder inside the experiment", file=file,
                           field="cases.suite")
     if not suite.is_dir():
         raise ConfigError(f"cases folder {suite} does not exist; put one case per .md file "
                           "there", file=file, field="cases.suite")
-    files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
+    try:
+        entries = sorted(p for p in suite.iterdir() if p.suffix == ".md" and not p.is_dir())
+    except OSError as exc:
+        raise ConfigError(f"cannot list {suite}: {exc.strerror or exc}", file=file,
+                          field="cases.suite") from None
+    for p in entries:
+        if not p.is_file():  # never opened: a FIFO would block, a loop cannot be read
+            why = ("a symlink that leads nowhere (broken, or a loop)" if p.is_symlink()
+                   else "not a regular file")
+            raise ConfigError(f"{why}; a case is a .md text file", file=p)
+    files = entries
     if not files:
         raise ConfigError(f"no cases: {suite} holds no .md files", file=file,
                           field="cases.suite")

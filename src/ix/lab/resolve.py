@@ -11,7 +11,9 @@ _SKIP = {".git", ".venv", "venv", "node_modules", "__pycache__", "results", "art
 
 
 def is_experiment(path: Path) -> bool:
-    return (path / EXPERIMENT_FILE).is_file()
+    """A folder with an `experiment.yaml` (a broken symlink counts: loading it says why)."""
+    file = path / EXPERIMENT_FILE
+    return file.is_file() or file.is_symlink()
 
 
 def is_lab(path: Path) -> bool:

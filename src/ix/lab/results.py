@@ -1,25 +1,56 @@
 """`results/`: the trial log (single source of truth) and the summaries derived from it.
 
-`trials.jsonl` is appended one line per trial and flushed per line, so a crash loses at most
-the line being written; a reader skips such a torn line with a warning and keeps every line
-before it. Summaries are written to a temporary file and renamed, so they are never half-written.
+`trials.jsonl` is appended one line per trial, each with a single `write` under an exclusive
+lock that every ix process takes, so a crash loses at most the line being written and two
+runs never interleave their bytes; a reader skips such a torn line with a warning and keeps
+every line before it, and the next writer cuts it off. Summaries are written to a temporary
+file and renamed, so they are never half-written. docs/reliability.md has the guarantees.
 """
 
+import contextlib
+import errno
 import json
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from ix.domain.errors import ConfigError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: appends are still single writes
+    fcntl = None  # type: ignore[assignment]
+_flock = fcntl.flock if fcntl is not None else None
+_LOCK_EX = fcntl.LOCK_EX if fcntl is not None else 0
+_LOCK_UN = fcntl.LOCK_UN if fcntl is not None else 0
 
 TRIALS_FILE = "trials.jsonl"
 LATEST_SUMMARY = "summary-latest.json"
 
+#: `IX_FSYNC`: when the trial log is forced to the disk. `end` (the default): every line is
+#: handed to the operating system as it is written (it survives the process being killed)
+#: and fsynced when the run ends; `line`: each line is fsynced before the trial is counted
+#: (it also survives a power cut), at a cost docs/reliability.md measures.
+FSYNC_ENV = "IX_FSYNC"
+FSYNC_POLICIES = ("end", "line")
+
 Warn = Callable[[str], None]
+
+_log = logging.getLogger("ix.results")
 
 # One encoder for every trial line: `json.dumps` with options builds a new one per call.
 _LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+class StorageError(ConfigError):
+    """The results could not be written (a full disk, a read-only folder, a deleted lab).
+
+    A user can fix it, so the CLI prints it as one line and exits 2, as for bad input."""
 
 
 def stamp(moment: datetime) -> str:
@@ -27,30 +58,108 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-class TrialWriter:
-    """Appends trial records to `trials.jsonl`, one flushed line each; fsync on close."""
+def fsync_policy(env: Mapping[str, str] | None = None) -> str:
+    """The trial log's fsync policy from `IX_FSYNC` (`end` when unset)."""
+    raw = (os.environ if env is None else env).get(FSYNC_ENV, "").strip().lower()
+    if not raw:
+        return "end"
+    if raw not in FSYNC_POLICIES:
+        raise ConfigError(f"unknown fsync policy {raw!r}; allowed: {', '.join(FSYNC_POLICIES)}",
+                          field=FSYNC_ENV)
+    return raw
 
-    def __init__(self, path: Path):
+
+class TrialWriter:
+    """Appends trial records to `trials.jsonl`.
+
+    Each line is one `write` on a file opened for appending, under an exclusive `flock` of
+    the log that every ix writer takes (the kernel drops it when its holder dies), so lines
+    of concurrent runs never interleave, whatever their length. Before writing after someone
+    else, the writer checks the log's last byte: a line torn by a killed writer is cut off
+    (or, if it is a whole record missing its newline, completed), so it never swallows ours.
+    A failed write takes back its partial line. `fsync`: see `FSYNC_POLICIES`; `warn` hears
+    of a repaired line (else the `ix.results` logger does).
+    """
+
+    def __init__(self, path: Path, *, fsync: str = "end", warn: Warn | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: TextIO = path.open("a", encoding="utf-8", newline="\n")
+        self.fsync = fsync
+        self._warn = warn
         self.written = 0
-        if self._file.tell() > 0 and not _ends_with_newline(path):
-            # a crash tore the last line: start ours on a fresh line so both stay readable
-            self._file.write("\n")
-            self._file.flush()
+        self.repaired: str | None = None  # what was done to a torn last line, if anything
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        self._end = -1  # where our last line ended: the log's size if nobody wrote since
+        try:
+            with self._locked():
+                self._end = self._tail()
+            if fsync == "line":  # the log's own name must survive a power cut too
+                _fsync_dir(path.parent)
+        except OSError as exc:
+            os.close(self._fd)
+            self._fd = -1
+            raise _located(exc, path) from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(_LINE.encode(record) + "\n")
-        self._file.flush()
+        data = (_LINE.encode(record) + "\n").encode("utf-8")
+        fd = self._fd
+        if _flock is not None:  # (not `log_lock`: a generator context costs a microsecond)
+            _flock(fd, _LOCK_EX)
+        try:
+            size, began = self._end, -1
+            try:
+                st = os.fstat(fd)
+                if st.st_nlink == 0:
+                    raise FileNotFoundError(errno.ENOENT, "the trial log was deleted while "
+                                            "the run was writing it")
+                if st.st_size != size:  # another writer was here, or died mid-line
+                    size = self._tail()
+                began = size
+                done = os.write(fd, data)
+                while done < len(data):  # a full disk: the next write says why
+                    done += os.write(fd, data[done:])
+                if self.fsync == "line":
+                    os.fsync(fd)
+            except OSError as exc:
+                _truncate(fd, began)  # take back our partial (or unsynced) line
+                self._end = -1
+                raise _located(exc, self.path) from None
+            self._end = size + len(data)
+        finally:
+            if _flock is not None:
+                _flock(fd, _LOCK_UN)
         self.written += 1
 
+    def write_all(self, records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """Append every record in one `write` under the lock (an import: all or nothing) and
+        fsync; the log's (size before, size after) the lines, for `truncate_trials`."""
+        data = "".join(_LINE.encode(dict(r)) + "\n" for r in records).encode("utf-8")
+        with self._locked():
+            began = -1
+            try:
+                began = self._tail()
+                done = os.write(self._fd, data)
+                while done < len(data):
+                    done += os.write(self._fd, data[done:])
+                os.fsync(self._fd)
+            except OSError as exc:
+                _truncate(self._fd, began)
+                raise _located(exc, self.path) from None
+        self.written += len(records)
+        self._end = began + len(data)
+        return began, self._end
+
     def close(self) -> None:
-        if self._file.closed:
+        """fsync the log and close it (an fsync that fails is raised, after closing)."""
+        if self._fd < 0:
             return
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        fd, self._fd = self._fd, -1
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise _located(exc, self.path) from None
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> "TrialWriter":
         return self
@@ -58,11 +167,97 @@ class TrialWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _locked(self) -> "contextlib.AbstractContextManager[None]":
+        return log_lock(self._fd)
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+    def _tail(self) -> int:
+        """The log's size once its last line is whole (under the lock): a torn last line
+        is cut off and reported, a record that only lacks its newline gets one."""
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return size
+        start = _line_start(fd, size)
+        fragment = os.pread(fd, size - start, start)
+        try:
+            whole = isinstance(json.loads(fragment), dict)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = False
+        number = _count_lines(fd, start) + 1
+        if whole:
+            os.write(fd, b"\n")
+            self.repaired = f"line {number}: ended the last line, which lacked its newline"
+            return size + 1
+        os.ftruncate(fd, start)
+        self.repaired = (f"line {number}: removed a torn last line ({size - start} bytes; a "
+                         "run stopped mid-write); that trial was not recorded")
+        if self._warn is not None:
+            self._warn(f"{self.path}: {self.repaired}")
+        else:
+            _log.warning("%s: %s", self.path, self.repaired)
+        return start
+
+
+@contextmanager
+def log_lock(fd: int) -> Iterator[None]:
+    """The exclusive lock that every writer of a trial log holds while it appends (`flock`
+    on the open log; the kernel releases it if the holder dies)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _line_start(fd: int, size: int, chunk: int = 1 << 16) -> int:
+    """The offset just after the last newline before `size` (0 if there is none)."""
+    end = size
+    while end > 0:
+        begin = max(0, end - chunk)
+        at = os.pread(fd, end - begin, begin).rfind(b"\n")
+        if at >= 0:
+            return begin + at + 1
+        end = begin
+    return 0
+
+
+def _count_lines(fd: int, end: int, chunk: int = 1 << 22) -> int:
+    count = offset = 0
+    while offset < end:
+        block = os.pread(fd, min(chunk, end - offset), offset)
+        if not block:
+            break
+        count += block.count(b"\n")
+        offset += len(block)
+    return count
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows cannot open a folder
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _truncate(fd: int, size: int) -> None:
+    if size < 0:
+        return
+    with contextlib.suppress(OSError):  # the write failed already: that error is reported
+        os.ftruncate(fd, size)
+
+
+def _located(exc: OSError, path: Path) -> OSError:
+    """`exc` naming `path` (errors of `os.write` and friends name no file)."""
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def read_trials(path: Path, warn: Warn | None = None) -> Iterator[dict[str, Any]]:
@@ -95,25 +290,55 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, dumps(data))
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename: never a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_text_atomic(path: Path, text: str, *, parents: bool = True,
+                      shared: bool = False) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename: never a half-written file.
+
+    `parents`: create missing folders (False: a folder deleted meanwhile is an error, not
+    recreated). The file is private to the user (0600) unless `shared`: then it keeps the
+    mode of the file it replaces, or gets the usual one (0666 less the umask), as
+    `trials.jsonl` does.
+    """
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if shared:
+            os.fchmod(fd, _shared_mode(path))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _located(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once, at import (setting it to read it is not thread-safe)
+
+
+def _shared_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
 def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,
-                 also: tuple[Path, ...] = ()) -> Path:
+                 also: tuple[Path, ...] = (), *, parents: bool = True) -> Path:
     """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
-    the same text at each path of `also`."""
+    the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an
+    error (`FileNotFoundError`), not recreated."""
     text = dumps(summary)
     name = f"summary-{stamp(finished)}"
     archived = results_dir / f"{name}.json"
@@ -122,5 +347,5 @@ def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,
         archived = results_dir / f"{name}-{n}.json"
         n += 1
     for path in (archived, results_dir / LATEST_SUMMARY, *also):
-        write_text_atomic(path, text)
+        write_text_atomic(path, text, parents=parents, shared=True)
     return archived

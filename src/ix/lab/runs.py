@@ -1,18 +1,36 @@
-"""Run folders: `results/runs/<run_id>/spec.yaml`, the exact record of how a run was made."""
+"""Run folders: `results/runs/<run_id>/spec.yaml`, the exact record of how a run was made.
 
+A run folder appears whole: it is made under a temporary name with its `spec.yaml` inside
+and renamed into place, so every run folder has a spec, and two processes never share a run
+id. While a process executes a run it holds an exclusive lock on the folder's `run.lock`,
+which the kernel releases however the process ends, so a run is never continued twice at once.
+"""
+
+import contextlib
+import errno
+import os
 import platform
 import secrets
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix.domain.errors import ConfigError
 from ix.lab.results import stamp, write_text_atomic
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no run locks
+    fcntl = None  # type: ignore[assignment]
+
 RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
+LOCK_FILE = "run.lock"
 
 
 def new_run_id(started: datetime) -> str:
@@ -57,10 +75,105 @@ def environment() -> dict[str, Any]:
             "host": platform.node(), "packages": packages}
 
 
-def write_spec(directory: Path, spec: dict[str, Any]) -> Path:
+def write_spec(directory: Path, spec: dict[str, Any], *, create: bool = True) -> Path:
+    """`spec.yaml`, atomically. `create=False`: the run folder must exist (one deleted
+    during the run is an error, not recreated)."""
     path = directory / SPEC_FILE
-    write_text_atomic(path, dump_yaml(spec))
+    write_text_atomic(path, dump_yaml(spec), parents=create, shared=True)
     return path
+
+
+class RunLock:
+    """An exclusive hold on a run folder while this process executes the run."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = -1
+
+
+class RunBusy(ConfigError):
+    """Another process is executing the run (it holds the run's lock)."""
+
+    def __init__(self, directory: Path, holder: str):
+        super().__init__(f"run {directory.name} is being executed by another ix process "
+                         f"({holder}); wait for it to end, then continue the run",
+                         file=directory)
+
+
+def lock_run(directory: Path) -> RunLock:
+    """Hold the run's lock, or raise `RunBusy` at once if another process holds it."""
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+                raise RunBusy(directory, holder or "pid unknown") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {platform.node()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return RunLock(fd)
+
+
+def create_run(results_dir: Path, started: datetime,
+               spec_for: Callable[[str], dict[str, Any]]) -> tuple[str, Path, RunLock]:
+    """A new run folder holding `spec_for(run_id)` as its `spec.yaml`, and its lock.
+
+    The folder is built under a temporary name in `results_dir` and renamed into
+    `runs/<run_id>`: it never exists without its spec, and a rename onto a run folder that
+    exists fails, so a colliding id is drawn again instead of shared. On failure nothing
+    is left behind (the folders this call made are removed again).
+    """
+    made = [d for d in (results_dir, results_dir / RUNS_DIR) if not d.is_dir()]
+    try:
+        (results_dir / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        for _ in range(100):
+            run_id = new_run_id(started)
+            final = run_dir(results_dir, run_id)
+            if final.exists():
+                continue
+            tmp = results_dir / f".run-{run_id}-{secrets.token_hex(4)}.tmp"
+            try:
+                tmp.mkdir()
+            except OSError as exc:  # name the folder the user knows, not our temporary one
+                raise type(exc)(exc.errno, exc.strerror, str(results_dir)) from None
+            lock: RunLock | None = None
+            try:
+                lock = lock_run(tmp)
+                write_spec(tmp, spec_for(run_id), create=False)
+                os.rename(tmp, final)
+            except OSError as exc:
+                if lock is not None:
+                    lock.release()
+                shutil.rmtree(tmp, ignore_errors=True)
+                if exc.errno in (errno.EEXIST, errno.ENOTEMPTY) and final.exists():
+                    continue  # another process took this id a moment ago
+                named = str(exc.filename or "")
+                if exc.errno is None or not named.startswith(str(tmp)):
+                    raise
+                # name the file the user would look for, not our temporary one
+                raise type(exc)(exc.errno, exc.strerror,
+                                str(final) + named[len(str(tmp)):]) from None
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            return run_id, final, lock
+        raise FileExistsError(errno.EEXIST, "no free run id after 100 tries",
+                              str(results_dir / RUNS_DIR))
+    except BaseException:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
 
 
 def read_spec(directory: Path) -> dict[str, Any]:
@@ -74,8 +187,6 @@ def iso(moment: datetime) -> str:
 
 def find_run(lab: Path, run_id: str) -> Path:
     """The run folder of `run_id` (or a unique prefix of it) in any experiment of the lab."""
-    from ix.domain.errors import ConfigError
-
     given = Path(run_id)
     if given.is_dir() and (given / SPEC_FILE).is_file():
         return given.resolve()

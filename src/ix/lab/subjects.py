@@ -202,6 +202,33 @@ def check_no_secrets(data: Any, *, file: Path | str | None = None, field: str = 
                           "variable's name (api_key_env)", file=file, field=field)
 
 
+def holds_secret(data: Any) -> bool:
+    """Whether `check_no_secrets` would refuse `data`: a secret-named key with a literal value,
+    or a value that looks like a key or a token."""
+    try:
+        check_no_secrets(data)
+    except ConfigError:
+        return True
+    return False
+
+
+REDACTED = "[REDACTED]"
+
+
+def redact_secrets(data: Any) -> Any:
+    """`data` with what `check_no_secrets` would refuse replaced by `[REDACTED]`: for records
+    written into a lab (a run's `spec.yaml`) of options that may come from the user config."""
+    if isinstance(data, dict):
+        return {k: REDACTED if isinstance(k, str) and is_secret_key(k) and isinstance(v, str)
+                and not reads_env_template(v) else redact_secrets(v)
+                for k, v in data.items()}
+    if isinstance(data, list):
+        return [redact_secrets(v) for v in data]
+    if isinstance(data, str) and looks_like_secret(data):
+        return REDACTED
+    return data
+
+
 def reads_env_template(value: Any) -> bool:
     """`Authorization: "Bearer {{ env.TOKEN }}"`: the secret is read from the environment when
     the request is made (http headers), and only the template is stored."""
@@ -243,10 +270,12 @@ __all__ = [
     "builtin_profiles",
     "check_entry",
     "check_no_secrets",
+    "holds_secret",
     "is_secret_key",
     "load_registry",
     "looks_like_secret",
     "read_user_subjects",
     "reads_env_template",
+    "redact_secrets",
     "subjects_path",
 ]

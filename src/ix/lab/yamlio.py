@@ -1,4 +1,11 @@
-"""YAML in and out, strictly: safe types only, and a key written twice is an error."""
+"""YAML in and out, strictly: safe types only, and a key written twice is an error.
+
+Untrusted input is bounded: a file larger than `MAX_TEXT_BYTES` is refused before it is
+parsed, and so is a document whose aliases would expand it by more than `ALIAS_BUDGET` values
+(a "billion laughs" bomb: a few hundred bytes that PyYAML shares by reference, but that any
+walk of the data — validation, an error message, JSON — would blow up) or that refers to
+itself (a recursive alias).
+"""
 
 from pathlib import Path
 from typing import Any
@@ -7,11 +14,120 @@ import yaml
 
 from ix.domain.errors import ConfigError
 
+#: The largest text file ix reads (cases, experiment.yaml, ix.yaml, ...): a prompt of a
+#: million tokens is about 4 MB.
+MAX_TEXT_BYTES = 16 * (1 << 20)
+#: How many more values aliases may add to a document than are written in it.
+ALIAS_BUDGET = 100_000
+
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
 
 
 class _StrictLoader(_Base):  # type: ignore[misc,valid-type]
-    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently)."""
+    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently), alias
+    bombs and recursive aliases."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's constructors raise plain Python errors on some values (`!!int` with
+        nothing, `2001-02-31` read as a date): a `ConfigError` at the value's line instead."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
+            mark = node.start_mark
+            what = (f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]}"
+                    if isinstance(node, yaml.ScalarNode) else "cannot read this value")
+            raise ConfigError(f"line {mark.line + 1}, column {mark.column + 1}: invalid YAML: "
+                              f"{what}: {exc or type(exc).__name__}") from None
+
+    #: Whether the text may hold an alias (`*name`): only then is the node graph checked.
+    may_alias = True
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        if self.may_alias:
+            _check_aliases(node)
+        return self.construct_document(node)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _where(root: yaml.Node, sizes: dict[int, int], refs: dict[int, int]) -> str | None:
+    """The field the expansion happens under: from the root, through mappings, each time
+    into the largest value, down to the first value that is shared (an alias's target)."""
+    path: list[str] = []
+    node = root
+    while isinstance(node, yaml.MappingNode) and node.value:
+        key, value = max(node.value, key=lambda pair: sizes.get(id(pair[1]), 0))
+        if not isinstance(key, yaml.ScalarNode):
+            break
+        path.append(str(key.value))
+        if refs.get(id(value), 0) > 1:
+            break
+        node = value
+    return ".".join(path) or None
+
+
+def _holder(root: yaml.Node, target: yaml.Node) -> str | None:
+    """The top-level key whose value holds `target`."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for key, value in root.value:
+        seen: set[int] = set()
+        stack = [value]
+        while stack:
+            n = stack.pop()
+            if n is target:
+                return str(key.value) if isinstance(key, yaml.ScalarNode) else None
+            if id(n) not in seen:
+                seen.add(id(n))
+                stack.extend(_children(n))
+    return None
+
+
+def _check_aliases(root: yaml.Node) -> None:
+    """Refuse a document that aliases expand past `ALIAS_BUDGET`, or that contains itself.
+
+    One pass over the distinct nodes (each alias is the node it names, shared), counting the
+    values each would expand to; iterative, so nesting depth does not matter.
+    """
+    sizes: dict[int, int] = {}
+    refs: dict[int, int] = {}
+    entered: set[int] = set()  # the nodes on the path from the root (a cycle returns to one)
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            entered.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in _children(node))
+            continue
+        if id(node) in sizes:
+            continue
+        entered.add(id(node))
+        stack.append((node, True))
+        for child in _children(node):
+            refs[id(child)] = refs.get(id(child), 0) + 1
+            if id(child) in entered:
+                mark = child.start_mark
+                raise ConfigError(
+                    f"line {mark.line + 1}: a recursive alias: the value anchored here contains "
+                    "itself",
+                    field=_holder(root, child))
+            if id(child) not in sizes:
+                stack.append((child, False))
+    added = sizes[id(root)] - len(sizes)
+    if added > ALIAS_BUDGET:
+        raise ConfigError(
+            f"aliases would expand this document by {added:,} values (at most "
+            f"{ALIAS_BUDGET:,}): a YAML alias bomb? Write the values out instead",
+            field=_where(root, sizes, refs))
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -42,8 +158,10 @@ _StrictLoader.add_constructor(
 
 def parse_yaml(text: str, *, file: Path | str) -> Any:
     """Parse YAML text; every failure is a `ConfigError` naming `file` (and the line)."""
+    loader = _StrictLoader(text)
+    loader.may_alias = "*" in text
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        return loader.get_single_data()
     except ConfigError as exc:
         raise exc.at(file) from None
     except yaml.YAMLError as exc:
@@ -53,14 +171,21 @@ def parse_yaml(text: str, *, file: Path | str) -> Any:
         raise ConfigError(f"{where}invalid YAML: {problem}", file=file) from None
     except RecursionError:
         raise ConfigError("invalid YAML: nested too deeply", file=file) from None
+    finally:
+        loader.dispose()
 
 
-def read_text(path: Path) -> str:
-    """A text file as UTF-8; a binary or non-UTF-8 file is a `ConfigError`, not a traceback."""
+def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """A text file as UTF-8; a binary, non-UTF-8 or huge file is a `ConfigError`, not a
+    traceback (and a huge one is never read whole)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"too large: more than {max_bytes >> 20} MiB; ix reads text files "
+                          "up to that size", file=path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -76,5 +201,20 @@ def load_yaml_file(path: Path) -> Any:
     return parse_yaml(read_text(path), file=path)
 
 
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that writes a string holding NEL (U+0085) double-quoted, where it is
+    escaped: PyYAML writes it raw in other styles and reads it back as a line break."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if "\x85" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    """YAML that `parse_yaml` reads back equal (tests/lab/test_fuzz_loaders.py)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False)

@@ -7,10 +7,12 @@ from the trial seed so a run's timing decisions are reproducible too.
 """
 
 import asyncio
+import os
 import random
+import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -21,6 +23,32 @@ from ix.domain.errors import TrialError
 T = TypeVar("T")
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+REDACTED = "[REDACTED]"
+#: Names (of environment variables, of headers) whose values are never shown: an API key, a
+#: token, a password, `Authorization`.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE", re.IGNORECASE)
+_MIN_SECRET = 8  # shorter values would redact ordinary words
+
+
+def secret_values(extra: Iterable[str | None] = (), *, environment: bool = True) -> list[str]:
+    """Values never to show in an error message: `extra` (the key a request used) and, with
+    `environment`, every environment variable named like a secret; longest first, so a
+    secret that contains another is replaced whole."""
+    values = {v for v in extra if v and len(v) >= _MIN_SECRET}
+    if environment:
+        values |= {v for k, v in os.environ.items()
+                   if len(v) >= _MIN_SECRET and SECRET_NAME.search(k)}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each of `secrets` replaced by `[REDACTED]` (a server may echo a key back in
+    its error body, and error messages are recorded in `trials.jsonl` and traces)."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 class RetryOptions(BaseModel):
@@ -45,13 +73,24 @@ class Transient(Exception):
 
 async def with_retries(call: Callable[[], Awaitable[T]], options: RetryOptions, *,
                        seed: int = 0, attempt: int = 0,
-                       on_retry: Callable[[int, Transient], None] | None = None) -> T:
-    """`call()`, retried on `Transient` up to `options.retries` times, then a `TrialError`."""
+                       on_retry: Callable[[int, Transient], None] | None = None,
+                       secrets: Iterable[str | None] = ()) -> T:
+    """`call()`, retried on `Transient` up to `options.retries` times, then a `TrialError`.
+
+    Every message that leaves (to `on_retry`, or in the final `TrialError`) has `secrets`
+    and secret-named environment values redacted (`secret_values`)."""
     rng = random.Random((seed << 20) ^ (attempt << 8) ^ 0x5EED)
+    hidden = secret_values(secrets)
     for n in range(options.retries + 1):
         try:
             return await call()
+        except TrialError as exc:
+            clean = redact(exc.message, hidden)
+            if clean == exc.message:
+                raise
+            raise TrialError(exc.kind, clean) from None
         except Transient as exc:
+            exc.message = redact(exc.message, hidden)
             if n == options.retries:
                 raise TrialError(exc.kind, f"{exc.message} (gave up after {n + 1} tries)") \
                     from exc

@@ -47,10 +47,13 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 async def exchange(send: Callable[[], Awaitable[tuple[dict[str, Any], Any, float]]], url: str,
-                   body: dict[str, Any], options: RetryOptions, *, seed: int, attempt: int
+                   body: dict[str, Any], options: RetryOptions, *, seed: int, attempt: int,
+                   key: str | None = None
                    ) -> tuple[dict[str, Any], Any, float, int, list[dict[str, Any]]]:
     """`send` with our retries, and the trial's trace of it: the request (no headers, so
-    no key), each retry, the response. Returns (data, headers, ms, retries, trace)."""
+    no key), each retry, the response. Returns (data, headers, ms, retries, trace). The
+    `key` (and any secret-named environment value) is redacted from every error message: a
+    server may echo it back."""
     trace: list[dict[str, Any]] = [{"type": "request", "url": url, "body": body}]
     retries = 0
 
@@ -61,7 +64,7 @@ async def exchange(send: Callable[[], Awaitable[tuple[dict[str, Any], Any, float
                       "retry_after_s": exc.retry_after_s})
 
     data, headers, elapsed_ms = await with_retries(send, options, seed=seed, attempt=attempt,
-                                                   on_retry=on_retry)
+                                                   on_retry=on_retry, secrets=[key])
     trace.append({"type": "response", "status": 200, "body": data})
     return data, headers, elapsed_ms, retries, trace
 
@@ -256,7 +259,8 @@ class AnthropicRuntime:
         body = self.request_body(subject, stimulus.prompt)
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
-            body, opts, seed=seed, attempt=attempt)
+            body, opts, seed=seed, attempt=attempt,
+            key=key if opts.api_key_env is not None else None)
         return self.observation(data, headers, elapsed_ms, retries=retries,
                                 skills=[n for n, _ in subject_skills(subject.config)],
                                 trace=trace)

@@ -11,6 +11,7 @@ import asyncio
 import codecs
 import email.utils
 import json
+import os
 import re
 import time
 from collections.abc import AsyncGenerator
@@ -25,9 +26,12 @@ from ix.eval.models import EvalObservation
 from ix.runtimes import _templates
 from ix.runtimes._templates import TemplateStr
 from ix.runtimes._transport import (
+    SECRET_NAME,
     RateLimiter,
     RetryOptions,
     Transient,
+    redact,
+    secret_values,
     status_error,
     with_retries,
 )
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 
 MIB = 1 << 20
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_ENV_USE = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)|\benv\[\s*['\"]([^'\"]+)['\"]\s*\]")
 _ENV_HINT = ("environment variables are available only in `headers` templates of the http "
              "runtime ({{ env.NAME }})")
 _SNIPPET = 300
@@ -90,6 +95,12 @@ class HttpRuntime:
         self._json = options.body is not None and not isinstance(options.body, str)
         self._body = _templates.compile_tree(options.body, "body")
         self._has_content_type = any(k.lower() == "content-type" for k in options.headers)
+        # Headers named like a secret or reading the environment: their values are redacted
+        # from error messages and from an answer that echoes them.
+        self._secret_headers = [k for k, v in options.headers.items()
+                                if _ENV_USE.search(v) or SECRET_NAME.search(k)]
+        self._secret_env = sorted({a or b for v in options.headers.values()
+                                   for a, b in _ENV_USE.findall(v)})
         # Made in the running loop on first use: each `ix run` runs in a fresh event loop.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
@@ -154,10 +165,20 @@ class HttpRuntime:
             await limiter.acquire()
             return await self._send(client, url, headers, content)
 
-        observation = await with_retries(once, opts, seed=seed, attempt=attempt)
+        secrets = [*(headers.get(k) for k in self._secret_headers),
+                   *(os.environ.get(n) for n in self._secret_env)]
+        observation = await with_retries(once, opts, seed=seed, attempt=attempt,
+                                         secrets=secrets)
         if tries > 1:
             observation = observation.model_copy(
                 update={"meta": {**(observation.meta or {}), "retries": tries - 1}})
+        # A server that echoes the request back: only this request's secrets are taken out
+        # of an answer (sensors judge it).
+        hidden = secret_values(secrets, environment=False)
+        body = observation.body or ""
+        if any(secret in body for secret in hidden):
+            body = redact(body, hidden)
+            observation = observation.model_copy(update={"body": body, "content": body})
         return observation
 
     async def _send(self, client: "httpx.AsyncClient", url: str, headers: dict[str, str],

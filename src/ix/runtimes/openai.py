@@ -126,7 +126,7 @@ class OpenAIRuntime:
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body),
             f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts, seed=seed,
-            attempt=attempt)
+            attempt=attempt, key=key if opts.api_key_env is not None else None)
         return self.observation(data, headers, elapsed_ms, retries=retries,
                                 skills=[n for n, _ in subject_skills(subject.config)],
                                 trace=trace)

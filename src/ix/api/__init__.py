@@ -4,6 +4,7 @@ Every function takes plain arguments and returns plain data or frozen models; no
 Bad input raises `ix.domain.errors.ConfigError` before anything is written.
 """
 
+from ix.api.design import DesignError, DesignWarning, design_warnings
 from ix.api.experiments import (
     ExperimentInfo,
     compare_runs,
@@ -32,6 +33,8 @@ from ix.engine.run import Limits, RunResult
 
 __all__ = [
     "ConfigError",
+    "DesignError",
+    "DesignWarning",
     "ExperimentInfo",
     "Lab",
     "Limits",
@@ -43,6 +46,7 @@ __all__ = [
     "SubjectTest",
     "add_subject",
     "compare_runs",
+    "design_warnings",
     "dry_run",
     "get_subject",
     "list_experiments",

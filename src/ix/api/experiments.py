@@ -55,8 +55,13 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         run_id: str | None = None, limits: Limits = Limits(),
         warn: Callable[[str], None] | None = None,
         cache: str | None = None, executor: str = "local",
-        address: str | None = None) -> list[RunResult]:
+        address: str | None = None, strict: bool = False,
+        on_design: "OnDesign | None" = None) -> list[RunResult]:
     """Validate every chosen experiment first (so a bad one stops all), then run each.
+
+    A new run's design is checked first (`ix.api.design`): each experiment's warnings go to
+    `on_design(plan, warnings)` (else one line each to `warn`); with `strict` any warning
+    raises `DesignError` and nothing runs.
 
     `continue_mode` ("resume" or "retry_failed") continues a run of each experiment — `run_id`,
     or its latest — with the overrides that run was started with. `executor` "ray" runs the
@@ -73,6 +78,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         _same_experiment(plan, found)
         jobs.append((plan, found))
+    _check_designs([plan for plan, cont in jobs if cont is None], strict, on_design, warn)
     with executing(executor, address) as (where, place):
         jobs = [(place(plan), cont) for plan, cont in jobs]
         if cache is not None:  # the cache answers here; only its misses reach the executor
@@ -82,7 +88,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             if on_plan is not None:
                 on_plan(plan)
             result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
-                              continuation=cont, limits=limits, executor=where)
+                              continuation=cont, limits=limits, executor=where, warn=warn)
             results.append(result)
             record(lab_path, "run", experiment=plan.loaded.experiment.name,
                    run_id=result.run_id, status=result.status, trials=result.written,
@@ -91,6 +97,24 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 break
     return results
 
+
+OnDesign = Callable[[Plan, list[Any]], None]
+
+
+def _check_designs(plans: Sequence[Plan], strict: bool, on_design: OnDesign | None,
+                   warn: Callable[[str], None] | None) -> None:
+    """Design warnings of every new run, reported before any runs; `strict` refuses them."""
+    from ix.api.design import DesignError, design_warnings
+
+    found = [(plan, design_warnings(plan)) for plan in plans]
+    for plan, warnings in found:
+        if on_design is not None:
+            on_design(plan, warnings)
+        elif warn is not None:
+            for w in warnings:
+                warn(f"{plan.loaded.config_file}: {w.field}: {w.message} [{w.code}]")
+    if strict and any(w for _, w in found):
+        raise DesignError([(p, w) for p, w in found if w])
 
 
 def _cached(plan: Plan, lab: Path, mode: str) -> Plan:

@@ -156,3 +156,71 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
 def _check_rate(field: str, p: float) -> None:
     if not 0 <= p <= 1:
         raise ConfigError(f"a rate must be between 0 and 1, got {p}", field=field)
+
+
+def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
+               width: float | None = None, mde: float | None = None, paired: bool = False,
+               p: float | None = None, trials: int | None = None, cases: int | None = None,
+               sigma2_a: float | None = None, sigma2_b: float | None = None,
+               omega2: float | None = None, alpha: float = 0.05, power: float = 0.8,
+               level: float = 0.95, method: str = "unpooled") -> dict[str, Any]:
+    """What `ix plan` answers, as data: `{"answers": [...], "from_run" | "from_design": ...}`.
+
+    With `experiment`, the planning values come from its latest run; before its first run,
+    from its design (its cases and trials, rate 0.5, omega2 = 0), said so in `from_design`.
+    With `experiment` and neither `width` nor `mde`: what the current design can detect.
+    """
+    from ix.api.experiments import resolve, validate
+
+    for name, value in (("--alpha", alpha), ("--power", power), ("--level", level)):
+        if not 0 < value < 1:
+            raise ConfigError(f"must be between 0 and 1, got {value}", field=name)
+    if method not in ("unpooled", "pooled", "cohen_h"):
+        raise ConfigError(f"unknown method {method!r}; allowed: unpooled, pooled, cohen_h",
+                          field="--method")
+    inputs: PlanningInputs | None = None
+    design: dict[str, Any] | None = None
+    if experiment is not None:
+        lab_path, paths = resolve(lab, [experiment])
+        if (paths[0] / "results" / LATEST_SUMMARY).is_file():
+            inputs = inputs_from_run(paths[0])
+        else:
+            planned = validate(lab_path, [str(paths[0])])[0]
+            rate = p if p is not None else 0.5
+            inputs = PlanningInputs(
+                source=str(planned.loaded.config_file), p=rate, sigma2_a=rate * (1 - rate),
+                sigma2_b=rate * (1 - rate), omega2=0.0, cases=len(planned.cases),
+                trials=planned.trials, notes=("no run yet: the design's cases and trials, a "
+                                              f"rate of {rate:g} and omega2 = 0 (optimistic)",))
+            design = {"experiment": planned.loaded.experiment.name, "cases": inputs.cases,
+                      "trials": inputs.trials, "notes": list(inputs.notes)}
+    rate = p if p is not None else (inputs.p if inputs else 0.5)
+    answers: list[dict[str, Any]] = []
+    if width is not None:
+        answers.append(plan_width(width, rate, level))
+    if mde is not None and not paired:
+        answers.append(plan_independent(mde, rate, alpha=alpha, power=power, method=method))
+    if paired or (inputs is not None and width is None and mde is None):
+        k = trials if trials is not None else (inputs.trials if inputs else 1)
+        s2a = sigma2_a if sigma2_a is not None else (
+            inputs.sigma2_a if inputs else rate * (1 - rate))
+        s2b = sigma2_b if sigma2_b is not None else (inputs.sigma2_b if inputs else s2a)
+        w2 = omega2 if omega2 is not None else (inputs.omega2 if inputs else 0.0)
+        n_cases = cases if cases is not None else (inputs.cases if inputs else None)
+        if mde is None and n_cases is None:
+            raise ConfigError("say what to plan for the paired design: --mde (how many "
+                              "cases) or --cases (which difference)", field="--paired")
+        answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
+                                   omega2=w2, trials=k, alpha=alpha, power=power))
+    if not answers:
+        raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
+                          "between subjects), optionally --paired", field="ix plan")
+    result: dict[str, Any] = {"answers": answers}
+    if design is not None:
+        result["from_design"] = design
+    elif inputs is not None:
+        result["from_run"] = {"summary": inputs.source, "p": inputs.p,
+                              "sigma2_a": inputs.sigma2_a, "sigma2_b": inputs.sigma2_b,
+                              "omega2": inputs.omega2, "cases": inputs.cases,
+                              "trials": inputs.trials, "notes": list(inputs.notes)}
+    return result

@@ -12,8 +12,12 @@ from rich.text import Text
 from ix import api
 from ix._version import __version__
 from ix.cli import cache as cache_cli
+from ix.cli import design as design_cli
+from ix.cli import mcp as mcp_cli
 from ix.cli import reports as reports_cli
 from ix.cli import results as results_cli
+from ix.cli import scaffold as scaffold_cli
+from ix.cli import schema as schema_cli
 from ix.cli import transfer as transfer_cli
 from ix.cli import view as view_cli
 from ix.cli.output import err, fail, out, print_json, warn
@@ -48,6 +52,9 @@ Address = Annotated[str | None, typer.Option(
     "--address", help="With --executor ray: the cluster to join (HOST:PORT of its head, or "
                       "ray://HOST:PORT). Default: start a private local Ray.",
     show_default=False)]
+Strict = Annotated[bool, typer.Option(
+    "--strict", help="Treat design warnings (too few cases, no control, one trial on a "
+                     "stochastic runtime, ...) as errors: exit 2, nothing run.")]
 
 
 def _version(value: bool) -> None:
@@ -132,6 +139,7 @@ def run(
     on_complete: Annotated[str | None, typer.Option(
         "--on-complete", help="Run this command (no shell) when the run ends, with the "
                               "summary's path as its last argument.", show_default=False)] = None,
+    strict: Strict = False,
     json_out: Json = False,
 ) -> None:
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
@@ -163,7 +171,8 @@ def run(
                           on_trial=progress.trial, continue_mode=mode, run_id=run_id,
                           limits=limits, warn=warn,
                           cache=cache_mode if cache or cache_mode != "use" else None,
-                          executor=executor, address=address)
+                          executor=executor, address=address, strict=strict,
+                          on_design=design_cli.printer(strict))
     if on_complete:
         _notify(on_complete, results)
     if json_out:
@@ -250,9 +259,14 @@ def validate(
     trials: Annotated[str | None, typer.Option("--trials", "-n", help="As for ix run.",
                                                show_default=False)] = None,
     runtime: Annotated[str | None, typer.Option("--runtime", show_default=False)] = None,
+    strict: Strict = False,
     json_out: Json = False,
 ) -> None:
-    """Load and check experiments without running anything; exit 2 on any problem."""
+    """Load and check experiments without running anything; exit 2 on any problem.
+
+    Design warnings (docs/experiments.md, "Design checks") are printed on stderr; with
+    --strict they are errors.
+    """
     lab_path, paths = api.resolve(lab, experiments or ())
     overrides = api.Overrides(trials=_trial_count(trials), runtime=runtime)
     reports: list[dict[str, Any]] = []
@@ -272,6 +286,7 @@ def validate(
                           "target_skill": s.target_skill} for s in plan.subjects],
             "trials_per_case": plan.trials, "total_trials": plan.total,
             "concurrency": plan.concurrency,
+            **design_cli.report(plan, strict),
         })
     if json_out:
         print_json(reports)
@@ -285,6 +300,8 @@ def validate(
                           f"{r['total_trials']} trials; subjects: {subjects}")
             else:
                 fail(r["error"])
+        for r in reports:
+            design_cli.show(r, strict)
     if not all(r["ok"] for r in reports):
         raise typer.Exit(2)
 
@@ -605,8 +622,11 @@ def subjects_test(
 app.add_typer(cache_cli.app, name="cache")
 reports_cli.register(app)
 results_cli.register(app)
+scaffold_cli.register(app)
+schema_cli.register(app)
 transfer_cli.register(app)
 view_cli.register(app)
+mcp_cli.register(app)
 
 
 def main() -> None:

@@ -67,8 +67,11 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
                   comparisons: list[dict[str, Any]] | None = None,
                   goal: dict[str, Any] | None = None) -> dict[str, Any]:
     """Control's block at the top level (the `001_…` shape), every subject under `subjects`."""
+    from ix.eval.schemas import SCHEMA_VERSION  # the models load only when a run ends
+
     control = blocks[0]
     return {
+        "schema_version": SCHEMA_VERSION,
         "experiment_name": experiment_name,
         "run_id": run_id,
         "run_status": run_status,

@@ -1,0 +1,53 @@
+"""Design warnings on the command line: `ix validate` and `ix run` (`--strict` makes them errors).
+
+Each is one line on stderr, `ix: warning: <experiment.yaml>: <field>: <message> [<code>]`
+(`ix: error:` under --strict).
+"""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from ix.api.design import DesignWarning, design_warnings
+from ix.cli.output import err
+
+if TYPE_CHECKING:
+    from ix.engine.plan import Plan
+
+
+def _line(file: Any, w: DesignWarning) -> str:
+    return f"{file}: {w.field}: {w.message} [{w.code}]"
+
+
+def report(plan: "Plan", strict: bool) -> dict[str, Any]:
+    """The `warnings` of one experiment in `ix validate --json`; under --strict a warning
+    makes the experiment fail (`ok: false`, with an `error`)."""
+    found = design_warnings(plan)
+    out: dict[str, Any] = {"warnings": [w.model_dump() for w in found]}
+    if strict and found:
+        out["ok"] = False
+        out["error"] = (f"{plan.loaded.config_file}: design: {len(found)} design check(s) "
+                        "failed under --strict")
+    return out
+
+
+def show(report: dict[str, Any], strict: bool) -> None:
+    """Print one experiment's design warnings (from `report`) on stderr."""
+    file = f"{report['path']}/experiment.yaml"
+    for raw in report.get("warnings") or ():
+        _say(_line(file, DesignWarning(**raw)), strict)
+
+
+def printer(strict: bool) -> Callable[["Plan", list[DesignWarning]], None]:
+    """`on_design` for `ix.api.run`: each warning of each experiment, before anything runs."""
+    def on_design(plan: "Plan", warnings: list[DesignWarning]) -> None:
+        for w in warnings:
+            _say(_line(plan.loaded.config_file, w), strict)
+    return on_design
+
+
+def _say(line: str, strict: bool) -> None:
+    """One line, never wrapped (as `ix.cli.output.warn`/`fail` say it)."""
+    prefix = "[bold red]ix: error:[/]" if strict else "[yellow]ix: warning:[/]"
+    err.print(prefix, escape(line), markup=True, highlight=False, soft_wrap=True)

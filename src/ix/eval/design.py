@@ -1,0 +1,286 @@
+"""Design checks: is this experiment able to answer its question before any trial runs?
+
+Pure: an `Experiment` and the numbers of a run's plan (the cases and subjects it takes, the
+trials per case, each subject's runtime) in, a list of `DesignWarning` out. `ix validate`
+and `ix run` print them as warnings; with `--strict` they are errors. docs/experiments.md
+("Design checks") states each rule; the codes below are the stable names used there and in
+`ix validate --json`.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ix.domain.types import Subject
+from ix.eval.models import EvalCase, Experiment
+from ix.eval.sensors import target_skill
+
+#: Without a goal (or with `min_effect: 0`), each side's 95% interval should be able to get
+#: this narrow at the worst-case rate 0.5: 10 cases.
+DEFAULT_WIDTH = 0.55
+#: The smaller side of must_trigger / should_not_trigger below this share of the larger one.
+BALANCE = 1 / 3
+#: Runtimes whose subjects only activate a skill they were given (the others fake the call).
+SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
+#: Runtimes assumed to answer the same way every time (capability tests, a person).
+DETERMINISTIC = frozenset({"command", "http", "human"})
+#: Metrics that only must_trigger cases feed.
+MUST_ONLY = frozenset({"recall", "activation_rate"})
+
+CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "unbalanced",
+         "duplicate-prompt", "unseen-cases")
+
+
+class DesignWarning(BaseModel):
+    """One design problem: a stable `code`, what is wrong and what to do, and the field of
+    `experiment.yaml` (or `cases`) it is about."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+    field: str
+
+
+def is_stochastic(runtime: Mapping[str, Any]) -> bool:
+    """Whether a runtime can answer one prompt differently on two trials.
+
+    `mock` only when a rate lies strictly between 0 and 1, `random` unless `p` is 0 or 1,
+    `lexical` unless `temperature: 0`; LLM runtimes always; `command`, `http` and `human`
+    are taken as deterministic; an unknown kind as stochastic.
+    """
+    kind = runtime.get("kind")
+    if kind == "mock":
+        rates = [runtime.get("default_rate", 0.0),
+                 *dict(runtime.get("activation_rates") or {}).values(),
+                 *dict(runtime.get("error_rates") or {}).values()]
+        return any(_between(r) for r in rates)
+    if kind == "random":
+        return _between(runtime.get("p", 0.5))
+    if kind == "lexical":
+        return _number(runtime.get("temperature", 0.5)) > 0
+    return kind not in DETERMINISTIC
+
+
+def cases_needed(width: float, level: float) -> int:
+    """Cases whose worst-case (rate 0.5) credible interval is at most `width` wide."""
+    from ix.stats.power import n_for_interval_width
+
+    return n_for_interval_width(width, p=0.5, level=level)
+
+
+def interval_width(n: int, level: float) -> float:
+    """The width of the credible interval of a rate over `n` cases at the rate 0.5."""
+    from ix.stats.intervals import beta_interval
+
+    lo, hi = beta_interval(round(n / 2), n, level=level)
+    return float(hi - lo)
+
+
+def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = None,
+                 subjects: Sequence[Subject] | None = None,
+                 runtimes: Mapping[str, Mapping[str, Any]] | None = None,
+                 trials: int | None = None, adaptive: bool | None = None,
+                 filtered: bool = False) -> list[DesignWarning]:
+    """Every design warning for a run of `experiment`.
+
+    `cases` and `subjects` are what the run takes (default: all of the experiment's; cases
+    include the acceptable ones), `runtimes` each subject's runtime by name (default: its
+    own), `trials`/`adaptive` the plan's; `filtered` says a `--filter` chose the cases.
+    """
+    cases = list(experiment.cases if cases is None else cases)
+    subjects = list(experiment.subjects if subjects is None else subjects)
+    runtimes = runtimes or {s.name: s.config.get("runtime") or experiment.runtime
+                            for s in subjects}
+    trials = experiment.trials if trials is None else trials
+    adaptive = experiment.adaptive if adaptive is None else adaptive
+    out: list[DesignWarning] = []
+    sides = _too_few(experiment, cases, filtered, out)
+    _no_control(experiment, subjects, out)
+    _one_trial(trials, adaptive, subjects, runtimes, out)
+    _unbalanced(experiment, cases, sides, filtered, out)
+    _duplicates(cases, out)
+    _unseen(experiment, cases, subjects, runtimes, out)
+    return out
+
+
+# --------------------------------------------------------------------------- the checks
+
+def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
+             out: list[DesignWarning]) -> set[str]:
+    """Each side the metric depends on needs the cases for the width the goal asks; returns
+    the sides reported."""
+    goal = exp.goal or {}
+    level = float(goal.get("credibility", 0.95))
+    min_effect = float(goal.get("min_effect", 0.0) or 0.0)
+    metric = goal.get("metric", "f1")
+    width = min(2 * min_effect, DEFAULT_WIDTH) if min_effect > 0 else DEFAULT_WIDTH
+    need = cases_needed(width, level)
+    why = (f"the goal can only be refuted once the effect's interval fits inside "
+           f"+/-min_effect, {width:.2g} wide" if min_effect > 0
+           else f"ix asks for at most {width:.2g}")
+    plan = f"ix plan --width {width:.2g}" + (f" --level {level:g}" if level != 0.95 else "")
+    counts = _counts(cases)
+    groups: list[tuple[str, int]]
+    if exp.sensor != "activation" or metric == "pass_rate":
+        groups = [("must_trigger and should_not_trigger",
+                   counts["must_trigger"] + counts["should_not_trigger"])]
+    elif metric in MUST_ONLY:
+        groups = [("must_trigger", counts["must_trigger"])]
+    else:
+        groups = [(side, counts[side]) for side in ("must_trigger", "should_not_trigger")]
+    chosen = " (after --filter)" if filtered else ""
+    reported: set[str] = set()
+    for side, n in groups:
+        if n >= need:
+            continue
+        reported.add(side)
+        what = goal.get("metric") or ("the pass rate" if exp.sensor != "activation"
+                                      else "recall" if side == "must_trigger" else "precision")
+        if n == 0:
+            msg = f"no {side} cases{chosen}: {what} cannot be estimated"
+        else:
+            msg = (f"{n} {side} case(s){chosen}: a rate over {n} case(s) has a {level:.0%} "
+                   f"interval up to {interval_width(n, level):.2f} wide, and so has {what}; "
+                   f"{why}")
+        out.append(DesignWarning(code="too-few-cases", field="cases",
+                                 message=f"{msg}: about {need} cases at the worst-case "
+                                         f"rate 0.5 (`{plan}`; add --p for a likelier "
+                                         "rate)"))
+    return reported
+
+
+def _no_control(exp: Experiment, subjects: list[Subject], out: list[DesignWarning]) -> None:
+    """A goal compares a control with a treatment: both must be in the run."""
+    if exp.goal is None:
+        return
+    names = [s.name for s in subjects]
+    compare = list(exp.goal.get("compare") or [s.name for s in exp.subjects[:2]])
+    if len(names) < 2:
+        out.append(DesignWarning(
+            code="no-control", field="goal.compare",
+            message=f"the goal compares two subjects, but this run has only "
+                    f"{', '.join(names) or 'none'}: there is no control, so no verdict"))
+        return
+    missing = [n for n in compare if n not in names]
+    if missing or len(compare) < 2:
+        out.append(DesignWarning(
+            code="no-control", field="goal.compare",
+            message=f"the goal compares {' with '.join(compare) or 'nothing'}, but "
+                    f"{', '.join(missing) or 'a second subject'} is not in this run (subjects: "
+                    f"{', '.join(names)}): no verdict"))
+
+
+def _one_trial(trials: int, adaptive: bool, subjects: list[Subject],
+               runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> None:
+    if trials != 1 or adaptive:
+        return
+    noisy = [f"{s.name} ({runtimes[s.name].get('kind')})" for s in subjects
+             if s.name in runtimes and is_stochastic(runtimes[s.name])]
+    if noisy:
+        out.append(DesignWarning(
+            code="one-trial-stochastic", field="trials",
+            message=f"one trial per case on a stochastic runtime: {', '.join(noisy)}; each "
+                    "case's majority vote is a single draw and its interval spans most of "
+                    "[0, 1]: use an odd number of trials >= 3, or trials: auto"))
+
+
+def _unbalanced(exp: Experiment, cases: list[EvalCase], reported: set[str], filtered: bool,
+                out: list[DesignWarning]) -> None:
+    """Activation experiments need both sides: recall alone rewards a skill that always fires."""
+    if exp.sensor != "activation":
+        return
+    counts = _counts(cases)
+    must, not_ = counts["must_trigger"], counts["should_not_trigger"]
+    chosen = " (after --filter)" if filtered else ""
+    if not_ == 0 and must and "should_not_trigger" not in reported:
+        msg = (f"no should_not_trigger cases{chosen}: a subject that always activates would "
+               "score perfectly; add near-miss prompts it must not trigger on")
+    elif must == 0 and not_ and "must_trigger" not in reported:
+        msg = (f"no must_trigger cases{chosen}: a subject that never activates would score "
+               "perfectly; add prompts it must trigger on")
+    elif must and not_ and min(must, not_) < BALANCE * max(must, not_):
+        small = "must_trigger" if must < not_ else "should_not_trigger"
+        msg = (f"unbalanced expectations{chosen}: {must} must_trigger vs {not_} "
+               f"should_not_trigger; the {small} side is under a third of the other, so its "
+               "metric is far less certain; aim for similar counts")
+    else:
+        return
+    out.append(DesignWarning(code="unbalanced", field="cases", message=msg))
+
+
+def _duplicates(cases: list[EvalCase], out: list[DesignWarning]) -> None:
+    seen: dict[str, list[EvalCase]] = {}
+    for case in cases:
+        seen.setdefault(" ".join(case.prompt.split()).casefold(), []).append(case)
+    for group in seen.values():
+        if len(group) < 2:
+            continue
+        ids = ", ".join(c.id for c in group)
+        labels = sorted({c.expectation for c in group})
+        clash = f" but different expectations ({', '.join(labels)})" if len(labels) > 1 else ""
+        out.append(DesignWarning(
+            code="duplicate-prompt", field="cases",
+            message=f"cases {ids} have the same prompt (ignoring case and whitespace){clash}: "
+                    "a duplicate counts one question twice; keep one"))
+
+
+def _unseen(exp: Experiment, cases: list[EvalCase], subjects: list[Subject],
+            runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> None:
+    """A skill that no subject (on a runtime that reads skills) is given can never activate."""
+    if exp.sensor != "activation":
+        return
+    must = sum(1 for c in cases if c.expectation == "must_trigger")
+    by_target: dict[str, list[tuple[int, Subject]]] = {}
+    for s in subjects:
+        runtime = runtimes.get(s.name) or {}
+        if runtime.get("kind") not in SKILL_RUNTIMES:
+            continue
+        by_target.setdefault(target_skill(exp.sensor_options, exp.skill, s.name), []).append(
+            (_index(exp, s.name), s))
+    for target, group in by_target.items():
+        if any(target in _visible_skills(s, runtimes.get(s.name) or {}) for _, s in group):
+            continue
+        names = ", ".join(s.name for _, s in group)
+        i = group[0][0]
+        out.append(DesignWarning(
+            code="unseen-cases", field=f"subjects[{i}].skills" if i >= 0 else "skill",
+            message=f"no subject is given the skill {target!r} that the activation sensor "
+                    f"looks for ({names}): it can never be called, so the {must} "
+                    "must_trigger case(s) can only fail; add it to a subject's skills (a "
+                    "folder under the lab's skills/) or set the sensor's skill"))
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _visible_skills(subject: Subject, runtime: Mapping[str, Any]) -> set[str]:
+    if runtime.get("disable_slash_commands"):
+        return set()
+    names = {str(k.get("name")) for k in subject.config.get("skills") or []
+             if isinstance(k, Mapping)}
+    only = runtime.get("skills") if runtime.get("kind") == "lexical" else None
+    return names & set(only) if isinstance(only, list) else names
+
+
+def _index(exp: Experiment, name: str) -> int:
+    """The subject's place under `subjects:`, or -1 with the `skill:` shorthand."""
+    if exp.skill is not None:
+        return -1
+    return next((i for i, s in enumerate(exp.subjects) if s.name == name), -1)
+
+
+def _counts(cases: list[EvalCase]) -> dict[str, int]:
+    counts = {"must_trigger": 0, "should_not_trigger": 0, "acceptable": 0}
+    for c in cases:
+        counts[c.expectation] += 1
+    return counts
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else 0.0
+
+
+def _between(value: Any) -> bool:
+    return 0.0 < _number(value) < 1.0

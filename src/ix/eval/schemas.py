@@ -1,0 +1,280 @@
+"""The JSON ix writes to disk, as pydantic models: a `trials.jsonl` line and a run's summary.
+
+These models are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
+source of `ix schema trial` and `ix schema summary`. They describe what the engine writes,
+and the tests validate real files against them, so a change to either side breaks a test.
+Objects are closed (`additionalProperties: false`) except where the data is free-form by
+design: an observation's `meta`, a reading's `metrics`.
+
+Versioning (docs/json.md): `SCHEMA_VERSION` is MAJOR.MINOR; MINOR grows when a field is
+added, MAJOR when one is removed, renamed or changes type or meaning.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
+#: A credible interval [low, high]; null ends when there is nothing to estimate.
+Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
+
+
+class Closed(BaseModel):
+    """An object with exactly these keys (`additionalProperties: false`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- trials.jsonl
+
+class ToolCallOut(Closed):
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservationOut(Closed):
+    """What the subject did (`EvalObservation`); the capability fields only where they
+    apply (absent, never null)."""
+
+    content: str = ""
+    tool_calls: list[ToolCallOut] = Field(default_factory=list)
+    duration_ms: float = 0
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+    exit_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    status: int | None = None
+    headers: dict[str, str] | None = None
+    body: str | None = None
+    meta: dict[str, Any] | None = Field(None, description="other facts the runtime reports")
+
+
+class ReadingOut(Closed):
+    """What one sensor measured on the trial."""
+
+    sensor_name: str
+    passed: bool
+    score: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    details: str = ""
+
+
+class TrialErrorOut(Closed):
+    kind: str = Field(description="timeout, runtime_error, rate_limited, cache_miss, ...")
+    message: str
+
+
+class TrialLine(Closed):
+    """One line of `<experiment>/results/trials.jsonl`: one attempt of one trial."""
+
+    run_id: str
+    experiment: str
+    subject: str
+    probe_id: str
+    trial: Annotated[int, Field(ge=0)]
+    seed: int | None = Field(description="the derived trial seed (null for some imports)")
+    attempt: Annotated[int, Field(ge=0)]
+    expectation: Expectation
+    started_at: str = Field(description="ISO-8601 UTC, milliseconds, Z")
+    duration_ms: float
+    observation: ObservationOut | None = Field(description="null when the trial errored")
+    reading: ReadingOut | None = Field(description="the first sensor's reading; null when "
+                                                   "the trial errored")
+    error: TrialErrorOut | None
+    readings: list[ReadingOut] | None = Field(None, description="every sensor's reading, "
+                                                                "when there are several")
+    trace: str | None = Field(None, description="the gzipped transcript, relative to the lab")
+
+
+# --------------------------------------------------------------------------- summary
+
+class ProbeResultOut(Closed):
+    probe_id: str
+    expectation: Expectation
+    score: float | None = Field(description="activation rate over the valid trials")
+    score_ci: Interval | None
+    correct: bool | None = Field(description="the majority vote matches the expectation")
+    trials: list[Any] = Field(description="always empty: the trials are in trials.jsonl")
+    n: int = Field(description="valid (not errored) trials")
+    passed: int
+    errors: int
+    stopped: Literal["settled", "max_trials", "cancelled"] | None = Field(
+        None, description="trials: auto only: why the case stopped")
+
+
+class MetricsOut(Closed):
+    precision: float
+    recall: float
+    f1: float
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    precision_ci: Interval
+    recall_ci: Interval
+    f1_ci: Interval
+
+
+class TrialRateOut(Closed):
+    rate: float | None
+    n_trials: int
+    n_cases: int
+    se_naive: float | None
+    se_clustered: float | None
+    ci: Interval
+
+
+class TrialLevelOut(Closed):
+    must_trigger: TrialRateOut
+    should_not_trigger: TrialRateOut
+    correct: TrialRateOut
+
+
+class InterpretationOut(Closed):
+    status: str = Field(description="excellent, good, needs_work or poor (by F1)")
+    issues: list[str]
+    suggestions: list[str]
+
+
+class UsageOut(Closed):
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+
+
+class SubjectBlock(Closed):
+    """One subject's results (the top level of the summary repeats the control's)."""
+
+    name: str
+    description: str
+    probe_results: list[ProbeResultOut]
+    metrics: MetricsOut
+    trial_level: TrialLevelOut
+    pass_at_k: dict[str, float | None] = Field(description="k (a string) -> pass@k")
+    pass_hat_k: dict[str, float | None] = Field(description="k (a string) -> pass^k")
+    interpretation: InterpretationOut
+    errors: int
+    trials: int
+    usage: UsageOut
+
+
+class PairedTable(Closed):
+    both: int
+    control_only: int
+    variant_only: int
+    neither: int
+
+
+class MetricComparison(Closed):
+    control: float | None
+    variant: float | None
+    diff: float | None
+    diff_ci: Interval
+    p_variant_better: float | None
+    mcnemar_p: float | None
+    mcnemar_p_holm: float | None
+    paired: bool
+    n: int
+    table: PairedTable | None = Field(None, description="the paired metrics only")
+
+
+class Flip(Closed):
+    probe_id: str
+    expectation: Expectation
+    control_score: float | None
+    variant_score: float | None
+    now: Literal["correct", "wrong"]
+
+
+class SubjectComparison(Closed):
+    control: str
+    variant: str
+    metrics: dict[str, MetricComparison] = Field(
+        description="activation_rate, recall, precision, f1, pass_rate")
+    flips: list[Flip]
+
+
+class GoalEffect(Closed):
+    metric: str
+    control: float | None
+    treatment: float | None
+    diff: float | None
+    diff_ci: Interval
+    paired: bool
+
+
+class GoalSuggestion(Closed):
+    cases: int | None
+    current_cases: int
+    trials_per_case: int
+    method: str
+
+
+class GoalOut(Closed):
+    """The goal of experiment.yaml and its verdict (null verdict: its subjects did not run)."""
+
+    hypothesis: str
+    metric: str
+    compare: list[str]
+    direction: Literal["increase", "decrease", "differ"]
+    min_effect: float
+    credibility: float
+    verdict: Literal["supported", "refuted", "inconclusive"] | None
+    p_supported: float | None = None
+    p_refuted: float | None = None
+    rule: str | None = None
+    effect: GoalEffect | None = None
+    suggestion: GoalSuggestion | None = None
+    note: str | None = None
+
+
+class StatisticsOut(Closed):
+    level: float
+    methods: dict[str, str]
+
+
+class TrialsMode(Closed):
+    mode: Literal["fixed", "auto"]
+    min_trials: int | None = None
+    max_trials: int | None = None
+    credibility: float | None = None
+
+
+class Summary(Closed):
+    """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
+    `ix run --json` prints: the `001_…` shape for the control, every subject under
+    `subjects`, the comparisons and the goal's verdict."""
+
+    schema_version: str | None = Field(None, description="of this schema; absent in "
+                                                         "summaries written before it")
+    experiment_name: str
+    run_id: str
+    run_status: Literal["completed", "cancelled", "failed"]
+    subject: str = Field(description="the control (first subject)")
+    probe_results: list[ProbeResultOut]
+    metrics: MetricsOut
+    interpretation: InterpretationOut
+    trial_level: TrialLevelOut
+    pass_at_k: dict[str, float | None]
+    pass_hat_k: dict[str, float | None]
+    errors: int
+    usage: UsageOut
+    subjects: list[SubjectBlock]
+    comparisons: list[SubjectComparison]
+    goal: GoalOut | None
+    statistics: StatisticsOut
+    sensor: str
+    seed: int | None
+    trials_per_case: int
+    trials_mode: TrialsMode
+    started_at: str | None
+    finished_at: str | None
+    skipped_cases: list[str]
+    stop_reason: str | None = None
+    circuit_breaker: dict[str, str] | None = None
+    imported_from: str | None = Field(None, description="ix import only")
+    format: str | None = Field(None, description="ix import only")

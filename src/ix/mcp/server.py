@@ -1,0 +1,239 @@
+"""The MCP server: ix's tools for one lab, over stdio (`ix mcp --lab LAB`, docs/mcp.md).
+
+While it serves, stdout carries the protocol and nothing else: the SDK points file
+descriptor 1 at stderr for everything but its own writer, and ix itself prints only through
+the command line, which is not used here. Errors a caller can fix come back as error results
+naming the argument; an unexpected one also names its exception, its traceback goes to
+stderr.
+"""
+
+import json
+import logging
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.types import CallToolResult, TextContent
+from pydantic import ConfigDict, Field, ValidationError
+
+from ix import api
+from ix._version import __version__
+from ix.mcp.inputs import TRIALS_HELP, Budget, ExperimentName, Filters, Text, Trials
+from ix.mcp.running import run_experiment
+from ix.mcp.tools import LabTools
+
+ConfigError = api.ConfigError
+log = logging.getLogger("ix.mcp")
+
+INSTRUCTIONS = """\
+ix runs experiments on stochastic subjects (Claude Code skills, agents, LLM APIs, CLIs) and
+reports statistics that are right at small N. The lifecycle is Goal -> Design -> Run ->
+Analysis: turn the user's hypothesis into a `goal` (metric, control vs treatment, direction,
+min_effect); design cases (must_trigger / should_not_trigger / acceptable) and a control
+subject (create_experiment, validate_experiment); size it with plan_power; run it
+(run_experiment: progress is streamed, cancelling keeps the completed trials); then read
+get_summary, compare_runs and query_results. Report every estimate with its credible
+interval, say when a verdict is inconclusive and what more data would settle it, and do not
+call a difference real when its interval includes zero."""
+
+#: The tools in the order a client lists them (the lifecycle's order).
+TOOL_NAMES = ("list_experiments", "show_experiment", "create_experiment",
+              "validate_experiment", "plan_power", "run_experiment", "get_summary",
+              "compare_runs", "query_results")
+
+#: Fields named by `ix.api` errors (command-line spellings) that a tool calls otherwise.
+_ALIASES = {"p1": "p", "max_cost": "budget.max_cost", "max_trials": "budget.max_trials",
+            "time_limit": "budget.time_limit"}
+#: Parts of a pydantic error location that name a member of a union, not a field.
+_UNION_TAG = re.compile(r"^(str|int|float|bool|dict|list|none)$|[^A-Za-z0-9_]")
+
+
+class IxTools(LabTools):
+    """Every tool of `ix mcp`: the read, plan and create tools, and the run."""
+
+    def __init__(self, lab: Path):
+        super().__init__(lab)
+        self.running: set[Path] = set()  # experiments with a run going on (one at a time)
+
+    async def run_experiment(
+        self,
+        experiment: ExperimentName,
+        ctx: Context,
+        trials: Annotated[Trials | None, Field(description=TRIALS_HELP)] = None,
+        filters: Filters = [],  # noqa: B006 - never mutated
+        subjects: Annotated[list[Text], Field(description=(
+            "Run only these subjects (by name); default: all."))] = [],  # noqa: B006
+        seed: Annotated[int | None, Field(description=(
+            "Base seed (default: the experiment's); same seed, same trial seeds."))] = None,
+        runtime: Annotated[Text | None, Field(description=(
+            "Run every subject with this runtime kind (e.g. mock, lexical)."))] = None,
+        concurrency: Annotated[int | None, Field(ge=1, description="Trials in flight.")]
+        = None,
+        smoke: Annotated[bool, Field(description=(
+            "One trial of a few cases per subject: a quick check before a full run."))]
+        = False,
+        budget: Budget | None = None,
+        strict: Annotated[bool, Field(description=(
+            "Refuse to run when the design has warnings (validate_experiment lists them)."))]
+        = False,
+    ) -> dict[str, Any]:
+        """Run an experiment: every case x subject x trial, recorded in its results/ and
+        summarised. Streams a progress notification per completed trial (done/total). A
+        client cancel stops scheduling: the trials in flight finish and the run is recorded
+        `cancelled` with its completed trials (get_summary reads it). Returns the run id, its
+        status and stop reason, the design warnings, and the summary (see get_summary). Can
+        take long and cost money on real runtimes: validate_experiment first, and set a
+        budget."""
+        path = self.experiment_dir(experiment)
+        if path in self.running:
+            raise ConfigError(f"a run of {path.name} is already going on in this server; "
+                              "wait for it or cancel it first", field="experiment")
+        overrides = api.Overrides(trials=trials, seed=seed, runtime=runtime,
+                                  concurrency=concurrency, subjects=tuple(subjects),
+                                  filters=tuple(filters), smoke=smoke)
+        budget = budget or Budget()
+        limits = api.Limits(max_trials=budget.max_trials, max_cost_usd=budget.max_cost,
+                            time_limit_s=budget.time_limit)
+        self.running.add(path)
+        try:
+            return await run_experiment(self.lab, path, overrides, limits,
+                                        ctx.report_progress, strict)
+        finally:
+            self.running.discard(path)
+
+
+class _Arguments:
+    """A tool's arguments, checked strictly and explained in one line when they are wrong."""
+
+    def __init__(self, tool: Tool):
+        base = tool.fn_metadata.arg_model
+        strict: type[ArgModelBase] = type(f"{tool.name}_arguments", (base,), {
+            "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            "__module__": __name__})
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+        self.tool = tool
+        self.model = strict
+        self.names = set(strict.model_fields)
+
+    def problem(self, arguments: dict[str, Any]) -> str | None:
+        try:
+            self.model.model_validate(self.tool.fn_metadata.pre_parse_json(arguments))
+        except ValidationError as exc:
+            found: dict[str, list[str]] = {}
+            for error in exc.errors(include_url=False):
+                where = _location(error["loc"])
+                if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+                    text = f"unknown argument (allowed: {', '.join(sorted(self.names))})"
+                elif error["type"] == "extra_forbidden":
+                    text = "unknown key"
+                elif error["type"] == "missing":
+                    text = "required"
+                else:
+                    text = f"{error['msg']} (got {_short(error['input'])})"
+                if text not in found.setdefault(where, []):
+                    found[where].append(text)
+            return f"{self.tool.name}: invalid arguments: " + "; ".join(
+                f"{where}: {' or '.join(texts)}" for where, texts in found.items())
+        return None
+
+    def explain(self, exc: ConfigError) -> str:
+        """`ix.api`'s error, its field named as this tool's argument where it is one."""
+        field = exc.field
+        if field and exc.file is None:
+            key = field.lstrip("-").replace("-", "_")
+            for candidate in (key, f"{key}s", key.lower(), f"{key.lower()}s"):
+                if candidate in self.names:
+                    field = candidate
+                    break
+            else:
+                if key in _ALIASES and _ALIASES[key].split(".")[0] in self.names:
+                    field = _ALIASES[key]
+        text = ConfigError(exc.message, file=exc.file, field=field).render()
+        for _, found in getattr(exc, "warnings", None) or ():  # a DesignError: say them
+            text += "".join(f"; {w.field}: {w.message} [{w.code}]" for w in found)
+        return f"{self.tool.name}: {text}"
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _UNION_TAG.search(part):
+            out += f".{part}" if out else part
+    return out or "arguments"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class IxServer(MCPServer):
+    """`MCPServer` with ix's argument checks and error messages around every tool call."""
+
+    def __init__(self, lab: Path, tools: list[Tool]):
+        super().__init__(name="ix", title="ix: experiments with error bars",
+                         instructions=INSTRUCTIONS, version=__version__, tools=tools,
+                         log_level="WARNING")
+        self.lab = lab
+        self._arguments = {tool.name: _Arguments(tool) for tool in tools}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        checked = self._arguments.get(name)
+        if checked is not None:
+            problem = checked.problem(arguments)
+            if problem is not None:
+                return _error(problem)
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ConfigError) and checked is not None:
+                return _error(checked.explain(cause))
+            log.error("tool %s failed", name, exc_info=cause or exc)
+            return _error(f"{name} failed: {type(cause or exc).__name__}: {cause or exc} "
+                          "(the traceback is on the server's stderr)")
+        except ToolError as exc:
+            return _error(str(exc))
+        if isinstance(result, CallToolResult) and result.structured_content is not None:
+            # what the model reads: the same data as compact JSON (a third fewer tokens than
+            # the SDK's indented text; clients cap a tool's output, see docs/mcp.md)
+            text = json.dumps(result.structured_content, ensure_ascii=False)
+            result.content = [TextContent(type="text", text=text)]
+        return result
+
+
+def build_server(lab: str | Path | None = None) -> IxServer:
+    """The server for `lab` (a path or a name, as `--lab` takes it; None: around the cwd)."""
+    lab_path = api.Lab(lab).path
+    tools = IxTools(lab_path)
+    return IxServer(lab_path, [Tool.from_function(getattr(tools, name))
+                               for name in TOOL_NAMES])
+
+
+def serve(lab: str | Path | None = None) -> None:
+    """Serve `lab` on stdin/stdout until the client closes the connection.
+
+    SIGTERM is taken as Ctrl-C (which cancels every request: a run stops scheduling and is
+    recorded `cancelled`), then `KeyboardInterrupt` ends the call.
+    """
+    server = build_server(lab)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    print(f"ix mcp: serving lab {server.lab} on stdio (ix {__version__})", file=sys.stderr,
+          flush=True)
+    server.run("stdio")

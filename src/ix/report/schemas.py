@@ -1,0 +1,341 @@
+"""The JSON of `ix report --format json`, `ix compare --json` and `ix leaderboard --json`, as
+pydantic models (docs/json.md; `ix schema report|compare|leaderboard`).
+
+They describe what `ix.report.run_report`, `ix.report.runs` and `ix.report.leaderboard`
+return; the tests validate real outputs against them.
+"""
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ix.eval.schemas import Closed, Expectation, GoalOut, Interval, SubjectComparison
+
+# --------------------------------------------------------------------------- ix compare
+
+
+class RunMetricChange(Closed):
+    before: float | None
+    after: float | None
+    diff: float | None
+    diff_ci: Interval
+    p_better: float | None
+    paired: bool
+
+
+class RunFlip(Closed):
+    probe_id: str
+    expectation: Expectation
+    control_score: float | None = Field(description="the baseline run's score")
+    variant_score: float | None = Field(description="this run's score")
+    now: Literal["correct", "wrong"]
+
+
+class RunSubjectComparison(Closed):
+    run: str
+    subject: str
+    cases: int = Field(description="cases the two runs share")
+    metrics: dict[str, RunMetricChange]
+    flips: list[RunFlip]
+    verdict: str
+
+
+class RunSubjectMismatch(Closed):
+    run: str
+    subject: str
+    error: str
+
+
+class SpecChange(Closed):
+    path: str
+    change: Literal["added", "removed", "changed"]
+    before: Any
+    after: Any
+
+
+class ConfigChanges(Closed):
+    run: str
+    changes: list[SpecChange]
+
+
+class RunComparisons(Closed):
+    """Every later run against the first (the baseline), subject by subject."""
+
+    baseline: str
+    experiment: str
+    comparisons: list[RunSubjectComparison | RunSubjectMismatch]
+
+
+class CompareOutput(RunComparisons):
+    """`ix compare RUN_A RUN_B ... --json`."""
+
+    config_changes: list[ConfigChanges]
+
+
+# --------------------------------------------------------------------------- leaderboards
+
+class LeaderboardRow(Closed):
+    rank: int
+    subject: str
+    run: str | None = Field(None, description="per experiment: the run ranked")
+    experiments: str | None = Field(None, description="overall: experiments pooled, k/n")
+    value: float | None
+    ci: Interval
+    n: int
+    p_rank: float | None
+    p_above_next: float | None
+    rank_ci: list[int]
+    p_best: float | None
+
+
+class Leaderboard(Closed):
+    metric: str
+    level: float
+    method: str
+    rows: list[LeaderboardRow]
+
+
+class ExperimentBoard(Leaderboard):
+    experiment: str
+
+
+class LeaderboardOutput(Closed):
+    """`ix leaderboard --json`."""
+
+    lab: str
+    boards: list[ExperimentBoard]
+    overall: Leaderboard | None
+    notes: list[str]
+
+
+# --------------------------------------------------------------------------- ix report
+
+class RunInfo(Closed):
+    run_id: str
+    experiment: str
+    status: str | None
+    started_at: str | None
+    finished_at: str | None
+    seed: int | None
+    trials_per_case: int | None
+    git_commit: str | None
+    tags: list[str]
+    description: str | None
+    sensor: str | None
+    folder: str
+
+
+class CaseCell(Closed):
+    score: float | None
+    score_ci: Interval | None
+    passed: int
+    n: int
+    errors: int
+    correct: bool | None
+
+
+class CaseRow(Closed):
+    probe_id: str
+    expectation: Expectation
+    by_subject: dict[str, CaseCell]
+
+
+class SubjectMetrics(Closed):
+    precision: float | None
+    precision_ci: Interval | None
+    recall: float | None
+    recall_ci: Interval | None
+    f1: float | None
+    f1_ci: Interval | None
+    tp: int | None
+    fp: int | None
+    fn: int | None
+    tn: int | None
+    errors: int
+    trials: int | None
+    status: str | None
+
+
+class SummaryTable(Closed):
+    subjects: list[str]
+    cases: list[CaseRow]
+    metrics: dict[str, SubjectMetrics]
+
+
+class ScoreStats(Closed):
+    n: int
+    mean: float | None
+    sd: float | None
+    min: float | None
+    max: float | None
+    metrics: dict[str, float | None]
+
+
+class BreakdownRow(Closed):
+    probe_id: str
+    expectation: str
+    by_subject: dict[str, ScoreStats]
+
+
+class ErrorExample(Closed):
+    subject: str
+    probe_id: str
+    trial: int
+    message: str
+
+
+class ErrorGroup(Closed):
+    kind: str
+    count: int
+    subjects: dict[str, int]
+    cases: list[str]
+    examples: list[ErrorExample]
+    superseded: int
+
+
+class SubjectFailures(Closed):
+    trials: int
+    failed: int
+
+
+class WrongExample(Closed):
+    subject: str
+    trial: int
+    answer: str
+    details: str
+
+
+class FailingCase(Closed):
+    probe_id: str
+    expectation: str
+    trials: int
+    errored: int
+    wrong: int
+    by_subject: dict[str, SubjectFailures]
+    example: WrongExample | None
+    failed: int
+    fail_rate: float | None
+
+
+class Failures(Closed):
+    errored_trials: int
+    errors: list[ErrorGroup]
+    cases: list[FailingCase]
+
+
+class CostBucket(Closed):
+    attempts: int
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float | None
+
+
+class Cost(Closed):
+    by_subject: dict[str, CostBucket]
+    by_case: dict[str, CostBucket]
+    total: CostBucket
+    note: str
+
+
+class Annotation(Closed):
+    at: str
+    user: str | None = None
+    host: str | None = None
+    case: str | None
+    text: str
+
+
+class Regression(Closed):
+    subject: str
+    metric: str
+    before: float | None
+    after: float | None
+    diff: float | None
+    diff_ci: Interval
+    p_better: float | None
+    paired: bool
+
+
+class Baseline(Closed):
+    tag: str
+    run: str
+    comparison: RunComparisons
+    regressions: list[Regression]
+    regressed: bool
+    rule: str
+
+
+class RateFigure(Closed):
+    rate: float | None
+    ci: Interval | None
+    n_trials: int | None
+    n_cases: int | None
+
+
+class DifficultyRow(Closed):
+    level: Literal["easy", "medium", "hard"]
+    k: int
+    n: int
+    rate: float | None
+    ci: Interval | None
+
+
+class DifficultyFigure(Closed):
+    levels: list[str]
+    cases: dict[str, int]
+    unrated: int
+    by_subject: dict[str, list[DifficultyRow]]
+    method: str
+
+
+class TimelineMark(Closed):
+    t: float | None = Field(description="ms since the run's first start")
+    d: float | None = Field(description="duration in ms")
+    status: Literal["ok", "wrong", "error"]
+    probe_id: str
+    trial: int
+    attempt: int
+    error: str | None
+
+
+class TimelineBin(Closed):
+    ok: int
+    wrong: int
+    error: int
+
+
+class TimelineLane(Closed):
+    subject: str
+    trials: int
+    errors: int
+    marks: list[TimelineMark] | None = Field(None, description="mode trials")
+    bins: list[TimelineBin] | None = Field(None, description="mode bins")
+
+
+class Timeline(Closed):
+    start: str
+    span_ms: float | None
+    attempts: int
+    errors: int
+    mode: Literal["trials", "bins"]
+    bin_ms: float | None
+    lanes: list[TimelineLane]
+
+
+class ReportOutput(Closed):
+    """`ix report --format json`: one run (docs/reports.md has what each section means)."""
+
+    run: RunInfo
+    metric: str
+    summary: SummaryTable
+    leaderboard: Leaderboard
+    breakdown: list[BreakdownRow]
+    failures: Failures
+    cost: Cost
+    annotations: list[Annotation]
+    baseline: Baseline | None
+    goal: GoalOut | None
+    comparisons: list[SubjectComparison]
+    rates: dict[str, dict[str, RateFigure]]
+    difficulty: DifficultyFigure | None
+    timeline: Timeline | None

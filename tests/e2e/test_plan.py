@@ -64,6 +64,19 @@ def test_planning_values_come_from_the_latest_run(lab):
     assert "assuming" in text.stdout and "planning values from" in text.stdout
 
 
+def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
+    mock_experiment(lab, trials=4)
+    r = run_ix("plan", "exp", "--lab", str(lab), "--json")
+    assert r.code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["from_design"]["cases"] == 6 and data["from_design"]["trials"] == 4
+    (answer,) = data["answers"]
+    assert answer["mde_for_cases"]["cases"] == 6 and 0 < answer["mde_for_cases"]["mde"] < 1
+    text = run_ix("plan", "exp", "--lab", str(lab))
+    assert "planning values from the design of exp" in text.stdout
+    assert not (lab / "exp" / "results").exists()
+
+
 @pytest.mark.parametrize("args,field", [
     ([], "ix plan"),
     (["--width", "1.5"], "--width"),

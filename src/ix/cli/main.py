@@ -400,7 +400,8 @@ def compare(
 def plan(
     experiment: Annotated[str | None, typer.Argument(
         help="Take planning values (rates, variances, trials) from this experiment's latest "
-             "run.", show_default=False)] = None,
+             "run; before its first run, from its design (its cases and trials, rate 0.5).",
+        show_default=False)] = None,
     lab: Lab = None,
     width: Annotated[float | None, typer.Option(
         "--width", help="Target full width of a rate's credible interval: how many units "
@@ -441,45 +442,11 @@ def plan(
     """
     from ix.api import planning
 
-    inputs = None
-    if experiment is not None:
-        _, paths = api.resolve(lab, [experiment])
-        inputs = planning.inputs_from_run(paths[0])
-    for name, value in (("--alpha", alpha), ("--power", power), ("--level", level)):
-        if not 0 < value < 1:
-            raise ConfigError(f"must be between 0 and 1, got {value}", field=name)
-    if method not in ("unpooled", "pooled", "cohen_h"):
-        raise ConfigError(f"unknown method {method!r}; allowed: unpooled, pooled, cohen_h",
-                          field="--method")
-    rate = p if p is not None else (inputs.p if inputs else 0.5)
-    answers: list[dict[str, Any]] = []
-    if width is not None:
-        answers.append(planning.plan_width(width, rate, level))
-    if mde is not None and not paired:
-        answers.append(planning.plan_independent(mde, rate, alpha=alpha, power=power,
-                                                 method=method))
-    if paired or (inputs is not None and width is None and mde is None):
-        k = trials if trials is not None else (inputs.trials if inputs else 1)
-        s2a = sigma2_a if sigma2_a is not None else (
-            inputs.sigma2_a if inputs else rate * (1 - rate))
-        s2b = sigma2_b if sigma2_b is not None else (inputs.sigma2_b if inputs else s2a)
-        w2 = omega2 if omega2 is not None else (inputs.omega2 if inputs else 0.0)
-        n_cases = cases if cases is not None else (inputs.cases if inputs else None)
-        if mde is None and n_cases is None:
-            raise ConfigError("say what to plan for the paired design: --mde (how many "
-                              "cases) or --cases (which difference)", field="--paired")
-        answers.append(planning.plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a,
-                                            sigma2_b=s2b, omega2=w2, trials=k, alpha=alpha,
-                                            power=power))
-    if not answers:
-        raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
-                          "between subjects), optionally --paired", field="ix plan")
-    result: dict[str, Any] = {"answers": answers}
-    if inputs is not None:
-        result["from_run"] = {"summary": inputs.source, "p": inputs.p,
-                              "sigma2_a": inputs.sigma2_a, "sigma2_b": inputs.sigma2_b,
-                              "omega2": inputs.omega2, "cases": inputs.cases,
-                              "trials": inputs.trials, "notes": list(inputs.notes)}
+    result = planning.plan_power(lab, experiment, width=width, mde=mde, paired=paired, p=p,
+                                 trials=trials, cases=cases, sigma2_a=sigma2_a,
+                                 sigma2_b=sigma2_b, omega2=omega2, alpha=alpha, power=power,
+                                 level=level, method=method)
+    answers = result["answers"]
     if json_out:
         print_json(result)
         return
@@ -501,13 +468,18 @@ def plan(
                           f"each) the smallest detectable difference is [bold]{m['mde']:.3f}[/]")
         for assumption in a["assumptions"]:
             out.print(f"  [dim]assuming {assumption}[/]")
-    if inputs is not None:
-        out.print(f"[dim]planning values from {inputs.source}: p={inputs.p:.3f}, "
-                  f"sigma2_a={inputs.sigma2_a:.4f}, sigma2_b={inputs.sigma2_b:.4f}, "
-                  f"omega2={inputs.omega2:.4f}, {inputs.cases} cases × {inputs.trials} "
-                  "trials[/]")
-        for note in inputs.notes:
-            out.print(f"[dim]  note: {note}[/]")
+    source = result.get("from_run")
+    if source is not None:
+        out.print(f"[dim]planning values from {source['summary']}: p={source['p']:.3f}, "
+                  f"sigma2_a={source['sigma2_a']:.4f}, sigma2_b={source['sigma2_b']:.4f}, "
+                  f"omega2={source['omega2']:.4f}, {source['cases']} cases × "
+                  f"{source['trials']} trials[/]")
+    design = result.get("from_design")
+    if design is not None:
+        out.print(f"[dim]planning values from the design of {design['experiment']}: "
+                  f"{design['cases']} cases × {design['trials']} trials[/]")
+    for note in (source or design or {}).get("notes", []):
+        out.print(f"[dim]  note: {note}[/]")
 
 
 subjects_app = typer.Typer(

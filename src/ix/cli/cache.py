@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from ix.api import cache as api_cache
+from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json
 from ix.domain.errors import ConfigError
 
@@ -18,9 +19,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
 

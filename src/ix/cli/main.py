@@ -20,6 +20,7 @@ from ix.cli import scaffold as scaffold_cli
 from ix.cli import schema as schema_cli
 from ix.cli import transfer as transfer_cli
 from ix.cli import view as view_cli
+from ix.cli.options import Lab
 from ix.cli.output import err, fail, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
@@ -37,9 +38,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
 Experiments = Annotated[list[str] | None, typer.Argument(
     help="Experiment names in the lab, or paths. Default: the experiment the working "

@@ -1,15 +1,12 @@
 """`ix mcp`: the lab served to an MCP client such as Claude Code, over stdio (docs/mcp.md)."""
 
 import sys
-from typing import Annotated
 
 import typer
 
-INSTALL_HINT = "pip install 'ix-lab[mcp]'"
+from ix.cli.options import Lab
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
+INSTALL_HINT = "pip install 'ix-lab[mcp]'"
 
 
 def mcp(lab: Lab = None) -> None:

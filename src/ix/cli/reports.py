@@ -9,12 +9,10 @@ from rich.console import Console, RenderableType
 
 from ix.api import annotations as api_notes
 from ix.api import reports as api_reports
+from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]

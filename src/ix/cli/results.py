@@ -19,12 +19,10 @@ from rich.text import Text
 from ix.api import query as api_query
 from ix.api import results as api_results
 from ix.api.results import Method
+from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), json or csv.", show_default=False)]

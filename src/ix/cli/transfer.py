@@ -10,11 +10,9 @@ from typing import Annotated
 import typer
 
 from ix.api import transfer
+from ix.cli.options import Lab
 from ix.cli.output import out, print_json, warn
 
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
 

@@ -6,13 +6,10 @@ from typing import Annotated
 
 import typer
 
+from ix.cli.options import Lab
 from ix.domain.errors import ConfigError
 
 INSTALL_HINT = "pip install 'ix-lab[view]'"
-
-Lab = Annotated[str | None, typer.Option(
-    "--lab", help="The lab: a path, or a name searched from the project root. "
-                  "Default: walk up from the working directory.", show_default=False)]
 
 
 def view(

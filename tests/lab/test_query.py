@@ -2,7 +2,9 @@
 filters, aggregates (checked against numpy/scipy on the raw lines) and read-only SQL."""
 
 import json
+import os
 import random
+import stat
 import tempfile
 import threading
 from datetime import UTC, datetime, timedelta
@@ -15,6 +17,7 @@ from scipy import stats as sps
 from conftest import case, write
 from ix.domain.errors import ConfigError
 from ix.lab import index as index_module
+from ix.lab import index_folder
 from ix.lab.aggregate import aggregate
 from ix.lab.index import INDEX_DIR, MANIFEST, open_index
 from ix.lab.query import COLUMN_NAMES, TrialFilter, check_read_only, connect
@@ -254,10 +257,12 @@ def test_an_unwritable_lab_is_indexed_in_a_temporary_folder(lab, tmp_path, monke
     append(exp, [record("r1", "a", "must-001", 0)])
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    monkeypatch.setattr(index_module.os, "access", lambda *a, **k: False)
+    monkeypatch.setattr(index_folder.os, "access", lambda *a, **k: False)
     index = open_index(lab)
     assert not (lab / ".ix").exists()
-    assert index.root.parent == tmp_path / "tmp" and (index.root / MANIFEST).is_file()
+    private = tmp_path / "tmp" / f"ix-{os.getuid()}"  # the user's own folder, 0700
+    assert index.root.parent == private and (index.root / MANIFEST).is_file()
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert rows(lab, "SELECT count(*) FROM trials") == [(1,)]
 
 

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ix.domain.errors import ConfigError
-from ix.lab.query import check_read_only, connect, literal, schema_connection, sql_error
+from ix.lab.index import TrialIndex
+from ix.lab.query import (
+    check_read_only,
+    connect_index,
+    literal,
+    refreshed_index,
+    schema_connection,
+    sql_error,
+)
 from ix.lab.resolve import find_lab
 
 if TYPE_CHECKING:
@@ -31,7 +39,7 @@ class Table:
         self.lab = lab
         self._sql = sql
         self._warn = warn
-        self._held: duckdb.DuckDBPyConnection | None = None
+        self._held: TrialIndex | None = None
 
     @property
     def sql(self) -> str:
@@ -40,24 +48,24 @@ class Table:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Self]:
-        """Inside `with t.snapshot():` every call reads one snapshot of the index (and shares
-        one connection), e.g. rows and counts that agree while a run is appending trials."""
+        """Inside `with t.snapshot():` every call reads one snapshot of the index, e.g. rows
+        and counts that agree while a run is appending trials."""
         if self._held is not None:
             yield self
             return
-        with connect(self.lab, self._warn) as con:
-            self._held = con
-            try:
-                yield self
-            finally:
-                self._held = None
+        self._held = refreshed_index(self.lab, self._warn)
+        try:
+            yield self
+        finally:
+            self._held = None
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator["duckdb.DuckDBPyConnection"]:
-        if self._held is not None:
-            yield self._held
-            return
-        with connect(self.lab, self._warn) as con:
+    def _connect(self, writable: tuple[str, ...] = ()
+                 ) -> Iterator["duckdb.DuckDBPyConnection"]:
+        """A connection over the held snapshot (else the index as it is now), locked: it
+        reads the index and writes only the files `writable` (ix.lab.sql_guard)."""
+        index = self._held if self._held is not None else refreshed_index(self.lab, self._warn)
+        with connect_index(index, writable=writable) as con:
             yield con
 
     def _run(self, con: "duckdb.DuckDBPyConnection", sql: str) -> "duckdb.DuckDBPyRelation":
@@ -142,9 +150,10 @@ class Table:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
         os.close(fd)
         try:
-            with self._connect() as con:
+            with self._connect(writable=(tmp,)) as con:  # this file and no other
                 self._run(con, f"SELECT * FROM ({select}) LIMIT 0")
-                self._execute(con, f"COPY ({select}) TO {literal(tmp)} ({options})")
+                self._execute(con, f"COPY ({select}) TO {literal(tmp)} "
+                                   f"({options}, USE_TMP_FILE false)")
             os.replace(tmp, dest)
         finally:
             with contextlib.suppress(OSError):

@@ -158,7 +158,7 @@ def query(
     columns = list(rows[0]) if rows else result.columns
     table = Table(show_edge=False)
     for name in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(Text(name), overflow="fold")
     for row in rows[:QUERY_TABLE_ROWS]:
         table.add_row(*(_cell(row[c]) for c in columns))
     out.print(table)
@@ -219,7 +219,7 @@ def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(f"r(score, difficulty) [95% CI] ({rows[0]['score_difficulty_method']})",
                          justify="right")
     for r in rows:
-        cells = [_cell(r[k]) for k in keys]
+        cells: list[Text | str] = [_cell(r[k]) for k in keys]
         rate = "-" if r["pass_rate"] is None else \
             f"{r['pass_rate']:.2f} [{r['pass_rate_lo']:.2f}, {r['pass_rate_hi']:.2f}]"
         durations = " / ".join(_number(r[f"duration_{p}"], 1) for p in ("p50", "p90", "p99"))
@@ -280,16 +280,17 @@ def _number(value: Any, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
+    """A value as plain text: `[/x]` in a name or a query's result is no Rich markup."""
     if value is None:
-        return "-"
+        return Text("-")
     if isinstance(value, datetime):
-        return value.isoformat(sep=" ", timespec="milliseconds")
+        return Text(value.isoformat(sep=" ", timespec="milliseconds"))
     if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value)
+        return Text(", ".join(str(v) for v in value))
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1 else f"{value:.2f}"
-    return str(value)
+        return Text(f"{value:.4g}" if abs(value) < 1 else f"{value:.2f}")
+    return Text(str(value))
 
 
 def register(app: typer.Typer) -> None:

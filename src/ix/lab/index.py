@@ -7,24 +7,36 @@ new part; any other change rebuilds that experiment. Parts and the manifest are 
 temporary file and renamed, so a concurrent reader sees the old index or the new one, never
 half of one; parts a manifest no longer names are deleted only after a grace period.
 
-Lines that are not trial records (torn or corrupt lines, JSON that is not an object with
-`run_id`, `subject` or `probe_id`) are skipped and counted, as `results.read_trials` skips
-them. An unfinished last line (no newline yet) is left for the next refresh.
+Lines that are not trial records (torn or corrupt lines, JSON that is not a trial record by
+the rule of `ix.lab.trial_lines`, which the resume reader applies too) are skipped and
+counted. An unfinished last line (no newline yet) is left for the next refresh.
+
+The folder is checked and written as `ix.lab.index_folder` says (never through a symlink).
+A damaged manifest (not JSON, the wrong shape, a folder in its place) or a damaged part is
+rebuilt, with a warning, never a traceback.
 """
 
-import contextlib
 import hashlib
 import json
-import os
 import secrets
-import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from ix.lab.case_table import case_rows, cases_signature
+from ix.lab.index_folder import (
+    INDEX_DIR,
+    clear_entry,
+    collect_garbage,
+    index_root,
+    intact,
+    locked,
+    make_root,
+    read_file,
+)
 from ix.lab.index_parts import (
     complete_end,
     copy_to_parquet,
@@ -42,8 +54,7 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-FORMAT = 1  # bump when the part schema changes: older indexes are then rebuilt
-INDEX_DIR = Path(".ix") / "index"
+FORMAT = 2  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
 MANIFEST = "manifest.json"
 MAX_PARTS = 8          # more parts than this are merged into one
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone
@@ -84,43 +95,92 @@ class TrialIndex:
 def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
     """The lab's index, brought up to date with every `trials.jsonl` (and case file) first."""
     lab = Path(lab).resolve()
-    root = index_root(lab)
+    root = index_root(lab, warn)
     experiments = [p for p in list_experiments(lab) if (p / "results" / TRIALS_FILE).is_file()]
-    manifest = _read_manifest(root)
+    manifest = _read_manifest(root, warn)
     if not _stale(lab, root, manifest, experiments):
         return _as_index(lab, root, manifest)
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with _locked(root):
+    make_root(root)
+    with locked(root):
         manifest = _read_manifest(root)  # another process may have refreshed meanwhile
         if _stale(lab, root, manifest, experiments):
             before = _referenced(manifest)
             manifest = _refresh(lab, root, manifest, experiments, warn)
+            clear_entry(root / MANIFEST)  # a folder (or a symlink) in its place goes
             write_text_atomic(root / MANIFEST, json.dumps(manifest, indent=1) + "\n")
-            _collect_garbage(root, manifest, retired=before - _referenced(manifest))
+            collect_garbage(root, {MANIFEST, ".lock", *_referenced(manifest)},
+                            retired=before - _referenced(manifest), grace_s=GRACE_S)
     return _as_index(lab, root, manifest)
-
-
-def index_root(lab: Path) -> Path:
-    """`<lab>/.ix/index`, or a per-user temporary folder when the lab is not writable."""
-    root = lab / INDEX_DIR
-    existing = next(p for p in (root, root.parent, lab) if p.exists())
-    if os.access(existing, os.W_OK):
-        return root
-    digest = hashlib.sha256(str(lab).encode()).hexdigest()[:16]
-    user = os.getuid() if hasattr(os, "getuid") else 0
-    return Path(tempfile.gettempdir()) / f"ix-index-{user}-{digest}"
 
 
 # --------------------------------------------------------------------------- the manifest
 
-def _read_manifest(root: Path) -> dict[str, Any]:
+_FileName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+\.(parquet|jsonl)$")]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class _State(_Shape):
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+class _Entry(_Shape):
+    state: _State
+    offset: int
+    head: str
+    tail: str
+    next_part: int
+    parts: list[_FileName]
+    torn: bool
+    rows: int
+    skipped: int
+    superseded: _FileName | None
+    cases: _FileName | None
+    cases_signature: str | None
+    trials_file: str
+
+
+class _Manifest(_Shape):
+    """The manifest's shape, checked when it is read (the index works on the plain dict)."""
+
+    format: int
+    sources: dict[str, _Entry]
+
+
+def _read_manifest(root: Path, warn: Warn | None = None) -> dict[str, Any]:
+    """The manifest, or an empty one (so the index is rebuilt) when it is missing, of an
+    older format, or damaged: not a file, not JSON, or not of the manifest's shape (a file
+    name in it that is not a plain name of the index folder is damage too)."""
+    empty: dict[str, Any] = {"format": FORMAT, "sources": {}}
+    path = root / MANIFEST
     try:
-        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"format": FORMAT, "sources": {}}
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return {"format": FORMAT, "sources": {}}
+        text = read_file(path)  # never through a symlink, never a FIFO
+        if text is None:
+            return empty
+        data = json.loads(text)
+    except OSError as exc:
+        return _damaged(path, warn, exc.strerror or str(exc), empty)
+    except (ValueError, RecursionError):
+        return _damaged(path, warn, "not JSON", empty)
+    if isinstance(data, dict) and isinstance(data.get("format"), int) \
+            and data["format"] != FORMAT:
+        return empty  # an index of an older ix: rebuilt, as it is no damage
+    try:
+        _Manifest.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"]) or "the top"
+        return _damaged(path, warn, f"not of the manifest's shape at {where}", empty)
     return data
+
+
+def _damaged(path: Path, warn: Warn | None, why: str, empty: dict[str, Any]) -> dict[str, Any]:
+    if warn is not None:
+        warn(f"{path}: the query index's manifest is damaged ({why}); the index is rebuilt")
+    return empty
 
 
 def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
@@ -144,25 +204,9 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         if e["cases_signature"] != cases_signature(exp):
             return True
         files = [*e["parts"], e["superseded"], e["cases"]]
-        if not all((root / f).is_file() for f in files if f):
-            return True
+        if not all(intact(root, f) for f in files if f):
+            return True  # a file missing, damaged, or a symlink: rebuilt
     return False
-
-
-@contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    """One refresher at a time (readers never wait); a no-op where flock does not exist."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with (root / ".lock").open("a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def _referenced(manifest: dict[str, Any]) -> set[str]:
@@ -170,22 +214,6 @@ def _referenced(manifest: dict[str, Any]) -> set[str]:
     for e in manifest["sources"].values():
         names.update(f for f in [*e["parts"], e["superseded"], e["cases"]] if f)
     return names
-
-
-def _collect_garbage(root: Path, manifest: dict[str, Any], retired: set[str]) -> None:
-    """Delete what no manifest has named for `GRACE_S`: the files just retired get their
-    grace period from now, since a reader of the previous manifest may still open them."""
-    now = time.time()
-    for name in retired:
-        with contextlib.suppress(OSError):
-            os.utime(root / name, (now, now))
-    keep = {MANIFEST, ".lock", *_referenced(manifest)}
-    for path in root.iterdir():
-        if path.name in keep:
-            continue
-        with contextlib.suppress(OSError):
-            if path.stat().st_mtime < now - GRACE_S:
-                path.unlink()
 
 
 # --------------------------------------------------------------------------- refreshing
@@ -211,14 +239,15 @@ def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp
     log = exp / "results" / TRIALS_FILE
     state = file_state(log)
     entry = dict(old) if old else None
-    if entry is not None and not all((root / f).is_file() for f in entry["parts"]):
+    if entry is not None and not all(intact(root, f) for f in
+                                     [*entry["parts"], entry["superseded"]] if f):
         entry = None
     if entry is None or entry["state"] != state:
         entry = _index_log(con, root, exp.name, log, state, entry if entry and
                            _appended(log, entry, state) else None)
     signature = cases_signature(exp)
     if old is not None and old["cases_signature"] == signature and (
-            old["cases"] is None or (root / old["cases"]).is_file()):
+            old["cases"] is None or intact(root, old["cases"])):
         entry["cases"] = old["cases"]
     else:
         entry["cases"] = _write_cases(root, exp, warn)
@@ -286,3 +315,7 @@ def _write_cases(root: Path, exp: Path, warn: Warn | None) -> str | None:
                    for r in rows)
     write_text_atomic(root / file, text)
     return file
+
+
+__all__ = ["FORMAT", "GRACE_S", "INDEX_DIR", "MANIFEST", "SourceIndex", "TrialIndex",
+           "index_root", "open_index"]

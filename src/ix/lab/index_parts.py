@@ -1,18 +1,28 @@
 """Parquet parts of the trial index: a byte range of a `trials.jsonl`, parsed by DuckDB.
 
 A part holds one row per trial record of the range, flattened to `ROW_COLUMNS`; lines that
-are not trial records are counted, not kept. Every file is written to a temporary name and
-renamed, so a reader never opens half of one.
+are not trial records (by the rule of `ix.lab.trial_lines`, which the resume reader applies
+too) are counted, not kept. Every file is written to a temporary name and renamed, so a
+reader never opens half of one.
 """
 
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
+
+from ix.lab.trial_lines import (
+    JSON_COLUMNS,
+    decode_line,
+    parsed_select,
+    suspects,
+)
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
 
 #: The columns of a part, in order: `source` is the experiment's folder, (`part`, `line`) a
 #: record's position (the part's sequence number, the line within it).
@@ -24,16 +34,6 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sensor", "VARCHAR"), ("error", "VARCHAR"), ("error_message", "VARCHAR"),
     ("tokens_input", "BIGINT"), ("tokens_output", "BIGINT"), ("tokens", "BIGINT"),
     ("cost", "DOUBLE"), ("duration", "DOUBLE"), ("started_at", "TIMESTAMP"),
-)
-
-_JSON_COLUMNS = (
-    "{experiment: 'VARCHAR', run_id: 'VARCHAR', subject: 'VARCHAR', probe_id: 'VARCHAR', "
-    "trial: 'INTEGER', seed: 'BIGINT', attempt: 'INTEGER', expectation: 'VARCHAR', "
-    "started_at: 'VARCHAR', duration_ms: 'DOUBLE', "
-    "observation: 'STRUCT(tokens_input BIGINT, tokens_output BIGINT, cost_usd DOUBLE, "
-    "duration_ms DOUBLE)', "
-    "reading: 'STRUCT(passed BOOLEAN, score DOUBLE, sensor_name VARCHAR)', "
-    "error: 'STRUCT(kind VARCHAR, message VARCHAR)'}"
 )
 
 
@@ -64,7 +64,7 @@ def complete_end(log: Path, start: int, size: int) -> tuple[int, bool]:
         return size, False
     try:
         whole = isinstance(json.loads(fragment), dict)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, 5,000 digits, nested deep
         whole = False
     return (size, False) if whole else (end, True)
 
@@ -72,7 +72,8 @@ def complete_end(log: Path, start: int, size: int) -> tuple[int, bool]:
 def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int, log: Path,
                start: int, end: int, state: dict[str, int], dest: Path) -> tuple[int, int]:
     """Parse bytes [start, end) of the log into a Parquet part; (rows, skipped lines)."""
-    if start == 0 and end == state["size"]:
+    undecodable = _undecodable(log, start, end)
+    if start == 0 and end == state["size"] and not undecodable:
         rows, skipped = _parse(con, log, name, seq, dest)
         if file_state(log) == state:  # nothing was appended while DuckDB read the file
             return rows, skipped
@@ -80,41 +81,102 @@ def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int
     try:
         with log.open("rb") as src, tmp.open("wb") as out:
             src.seek(start)
-            remaining = end - start
-            while remaining > 0:
-                block = src.read(min(remaining, 1 << 24))
-                if not block:
-                    break
-                out.write(block)
-                remaining -= len(block)
+            at = start
+            for offset, length in [*undecodable, (end, 0)]:
+                _copy(src, out, offset - at)
+                if length:  # a line DuckDB would read and Python not: junk to every reader
+                    out.write(b"null")
+                    src.seek(length, os.SEEK_CUR)
+                at = offset + length
         return _parse(con, tmp, name, seq, dest)
     finally:
         tmp.unlink(missing_ok=True)
 
 
+def _copy(src: BinaryIO, out: BinaryIO, size: int) -> None:
+    while size > 0:
+        block = src.read(min(size, 1 << 24))
+        if not block:
+            break
+        out.write(block)
+        size -= len(block)
+
+
+def _undecodable(log: Path, start: int, end: int) -> list[tuple[int, int]]:
+    """(offset, length) of each line of [start, end) that DuckDB may read but Python does not
+    decode (`decode_line`): nested too deep, a number of thousands of digits, text after the
+    object (which DuckDB before 2.0 ignores). The resume reader skips such a line as corrupt,
+    so the index must too. Only suspects are decoded; a log of ix's own lines has none."""
+    found: list[tuple[int, int]] = []
+    with log.open("rb") as f:
+        f.seek(start)
+        at, remaining, carry = start, end - start, b""
+        while remaining > 0:
+            block = f.read(min(remaining, 1 << 24))
+            if not block:
+                break
+            remaining -= len(block)
+            data = carry + block
+            cut = len(data) if remaining <= 0 else data.rfind(b"\n") + 1
+            data, carry = data[:cut], data[cut:]
+            for offset, line in _suspects(data):
+                if decode_line(line) is None:
+                    found.append((at + offset, len(line)))
+            at += len(data)
+    return found
+
+
+def _suspects(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The lines of `data` (whole lines) that Python might not decode though DuckDB does:
+    nested deep or holding a huge number (`suspects`), not ending in "}", or with a trailing
+    comma or "}{" (whitespace aside) — found with numpy, since a log has millions of lines
+    and ix's own are never suspects."""
+    import numpy as np
+
+    arr = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if data and not data.endswith(b"\n"):
+        ends = np.append(ends, len(data))
+    if not len(ends):
+        return
+    starts = np.r_[0, ends[:-1] + 1]
+    lengths = ends - starts
+    odd = suspects(arr, starts, ends) | ((lengths > 0) & (arr[np.maximum(ends - 1, 0)] != 125))
+    closers = np.flatnonzero((arr == 125) | (arr == 93))  # "}" "]" after ","
+    openers = np.flatnonzero(arr == 123)                   # "{" after "}"
+    lenient = np.r_[closers[_before(arr, closers) == 44], openers[_before(arr, openers) == 125]]
+    if len(lenient):
+        odd[np.searchsorted(ends, lenient)] = True
+    for i in np.flatnonzero(odd).tolist():
+        line = data[int(starts[i]):int(ends[i])]
+        if line.strip(b" \t\r"):
+            yield int(starts[i]), line
+
+
+def _before(arr: "np.ndarray", positions: "np.ndarray") -> "np.ndarray":
+    """The byte before each position, spaces, tabs and carriage returns skipped (-1: none)."""
+    import numpy as np
+
+    found = np.full(len(positions), -1, np.int16)
+    at = positions - 1
+    todo = np.flatnonzero(at >= 0)
+    while len(todo):
+        byte = arr[at[todo]]
+        blank = (byte == 32) | (byte == 9) | (byte == 13)
+        found[todo[~blank]] = byte[~blank]
+        todo = todo[blank]
+        at[todo] -= 1
+        todo = todo[at[todo] >= 0]
+    return found
+
+
 def _parse(con: "duckdb.DuckDBPyConnection", path: Path, name: str, seq: int,
            dest: Path) -> tuple[int, int]:
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE parsed AS
-        SELECT {quote(name)} AS source, {seq}::INTEGER AS part, ordinality AS line,
-            coalesce(experiment, {quote(name)}) AS experiment, run_id, subject, probe_id,
-            trial, seed, coalesce(attempt, 0) AS attempt, expectation,
-            reading.passed AS passed, reading.score AS score, reading.sensor_name AS sensor,
-            error.kind AS error, error.message AS error_message,
-            observation.tokens_input AS tokens_input,
-            observation.tokens_output AS tokens_output,
-            CASE WHEN observation.tokens_input IS NOT NULL
-                   OR observation.tokens_output IS NOT NULL
-                 THEN coalesce(observation.tokens_input, 0)
-                    + coalesce(observation.tokens_output, 0) END AS tokens,
-            observation.cost_usd AS cost,
-            coalesce(duration_ms, observation.duration_ms) AS duration,
-            try_cast(started_at AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS started_at,
-            run_id IS NULL AND subject IS NULL AND probe_id IS NULL AS junk
-        FROM read_json({quote(str(path))}, format = 'newline_delimited',
-                       ignore_errors = true, maximum_object_size = 1073741824,
-                       columns = {_JSON_COLUMNS}) WITH ORDINALITY
-    """)
+    source = (f"read_json({quote(str(path))}, format = 'newline_delimited', "
+              f"ignore_errors = true, maximum_object_size = 1073741824, "
+              f"columns = {JSON_COLUMNS}) WITH ORDINALITY")
+    con.execute("CREATE OR REPLACE TEMP TABLE parsed AS "
+                + parsed_select(source, quote(name), seq))
     row = con.execute("SELECT count(*) FILTER (NOT junk), count(*) FILTER (junk) "
                       "FROM parsed").fetchone()
     rows, skipped = (int(row[0]), int(row[1])) if row else (0, 0)

@@ -3,8 +3,10 @@
 `trials` holds one row per trial — the latest attempt of each (run, subject, case, trial), as
 aggregation counts it (DESIGN.md §3); `trials_all` adds the attempts that a retry or resume
 superseded. Both read the Parquet index of `ix.lab.index` joined with the case files' tags
-and difficulty. Nothing here writes to the lab except that index; user SQL is refused unless
-it is a single read-only statement.
+and difficulty, less the lines of an import whose run folder is not in place yet (it appears
+all at once). Nothing here writes to the lab except that index; user SQL is refused unless
+it is a single read-only statement, and every connection is locked once its views are defined:
+it opens no file but the index files they read (`ix.lab.sql_guard`, docs/queries.md).
 """
 
 from collections.abc import Callable, Sequence
@@ -13,8 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.import_store import pending_runs
 from ix.lab.index import TrialIndex, open_index
 from ix.lab.index_parts import ROW_COLUMNS
+from ix.lab.sql_guard import CONFIG, VIEWS, check_read_only, lock, refusal
+from ix.lab.storage_faults import storage_error, storage_faults
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,7 +55,6 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("difficulty_level", "INTEGER", "the difficulty as an ordinal: easy 1, medium 2, hard 3"),
 )
 COLUMN_NAMES = tuple(c for c, _, _ in COLUMNS)
-VIEWS = ("trials", "trials_all", "cases")
 
 _CASE_COLUMNS = ("{source: 'VARCHAR', probe_id: 'VARCHAR', expectation: 'VARCHAR', "
                  "tags: 'VARCHAR[]', difficulty: 'VARCHAR', difficulty_level: 'INTEGER'}")
@@ -58,9 +62,20 @@ _CASES_DDL = ("source VARCHAR, probe_id VARCHAR, expectation VARCHAR, tags VARCH
               "difficulty VARCHAR, difficulty_level INTEGER")
 
 
-def connect(lab: "Path", warn: Warn | None = None) -> "duckdb.DuckDBPyConnection":
-    """An in-memory DuckDB connection with the views over the lab's (refreshed) index."""
-    index = open_index(lab, warn)
+def connect(lab: "Path", warn: Warn | None = None, *,
+            writable: Sequence[str] = ()) -> "duckdb.DuckDBPyConnection":
+    """An in-memory DuckDB connection with the views over the lab's (refreshed) index,
+    locked: it opens no file but the index's and the `writable` ones (see `connect_index`).
+
+    An index that cannot be brought up to date (a full disk) is a `StorageError`."""
+    return connect_index(refreshed_index(lab, warn), writable=writable)
+
+
+def refreshed_index(lab: "Path", warn: Warn | None = None) -> TrialIndex:
+    """The lab's index brought up to date, its skipped lines reported to `warn`: one snapshot
+    that any number of connections (`connect_index`) read alike."""
+    with storage_faults("the lab's query index could not be brought up to date"):
+        index = open_index(lab, warn)
     if warn is not None:
         for s in index.sources:
             if s.skipped:
@@ -68,24 +83,40 @@ def connect(lab: "Path", warn: Warn | None = None) -> "duckdb.DuckDBPyConnection
             if s.torn:
                 warn(f"{s.trials_file}: skipped the torn last line (a run stopped mid-write, "
                      "or is writing it now)")
-    return _define(index)
+    return index
+
+
+def connect_index(index: TrialIndex, *,
+                  writable: Sequence[str] = ()) -> "duckdb.DuckDBPyConnection":
+    """The views over one snapshot of the index. The connection is locked once they exist:
+    it reads only the index files they name, writes only the files `writable` (an export's
+    temporary file), reaches no network, loads no extension and changes no setting."""
+    return _define(index, writable)
 
 
 def schema_connection() -> "duckdb.DuckDBPyConnection":
-    """The same views over no rows: checks a query's SQL without reading or writing the lab."""
+    """The same views over no rows, locked: checks a query's SQL without reading or writing."""
     return _define(None)
 
 
-def _define(index: TrialIndex | None) -> "duckdb.DuckDBPyConnection":
+def _define(index: TrialIndex | None,
+            writable: Sequence[str] = ()) -> "duckdb.DuckDBPyConnection":
     import duckdb
 
-    con = duckdb.connect()
+    con = duckdb.connect(config=dict(CONFIG))
     con.execute("SET TimeZone = 'UTC'")
     parts = index.paths("parts") if index else []
     superseded = index.paths("superseded") if index else []
     cases = index.paths("cases") if index else []
     row_ddl = ", ".join(f"{c} {t}" for c, t in ROW_COLUMNS)
-    if parts:
+    pending = [(s.name, run_id) for s in index.sources
+               for run_id in pending_runs(s.trials_file.parent)] if index else []
+    if parts and pending:  # an import's lines before its run folder: not there yet
+        con.execute("CREATE TABLE _pending (source VARCHAR, run_id VARCHAR)")
+        con.executemany("INSERT INTO _pending VALUES (?, ?)", pending)
+        con.execute(f"CREATE VIEW _rows AS SELECT * FROM read_parquet({_list(parts)}) r "
+                    "ANTI JOIN _pending p ON r.source = p.source AND r.run_id = p.run_id")
+    elif parts:
         con.execute(f"CREATE VIEW _rows AS SELECT * FROM read_parquet({_list(parts)})")
     else:
         con.execute(f"CREATE TABLE _rows ({row_ddl})")
@@ -106,6 +137,7 @@ def _define(index: TrialIndex | None) -> "duckdb.DuckDBPyConnection":
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
     con.execute("CREATE VIEW cases AS SELECT source AS experiment_dir, probe_id, expectation, "
                 "tags, difficulty, difficulty_level FROM _cases")
+    lock(con, readable=[*parts, *superseded], writable=writable)  # _cases is read already
     return con
 
 
@@ -122,26 +154,15 @@ def _select() -> str:
 
 # --------------------------------------------------------------------------- user SQL
 
-def check_read_only(sql: str) -> None:
-    """One SELECT (or EXPLAIN) statement, else a `ConfigError`: `ix query` never writes."""
-    import duckdb
-
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise sql_error(exc) from None
-    if len(statements) != 1:
-        raise ConfigError(f"give exactly one SQL statement (got {len(statements)})",
-                          field="SQL")
-    kind = statements[0].type
-    if kind not in (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN):
-        name = str(kind).rsplit(".", 1)[-1]
-        raise ConfigError(f"only read-only queries (SELECT) are allowed, not {name}; the "
-                          f"views are {', '.join(VIEWS)}", field="SQL")
-
-
 def sql_error(exc: Exception, field: str = "SQL") -> ConfigError:
-    """A DuckDB error as one line: its first line, plus the candidates it suggests."""
+    """A DuckDB error as one line: its first line, plus the candidates it suggests; one the
+    storage caused (a full disk writing an export) as the `StorageError` that says so."""
+    refused = refusal(exc)  # what the locked connection may not do
+    if refused is not None:
+        return refused
+    fault = storage_error(exc)
+    if fault is not None:
+        return fault
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     message = lines[0] if lines else type(exc).__name__
     hints = [line for line in lines[1:] if line.lower().startswith(("candidate", "did you"))]
@@ -220,3 +241,7 @@ def _values(values: Sequence[str]) -> str:
 
 def _list(paths: Sequence[str]) -> str:
     return "[" + _values(paths) + "]"
+
+
+__all__ = ["COLUMNS", "COLUMN_NAMES", "VIEWS", "TrialFilter", "check_read_only", "connect",
+           "connect_index", "literal", "refreshed_index", "schema_connection", "sql_error"]

@@ -1,0 +1,237 @@
+"""Which lines of a trial log are trial records: one rule for every reader that counts trials.
+
+The resume reader (`ix.engine.resume`) and the query index (`ix.lab.index_parts`) must count
+the same lines, or `ix results` lists trials a resume does not know of (a garbage log once
+gave 298 phantom rows). A line is a trial record when it is a JSON object whose
+
+- `run_id`, `subject` and `probe_id` are strings;
+- `trial` is an integer, 0 <= trial < 2**31; `attempt` is absent, null or such an integer;
+- `observation` is absent, null or an object whose `tokens_input` and `tokens_output` are
+  absent or integers 0 <= n < 2**63 and whose `cost_usd` is absent or a finite number;
+- `reading` is absent, null or an object whose `passed` is absent, null or a boolean;
+- `error` is absent, null or an object whose `kind` is a string (the trial errored).
+
+Of a key written twice the first value counts, as DuckDB reads it. `trial_line` applies the
+rule in Python (to the lines a fast reader does not read on its own); `parsed_select` applies
+it in DuckDB to the columns of `read_json(..., columns = JSON_COLUMNS)`.
+tests/lab/test_index_hardening.py holds the two to the same answer on every shape of line.
+"""
+
+import json
+import math
+import sys
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MAX_TRIAL = (1 << 31) - 1   # trial and attempt numbers: a DuckDB INTEGER
+MAX_COUNT = (1 << 63) - 1   # token counts: a DuckDB BIGINT
+LONG_LINE = 1000  # bytes: a shorter line nests too little, and has too few digits, to not decode
+_NESTED = LONG_LINE // 2  # "[" and "{" in a line that may nest deeper than Python decodes
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits to "0", others " "
+
+
+class TrialLine(NamedTuple):
+    """What a reader needs of one trial record."""
+
+    run_id: str
+    subject: str
+    probe_id: str
+    trial: int
+    attempt: int
+    errored: bool
+    passed: bool
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+
+
+def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_first_wins)
+
+
+def decode_line(raw: bytes | str) -> Any:
+    """The JSON value of one line, or None when it holds none: not JSON, not UTF-8, a lone
+    surrogate escape (which DuckDB refuses), a number longer than Python converts (4,300
+    digits) or nesting deeper than it decodes (which every reader skips as corrupt)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        value = _DECODER.decode(text)
+        if "\\u" in text:  # "\ud800" alone decodes, but is no text: DuckDB refuses the line
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeError: ValueErrors
+        return None
+    return value
+
+
+def might_not_decode(raw: bytes) -> bool:
+    """Whether `decode_line` might refuse a line that DuckDB reads: one nested deeper than
+    Python decodes, or holding a number longer than it converts. Cheap: a reader that does
+    not decode every line decodes these (`decode_line`) to know."""
+    if len(raw) < LONG_LINE:
+        return False
+    if raw.count(b"[") + raw.count(b"{") >= _NESTED:
+        return True
+    digits = sys.get_int_max_str_digits()
+    return 0 < digits < len(raw) and b"0" * (digits + 1) in raw.translate(_DIGITS)
+
+
+def suspects(data: "np.ndarray", starts: "np.ndarray", ends: "np.ndarray") -> "np.ndarray":
+    """`might_not_decode` for many lines at once: a mask over the lines [starts, ends) (in
+    order, apart) of the bytes `data`, in a few passes over their bytes (a log of real
+    agents' answers has millions of lines of kilobytes; decoding each to know costs seconds)."""
+    import numpy as np
+
+    out = np.zeros(len(starts), bool)
+    long = np.flatnonzero(ends - starts >= LONG_LINE)
+    if not len(long):
+        return out
+    opening = np.flatnonzero((data == 91) | (data == 123))  # "[" "{": a few a line, mostly
+    counts = (np.searchsorted(opening, ends[long])
+              - np.searchsorted(opening, starts[long]))
+    out[long[counts >= _NESTED]] = True
+    limit = sys.get_int_max_str_digits()
+    if limit > 0 and (ends - starts).max() > limit:  # a shorter line holds no such number
+        digit = ((data >= 48) & (data <= 57)).view(np.int8)
+        edges = np.diff(digit, prepend=np.int8(0), append=np.int8(0))
+        first, after = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        begins = first[after - first > limit]  # where each digit run too long begins
+        at = np.searchsorted(ends, begins, side="right")  # the line it is in, if any
+        inside = at < len(ends)
+        at, begins = at[inside], begins[inside]
+        out[at[starts[at] <= begins]] = True
+    return out
+
+
+def _index(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_TRIAL
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_COUNT
+
+
+def _object(value: Any) -> bool:
+    return value is None or isinstance(value, dict)
+
+
+def trial_line(record: Any) -> TrialLine | None:
+    """The trial record `record` (a decoded line) holds, or None when it is not one."""
+    if not isinstance(record, dict):
+        return None
+    run_id, subject, probe_id = record.get("run_id"), record.get("subject"), record.get("probe_id")
+    if not (isinstance(run_id, str) and isinstance(subject, str) and isinstance(probe_id, str)):
+        return None
+    trial, attempt = record.get("trial"), record.get("attempt")
+    if not isinstance(trial, int) or not _index(trial) or not (attempt is None
+                                                              or _index(attempt)):
+        return None
+    observation, reading, error = (record.get(k) for k in ("observation", "reading", "error"))
+    if not (_object(observation) and _object(reading) and _object(error)):
+        return None
+    observation, reading = observation or {}, reading or {}
+    if any(k in observation and not _count(observation[k])
+           for k in ("tokens_input", "tokens_output")):
+        return None
+    cost = observation.get("cost_usd", 0.0)
+    if not (type(cost) in (int, float) and math.isfinite(cost)):
+        return None
+    passed = reading.get("passed")
+    if passed is not None and type(passed) is not bool:
+        return None
+    if error is not None and not isinstance(error.get("kind"), str):
+        return None
+    return TrialLine(run_id, subject, probe_id, trial, attempt or 0, error is not None,
+                     passed is True, observation.get("tokens_input", 0),
+                     observation.get("tokens_output", 0), float(cost))
+
+
+# --------------------------------------------------------------------------- the same in SQL
+
+#: The keys `read_json` reads: those the rule checks as raw JSON (`json_type` tells a string
+#: from a number), the rest typed (a value of another type is read as null).
+JSON_COLUMNS = (
+    "{experiment: 'VARCHAR', run_id: 'JSON', subject: 'JSON', probe_id: 'JSON', "
+    "trial: 'JSON', seed: 'BIGINT', attempt: 'JSON', expectation: 'VARCHAR', "
+    "started_at: 'VARCHAR', duration_ms: 'DOUBLE', observation: 'JSON', reading: 'JSON', "
+    "error: 'JSON'}"
+)
+
+_INT = "('UBIGINT', 'BIGINT')"
+
+
+def _sql_index(value: str) -> str:
+    return (f"(json_type({value}) IN {_INT} "
+            f"AND try_cast({value} AS BIGINT) BETWEEN 0 AND {MAX_TRIAL})")
+
+
+def _sql_object(column: str) -> str:
+    """Absent, null or an object: read_json writes the JSON minified, so `{` starts it."""
+    return f"({column} IS NULL OR json_type({column}) = 'NULL' OR left({column}, 1) = '{{')"
+
+
+def _sql_count(value: str) -> str:
+    return (f"({value} IS NULL OR (json_type({value}) IN {_INT} "
+            f"AND try_cast({value} AS BIGINT) >= 0))")
+
+
+_VALID = " AND ".join([
+    "json_type(run_id) = 'VARCHAR'", "json_type(subject) = 'VARCHAR'",
+    "json_type(probe_id) = 'VARCHAR'", _sql_index("trial"),
+    f"(attempt IS NULL OR json_type(attempt) = 'NULL' OR {_sql_index('attempt')})",
+    _sql_object("observation"), _sql_object("reading"), _sql_object("error"),
+    # an absent key reads as SQL NULL; a key given as null reads as JSON 'null'
+    "(o[1] IS NULL OR json_type(o[1]) <> 'NULL')", _sql_count("o[1]"),
+    "(o[2] IS NULL OR json_type(o[2]) <> 'NULL')", _sql_count("o[2]"),
+    "(o[3] IS NULL OR (json_type(o[3]) IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
+    "AND isfinite(try_cast(o[3] AS DOUBLE))))",
+    "(rd[1] IS NULL OR json_type(rd[1]) IN ('NULL', 'BOOLEAN'))",
+    "(error IS NULL OR json_type(error) = 'NULL' OR json_type(er[1]) = 'VARCHAR')",
+])
+
+
+def parsed_select(source: str, name: str, seq: int) -> str:
+    """A SELECT of one row per line of `source` (a `read_json(..., columns = JSON_COLUMNS)
+    WITH ORDINALITY`): the part's columns and `junk`, true for a line that is no trial record.
+    `name` is the experiment's folder, quoted; `seq` the part's sequence number."""
+    def text(value: str) -> str:
+        return f"CASE WHEN json_type({value}) = 'VARCHAR' THEN {value} ->> '$' END"
+
+    def number(value: str, kind: str) -> str:
+        return (f"CASE WHEN json_type({value}) IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
+                f"THEN try_cast({value} AS {kind}) END")
+
+    return f"""
+        WITH raw AS (
+            SELECT *, json_extract(observation, ['$.tokens_input', '$.tokens_output',
+                                                 '$.cost_usd', '$.duration_ms']) AS o,
+                   json_extract(reading, ['$.passed', '$.score', '$.sensor_name']) AS rd,
+                   json_extract(error, ['$.kind', '$.message']) AS er
+            FROM {source})
+        SELECT {name} AS source, {seq}::INTEGER AS part, ordinality AS line,
+            coalesce(experiment, {name}) AS experiment, {text('run_id')} AS run_id,
+            {text('subject')} AS subject, {text('probe_id')} AS probe_id,
+            try_cast(trial AS INTEGER) AS trial, seed,
+            coalesce(try_cast(attempt AS INTEGER), 0) AS attempt, expectation,
+            try_cast(rd[1] AS BOOLEAN) AS passed, {number('rd[2]', 'DOUBLE')} AS score,
+            {text('rd[3]')} AS sensor, {text('er[1]')} AS error,
+            {text('er[2]')} AS error_message,
+            {number('o[1]', 'BIGINT')} AS tokens_input,
+            {number('o[2]', 'BIGINT')} AS tokens_output,
+            CASE WHEN o[1] IS NOT NULL OR o[2] IS NOT NULL
+                 THEN try_cast(coalesce({number('o[1]', 'HUGEINT')}, 0)
+                               + coalesce({number('o[2]', 'HUGEINT')}, 0) AS BIGINT)
+                 END AS tokens,
+            {number('o[3]', 'DOUBLE')} AS cost,
+            coalesce(duration_ms, {number('o[4]', 'DOUBLE')}) AS duration,
+            try_cast(started_at AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS started_at,
+            NOT coalesce({_VALID}, false) AS junk
+        FROM raw
+    """

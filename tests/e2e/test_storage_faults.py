@@ -12,13 +12,9 @@ are kept, the run is recorded as failed where that can still be written, and `ix
 - a deleted lab: removed while the run writes.
 """
 
-import ctypes
 import json
 import os
-import resource
 import shutil
-import signal
-import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -27,11 +23,11 @@ from pathlib import Path
 import yaml
 
 from conftest import _ix_argv, run_ix, tree_digest, write
+from faults_support import faulty, set_writable
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 CASES, TRIALS = 12, 8
 TOTAL = CASES * TRIALS
-CAP_DAC_OVERRIDE, PR_CAPBSET_DROP = 1, 24
 
 
 def experiment(lab: Path, latency_ms: int = 0) -> Path:
@@ -44,19 +40,6 @@ def experiment(lab: Path, latency_ms: int = 0) -> Path:
           f"runtime: {{kind: mock, default_rate: 0.5, latency_ms: {latency_ms}, "
           "error_rates: {c03: 0.3}}\n")
     return d
-
-
-def faulty(file_size: int | None = None, read_only: bool = False) -> Callable[[], None]:
-    """A `preexec_fn`: files of at most `file_size` bytes; permissions that bind root too."""
-    def pre() -> None:
-        if file_size is not None:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-        if read_only and os.geteuid() == 0:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE)")
-    return pre
 
 
 def env(lab: Path) -> dict[str, str]:
@@ -92,13 +75,6 @@ def one_error_line(stderr: str) -> str:
     assert "Traceback" not in stderr
     [line] = [x for x in stderr.splitlines() if x.startswith("ix: error:")]
     return line
-
-
-def set_writable(root: Path, writable: bool) -> None:
-    for path in [root, *root.rglob("*")]:
-        mode = path.stat().st_mode
-        bits = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
-        path.chmod((mode | stat.S_IWUSR) if writable else (mode & ~bits))
 
 
 # --------------------------------------------------------------------------- a full disk

@@ -6,7 +6,9 @@ the combined report (`report.json`, `report.md`). Everything is validated before
 trial runs.
 """
 
+import contextlib
 import fnmatch
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +25,9 @@ from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.results import write_json_atomic, write_text_atomic
 from ix.lab.schema import BatterySpec, validate
+from ix.lab.storage_faults import storage_error, storage_faults
 from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.report.markdown import md_text
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,9 @@ def load_battery(path: Path, lab: Path) -> tuple[BatterySpec, list[tuple[Path, i
 
 def plan_battery(battery: Path, lab: str | Path | None = None) -> tuple[BatterySpec, Path,
                                                                        list[Plan]]:
-    lab_path = find_lab(lab, cwd=battery.parent.resolve())
+    # `--lab` is relative to the working directory, as for every command; without it, the
+    # lab is the one the battery file is in
+    lab_path = find_lab(lab) if lab is not None else find_lab(cwd=battery.parent.resolve())
     spec, jobs = load_battery(battery, lab_path)
     plans = []
     for path, seed in jobs:
@@ -96,11 +102,10 @@ def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[P
                  executor: dict[str, Any] | None) -> BatteryResult:
     now = datetime.now(UTC)
     folder = _folder(lab_path, spec.output, now, battery)
-    folder.mkdir(parents=True)
     snapshot: dict[str, Any] = {"battery": spec.model_dump(mode="json"),
                                 "file": str(battery.resolve()), "ix": __version__,
                                 "started_at": now.isoformat(), "command": command, "runs": []}
-    write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+    _start(folder, dump_yaml(snapshot))
     results: list[RunResult] = []
     for plan in plans:
         if on_plan is not None:
@@ -112,17 +117,34 @@ def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[P
                                  "seed": plan.seed, "run_id": result.run_id,
                                  "status": result.status,
                                  "summary": str(result.summary_path)})
-        write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+        with storage_faults(f"the battery stopped after run {result.run_id}, which is kept"):
+            write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
         if result.status == "cancelled":
             break
     snapshot["finished_at"] = datetime.now(UTC).isoformat()
-    write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
     report = combined_report(spec.name, results)
-    write_json_atomic(folder / "report.json", report)
-    write_text_atomic(folder / "report.md", report_markdown(report))
+    with storage_faults(f"the battery's runs are kept, but {folder.name} lacks its report"):
+        write_text_atomic(folder / "battery.yaml", dump_yaml(snapshot))
+        write_json_atomic(folder / "report.json", report)
+        write_text_atomic(folder / "report.md", report_markdown(report))
     record(lab_path, "batch", battery=spec.name, file=str(battery.resolve()),
            folder=str(folder), runs=snapshot["runs"])
     return BatteryResult(folder, report, results)
+
+
+def _start(folder: Path, snapshot: str) -> None:
+    """The battery folder with its first snapshot, or (a full disk, a read-only lab) a
+    `StorageError` and no folder: nothing has run yet, and nothing is left behind."""
+    made = [folder, *itertools.takewhile(lambda p: not p.exists(), folder.parents)]
+    try:
+        folder.mkdir(parents=True)
+        write_text_atomic(folder / "battery.yaml", snapshot)
+    except OSError as exc:
+        for d in made:  # the deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise (storage_error(exc, "the battery did not start; nothing was written")
+               or exc) from None
 
 
 def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
@@ -144,15 +166,16 @@ def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
 
 
 def report_markdown(report: dict[str, Any]) -> str:
-    lines = [f"# Battery {report['battery']}", "",
+    """The combined report as a GitHub table; names are escaped (`md_text`)."""
+    lines = [f"# Battery {md_text(report['battery'])}", "",
              f"{report['completed']} of {report['runs']} runs completed.", "",
              "| experiment | seed | subject | F1 [95% CI] | precision | recall | trials | "
              "errors | cost (USD) | status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in report["rows"]:
         ci = row["f1_ci"] or [None, None]
         interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else ""
-        lines.append(f"| {row['experiment']} | {row['seed']} | {row['subject']} | "
-                     f"{row['f1']:.3f}{interval} | {row['precision']:.3f} | "
-                     f"{row['recall']:.3f} | {row['trials']} | {row['errors']} | "
-                     f"{row['cost_usd']:.4f} | {row['status']} |")
+        lines.append(f"| {md_text(row['experiment'])} | {md_text(row['seed'])} | "
+                     f"{md_text(row['subject'])} | {row['f1']:.3f}{md_text(interval)} | "
+                     f"{row['precision']:.3f} | {row['recall']:.3f} | {row['trials']} | "
+                     f"{row['errors']} | {row['cost_usd']:.4f} | {md_text(row['status'])} |")
     return "\n".join(lines) + "\n"

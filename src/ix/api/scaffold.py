@@ -17,6 +17,7 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
 from ix.lab.resolve import find_lab, is_lab
+from ix.lab.storage_faults import storage_error
 from ix.lab.yamlio import dump_yaml
 
 #: A name is a folder name: letters, digits, `.`, `_`, `-`; it starts with a letter or digit.
@@ -67,8 +68,9 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
         os.rename(tmp, target)  # atomic; refuses a target that appeared meanwhile
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ConfigError(f"cannot create the experiment: {exc.strerror or exc}",
-                          file=target, field="NAME") from None
+        raise storage_error(exc, "the experiment was not created", file=target) or ConfigError(
+            f"cannot create the experiment: {exc.strerror or exc}", file=target,
+            field="NAME") from None
     try:
         _check_loads(target, lab_path)
     except ConfigError:

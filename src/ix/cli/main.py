@@ -368,7 +368,8 @@ def batch(
     if json_out:
         print_json({"folder": str(result.folder), **result.report})
     else:
-        out.print((result.folder / "report.md").read_text(encoding="utf-8"))
+        out.print((result.folder / "report.md").read_text(encoding="utf-8"), markup=False,
+                  highlight=False, soft_wrap=True)  # names in it are text, not rich markup
         out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True)
     if any(r.status == "cancelled" for r in result.runs):
         raise typer.Exit(130)
@@ -600,7 +601,10 @@ mcp_cli.register(app)
 
 
 def main() -> None:
-    """Entry point: user errors are one line on stderr and exit 2, never a traceback."""
+    """Entry point: user errors are one line on stderr and exit 2, never a traceback; so are
+    storage faults (a full disk, a read-only folder) that no command caught itself."""
+    from ix.lab.storage_faults import storage_error
+
     try:
         app()
     except ConfigError as exc:
@@ -609,6 +613,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("[yellow]cancelled[/]")
         sys.exit(130)
+    except Exception as exc:
+        fault = storage_error(exc)
+        if fault is None:
+            raise
+        fail(fault.render())
+        sys.exit(2)
 
 
 __all__ = ["Path", "app", "main", "warn"]

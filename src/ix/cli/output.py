@@ -1,6 +1,7 @@
 """Where the command writes: results to stdout, progress and problems to stderr."""
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -17,11 +18,20 @@ def print_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    """A warning on stderr; the message is text (a `[view]` in it is not markup)."""
-    err.print(f"[yellow]ix: warning:[/] {escape(message)}", markup=True, highlight=False)
+    """A warning on stderr; the message is text (a `[view]` in it is not markup), any secret
+    of the environment in it `[REDACTED]`."""
+    err.print(f"[yellow]ix: warning:[/] {escape(_redact(message))}", markup=True,
+              highlight=False)
 
 
 def fail(message: str) -> None:
-    """The one line of an error on stderr; the message is text, never markup."""
-    err.print(f"[bold red]ix: error:[/] {escape(message)}", markup=True, highlight=False,
-              soft_wrap=True)
+    """The one line of an error on stderr; the message is text, never markup, any secret of
+    the environment in it `[REDACTED]`."""
+    err.print(f"[bold red]ix: error:[/] {escape(_redact(message))}", markup=True,
+              highlight=False, soft_wrap=True)
+
+
+def _redact(message: str) -> str:
+    from ix.domain.redaction import Redactor, environment_secrets
+
+    return Redactor(environment_secrets(os.environ)).text(message)

@@ -5,13 +5,14 @@ for a note on the whole run). They live in the run's folder, so they travel with
 """
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.appending import append_line
 from ix.lab.audit import identity, now_utc
+from ix.lab.storage_faults import storage_faults
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 MAX_TEXT = 10_000
@@ -33,16 +34,13 @@ def make_annotation(text: str, case: str | None = None) -> dict[str, Any]:
 
 
 def add_annotation(run_dir: Path, line: dict[str, Any]) -> None:
-    """Append one annotation (one `write` on a file opened for appending)."""
+    """Append one annotation (one `write` on a file opened for appending, under a lock).
+
+    A storage fault (a full disk, a read-only run folder) is a `StorageError`, and the file
+    keeps exactly the bytes it had: a line cut short is taken back, a new file removed."""
     path = annotations_path(run_dir)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        prefix = "\n" if size and os.pread(fd, 1, size - 1) != b"\n" else ""
-        os.write(fd, (prefix + json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with storage_faults("the annotation was not written", file=path):
+        append_line(path, json.dumps(line, ensure_ascii=False) + "\n")
 
 
 def read_annotations(run_dir: Path,
@@ -63,7 +61,7 @@ def read_annotations(run_dir: Path,
             continue
         try:
             item = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON or UTF-8, 5,000 digits, nested deep
             item = None
         ok = (isinstance(item, dict) and isinstance(item.get("text"), str)
               and (item.get("case") is None or isinstance(item.get("case"), str)))

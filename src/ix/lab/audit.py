@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix.lab.appending import append_line
+
 AUDIT_FILE = "audit.jsonl"
 
 _log = logging.getLogger("ix.audit")
@@ -64,32 +66,11 @@ def record(lab: Path, action: str, **details: Any) -> dict[str, Any] | None:
     text = json.dumps(line, ensure_ascii=False, default=str, allow_nan=False) + "\n"
     path = audit_path(lab)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            _lock(fd)
-            if os.fstat(fd).st_size and not _ends_with_newline(fd):
-                text = "\n" + text  # a torn last line stays on its own line
-            os.write(fd, text.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)  # closing releases the lock
+        append_line(path, text)  # whole or not at all: a full disk leaves the log as it was
     except OSError as exc:
         _log.warning("could not append to the audit log %s: %s", path, exc)
         return None
     return line
-
-
-def _lock(fd: int) -> None:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: appends are still single writes
-        return
-    fcntl.flock(fd, fcntl.LOCK_EX)
-
-
-def _ends_with_newline(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return os.pread(fd, 1, size - 1) == b"\n" if size else True
 
 
 def read_audit(lab: Path) -> Iterator[dict[str, Any]]:
@@ -101,7 +82,7 @@ def read_audit(lab: Path) -> Iterator[dict[str, Any]]:
         for raw in f:
             try:
                 item = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (ValueError, RecursionError):  # not JSON or UTF-8, 5,000 digits, deep
                 continue
             if isinstance(item, dict):
                 yield item

@@ -3,17 +3,22 @@ csv and parquet come from the query layer (`ix.api.results`), Inspect logs from
 `ix.lab.inspect_log`.
 
 The trial log is only read here. An export file is written to a temporary file and renamed,
-so an interrupted export never leaves half a file; an existing `--out` is refused unless the
-caller forces it (`check_out`).
+an export folder built under a temporary name, so a failed or interrupted export (a full
+disk) never leaves half a file or a folder in the way of a retry; an existing `--out` is
+refused unless the caller forces it (`check_out`).
 """
 
 import json
+import os
+import secrets
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import write_text_atomic
+from ix.lab.results import parse_line, skipped_line, write_text_atomic
+from ix.lab.trial_lines import trial_line
 
 Warn = Callable[[str], None]
 
@@ -30,14 +35,11 @@ def run_lines(trials: Path, run_id: str, warn: Warn | None = None) -> list[bytes
         for number, raw in enumerate(f, start=1):
             if marker not in raw:
                 continue
-            try:
-                record = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                record = None
-            if not isinstance(record, dict) or not raw.endswith(b"\n"):
+            record = parse_line(raw)
+            if record is None or not raw.endswith(b"\n") or trial_line(record) is None:
                 if warn is not None:
-                    what = "torn last line" if not raw.endswith(b"\n") else "corrupt line"
-                    warn(f"{trials}: line {number}: skipped {what}")
+                    warn(skipped_line(trials, number, raw, record is not None
+                                      and raw.endswith(b"\n")))
                 continue
             if record.get("run_id") == run_id:
                 lines.append(raw)
@@ -77,5 +79,45 @@ def write_jsonl(lines: Sequence[bytes], out: Path) -> None:
 
 
 def write_json(document: Mapping[str, Any], out: Path) -> None:
-    write_text_atomic(out, json.dumps(document, ensure_ascii=False, indent=2,
-                                      allow_nan=False) + "\n")
+    write_text_atomic(out, json_text(document))
+
+
+def json_text(document: Any) -> str:
+    """JSON for an export file: indented, UTF-8. A NaN or an infinity, which JSON cannot hold
+    (a hand-edited trial line may: `"score": NaN`, `1e400`), is written as null."""
+    try:
+        return json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        loose = json.loads(json.dumps(document, ensure_ascii=False),
+                           parse_constant=lambda _: None)
+        return json.dumps(loose, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def write_folder(out: Path, files: Iterable[tuple[str, str]]) -> list[Path]:
+    """Files (name, text) into the folder `out`, all or none: they are written into a
+    temporary folder beside it, which then becomes `out` (or, when `out` exists, their
+    renames into it follow once every file is written). On failure the temporary folder
+    is removed, so a retry finds nothing in its way; an `OSError` names the file in `out`."""
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    names: list[str] = []
+    try:
+        tmp.mkdir()
+        for name, text in files:
+            write_text_atomic(tmp / name, text, parents=False)
+            names.append(name)
+        if out.is_dir():  # --force: into the existing folder, a rename per file
+            for name in names:
+                os.replace(tmp / name, out / name)
+            tmp.rmdir()
+        else:
+            os.rename(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        named = os.fsdecode(exc.filename) if exc.filename is not None else ""
+        if exc.errno is None or not named.startswith(str(tmp)):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(out) + named[len(str(tmp)):]) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [out / name for name in names]

@@ -11,8 +11,8 @@ same run twice gives the same bytes. `ix.lab.inspect_read` reads logs back for `
 docs/export.md has the full mapping.
 """
 
+import contextlib
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ix.eval.models import EvalCase
+from ix.lab.export import json_text
 
 SCORER = "correct"
 LOG_VERSION = 2
@@ -100,7 +101,9 @@ def _sample(record: Mapping[str, Any], case: EvalCase | None, model: str,
     observation = record.get("observation") if isinstance(record.get("observation"),
                                                           Mapping) else None
     started = _utc(record.get("started_at"))
-    duration_s = float(record.get("duration_ms") or 0.0) / 1000
+    duration = record.get("duration_ms")  # a hand-edited line may hold "x", NaN or 1e400
+    duration_s = (float(duration) / 1000 if isinstance(duration, int | float)
+                  and math.isfinite(duration) else 0.0)
     messages: list[dict[str, Any]] = [{"content": prompt, "source": "input", "role": "user"}]
     output: dict[str, Any] = {"model": model, "choices": [], "completion": ""}
     if observation is not None:
@@ -138,7 +141,8 @@ def _sample(record: Mapping[str, Any], case: EvalCase | None, model: str,
                    "model_usage": {model: usage} if usage else {}, "role_usage": {}})
     if started is not None:
         sample["started_at"] = _iso(started)
-        sample["completed_at"] = _iso(started + timedelta(seconds=duration_s))
+        with contextlib.suppress(OverflowError):  # a duration of centuries: no end time
+            sample["completed_at"] = _iso(started + timedelta(seconds=duration_s))
     sample.update({"total_time": round(duration_s, 3), "working_time": round(duration_s, 3),
                    "uuid": stable_id(run_id, subject, case_id, str(trial))})
     error = record.get("error")
@@ -283,4 +287,5 @@ def log_file_name(log: Mapping[str, Any], subject: str) -> str:
 
 
 def dumps_log(log: Mapping[str, Any]) -> str:
-    return json.dumps(log, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    """The log as JSON (a NaN or infinity from a hand-edited trial line as null)."""
+    return json_text(log)

@@ -100,7 +100,7 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> Made:
         "    runtime:",
         "      kind: command",
         f"      argv: [{json.dumps(sys.executable)}, -c, {json.dumps(echo)}, '{{{{ prompt }}}}']",
-        f"  - name: {json.dumps('erring ' + PAYLOAD)}",
+        f"  - name: {json.dumps('erring ' + IMG)}",  # names may not hold '/' (</script>)
         "    runtime:",
         "      kind: command",
         "      argv: ['/nonexistent/{{ prompt }}']",

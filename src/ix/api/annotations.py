@@ -13,6 +13,7 @@ from typing import Any
 from ix.api.reports import SUMMARY_FILE, resolve_run, run_trials
 from ix.domain.errors import ConfigError
 from ix.lab.audit import identity, now_utc, record
+from ix.lab.paths import check_tree
 from ix.lab.resolve import find_lab
 from ix.lab.runs import read_spec
 
@@ -96,6 +97,8 @@ def annotate(lab: str | Path | None, run: str, text: str,
             raise ConfigError(f"run {run_dir.name} has no case {case!r} (cases: "
                               f"{shown or 'none'})", field="CASE")
     info = _run_info(run_dir)
+    # `results/`, `runs/` and the run folder are real folders: never a symlink out of the lab
+    check_tree(run_dir.parent.parent.parent, run_dir)
     add_annotation(run_dir, line)
     record(lab_path, "annotate", **info, case=case, text=line["text"])
     return {**info, **line}

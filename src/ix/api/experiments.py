@@ -126,7 +126,7 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
 
     store = ObservationCache(lab)
     checked = check_mode(mode)
-    return replace(plan, subjects=tuple(with_cache(sp, store, checked)
+    return replace(plan, subjects=tuple(with_cache(sp, store, checked, plan.redactor)
                                         for sp in plan.subjects))
 
 

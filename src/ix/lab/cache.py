@@ -11,8 +11,14 @@ corrupt file, a file holding another key) is treated as a miss, never returned. 
 not fsynced: after a power loss an entry may be lost, which costs one more call of the
 subject, never a wrong answer.
 
-Secrets: observations carry no secrets (runtimes redact them, and API keys are only ever read
-from the environment), and the key is a hash, so nothing secret is written here. The cache is
+Symlinks: the cache is written and deleted only inside the lab. A cache folder (`.ix`,
+`.ix/cache`, `observations/` or a shard) that is a symlink is refused (`UnsafePath`, exit 2)
+when the cache is opened, so `ix cache clear` never deletes, and a run never writes, through
+one into another folder (a lab from elsewhere may carry such a link).
+
+Secrets: what is stored has passed through the run's redactor (`ix.engine.cache`: every known
+secret is `[REDACTED]`, an echoed key included), and the key is a hash, so nothing secret is
+written here. The cache is
 a convenience: `trials.jsonl` stays the single source of truth of what a run observed.
 """
 
@@ -27,6 +33,9 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from ix.lab.paths import FOLDER, check_entry, check_tree
+from ix.lab.storage_faults import storage_error
 
 CACHE_DIR = Path(".ix") / "cache" / "observations"
 ENTRY_SUFFIX = ".json.gz"
@@ -58,6 +67,19 @@ class ObservationCache:
     def __init__(self, lab: Path):
         self.lab = Path(lab)
         self.root = self.lab / CACHE_DIR
+        self.check()
+
+    def check(self) -> None:
+        """`UnsafePath` if a folder of the cache (`.ix`, `.ix/cache`, `observations/`, a
+        shard) is a symlink or not a folder: ix neither writes nor deletes through one."""
+        check_tree(self.lab, self.root)
+        try:
+            shards = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for shard in shards:
+            if shard.is_symlink():
+                check_entry(Path(shard.path), FOLDER)
 
     def path(self, key: str) -> Path:
         if not is_key(key):
@@ -92,6 +114,7 @@ class ObservationCache:
                           separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         data = gzip.compress(text.encode(), compresslevel=6, mtime=0)
         try:
+            check_entry(path.parent, FOLDER)  # a shard made a symlink since `check`
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,20 +145,34 @@ class ObservationCache:
         return {"path": str(self.root), "entries": entries, "bytes": size, "shards": len(shards)}
 
     def clear(self) -> int:
-        """Remove every entry (and any leftover temporary file); returns how many entries."""
+        """Remove every entry (and any leftover temporary file); returns how many entries.
+        Never through a symlink (`check`; `rmtree` does not follow the links inside)."""
+        self.check()
         before = sum(1 for path in self._files() if _is_entry(path))
+        fault: OSError | None = None
+        for path in list(self._files()):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # a read-only cache: said, not hidden behind "removed 0"
+                fault = fault or exc
         if self.root.is_dir():
             shutil.rmtree(self.root, ignore_errors=True)
-        return before - sum(1 for path in self._files() if _is_entry(path))
+        removed = before - sum(1 for path in self._files() if _is_entry(path))
+        if fault is not None:
+            raise storage_error(fault, f"{removed} of {before} cached observation(s) were "
+                                       "removed", file=self.root) or fault
+        return removed
 
     def _files(self) -> Iterator[Path]:
         if not self.root.is_dir():
             return
         for shard in sorted(self.root.iterdir()):
-            if not shard.is_dir():
+            if not shard.is_dir() or shard.is_symlink():
                 continue
             with contextlib.suppress(OSError):
-                yield from (p for p in shard.iterdir() if p.is_file())
+                yield from (p for p in shard.iterdir() if p.is_file() and not p.is_symlink())
 
 
 def _is_entry(path: Path) -> bool:

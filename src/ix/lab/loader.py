@@ -4,7 +4,6 @@ Loading reads and never writes: a bad experiment fails here, before anything und
 `results/` exists.
 """
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +14,11 @@ from ix.domain.types import Subject
 from ix.eval.models import EvalCase, Experiment
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.frontmatter import read_frontmatter
+from ix.lab.names import check_distinct, check_name, shown, skeleton
 from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.schema import CaseSpec, ExperimentSpec, SkillFrontmatter, SubjectSpec, validate
 from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
 from ix.lab.yamlio import load_yaml_file
-
-_BAD_ID = re.compile(r"[/\\\x00-\x1f]|^\.|^$")
 
 
 @dataclass(frozen=True)
@@ -149,18 +147,18 @@ def _subjects(
     if spec.subjects:
         specs = spec.subjects
     else:  # `skill:` shorthand, else the directory's name (001_…)
-        name = spec.skill or path.name
+        name = spec.skill or check_name(
+            path.name, what="subject name (the experiment folder's name, used when neither "
+            "'skill' nor 'subjects' is given)", file=file, field="subjects")
         default_skills = [name] if (lab / "skills" / name / "SKILL.md").is_file() else []
         specs = [SubjectSpec(name=name, skills=default_skills)]
     registry = _Registry()
-    seen: set[str] = set()
+    # names are NFC already (the schema); twins in another form or look-alikes are refused
+    check_distinct(((s.name, f"subjects[{i}].name") for i, s in enumerate(specs)),
+                   what="subject", file=file)
     subjects = []
     for i, s in enumerate(specs):
         where = f"subjects[{i}]" if spec.subjects else "skill"
-        if s.name in seen:
-            raise ConfigError(f"subject {s.name!r} is listed twice", file=file,
-                              field=f"{where}.name")
-        seen.add(s.name)
         layers: list[_Layer] = []
         description = s.description
         skill_refs = [(ref, path, file, f"{where}.skills[{j}]") for j, ref in enumerate(s.skills)]
@@ -277,6 +275,7 @@ def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
                           field="cases.suite")
     cases: list[EvalCase] = []
     origin: dict[str, Path] = {}
+    looks: dict[str, tuple[str, Path]] = {}
     for case_file in files:
         meta, body = read_frontmatter(case_file)
         if not meta:
@@ -284,14 +283,21 @@ def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
                               "'expectation: must_trigger|should_not_trigger|acceptable', "
                               "then '---' and the prompt", file=case_file, field="expectation")
         c = validate(CaseSpec, meta, file=case_file, what="frontmatter")
-        case_id = c.id if c.id is not None else case_file.stem
-        if _BAD_ID.search(case_id) or ".." in case_id:
-            raise ConfigError(f"invalid case id {case_id!r}: no path separators, control "
-                              "characters or leading dot", file=case_file, field="id")
+        # the file's name when no `id` is given; the same rules as any name, in NFC
+        case_id = c.id if c.id is not None else check_name(case_file.stem, what="case id",
+                                                           file=case_file, field="id")
         if case_id in origin:
             raise ConfigError(f"duplicate case id {case_id!r} (also in {origin[case_id].name})",
                               file=case_file, field="id")
+        other = looks.get(skeleton(case_id))
+        if other is not None:
+            raise ConfigError(
+                f"case id {shown(case_id)} looks like {shown(other[0])} (in {other[1].name}): "
+                "ids that differ only in letter case, look-alike letters (Cyrillic or Greek "
+                "for Latin) or Unicode compatibility forms cannot be told apart; rename one",
+                file=case_file, field="id")
         origin[case_id] = case_file
+        looks[skeleton(case_id)] = (case_id, case_file)
         prompt = body.strip()
         if not prompt:
             raise ConfigError("the prompt (the body after the frontmatter) is empty",

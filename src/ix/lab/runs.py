@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import stamp, write_text_atomic
+from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
+from ix.lab.results import LATEST_SUMMARY, TRIALS_FILE, stamp, write_text_atomic
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 
 try:
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover - Windows: no run locks
 RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
+TRACES_DIR = "traces"
 
 
 def new_run_id(started: datetime) -> str:
@@ -106,7 +108,7 @@ class RunBusy(ConfigError):
 
 def lock_run(directory: Path) -> RunLock:
     """Hold the run's lock, or raise `RunBusy` at once if another process holds it."""
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_regular(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)  # no symlink
     try:
         if fcntl is not None:
             try:
@@ -116,10 +118,28 @@ def lock_run(directory: Path) -> RunLock:
                 raise RunBusy(directory, holder or "pid unknown") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {platform.node()}\n".encode(), 0)
+    except OSError as exc:
+        os.close(fd)
+        if exc.filename is None and exc.errno is not None:  # (a full disk: name the file)
+            raise type(exc)(exc.errno, exc.strerror, str(directory / LOCK_FILE)) from None
+        raise
     except BaseException:
         os.close(fd)
         raise
     return RunLock(fd)
+
+
+def check_results(results_dir: Path, run_id: str | None = None) -> None:
+    """Before a run (new, or `run_id` continued) writes anything: what stands where it will
+    write is missing or of the kind it writes, never a symlink (a lab cloned from elsewhere
+    may carry one pointing at the user's files), a FIFO or a device. `UnsafePath` if not."""
+    entries = [(results_dir, FOLDER), (results_dir / TRIALS_FILE, FILE),
+               (results_dir / LATEST_SUMMARY, FILE), (results_dir / RUNS_DIR, FOLDER)]
+    if run_id is not None:
+        folder = run_dir(results_dir, run_id)
+        entries += [(folder, FOLDER), (folder / SPEC_FILE, FILE), (folder / LOCK_FILE, FILE),
+                    (folder / "summary.json", FILE), (folder / TRACES_DIR, FOLDER)]
+    check_entries(entries)
 
 
 def create_run(results_dir: Path, started: datetime,

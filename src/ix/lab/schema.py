@@ -8,6 +8,7 @@ own options are checked by their registries once the kind is known.
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -18,6 +19,7 @@ from pydantic import (
 
 from ix.domain.errors import ConfigError, from_validation_error
 from ix.eval.models import Difficulty, Expectation
+from ix.lab.names import name_problem, normalise
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -48,6 +50,18 @@ def _check_kind(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
+def _named(what: str) -> Any:
+    """A validator: the value is a name (`ix.lab.names`), kept in NFC; None passes."""
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(f"invalid {what}: {problem}")
+        return normalise(value)
+    return check
+
+
 KindSpec = dict[str, Any]
 
 
@@ -68,6 +82,7 @@ class SubjectSpec(_Strict):
 
     _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
     _check = field_validator("runtime")(_check_kind)
+    _name = field_validator("name")(_named("subject name"))
 
     @model_validator(mode="before")
     @classmethod
@@ -103,6 +118,8 @@ class GoalSpec(_Strict):
     hypothesis: Annotated[str, Field(min_length=1)]
     metric: Literal["f1", "recall", "precision", "activation_rate", "pass_rate"] = "f1"
     compare: list[str] = Field(default_factory=list)
+
+    _compare = field_validator("compare")(lambda v: [normalise(x) for x in v])
     direction: Literal["increase", "decrease", "differ"] = "differ"
     min_effect: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     credibility: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
@@ -130,6 +147,8 @@ class ExperimentSpec(_Strict):
     _items = field_validator("subjects", mode="before")(
         lambda v: [_subject_item(x) for x in v] if isinstance(v, list) else v)
     _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))
+    _name = field_validator("name")(_named("experiment name"))
+    _skill = field_validator("skill")(_named("skill name"))
 
     @model_validator(mode="after")
     def _adaptive_bounds(self) -> "ExperimentSpec":
@@ -163,6 +182,9 @@ class CaseSpec(_Strict):
     difficulty: Difficulty | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    _id = field_validator("id")(_named("case id"))
+    _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])
+
 
 class LabDefaults(_Strict):
     """Defaults for every experiment of a lab (`ix.yaml`) or of a user (`config.yaml`)."""
@@ -183,6 +205,9 @@ class SkillFrontmatter(BaseModel):
 
     name: Annotated[str, Field(min_length=1)]
     description: Annotated[str, Field(min_length=1)]
+
+    # a skill is installed as `.claude/skills/<name>/` for the claude-code runtime
+    _name = field_validator("name")(_named("skill name"))
 
 
 def validate(model: type[M], data: Any, *, file: Any, what: str = "file") -> M:
@@ -205,7 +230,8 @@ class BatterySpec(_Strict):
 
     name: Annotated[str, Field(min_length=1)]
     experiments: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
-    subjects: list[Annotated[str, Field(min_length=1)]] | None = None
+    subjects: list[Annotated[str, Field(min_length=1),
+                             AfterValidator(_named("subject name"))]] | None = None
     seeds: Annotated[int, Field(ge=1)] | list[int] = 1
     trials: int | Literal["auto"] | None = None
     filter: list[str] | None = None

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.names import name_problem
+from ix.lab.paths import UnsafePath, inside
 from ix.lab.results import write_text_atomic
+from ix.lab.storage_faults import storage_faults
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 
 TAGS_FILE = "tags.yaml"
@@ -90,7 +93,16 @@ def tags_by_run(lab: Path) -> dict[str, list[str]]:
 
 def tag_folder(lab: Path, tag: Tag) -> Path:
     """The run folder a tag names; a `ConfigError` if that run is gone from the lab."""
+    if name_problem(tag.run_id) is not None:  # `tags.yaml` may come from elsewhere
+        raise ConfigError(f"tag {tag.name!r} names {tag.run_id!r}, which is not a run id",
+                          file=tags_path(lab), field=tag.name)
     folder = lab / tag.folder if tag.folder else None
+    if folder is not None and folder.is_dir():
+        try:
+            inside(lab, folder)  # never a folder out of the lab (ix annotate writes there)
+        except UnsafePath:
+            raise ConfigError(f"tag {tag.name!r} names the folder {tag.folder!r}, which is "
+                              "not inside the lab", file=tags_path(lab), field=tag.name) from None
     if folder is None or not folder.is_dir():
         hits = [p for p in lab.glob(f"*/results/runs/{tag.run_id}") if p.is_dir()]
         if not hits:
@@ -101,8 +113,11 @@ def tag_folder(lab: Path, tag: Tag) -> Path:
 
 
 def _write(lab: Path, tags: dict[str, Tag]) -> None:
+    """The whole file, atomically; a storage fault is a `StorageError` (nothing changed)."""
     body: dict[str, Any] = {name: tags[name].as_dict() for name in sorted(tags)}
-    write_text_atomic(tags_path(lab), _HEADER + (dump_yaml(body) if body else "{}\n"))
+    path = tags_path(lab)
+    with storage_faults("the tags were not changed", file=path):
+        write_text_atomic(path, _HEADER + (dump_yaml(body) if body else "{}\n"))
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -47,18 +48,32 @@ class JsonDirectorySink:
 
     One file per artifact keeps writes independent and lets a reader `ls` one kind. Files are
     written to a temporary name then renamed, so a reader never sees a half-written file.
+    A name may hold `/` (subfolders of the kind's folder) but never climbs out of it: an
+    absolute name, or one with an empty, `.` or `..` part, is a `ValueError`. `guard`, if
+    given, is called with each file's path before it is written (and may raise).
     """
 
-    def __init__(self, root: Path, name: Callable[[Artifact, Construct[Any]], str]) -> None:
+    def __init__(self, root: Path, name: Callable[[Artifact, Construct[Any]], str], *,
+                 guard: Callable[[Path], object] | None = None) -> None:
         self.root = Path(root)
         self.name = name
-        self._made: set[str] = set()
+        self.guard = guard
+        self._made: set[Path] = set()
 
     def write(self, artifact: Artifact, construct: Construct[Any]) -> None:
-        directory = self.root / artifact.kind
-        if artifact.kind not in self._made:
+        kind, given = artifact.kind, self.name(artifact, construct)
+        for what, text in (("kind", kind), ("name", given)):
+            parts = text.split("/")
+            if "\\" in text or "\x00" in text or any(p in ("", ".", "..") for p in parts) \
+                    or (what == "kind" and len(parts) > 1):
+                raise ValueError(f"artifact {what} {text!r} would leave {self.root}")
+        path = self.root / kind / f"{given}.json"
+        directory = path.parent
+        if self.guard is not None:
+            self.guard(path)
+        if directory not in self._made:
             directory.mkdir(parents=True, exist_ok=True)
-            self._made.add(artifact.kind)
+            self._made.add(directory)
         record = {
             "id": artifact.id,
             "kind": artifact.kind,
@@ -67,7 +82,13 @@ class JsonDirectorySink:
             "data": artifact.data,
         }
         text = json.dumps(record, default=to_jsonable, ensure_ascii=False)
-        path = directory / f"{self.name(artifact, construct)}.json"
-        temporary = directory / f".{path.name}.{os.getpid()}.tmp"
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
+        # a fresh name (O_EXCL): never written through something that stood there
+        temporary = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -12,10 +12,16 @@ from pathlib import Path
 
 import pytest
 
-#: The browser fixtures (`chromium`, `watched_page`) of tests/browser/.
-pytest_plugins = ("browser_support",)
+#: The browser fixtures (`chromium`, `watched_page`) of tests/browser/, and the echoing
+#: service (`echo_server`) of the secrets tests.
+pytest_plugins = ("browser_support", "secrets_support")
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The `ix` subprocesses the tests start keep their bytecode (src/ix/__pycache__, ignored by
+# git): with PYTHONDONTWRITEBYTECODE set, as some sandboxes do, each would compile ix anew
+# (about 0.4 s), and the suite starts thousands of them.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 EXAMPLE_LAB = REPO / "examples" / "lab"
 
 

@@ -11,20 +11,15 @@ the user config folder (gzip and zip members opened), and everything printed, is
 each key: none is found, and the echoed errors show `[REDACTED]` in their place.
 """
 
-import gzip
-import io
 import json
 import secrets
-import threading
-import zipfile
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from conftest import Result, case, run_ix, write
 from runtimes.fake_llm_servers import FakeLLMServer, Reply, Request, http_error, skill_call
+from secrets_support import every_text
 
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
@@ -46,51 +41,6 @@ def router(request: Request) -> Reply:
     if request.body.get("tools") and ".csv" in text.split("</system-reminder>")[-1]:
         return skill_call("csv-summary")
     return Reply(text="Answered directly.")
-
-
-class EchoHeaders(BaseHTTPRequestHandler):
-    """Answers every request with its own headers, as JSON: the key included."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = json.dumps(dict(self.headers.items())).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@pytest.fixture
-def echo_server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHeaders)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def every_text(root: Path) -> dict[str, str]:
-    """Each file under `root`: its bytes as text, and gzip or zip contents opened too."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if not p.is_file():
-            continue
-        data = p.read_bytes()
-        texts = [data.decode("utf-8", "replace")]
-        if data[:2] == b"\x1f\x8b":
-            texts.append(gzip.decompress(data).decode("utf-8", "replace"))
-        if zipfile.is_zipfile(io.BytesIO(data)):
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
-                texts += [z.read(n).decode("utf-8", "replace") for n in z.namelist()]
-        out[str(p.relative_to(root))] = "\n".join(texts)
-    return out
 
 
 def test_api_keys_never_reach_the_lab_the_config_or_the_output(lab: Path, tmp_path: Path,

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -9,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.domain.redaction import Redactor, environment_secrets
 from ix.domain.types import Subject
+from ix.engine.redactor import runtime_secrets, spec_secrets
 from ix.eval.models import EvalCase
 from ix.lab import subjects as registry
 from ix.lab.loader import resolve_skill
@@ -166,14 +169,17 @@ def run_subject_test(name: str, *, timeout_s: float = 60.0,
         runtime = kind.build(options, RuntimeContext(target_skill=None))
     except ConfigError as exc:  # e.g. a CLI that is not installed: the subject cannot run
         return failed("unavailable", exc.render(), t0)
+    # what the subject answers is printed: every secret it could echo is taken out
+    redactor = Redactor([*environment_secrets(os.environ), *spec_secrets(spec, os.environ),
+                         *runtime_secrets(runtime, os.environ)])
     t0 = time.perf_counter()
     try:
-        observation = asyncio.run(_invoke(runtime, subject, case, timeout_s))
+        observation = redactor.tree(asyncio.run(_invoke(runtime, subject, case, timeout_s)))
     except TimeoutError:
         return failed("timeout", f"no answer within {timeout_s:g} s", t0)
     except Exception as exc:  # the subject's failure is the answer to "does it work?"
         kind_ = getattr(exc, "kind", None) or type(exc).__name__
-        return failed(str(kind_), getattr(exc, "message", None) or str(exc), t0)
+        return failed(str(kind_), redactor.text(getattr(exc, "message", None) or str(exc)), t0)
     latency_ms = (time.perf_counter() - t0) * 1000
     content = str(getattr(observation, "content", "") or "")
     calls = [c.model_dump() if hasattr(c, "model_dump") else dict(c)

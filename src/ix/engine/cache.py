@@ -14,7 +14,8 @@ What is recorded is the observation (its `trace` included, so a replayed run kee
 transcripts) or the `TrialError` the runtime raised, which replays as the same error. The
 recorded `duration_ms` of an observation is kept. Other exceptions (bugs, timeouts,
 cancellation) are not recorded, nor are errors a user fixes outside the subject
-(`UNCACHED_ERRORS`, e.g. a missing API key).
+(`UNCACHED_ERRORS`, e.g. a missing API key). What is recorded has passed through the run's
+`Redactor` first: no known secret is ever written into the cache.
 """
 
 import dataclasses
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.ports import ExperimentRuntime
+from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation
 from ix.lab.cache import ObservationCache, entry_key
@@ -78,9 +80,11 @@ def plan_subject_key(sp: "SubjectPlan") -> str:
                        target_skill=sp.target_skill, description=sp.subject.description)
 
 
-def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode) -> "SubjectPlan":
-    """The same subject plan, its runtime answering from `cache`."""
-    wrapped = CachingRuntime(sp.runtime, cache, plan_subject_key(sp), mode)
+def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode,
+               redactor: Redactor | None = None) -> "SubjectPlan":
+    """The same subject plan, its runtime answering from `cache` (what it records redacted
+    by `redactor`: the run's)."""
+    wrapped = CachingRuntime(sp.runtime, cache, plan_subject_key(sp), mode, redactor)
     return dataclasses.replace(sp, runtime=wrapped)
 
 
@@ -104,11 +108,12 @@ class CachingRuntime:
     """
 
     def __init__(self, inner: ExperimentRuntime, cache: ObservationCache, subject_key: str,
-                 mode: CacheMode = "use"):
+                 mode: CacheMode = "use", redactor: Redactor | None = None):
         self.inner = inner
         self.cache = cache
         self.subject_key = subject_key
         self.mode = check_mode(mode, field="mode")
+        self.redactor = redactor or Redactor()
         self.hits = 0
         self.misses = 0
         self.recorded = 0
@@ -140,7 +145,8 @@ class CachingRuntime:
                                                    attempt=attempt)
         except TrialError as exc:
             if exc.kind not in UNCACHED_ERRORS:
-                self._record(key, {"error": {"kind": exc.kind, "message": exc.message}})
+                self._record(key, {"error": {"kind": exc.kind,
+                                             "message": self.redactor.text(exc.message)}})
             raise
         if isinstance(observation, EvalObservation):
             self._record_observation(key, observation)
@@ -149,12 +155,13 @@ class CachingRuntime:
         return observation
 
     def _record_observation(self, key: str, observation: EvalObservation) -> None:
+        observation = self.redactor.tree(observation)
         value: dict[str, Any] = {"observation": observation.model_dump(mode="json")}
         if observation.trace is not None:
             try:
                 # as the run writes traces (`default=str`), so a replay writes the same bytes
-                value["trace"] = json.loads(json.dumps(observation.trace, default=str,
-                                                       allow_nan=False))
+                value["trace"] = self.redactor.tree(json.loads(json.dumps(
+                    observation.trace, default=str, allow_nan=False)))
             except (TypeError, ValueError):
                 self.unrecorded += 1
                 return

@@ -3,6 +3,11 @@
 The probe's stimulus and the subject are given to each construct up front (the probe ran
 once, when the experiment was loaded), so per trial the graph is three levels of one
 component each, and the orchestrator awaits them without creating tasks.
+
+Secrets: what the runtime answered (observation, trace, error) and what the sensors read are
+passed through the run's `Redactor` as they are produced, so every known secret is already
+`[REDACTED]` in what the sensors judge and in all that is written after (the trial line, the
+trace, the artifacts).
 """
 
 import asyncio
@@ -13,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ix.domain.errors import TrialError
+from ix.domain.redaction import Redactor
 from ix.domain.types import Interaction, Reading
 from ix.engine.plan import TrialKey
 from ix.matrix import Component, Construct
@@ -36,13 +42,16 @@ class TrialOutcome:
     duration_ms: float
 
 
-def error_record(exc: BaseException) -> dict[str, str]:
+def error_record(exc: BaseException, redactor: Redactor | None = None) -> dict[str, str]:
+    """The `error` of a trial line: kind and message (cut short, secrets redacted)."""
     if isinstance(exc, TrialError):
         kind, message = exc.kind, exc.message
     elif isinstance(exc, TimeoutError):
         kind, message = "timeout", str(exc) or "the trial did not finish in time"
     else:
         kind, message = type(exc).__name__, str(exc)
+    if redactor is not None:
+        message = redactor.text(message)
     if len(message) > MAX_ERROR_MESSAGE:
         message = message[:MAX_ERROR_MESSAGE] + "…"
     return {"kind": kind, "message": message}
@@ -55,8 +64,9 @@ class TrialComponent:
     requires = GIVEN
     provides = OBSERVATION
 
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float, redactor: Redactor | None = None):
         self.timeout_s = timeout_s
+        self.redactor = redactor or Redactor()
         # per-subject limits (a subject's `concurrency`, else its runtime kind's default),
         # under the run's global one; made in the running loop, at first use
         self._limits: dict[str, asyncio.Semaphore] = {}
@@ -99,11 +109,12 @@ class TrialComponent:
                                        f"no answer within timeout_s={self.timeout_s:g}"},
                                 started, (time.perf_counter() - t0) * 1000)
         except Exception as exc:  # a subject's failure is data, never fatal to the run
-            return TrialOutcome(None, error_record(exc), started,
+            return TrialOutcome(None, error_record(exc, self.redactor), started,
                                 (time.perf_counter() - t0) * 1000)
         finally:
             timer.cancel()
-        return TrialOutcome(observation, None, started, (time.perf_counter() - t0) * 1000)
+        return TrialOutcome(self.redactor.tree(observation), None, started,
+                            (time.perf_counter() - t0) * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,9 @@ class SensorComponent:
     name = "sensor"
     requires = frozenset({OBSERVATION})
     provides = READING
+
+    def __init__(self, redactor: Redactor | None = None):
+        self.redactor = redactor or Redactor()
 
     async def run(self, construct: Construct[TrialKey]) -> tuple[Reading, ...] | SensorFailure:
         outcome: TrialOutcome = construct.data(OBSERVATION)
@@ -137,11 +151,12 @@ class SensorComponent:
             except TrialError as exc:
                 # the sensor could not judge (a judge's unparseable answer): the trial has
                 # no verdict, so it is an errored trial, not a failed one
-                return SensorFailure(error_record(exc))
+                return SensorFailure(error_record(exc, self.redactor))
             except Exception as exc:  # a sensor bug on one trial must not sink the run
-                readings.append(Reading(sensor_name=sensor.name, passed=False,
-                                        details=f"sensor error: {error_record(exc)}"))
-        return tuple(readings)
+                readings.append(Reading(sensor_name=sensor.name, passed=False, details=(
+                    f"sensor error: {error_record(exc, self.redactor)}")))
+        # a judge's reasoning may quote what it was shown, or what it knows
+        return tuple(self.redactor.tree(readings))
 
 
 class ScorerComponent:
@@ -192,5 +207,7 @@ def _dump(observation: Any) -> Any:
     return dump(mode="json", exclude_none=True) if dump is not None else observation
 
 
-def components(run_id: str, experiment: str, timeout_s: float) -> list[Component]:
-    return [TrialComponent(timeout_s), SensorComponent(), ScorerComponent(run_id, experiment)]
+def components(run_id: str, experiment: str, timeout_s: float,
+               redactor: Redactor | None = None) -> list[Component]:
+    return [TrialComponent(timeout_s, redactor), SensorComponent(redactor),
+            ScorerComponent(run_id, experiment)]

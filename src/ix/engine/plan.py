@@ -12,11 +12,14 @@ from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
+from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.engine.filters import apply_filters
+from ix.engine.redactor import run_redactor
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
 from ix.lab.loader import LoadedExperiment
+from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
 
 
@@ -88,6 +91,8 @@ class Plan:
     min_trials: int = 2
     credibility: float = 0.95
     overrides: Overrides = field(default_factory=lambda: Overrides())
+    #: Every secret value the run knows of, taken out of all it records (`ix.engine.redactor`)
+    redactor: Redactor = field(default_factory=Redactor, repr=False)
 
     @property
     def total(self) -> int:
@@ -180,7 +185,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 concurrency=concurrency, sources=sources, adaptive=adaptive,
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
-                overrides=overrides)
+                overrides=overrides, redactor=run_redactor(plans, loaded.lab))
 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:
@@ -205,6 +210,7 @@ def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:
     if not names:
         return list(subjects)
     by_name = {s.name: s for s in subjects}
+    names = [normalise(n) for n in names]  # names are kept in NFC (`ix.lab.names`)
     missing = [n for n in names if n not in by_name]
     if missing:
         raise ConfigError(f"no subject {missing[0]!r}; subjects: {', '.join(by_name)}",

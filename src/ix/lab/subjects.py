@@ -17,7 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.redaction import looks_like_secret
 from ix.lab.config import user_config_path
+from ix.lab.names import name_problem
 from ix.lab.results import write_text_atomic
 from ix.lab.schema import ProfileSpec
 from ix.lab.yamlio import dump_yaml, load_yaml_file
@@ -65,14 +67,6 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _ENV_TEMPLATE = re.compile(r"\{\{\s*env\.[A-Za-z_][A-Za-z0-9_]*\s*\}\}")
 _SECRET_WORDS = ("apikey", "secret", "password", "passwd", "authorization", "credential",
                  "privatekey", "bearer", "cookie")
-_SECRET_VALUES = (
-    re.compile(r"^sk-[A-Za-z0-9_\-]{8,}$"),             # OpenAI, Anthropic (sk-ant-...)
-    re.compile(r"^(ghp|gho|ghs|ghu|ghr|github_pat)_[A-Za-z0-9_]{16,}$"),  # GitHub
-    re.compile(r"^xox[abprs]-[A-Za-z0-9-]{8,}$"),        # Slack
-    re.compile(r"^AKIA[0-9A-Z]{16}$"),                   # AWS access key id
-    re.compile(r"^AIza[0-9A-Za-z_\-]{30,}$"),            # Google API key
-    re.compile(r"^(Bearer|Basic)\s+\S{8,}$", re.IGNORECASE),
-)
 
 
 @dataclass(frozen=True)
@@ -136,9 +130,12 @@ def read_user_subjects(path: Path) -> dict[str, RegisteredSubject]:
 
 
 def check_name(name: Any, *, file: Path | str | None = None, field: str = "name") -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    """A registry name: ASCII letters, digits, `.`, `_`, `-`, and a name by every rule of
+    `ix.lab.names` (so no `..`), since experiments use it as a subject's name."""
+    if not isinstance(name, str) or not _NAME.match(name) or name_problem(name) is not None:
         raise ConfigError(f"invalid subject name {name!r}: letters, digits, '.', '_' and '-', "
-                          "starting with a letter or digit", file=file, field=field)
+                          "starting with a letter or digit, without '..'", file=file,
+                          field=field)
     return name
 
 
@@ -170,11 +167,6 @@ def is_secret_key(key: str) -> bool:
     joined = "".join(words)
     return (any(w in joined for w in _SECRET_WORDS) or words[-1] == "token"
             or joined == "key" or joined.endswith(("accesskey", "accesskeyid")))
-
-
-def looks_like_secret(value: str) -> bool:
-    """A value shaped like an API key or a bearer token (`sk-...`, `ghp_...`, ...)."""
-    return any(p.match(value.strip()) for p in _SECRET_VALUES)
 
 
 def check_no_secrets(data: Any, *, file: Path | str | None = None, field: str = "") -> None:

@@ -9,7 +9,6 @@ from the trial seed so a run's timing decisions are reproducible too.
 import asyncio
 import os
 import random
-import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -19,26 +18,20 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ix.domain.errors import TrialError
+from ix.domain.redaction import MIN_SECRET, REDACTED, SECRET_NAME, environment_secrets
 
 T = TypeVar("T")
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
-REDACTED = "[REDACTED]"
-#: Names (of environment variables, of headers) whose values are never shown: an API key, a
-#: token, a password, `Authorization`.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|AUTH|CREDENTIAL|COOKIE", re.IGNORECASE)
-_MIN_SECRET = 8  # shorter values would redact ordinary words
-
 
 def secret_values(extra: Iterable[str | None] = (), *, environment: bool = True) -> list[str]:
     """Values never to show in an error message: `extra` (the key a request used) and, with
-    `environment`, every environment variable named like a secret; longest first, so a
-    secret that contains another is replaced whole."""
-    values = {v for v in extra if v and len(v) >= _MIN_SECRET}
+    `environment`, every environment value that is a secret (`environment_secrets`); longest
+    first, so a secret that contains another is replaced whole."""
+    values = {v for v in extra if v and len(v) >= MIN_SECRET}
     if environment:
-        values |= {v for k, v in os.environ.items()
-                   if len(v) >= _MIN_SECRET and SECRET_NAME.search(k)}
+        values |= set(environment_secrets(os.environ))
     return sorted(values, key=len, reverse=True)
 
 
@@ -165,3 +158,7 @@ class RateLimiter:
             self._requests.popleft()
         while self._tokens and self._tokens[0][0] <= now - self.window_s:
             self._tokens.popleft()
+
+
+__all__ = ["REDACTED", "SECRET_NAME", "RateLimitOptions", "RateLimiter", "RetryOptions",
+           "Transient", "redact", "secret_values", "status_error", "with_retries"]

@@ -4,17 +4,23 @@ The program is started directly (`asyncio.create_subprocess_exec`), never throug
 a prompt full of `;`, `$(...)` or `|` is one argument like any other. It runs in a session of
 its own: when the trial is cancelled (the per-trial timeout, Ctrl-C) the whole process group
 is killed and reaped before the trial ends.
+
+It does not inherit ix's environment, which holds API keys: only `BASE_ENV` (what a program
+needs to start and to speak the user's language), the names listed in `env_passthrough`, and
+the `env` option's variables.
 """
 
 import asyncio
 import codecs
 import contextlib
 import os
+import re
 import signal
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
@@ -26,7 +32,21 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 MIB = 1 << 20
 _CHUNK = 1 << 16
 _ENV_HINT = ("environment variables are available only in the `env` option of the command "
-             "runtime (the program inherits the environment anyway)")
+             "runtime (or pass them through by name: `env_passthrough`)")
+#: Variables a program gets from ix's environment without asking; `LC_` covers every
+#: `LC_*` locale category. Everything else (API keys first) stays out unless it is named in
+#: `env_passthrough` or set in `env`.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+            "TERM")
+BASE_ENV_PREFIXES = ("LC_",)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(name: str) -> str:
+    if not _ENV_NAME.fullmatch(name):
+        raise ValueError("not an environment variable name (letters, digits and '_', not "
+                         "starting with a digit)")
+    return name
 
 
 class CommandOptions(BaseModel):
@@ -36,6 +56,8 @@ class CommandOptions(BaseModel):
     stdin: TemplateStr | None = None
     cwd: str | None = None
     env: dict[str, TemplateStr] = Field(default_factory=dict)
+    env_passthrough: list[Annotated[str, AfterValidator(_env_name)]] = \
+        Field(default_factory=list)
     max_output_bytes: int = Field(MIB, ge=1)
 
     @field_validator("argv")
@@ -59,6 +81,7 @@ class CommandOptions(BaseModel):
         return value
 
 
+
 class CommandRuntime:
     """One program run per trial: argv, stdin and env rendered from the case."""
 
@@ -76,12 +99,19 @@ class CommandRuntime:
         ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT)
         argv = [t.render(ctx) for t in self._argv]
         stdin = self._stdin.render(ctx).encode("utf-8") if self._stdin is not None else None
-        env = None
+        env = program_env(os.environ, self.options.env_passthrough)
         if self._env:
             env_ctx = _templates.with_env(ctx)
-            env = {**os.environ, **{k: t.render(env_ctx) for k, t in self._env.items()}}
+            env.update({k: t.render(env_ctx) for k, t in self._env.items()})
         return await run_process(argv, stdin=stdin, cwd=self._cwd, env=env,
                                  max_output_bytes=self.options.max_output_bytes)
+
+
+def program_env(environ: Mapping[str, str], passthrough: list[str]) -> dict[str, str]:
+    """What the program inherits of `environ`: `BASE_ENV`, `LC_*`, and `passthrough`."""
+    names = set(BASE_ENV) | set(passthrough)
+    return {k: v for k, v in environ.items()
+            if k in names or k.startswith(BASE_ENV_PREFIXES)}
 
 
 async def run_process(argv: list[str], *, stdin: bytes | None, cwd: str | None,

@@ -4,7 +4,8 @@ An HTTP status is a result, not an error: a 404 or a 400 comes back as an observ
 `status` set, for the `http_status` sensor to judge. Only transient failures (429, 5xx,
 timeouts, refused or dropped connections) are retried, with backoff; when the retries run out
 the trial is recorded as an error. Header templates may read environment variables
-(`{{ env.NAME }}`), so secrets stay out of the lab; header values are never recorded.
+(`{{ env.NAME }}`), so secrets stay out of the lab; request header values are never recorded,
+and a secret one echoed back (in the response's body or headers) is `[REDACTED]`.
 """
 
 import asyncio
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from ix.domain.errors import TrialError
+from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation
 from ix.runtimes import _templates
@@ -30,8 +32,6 @@ from ix.runtimes._transport import (
     RateLimiter,
     RetryOptions,
     Transient,
-    redact,
-    secret_values,
     status_error,
     with_retries,
 )
@@ -172,14 +172,10 @@ class HttpRuntime:
         if tries > 1:
             observation = observation.model_copy(
                 update={"meta": {**(observation.meta or {}), "retries": tries - 1}})
-        # A server that echoes the request back: only this request's secrets are taken out
-        # of an answer (sensors judge it).
-        hidden = secret_values(secrets, environment=False)
-        body = observation.body or ""
-        if any(secret in body for secret in hidden):
-            body = redact(body, hidden)
-            observation = observation.model_copy(update={"body": body, "content": body})
-        return observation
+        # A server that echoes the request back, in its body or its headers: this request's
+        # secrets, each whole, are taken out of the answer (sensors judge it). The run's
+        # redactor then takes out every other secret it knows (ix.engine.pipeline).
+        return Redactor(secrets).tree(observation)
 
     async def _send(self, client: "httpx.AsyncClient", url: str, headers: dict[str, str],
                     content: bytes) -> EvalObservation:

@@ -99,6 +99,7 @@ class LLMJudgeSensor:
         spec = dict(rubric.runtime)
         if rubric.model is not None:
             spec["model"] = rubric.model
+        self.runtime_spec = spec  # the run's redactor reads the judge's key from it
         self.runtime = build_runtime(spec, RuntimeContext())
         self.judge = Subject(name=f"judge:{rubric.name}")
 

@@ -185,3 +185,21 @@ def test_preloading_a_run_counts_exactly_what_adding_each_trial_does():
                 slow.add(probe_id, None if code == 3 else code == 1, trial)
         slow.spend(5, 6, 0.5)
         assert fast == slow and fast.counts == slow.counts and fast.trials > 0
+
+
+def test_a_trial_beyond_the_runs_trials_per_case_is_skipped_not_allocated(tmp_path):
+    """A hostile line naming trial 2**31 - 1 of the run would make the reader keep a byte per
+    trial up to it (gigabytes per case); the run's own trials per case bound what is kept."""
+    def line(trial: int, subject: str = "s") -> bytes:
+        return (json.dumps({"run_id": "R", "experiment": "e", "subject": subject,
+                            "probe_id": "p", "trial": trial, "seed": 1, "attempt": 0,
+                            "expectation": "must_trigger", "observation": None,
+                            "reading": {"passed": True}, "error": None}) + "\n").encode()
+    log = tmp_path / "trials.jsonl"
+    log.write_bytes(line(0) + line(2) + line((1 << 31) - 1) + line((1 << 31) - 1, "t"))
+    warned: list[str] = []
+    state = read_state(log, "R", warned.append, per_case=3)
+    assert {k: len(v) for k, v in state.codes.items()} == {("s", "p"): 3}
+    assert state.code("s", "p", 0) == resume.PASSED and state.code("s", "p", 1) == 0
+    assert len(warned) == 1 and "skipped 2 line(s) of run R naming a trial beyond its 3" \
+        in warned[0]

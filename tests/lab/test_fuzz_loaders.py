@@ -190,8 +190,18 @@ def line_of(record: dict) -> bytes:
 
 @st.composite
 def garbage(draw, record_line: bytes) -> bytes:
-    """A line that is not a JSON object: cut short, random bytes, or another JSON value."""
-    kind = draw(st.sampled_from(["torn", "bytes", "value", "marker"]))
+    """A line that is not a JSON object: cut short, random bytes, or another JSON value; or a
+    record no reader can decode: a number of more than 4,300 digits (Python will not convert
+    it) or a value nested deeper than the decoder goes, each where the resume reader's fast
+    paths do not look (issue 14, item 7)."""
+    kind = draw(st.sampled_from(["torn", "bytes", "value", "marker", "huge", "deep"]))
+    if kind == "huge":
+        digits = b"9" * draw(st.sampled_from([4301, 5000, 20_000]))
+        return record_line.replace(b'"seed": ', b'"seed": ' + digits, 1)
+    if kind == "deep":
+        depth = draw(st.sampled_from([20_000, 50_000]))  # past any recursion limit
+        return record_line.replace(b'"expectation": "must_trigger"', b'"expectation": '
+                                   b'"must_trigger", "x": ' + b"[" * depth + b"]" * depth, 1)
     if kind == "torn":
         return record_line[:draw(st.integers(1, len(record_line) - 2))] + b"\n"
     if kind == "bytes":  # '#' first: never JSON, whatever encoding json.loads detects

@@ -82,9 +82,10 @@ def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) ->
 
 def run_trials(run_dir: Path, run_id: str,
                warn: Warn | None = None) -> Iterator[dict[str, Any]]:
-    """Every line of `trials.jsonl` that belongs to the run (all attempts), streamed."""
+    """Every trial record of `trials.jsonl` that belongs to the run (all attempts), streamed;
+    lines that are none (the resume reader and the index skip them too) with a warning."""
     path = run_dir.parent.parent / TRIALS_FILE
-    return (t for t in read_trials(path, warn) if t.get("run_id") == run_id)
+    return (t for t in read_trials(path, warn, trials_only=True) if t.get("run_id") == run_id)
 
 
 def report(lab: str | Path | None = None, run: str | None = None, *,

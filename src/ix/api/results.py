@@ -74,6 +74,7 @@ class ResultSet(Table):
         if format == "csv":
             table = Table(self.lab, f"SELECT * REPLACE (to_json(tags)::VARCHAR AS tags) "
                                     f"FROM ({self._export_select()})", self._warn)
+            table._held = self._held  # the same snapshot, inside `snapshot()`
             return table.export("csv", path)
         return super().export(format, path)
 

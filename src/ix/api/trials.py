@@ -14,7 +14,7 @@ from typing import Any
 
 from ix.api.runs import RunInfo
 from ix.domain.errors import ConfigError
-from ix.lab.results import TRIALS_FILE
+from ix.lab.results import TRIALS_FILE, parse_line
 
 #: How much of a transcript is read (decompressed bytes) before the rest is left out.
 TRACE_BYTES = 8 * 1024 * 1024
@@ -35,11 +35,8 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
         for raw in f:
             if run_needle not in raw or not any(n in raw for n in case_needles):
                 continue
-            try:
-                record = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if not isinstance(record, dict) or record.get("run_id") != run.run_id \
+            record = parse_line(raw)
+            if record is None or record.get("run_id") != run.run_id \
                     or record.get("subject") != subject or record.get("probe_id") != case \
                     or record.get("trial") != trial:
                 continue
@@ -53,8 +50,24 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
 
 
 @dataclass(frozen=True)
+class DamagedLine:
+    """A transcript line that looks like JSON but does not decode: torn, not UTF-8, nested
+    deeper than the decoder goes, or holding a number longer than Python converts. The
+    trace page shows it as damaged, with the start of its text."""
+
+    number: int  # among the transcript's lines that are not blank, from 1
+    reason: str
+    excerpt: str
+
+
+#: How much of a damaged line the trace page shows.
+EXCERPT_CHARS = 300
+
+
+@dataclass(frozen=True)
 class Trace:
-    """A transcript's lines, each parsed as JSON where it is JSON (else the text)."""
+    """A transcript's lines, each parsed as JSON where it is JSON (else the text; a line that
+    should be JSON and is not is a `DamagedLine`)."""
 
     path: str
     lines: list[Any]
@@ -83,18 +96,28 @@ def read_trace(run: RunInfo, record: dict[str, Any], limit: int = TRACE_BYTES) -
         raise ConfigError(f"cannot read the trace: {exc}", file=ref, field="trace") from None
     truncated = len(data) > limit
     text = data[:limit].decode("utf-8", "replace")
-    pieces = text.splitlines()
-    if truncated and pieces:
-        pieces.pop()  # the cut line is incomplete
-    lines: list[Any] = []
-    for piece in pieces:
-        if not piece.strip():
-            continue
-        try:
-            lines.append(json.loads(piece))
-        except ValueError:
-            lines.append(piece)
+    pieces = text.split("\n")  # not `splitlines`: U+2028 and the like occur inside JSON strings
+    if truncated or not pieces[-1]:
+        pieces.pop()  # the cut line is incomplete (or the text ended with its newline)
+    lines = [_trace_line(piece, number) for number, piece in
+             enumerate((p for p in pieces if p.strip()), start=1)]
     return Trace(ref, lines, truncated)
 
 
-__all__ = ["TRACE_BYTES", "Trace", "read_trace", "trial_record"]
+def _trace_line(piece: str, number: int) -> Any:
+    """A transcript line as JSON; text that is no JSON as itself; JSON that does not decode
+    as a `DamagedLine` (never an exception: a hostile line must not take the page down)."""
+    try:
+        return json.loads(piece)
+    except RecursionError:
+        reason = "nested deeper than the viewer decodes"
+    except json.JSONDecodeError as exc:
+        if not piece.lstrip().startswith(("{", "[")):
+            return piece.rstrip("\r")  # plain text, as some transcripts have
+        reason = f"not valid JSON ({exc.msg} at character {exc.pos})"
+    except ValueError:  # Python's limit on the digits of an integer
+        reason = "a number too long to read"
+    return DamagedLine(number, reason, piece[:EXCERPT_CHARS])
+
+
+__all__ = ["TRACE_BYTES", "DamagedLine", "Trace", "read_trace", "trial_record"]

@@ -64,22 +64,26 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
                 force_terminal=False).print(view)
         text = buffer.getvalue()
     from ix.lab.results import write_text_atomic
+    from ix.lab.storage_faults import storage_faults
 
-    write_text_atomic(path, text)
+    with storage_faults("the report was not written", file=path):  # atomic: no half file
+        write_text_atomic(path, text)
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
 def _write_html(data: dict[str, Any], path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
     from ix.lab.results import write_text_atomic
+    from ix.lab.storage_faults import storage_error
     from ix.report.html import render_report_html
 
     target = path or Path(data["run"]["folder"]) / "report.html"
     try:
         write_text_atomic(target, render_report_html(data))
     except OSError as exc:
-        raise ConfigError(f"cannot write the report: {exc.strerror or exc}", file=target,
-                          field="--out") from None
+        raise storage_error(exc, "the report was not written", file=target) or ConfigError(
+            f"cannot write the report: {exc.strerror or exc}", file=target,
+            field="--out") from None
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 

@@ -16,6 +16,7 @@ time (`read_state`), so that reading a million of them back takes about a second
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,8 +27,18 @@ if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start
     import numpy as np
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import TRIALS_FILE
+from ix.lab.paths import readable_file
+from ix.lab.results import TRIALS_FILE, skipped_line
 from ix.lab.runs import RUNS_DIR, read_spec
+from ix.lab.trial_lines import (
+    LONG_LINE,
+    MAX_COUNT,
+    MAX_TRIAL,
+    decode_line,
+    might_not_decode,
+    suspects,
+    trial_line,
+)
 
 Mode = Literal["resume", "retry_failed"]
 MISSING, PASSED, FAILED, ERRORED = 0, 1, 2, 3
@@ -109,7 +120,7 @@ class Continuation:
 
 
 def read_state(trials: Path, run_id: str, warn: Callable[[str], None] | None = None, *,
-               block: int = 1 << 22) -> RunState:
+               block: int = 1 << 22, per_case: int | None = None) -> RunState:
     """Read the log once, keeping only what continuing the run needs.
 
     The log is read in blocks of whole lines, each parsed at once with numpy's string
@@ -118,9 +129,13 @@ def read_state(trials: Path, run_id: str, warn: Callable[[str], None] | None = N
     a million lines take about a second, where a loop over lines took six. A line that does
     not look exactly like ix's own is read on its own as before (`_fast_fields`, then a full
     JSON decode), so the result is always that of decoding every line.
+
+    `per_case` (the run's trials per case, from its spec) bounds the trial numbers kept: a
+    line naming a later trial was not written by the run (a hand-edited or hostile log), and
+    keeping it would cost a byte per trial up to it (trial 2**31 - 1: gigabytes).
     """
-    scan = _Scan(run_id, trials, warn)
-    if trials.is_file():
+    scan = _Scan(run_id, trials, warn, per_case)
+    if readable_file(trials):  # a FIFO is refused, not read (it would block)
         scan.read(block)
     return scan.state()
 
@@ -142,8 +157,9 @@ def _numpy() -> tuple[Any, Any, Any]:
 class _Scan:
     """The state of one run, gathered from blocks of a trial log (see `read_state`)."""
 
-    def __init__(self, run_id: str, path: Path, warn: Callable[[str], None] | None):
-        self.run_id, self.path, self.warn = run_id, path, warn
+    def __init__(self, run_id: str, path: Path, warn: Callable[[str], None] | None,
+                 per_case: int | None = None):
+        self.run_id, self.path, self.warn, self.per_case = run_id, path, warn, per_case
         self.marker = b'"run_id": ' + json.dumps(run_id, ensure_ascii=False).encode()
         self.prefix = b"{" + self.marker + b', "experiment": "'
         self.head: bytes | None = None  # the prefix up to the subject, learned from a line
@@ -221,6 +237,9 @@ class _Scan:
             for field, value in zip(fields, again, strict=True):
                 field[wide] = value
         ok, trial, attempt, code, spent, p1 = fields
+        if (lens[rows] >= LONG_LINE).any():  # nested deep, a number of 5,000 digits: decoded
+            base = int(starts[0])           # in full, alone (few lines, if any)
+            ok &= ~suspects(buf[base:int(ends[-1])], starts[rows] - base, ends[rows] - base)
         alone.extend(rows[~ok].tolist())
         fast = rows[ok]
         spending: list[tuple[int, int, int, float]] = []  # (line index, tokens in, out, cost)
@@ -312,16 +331,18 @@ class _Scan:
                 warn(f"{trials}: line {number}: skipped torn last line (a run stopped "
                      "mid-write)")
             return
-        fields = _fast_fields(raw, self.run_id) if raw.endswith(b"\n") else None
+        try:
+            fields = (_fast_fields(raw, self.run_id)
+                      if raw.endswith(b"\n") and not might_not_decode(raw) else None)
+        except (ValueError, RecursionError):  # what `might_not_decode` did not foresee
+            fields = None
         if fields is None:
             fields = _json_fields(raw, self.run_id)
-        if fields and not (0 <= fields[2] < 1 << 31 and fields[3] >= 0):
+        if fields and not (0 <= fields[2] <= MAX_TRIAL and 0 <= fields[3] <= MAX_TRIAL):
             fields = None  # a trial or attempt number no run writes
         if fields is None:
             if warn is not None:
-                torn = not raw.endswith(b"\n")
-                what = "torn last line (a run stopped mid-write)" if torn else "corrupt line"
-                warn(f"{trials}: line {number}: skipped {what}")
+                warn(skipped_line(trials, number, raw))
             return
         if not fields:  # another run's line
             return
@@ -342,6 +363,16 @@ class _Scan:
             return state
         key, attempt, code = (np.concatenate([p[k] for p in self.parts]) for k in range(3))
         self.parts.clear()
+        if self.per_case is not None:
+            inside = (key & ((1 << 31) - 1)) < self.per_case
+            if not inside.all():
+                if self.warn is not None:
+                    self.warn(f"{self.path}: skipped {int((~inside).sum())} line(s) of run "
+                              f"{self.run_id} naming a trial beyond its {self.per_case} "
+                              "trials per case (not written by the run)")
+                key, attempt, code = key[inside], attempt[inside], code[inside]
+                if not len(key):
+                    return state
         if len(key) > 1 and not np.all(key[1:] > key[:-1]):  # not each trial once, in order
             order = np.argsort(key, kind="stable")  # stable: the log's order on a tie
             ordered = key[order]
@@ -484,6 +515,10 @@ def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
         reading, end = _DECODER.raw_decode(text)
     except ValueError:
         return None
+    if reading is not None and not isinstance(reading, dict):
+        return None
+    if type((reading or {}).get("passed", False)) not in (bool, type(None)):
+        return None  # as `trial_line` says: decoded in full, it is no trial record
     rest = text[end:]
     if rest == ', "error": null}\n':
         errored = False
@@ -496,9 +531,15 @@ def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
             return None
         if rest[end + 1:] != "\n" or not isinstance(after, dict):
             return None
-        errored = bool(after["error"])
+        error = after["error"]
+        if error is not None and not (isinstance(error, dict)
+                                      and isinstance(error.get("kind"), str)):
+            return None
+        errored = error is not None
     code = ERRORED if errored else PASSED if (reading or {}).get("passed") else FAILED
     found = _USAGE.search(raw, 0, at)
+    if found is None and not raw.endswith(b'"observation": null', 0, at):
+        return None  # no usage where ix writes it: the observation is read in full
     usage = _usage(raw, found.start()) if found else (0, 0, 0.0)
     if usage is None:
         return None
@@ -512,27 +553,32 @@ def _usage(raw: bytes, at: int = 0) -> tuple[int, int, float] | None:
     if match is None:
         return None
     try:
-        return int(match.group(1)), int(match.group(2)), float(match.group(3))
-    except ValueError:  # a cost like "1-2", which the pattern lets through
+        cost = float(match.group(3))
+        tokens_in, tokens_out = int(match.group(1)), int(match.group(2))
+        if not (math.isfinite(cost) and tokens_in <= MAX_COUNT and tokens_out <= MAX_COUNT):
+            return None
+        return tokens_in, tokens_out, cost
+    except ValueError:  # a cost like "1-2", which the pattern lets through; 5,000 digits
         return None
 
 
 def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
-    try:
-        r = json.loads(raw)
-        subject, probe_id = str(r["subject"]), str(r["probe_id"])
-        trial, attempt = int(r["trial"]), int(r.get("attempt", 0))
-        observation = r.get("observation") or {}
-        usage = (int(observation.get("tokens_input", 0)),
-                 int(observation.get("tokens_output", 0)),
-                 float(observation.get("cost_usd", 0.0)))
-    except (ValueError, KeyError, TypeError, AttributeError):
+    """A line decoded in full and read by the rule every reader of a log applies
+    (`ix.lab.trial_lines`: the query index counts the same lines)."""
+    line = trial_line(decode_line(raw))
+    if line is None:
         return None
-    if r.get("run_id") != run_id:
+    if line.run_id != run_id:
         return ()
-    reading = r.get("reading") or {}
-    code = ERRORED if r.get("error") else PASSED if reading.get("passed") else FAILED
-    return (subject, probe_id, trial, attempt, code, *usage)
+    code = ERRORED if line.errored else PASSED if line.passed else FAILED
+    return (line.subject, line.probe_id, line.trial, line.attempt, code, line.tokens_input,
+            line.tokens_output, line.cost_usd)
+
+
+def per_case(spec: dict[str, Any]) -> int | None:
+    """The trials per case a run's spec planned (the most, under `trials: auto`)."""
+    trials = spec.get("trials")
+    return trials if type(trials) is int and trials >= 1 else None
 
 
 def find_continuation(results: Path, run_id: str | None, mode: Mode,
@@ -560,4 +606,5 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
         raise ConfigError(f"run {run_id} was imported from {spec['imported_from']}; only a run "
                           "ix executed can be continued", field="--run")
     return Continuation(run_id=run_id, mode=mode, spec=spec,
-                        state=read_state(results / TRIALS_FILE, run_id, warn))
+                        state=read_state(results / TRIALS_FILE, run_id, warn,
+                                         per_case=per_case(spec)))

@@ -112,14 +112,18 @@ def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray
 
 def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
            max_k: int) -> dict[str, dict[str, float | None]]:
-    """pass@k and pass^k for k = 1 .. max_k, a trial passing when it matched the expectation."""
+    """pass@k and pass^k for k = 1 .. max_k (at most the most valid trials of any case), a
+    trial passing when it matched the expectation."""
     from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k
 
     expect = np.array([c.expectation for c in cases])
     right = np.where(expect == "must_trigger", passed, valid - passed)
+    # no k beyond the most valid trials of any case: no case has that many, and a cancelled
+    # run planned with a million trials per case would spend minutes on a million nulls
+    reached = min(max_k, int(valid.max())) if len(valid) else 0
     at: dict[str, float | None] = {}
     hat: dict[str, float | None] = {}
-    for k in range(1, max_k + 1):
+    for k in range(1, reached + 1):
         at[str(k)] = num(mean_pass_at_k(valid, right, k))
         hat[str(k)] = num(mean_pass_hat_k(valid, right, k))
     return {"pass_at_k": at, "pass_hat_k": hat}

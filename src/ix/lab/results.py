@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
+from ix.lab.trial_lines import decode_line, trial_line
 
 try:
     import fcntl
@@ -83,12 +85,14 @@ class TrialWriter:
 
     def __init__(self, path: Path, *, fsync: str = "end", warn: Warn | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
+        check_entry(path.parent, FOLDER)  # `results/` a symlink: refused, as the log would be
         self.path = path
         self.fsync = fsync
         self._warn = warn
         self.written = 0
         self.repaired: str | None = None  # what was done to a torn last line, if anything
-        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        # never through a symlink, never into a FIFO or a device (`UnsafePath`)
+        self._fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         self._end = -1  # where our last line ended: the log's size if nobody wrote since
         try:
             with self._locked():
@@ -130,9 +134,17 @@ class TrialWriter:
                 _flock(fd, _LOCK_UN)
         self.written += 1
 
-    def write_all(self, records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    def write_all(self, records: Sequence[Mapping[str, Any]], *,
+                  along: "Callable[[], contextlib.AbstractContextManager[Any]] | None" = None,
+                  ) -> tuple[int, int]:
         """Append every record in one `write` under the lock (an import: all or nothing) and
-        fsync; the log's (size before, size after) the lines, for `truncate_trials`."""
+        fsync; the log's (size before, size after) the lines.
+
+        `along` (an import's) is entered right after the write, while the lock is still held
+        and before the fsync, and left after it: there the import renames its run folder and
+        summaries into place, so they appear with the lines (no fsync's wait between), and no
+        other writer appends in between. If entering it or the fsync fails, the lines are
+        taken back (`along` undoes its own steps when its block raises)."""
         data = "".join(_LINE.encode(dict(r)) + "\n" for r in records).encode("utf-8")
         with self._locked():
             began = -1
@@ -141,10 +153,14 @@ class TrialWriter:
                 done = os.write(self._fd, data)
                 while done < len(data):
                     done += os.write(self._fd, data[done:])
-                os.fsync(self._fd)
+                with along() if along is not None else contextlib.nullcontext():
+                    os.fsync(self._fd)
             except OSError as exc:
                 _truncate(self._fd, began)
                 raise _located(exc, self.path) from None
+            except BaseException:
+                _truncate(self._fd, began)
+                raise
         self.written += len(records)
         self._end = began + len(data)
         return began, self._end
@@ -179,10 +195,7 @@ class TrialWriter:
             return size
         start = _line_start(fd, size)
         fragment = os.pread(fd, size - start, start)
-        try:
-            whole = isinstance(json.loads(fragment), dict)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            whole = False
+        whole = parse_line(fragment) is not None  # what no reader reads is cut off
         number = _count_lines(fd, start) + 1
         if whole:
             os.write(fd, b"\n")
@@ -260,23 +273,43 @@ def _located(exc: OSError, path: Path) -> OSError:
     return type(exc)(exc.errno, exc.strerror, str(path))
 
 
-def read_trials(path: Path, warn: Warn | None = None) -> Iterator[dict[str, Any]]:
-    """Every well-formed record of a trial log; torn or corrupt lines are skipped with a warning."""
-    if not path.is_file():
+def parse_line(raw: bytes | str) -> dict[str, Any] | None:
+    """The JSON object a trial-log line holds, or None when it holds none: not UTF-8, not JSON,
+    not an object, an integer of more than 4,300 digits (Python will not convert it), or
+    nesting deeper than the decoder goes. Every reader of a log decodes with it
+    (`trial_lines.decode_line`, as the resume reader and the index do), so no line crashes
+    any of them and they all skip the same ones."""
+    record = decode_line(raw)
+    return record if isinstance(record, dict) else None
+
+
+def skipped_line(path: Path, number: int, raw: bytes, decoded: bool = False) -> str:
+    """The warning for a line a reader skips: the file, the line, and why (torn, corrupt, or
+    `decoded` but no trial record)."""
+    if decoded:
+        what = "line that is no trial record"
+    elif not raw.endswith(b"\n"):
+        what = "torn last line (a run stopped mid-write)"
+    else:
+        what = "corrupt line"
+    return f"{path}: line {number}: skipped {what}"
+
+
+def read_trials(path: Path, warn: Warn | None = None, *,
+                trials_only: bool = False) -> Iterator[dict[str, Any]]:
+    """Every well-formed record of a trial log; torn or corrupt lines are skipped with a
+    warning. `trials_only`: also objects that are no trial record by the rule the resume
+    reader and the index apply (`trial_lines.trial_line`), so a report counts what they count."""
+    if not readable_file(path):  # a FIFO is refused, not read (it would block)
         return
     with path.open("rb") as f:
         for number, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                record = None
-            if not isinstance(record, dict):
+            record = parse_line(raw)
+            if record is None or (trials_only and trial_line(record) is None):
                 if warn is not None:
-                    torn = not raw.endswith(b"\n")
-                    what = "torn last line (a run stopped mid-write)" if torn else "corrupt line"
-                    warn(f"{path}: line {number}: skipped {what}")
+                    warn(skipped_line(path, number, raw, record is not None))
                 continue
             yield record
 
@@ -297,11 +330,17 @@ def write_text_atomic(path: Path, text: str, *, parents: bool = True,
     `parents`: create missing folders (False: a folder deleted meanwhile is an error, not
     recreated). The file is private to the user (0600) unless `shared`: then it keeps the
     mode of the file it replaces, or gets the usual one (0666 less the umask), as
-    `trials.jsonl` does.
+    `trials.jsonl` does. On failure nothing is left: no temporary file, and no folder this
+    call created.
     """
-    if parents:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    made = _missing_folders(path.parent) if parents else []
+    try:
+        if made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except BaseException:
+        _remove_folders(made)
+        raise
     try:
         if shared:
             os.fchmod(fd, _shared_mode(path))
@@ -312,10 +351,27 @@ def write_text_atomic(path: Path, text: str, *, parents: bool = True,
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
+        _remove_folders(made)
         raise _located(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        _remove_folders(made)
         raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist, the deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    for folder in folders:  # the deepest first; only while empty
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _umask() -> int:

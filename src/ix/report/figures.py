@@ -5,6 +5,7 @@ difficulty (from the case files), and each subject's trial-level rates.
 Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
 """
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -58,7 +59,8 @@ def recording(trials: Iterable[dict[str, Any]],
                 points.append(TrialPoint(
                     str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
                     int(t.get("attempt") or 0), at,
-                    float(duration) if isinstance(duration, int | float) else 0.0,
+                    float(duration) if isinstance(duration, int | float)
+                    and math.isfinite(duration) else 0.0,  # (NaN, 1e400 in an edited line)
                     outcome(t), str(error.get("kind")) if isinstance(error, dict) else None))
         yield t
 

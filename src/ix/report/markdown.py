@@ -1,21 +1,51 @@
 """Markdown for `ix report --format md` and `ix leaderboard --format md`: GitHub tables, for
-a pull request, a wiki or a CI job summary."""
+a pull request, a wiki or a CI job summary.
 
+Every value that comes from the lab (case ids, subject and experiment names, tags, error
+messages, annotations: text that a cloned lab or a model's answer may have written) goes
+through `md_text` or `md_code`, so that it renders as the text it is: never as HTML, a link,
+emphasis or a table cell of its own.
+"""
+
+import html
+import re
 from typing import Any
 
 from ix.report.terminal import METRIC_NAMES, TOP, ci, fmt
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
+# What Markdown gives meaning to inside a line: escapes, code, emphasis, table cells,
+# strikethrough, headings, and the `]` that makes a link, an image or a link's definition
+# (`](`, `][`, `]:`; other brackets stay as they are, like ix's own `[0.2, 0.8]`). `<`, `>`
+# and `&` become HTML entities: never a tag, an autolink or a character reference.
+_SPECIAL = re.compile(r"([\\`*_|~#]|\](?=[(\[:]))")
+# ... and at the start of a line: a list item's marker (`- `, `+ `, `1. `, `1) `)
+_LEADING = re.compile(r"^(\s*)([-+]|\d{1,9}[.)])(?=\s|$)")
+_BREAK = re.compile(r"\r\n|[\r\n]")
 
-def _esc(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+
+def md_text(value: Any) -> str:
+    """`value` as Markdown text that renders as itself, on one line (fit for a table cell),
+    without the spaces around it (which Markdown drops, or reads as an indented block)."""
+    text = _SPECIAL.sub(r"\\\1", _BREAK.sub(" ", str(value)).strip(" \t"))
+    text = _LEADING.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], text)
+    return html.escape(text, quote=False)
+
+
+def md_code(value: Any) -> str:
+    """`value` as an inline code span (nothing in it is interpreted), on one line; the fence
+    is longer than any run of backticks inside it. Not for table cells (a `|` splits them)."""
+    text = _BREAK.sub(" ", str(value))
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(_esc(h) for h in header) + " |",
+    lines = ["| " + " | ".join(md_text(h) for h in header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in rows]
     return [*lines, ""]
 
 
@@ -45,11 +75,12 @@ def _cell(cell: dict[str, Any] | None) -> str:
 
 def report_markdown(report: dict[str, Any]) -> str:
     r, s = report["run"], report["summary"]
-    lines = [f"# {r['experiment']} · run {r['run_id']}", "",
-             f"Status **{r['status']}** · {r['started_at']} → {r['finished_at']} · seed "
-             f"{r['seed']} · {r['trials_per_case']} trial(s) per case · git "
-             f"`{r['git_commit'] or 'n/a'}`" + (f" · tags: {', '.join(r['tags'])}"
-                                               if r["tags"] else ""), ""]
+    lines = [f"# {md_text(r['experiment'])} · run {md_text(r['run_id'])}", "",
+             f"Status **{md_text(r['status'])}** · {md_text(r['started_at'])} → "
+             f"{md_text(r['finished_at'])} · seed {md_text(r['seed'])} · "
+             f"{md_text(r['trials_per_case'])} trial(s) per case · git "
+             f"{md_code(r['git_commit'] or 'n/a')}"
+             + (f" · tags: {', '.join(map(md_text, r['tags']))}" if r["tags"] else ""), ""]
     lines += ["## Summary", "", "Pass rate [95% CI], passed/valid trials, ✓ when the case's "
               "majority vote is right.", ""]
     lines += _table(["case", "expect", *s["subjects"]],
@@ -84,9 +115,10 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines += _cost(report["cost"])
     if report["annotations"]:
         lines += ["## Annotations", ""]
-        lines += [f"- {a.get('at', '')} {a.get('user', '')}"
-                  + (f" [{a['case']}]" if a.get("case") else "") + f": {_esc(a['text'])}"
-                  for a in report["annotations"]]
+        # (never an empty start: `- [case]: text` would define a link)
+        lines += [f"- {md_text(a.get('at') or '?')} {md_text(a.get('user') or '?')}"
+                  + (f" [{md_text(a['case'])}]" if a.get("case") else "")
+                  + f": {md_text(a['text'])}" for a in report["annotations"]]
         lines.append("")
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
@@ -133,10 +165,10 @@ def _cost(c: dict[str, Any]) -> list[str]:
 
 
 def _baseline(b: dict[str, Any]) -> list[str]:
-    lines = [f"## Against baseline `{b['tag']}` ({b['run']})", ""]
+    lines = [f"## Against baseline {md_code(b['tag'])} ({md_text(b['run'])})", ""]
     if not b["regressed"]:
-        return [*lines, f"No regression ({b['rule']}).", ""]
-    lines += [f"**{len(b['regressions'])} regression(s)** ({b['rule']}):", ""]
+        return [*lines, f"No regression ({md_text(b['rule'])}).", ""]
+    lines += [f"**{len(b['regressions'])} regression(s)** ({md_text(b['rule'])}):", ""]
     lines += _table(["subject", "metric", "before", "after", "delta [95% CI]", "P(better)"],
                     [[r["subject"], METRIC_NAMES.get(r["metric"], r["metric"]),
                       fmt(r["before"]), fmt(r["after"]), f"{fmt(r['diff'])} {ci(r['diff_ci'])}",
@@ -148,10 +180,11 @@ def leaderboards_markdown(result: dict[str, Any]) -> str:
     lines = ["# Leaderboard", ""]
     for board in result["boards"]:
         runs = sorted({row["run"] for row in board["rows"]})
-        lines += [f"## {board['experiment']}", "", f"Run(s): {', '.join(runs)}", ""]
+        lines += [f"## {md_text(board['experiment'])}", "",
+                  f"Run(s): {', '.join(map(md_text, runs))}", ""]
         lines += leaderboard_lines(board, ("run",) if len(runs) > 1 else ())
     if result.get("overall"):
         lines += ["## Overall", "", "Counts pooled over the experiments (micro-average).", ""]
         lines += leaderboard_lines(result["overall"], ("experiments",))
-    lines += [f"_{note}_" for note in result.get("notes", [])]
+    lines += [f"_{md_text(note)}_" for note in result.get("notes", [])]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -3,14 +3,17 @@ inputs, tool results, tokens, timing and errors.
 
 Understands the transcripts ix's runtimes write — Claude Code's stream-json lines
 (`claude-code`), and the request / retry / response records of `anthropic` and `openai` —
-and shows any other line as a generic event with its JSON. Pure: data in, data out; the
-templates escape every string.
+and shows any other line as a generic event with its JSON, and a line that does not decode
+(or nests too deep to show) as a damaged one. Pure: data in, data out; the templates escape
+every string.
 """
 
 import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from ix.api.trials import EXCERPT_CHARS, DamagedLine
 
 
 @dataclass
@@ -27,11 +30,38 @@ class Event:
     raw: str = ""                 # the whole line, pretty JSON
 
 
+#: Values nested deeper are shown on one line: indenting them multiplies their size.
+INDENT_DEPTH = 32
+#: A transcript line nested deeper is shown as damaged, not as its JSON.
+MAX_DEPTH = 200
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and mappings nest more than `limit` levels in `value` (walked without
+    recursion, so any depth is measured)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(
+            item, list) else None
+        if children is None:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def pretty(value: Any) -> str:
-    """JSON for people: indented, non-ASCII kept (the template escapes it)."""
+    """JSON for people: indented (on one line when nested deep), non-ASCII kept (the template
+    escapes it). Never raises: what cannot be shown says so."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    indent = None if deeper_than(value, INDENT_DEPTH) else 2
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        return "(nested too deep to show)"
 
 
 def _text(value: Any) -> str:
@@ -212,27 +242,43 @@ def _http_record(line: dict[str, Any], raw: str) -> list[Event]:
     return events
 
 
+def _damaged(number: int, reason: str, excerpt: str = "") -> Event:
+    return Event("damaged", f"line {number} is {reason}", text=excerpt or None, error=True)
+
+
 def trace_events(lines: list[Any]) -> list[Event]:
     """Every line of a transcript as events, in order; nothing is dropped (unknown lines show
-    as `other` with their JSON)."""
+    as `other` with their JSON, damaged ones as `damaged` with the start of their text)."""
     events: list[Event] = []
-    for line in lines:
-        raw = pretty(line)
-        found: list[Event] = []
-        if isinstance(line, dict):
-            if line.get("type") in ("request", "retry", "response") and (
-                    "body" in line or "retry" in line):
-                found = _http_record(line, raw)
-            else:
-                found = _claude_line(line, raw)
-        elif isinstance(line, str):
-            found = [Event("text", "text", text=line, raw=line)]
-        found = found or [Event("other", str(line.get("type", "line"))
-                                if isinstance(line, dict) else "line", data=raw, raw=raw)]
-        for event in found[1:]:  # the line is shown once, under its first event
-            event.raw = ""
-        events += found
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, DamagedLine):
+            events.append(_damaged(line.number, line.reason, line.excerpt))
+            continue
+        if deeper_than(line, MAX_DEPTH):
+            events.append(_damaged(number, f"nested more than {MAX_DEPTH} levels deep",
+                                   pretty(line)[:EXCERPT_CHARS]))
+            continue
+        events += _line_events(line)
     return events
+
+
+def _line_events(line: Any) -> list[Event]:
+    """The events of one decoded line."""
+    raw = pretty(line)
+    found: list[Event] = []
+    if isinstance(line, dict):
+        if line.get("type") in ("request", "retry", "response") and (
+                "body" in line or "retry" in line):
+            found = _http_record(line, raw)
+        else:
+            found = _claude_line(line, raw)
+    elif isinstance(line, str):
+        found = [Event("text", "text", text=line, raw=line)]
+    found = found or [Event("other", str(line.get("type", "line"))
+                            if isinstance(line, dict) else "line", data=raw, raw=raw)]
+    for event in found[1:]:  # the line is shown once, under its first event
+        event.raw = ""
+    return found
 
 
 __all__ = ["Event", "pretty", "trace_events"]

@@ -57,14 +57,21 @@ def import_(
         "--experiment", help="The experiment to add the run to (created if the lab has "
                              "none of that name). Default: the one the file names.",
         show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Import a file the experiment has imported before (same bytes) "
+                        "again, as one more run: its trials then count twice.")] = False,
     lab: Lab = None,
     json_out: Json = False,
 ) -> None:
     """Import outside results as a new, completed run of an experiment in the lab.
 
-    Exit codes: 0 imported, 2 bad input (the file, or the format; nothing is written).
+    The run appears whole or not at all. A file the experiment imported before is refused
+    unless --force.
+
+    Exit codes: 0 imported, 2 bad input (the file, the format, a re-import without --force,
+    a full disk; nothing is written).
     """
-    result = transfer.import_results(lab, path, fmt, experiment=experiment,
+    result = transfer.import_results(lab, path, fmt, experiment=experiment, force=force,
                                      command=["ix", *sys.argv[1:]], warn=warn)
     if json_out:
         print_json(result.as_dict())

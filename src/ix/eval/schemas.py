@@ -29,6 +29,13 @@ class Closed(BaseModel):
 
 # --------------------------------------------------------------------------- trials.jsonl
 
+#: A count ix writes (tokens, a trial seed): from 0, and small enough for a signed 64-bit
+#: integer (the query layer's BIGINT); a trial seed is 8 bytes of a hash shifted right by one.
+Count = Annotated[int, Field(ge=0, lt=2**63)]
+#: A measured amount (milliseconds, dollars): from 0 and finite (JSON has no NaN or infinity).
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class ToolCallOut(Closed):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
@@ -40,10 +47,10 @@ class ObservationOut(Closed):
 
     content: str = ""
     tool_calls: list[ToolCallOut] = Field(default_factory=list)
-    duration_ms: float = 0
-    tokens_input: int = 0
-    tokens_output: int = 0
-    cost_usd: float = 0.0
+    duration_ms: Amount = 0
+    tokens_input: Count = 0
+    tokens_output: Count = 0
+    cost_usd: Amount = 0.0
     exit_code: int | None = None
     stdout: str | None = None
     stderr: str | None = None
@@ -58,7 +65,7 @@ class ReadingOut(Closed):
 
     sensor_name: str
     passed: bool
-    score: float | None = None
+    score: Annotated[float, Field(allow_inf_nan=False)] | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     details: str = ""
 
@@ -76,11 +83,11 @@ class TrialLine(Closed):
     subject: str
     probe_id: str
     trial: Annotated[int, Field(ge=0)]
-    seed: int | None = Field(description="the derived trial seed (null for some imports)")
+    seed: Count | None = Field(description="the derived trial seed (null for some imports)")
     attempt: Annotated[int, Field(ge=0)]
     expectation: Expectation
     started_at: str = Field(description="ISO-8601 UTC, milliseconds, Z")
-    duration_ms: float
+    duration_ms: Amount
     observation: ObservationOut | None = Field(description="null when the trial errored")
     reading: ReadingOut | None = Field(description="the first sensor's reading; null when "
                                                    "the trial errored")

@@ -1,25 +1,28 @@
-"""Outside results into the lab (`ix import`): read and check a whole file, then append.
+"""Outside results into the lab (`ix import`): read and check a whole file before writing.
 
-Reading checks everything before anything is written: a bad line, row or sample is a
-`ConfigError` naming the file and the field. `append_trials` writes every line in one go and,
-if that fails, truncates the log back to its old length, so `trials.jsonl` either gains the
-whole run or nothing. docs/export.md has the rules.
+Every trial is checked as the line a run would write — `ix.eval.schemas.TrialLine`, strictly
+(no `true` for a number, no `"3"` for a count, no NaN) — and its subject and case by the rules
+names meet at load (`ix.lab.names`), so a bad line, row or sample is a `ConfigError` naming the
+file, the row and the field, and nothing is written. `ix.lab.import_store` writes what passed.
+docs/export.md has the rules.
 """
 
 import csv
+import hashlib
 import json
-import os
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
-from ix.eval.models import EXPECTATIONS
+from pydantic import ValidationError
+
+from ix.domain.errors import ConfigError, from_validation_error
+from ix.eval.schemas import TrialLine
 from ix.lab.inspect_read import log_trials, parse_log
-from ix.lab.results import TRIALS_FILE, TrialWriter, log_lock
+from ix.lab.names import check_distinct, check_name, file_part
 from ix.lab.runs import iso
 from ix.lab.yamlio import dump_yaml, read_text
 
@@ -27,13 +30,19 @@ FORMATS = ("inspect", "jsonl", "csv")
 #: The order of a trial line's keys, as the engine writes them (resume reads this order fast).
 LINE_KEYS = ("run_id", "experiment", "subject", "probe_id", "trial", "seed", "attempt",
              "expectation", "started_at", "duration_ms", "observation", "reading", "error")
-_BAD_ID = re.compile(r"[/\\\x00-\x1f]|^\.|^$")
+#: The most trials per case an import may hold (trial indexes 0 to this less one).
+MAX_TRIALS = 100_000
+#: The deepest nesting of objects and lists a trial line may have: deeper ones are refused
+#: (a reader of the log, in Python or DuckDB, would stumble on them).
+MAX_DEPTH = 100
+#: The earliest `started_at` an imported trial may have (no run of ix is older).
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
 class Imported:
-    """What an import file holds: trial records (without `run_id`), the prompts it has, the
-    experiment and models it names, and where it came from."""
+    """What an import file holds: trial records (without `run_id` and `experiment`), the
+    prompts it has, the experiment and models it names, where it came from and its digest."""
 
     path: Path
     format: str
@@ -43,6 +52,7 @@ class Imported:
     experiments: list[str] = field(default_factory=list)
     models: dict[str, str] = field(default_factory=dict)
     origin: dict[str, Any] = field(default_factory=dict)
+    sha256: str = ""
 
     @property
     def subjects(self) -> list[str]:
@@ -65,7 +75,26 @@ def read_import(path: Path, fmt: str) -> Imported:
     if not imported.records:
         raise ConfigError("holds no trials", file=path)
     _check_records(imported)
+    imported.sha256 = source_digest(path, _files(path, ".json") if fmt == "inspect" else [path])
     return imported
+
+
+def source_digest(path: Path, files: Iterable[Path]) -> str:
+    """The sha256 of what is imported: of the file's bytes (what `sha256sum` prints), or for a
+    folder of logs, of the sorted digests of its files (their names do not count)."""
+    digests = []
+    for file in files:
+        h = hashlib.sha256()
+        try:
+            with file.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+        except OSError as exc:
+            raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from None
+        digests.append(h.hexdigest())
+    if not path.is_dir():
+        return digests[0]
+    return hashlib.sha256("\n".join(sorted(digests)).encode()).hexdigest()
 
 
 def _files(path: Path, suffix: str) -> list[Path]:
@@ -91,10 +120,7 @@ def _read_inspect(path: Path) -> Imported:
                               "each log of a folder must be a different subject", file=file,
                               field="eval.model")
         owner[subject] = file
-        for r in records:
-            where = f"samples[id={r['probe_id']}, epoch={r['trial'] + 1}]"
-            r["started_at"] = _timestamp(r.get("started_at"), file, f"{where}.started_at")
-            imported.where.append((file, where))
+        imported.where += [(file, f"samples[{i}]") for i in range(len(records))]
         imported.records += records
         for case_id, prompt in prompts.items():
             imported.prompts.setdefault(case_id, prompt)
@@ -104,8 +130,29 @@ def _read_inspect(path: Path) -> Imported:
         imported.origin.setdefault("logs", []).append(
             {"file": file.name, "eval_id": getattr(log.eval, "eval_id", None),
              "task": log.eval.task, "model": log.eval.model, "status": log.status,
-             **({"ix_run_id": meta["run_id"]} if meta.get("run_id") else {})})
+             **({"ix_run_id": str(meta["run_id"])} if isinstance(meta, dict)
+                and meta.get("run_id") else {})})
     return imported
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json_line(raw: bytes) -> Any:
+    """A line of a jsonl file, or ValueError saying why not (NaN and Infinity, which JSON
+    lacks, a number too long to convert, and nesting too deep to decode are all refused)."""
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except ValueError as exc:
+        text = str(exc)
+        if "digits" in text or "is not a number" in text:
+            raise ValueError(text.split(";")[0]) from None
+        raise ValueError("not a JSON object (a torn or corrupt line)") from None
 
 
 def _read_jsonl(path: Path) -> Imported:
@@ -121,14 +168,13 @@ def _read_jsonl(path: Path) -> Imported:
                 continue
             where = f"line {number}"
             try:
-                record = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                raise ConfigError("not a JSON object (a torn or corrupt line)", file=path,
-                                  field=where) from None
+                record = parse_json_line(raw)
+            except ValueError as exc:
+                raise ConfigError(str(exc), file=path, field=where) from None
             if not isinstance(record, dict):
                 raise ConfigError("not a JSON object", file=path, field=where)
             run_id = record.pop("run_id", None)
-            if run_id is not None and run_id not in runs:
+            if run_id is not None and str(run_id) not in runs:
                 runs.append(str(run_id))
             experiment = record.pop("experiment", None)
             if isinstance(experiment, str) and experiment not in imported.experiments:
@@ -146,18 +192,28 @@ def _read_jsonl(path: Path) -> Imported:
 
 
 _CSV_REQUIRED = ("subject", "probe_id", "trial", "passed")
+#: Where a field of the trial line comes from in a csv row (errors name the column).
+_CSV_COLUMNS = {"observation.tokens_input": "tokens_input",
+                "observation.tokens_output": "tokens_output", "observation.cost_usd": "cost",
+                "observation.duration_ms": "duration", "duration_ms": "duration",
+                "reading.score": "score", "reading.sensor_name": "sensor",
+                "error.kind": "error", "error.message": "error_message"}
 
 
 def _read_csv(path: Path) -> Imported:
     imported = Imported(path, "csv")
     text = read_text(path)
     reader = csv.DictReader(text.splitlines())
-    columns = reader.fieldnames or []
+    try:
+        columns = reader.fieldnames or []
+    except csv.Error as exc:
+        raise ConfigError(f"not valid CSV ({exc})", file=path, field="header") from None
     missing = [c for c in _CSV_REQUIRED if c not in columns]
     if missing:
         raise ConfigError(f"missing column(s) {', '.join(missing)}; the columns of "
                           "`ix export --format csv` are expected", file=path, field="header")
     runs: list[str] = []
+    number = 1
     try:
         for number, row in enumerate(reader, start=2):
             if None in row:
@@ -166,7 +222,8 @@ def _read_csv(path: Path) -> Imported:
             imported.records.append(_csv_record(path, number, row, imported, runs))
             imported.where.append((path, f"row {number}"))
     except csv.Error as exc:
-        raise ConfigError(f"not valid CSV ({exc})", file=path) from None
+        raise ConfigError(f"not valid CSV ({exc})", file=path,
+                          field=f"row {number + 1}") from None
     if len(runs) > 1:
         raise ConfigError(f"holds the trials of {len(runs)} runs; import one run at a time",
                           file=path, field="run_id")
@@ -182,15 +239,29 @@ def _csv_record(path: Path, number: int, row: Mapping[str, str | None], imported
     def cell(name: str) -> str:
         return (row.get(name) or "").strip()
 
-    def number_of(name: str, kind: Callable[[str], Any], default: Any = None) -> Any:
+    def whole(name: str, default: Any = None) -> Any:
         text = cell(name)
         if not text:
             return default
         try:
-            return kind(text)
+            return int(text)
         except ValueError:
-            raise ConfigError(f"{text!r} is not a {kind.__name__}", file=path,
+            raise ConfigError(f"{text[:40]!r} is not a whole number", file=path,
                               field=f"{where}.{name}") from None
+
+    def number_of(name: str, default: float) -> float:
+        text = cell(name)
+        if not text:
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"{text[:40]!r} is not a number", file=path,
+                              field=f"{where}.{name}") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{text[:40]!r} is not a finite number", file=path,
+                              field=f"{where}.{name}")
+        return value
 
     if cell("run_id") and cell("run_id") not in runs:
         runs.append(cell("run_id"))
@@ -198,7 +269,7 @@ def _csv_record(path: Path, number: int, row: Mapping[str, str | None], imported
         imported.experiments.append(cell("experiment"))
     passed_text = cell("passed").lower()
     if passed_text not in ("true", "false", "1", "0", ""):
-        raise ConfigError(f"{cell('passed')!r} is not true, false or empty", file=path,
+        raise ConfigError(f"{cell('passed')[:40]!r} is not true, false or empty", file=path,
                           field=f"{where}.passed")
     error = None
     if cell("error") or cell("error_message"):
@@ -207,110 +278,142 @@ def _csv_record(path: Path, number: int, row: Mapping[str, str | None], imported
     if error is None and passed_text:
         passed = passed_text in ("true", "1")
         reading = {"sensor_name": cell("sensor") or "imported", "passed": passed,
-                   "score": number_of("score", float, 1.0 if passed else 0.0),
+                   "score": number_of("score", 1.0 if passed else 0.0),
                    "metrics": {}, "details": ""}
+    duration = number_of("duration", 0.0)
     observation = None
     if reading is not None:
-        observation = {"content": "", "tool_calls": [],
-                       "duration_ms": round(number_of("duration", float, 0.0)),
-                       "tokens_input": number_of("tokens_input", int, 0),
-                       "tokens_output": number_of("tokens_output", int, 0),
-                       "cost_usd": number_of("cost", float, 0.0)}
+        observation = {"content": "", "tool_calls": [], "duration_ms": round(duration),
+                       "tokens_input": whole("tokens_input", 0),
+                       "tokens_output": whole("tokens_output", 0),
+                       "cost_usd": number_of("cost", 0.0)}
     return {"subject": cell("subject"), "probe_id": cell("probe_id"),
-            "trial": number_of("trial", int), "seed": number_of("seed", int),
-            "attempt": number_of("attempt", int, 0),
+            "trial": whole("trial"), "seed": whole("seed"), "attempt": whole("attempt", 0),
             "expectation": cell("expectation") or "must_trigger",
-            "started_at": _timestamp(cell("started_at"), path, f"{where}.started_at"),
-            "duration_ms": number_of("duration", float, 0.0),
+            "started_at": cell("started_at") or None, "duration_ms": duration,
             "observation": observation, "reading": reading, "error": error}
 
 
 def _check_records(imported: Imported) -> None:
-    """Every record is a trial ix can count; one expectation per case."""
+    """Every record is a trial line a run could have written; one expectation per case;
+    no two subjects (or cases) that are one name in another form or look alike."""
     expectations: dict[str, str] = {}
-    for r, (file, where) in zip(imported.records, imported.where, strict=True):
-
-        def bad(message: str, key: str, file: Path = file, where: str = where) -> ConfigError:
-            return ConfigError(message, file=file, field=f"{where}.{key}")
-
-        if not isinstance(r.get("subject"), str) or not r["subject"]:
-            raise bad("needs a subject name (a non-empty string)", "subject")
-        case_id = r.get("probe_id")
-        if not isinstance(case_id, str) or _BAD_ID.search(case_id) or ".." in case_id:
-            raise bad(f"invalid case id {case_id!r}: a non-empty string without path "
-                      "separators, control characters or a leading dot", "probe_id")
-        trial = r.get("trial")
-        if not isinstance(trial, int) or isinstance(trial, bool) or not 0 <= trial < 100_000:
-            raise bad(f"must be a whole number from 0 (got {trial!r})", "trial")
-        attempt = r.get("attempt", 0)
-        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 0:
-            raise bad(f"must be a whole number from 0 (got {attempt!r})", "attempt")
-        seed = r.get("seed")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise bad(f"must be a whole number (got {seed!r})", "seed")
-        expectation = r.get("expectation")
-        if expectation not in EXPECTATIONS:
-            raise bad(f"must be one of {', '.join(EXPECTATIONS)} (got {expectation!r})",
-                      "expectation")
+    csv_columns = imported.format == "csv"
+    subjects: dict[str, str] = {}
+    cases: dict[str, str] = {}
+    for i, (r, (file, where)) in enumerate(zip(imported.records, imported.where,
+                                               strict=True)):
+        line = check_record(r, file, where, csv_columns=csv_columns)
+        imported.records[i] = line
+        case_id, expectation = line["probe_id"], line["expectation"]
         if expectations.setdefault(case_id, expectation) != expectation:
-            raise bad(f"case {case_id!r} is {expectations[case_id]} elsewhere in the file",
-                      "expectation")
-        error, reading = r.get("error"), r.get("reading")
-        if error is not None and not (isinstance(error, dict) and "kind" in error):
-            raise bad("must be null or {kind, message}", "error")
-        if error is None and not (isinstance(reading, dict)
-                                  and isinstance(reading.get("passed"), bool)):
-            raise bad("a trial without an error needs a reading with 'passed' "
-                          "(true or false)", "reading")
-        for key in ("observation", "readings"):
-            if r.get(key) is not None and not isinstance(r[key], dict | list):
-                raise bad("must be an object", key)
+            raise ConfigError(f"case {case_id!r} is {expectations[case_id]} elsewhere in the "
+                              "file", file=file, field=f"{where}.expectation")
+        subjects.setdefault(line["subject"], f"{where}.subject")
+        cases.setdefault(case_id, f"{where}.probe_id")
+    check_distinct(subjects.items(), what="subject", file=imported.path)
+    check_distinct(cases.items(), what="case id", file=imported.path)
 
 
-def _timestamp(value: Any, file: Path, field: str) -> str | None:
-    """A time as trial lines hold it (ISO-8601 UTC, milliseconds, `Z`); None when empty."""
+def check_record(record: Mapping[str, Any], file: Path, where: str, *,
+                 csv_columns: bool = False) -> dict[str, Any]:
+    """The record as a trial line (without `run_id` and `experiment`; `seed` may be None and
+    `started_at` None), checked by the rules of a run's lines; else a `ConfigError` naming
+    `file` and the field at `where`."""
+    def bad(message: str, key: str) -> ConfigError:
+        if csv_columns:
+            key = _CSV_COLUMNS.get(key, key)
+        return ConfigError(message, file=file, field=f"{where}.{key}")
+
+    line = dict(record)
+    line.pop("trace", None)  # the transcript stays in the lab it was made in
+    for key, default in (("attempt", 0), ("duration_ms", 0.0)):
+        if line.get(key) is None:
+            line[key] = default
+    for key in ("seed", "started_at", "observation", "reading", "error"):
+        line.setdefault(key, None)
+    if isinstance(line["reading"], dict) and "sensor_name" not in line["reading"]:
+        line["reading"] = {"sensor_name": "imported", **line["reading"]}
+    problem = _unwritable(line)
+    if problem is not None:
+        raise bad(problem[1], problem[0])
+    try:
+        TrialLine.model_validate({**line, "run_id": "-", "experiment": "-",
+                                  "started_at": "-"}, strict=True)
+    except ValidationError as exc:
+        located = from_validation_error(exc, TrialLine)
+        raise bad(located.message, located.field or "line") from None
+    for key, what in (("subject", "subject name"), ("probe_id", "case id")):
+        try:
+            line[key] = check_name(line[key], what=what)
+        except ConfigError as exc:
+            raise bad(exc.message, key) from None
+    if line["trial"] >= MAX_TRIALS:
+        raise bad(f"must be a whole number from 0 to {MAX_TRIALS - 1} (got {line['trial']})",
+                  "trial")
+    if line["error"] is None and line["reading"] is None:
+        raise bad("a trial without an error needs a reading with 'passed' (true or false)",
+                  "reading")
+    try:
+        line["started_at"] = timestamp(line["started_at"])
+    except ValueError as exc:
+        raise bad(str(exc), "started_at") from None
+    return line
+
+
+def _unwritable(value: Any) -> tuple[str, str] | None:
+    """(path, why) of the first value no trial line may hold — nesting deeper than
+    `MAX_DEPTH`, a float that is not finite (JSON has no NaN or infinity) — or None.
+    Iterative, so any depth is safe to check."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "line", f"{item!r} is not a finite number"
+        if not isinstance(item, dict | list):
+            continue
+        if depth >= MAX_DEPTH:
+            shown = path if len(path) <= 60 else path[:57] + "..."
+            return shown, f"nested more than {MAX_DEPTH} deep"
+        pairs: Iterator[tuple[str, Any]] = (
+            ((f"{path}.{k}" if path else str(k)), v) for k, v in item.items()
+        ) if isinstance(item, dict) else ((f"{path}[{i}]", v) for i, v in enumerate(item))
+        stack += [(v, p, depth + 1) for p, v in pairs]
+    return None
+
+
+def timestamp(value: Any) -> str | None:
+    """A time as trial lines hold it (ISO-8601 UTC, milliseconds, `Z`); None when empty.
+    ValueError when it is not a time, is before 1970 or is more than a day ahead."""
     if value in (None, ""):
         return None
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not an ISO-8601 time")
     try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"{value!r} is not an ISO-8601 time", file=file,
-                          field=field) from None
+        raise ValueError(f"{value[:40]!r} is not an ISO-8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 at +05:00 is in year 0
+        moment = EARLIEST - timedelta(days=1)
+    if not EARLIEST <= moment <= datetime.now(UTC) + timedelta(days=1):
+        raise ValueError(f"{value[:40]!r} is not a time ix can have recorded (from 1970 "
+                         "to now)")
     return iso(moment)
 
 
 def trial_line(record: Mapping[str, Any], *, run_id: str, experiment: str,
                seed: int, started_at: str) -> dict[str, Any]:
-    """The `trials.jsonl` line of an imported record, keys in the engine's order."""
+    """The `trials.jsonl` line of a checked record, keys in the engine's order."""
     values = dict(record)
     values.update(run_id=run_id, experiment=experiment, seed=seed,
-                  attempt=values.get("attempt") or 0,
-                  started_at=values.get("started_at") or started_at,
-                  duration_ms=values.get("duration_ms") or 0.0)
+                  started_at=values.get("started_at") or started_at)
     line = {k: values.get(k) for k in LINE_KEYS}
     line.update((k, v) for k, v in values.items() if k not in line)
     return line
-
-
-def append_trials(results_dir: Path, lines: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """Append every line to `trials.jsonl` in one write under the log's lock, as a run's
-    writer does (a torn last line repaired first), fsynced; on failure nothing is left.
-    Returns the log's (size before, size after) for `truncate_trials`."""
-    with TrialWriter(results_dir / TRIALS_FILE) as writer:
-        return writer.write_all(lines)
-
-
-def truncate_trials(results_dir: Path, span: tuple[int, int]) -> bool:
-    """Undo `append_trials`: cut the log back to its size before, unless another writer has
-    appended since (then the lines stay, and False says so)."""
-    began, ended = span
-    with (results_dir / TRIALS_FILE).open("r+b") as f, log_lock(f.fileno()):
-        if os.fstat(f.fileno()).st_size != ended:
-            return False
-        f.truncate(began)
-    return True
 
 
 def write_experiment(directory: Path, *, name: str, source: Path, fmt: str,
@@ -321,8 +424,18 @@ def write_experiment(directory: Path, *, name: str, source: Path, fmt: str,
     config = {"name": name,
               "description": f"Imported from {source.name} ({fmt}) by `ix import`.",
               "subjects": [{"name": s} for s in subjects]}
-    (directory / "experiment.yaml").write_text(dump_yaml(config), encoding="utf-8")
+    _write(directory / "experiment.yaml", dump_yaml(config))
     for case_id, expectation, prompt in cases:
         body = prompt.strip() or f"(imported from {source.name}: no prompt was recorded)"
         text = f"---\n{dump_yaml({'id': case_id, 'expectation': expectation})}---\n{body}\n"
-        (directory / "cases" / f"{case_id}.md").write_text(text, encoding="utf-8")
+        _write(directory / "cases" / f"{file_part(case_id)}.md", text)
+
+
+def _write(path: Path, text: str) -> None:
+    """`path.write_text`, its `OSError` naming `path` (a full disk's names no file)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+        raise

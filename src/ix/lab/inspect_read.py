@@ -6,8 +6,9 @@ a `ConfigError` naming the file and the field. docs/export.md has the mapping.
 """
 
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,6 +26,16 @@ class _Score(_Open):
     metadata: dict[str, Any] | None = None
 
 
+#: A count or an amount Inspect recorded: from 0 and finite (a NaN would reach no trial line).
+_Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Usage(_Open):
+    input_tokens: Annotated[int, Field(ge=0, lt=2**63)] | None = 0
+    output_tokens: Annotated[int, Field(ge=0, lt=2**63)] | None = 0
+    total_cost: _Amount | None = None
+
+
 class _Sample(_Open):
     id: int | str
     epoch: int = Field(default=1, ge=1)
@@ -34,9 +45,9 @@ class _Sample(_Open):
     scores: dict[str, _Score] | None = None
     error: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    model_usage: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model_usage: dict[str, _Usage] = Field(default_factory=dict)
     started_at: str | None = None
-    total_time: float | None = None
+    total_time: _Amount | None = None
 
 
 class _EvalSpec(_Open):
@@ -66,8 +77,11 @@ def parse_log(path: Path, text: str) -> _Log:
     """A log file's content, checked; every problem is a `ConfigError` naming the field."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ConfigError("not a JSON Inspect log (nested too deeply to read)",
+                          file=path) from None
     except ValueError as exc:
-        raise ConfigError(f"not a JSON Inspect log ({exc})", file=path) from None
+        raise ConfigError(f"not a JSON Inspect log ({str(exc)[:200]})", file=path) from None
     if not isinstance(data, dict) or "eval" not in data:
         raise ConfigError("not an Inspect eval log (no 'eval' header)", file=path)
     try:
@@ -88,7 +102,8 @@ def _to_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if isinstance(value, int | float):
-        return float(value)
+        number = float(value) if abs(value) < 1e300 else math.inf
+        return number if math.isfinite(number) else None
     if isinstance(value, str):
         text = value.strip().lower()
         named = {"c": 1.0, "p": 0.5, "i": 0.0, "n": 0.0, "yes": 1.0, "true": 1.0,
@@ -96,9 +111,10 @@ def _to_float(value: Any) -> float | None:
         if text in named:
             return named[text]
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             return None
+        return number if math.isfinite(number) else None
     return None
 
 
@@ -119,11 +135,14 @@ def _prompt(value: str | list[Any]) -> str:
 def log_trials(path: Path, log: _Log) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """(subject, trial records, prompt of each case) of a parsed log.
 
-    The subject is the ix subject recorded in the log's metadata, else the log's model.
+    The subject is the ix subject recorded in the log's metadata, else the log's model with
+    each `/` made a `:` (`openai:gpt-4o`).
     Each sample epoch becomes a trial (trial = epoch - 1) judged by the log's first scorer.
     """
-    ix_meta = ((log.eval.metadata or {}).get("ix") or {})
-    subject = str(ix_meta.get("subject") or log.eval.model or "inspect")
+    raw_meta = (log.eval.metadata or {}).get("ix")
+    ix_meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    # a model's `/` (`openai/gpt-4o`) cannot be in a subject's name (it is a file-name part)
+    subject = str(ix_meta.get("subject") or (log.eval.model or "inspect").replace("/", ":"))
     scorer = log.results.scores[0].name if log.results and log.results.scores else None
     records: list[dict[str, Any]] = []
     prompts: dict[str, str] = {}
@@ -174,13 +193,15 @@ def log_trials(path: Path, log: _Log) -> tuple[str, list[dict[str, Any]], dict[s
 
 def _observation(s: _Sample) -> dict[str, Any]:
     output = s.output or {}
-    choices = output.get("choices") or []
-    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else {}
+    choices = output.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    listed = message.get("tool_calls") if isinstance(message, dict) else None
     calls = [{"name": str(c.get("function")), "input": c.get("arguments") or {}}
-             for c in (message or {}).get("tool_calls") or [] if isinstance(c, dict)]
-    tokens_in = sum(int(u.get("input_tokens") or 0) for u in s.model_usage.values())
-    tokens_out = sum(int(u.get("output_tokens") or 0) for u in s.model_usage.values())
-    cost = sum(float(u.get("total_cost") or 0.0) for u in s.model_usage.values())
+             for c in (listed if isinstance(listed, list) else []) if isinstance(c, dict)]
+    tokens_in = sum(u.input_tokens or 0 for u in s.model_usage.values())
+    tokens_out = sum(u.output_tokens or 0 for u in s.model_usage.values())
+    cost = sum(u.total_cost or 0.0 for u in s.model_usage.values())
     return {"content": str(output.get("completion") or ""), "tool_calls": calls,
             "duration_ms": round((s.total_time or 0.0) * 1000),
             "tokens_input": tokens_in, "tokens_output": tokens_out, "cost_usd": cost}

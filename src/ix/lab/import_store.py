@@ -1,0 +1,345 @@
+"""An import written into the lab all at once (`ix import`): the whole run, or no trace of it.
+
+Imports in a lab take turns (`import_turn`: an exclusive `flock` on the lab's folder, which
+the kernel drops if its holder dies), so two of them never both create one experiment, and
+whatever a killed import left is settled by the next one (`settle`) before it looks around.
+
+- A new experiment is built whole in `<lab>/.ix-import-<random>.tmp/<name>/` and renamed to
+  `<lab>/<name>`: one rename makes it appear with its run, its lines and its summaries.
+- A run added to an existing experiment is staged in `results/.ix-import-<run_id>.tmp/`: its
+  run folder, its summaries, and its trial lines (kept to finish a killed import). Its lines
+  are then appended in one write under the trial log's lock, and before that lock is let go
+  (and before the fsync) the run folder, the archived summary and `summary-latest.json` are
+  renamed into place, in that order: the append is the commit point, the renames follow it
+  within microseconds; until the run folder is in place, readers that count lines leave the
+  run's lines out (`pending_runs`). A failure undoes the steps taken, newest first — the old
+  `summary-latest.json` comes back by a rename, never by rewriting it — and the lines are
+  taken back. A kill leaves the staging folder, which no reader looks at: the next import
+  completes the run if any of its lines reached the log, and removes the folder if none did.
+"""
+
+import contextlib
+import errno
+import functools
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.lab.resolve import list_experiments
+from ix.lab.results import (
+    LATEST_SUMMARY,
+    TRIALS_FILE,
+    TrialWriter,
+    dumps,
+    save_summary,
+    stamp,
+    write_json_atomic,
+    write_text_atomic,
+)
+from ix.lab.runs import RUNS_DIR, SPEC_FILE, check_results, read_spec, run_dir, write_spec
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: imports do not take turns
+    fcntl = None  # type: ignore[assignment]
+
+Warn = Callable[[str], None]
+
+STAGE_PREFIX = ".ix-import-"
+STAGE_SUFFIX = ".tmp"
+SUMMARY_FILE = "summary.json"
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+_RUN = "run"                     # the staged run folder, renamed to runs/<run_id>
+_PREVIOUS = "previous-latest.json"  # a hard link to the summary-latest.json replaced
+
+
+def staged(name: str) -> bool:
+    """Whether a file or folder name is an import's staging area (no reader looks at one)."""
+    return name.startswith(STAGE_PREFIX) and name.endswith(STAGE_SUFFIX)
+
+
+def pending_runs(results: Path) -> set[str]:
+    """The runs of `results` whose import has not appeared yet: staged, and without their run
+    folder. Their lines may already be in the log (an import between its append and its
+    first rename, or killed there); readers that count lines leave them out (`ix.lab.query`),
+    so an import appears to them with its run folder, all at once, or not at all."""
+    try:
+        names = os.listdir(results)
+    except OSError:
+        return set()
+    found = set()
+    for name in names:
+        run_id = name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)] if staged(name) else ""
+        if _RUN_ID.fullmatch(run_id) and not os.path.lexists(results / RUNS_DIR / run_id):
+            found.add(run_id)
+    return found
+
+
+@contextmanager
+def import_turn(lab: Path, warn: Warn | None = None) -> Iterator[None]:
+    """This process's turn to import into `lab`: an exclusive lock on the lab's folder,
+    waited for (with a word to `warn`) while another import holds it."""
+    fd = os.open(lab, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if warn is not None:
+                    warn(f"another `ix import` is writing into lab {lab}; waiting for it")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+# --------------------------------------------------------------------------- settling
+
+def settle(lab: Path, warn: Warn | None = None) -> list[str]:
+    """Settle what killed imports left (call it in `import_turn`): a new experiment never
+    renamed into place is removed; a staged run is completed if any of its lines reached the
+    trial log, else removed. Returns (and tells `warn`) what was done."""
+    done: list[str] = []
+    for entry in _staged_in(lab):
+        _remove(entry)
+        done.append(f"removed {entry}: an import of a new experiment that was stopped "
+                     "before it was in place")
+    for experiment in list_experiments(lab):
+        results = experiment / "results"
+        if results.is_symlink() or not results.is_dir():
+            continue
+        for entry in _staged_in(results):
+            done.append(_settle_run(results, entry))
+    if warn is not None:
+        for message in done:
+            warn(message)
+    return done
+
+
+def _staged_in(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if staged(p.name))
+    except OSError:
+        return []
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _settle_run(results: Path, stage: Path) -> str:
+    run_id = stage.name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)]
+    log = results / TRIALS_FILE
+    if (not _RUN_ID.fullmatch(run_id) or stage.is_symlink() or not stage.is_dir()
+            or (not log.is_file() and not run_dir(results, run_id).exists())):
+        _remove(stage)
+        return f"removed {stage}: an import that was stopped before it wrote anything"
+    check_results(results)
+    with TrialWriter(log) as writer:  # a torn last line (of ours, perhaps) is repaired first
+        present = _count_lines(log, run_id)
+        if present == 0 and not run_dir(results, run_id).exists():
+            _remove(stage)
+            return f"removed {stage}: an import that was stopped before it wrote anything"
+        missing = _kept_lines(stage)[present:]
+        writer.write_all(missing, along=lambda: _published(results, stage, run_id,
+                                                            settling=True))
+    _remove(stage)
+    return (f"completed run {run_id} of {results.parent.name}, an import that was stopped "
+            f"part way ({present} of its lines were in the log)")
+
+
+def _count_lines(log: Path, run_id: str) -> int:
+    """How many whole lines of `run_id` the log holds (an import's lines begin with it)."""
+    prefix = b'{"run_id": ' + json.dumps(run_id).encode() + b","
+    count = 0
+    with log.open("rb") as f:
+        for raw in f:
+            if raw.startswith(prefix) and raw.endswith(b"\n"):
+                count += 1
+    return count
+
+
+def _kept_lines(stage: Path) -> list[dict[str, Any]]:
+    """The import's lines as staged (written whole, by a rename, before the append)."""
+    try:
+        raw = (stage / TRIALS_FILE).read_bytes()
+        return [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except (OSError, ValueError, RecursionError):
+        return []
+
+
+# --------------------------------------------------------------------------- re-imports
+
+def find_import(results: Path, sha256: str) -> str | None:
+    """The run of `results` that imported a source with this digest, if one did."""
+    runs = results / RUNS_DIR
+    if not runs.is_dir() or runs.is_symlink():
+        return None
+    for folder in sorted(runs.iterdir()):
+        spec_file = folder / SPEC_FILE
+        if folder.is_symlink() or not spec_file.is_file() or spec_file.is_symlink():
+            continue
+        try:
+            if sha256 not in spec_file.read_text(encoding="utf-8", errors="replace"):
+                continue
+            spec = read_spec(folder)
+        except (OSError, ConfigError):
+            continue
+        source = spec.get("import")
+        if isinstance(source, dict) and source.get("sha256") == sha256:
+            return folder.name
+    return None
+
+
+# --------------------------------------------------------------------------- writing
+
+def write_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mapping[str, Any],
+              lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
+    """A run into a `results/` folder nobody else sees yet (a new experiment's, staged)."""
+    folder = run_dir(results, run_id)
+    write_spec(folder, dict(spec))
+    write_json_atomic(folder / SUMMARY_FILE, summary)
+    with TrialWriter(results / TRIALS_FILE) as writer:
+        writer.write_all(lines)
+    save_summary(results, dict(summary), finished)
+    return folder
+
+
+def new_experiment(lab: Path, name: str, build: Callable[[Path], None]) -> Path:
+    """`build(folder)` writes the experiment in a staging folder; it is then renamed to
+    `<lab>/<name>` in one step. On any failure nothing is left."""
+    stage = lab / f"{STAGE_PREFIX}{secrets.token_hex(6)}{STAGE_SUFFIX}"
+    final = lab / name
+    stage.mkdir()
+    try:
+        build(stage / name)
+        try:
+            os.rename(stage / name, final)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                raise ConfigError(f"{final} was made by someone else while the import was "
+                                  "being written; nothing was imported: run the import "
+                                  "again to add to it", field="--experiment") from None
+            raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return final
+
+
+def add_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mapping[str, Any],
+            lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
+    """A new run of an existing experiment, all at once (see the module's docstring)."""
+    check_results(results)  # no symlink, FIFO or device where the run goes
+    made = [d for d in (results, results / RUNS_DIR) if not d.is_dir()]
+    log = results / TRIALS_FILE
+    had_log = log.exists()
+    stage = results / f"{STAGE_PREFIX}{run_id}{STAGE_SUFFIX}"
+    try:
+        (results / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        stage.mkdir()
+        _prepare(stage, spec, summary, lines, finished)
+        writer = TrialWriter(log)
+        try:
+            writer.write_all(lines, along=lambda: _published(results, stage, run_id))
+        finally:  # (fsynced already: a failure to close changes nothing written)
+            with contextlib.suppress(OSError):
+                writer.close()
+    except BaseException:
+        _remove(stage)
+        if not had_log:
+            with contextlib.suppress(OSError):
+                if log.stat().st_size == 0:
+                    log.unlink()
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    _remove(stage)  # what is left in it: the kept lines, the old summary's link
+    return run_dir(results, run_id)
+
+
+def _prepare(stage: Path, spec: Mapping[str, Any], summary: Mapping[str, Any],
+             lines: Sequence[Mapping[str, Any]], finished: datetime) -> None:
+    """Everything of the run, staged: `run/` (spec and summary), the archived and the latest
+    summary, and the trial lines (to complete the import if it is killed after the append)."""
+    run = stage / _RUN
+    run.mkdir()
+    write_spec(run, dict(spec), create=False)
+    text = dumps(summary)
+    write_text_atomic(run / SUMMARY_FILE, text, parents=False, shared=True)
+    write_text_atomic(stage / f"summary-{stamp(finished)}.json", text, parents=False,
+                      shared=True)
+    write_text_atomic(stage / LATEST_SUMMARY, text, parents=False, shared=True)
+    write_text_atomic(stage / TRIALS_FILE, "".join(
+        json.dumps(dict(line), ensure_ascii=False, allow_nan=False) + "\n" for line in lines),
+        parents=False)
+
+
+@contextmanager
+def _published(results: Path, stage: Path, run_id: str, *,
+               settling: bool = False) -> Iterator[None]:
+    """Rename the staged run folder, archived summary and latest summary into place (what is
+    still staged); if that or the block fails, undo the renames done, newest first.
+    `settling`: a latest summary written since the import was staged is kept."""
+    undo: list[Callable[[], None]] = []
+    try:
+        staged_run, final = stage / _RUN, run_dir(results, run_id)
+        if staged_run.is_dir():
+            os.rename(staged_run, final)
+            undo.append(lambda: os.rename(final, staged_run))
+        for archive in sorted(stage.glob("summary-*.json")):
+            if archive.name == LATEST_SUMMARY:
+                continue
+            placed = _place(archive, results)
+            undo.append(functools.partial(os.rename, placed, archive))
+        pending, latest = stage / LATEST_SUMMARY, results / LATEST_SUMMARY
+        if pending.is_file() and settling and _newer(latest, pending):
+            pending.unlink()
+        elif pending.is_file():
+            previous = stage / _PREVIOUS
+            if latest.is_file():
+                os.link(latest, previous)  # no copy: the old file itself, to put back
+                undo.append(lambda: os.replace(previous, latest))
+            else:
+                undo.append(lambda: latest.unlink())
+            os.replace(pending, latest)
+        yield
+    except BaseException:
+        for step in reversed(undo):
+            with contextlib.suppress(OSError):
+                step()
+        raise
+
+
+def _place(archive: Path, results: Path) -> Path:
+    """Rename a staged `summary-<stamp>.json` into `results/`, never over an older one."""
+    name = archive.name.removesuffix(".json")
+    target, n = results / archive.name, 2
+    while target.exists():
+        target, n = results / f"{name}-{n}.json", n + 1
+    os.rename(archive, target)
+    return target
+
+
+def _newer(latest: Path, pending: Path) -> bool:
+    """Whether `summary-latest.json` was written after the import staged its own."""
+    try:
+        return latest.stat().st_mtime_ns > pending.stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+__all__ = ["STAGE_PREFIX", "STAGE_SUFFIX", "add_run", "find_import", "import_turn",
+           "new_experiment", "pending_runs", "settle", "staged", "write_run"]

@@ -10,7 +10,9 @@ import contextlib
 import gc
 import gzip
 import hashlib
+import io
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,13 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.domain.redaction import Redactor
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
-from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, read_state
+from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, per_case, read_state
 from ix.eval.scoring import Tally
+from ix.lab.names import file_part
+from ix.lab.paths import inside, open_regular
 from ix.lab.results import TRIALS_FILE, StorageError, TrialWriter, fsync_policy, save_summary
 from ix.lab.runs import (
+    check_results,
     create_run,
     environment,
     git_commit,
@@ -38,6 +44,7 @@ from ix.lab.runs import (
     run_dir,
     write_spec,
 )
+from ix.lab.storage_faults import HINT
 from ix.lab.subjects import redact_secrets
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 
@@ -76,6 +83,10 @@ class Limits:
     #: Set from any thread to stop scheduling as a first Ctrl-C does (trials in flight
     #: finish, the run ends `cancelled`); how `ix mcp` cancels a run it executes in a thread.
     stop: threading.Event | None = None
+    #: Released from any thread once per Ctrl-C to deliver (a `threading.Semaphore(0)`): the
+    #: run takes each as SIGINT reaching `ix run` (the first stops scheduling, the second
+    #: cancels the trials in flight); how a signalled `ix mcp` ends a run in its thread.
+    interrupts: threading.Semaphore | None = None
 
 
 #: The default executor: trials run in this process, on its asyncio loop.
@@ -101,8 +112,11 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
     loaded = plan.loaded
     fsync = fsync_policy()
+    # a symlink, FIFO or folder where the run writes is refused before anything is written
+    check_results(loaded.results_dir, continuation.run_id if continuation else None)
     now = datetime.now(UTC)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
+    kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
     if continuation is None:
         started = now
         specs: dict[str, dict[str, Any]] = {}
@@ -115,7 +129,7 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
         try:
             run_id, directory, lock = create_run(loaded.results_dir, started, spec_for)
         except OSError as exc:
-            raise _storage_error(exc, "the run could not start; nothing was written") from None
+            raise _storage_error(exc, f"the run could not start; {_NOTHING}") from None
         spec = specs[run_id]
     else:
         run_id = continuation.run_id
@@ -123,11 +137,12 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
         try:
             lock = lock_run(directory)
         except OSError as exc:
-            raise _storage_error(exc, f"run {run_id} could not continue; nothing was "
-                                      "written") from None
+            raise _storage_error(exc, f"run {run_id} could not continue; "
+                                      f"{_NOTHING}") from None
         try:
             continuation = _current(continuation, directory, loaded.results_dir)
             spec = dict(continuation.spec)
+            kept = "completed" if spec.get("status") == "completed" else None
             started = _parse_time(spec.get("started_at")) or now
             spec["continued"] = [*spec.get("continued", []),
                                  {"mode": continuation.mode, "at": iso(now),
@@ -138,8 +153,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
             write_spec(directory, {**spec, "status": "running"}, create=False)
         except OSError as exc:
             lock.release()
-            raise _storage_error(exc, f"run {run_id} could not continue; nothing was "
-                                      "written") from None
+            raise _storage_error(exc, f"run {run_id} could not continue; "
+                                      f"{_NOTHING}") from None
         except BaseException:
             lock.release()
             raise
@@ -173,22 +188,23 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
         finished = datetime.now(UTC)
         trials_written = int(spec.get("trials_written") or 0) + written
         try:
-            summary = _summarise(plan, tallies, run_id, status, started, finished, stopped)
+            summary = _summarise(plan, tallies, run_id, kept or status, started, finished,
+                                 stopped)
             summary["stop_reason"] = stop_reason
             summary["circuit_breaker"] = broken or None
             # never recreated: a lab deleted under a run stays deleted
             summary_path = save_summary(loaded.results_dir, summary, finished,
                                         also=(directory / "summary.json",), parents=False)
-            write_spec(directory, {**spec, "status": status, "finished_at": iso(finished),
-                                   "stop_reason": stop_reason,
+            write_spec(directory, {**spec, "status": kept or status,
+                                   "finished_at": iso(finished), "stop_reason": stop_reason,
                                    "observed": {name: sorted(t.versions)
                                                 for name, t in tallies.items() if t.versions},
                                    "trials_written": trials_written}, create=False)
         except BaseException as exc:
             # the trials are safe on disk; the run folder must not claim to be running
             with contextlib.suppress(OSError):
-                write_spec(directory, {**spec, "status": "failed", "finished_at": iso(finished),
-                                       "stop_reason": stop_reason,
+                write_spec(directory, {**spec, "status": kept or "failed",
+                                       "finished_at": iso(finished), "stop_reason": stop_reason,
                                        "trials_written": trials_written}, create=False)
             lock.release()
             if isinstance(exc, OSError):
@@ -197,7 +213,7 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
             raise
         lock.release()
     if fault is not None:
-        raise _storage_error(fault, _stopped(run_id, written, fault, True))
+        raise _storage_error(fault, _stopped(run_id, written, fault, True, kept or "failed"))
     return RunResult(run_id, status, summary, summary_path, directory, plan, written)
 
 
@@ -211,22 +227,28 @@ def _current(continuation: Continuation, directory: Path, results: Path) -> Cont
     if spec == continuation.spec and spec.get("status") != "running":
         return continuation
     return replace(continuation, spec=spec,
-                   state=read_state(results / TRIALS_FILE, continuation.run_id))
+                   state=read_state(results / TRIALS_FILE, continuation.run_id,
+                                    per_case=per_case(spec)))
 
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _stopped(run_id: str, written: int, exc: OSError, summarised: bool) -> str:
-    """What became of a run whose results could not be written."""
+def _stopped(run_id: str, written: int, exc: OSError, summarised: bool,
+             recorded: str = "failed") -> str:
+    """What became of a run whose results could not be written (`recorded`: its status)."""
     if isinstance(exc, FileNotFoundError):  # the lab, or its results, deleted under the run
         return f"run {run_id} stopped (its results are gone)"
     kept = f"the {written} trials it wrote are kept"
     then = "Make room or fix the folder's permissions, then `ix run --resume` finishes it"
     if summarised:
-        return f"run {run_id} stopped and is recorded as failed; {kept}. {then}"
+        return f"run {run_id} stopped and is recorded as {recorded}; {kept}. {then}"
     return f"run {run_id} stopped; {kept}, but its summary could not be written. {then}"
+
+
+#: What a run that stopped before writing anything says, and what to do about it.
+_NOTHING = f"nothing was written. {HINT}"
 
 
 def _storage_error(exc: OSError, consequence: str) -> StorageError:
@@ -347,14 +369,19 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             and threading.current_thread() is threading.main_thread():
         loop.add_signal_handler(signal.SIGINT, interrupted)
         loop.add_signal_handler(signal.SIGTERM, interrupted)
+    if limits.interrupts is not None and task is not None:
+        delivering = loop.create_task(_deliver(limits.interrupts, interrupted))
+        task.add_done_callback(lambda _: delivering.cancel())
     exp = plan.loaded.experiment
     sink = None
     if artifacts:
-        sink = JsonDirectorySink(plan.loaded.path / "artifacts", _artifact_name(plan))
+        root = plan.loaded.path / "artifacts"
+        sink = JsonDirectorySink(root, _artifact_name(plan),
+                                 guard=lambda path: inside(plan.loaded.path, path))
         for case in plan.cases:
             sink.write(Artifact(STIMULUS, "probe", case), Construct(case.id))
-    orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s), given=GIVEN,
-                                sink=sink)
+    orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s, plan.redactor),
+                                given=GIVEN, sink=sink)
     # the probe ran once, at load: its stimuli and the subjects are shared, immutable facts
     stimuli = {c.id: Artifact(STIMULUS, "probe", c) for c in plan.cases}
     subjects = {sp.subject.name: Artifact(SUBJECT, "subject", sp.subject)
@@ -414,13 +441,17 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     streak: dict[str, int] = {}
     if feed is not None:
         stopped.update(feed.stopped)
-    async for outcome in orchestrator.run_many(constructs, concurrency=plan.concurrency):
+    # never more workers than trials to run (each worker is a task; a concurrency of a
+    # billion would otherwise start a billion of them for a handful of trials)
+    workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
+    async for outcome in orchestrator.run_many(constructs, concurrency=workers):
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
         else:  # a bug in a component, not the subject's failure: record it all the same
             record = _internal_error_record(outcome.construct, run_id, exp.name, outcome.error)
+            record["error"]["message"] = plan.redactor.text(record["error"]["message"])
         if traces is not None:
-            _keep_trace(outcome.construct, record, traces)
+            _keep_trace(outcome.construct, record, traces, plan.redactor)
         writer.write(record)
         reading = record["reading"]
         tally = tallies[record["subject"]]
@@ -454,26 +485,42 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     return stop[0] if stop else None
 
 
-def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Path) -> None:
-    """A runtime's raw transcript, gzipped beside the run; the trial line points to it."""
+async def _deliver(interrupts: threading.Semaphore, interrupted: Callable[[], None]) -> None:
+    """Take each release of `Limits.interrupts` (from another thread) as a Ctrl-C."""
+    while True:
+        while interrupts.acquire(blocking=False):
+            interrupted()
+        await asyncio.sleep(0.05)
+
+
+def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Path,
+                redactor: Redactor) -> None:
+    """A runtime's raw transcript, gzipped beside the run, each line redacted; the trial line
+    points to it."""
     outcome = construct.data(OBSERVATION) if construct.has(OBSERVATION) else None
     trace = getattr(getattr(outcome, "observation", None), "trace", None)
     if trace is None:
         return
     key = construct.subject
-    path = root / _safe(key.subject.subject.name) / f"{_safe(key.case.id)}-trial-{key.trial}" \
-        f"-attempt-{key.attempt}.jsonl.gz"
+    path = root / trace_name(key.subject.subject.name, key.case.id, key.trial, key.attempt)
     root.mkdir(exist_ok=True)  # in the run folder, which is not recreated if it was deleted
     path.parent.mkdir(exist_ok=True)
+    inside(root.parent, path)  # no symlink out of the run folder
     lines = trace if isinstance(trace, list | tuple) else [trace]
-    with gzip.open(path, "wt", encoding="utf-8") as f:
+    fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    with open(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as packed, \
+            io.TextIOWrapper(packed, encoding="utf-8") as f:
         for line in lines:
-            f.write((line if isinstance(line, str) else json.dumps(line, default=str)) + "\n")
+            text = line if isinstance(line, str) else json.dumps(line, default=str)
+            f.write(redactor.text(text) + "\n")
     record["trace"] = str(path.relative_to(root.parent.parent.parent))
 
 
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+def trace_name(subject: str, case_id: str, trial: int, attempt: int) -> str:
+    """Where a trial's transcript goes in the run's `traces/` folder: a folder per subject, a
+    file per (case, trial, attempt). Injective (`file_part`): two subjects or two cases never
+    share a file, however alike their names (`a b` and `a_b`)."""
+    return f"{file_part(subject)}/{file_part(case_id)}-trial-{trial}-attempt-{attempt}.jsonl.gz"
 
 
 def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,
@@ -495,11 +542,13 @@ def _artifact_name(plan: Plan) -> Callable[[Artifact, Construct[Any]], str]:
     several = len(plan.subjects) > 1
 
     def name(artifact: Artifact, construct: Construct[Any]) -> str:
+        """`<case>-trial-<n>`, in a folder per subject when there are several; each part
+        encoded by `file_part`, so no two trials share a file and none leaves the folder."""
         key = construct.subject
         if not isinstance(key, TrialKey):
-            return str(key)
-        base = f"{key.case.id}-trial-{key.trial}"
-        return f"{key.subject.subject.name}-{base}" if several else base
+            return file_part(str(key))
+        base = f"{file_part(key.case.id)}-trial-{key.trial}"
+        return f"{file_part(key.subject.subject.name)}/{base}" if several else base
 
     return name
 

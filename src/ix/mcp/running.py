@@ -9,7 +9,9 @@ the server's loop in two ways:
   cancelled and sets `Limits.stop`: the engine schedules nothing more, the trials in flight
   finish, and the run is recorded `cancelled` with every completed trial kept. The handler
   waits for that (the thread is not abandoned) before it lets the cancellation through, so
-  the run's files are complete when the next request arrives.
+  the run's files are complete when the next request arrives;
+- when the server is signalled (SIGTERM, Ctrl-C), it releases `Limits.interrupts`, which the
+  engine takes as Ctrl-C reaching `ix run` (`ix.mcp.server.serve_stdio` says when).
 """
 
 import asyncio
@@ -52,10 +54,11 @@ def _describe(record: dict[str, Any]) -> str:
 
 
 async def run_experiment(lab: Path, experiment: Path, overrides: api.Overrides,
-                         limits: api.Limits, report: Report,
-                         strict: bool = False) -> dict[str, Any]:
+                         limits: api.Limits, report: Report, strict: bool = False,
+                         check_plan: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Run `experiment` (a folder of `lab`): its result, summary and design warnings; with
-    `strict`, design warnings refuse the run (`DesignError`)."""
+    `strict`, design warnings refuse the run (`DesignError`); `check_plan(plan)` may refuse
+    it (raise `ConfigError`) before anything is written."""
     loop = asyncio.get_running_loop()
     stop = threading.Event()
     send, receive = anyio.create_memory_object_stream[Progress](math.inf)
@@ -77,6 +80,8 @@ async def run_experiment(lab: Path, experiment: Path, overrides: api.Overrides,
         warnings.extend(w.model_dump() for w in found)
 
     def on_plan(plan: Any) -> None:
+        if check_plan is not None:
+            check_plan(plan)
         counts["total"] = plan.total
 
     def on_trial(record: dict[str, Any]) -> None:

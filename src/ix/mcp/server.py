@@ -4,7 +4,7 @@ While it serves, stdout carries the protocol and nothing else: the SDK points fi
 descriptor 1 at stderr for everything but its own writer, and ix itself prints only through
 the command line, which is not used here. Errors a caller can fix come back as error results
 naming the argument; an unexpected one also names its exception, its traceback goes to
-stderr.
+stderr. A malformed message gets the JSON-RPC error the spec defines (`ix.mcp.stdio`).
 """
 
 import json
@@ -13,9 +13,12 @@ import re
 import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
+from anyio.abc import TaskStatus
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
@@ -25,8 +28,19 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ix import api
 from ix._version import __version__
-from ix.mcp.inputs import TRIALS_HELP, Budget, ExperimentName, Filters, Text, Trials
+from ix.mcp import cap
+from ix.mcp.inputs import (
+    TRIALS_HELP,
+    Budget,
+    Concurrency,
+    ExperimentName,
+    Filters,
+    Seed,
+    Text,
+    Trials,
+)
 from ix.mcp.running import run_experiment
+from ix.mcp.stdio import stdio_transport
 from ix.mcp.tools import LabTools
 
 ConfigError = api.ConfigError
@@ -53,14 +67,27 @@ _ALIASES = {"p1": "p", "max_cost": "budget.max_cost", "max_trials": "budget.max_
             "time_limit": "budget.time_limit"}
 #: Parts of a pydantic error location that name a member of a union, not a field.
 _UNION_TAG = re.compile(r"^(str|int|float|bool|dict|list|none)$|[^A-Za-z0-9_]")
+#: After SIGTERM or Ctrl-C, how long the trials in flight of a run may take to finish before
+#: they are cancelled (a client that signals the server wants it gone; `--resume` reruns them).
+SHUTDOWN_GRACE_S = 1.0
+#: The exit code of a server ended by SIGTERM or Ctrl-C (DESIGN.md: 130, cancelled).
+SIGNALLED = 130
 
 
 class IxTools(LabTools):
     """Every tool of `ix mcp`: the read, plan and create tools, and the run."""
 
-    def __init__(self, lab: Path):
+    def __init__(self, lab: Path, max_trials: int = cap.DEFAULT_MAX_TRIALS):
         super().__init__(lab)
-        self.running: set[Path] = set()  # experiments with a run going on (one at a time)
+        self.max_trials = max_trials  # what one call may start (`ix mcp --max-trials`)
+        #: experiments with a run going on (one at a time each), and its Ctrl-C
+        self.running: dict[Path, threading.Semaphore] = {}
+
+    def interrupt(self) -> None:
+        """Ctrl-C to every run going on: the first stops scheduling, the second cancels
+        the trials in flight (`Limits.interrupts`)."""
+        for interrupts in list(self.running.values()):
+            interrupts.release()
 
     async def run_experiment(
         self,
@@ -70,12 +97,10 @@ class IxTools(LabTools):
         filters: Filters = [],  # noqa: B006 - never mutated
         subjects: Annotated[list[Text], Field(description=(
             "Run only these subjects (by name); default: all."))] = [],  # noqa: B006
-        seed: Annotated[int | None, Field(description=(
-            "Base seed (default: the experiment's); same seed, same trial seeds."))] = None,
+        seed: Seed | None = None,
         runtime: Annotated[Text | None, Field(description=(
             "Run every subject with this runtime kind (e.g. mock, lexical)."))] = None,
-        concurrency: Annotated[int | None, Field(ge=1, description="Trials in flight.")]
-        = None,
+        concurrency: Concurrency | None = None,
         smoke: Annotated[bool, Field(description=(
             "One trial of a few cases per subject: a quick check before a full run."))]
         = False,
@@ -90,7 +115,9 @@ class IxTools(LabTools):
         `cancelled` with its completed trials (get_summary reads it). Returns the run id, its
         status and stop reason, the design warnings, and the summary (see get_summary). Can
         take long and cost money on real runtimes: validate_experiment first, and set a
-        budget."""
+        budget. One call may start at most the server's limit of trials (trials x cases x
+        subjects; 10,000 unless the server was started with another): more is refused, or
+        give budget.max_trials to run part of it."""
         path = self.experiment_dir(experiment)
         if path in self.running:
             raise ConfigError(f"a run of {path.name} is already going on in this server; "
@@ -99,14 +126,16 @@ class IxTools(LabTools):
                                   concurrency=concurrency, subjects=tuple(subjects),
                                   filters=tuple(filters), smoke=smoke)
         budget = budget or Budget()
+        interrupts = threading.Semaphore(0)
         limits = api.Limits(max_trials=budget.max_trials, max_cost_usd=budget.max_cost,
-                            time_limit_s=budget.time_limit)
-        self.running.add(path)
+                            time_limit_s=budget.time_limit, interrupts=interrupts)
+        self.running[path] = interrupts
         try:
-            return await run_experiment(self.lab, path, overrides, limits,
-                                        ctx.report_progress, strict)
+            return await run_experiment(
+                self.lab, path, overrides, limits, ctx.report_progress, strict,
+                check_plan=partial(cap.check, budget=budget.max_trials, limit=self.max_trials))
         finally:
-            self.running.discard(path)
+            del self.running[path]
 
 
 class _Arguments:
@@ -184,11 +213,12 @@ def _error(text: str) -> CallToolResult:
 class IxServer(MCPServer):
     """`MCPServer` with ix's argument checks and error messages around every tool call."""
 
-    def __init__(self, lab: Path, tools: list[Tool]):
+    def __init__(self, lab: Path, ix_tools: IxTools, tools: list[Tool]):
         super().__init__(name="ix", title="ix: experiments with error bars",
                          instructions=INSTRUCTIONS, version=__version__, tools=tools,
                          log_level="WARNING")
         self.lab = lab
+        self.ix_tools = ix_tools
         self._arguments = {tool.name: _Arguments(tool) for tool in tools}
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
@@ -217,23 +247,67 @@ class IxServer(MCPServer):
         return result
 
 
-def build_server(lab: str | Path | None = None) -> IxServer:
-    """The server for `lab` (a path or a name, as `--lab` takes it; None: around the cwd)."""
+def build_server(lab: str | Path | None = None,
+                 max_trials: int = cap.DEFAULT_MAX_TRIALS) -> IxServer:
+    """The server for `lab` (a path or a name, as `--lab` takes it; None: around the cwd);
+    one `run_experiment` call may start at most `max_trials` trials."""
     lab_path = api.Lab(lab).path
-    tools = IxTools(lab_path)
-    return IxServer(lab_path, [Tool.from_function(getattr(tools, name))
-                               for name in TOOL_NAMES])
+    tools = IxTools(lab_path, max_trials)
+    return IxServer(lab_path, tools, [Tool.from_function(getattr(tools, name))
+                                      for name in TOOL_NAMES])
 
 
-def serve(lab: str | Path | None = None) -> None:
-    """Serve `lab` on stdin/stdout until the client closes the connection.
-
-    SIGTERM is taken as Ctrl-C (which cancels every request: a run stops scheduling and is
-    recorded `cancelled`), then `KeyboardInterrupt` ends the call.
-    """
-    server = build_server(lab)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+def serve(lab: str | Path | None = None, max_trials: int | None = None) -> int:
+    """Serve `lab` on stdin/stdout until the client closes the connection (0) or SIGTERM or
+    Ctrl-C ends the server (130); the exit code. `max_trials`: `ix mcp --max-trials`."""
+    server = build_server(lab, cap.max_trials(max_trials))
     print(f"ix mcp: serving lab {server.lab} on stdio (ix {__version__})", file=sys.stderr,
           flush=True)
-    server.run("stdio")
+    return anyio.run(serve_stdio, server)
+
+
+async def serve_stdio(server: IxServer) -> int:
+    """Serve until the client closes stdin (0) or a SIGTERM or Ctrl-C comes (130).
+
+    A signal ends the server at once, whether idle or not: every run going on is interrupted
+    as Ctrl-C interrupts `ix run` (nothing more is scheduled; the trials in flight get
+    `SHUTDOWN_GRACE_S` to finish, then are cancelled, at once on a second signal) and is
+    recorded `cancelled` with its completed trials before the server exits; stdin is not
+    waited for.
+    """
+    serving = anyio.CancelScope()
+    signalled: list[int] = []
+    async with anyio.create_task_group() as tg:
+        if sys.platform != "win32" and threading.current_thread() is threading.main_thread():
+            await tg.start(_on_signals, server.ix_tools, serving, signalled)
+        with serving:
+            async with stdio_transport() as (read, write):
+                # what MCPServer.run_stdio_async does, on ix's transport
+                lowlevel = server._lowlevel_server
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        tg.cancel_scope.cancel()
+    return SIGNALLED if signalled else 0
+
+
+async def _on_signals(tools: IxTools, serving: anyio.CancelScope, signalled: list[int], *,
+                      task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+                      ) -> None:
+    """SIGTERM and SIGINT: interrupt the runs going on, then end the serving."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async with anyio.create_task_group() as tg:
+            async for signum in signals:
+                signalled.append(signum)
+                tools.interrupt()
+                if len(signalled) == 1:
+                    runs = ", ".join(sorted(p.name for p in tools.running))
+                    kept = f"; the runs going on ({runs}) are recorded cancelled" if runs else ""
+                    print(f"ix mcp: {signal.Signals(signum).name}: stopping{kept}",
+                          file=sys.stderr, flush=True)
+                    tg.start_soon(_after_grace, tools)
+                    serving.cancel()
+
+
+async def _after_grace(tools: IxTools) -> None:
+    await anyio.sleep(SHUTDOWN_GRACE_S)
+    tools.interrupt()  # the second Ctrl-C: the trials still in flight are cancelled

@@ -62,7 +62,8 @@ def _shell_commands(text: str) -> list[list[str]]:
 
 def _synopsis_commands(text: str) -> list[list[str]]:
     """The `ix` commands of a synopsis: optional parts ([...]) are checked as if given,
-    ellipses dropped, `a|b` in a command's place expanded to each."""
+    ellipses dropped, `a|b` in a command's place expanded to each, a redirection
+    (`> file`) dropped with its file."""
     found = []
     for part in re.split(r"\s+(?:&&|\|\||;)\s+", text):
         try:
@@ -70,7 +71,11 @@ def _synopsis_commands(text: str) -> list[list[str]]:
         except ValueError:
             tokens = part.split()
         words = []
+        skip = False
         for token in tokens:
+            if skip or token in (">", ">>", "<", "2>", "&>"):
+                skip = not skip
+                continue
             token = token.strip("[]")
             if token not in ("...", "…"):  # `RUN...`: a repeated argument
                 token = token.removesuffix("...").removesuffix("…")
@@ -214,6 +219,7 @@ def test_every_command_line_in_the_docs_parses(line: DocLine):
     ("ix subjects list|add|frob NAME", True, "has no command 'frob'"),
     ("ix report [RUN] [--fromat md]", True, "No such option"),
     ("ix tag RUN baseline && ix report --baselin baseline", False, "No such option"),
+    ("ix ls --no-such > out.txt", True, "No such option"),
 ])
 def test_the_check_rejects_what_the_cli_would(text: str, synopsis: bool, wrong: str):
     found = check(DocLine("x.md:1", text, synopsis))
@@ -227,6 +233,7 @@ def test_the_check_rejects_what_the_cli_would(text: str, synopsis: bool, wrong: 
     ("ix cache stats|clear [--lab LAB] [--json]", True),
     ("ix annotate RUN [CASE] \"text\"", True),
     ("ix subjects ... --json", True),
+    ("ix ls > /full/disk/file", True),
     ("ix --version", False),
 ])
 def test_the_check_accepts_command_lines_with_placeholders(text: str, synopsis: bool):

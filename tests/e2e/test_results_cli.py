@@ -166,7 +166,9 @@ def test_group_by_subject_and_case_matches_the_raw_lines(ran):
         assert (g["n"], g["errors"], g["valid"], g["passed"]) == (
             len(trials), len(trials) - len(valid), len(valid), passed)
         if valid:
-            lo, hi = sps.beta.ppf([0.025, 0.975], passed + 1, len(valid) - passed + 1)
+            n = len(valid)  # equal-tailed, one-sided at 0 and n passes (STATS.md §1)
+            q = [0.0, 0.95] if passed == 0 else [0.05, 1.0] if passed == n else [0.025, 0.975]
+            lo, hi = sps.beta.ppf(q, passed + 1, n - passed + 1)
             assert g["pass_rate"] == pytest.approx(passed / len(valid))
             assert [g["pass_rate_lo"], g["pass_rate_hi"]] == pytest.approx([lo, hi])
         durations = np.array([r["duration_ms"] for r in trials])

@@ -20,8 +20,11 @@ def test_each_case_score_has_its_beta_interval(lab):
     s = summary_of(lab, "--trials", "7")
     for p in s["probe_results"]:
         k, n = p["passed"], p["n"]
-        lo, hi = sps.beta.ppf([0.025, 0.975], k + 1, n - k + 1)
+        # equal-tailed, one-sided at k = 0 and k = n (STATS.md §1)
+        q = [0.0, 0.95] if k == 0 else [0.05, 1.0] if k == n else [0.025, 0.975]
+        lo, hi = sps.beta.ppf(q, k + 1, n - k + 1)
         assert p["score_ci"] == pytest.approx([lo, hi], abs=1e-6)
+        assert p["score_ci"][0] <= k / n <= p["score_ci"][1]
         assert p["score_ci"][0] <= (k + 1) / (n + 2) <= p["score_ci"][1]  # posterior mean
 
 
@@ -96,7 +99,7 @@ def test_the_table_shows_intervals(lab):
     mock_experiment(lab, rates={"must-001": 1.0})
     r = run_ix("run", "--lab", str(lab), "--trials", "4")
     assert r.code == 0, r.output
-    assert "1.00 [0.48, 0.99]" in r.stdout  # Beta(5, 1): [0.025^(1/5), 0.975^(1/5)]
+    assert "1.00 [0.55, 1.00]" in r.stdout  # Beta(5, 1), 4 of 4: [0.05^(1/5), 1]
     assert "F1" in r.stdout and "clustered SE" in r.stdout and "pass@1" in r.stdout
 
 

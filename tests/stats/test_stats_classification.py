@@ -17,10 +17,12 @@ LEVELS = [0.8, 0.95]
 def test_precision_and_recall_are_beta_quantiles(tp, fp, fn, level):
     q = [(1 - level) / 2, (1 + level) / 2]
     np.testing.assert_allclose(
-        precision_interval(tp, fp, level), stats.beta.ppf(q, tp + 1, fp + 1), rtol=1e-12
+        precision_interval(tp, fp, level, method="equal_tailed"),
+        stats.beta.ppf(q, tp + 1, fp + 1), rtol=1e-12
     )
     np.testing.assert_allclose(
-        recall_interval(tp, fn, level), stats.beta.ppf(q, tp + 1, fn + 1), rtol=1e-12
+        recall_interval(tp, fn, level, method="equal_tailed"),
+        stats.beta.ppf(q, tp + 1, fn + 1), rtol=1e-12
     )
 
 
@@ -28,7 +30,8 @@ def test_precision_and_recall_are_beta_quantiles(tp, fp, fn, level):
 @pytest.mark.parametrize(("tp", "fp", "fn"), TABLES)
 def test_f1_interval_is_the_monotone_transform_of_the_beta_interval(tp, fp, fn, level):
     u = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], tp + 1, fp + fn + 2)
-    np.testing.assert_allclose(f1_interval(tp, fp, fn, level), 2 * u / (1 + u), rtol=1e-12)
+    np.testing.assert_allclose(f1_interval(tp, fp, fn, level, method="equal_tailed"),
+                               2 * u / (1 + u), rtol=1e-12)
 
 
 def _f1_cdf_by_dirichlet_integral(f: float, tp: int, fp: int, fn: int) -> float:
@@ -58,15 +61,61 @@ def test_f1_interval_ends_sit_at_the_right_posterior_quantiles(tp, fp, fn):
 def test_f1_interval_agrees_with_seeded_monte_carlo_from_the_four_cell_dirichlet(tp, fp, fn, tn):
     draws = np.random.default_rng(20250314).dirichlet([tp + 1, fp + 1, fn + 1, tn + 1], 400_000)
     f1 = 2 * draws[:, 0] / (2 * draws[:, 0] + draws[:, 1] + draws[:, 2])
-    lo, hi = f1_interval(tp, fp, fn)
+    lo, hi = f1_interval(tp, fp, fn, method="equal_tailed")
     # the binomial sd of a 2.5% tail over 400k draws is 0.00025; allow six of them
     assert np.mean(f1 < lo) == pytest.approx(0.025, abs=0.0015)
     assert np.mean(f1 > hi) == pytest.approx(0.025, abs=0.0015)
 
 
-def test_true_negatives_do_not_enter_f1_and_perfect_classifier_is_near_one():
+def test_true_negatives_do_not_enter_f1_and_perfect_classifier_reaches_one():
     lo, hi = f1_interval(50, 0, 0)
-    assert 0.9 < lo < hi < 1.0
+    assert 0.9 < lo < hi == 1.0
+    assert f1_interval(50, 0, 0, method="equal_tailed")[1] < 1.0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("prior", [1.0, 0.5])
+@pytest.mark.parametrize(("tp", "fp", "fn"), TABLES)
+def test_default_rule_is_one_sided_at_the_boundaries(tp, fp, fn, level, prior):
+    """STATS.md §1: equal-tailed, except [0, q_level] at k = 0 and [q_(1−level), 1] at k = n —
+    for precision (k = TP of TP + FP), recall (TP of TP + FN) and F1's U (TP = 0 or
+    FP + FN = 0); exactly `level` of posterior mass, and the estimate inside."""
+    def expected(a: float, b: float, at_zero: bool, at_one: bool) -> list[float]:
+        post = stats.beta(a, b)
+        if at_zero:
+            return [0.0, post.ppf(level)]
+        if at_one:
+            return [post.ppf(1 - level), 1.0]
+        return list(post.ppf([(1 - level) / 2, (1 + level) / 2]))
+
+    # a Dirichlet(α, α, α, α) prior: precision, recall ~ Beta(α, α), U ~ Beta(α, 2α)
+    for got, (k, m) in [(precision_interval(tp, fp, level, (prior, prior)), (tp, fp)),
+                        (recall_interval(tp, fn, level, (prior, prior)), (tp, fn))]:
+        ref = expected(k + prior, m + prior, k == 0 < m, m == 0 < k)
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
+        if k + m:
+            assert got[0] <= k / (k + m) <= got[1]
+    u = expected(tp + prior, fp + fn + 2 * prior, tp == 0 < fp + fn, fp + fn == 0 < tp)
+    got = f1_interval(tp, fp, fn, level, (prior, 2 * prior))
+    np.testing.assert_allclose(got, [2 * x / (1 + x) for x in u], rtol=1e-12, atol=1e-15)
+    if tp + fp + fn:
+        assert got[0] <= 2 * tp / (2 * tp + fp + fn) <= got[1]
+
+
+def test_near_perfect_f1_of_the_issue_contains_its_estimate():
+    # the issue: "F1 1.000 [0.64, 0.98]" for a skill that got every case right
+    lo, hi = f1_interval(10, 0, 0)
+    u = stats.beta.ppf(0.05, 11, 2)
+    assert hi == 1.0 and lo == pytest.approx(2 * u / (1 + u), rel=1e-12)
+
+
+def test_prior_median_of_f1_under_the_uniform_dirichlet_is_0453():
+    # U ~ Beta(1, 2) a priori: median 1 − √½, so F1's prior median is g(1 − √½) ≈ 0.4531
+    u = stats.beta.ppf(0.5, 1, 2)
+    assert 2 * u / (1 + u) == pytest.approx(0.4531, abs=1e-4)
+    draws = np.random.default_rng(7).dirichlet([1, 1, 1, 1], 200_000)
+    f1 = 2 * draws[:, 0] / (2 * draws[:, 0] + draws[:, 1] + draws[:, 2])
+    assert np.median(f1) == pytest.approx(0.4531, abs=0.004)
 
 
 def test_arrays_broadcast_and_match_scalar_calls():

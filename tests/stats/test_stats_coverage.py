@@ -28,6 +28,7 @@ PS = [0.05, 0.2, 0.5, 0.8, 0.95]
 Method = Callable[[npt.NDArray[np.int_], int], tuple[npt.NDArray[np.float64], ...]]
 METHODS: dict[str, Method] = {
     "beta": lambda k, n: beta_interval(k, n),
+    "equal_tailed": lambda k, n: beta_interval(k, n, method="equal_tailed"),
     "hpd": lambda k, n: beta_interval(k, n, method="hpd"),
     "wilson": wilson_interval,
     "clopper_pearson": clopper_pearson_interval,
@@ -105,8 +106,20 @@ def test_wald_visibly_fails_the_same_test():
     assert (cells < 0.90).sum() >= 8
 
 
-def test_default_interval_never_covers_a_true_rate_of_zero():
-    # Equal-tailed ends never reach 0 or 1: a caller who needs p = 0 covered uses "hpd".
-    lo, hi = ends("beta", 5)
+def test_plain_equal_tailed_interval_never_covers_a_true_rate_of_zero_the_default_does():
+    # Equal-tailed ends never reach 0 or 1; the default is one-sided at k = 0 and k = n
+    lo, hi = ends("equal_tailed", 5)
     assert coverage([0.0, 0.004], lo, hi).max() == 0.0
+    assert coverage([0.0, 1.0], *ends("beta", 5)).tolist() == [1.0, 1.0]
     assert coverage([0.0], *ends("hpd", 5))[0] == 1.0
+
+
+@pytest.mark.parametrize("n", NS)
+def test_default_interval_grid_worst_cell_is_0914(n):
+    """STATS.md §1: the worst cell of the grid is 0.914 (at N = 10), as before the change; the
+    average over p ~ U(0, 1) stays 0.950 at every N."""
+    cells = coverage(PS, *ends("beta", n))
+    worst = min(coverage(PS, *ends("beta", m)).min() for m in NS)
+    assert worst == pytest.approx(0.914, abs=5e-4)
+    assert cells.min() >= worst
+    assert average_coverage(*ends("beta", n)) == pytest.approx(0.950, abs=1e-3)

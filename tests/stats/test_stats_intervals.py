@@ -36,7 +36,7 @@ def _hpd(k: int, n: int, level: float = 0.95, prior=(1.0, 1.0)) -> tuple[float, 
 def test_equal_tailed_matches_scipy_beta_quantiles_for_every_k(prior, level):
     a, b = prior
     for k, n in GRID:
-        lo, hi = beta_interval(k, n, level, prior=prior)
+        lo, hi = beta_interval(k, n, level, prior=prior, method="equal_tailed")
         assert isinstance(lo, float) and isinstance(hi, float)
         ref = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], k + a, n - k + b)
         np.testing.assert_allclose([lo, hi], ref, rtol=1e-12, atol=1e-15, err_msg=f"{k}/{n}")
@@ -46,7 +46,7 @@ def test_equal_tailed_matches_scipy_beta_quantiles_for_every_k(prior, level):
 def test_equal_tailed_arrays_match_scipy_and_keep_shape(prior):
     k = np.array([k for k, _ in GRID]).reshape(-1, 1)
     n = np.array([n for _, n in GRID]).reshape(-1, 1)
-    lo, hi = beta_interval(k, n, prior=prior)
+    lo, hi = beta_interval(k, n, prior=prior, method="equal_tailed")
     assert lo.shape == hi.shape == k.shape
     a, b = prior
     np.testing.assert_allclose(lo, stats.beta.ppf(0.025, k + a, n - k + b), rtol=1e-12, atol=1e-15)
@@ -69,8 +69,45 @@ def test_no_trials_gives_the_prior_interval(prior):
 
 
 def test_equal_tailed_interval_excludes_zero_even_when_nothing_passed():
-    lo, hi = beta_interval(0, 5)
+    lo, hi = beta_interval(0, 5, method="equal_tailed")
     assert 0 < lo < 0.005 and hi == pytest.approx(1 - 0.025 ** (1 / 6))
+
+
+@pytest.mark.parametrize("prior", PRIORS)
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_default_is_equal_tailed_inside_and_one_sided_at_the_boundary(prior, level):
+    """STATS.md §1: k = 0 gives [0, q_level], k = n gives [q_(1−level), 1], else equal-tailed;
+    n = 0 keeps the prior's equal-tailed interval."""
+    a, b = prior
+    for k, n in GRID:
+        lo, hi = beta_interval(k, n, level, prior=prior)
+        post = stats.beta(k + a, n - k + b)
+        if n > 0 and k == 0:
+            ref = [0.0, post.ppf(level)]
+        elif n > 0 and k == n:
+            ref = [post.ppf(1 - level), 1.0]
+        else:
+            ref = post.ppf([(1 - level) / 2, (1 + level) / 2])
+        np.testing.assert_allclose([lo, hi], ref, rtol=1e-12, atol=1e-15, err_msg=f"{k}/{n}")
+        assert post.cdf(hi) - post.cdf(lo) == pytest.approx(level, abs=1e-12)
+        if n > 0 and max(a, b) <= 1:  # a strong prior (2, 3) may pull it off k/n
+            assert lo <= k / n <= hi
+
+
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 0.5)])
+def test_default_contains_the_observed_rate_for_every_k_up_to_n_2000(prior):
+    for n in (1, 2, 3, 7, 30, 200, 2000):
+        k = np.arange(n + 1)
+        lo, hi = beta_interval(k, n, prior=prior)
+        assert np.all((lo <= k / n) & (k / n <= hi)), n
+
+
+def test_ten_of_ten_reaches_one_and_zero_of_ten_reaches_zero():
+    # the issue's case: 1.0 [0.715, 0.998] becomes 1.0 [0.762, 1.0]
+    assert beta_interval(10, 10) == (pytest.approx(0.05 ** (1 / 11)), 1.0)
+    assert beta_interval(0, 10) == (0.0, pytest.approx(1 - 0.05 ** (1 / 11)))
+    lo, hi = beta_interval(np.array([0, 5, 10]), np.array([10, 10, 10]))
+    assert lo[0] == 0.0 and hi[2] == 1.0 and 0 < lo[1] < 0.5 < hi[1] < 1
 
 
 # ------------------------------------------------------------------------- beta_interval, HPD

@@ -140,10 +140,11 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     from ix.eval.scoring import Tally
 
     known: dict[str, EvalCase] = {}
-    name, goal = exp_dir.name, None
+    name, goal, prior = exp_dir.name, None, "uniform"
     if not new:
         loaded = load_experiment(exp_dir, lab)
         name, goal = loaded.experiment.name, loaded.experiment.goal
+        prior = loaded.experiment.prior
         known = {c.id: c for c in loaded.experiment.cases}
     expectation = {r["probe_id"]: r["expectation"] for r in imported.records}
     cases = [EvalCase(id=i, expectation=expectation[i],  # type: ignore[arg-type]
@@ -176,7 +177,7 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     summary = summarise_tallies(experiment_name=name, run_id=run_id, run_status="completed",
                                 subjects=[(s, "") for s in subjects], tallies=tallies,
                                 cases=cases, trials_per_case=trials_per_case, info=info,
-                                goal=goal)
+                                goal=goal, prior=prior)
     spec = {
         "run_id": run_id, "experiment": name, "experiment_dir": str(exp_dir),
         "lab": str(lab), "status": "completed", "started_at": iso(now),

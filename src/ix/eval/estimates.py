@@ -17,23 +17,63 @@ LEVEL = 0.95
 
 #: Written into every summary, so a reader knows what each interval means.
 METHODS: dict[str, str] = {
-    "score_ci": "per case: equal-tailed credible interval of the activation rate, posterior "
-                "Beta(k+1, n-k+1) from a uniform Beta(1,1) prior over the case's valid trials",
+    "score_ci": "per case: credible interval of the activation rate, posterior "
+                "Beta(k+1, n-k+1) from a uniform Beta(1,1) prior over the case's valid "
+                "trials; equal-tailed, except one-sided at the boundary: k = 0 gives "
+                "[0, q_level] and k = n gives [q_(1-level), 1] (credibility exactly the "
+                "level), so it always contains k/n and can reach 0 and 1",
     "precision_ci": "Beta(TP+1, FP+1): the exact marginal of a Dirichlet(1,1,1,1) posterior "
-                    "over the case-level (majority-vote) TP/FP/FN/TN counts",
-    "recall_ci": "Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior",
+                    "over the case-level (majority-vote) TP/FP/FN/TN counts; the same rule as "
+                    "score_ci (one-sided at TP = 0 or FP = 0)",
+    "recall_ci": "Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior; the same rule "
+                 "(one-sided at TP = 0 or FN = 0)",
     "f1_ci": "F1 = 2U/(1+U) with U ~ Beta(TP+1, FP+FN+2), from the same posterior; F1 is "
-             "monotone in U, so the equal-tailed interval is exact",
+             "monotone in U, so U's interval maps to an exact one: equal-tailed, one-sided at "
+             "TP = 0 ([0, .]) and FP+FN = 0 ([., 1]). The Dirichlet(1,1,1,1) prior puts U ~ "
+             "Beta(1, 2) a priori: prior median F1 0.453",
     "trial_level": "rate over all valid trials of the group; se_naive = sqrt(p(1-p)/n) treats "
                    "trials as independent; se_clustered is Miller's clustered SE with cases "
                    "as clusters (no small-cluster correction); ci is the equal-tailed interval "
                    "of the population rate under the hierarchical beta-binomial model (cases "
-                   "as clusters) of Bowyer et al. 2025",
+                   "as clusters) of Bowyer et al. 2025; one-sided on the rate's side where the "
+                   "equal-tailed interval would exclude the rate (always at 0 and 1). "
+                   "Under trials: auto the rate is the mean over cases of each case's unbiased "
+                   "estimate given where the stopping rule stopped it (Rao-Blackwell), not "
+                   "the pooled rate (early stops are the unanimous cases), and se_clustered "
+                   "the standard error of that mean",
     "pass_at_k": "unbiased pass@k (Chen et al. 2021) per case, averaged over cases with at "
                  "least k valid trials; a trial passes when its outcome matches the case's "
-                 "expectation",
+                 "expectation. Under trials: auto only k <= min_trials is listed (every case "
+                 "ran that many whatever the rule did; a larger k would average over the few "
+                 "unsettled cases that reached it), each case's estimate conditioned on where "
+                 "the rule stopped it (Rao-Blackwell: unbiased under the rule)",
     "pass_hat_k": "unbiased pass^k = C(c,k)/C(n,k) per case (all k trials pass), averaged the "
                   "same way",
+    "pass_k_ci": "pass_at_k_ci, pass_hat_k_ci: interval of the mean over the population of "
+                 "cases, the hull of two seeded case-level Bayesian bootstraps (2000 draws of "
+                 "Dirichlet(1,..,1) weights over cases): one of the per-case estimates, one "
+                 "drawing each case's rate of right trials from its Beta(right+1, wrong+1) "
+                 "posterior; widened to contain the estimate. Conservative: coverage "
+                 "0.96-0.99 at 95% in simulation",
+    "comparisons": "variant - control per metric; the case is the paired unit. "
+                   "activation_rate: mean over must_trigger cases of the per-case rate "
+                   "difference (estimand: the mean over prompts), posterior d + SE*t(N-1) "
+                   "truncated to [-1, 1], p_value the one-sample t-test; recall, pass_rate: "
+                   "Dirichlet(1,1,1,1) over the paired 2x2 table of majority votes, p_value "
+                   "exact McNemar; precision, f1: independent posteriors, no p_value. diff_ci "
+                   "is equal-tailed, or one-sided on the estimate's side so it contains diff; "
+                   "p_value_holm adjusts across variants. role: primary = the goal's metric; "
+                   "exploratory metrics are unadjusted for the number of metrics read",
+    "specificity_ci": "Beta(TN+1, FP+1): the specificity (true-negative rate on should_not "
+                      "cases, majority votes) marginal of the same Dirichlet(1,1,1,1) "
+                      "posterior; the same rule as score_ci (one-sided at TN = 0 or FP = 0)",
+    "reliability": "per group of cases (must_trigger, should_not_trigger, correct): the "
+                   "one-way ANOVA intraclass correlation of trials nested in cases, and the "
+                   "design effect 1 + (K - 1) * ICC with K the mean valid trials per case: how "
+                   "much less a trial tells than an independent draw",
+    "unsettled": "cases whose majority vote would flip with more trials with posterior "
+                 "probability above 0.2 (the case's rate under Beta(k+1, n-k+1) on the "
+                 "other side of 1/2 from its current vote; a tie votes no)",
 }
 
 _GROUPS = ("must_trigger", "should_not_trigger")
@@ -50,31 +90,88 @@ def pair(lo: float, hi: float) -> list[float | None]:
     return [num(lo), num(hi)]
 
 
-def score_intervals(passed: np.ndarray, valid: np.ndarray,
-                    level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """Per-case activation-rate intervals; cases with no valid trial get NaN."""
+#: `prior:` in experiment.yaml: the Beta prior of every rate interval in a summary.
+PRIORS = ("uniform", "jeffreys")
+
+
+def prior_parameters(prior: str) -> tuple[float, float]:
+    """Beta(a, b) of a named prior: uniform (1, 1), jeffreys (½, ½)."""
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {', '.join(PRIORS)}; got {prior!r}")
+    return (1.0, 1.0) if prior == "uniform" else (0.5, 0.5)
+
+
+def methods(prior: str = "uniform") -> dict[str, str]:
+    """`METHODS`, reworded for a Jeffreys prior: Beta(½, ½) in place of Beta(1, 1) for
+    score_ci, precision, recall and the trial-level rate, and in place of Beta(1, 2) for
+    F1's U (U ~ Beta(TP+½, FP+FN+½))."""
+    if prior_parameters(prior) == (1.0, 1.0):
+        return dict(METHODS)
+    words = [("Beta(k+1, n-k+1) from a uniform Beta(1,1) prior",
+              "Beta(k+1/2, n-k+1/2) from a Jeffreys Beta(1/2,1/2) prior"),
+             ("Beta(TP+1, FP+1): the exact marginal of a Dirichlet(1,1,1,1) posterior",
+              "Beta(TP+1/2, FP+1/2): Jeffreys' Beta(1/2,1/2) prior on precision"),
+             ("Beta(TN+1, FP+1): the specificity",
+              "Beta(TN+1/2, FP+1/2): Jeffreys' prior on the specificity"),
+             ("Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior",
+              "Beta(TP+1/2, FN+1/2), Jeffreys' prior on recall"),
+             ("U ~ Beta(TP+1, FP+FN+2), from the same posterior",
+              "U ~ Beta(TP+1/2, FP+FN+1/2), Jeffreys' prior on U"),
+             ("The Dirichlet(1,1,1,1) prior puts U ~ Beta(1, 2) a priori: prior median F1 "
+              "0.453", "U ~ Beta(1/2, 1/2) a priori: prior median F1 0.667")]
+    out = {}
+    for key, text in METHODS.items():
+        for old, new in words:
+            text = text.replace(old, new)
+        out[key] = text
+    out["trial_level"] = (out["trial_level"] + "; population-rate prior Beta(1/2,1/2) "
+                          "(Jeffreys) in place of U(0,1)")
+    out["prior"] = ("jeffreys (experiment.yaml `prior:`): Beta(1/2,1/2) for score_ci, "
+                    "precision/recall, F1's U and the trial-level population rate")
+    return out
+
+
+def score_intervals(passed: np.ndarray, valid: np.ndarray, level: float = LEVEL,
+                    prior: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
+    """Per-case activation-rate intervals (`beta_interval`'s default rule: equal-tailed,
+    one-sided at k = 0 and k = n); cases with no valid trial get NaN."""
     from ix.stats.intervals import beta_interval
 
     lo = np.full(len(valid), np.nan)
     hi = np.full(len(valid), np.nan)
     has = valid > 0
     if has.any():
-        lo[has], hi[has] = beta_interval(passed[has], valid[has], level=level)
+        lo[has], hi[has] = beta_interval(passed[has], valid[has], level=level,
+                                         prior=prior_parameters(prior))
     return lo, hi
 
 
-def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL) -> dict[str, Any]:
+def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
+                     prior: str = "uniform") -> dict[str, Any]:
+    """Precision, recall and F1 intervals, each one-sided at its boundary counts: uniform is
+    the Dirichlet(1,1,1,1) posterior (precision, recall Beta(1, 1) a priori, F1's U
+    Beta(1, 2)); jeffreys puts Beta(½, ½) on precision, recall and U alike."""
     from ix.stats.classification import f1_interval, precision_interval, recall_interval
 
+    ab = prior_parameters(prior)
+    u_prior = (1.0, 2.0) if prior == "uniform" else ab  # Dirichlet(1,1,1,1) implies U ~ Beta(1, 2)
     return {
-        "precision_ci": pair(*precision_interval(tp, fp, level=level)),
-        "recall_ci": pair(*recall_interval(tp, fn, level=level)),
-        "f1_ci": pair(*f1_interval(tp, fp, fn, level=level)),
+        "precision_ci": pair(*precision_interval(tp, fp, level=level, prior=ab)),
+        "recall_ci": pair(*recall_interval(tp, fn, level=level, prior=ab)),
+        "f1_ci": pair(*f1_interval(tp, fp, fn, level=level, prior=u_prior)),
     }
 
 
-def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float) -> dict[str, Any]:
-    """A rate over trials nested in cases: naive and clustered SE, hierarchical interval."""
+def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
+                unbiased: np.ndarray | None = None,
+                prior: str = "uniform") -> dict[str, Any]:
+    """A rate over trials nested in cases: naive and clustered SE, hierarchical interval.
+
+    `unbiased` (trials: auto) holds each case's unbiased estimate of its rate under the
+    stopping rule: the rate is then their mean over cases, not Σk/Σn (cases that stop early
+    are the unanimous ones, so pooling trials over-weights the borderline cases), and
+    se_clustered the standard error of that mean.
+    """
     from ix.stats.clustered import clustered_se, hierarchical_interval
 
     keep = trials > 0
@@ -83,47 +180,124 @@ def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float) -> dict
     if total == 0:
         return {"rate": None, "n_trials": 0, "n_cases": 0, "se_naive": None,
                 "se_clustered": None, "ci": [None, None]}
-    rate = float(successes.sum()) / total
-    clusters = np.repeat(np.arange(len(trials)), trials)
-    starts = np.repeat(np.cumsum(trials) - trials, trials)
-    values = ((np.arange(total) - starts) < np.repeat(successes, trials)).astype(float)
+    if unbiased is not None:
+        per_case = unbiased[keep]
+        rate = float(per_case.mean())
+        se_clustered = math.sqrt(float(((per_case - rate) ** 2).sum())) / len(per_case)
+    else:
+        rate = float(successes.sum()) / total
+        clusters = np.repeat(np.arange(len(trials)), trials)
+        starts = np.repeat(np.cumsum(trials) - trials, trials)
+        values = ((np.arange(total) - starts) < np.repeat(successes, trials)).astype(float)
+        se_clustered = clustered_se(values, clusters)
+    # the hierarchical model's likelihood does not depend on the stopping rule; where its
+    # equal-tailed interval excludes the rate (always when no trial or every trial passed),
+    # the one-sided interval on the rate's side, credibility exactly `level` (STATS.md §1)
+    lo, hi = hierarchical_interval(successes, trials, level=level,
+                                   prior=prior_parameters(prior), estimate=rate)
     return {
         "rate": num(rate),
         "n_trials": total,
         "n_cases": len(trials),
         "se_naive": num(math.sqrt(rate * (1 - rate) / total)),
-        "se_clustered": num(clustered_se(values, clusters)),
-        "ci": pair(*hierarchical_interval(successes, trials, level=level)),
+        "se_clustered": num(se_clustered),
+        "ci": pair(lo, hi),
     }
 
 
+def _first_k(passed: np.ndarray, valid: np.ndarray, k: int, outcome: bool,
+             rule: Any) -> np.ndarray:
+    """Per case, an unbiased estimate of P(the first k trials all passed (outcome=True) or
+    all failed): hypergeometric C(c,k)/C(n,k) in a fixed run; under `trials: auto`
+    (`rule`) the Rao-Blackwell estimate given where the case stopped
+    (`ix.stats.sequential.unbiased_first_k`), the hypergeometric one where the case did not
+    follow the rule (errors, cancelled). nan where the case has fewer than k valid trials."""
+    from ix.stats.passk import pass_hat_k
+
+    c = passed if outcome else valid - passed
+    out = np.full(len(valid), np.nan)
+    has = valid >= k
+    if not has.any():
+        return out
+    if rule is not None and k <= rule.min_trials:
+        from ix.stats.sequential import unbiased_first_k_cases
+
+        out[has] = unbiased_first_k_cases(rule, passed[has], valid[has], k, outcome)
+    missing = has & np.isnan(out)
+    if missing.any():
+        top = int(valid[missing].max()) + 1
+        keys, inverse = np.unique(valid[missing] * top + c[missing], return_inverse=True)
+        values = np.array([pass_hat_k(int(key // top), int(key % top), k) for key in keys])
+        out[missing] = values[inverse.ravel()]
+    return out
+
+
+def stopping_rule(trials_mode: dict[str, Any] | None) -> Any:
+    """The `StoppingRule` of a `trials: auto` run from its summary's `trials_mode`; None for
+    a fixed run."""
+    if not trials_mode or trials_mode.get("mode") != "auto":
+        return None
+    from ix.stats.sequential import StoppingRule
+
+    top = int(trials_mode["max_trials"])
+    return StoppingRule(min(int(trials_mode["min_trials"]), top), top,
+                        float(trials_mode.get("credibility") or 0.95))
+
+
 def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
-                level: float = LEVEL) -> dict[str, Any]:
-    """Trial-level activation rate per expectation, and the rate of trials that were right."""
+                level: float = LEVEL, rule: Any = None,
+                prior: str = "uniform") -> dict[str, Any]:
+    """Trial-level activation rate per expectation, and the rate of trials that were right.
+
+    Under `trials: auto` (`rule`, a `StoppingRule`) each rate is the mean over cases of an
+    unbiased per-case estimate (`_first_k` with k = 1)."""
     expect = np.array([c.expectation for c in cases])
+    must = expect == "must_trigger"
+    act = right = None
+    if rule is not None:
+        act = _first_k(passed, valid, 1, True, rule)
+        right = np.where(must, act, _first_k(passed, valid, 1, False, rule))
     out: dict[str, Any] = {}
     for group in _GROUPS:
         mask = expect == group
-        out[group] = _trial_rate(passed[mask], valid[mask], level)
-    right = np.where(expect == "must_trigger", passed, valid - passed)
-    out["correct"] = _trial_rate(right, valid, level)
+        out[group] = _trial_rate(passed[mask], valid[mask], level,
+                                 None if act is None else act[mask], prior)
+    right_counts = np.where(must, passed, valid - passed)
+    out["correct"] = _trial_rate(right_counts, valid, level, right, prior)
     return out
 
 
 def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
-           max_k: int) -> dict[str, dict[str, float | None]]:
+           max_k: int, level: float = LEVEL, rule: Any = None) -> dict[str, dict[str, Any]]:
     """pass@k and pass^k for k = 1 .. max_k (at most the most valid trials of any case), a
-    trial passing when it matched the expectation."""
-    from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k
+    trial passing when it matched the expectation, each with the interval of a seeded
+    case-level Bayesian bootstrap.
 
-    expect = np.array([c.expectation for c in cases])
-    right = np.where(expect == "must_trigger", passed, valid - passed)
+    Under `trials: auto` (`rule`) only k ≤ min_trials: every case reached those k whatever
+    the rule did, and each case's estimate accounts for where it stopped (`_first_k`). A
+    larger k would average over the few unsettled cases that reached it (biased, and
+    pass@k could fall with k)."""
+    from ix.stats.passk import pass_k_intervals
+
+    must = np.array([c.expectation == "must_trigger" for c in cases], dtype=bool)
+    right = np.where(must, passed, valid - passed)
     # no k beyond the most valid trials of any case: no case has that many, and a cancelled
     # run planned with a million trials per case would spend minutes on a million nulls
     reached = min(max_k, int(valid.max())) if len(valid) else 0
-    at: dict[str, float | None] = {}
-    hat: dict[str, float | None] = {}
+    if rule is not None:
+        reached = min(reached, rule.min_trials)
+    per_case: dict[tuple[str, int], np.ndarray] = {}
     for k in range(1, reached + 1):
-        at[str(k)] = num(mean_pass_at_k(valid, right, k))
-        hat[str(k)] = num(mean_pass_hat_k(valid, right, k))
-    return {"pass_at_k": at, "pass_hat_k": hat}
+        yes, no = _first_k(passed, valid, k, True, rule), _first_k(passed, valid, k, False, rule)
+        per_case[("at", k)] = 1 - np.where(must, no, yes)    # not all k wrong
+        per_case[("hat", k)] = np.where(must, yes, no)       # all k right
+    # cases alike in (right, valid, passed, expectation) have alike estimates
+    cis = pass_k_intervals(right, valid, passed * 2 + must, per_case, level) if per_case else {}
+    out: dict[str, dict[str, Any]] = {"pass_at_k": {}, "pass_hat_k": {}, "pass_at_k_ci": {},
+                                      "pass_hat_k_ci": {}}
+    for (kind, k), values in per_case.items():
+        ok = np.isfinite(values)
+        name = "pass_at_k" if kind == "at" else "pass_hat_k"
+        out[name][str(k)] = num(float(values[ok].mean())) if ok.any() else None
+        out[f"{name}_ci"][str(k)] = pair(*cis[(kind, k)])
+    return out

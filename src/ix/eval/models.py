@@ -98,6 +98,7 @@ class Experiment(BaseModel):
     goal: dict[str, Any] | None = None
     adaptive: bool = False      # trials: auto — `trials` is then the maximum per case
     min_trials: int = 2
+    prior: str = "uniform"      # the Beta prior of every rate interval: uniform or jeffreys
 
 
 class Verdict(BaseModel):

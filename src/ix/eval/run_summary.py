@@ -15,9 +15,12 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       subjects: Sequence[tuple[str, str]], tallies: Mapping[str, Tally],
                       cases: Sequence[EvalCase], trials_per_case: int, info: dict[str, Any],
                       goal: dict[str, Any] | None = None,
-                      stopped: Mapping[str, dict[str, str]] | None = None) -> dict[str, Any]:
+                      stopped: Mapping[str, dict[str, str]] | None = None,
+                      prior: str = "uniform") -> dict[str, Any]:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
-    first; every tally counts `cases`. A goal naming subjects outside the run gets no verdict."""
+    first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
+    `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
+    trial-level). A goal naming subjects outside the run gets no verdict."""
     from ix.eval.comparisons import compare_subjects
     from ix.eval.goals import evaluate_goal
     from ix.eval.summary import build_summary, subject_block
@@ -26,10 +29,12 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     ordered = [tallies[n] for n in names]
     blocks = [subject_block(name, description, tallies[name],
                             tallies[name].results(experiment_name), trials_per_case,
-                            stopped=stopped.get(name) if stopped is not None else None)
+                            stopped=stopped.get(name) if stopped is not None else None,
+                            trials_mode=info.get("trials_mode"), prior=prior)
               for name, description in subjects]
     metrics = [b["metrics"] for b in blocks]
-    comparisons = compare_subjects(names, ordered, metrics, cases)
+    comparisons = compare_subjects(names, ordered, metrics, cases,
+                                   primary=goal.get("metric") if goal else None)
     verdict = None
     if goal is not None:
         compare = goal.get("compare") or names[:2]
@@ -41,4 +46,4 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                        "note": "the goal's subjects were not all part of this run"}
     return build_summary(experiment_name=experiment_name, run_id=run_id,
                          run_status=run_status, blocks=blocks, comparisons=comparisons,
-                         goal=verdict, info=info)
+                         goal=verdict, info=info, prior=prior)

@@ -83,6 +83,7 @@ def load_experiment(path: Path, lab: Path | None = None,
         concurrency=spec.concurrency if spec.concurrency is not None else defaults.concurrency,
         timeout_s=spec.timeout_s if spec.timeout_s is not None else defaults.timeout_s,
         goal=spec.goal.model_dump() if spec.goal else None,
+        prior=spec.prior,
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
                             defaults=defaults)
@@ -102,7 +103,9 @@ def _replace_subjects(spec: ExperimentSpec, names: Sequence[str], lab: Path) -> 
 
 
 DEFAULT_MIN_TRIALS = 2
-DEFAULT_MAX_TRIALS = 10
+#: Odd, so that a case's majority vote has no ties: at an even K a tie (K/2 of K) counts as
+#: not activated, and a true 0.5 case would vote yes only 37.7% of the time at K = 10.
+DEFAULT_MAX_TRIALS = 9
 
 
 def _trials(spec: ExperimentSpec, defaults: Defaults) -> int:

@@ -141,6 +141,8 @@ class ExperimentSpec(_Strict):
     concurrency: Annotated[int, Field(ge=1)] | None = None
     timeout_s: Annotated[float, Field(gt=0)] | None = None
     goal: GoalSpec | None = None
+    #: the Beta prior of every rate interval in the summary (statistics.md)
+    prior: Literal["uniform", "jeffreys"] = "uniform"
 
     _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor")(_check_kind)

@@ -133,7 +133,8 @@ def difficulty(summary: dict[str, Any],
             "cases": {lvl: sum(v == lvl for v in rated.values()) for lvl in levels},
             "unrated": len(run_cases - set(rated)), "by_subject": by_subject,
             "method": "share of the level's cases whose majority vote is right; 95% "
-                      "equal-tailed interval of Beta(k+1, n-k+1)"}
+                      "equal-tailed interval of Beta(k+1, n-k+1), one-sided at k = 0 and "
+                      "k = n"}
 
 
 def subject_rates(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -17,14 +17,20 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                   "jeffreys_interval", "wald_interval"),
     "classification": ("precision_interval", "recall_interval", "f1_interval",
                        "f1_prob_a_beats_b", "f1_diff_cdf", "f1_diff_interval"),
-    "passk": ("pass_at_k", "pass_hat_k", "mean_pass_at_k", "mean_pass_hat_k"),
+    "passk": ("pass_at_k", "pass_hat_k", "mean_pass_at_k", "mean_pass_hat_k",
+              "pass_k_intervals"),
+    "difference": ("difference_interval", "DifferenceInterval"),
+    "case_level": ("case_level_difference", "CaseLevelDifference"),
     "describe": ("describe", "correlation", "Description", "Correlation"),
     "comparisons": ("prob_a_beats_b", "diff_interval", "paired_prob_a_beats_b",
                     "paired_diff_interval", "mcnemar_exact", "diff_cdf", "paired_diff_cdf"),
     "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval", "probit_diff_cdf"),
     "decisions": ("goal_verdict", "Verdict"),
     "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
-    "sequential": ("majority_vote_probability",),
+    "sequential": ("majority_vote_probability", "flip_probability", "StoppingRule",
+                   "path_counts", "stopping_distribution", "unbiased_first_k",
+                   "early_vote_error"),
+    "reliability": ("icc_oneway", "design_effect"),
     "power": ("paired_variances", "sample_size_two_proportions", "mde_paired", "n_paired",
               "n_for_interval_width", "holm"),
     "bayes_evals": ("independent_intervals", "independent_comparisons", "paired_comparisons"),
@@ -32,24 +38,33 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
+    "CaseLevelDifference",
     "Correlation",
     "Description",
+    "DifferenceInterval",
+    "StoppingRule",
     "Verdict",
     "beta_interval",
+    "case_level_difference",
     "clopper_pearson_interval",
     "clustered_se",
     "correlation",
     "describe",
+    "design_effect",
     "diff_cdf",
     "diff_interval",
+    "difference_interval",
+    "early_vote_error",
     "f1_diff_cdf",
     "f1_diff_interval",
     "f1_interval",
     "f1_prob_a_beats_b",
+    "flip_probability",
     "goal_verdict",
     "hierarchical_interval",
     "hierarchical_mean",
     "holm",
+    "icc_oneway",
     "independent_comparisons",
     "independent_intervals",
     "jeffreys_interval",
@@ -68,6 +83,8 @@ __all__ = [
     "paired_variances",
     "pass_at_k",
     "pass_hat_k",
+    "pass_k_intervals",
+    "path_counts",
     "precision_interval",
     "prob_a_beats_b",
     "probit_diff_cdf",
@@ -75,6 +92,8 @@ __all__ = [
     "probit_prob_a_beats_b",
     "recall_interval",
     "sample_size_two_proportions",
+    "stopping_distribution",
+    "unbiased_first_k",
     "wald_interval",
     "wilson_interval",
 ]
@@ -99,6 +118,7 @@ if TYPE_CHECKING:
         independent_intervals,
         paired_comparisons,
     )
+    from ix.stats.case_level import CaseLevelDifference, case_level_difference
     from ix.stats.classification import (
         f1_diff_cdf,
         f1_diff_interval,
@@ -124,6 +144,7 @@ if TYPE_CHECKING:
     )
     from ix.stats.decisions import Verdict, goal_verdict
     from ix.stats.describe import Correlation, Description, correlation, describe
+    from ix.stats.difference import DifferenceInterval, difference_interval
     from ix.stats.intervals import (
         beta_interval,
         clopper_pearson_interval,
@@ -136,7 +157,13 @@ if TYPE_CHECKING:
         probit_diff_interval,
         probit_prob_a_beats_b,
     )
-    from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+    from ix.stats.passk import (
+        mean_pass_at_k,
+        mean_pass_hat_k,
+        pass_at_k,
+        pass_hat_k,
+        pass_k_intervals,
+    )
     from ix.stats.power import (
         holm,
         mde_paired,
@@ -145,4 +172,13 @@ if TYPE_CHECKING:
         paired_variances,
         sample_size_two_proportions,
     )
-    from ix.stats.sequential import majority_vote_probability
+    from ix.stats.reliability import design_effect, icc_oneway
+    from ix.stats.sequential import (
+        StoppingRule,
+        early_vote_error,
+        flip_probability,
+        majority_vote_probability,
+        path_counts,
+        stopping_distribution,
+        unbiased_first_k,
+    )

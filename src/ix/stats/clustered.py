@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.polynomial import chebyshev as cheb
@@ -176,20 +176,24 @@ class _Marginal:
 
 @lru_cache(maxsize=32)
 def _marginal(key: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]],
-              nodes: tuple[int, int] = NODES) -> _Marginal:
+              nodes: tuple[int, int] = NODES,
+              prior: tuple[float, float] = (1.0, 1.0)) -> _Marginal:
     k, n, mult = (np.array(part, dtype=float) for part in key)
     loglik = _loglik(k, n, mult)
+    a, b = prior
 
     def log_density(x: FloatArray, y: FloatArray) -> FloatArray:
         lt, lnt = log_expit(x), log_expit(-x)
-        # θ ~ U(0,1) in logit coordinates; d ~ Gamma(1, 1) in log coordinates
-        return np.asarray(loglik(y + lt, y + lnt) + lt + lnt + y - np.exp(y), dtype=float)
+        # θ ~ Beta(a, b) (default U(0,1)) in logit coordinates; d ~ Gamma(1, 1) in log
+        # coordinates
+        return np.asarray(loglik(y + lt, y + lnt) + a * lt + b * lnt + y - np.exp(y),
+                          dtype=float)
 
     def logpost(p: FloatArray) -> FloatArray:
         return log_density(p[..., 0], p[..., 1])
 
     total_k, total_n = float(k @ mult), float(n @ mult)
-    start = np.array([float(logit((total_k + 1.0) / (total_n + 2.0))), 0.0])
+    start = np.array([float(logit((total_k + a) / (total_n + a + b))), 0.0])
     mode, cov = laplace_fit(logpost, start)
     chol = np.linalg.cholesky(cov)
     t1, c1, big_u = sinh_nodes(nodes[0], _REACH, "chebyshev")
@@ -206,40 +210,67 @@ def _marginal(key: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]
                      cumulative=integral[:, 0], total=mass, mean=first / mass)
 
 
-def _fit(successes: ArrayLike, trials: ArrayLike) -> _Marginal:
+def _fit(successes: ArrayLike, trials: ArrayLike,
+         prior: tuple[float, float] = (1.0, 1.0)) -> _Marginal:
     k, n = _counts(successes, trials)
     pairs, mult = np.unique(np.stack([k, n], axis=1), axis=0, return_counts=True)
     key = (tuple(pairs[:, 0].tolist()), tuple(pairs[:, 1].tolist()),
            tuple(mult.astype(float).tolist()))
-    return _marginal(key)
+    a, b = (float(x) for x in prior)
+    if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
+        raise ValueError(f"prior must be two positive numbers (a, b); got {prior!r}")
+    return _marginal(key, NODES, (a, b))
 
 
 def hierarchical_interval(successes: ArrayLike, trials: ArrayLike,
-                          level: float = 0.95) -> tuple[float, float]:
-    """Equal-tailed credible interval of the population rate θ, clusters = cases.
+                          level: float = 0.95, prior: tuple[float, float] = (1.0, 1.0),
+                          estimate: float | None = None,
+                          method: Literal["boundary", "equal_tailed"] = "boundary",
+                          ) -> tuple[float, float]:
+    """Credible interval of the population rate θ, clusters = cases.
 
-    Hierarchical beta-binomial model (Bowyer et al. 2025, §3.2): θ ~ U(0, 1), concentration
-    d ~ Gamma(1, 1), per-cluster θ_t ~ Beta(dθ, d(1−θ)), k_t ~ Bin(n_t, θ_t). The per-cluster
-    marginal likelihood is beta-binomial; the posterior of (logit θ, log d) is integrated on a
-    grid centred and scaled by a Laplace fit (sinh-stretched to ±20 sd; Chebyshev × Gauss–
-    Legendre), and θ's marginal CDF is inverted at (1 ± level)/2. Clusters are grouped by
-    distinct (k, n), so 10,000 clusters take a few milliseconds. With one trial per cluster
-    d drops out and the result is the Beta(Σk + 1, Σ(n−k) + 1) interval; clustered data give
-    a wider interval than pooling all trials. Clusters with n_t = 0 are ignored; no data gives
-    the prior interval ((1−level)/2, (1+level)/2). Raises ValueError unless
-    0 ≤ k_t ≤ n_t are integers and 0 < level < 1.
+    Hierarchical beta-binomial model (Bowyer et al. 2025, §3.2): θ ~ Beta(a, b) (`prior`,
+    default U(0, 1)), concentration d ~ Gamma(1, 1), per-cluster θ_t ~ Beta(dθ, d(1−θ)),
+    k_t ~ Bin(n_t, θ_t). The per-cluster marginal likelihood is beta-binomial; the posterior
+    of (logit θ, log d) is integrated on a grid centred and scaled by a Laplace fit
+    (sinh-stretched to ±20 sd; Chebyshev × Gauss–Legendre), and θ's marginal CDF is inverted.
+    "boundary" (default, STATS.md §1): the equal-tailed interval at (1 ∓ level)/2, unless it
+    excludes `estimate` (default the pooled rate Σk/Σn) — always so when no trial passed or
+    all did — in which case the one-sided [0, q_level] or [q_(1−level), 1] on the estimate's
+    side (credibility exactly `level`). "equal_tailed": always the equal-tailed interval.
+    Clusters are grouped by distinct (k, n), so 10,000 clusters take a few milliseconds.
+    With one trial per cluster d drops out and the result is the Beta(Σk + a, Σ(n−k) + b)
+    interval; clustered data give a wider interval than pooling all trials. Clusters with
+    n_t = 0 are ignored; no data gives the prior's equal-tailed interval. Raises ValueError
+    unless 0 ≤ k_t ≤ n_t are integers, 0 < level < 1 and the prior is positive.
     """
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    marginal = _fit(successes, trials)
+    if method not in ("boundary", "equal_tailed"):
+        raise ValueError(f"method must be 'boundary' or 'equal_tailed'; got {method!r}")
+    marginal = _fit(successes, trials, prior)
     tail = (1.0 - level) / 2.0
-    return marginal.quantile(tail), marginal.quantile(1.0 - tail)
+    lo, hi = marginal.quantile(tail), marginal.quantile(1.0 - tail)
+    if method == "equal_tailed":
+        return lo, hi
+    if estimate is None:
+        k, n = _counts(successes, trials)
+        total = float(n.sum())
+        if total == 0:
+            return lo, hi
+        estimate = float(k.sum()) / total
+    if estimate < lo:
+        return 0.0, max(marginal.quantile(level), float(estimate))
+    if estimate > hi:
+        return min(marginal.quantile(1.0 - level), float(estimate)), 1.0
+    return lo, hi
 
 
-def hierarchical_mean(successes: ArrayLike, trials: ArrayLike) -> float:
+def hierarchical_mean(successes: ArrayLike, trials: ArrayLike,
+                      prior: tuple[float, float] = (1.0, 1.0)) -> float:
     """Posterior mean of the population rate θ under the hierarchical beta-binomial model.
 
     Same model and quadrature as `hierarchical_interval`. One trial per cluster gives
     (Σk + 1)/(Σn + 2); no data gives ½.
     """
-    return _fit(successes, trials).mean
+    return _fit(successes, trials, prior).mean

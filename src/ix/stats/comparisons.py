@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 from scipy.integrate import quad
@@ -25,6 +25,7 @@ from scipy.special import (
     logsumexp,
 )
 
+from ix.stats.difference import DifferenceInterval, difference_interval
 from ix.stats.paired_probit import probit_diff_cdf, probit_diff_interval, probit_prob_a_beats_b
 
 __all__ = [
@@ -203,9 +204,31 @@ def _invert(cdf: Callable[[float], float], level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _containing(cdf: Callable[[float], float], estimate: float,
+                level: float) -> DifferenceInterval:
+    """`difference_interval` on [−1, 1], after the usual level check."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return difference_interval(cdf, _point(estimate), level)
+
+
+@overload
+def diff_interval(k_a: int, n_a: int, k_b: int, n_b: int, level: float = ...,
+                  prior: tuple[float, float] = ...,
+                  estimate: None = None) -> tuple[float, float]: ...
+@overload
+def diff_interval(k_a: int, n_a: int, k_b: int, n_b: int, level: float = ...,
+                  prior: tuple[float, float] = ..., *,
+                  estimate: float) -> DifferenceInterval: ...
 def diff_interval(k_a: int, n_a: int, k_b: int, n_b: int, level: float = 0.95,
-                  prior: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
+                  prior: tuple[float, float] = (1.0, 1.0),
+                  estimate: float | None = None) -> tuple[float, float] | DifferenceInterval:
     """Equal-tailed credible interval of θ_A − θ_B for independent Beta posteriors.
+
+    With `estimate` (the printed difference, e.g. k_a/n_a − k_b/n_b) the result is a
+    `DifferenceInterval` (it unpacks as (lo, hi)) that contains it: the equal-tailed
+    interval, or where that excludes the estimate the one-sided interval on its side with
+    credibility exactly `level`, plus the posterior median (`ix.stats.difference`).
 
     The CDF P(θ_A − θ_B ≤ d) = ∫ f_A(x) P(θ_B ≥ x − d) dx is integrated by adaptive
     quadrature (split where the integrand bends) and inverted with brentq at (1 ± level)/2;
@@ -215,6 +238,8 @@ def diff_interval(k_a: int, n_a: int, k_b: int, n_b: int, level: float = 0.95,
     """
     a_a, b_a = _posterior(k_a, n_a, prior, "A")
     a_b, b_b = _posterior(k_b, n_b, prior, "B")
+    if estimate is not None:
+        return _containing(_diff_cdf(a_a, b_a, a_b, b_b), estimate, level)
     return _invert(_diff_cdf(a_a, b_a, a_b, b_b), level)
 
 
@@ -293,10 +318,23 @@ def paired_diff_cdf(both: int, a_only: int, b_only: int, neither: int, d: float,
     return _dirichlet_diff_cdf(s, t, u, v)(point)
 
 
+@overload
+def paired_diff_interval(both: int, a_only: int, b_only: int, neither: int,
+                         level: float = ..., model: PairedModel = ...,
+                         estimate: None = None) -> tuple[float, float]: ...
+@overload
+def paired_diff_interval(both: int, a_only: int, b_only: int, neither: int,
+                         level: float = ..., model: PairedModel = ..., *,
+                         estimate: float) -> DifferenceInterval: ...
 def paired_diff_interval(both: int, a_only: int, b_only: int, neither: int,
                          level: float = 0.95,
-                         model: PairedModel = "dirichlet") -> tuple[float, float]:
+                         model: PairedModel = "dirichlet",
+                         estimate: float | None = None,
+                         ) -> tuple[float, float] | DifferenceInterval:
     """Equal-tailed credible interval of θ_A − θ_B from a paired 2×2 table.
+
+    With `estimate` (the observed (T − U)/n): a `DifferenceInterval` that contains it (see
+    `diff_interval`), for either model.
 
     "dirichlet": the exact distribution of p_T − p_U under Dir(S+1, T+1, U+1, V+1), by 1-D
     quadrature (σ = p_T + p_U ~ Beta(T+U+2, S+V+2) and p_T/σ ~ Beta(T+1, U+1) independent)
@@ -305,6 +343,10 @@ def paired_diff_interval(both: int, a_only: int, b_only: int, neither: int,
     or model.
     """
     s, t, u, v = _table(both, a_only, b_only, neither)
+    if estimate is not None:
+        if _model(model) == "probit":
+            return _containing(lambda d: probit_diff_cdf(s, t, u, v, d), estimate, level)
+        return _containing(_dirichlet_diff_cdf(s, t, u, v), estimate, level)
     if _model(model) == "probit":
         return probit_diff_interval(s, t, u, v, level=level)
     return _invert(_dirichlet_diff_cdf(s, t, u, v), level)

@@ -1,7 +1,9 @@
 """Intervals for a binomial rate (k successes in n trials) that are right at small n.
 
-The default is the Beta(1, 1) posterior's equal-tailed credible interval (STATS.md method 1;
-Bowyer, Aitchison & Ivanova 2025, §3.1). Wilson, Clopper-Pearson and Jeffreys are options;
+The default is the Beta(1, 1) posterior's equal-tailed credible interval, one-sided at the
+boundary counts: k = 0 gives [0, q_level] and k = n gives [q_(1−level), 1] (STATS.md method 1;
+Bowyer, Aitchison & Ivanova 2025, §3.1), so every interval contains k/n and can reach 0 and 1.
+HPD, the plain equal-tailed interval, Wilson, Clopper-Pearson and Jeffreys are options;
 Wald exists only so the coverage test can show it failing. Every function takes scalars and
 returns a pair of floats, or takes numpy arrays (broadcast together) and returns a pair of
 arrays. Counts must be whole numbers with 0 <= k <= n; n = 0 is allowed.
@@ -16,6 +18,10 @@ from scipy import special
 Scalar = int | float | np.integer[Any] | np.floating[Any]
 Counts = Scalar | npt.NDArray[Any]
 FloatArray = npt.NDArray[np.float64]
+Method = Literal["boundary", "equal_tailed", "hpd"]
+
+#: The named priors of `prior:` in experiment.yaml, as Beta(a, b) parameters.
+PRIORS: dict[str, tuple[float, float]] = {"uniform": (1.0, 1.0), "jeffreys": (0.5, 0.5)}
 
 
 def _check_level(level: float) -> float:
@@ -116,7 +122,7 @@ def beta_interval(  # type: ignore[overload-overlap]
     n: Scalar,
     level: float = 0.95,
     prior: tuple[float, float] = (1.0, 1.0),
-    method: Literal["equal_tailed", "hpd"] = "equal_tailed",
+    method: Method = "boundary",
 ) -> tuple[float, float]: ...
 @overload
 def beta_interval(
@@ -124,25 +130,31 @@ def beta_interval(
     n: Counts,
     level: float = 0.95,
     prior: tuple[float, float] = (1.0, 1.0),
-    method: Literal["equal_tailed", "hpd"] = "equal_tailed",
+    method: Method = "boundary",
 ) -> tuple[FloatArray, FloatArray]: ...
 def beta_interval(
     k: Counts,
     n: Counts,
     level: float = 0.95,
     prior: tuple[float, float] = (1.0, 1.0),
-    method: Literal["equal_tailed", "hpd"] = "equal_tailed",
+    method: Method = "boundary",
 ) -> tuple[Any, Any]:
     """Credible interval of a rate from its posterior Beta(k + a, n − k + b), prior (a, b).
 
-    "equal_tailed" (default) puts (1 − level)/2 of posterior mass in each tail: the Beta
-    quantiles at (1 ∓ level)/2 (STATS.md method 1). It never touches 0 or 1, even at k = 0, so
-    a true rate of exactly 0 or 1 is never covered; use "hpd" when that matters.
+    "boundary" (default, STATS.md method 1): the equal-tailed interval — (1 − level)/2 of
+    posterior mass in each tail, the Beta quantiles at (1 ∓ level)/2 — except at the
+    boundary counts, where it is one-sided with the same credibility: k = 0 gives
+    [0, q_level] and k = n gives [q_(1−level), 1]. It always contains k/n and covers a true
+    rate of exactly 0 or 1; its exact coverage averaged over p ~ U(0, 1) is `level` at every
+    n, like the plain equal-tailed interval's.
+    "equal_tailed": the Beta quantiles at (1 ∓ level)/2 at every k. It never touches 0 or 1,
+    so at k = 0 or k = n it excludes the observed rate and never covers a true 0 or 1.
     "hpd" is the shortest interval holding `level`: [0, q] when the density is non-increasing
     (k = 0 under a = 1), [q, 1] when non-decreasing (k = n under b = 1), otherwise the interval
     whose ends have equal density. Ties (flat posterior) give the central interval; for a
     U-shaped posterior (only n = 0 with both prior parameters < 1) the shorter end interval.
-    n = 0 gives the prior's interval. Arrays are vectorised over distinct (k, n) pairs.
+    n = 0 gives the prior's interval (equal-tailed under "boundary"). Arrays are vectorised
+    over distinct (k, n) pairs.
     """
     level = _check_level(level)
     a, b = (float(x) for x in prior)
@@ -151,15 +163,30 @@ def beta_interval(
     k_arr, n_arr, scalar = _counts(k, n)
     uk, un, where = _distinct(k_arr, n_arr)
     post_a, post_b = uk + a, un - uk + b
-    if method == "equal_tailed":
+    if method in ("equal_tailed", "boundary"):
         lo = special.betaincinv(post_a, post_b, (1 - level) / 2)
         hi = special.betaincinv(post_a, post_b, (1 + level) / 2)
+        if method == "boundary":
+            lo, hi = _one_sided_at_ends(uk, un, post_a, post_b, lo, hi, level)
     elif method == "hpd":
         ends = np.array([_hpd(x, y, level) for x, y in zip(post_a, post_b, strict=True)])
         lo, hi = ends.reshape(-1, 2).T
     else:
-        raise ValueError(f"method must be 'equal_tailed' or 'hpd'; got {method!r}")
+        raise ValueError(f"method must be 'boundary', 'equal_tailed' or 'hpd'; got {method!r}")
     return _pair(lo[where], hi[where], scalar)
+
+
+def _one_sided_at_ends(k: FloatArray, n: FloatArray, post_a: FloatArray, post_b: FloatArray,
+                       lo: FloatArray, hi: FloatArray,
+                       level: float) -> tuple[FloatArray, FloatArray]:
+    """Replace the equal-tailed (lo, hi) by [0, q_level] where k = 0 < n and by
+    [q_(1−level), 1] where k = n > 0 (q: quantiles of Beta(post_a, post_b))."""
+    at_zero = (k == 0) & (n > 0)
+    at_n = (k == n) & (n > 0)
+    lo = np.where(at_zero, 0.0, np.where(at_n, special.betaincinv(post_a, post_b, 1 - level),
+                                          lo))
+    hi = np.where(at_n, 1.0, np.where(at_zero, special.betaincinv(post_a, post_b, level), hi))
+    return lo, hi
 
 
 @overload
@@ -222,7 +249,7 @@ def jeffreys_interval(k: Counts, n: Counts, level: float = 0.95) -> tuple[Any, A
     and upper = 1 at k = n. statsmodels `proportion_confint(method="jeffreys")` omits that
     convention and agrees everywhere else.
     """
-    lo, hi = beta_interval(k, n, level, prior=(0.5, 0.5))
+    lo, hi = beta_interval(k, n, level, prior=(0.5, 0.5), method="equal_tailed")
     k_arr, n_arr, scalar = _counts(k, n)
     return _pair(np.where(k_arr == 0, 0.0, lo), np.where(k_arr == n_arr, 1.0, hi), scalar)
 

@@ -56,7 +56,8 @@ def test_the_rule_states_the_event_the_threshold_and_the_credibility():
     v = goal_verdict(normal(0.1, 0.05), direction="decrease", min_effect=0.05, credibility=0.9)
     assert "P(effect < -0.05) >= 0.9" in v.rule
     v = goal_verdict(normal(0.1, 0.05), direction="differ", min_effect=0.02, credibility=0.8)
-    assert "P(effect < -0.02) or P(effect > 0.02) >= 0.8" in v.rule
+    assert "P(effect < -0.02) or P(effect > 0.02) >= 0.9 (each direction at (1 + c)/2)" \
+        in v.rule and "P(|effect| <= 0.02) >= 0.8" in v.rule
     assert "P(|effect| <= 0.02) >= 0.8" in v.rule
 
 

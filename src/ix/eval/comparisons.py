@@ -1,18 +1,24 @@
-"""Each variant against the control, metric by metric (STATS.md §2, §3, §10).
+"""Each variant against the control, metric by metric (STATS.md §2, §3, §10, §12).
 
-Subjects of one experiment run the same cases and the same trial indices, so most metrics
-compare as *paired* proportions:
+Subjects of one experiment run the same cases, so the case is the paired unit:
 
-| metric | what is paired | posterior of variant − control |
+| metric | estimand | posterior of variant − control |
 |---|---|---|
-| `activation_rate` | must_trigger trials, by (case, trial) | Dirichlet over the 2×2 table |
-| `recall` | must_trigger cases' majority votes | Dirichlet over the 2×2 table |
-| `pass_rate` | every case's majority-vote correctness | Dirichlet over the 2×2 table |
-| `precision` | (not pairable: its cases differ by subject) | independent Beta(TP+1, FP+1) |
-| `f1` | (not pairable) | independent, through U ~ Beta(TP+1, FP+FN+2) |
+| `activation_rate` | mean over prompts of the rate difference | case-level t (`case_level`) |
+| `recall` | must_trigger majority votes | Dirichlet over the paired 2×2 table |
+| `pass_rate` | every case's majority-vote correctness | Dirichlet over the paired 2×2 |
+| `precision` | majority votes (cases differ by subject) | independent Beta(TP+1, FP+1) |
+| `f1` | majority votes over the must/not mix | independent, U ~ Beta(TP+1, FP+FN+2) |
 
-For each: the difference with its credible interval, P(variant better), the exact McNemar
-p-value where a paired binary table exists, Holm-adjusted across the variants.
+Trials of one subject within a case are exchangeable, so `activation_rate` never pairs trial
+t of one subject with trial t of the other: only each case's counts enter, and permuting
+trial indices within a case changes nothing. For each metric: the difference, its posterior
+median and credible interval (`ix.stats.difference.difference_interval`: equal-tailed, or
+one-sided on the estimate's side when that would exclude it), P(variant better), a two-sided
+`p_value` (exact McNemar where the pairs are real — recall, pass_rate —, the case-level
+t-test for activation_rate, none for precision/F1), Holm-adjusted across the variants. The
+goal's metric is `primary`; the others are `exploratory` and their numbers unadjusted for
+the number of metrics looked at.
 """
 
 from collections.abc import Callable, Sequence
@@ -25,6 +31,8 @@ from ix.eval.scoring import Tally
 
 METRICS = ("activation_rate", "recall", "precision", "f1", "pass_rate")
 PAIRED = ("activation_rate", "recall", "pass_rate")
+#: Metrics whose pairs are real (majority votes paired by case): exact McNemar applies.
+REAL_PAIRS = ("recall", "pass_rate")
 
 
 @dataclass(frozen=True)
@@ -41,22 +49,19 @@ class Table:
         return self.both + self.control_only + self.variant_only + self.neither
 
 
-def _popcount(x: int) -> int:
-    return bin(x).count("1")
-
-
 def _votes(tally: Tally, case: EvalCase) -> bool | None:
     c = tally.counts[case.id]
     return None if not c.valid else c.passed / c.valid > 0.5
 
 
 def paired_tables(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> dict[str, Table]:
-    """The paired 2×2 tables of the metrics that pair (`PAIRED`)."""
-    trials = [0, 0, 0, 0]
+    """The paired 2×2 tables of the metrics whose pairs are real (`REAL_PAIRS`): recall and
+    pass_rate pair the two subjects' majority votes case by case. (No table of trials: the
+    trials of one subject within a case are exchangeable, so pairing them by index would be
+    arbitrary — `activation_rate` compares case-level rates instead.)"""
     recall = [0, 0, 0, 0]
     passes = [0, 0, 0, 0]
     for case in cases:
-        a, b = control.counts[case.id], variant.counts[case.id]
         va, vb = _votes(control, case), _votes(variant, case)
         if va is not None and vb is not None:
             right_a = va if case.expectation == "must_trigger" else not va
@@ -64,18 +69,7 @@ def paired_tables(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> 
             _count(passes, right_a, right_b)
             if case.expectation == "must_trigger":
                 _count(recall, va, vb)
-        if case.expectation == "must_trigger":
-            shared = a.valid_bits & b.valid_bits
-            pa, pb = a.passed_bits & shared, b.passed_bits & shared
-            both = _popcount(pa & pb)
-            a_only = _popcount(pa & ~pb)
-            b_only = _popcount(pb & ~pa)
-            trials[0] += both
-            trials[1] += a_only
-            trials[2] += b_only
-            trials[3] += _popcount(shared) - both - a_only - b_only
-    return {"activation_rate": Table(*trials), "recall": Table(*recall),
-            "pass_rate": Table(*passes)}
+    return {"recall": Table(*recall), "pass_rate": Table(*passes)}
 
 
 def _count(cells: list[int], a: bool, b: bool) -> None:
@@ -84,7 +78,10 @@ def _count(cells: list[int], a: bool, b: bool) -> None:
 
 @dataclass(frozen=True)
 class Effect:
-    """The posterior of one metric's difference (variant − control)."""
+    """The posterior of one metric's difference (variant − control): `cdf`, `interval`
+    (contains `diff`), `median`, `p_better`; `p_value` the two-sided test of no difference
+    (McNemar where pairs are real, the case-level t-test for activation_rate, else None);
+    `n` cases (paired metrics) or counts (precision, F1)."""
 
     control: float | None
     variant: float | None
@@ -94,36 +91,73 @@ class Effect:
     mcnemar_p: float | None
     n: int
     paired: bool
+    diff: float | None = None
+    median: float | None = None
+    p_value: float | None = None
 
 
 def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
            control_metrics: dict[str, Any], variant_metrics: dict[str, Any],
            tables: dict[str, Table] | None = None, level: float = LEVEL) -> Effect:
-    """The posterior of variant − control for `metric`."""
-    from ix.stats.classification import f1_diff_cdf, f1_diff_interval, f1_prob_a_beats_b
+    """The posterior of variant − control for `metric`, with an interval that contains the
+    observed difference, the posterior median and the two-sided p-value (where one exists)."""
+    from dataclasses import replace
+
+    from ix.stats.difference import difference_interval, posterior_quantile
+
+    e = _posterior(metric, control, variant, cases, control_metrics, variant_metrics, tables)
+    if e.n == 0:
+        return e
+    diff = e.diff
+    if diff is None and e.control is not None and e.variant is not None:
+        diff = e.variant - e.control
+    # no observed difference (a rate with an empty denominator): the equal-tailed interval
+    di = difference_interval(e.cdf, diff if diff is not None else posterior_quantile(e.cdf, 0.5),
+                             level=level)
+    return replace(e, diff=diff, interval=(di.lo, di.hi), median=di.median)
+
+
+def _case_counts(tally: Tally, cases: Sequence[EvalCase]) -> list[tuple[int, int]]:
+    return [(tally.counts[c.id].passed, tally.counts[c.id].valid) for c in cases]
+
+
+def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
+               control_metrics: dict[str, Any], variant_metrics: dict[str, Any],
+               tables: dict[str, Table] | None) -> Effect:
+    from ix.stats.case_level import case_level_difference
+    from ix.stats.classification import f1_diff_cdf, f1_prob_a_beats_b
     from ix.stats.comparisons import (
         diff_cdf,
-        diff_interval,
         mcnemar_exact,
         paired_diff_cdf,
-        paired_diff_interval,
         paired_prob_a_beats_b,
         prob_a_beats_b,
     )
 
+    if metric == "activation_rate":
+        must = [c for c in cases if c.expectation == "must_trigger"]
+        m = case_level_difference(_case_counts(control, must), _case_counts(variant, must))
+        if m is None:
+            return Effect(control=None, variant=None, cdf=lambda d: float(d >= 0),
+                          interval=(float("nan"), float("nan")), p_better=float("nan"),
+                          mcnemar_p=None, n=0, paired=True)
+        return Effect(control=m.control, variant=m.variant, cdf=m.cdf,
+                      interval=(m.quantile(0.025), m.quantile(0.975)), p_better=m.p_better,
+                      mcnemar_p=None, n=m.n, paired=True, diff=m.estimate,
+                      p_value=m.p_value)
     if metric in PAIRED:
         t = (tables or paired_tables(control, variant, cases))[metric]
         # roles swapped so that the functions' "A" is the variant: effect = variant − control
         args = (t.both, t.variant_only, t.control_only, t.neither)
         rate_c = (t.both + t.control_only) / t.n if t.n else None
         rate_v = (t.both + t.variant_only) / t.n if t.n else None
+        p = mcnemar_exact(t.control_only, t.variant_only)
         return Effect(
             control=rate_c, variant=rate_v,
             cdf=lambda d: paired_diff_cdf(*args, d),
-            interval=paired_diff_interval(*args, level=level),
+            interval=(float("nan"), float("nan")),
             p_better=paired_prob_a_beats_b(*args),
-            mcnemar_p=mcnemar_exact(t.control_only, t.variant_only),
-            n=t.n, paired=True,
+            mcnemar_p=p, n=t.n, paired=True, p_value=p,
         )
     tp_c, fp_c, fn_c = (int(control_metrics[k]) for k in ("tp", "fp", "fn"))
     tp_v, fp_v, fn_v = (int(variant_metrics[k]) for k in ("tp", "fp", "fn"))
@@ -132,7 +166,7 @@ def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase
         return Effect(
             control=float(control_metrics["f1"]), variant=float(variant_metrics["f1"]),
             cdf=lambda d: f1_diff_cdf(*v_args, d),
-            interval=f1_diff_interval(*v_args, level=level),
+            interval=(float("nan"), float("nan")),
             p_better=f1_prob_a_beats_b(*v_args), mcnemar_p=None,
             n=tp_c + fp_c + fn_c + tp_v + fp_v + fn_v, paired=False,
         )
@@ -143,7 +177,7 @@ def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase
     return Effect(
         control=kc / nc if nc else None, variant=kv / nv if nv else None,
         cdf=lambda d: diff_cdf(kv, nv, kc, nc, d),
-        interval=diff_interval(kv, nv, kc, nc, level=level),
+        interval=(float("nan"), float("nan")),
         p_better=prob_a_beats_b(kv, nv, kc, nc), mcnemar_p=None, n=nv + nc, paired=False,
     )
 
@@ -167,8 +201,11 @@ def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> list[dic
 
 def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
                      metrics: Sequence[dict[str, Any]], cases: Sequence[EvalCase],
-                     level: float = LEVEL) -> list[dict[str, Any]]:
-    """Every variant against the control (the first subject), with Holm across variants."""
+                     level: float = LEVEL, primary: str | None = None) -> list[dict[str, Any]]:
+    """Every variant against the control (the first subject), with Holm across variants.
+
+    `primary` is the goal's metric (role "primary"); every other metric is "exploratory":
+    its interval, P(better) and p-value are unadjusted for the number of metrics read."""
     from ix.stats.power import holm
 
     if len(names) < 2:
@@ -181,23 +218,27 @@ def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
         for metric in METRICS:
             e = effect(metric, tallies[0], tallies[i], cases, metrics[0], metrics[i],
                        tables, level)
-            diff = (e.variant - e.control) if e.variant is not None and e.control is not None \
-                else None
             entry: dict[str, Any] = {
-                "control": num(e.control), "variant": num(e.variant), "diff": num(diff),
-                "diff_ci": pair(*e.interval), "p_variant_better": num(e.p_better),
+                "control": num(e.control), "variant": num(e.variant), "diff": num(e.diff),
+                "diff_median": num(e.median), "diff_ci": pair(*e.interval),
+                "p_variant_better": num(e.p_better),
+                "p_value": num(e.p_value), "p_value_holm": None,
                 "mcnemar_p": num(e.mcnemar_p), "mcnemar_p_holm": None,
+                "role": "primary" if metric == primary else "exploratory",
                 "paired": e.paired, "n": e.n,
             }
-            if metric in tables:
+            if metric in REAL_PAIRS:
                 t = tables[metric]
                 entry["table"] = {"both": t.both, "control_only": t.control_only,
                                   "variant_only": t.variant_only, "neither": t.neither}
             block["metrics"][metric] = entry
         out.append(block)
-    for metric in PAIRED:
-        raw = [b["metrics"][metric]["mcnemar_p"] for b in out]
-        adjusted = holm([p if p is not None else 1.0 for p in raw])
-        for b, p in zip(out, adjusted, strict=True):
-            b["metrics"][metric]["mcnemar_p_holm"] = num(p)
+    for metric in METRICS:
+        for raw_key, adj_key in (("p_value", "p_value_holm"), ("mcnemar_p", "mcnemar_p_holm")):
+            raw = [b["metrics"][metric][raw_key] for b in out]
+            if all(p is None for p in raw):
+                continue
+            adjusted = holm([p if p is not None else 1.0 for p in raw])
+            for b, p, r in zip(out, adjusted, raw, strict=True):
+                b["metrics"][metric][adj_key] = num(p) if r is not None else None
     return out

@@ -124,6 +124,10 @@ class MetricsOut(Closed):
     precision_ci: Interval
     recall_ci: Interval
     f1_ci: Interval
+    specificity: float | None = Field(
+        None, description="TN/(TN+FP) over the should_not cases' majority votes; null without "
+                          "such cases; absent in summaries written before it")
+    specificity_ci: Interval | None = Field(None, description="from Beta(TN+1, FP+1)")
 
 
 class TrialRateOut(Closed):
@@ -139,6 +143,29 @@ class TrialLevelOut(Closed):
     must_trigger: TrialRateOut
     should_not_trigger: TrialRateOut
     correct: TrialRateOut
+
+
+class ReliabilityOut(Closed):
+    icc: float | None = Field(description="one-way ANOVA intraclass correlation of the trials "
+                                          "within cases; null when undefined")
+    design_effect: float | None = Field(description="1 + (trials_per_case - 1) * icc")
+    trials_per_case: float | None = Field(description="mean valid trials per case")
+    n_cases: int
+
+
+class ReliabilityGroupsOut(Closed):
+    must_trigger: ReliabilityOut
+    should_not_trigger: ReliabilityOut
+    correct: ReliabilityOut
+
+
+class UnsettledCase(Closed):
+    probe_id: str
+    expectation: Expectation
+    passed: int
+    n: int
+    p_flip: float = Field(description="posterior probability that the majority vote would "
+                                      "flip with unlimited further trials (> 0.2 here)")
 
 
 class InterpretationOut(Closed):
@@ -163,6 +190,17 @@ class SubjectBlock(Closed):
     trial_level: TrialLevelOut
     pass_at_k: dict[str, float | None] = Field(description="k (a string) -> pass@k")
     pass_hat_k: dict[str, float | None] = Field(description="k (a string) -> pass^k")
+    pass_at_k_ci: dict[str, Interval] = Field(
+        default_factory=dict, description="k -> interval of pass@k (case-level Bayesian "
+                                          "bootstrap); absent in summaries written before it")
+    pass_hat_k_ci: dict[str, Interval] = Field(
+        default_factory=dict, description="k -> interval of pass^k, the same way")
+    reliability: ReliabilityGroupsOut | None = Field(
+        None, description="between-case reliability of the trials; absent in summaries "
+                          "written before it")
+    unsettled: list[UnsettledCase] = Field(
+        default_factory=list, description="cases whose majority vote is unsettled, the most "
+                                          "uncertain first")
     interpretation: InterpretationOut
     errors: int
     trials: int
@@ -180,13 +218,23 @@ class MetricComparison(Closed):
     control: float | None
     variant: float | None
     diff: float | None
-    diff_ci: Interval
+    diff_median: float | None = Field(description="posterior median of variant − control")
+    diff_ci: Interval = Field(description="credible interval; contains `diff` (one-sided on "
+                                          "its side when the equal-tailed one would not)")
     p_variant_better: float | None
+    p_value: float | None = Field(description="two-sided test of no difference: exact McNemar "
+                                              "(recall, pass_rate), the case-level t-test "
+                                              "(activation_rate), null for precision/F1")
+    p_value_holm: float | None = Field(description="p_value, Holm-adjusted across variants")
     mcnemar_p: float | None
     mcnemar_p_holm: float | None
+    role: Literal["primary", "exploratory"] = Field(
+        description="primary: the goal's metric; exploratory: unadjusted for the number of "
+                    "metrics read")
     paired: bool
-    n: int
-    table: PairedTable | None = Field(None, description="the paired metrics only")
+    n: int = Field(description="cases (activation_rate, recall, pass_rate) or majority votes "
+                               "counted by both subjects (precision, F1)")
+    table: PairedTable | None = Field(None, description="recall and pass_rate only")
 
 
 class Flip(Closed):
@@ -210,15 +258,27 @@ class GoalEffect(Closed):
     control: float | None
     treatment: float | None
     diff: float | None
+    diff_median: float | None = Field(description="posterior median of treatment − control")
     diff_ci: Interval
     paired: bool
 
 
 class GoalSuggestion(Closed):
+    """How many cases (`unit`) would settle an inconclusive goal if the true effect were
+    `effect` (twice min_effect; `method` says what was assumed), and the probability that a
+    run of that size settles it (`p_settle` = supported + refuted), from `simulations` seeded
+    runs judged by ix's own rule."""
+
     cases: int | None
     current_cases: int
     trials_per_case: int
     method: str
+    p_settle: float | None = None
+    p_supported: float | None = None
+    p_refuted: float | None = None
+    simulations: int = 0
+    unit: str | None = None
+    effect: float | None = None
 
 
 class GoalOut(Closed):
@@ -241,6 +301,8 @@ class GoalOut(Closed):
 
 class StatisticsOut(Closed):
     level: float
+    #: experiment.yaml `prior:`: the Beta prior of every rate interval
+    prior: Literal["uniform", "jeffreys"] = "uniform"
     methods: dict[str, str]
 
 
@@ -268,6 +330,8 @@ class Summary(Closed):
     trial_level: TrialLevelOut
     pass_at_k: dict[str, float | None]
     pass_hat_k: dict[str, float | None]
+    pass_at_k_ci: dict[str, Interval] = Field(default_factory=dict)
+    pass_hat_k_ci: dict[str, Interval] = Field(default_factory=dict)
     errors: int
     usage: UsageOut
     subjects: list[SubjectBlock]

@@ -9,7 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from ix.eval.estimates import LEVEL, METHODS, metric_intervals, num, pass_k, score_intervals
+from ix.eval import diagnostics
+from ix.eval.estimates import (
+    LEVEL,
+    methods,
+    metric_intervals,
+    num,
+    pass_k,
+    score_intervals,
+    stopping_rule,
+)
 from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
 from ix.eval.scoring import Tally
@@ -17,12 +26,17 @@ from ix.eval.scoring import Tally
 
 def subject_block(name: str, description: str, tally: Tally, results: ExperimentResults,
                   trials_per_case: int, level: float = LEVEL,
-                  stopped: dict[str, str] | None = None) -> dict[str, Any]:
-    """One subject's block; `stopped` (trials: auto) says why each case stopped."""
+                  stopped: dict[str, str] | None = None,
+                  trials_mode: dict[str, Any] | None = None,
+                  prior: str = "uniform") -> dict[str, Any]:
+    """One subject's block; `stopped` (trials: auto) says why each case stopped, and
+    `trials_mode` (the summary's) gives the stopping rule that pass@k and the trial-level
+    rates account for."""
+    rule = stopping_rule(trials_mode)
     counts = [tally.counts[c.id] for c in tally.cases]
     valid = np.fromiter((c.valid for c in counts), dtype=np.int64, count=len(counts))
     passed = np.fromiter((c.passed for c in counts), dtype=np.int64, count=len(counts))
-    lo, hi = score_intervals(passed, valid, level)
+    lo, hi = score_intervals(passed, valid, level, prior)
     probes: list[dict[str, Any]] = []
     for i, (p, c) in enumerate(zip(results.probe_results, counts, strict=True)):
         probes.append({
@@ -46,10 +60,14 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "recall": round(results.recall, 6),
             "f1": round(results.f1, 6),
             "tp": results.tp, "fp": results.fp, "fn": results.fn, "tn": results.tn,
-            **metric_intervals(results.tp, results.fp, results.fn, level),
+            **metric_intervals(results.tp, results.fp, results.fn, level, prior),
+            **diagnostics.specificity(results.tn, results.fp, level, prior),
         },
-        "trial_level": trial_level_rates(tally.cases, passed, valid, level),
-        **pass_k(tally.cases, passed, valid, trials_per_case),
+        "trial_level": trial_level_rates(tally.cases, passed, valid, level, rule=rule,
+                                         prior=prior),
+        **pass_k(tally.cases, passed, valid, trials_per_case, level, rule=rule),
+        "reliability": diagnostics.reliability(tally.cases, passed, valid),
+        "unsettled": diagnostics.unsettled(tally.cases, passed, valid),
         "interpretation": {
             "status": results.status,
             "issues": list(results.issues),
@@ -65,7 +83,8 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
 def build_summary(*, experiment_name: str, run_id: str, run_status: str,
                   blocks: list[dict[str, Any]], info: dict[str, Any],
                   comparisons: list[dict[str, Any]] | None = None,
-                  goal: dict[str, Any] | None = None) -> dict[str, Any]:
+                  goal: dict[str, Any] | None = None,
+                  prior: str = "uniform") -> dict[str, Any]:
     """Control's block at the top level (the `001_…` shape), every subject under `subjects`."""
     from ix.eval.schemas import SCHEMA_VERSION  # the models load only when a run ends
 
@@ -82,12 +101,14 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
         "trial_level": control["trial_level"],
         "pass_at_k": control["pass_at_k"],
         "pass_hat_k": control["pass_hat_k"],
+        "pass_at_k_ci": control.get("pass_at_k_ci", {}),
+        "pass_hat_k_ci": control.get("pass_hat_k_ci", {}),
         "errors": sum(b["errors"] for b in blocks),
         "usage": {key: round(sum(b["usage"][key] for b in blocks), 6)
                   for key in ("tokens_input", "tokens_output", "cost_usd")},
         "subjects": blocks,
         "comparisons": comparisons or [],
         "goal": goal,
-        "statistics": {"level": LEVEL, "methods": METHODS},
+        "statistics": {"level": LEVEL, "prior": prior, "methods": methods(prior)},
         **info,
     }

@@ -67,9 +67,14 @@ def metrics_text(block: dict[str, Any]) -> Text:
     at, hat = block.get("pass_at_k") or {}, block.get("pass_hat_k") or {}
     if at:
         last = max(at, key=int)
-        shown = [f"pass@1 {_fmt(at.get('1'))}", f"pass@{last} {_fmt(at.get(last))}",
-                 f"pass^{last} {_fmt(hat.get(last))}"]
-        text.append("\n" + "  ".join(shown))
+        at_ci, hat_ci = block.get("pass_at_k_ci") or {}, block.get("pass_hat_k_ci") or {}
+        # pass@ on one line and pass^ on the next: a line of both passes 80 columns
+        shown = [("\n", "pass@", "1", at, at_ci), ("  ", "pass@", last, at, at_ci),
+                 ("\n", "pass^", last, hat, hat_ci)]
+        for sep, label, k, values, cis in shown if last != "1" else shown[::2]:
+            text.append(sep)
+            text.append_text(_estimate(f"{label}{k}", values.get(k), cis.get(k)))
+    text.append_text(diagnostics_text(block))
     if block["errors"]:
         text.append(f"\n{block['errors']} errored trial(s) excluded from the metrics",
                     style="red")
@@ -88,30 +93,71 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def diagnostics_text(block: dict[str, Any]) -> Text:
+    """Specificity, the between-case ICC with its design effect, and the unsettled cases, one
+    short line each (summaries written before them have none of these keys)."""
+    text = Text()
+    m = block["metrics"]
+    if m.get("specificity") is not None:
+        text.append("\n")
+        text.append_text(_estimate("specificity", m["specificity"], m.get("specificity_ci")))
+    parts = []
+    for label, key in (("must", "must_trigger"), ("not", "should_not_trigger")):
+        r = (block.get("reliability") or {}).get(key) or {}
+        if r.get("icc") is not None:
+            parts.append(f"{label} {r['icc']:.2f} (design effect {r['design_effect']:.2f})")
+    if parts:
+        text.append("\nbetween-case ICC: " + ", ".join(parts))
+    if "unsettled" in block:
+        cases = block["unsettled"]
+        text.append("\nunsettled votes (P(flip) > 0.2): ", style="" if cases else "dim")
+        shown = ", ".join(f"{u['probe_id']} {u['p_flip']:.2f}" for u in cases[:8])
+        text.append(shown + (f", +{len(cases) - 8} more" if len(cases) > 8 else "")
+                    if cases else "none", style="yellow" if cases else "dim")
+    return text
+
+
 _METRIC_NAMES = {"activation_rate": "activation rate", "recall": "recall",
                  "precision": "precision", "f1": "F1", "pass_rate": "pass rate"}
 
 
-def comparison_table(summary: dict[str, Any]) -> Table:
-    """Each variant against the control: metric, delta with interval, P(better), adjusted p."""
-    table = Table(title="variants against the control", title_justify="left", show_edge=False,
-                  pad_edge=False)
-    for col, justify in (("variant", "left"), ("metric", "left"), ("control", "right"),
-                         ("variant", "right"), ("delta [95% CI]", "right"),
-                         ("P(better)", "right"), ("McNemar p (Holm)", "right")):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+def comparison_table(summary: dict[str, Any]) -> RenderableType:
+    """Each variant against the control, one table per variant: the goal's (primary) metric
+    first, then the exploratory ones under a row saying their intervals and P(better) are
+    unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
+    case-level t), Holm across variants. Fits 80 columns."""
+    tables: list[RenderableType] = [Text("variants against the control (p: two-sided test, "
+                                         "Holm across variants)", style="bold")]
     for comp in summary["comparisons"]:
-        for metric, m in comp["metrics"].items():
-            delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
-            delta.append(_ci(m["diff_ci"]), style="dim")
-            if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0 or m["diff_ci"][1] < 0):
-                delta.stylize("bold")
-            p = "-" if m["mcnemar_p"] is None else (
-                f"{m['mcnemar_p']:.3f} ({m['mcnemar_p_holm']:.3f})")
-            table.add_row(comp["variant"], _METRIC_NAMES.get(metric, metric),
-                          _fmt(m["control"]), _fmt(m["variant"]), delta,
-                          _fmt(m["p_variant_better"]), p)
-    return table
+        table = Table(title=f"{comp['variant']} vs {comp['control']} (control)",
+                      title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("metric", "control", "variant", "delta [95% CI]", "P(better)", "p Holm"):
+            table.add_column(col, justify="left" if col == "metric" else "right",
+                             no_wrap=True)
+        roles = {m.get("role", "exploratory") for m in comp["metrics"].values()}
+        for role in ("primary", "exploratory"):
+            if role not in roles:
+                continue
+            label = Text(role, style="dim italic")
+            if role == "primary":
+                table.add_row(label, "", "", Text("goal's metric", style="dim italic"))
+            else:
+                table.add_row(label, "", "", Text("unadjusted", style="dim italic"),
+                              Text("unadjusted", style="dim italic"))
+            for metric, m in comp["metrics"].items():
+                if m.get("role", "exploratory") != role:
+                    continue
+                delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
+                delta.append(_ci(m["diff_ci"]), style="dim")
+                if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0
+                                                    or m["diff_ci"][1] < 0):
+                    delta.stylize("bold")
+                p = m.get("p_value_holm")
+                table.add_row(_METRIC_NAMES.get(metric, metric), _fmt(m["control"]),
+                              _fmt(m["variant"]), delta, _fmt(m["p_variant_better"]),
+                              "-" if p is None else f"{p:.3f}")
+        tables.append(table)
+    return Group(*tables)
 
 
 def flips_text(summary: dict[str, Any]) -> Text:
@@ -147,15 +193,20 @@ def goal_text(goal: dict[str, Any]) -> Text:
     diff = "n/a" if e["diff"] is None else f"{e['diff']:+.3f}"
     text.append(f"  {_METRIC_NAMES.get(e['metric'], e['metric'])} {control} "
                 f"{_fmt(e['control'])} → {treatment} {_fmt(e['treatment'])}, difference "
-                f"{diff} {_ci(e['diff_ci'])}")
+                f"{diff} {_ci(e['diff_ci'])}"
+                + (f" (posterior median {e['diff_median']:+.3f})"
+                   if e.get("diff_median") is not None else ""))
     text.append(f"\n  P(supported) = {goal['p_supported']:.3f}, P(refuted) = "
                 f"{goal['p_refuted']:.3f}; {goal['rule']}", style="dim")
     s = goal.get("suggestion")
     if s and s.get("cases") is None:
         text.append(f"\n  more cases would not settle it: {s['method']}", style="yellow")
     elif s:
-        text.append(f"\n  to settle it: about {s['cases']} cases (now {s['current_cases']}) at "
-                    f"{s['trials_per_case']} trial(s) each ({s['method']})", style="yellow")
+        odds = ("" if s.get("p_settle") is None
+                else f", settling it with probability {s['p_settle']:.2f}")
+        text.append(f"\n  to settle it: about {s['cases']} {s.get('unit') or 'cases'} (now "
+                    f"{s['current_cases']}) at {s['trials_per_case']} trial(s) each{odds} "
+                    f"({s['method']})", style="yellow")
     return text
 
 

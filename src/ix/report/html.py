@@ -215,7 +215,11 @@ def _comparisons(report: dict[str, Any]) -> list[dict[str, Any]]:
                 for k, m in metrics.items()]
         svg = _svg(charts.bar_chart(bars, domain=(-1.0, 1.0), label="variant − control")) \
             if bars else None
-        out.append({"c": c, "metrics": metrics, "svg": svg,
+        # the goal's metric is primary; the others exploratory, labelled unadjusted
+        roles = [(role, [(k, m) for k, m in metrics.items()
+                         if m.get("role", "exploratory") == role])
+                 for role in ("primary", "exploratory")]
+        out.append({"c": c, "metrics": metrics, "roles": roles, "svg": svg,
                     "flips": (c.get("flips") or [])[:TOP_FAILURES]})
     return out
 

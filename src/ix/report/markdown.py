@@ -92,6 +92,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                                                                       "f1")),
                       f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"], m["status"]]
                      for n, m in s["metrics"].items()])
+    lines += _reliability(s["metrics"])
+    lines += _comparisons(report.get("comparisons") or [])
     board = report["leaderboard"]
     lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}", ""]
     lines += leaderboard_lines(board)
@@ -123,6 +125,32 @@ def report_markdown(report: dict[str, Any]) -> str:
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _icc(r: dict[str, Any] | None) -> str:
+    if not r or r.get("icc") is None:
+        return "n/a"
+    return f"{r['icc']:.2f} ({r['design_effect']:.2f})"
+
+
+def _reliability(metrics: dict[str, dict[str, Any]]) -> list[str]:
+    """Specificity, between-case ICC (design effect) and unsettled votes per subject."""
+    if not any(m.get("reliability") is not None for m in metrics.values()):
+        return []
+    lines = ["Specificity [95% CI] on the should_not cases; between-case ICC of the trials "
+             "(design effect 1 + (K−1)·ICC); cases whose majority vote would flip with more "
+             "trials with probability > 0.2.", ""]
+    rows = []
+    for n, m in metrics.items():
+        rel = m.get("reliability") or {}
+        spec = "n/a" if m.get("specificity") is None else \
+            f"{fmt(m['specificity'])} {ci(m.get('specificity_ci'))}"
+        unsettled = ", ".join(f"{u['probe_id']} ({u['p_flip']:.2f})"
+                              for u in m.get("unsettled") or []) or "none"
+        rows.append([n, spec, _icc(rel.get("must_trigger")),
+                     _icc(rel.get("should_not_trigger")), unsettled])
+    return lines + _table(["subject", "specificity", "ICC must (deff)", "ICC not (deff)",
+                           "unsettled votes (P(flip))"], rows)
 
 
 def _failures(f: dict[str, Any]) -> list[str]:
@@ -164,15 +192,41 @@ def _cost(c: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _comparisons(comparisons: list[dict[str, Any]]) -> list[str]:
+    """Each variant against the control: the goal's metric (primary) first; the others are
+    exploratory and their intervals and P(better) say "unadjusted"."""
+    if not comparisons:
+        return []
+    lines = ["## Comparisons", "", "Variant − control with its 95% credible interval; p is the "
+             "two-sided test (McNemar, or the case-level t-test for the activation rate), "
+             "Holm-adjusted across variants. Exploratory metrics are unadjusted for the "
+             "number of metrics read.", ""]
+    for c in comparisons:
+        rows = []
+        ordered = sorted(c["metrics"].items(), key=lambda kv: kv[1].get("role") != "primary")
+        for k, m in ordered:
+            primary = m.get("role") == "primary"
+            tag = "" if primary else " (unadjusted)"
+            rows.append([METRIC_NAMES.get(k, k) + (" (primary)" if primary else ""),
+                         fmt(m["control"]), fmt(m["variant"]),
+                         f"{fmt(m['diff'])} {ci(m['diff_ci'])}{tag}",
+                         f"{fmt(m['p_variant_better'])}{tag}", fmt(m.get("p_value_holm"))])
+        lines += [f"### {md_text(c['variant'])} vs {md_text(c['control'])} (control)", ""]
+        lines += _table(["metric", "control", "variant", "delta [95% CI]", "P(better)",
+                         "p (Holm)"], rows)
+    return lines
+
+
 def _baseline(b: dict[str, Any]) -> list[str]:
     lines = [f"## Against baseline {md_code(b['tag'])} ({md_text(b['run'])})", ""]
     if not b["regressed"]:
         return [*lines, f"No regression ({md_text(b['rule'])}).", ""]
     lines += [f"**{len(b['regressions'])} regression(s)** ({md_text(b['rule'])}):", ""]
-    lines += _table(["subject", "metric", "before", "after", "delta [95% CI]", "P(better)"],
+    lines += _table(["subject", "metric", "before", "after", "delta [95% CI]",
+                     "p worse (Holm)"],
                     [[r["subject"], METRIC_NAMES.get(r["metric"], r["metric"]),
                       fmt(r["before"]), fmt(r["after"]), f"{fmt(r['diff'])} {ci(r['diff_ci'])}",
-                      fmt(r["p_better"])] for r in b["regressions"]])
+                      fmt(r["p_worse_holm"])] for r in b["regressions"]])
     return lines
 
 

@@ -1,34 +1,55 @@
 """`ix report --baseline TAG`: has anything regressed since the baseline run?
 
 The run is compared with the baseline by `ix.report.runs.compare_runs` (the same statistics
-as `ix compare`). A metric has regressed when the credible interval of its difference (run
-minus baseline) lies entirely below zero: the run is credibly worse on it.
+as `ix compare`). The gate reads every subject × metric at once, so it controls the
+family-wise error over all of them (Holm): each (subject, metric) gets a one-sided p-value
+for "the run is worse" — half the two-sided McNemar / case-level t p-value when the run's
+value is lower (1 otherwise), and for precision and F1, which have no frequentist test here,
+the posterior probability that the run is not worse (P(better) under a uniform prior, the
+one-sided p-value's Bayesian twin). A metric regressed when its Holm-adjusted p-value is at
+most `ALPHA`: with no real change, the gate flags anything in at most 5% of runs.
 """
 
 from typing import Any
 
+ALPHA = 0.05
 
-def regressions(comparison: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every (subject, metric) of a `compare_runs` result whose difference is credibly
-    negative, with the numbers that show it."""
+
+def _p_worse(m: dict[str, Any]) -> float:
+    """One-sided p-value of "the run is worse than the baseline" on one metric."""
+    diff, p = m.get("diff"), m.get("p_value")
+    if p is not None:
+        return p / 2 if diff is not None and diff < 0 else 1.0
+    better = m.get("p_better")
+    return 1.0 if better is None else min(1.0, max(0.0, float(better)))
+
+
+def regressions(comparison: dict[str, Any], alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """Every (subject, metric) of a `compare_runs` result that is worse than the baseline
+    with Holm-adjusted one-sided p ≤ `alpha` across all subjects × metrics."""
+    from ix.eval.estimates import num
+    from ix.stats.power import holm
+
+    tests = [(entry, metric, m) for entry in comparison.get("comparisons", [])
+             if "error" not in entry for metric, m in entry["metrics"].items()]
+    raw = [_p_worse(m) for _, _, m in tests]
+    adjusted = holm(raw)
     out = []
-    for entry in comparison.get("comparisons", []):
-        if "error" in entry:
-            continue
-        for metric, m in entry["metrics"].items():
-            hi = m["diff_ci"][1]
-            if hi is not None and hi < 0:
-                out.append({"subject": entry["subject"], "metric": metric,
-                            "before": m["before"], "after": m["after"], "diff": m["diff"],
-                            "diff_ci": m["diff_ci"], "p_better": m["p_better"],
-                            "paired": m["paired"]})
+    for (entry, metric, m), p, adj in zip(tests, raw, adjusted, strict=True):
+        if adj <= alpha and m["diff"] is not None and m["diff"] < 0:
+            out.append({"subject": entry["subject"], "metric": metric,
+                        "before": m["before"], "after": m["after"], "diff": m["diff"],
+                        "diff_ci": m["diff_ci"], "p_better": m["p_better"],
+                        "p_worse": num(p), "p_worse_holm": num(adj), "paired": m["paired"]})
     return out
 
 
 def baseline_section(tag: str, baseline_run: str, comparison: dict[str, Any]) -> dict[str, Any]:
     """The report's `baseline` block: what was compared, and what regressed."""
     found = regressions(comparison)
+    n = sum(len(e["metrics"]) for e in comparison.get("comparisons", []) if "error" not in e)
     return {"tag": tag, "run": baseline_run, "comparison": comparison, "regressions": found,
             "regressed": bool(found),
-            "rule": "a metric regressed when the 95% credible interval of (run − baseline) "
-                    "lies entirely below zero"}
+            "rule": f"a metric regressed when the run is worse than the baseline with a "
+                    f"one-sided p-value <= {ALPHA:g} after Holm's adjustment across all "
+                    f"{n} subject x metric tests (family-wise error <= {ALPHA:g})"}

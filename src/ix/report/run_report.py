@@ -37,7 +37,9 @@ def summary_table(summary: dict[str, Any]) -> dict[str, Any]:
             **{k: m.get(k) for k in ("precision", "precision_ci", "recall", "recall_ci", "f1",
                                      "f1_ci", "tp", "fp", "fn", "tn")},
             "errors": block.get("errors", 0), "trials": block.get("trials"),
-            "status": (block.get("interpretation") or {}).get("status")}
+            "status": (block.get("interpretation") or {}).get("status"),
+            "specificity": m.get("specificity"), "specificity_ci": m.get("specificity_ci"),
+            "reliability": block.get("reliability"), "unsettled": block.get("unsettled")}
     return {"subjects": names, "cases": list(cases.values()), "metrics": metrics}
 
 

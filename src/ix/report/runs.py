@@ -3,7 +3,10 @@
 Each later run is compared with the first, subject by subject, on the summaries alone:
 recall and pass rate pair the runs' majority votes case by case (the cases are the same
 files), precision and F1 compare independent posteriors, and the activation rate compares
-the pooled must_trigger trials of the two runs (independent: different trials).
+per-case must_trigger rates case by case (`ix.stats.case_level`: the mean over prompts of
+the difference, between-case spread included) — the statistics of a run's comparisons.
+Every interval contains its printed difference; `p_value` is the two-sided test where one
+exists (McNemar, the case-level t-test), null for precision and F1.
 """
 
 from typing import Any
@@ -28,8 +31,6 @@ def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
 
 def compare_runs(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """The first summary is the baseline; every other is compared with it."""
-    from ix.stats.comparisons import diff_interval, prob_a_beats_b
-
     base = summaries[0]
     out: dict[str, Any] = {"baseline": base["run_id"], "experiment": base["experiment_name"],
                            "comparisons": []}
@@ -56,26 +57,13 @@ def compare_runs(summaries: list[dict[str, Any]]) -> dict[str, Any]:
                                      "cases": len(shared), "metrics": {},
                                      "flips": flips(ta, tb, cases)}
             for metric in RUN_METRICS:
-                if metric == "activation_rate":
-                    must = [c.id for c in cases if c.expectation == "must_trigger"]
-                    ka = sum(ids_a[i]["passed"] for i in must)
-                    na = sum(ids_a[i]["n"] for i in must)
-                    kb = sum(ids_b[i]["passed"] for i in must)
-                    nb = sum(ids_b[i]["n"] for i in must)
-                    if not na or not nb:
-                        continue
-                    lo, hi = diff_interval(kb, nb, ka, na)
-                    entry["metrics"][metric] = {
-                        "before": num(ka / na), "after": num(kb / nb),
-                        "diff": num(kb / nb - ka / na), "diff_ci": pair(lo, hi),
-                        "p_better": num(prob_a_beats_b(kb, nb, ka, na)), "paired": False}
-                    continue
                 e = effect(metric, ta, tb, cases, metrics_a, metrics_b)
-                diff = e.variant - e.control if e.variant is not None and e.control is not None \
-                    else None
+                if metric == "activation_rate" and e.n == 0:
+                    continue
                 entry["metrics"][metric] = {
-                    "before": num(e.control), "after": num(e.variant), "diff": num(diff),
-                    "diff_ci": pair(*e.interval), "p_better": num(e.p_better),
+                    "before": num(e.control), "after": num(e.variant), "diff": num(e.diff),
+                    "diff_median": num(e.median), "diff_ci": pair(*e.interval),
+                    "p_better": num(e.p_better), "p_value": num(e.p_value),
                     "paired": e.paired}
             entry["verdict"] = _verdict(entry)
             out["comparisons"].append(entry)

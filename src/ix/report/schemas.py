@@ -9,7 +9,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ix.eval.schemas import Closed, Expectation, GoalOut, Interval, SubjectComparison
+from ix.eval.schemas import (
+    Closed,
+    Expectation,
+    GoalOut,
+    Interval,
+    ReliabilityGroupsOut,
+    SubjectComparison,
+    UnsettledCase,
+)
 
 # --------------------------------------------------------------------------- ix compare
 
@@ -18,8 +26,13 @@ class RunMetricChange(Closed):
     before: float | None
     after: float | None
     diff: float | None
-    diff_ci: Interval
+    diff_median: float | None = Field(description="posterior median of after − before")
+    diff_ci: Interval = Field(description="contains `diff` (one-sided on its side when the "
+                                          "equal-tailed interval would not)")
     p_better: float | None
+    p_value: float | None = Field(description="two-sided test of no change: exact McNemar "
+                                              "(recall, pass_rate), case-level t-test "
+                                              "(activation_rate), null for precision/F1")
     paired: bool
 
 
@@ -154,6 +167,13 @@ class SubjectMetrics(Closed):
     errors: int
     trials: int | None
     status: str | None
+    specificity: float | None = Field(None, description="TN/(TN+FP); null without should_not "
+                                                        "cases or in older summaries")
+    specificity_ci: Interval | None = None
+    reliability: ReliabilityGroupsOut | None = Field(
+        None, description="between-case ICC and design effect; null in older summaries")
+    unsettled: list[UnsettledCase] | None = Field(
+        None, description="cases whose majority vote could flip; null in older summaries")
 
 
 class SummaryTable(Closed):
@@ -253,6 +273,8 @@ class Regression(Closed):
     diff: float | None
     diff_ci: Interval
     p_better: float | None
+    p_worse: float = Field(description="one-sided p-value of 'the run is worse'")
+    p_worse_holm: float = Field(description="p_worse, Holm-adjusted across subjects x metrics")
     paired: bool
 
 

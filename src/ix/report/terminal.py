@@ -73,7 +73,37 @@ def summary_tables(report: dict[str, Any]) -> list[RenderableType]:
                                 for k in ("precision", "recall", "f1")),
                         f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", str(m["errors"]),
                         str(m["status"]))
-    return [table, Text(""), metrics]
+    return [table, Text(""), metrics, *reliability_parts(s["metrics"])]
+
+
+def _icc(r: dict[str, Any] | None) -> str:
+    if not r or r.get("icc") is None:
+        return "n/a"
+    return f"{r['icc']:.2f} ({r['design_effect']:.2f})"
+
+
+def reliability_parts(metrics: dict[str, dict[str, Any]]) -> list[RenderableType]:
+    """Specificity, between-case ICC (design effect) and unsettled votes per subject; nothing
+    for a summary written before them."""
+    if not any(m.get("reliability") is not None for m in metrics.values()):
+        return []
+    table = _table("specificity and reliability per subject", "subject", "specificity",
+                   "ICC must (deff)", "ICC not (deff)", "unsettled",
+                   right=("unsettled",))
+    lines = Text()
+    for name, m in metrics.items():
+        rel = m.get("reliability") or {}
+        spec = "n/a" if m.get("specificity") is None else \
+            f"{fmt(m['specificity'])} {ci(m.get('specificity_ci'))}"
+        cases = m.get("unsettled") or []
+        table.add_row(name, spec, _icc(rel.get("must_trigger")),
+                      _icc(rel.get("should_not_trigger")), str(len(cases)))
+        if cases:
+            shown = ", ".join(f"{u['probe_id']} {u['p_flip']:.2f}" for u in cases[:TOP])
+            more = f", +{len(cases) - TOP} more" if len(cases) > TOP else ""
+            lines.append(f"\nunsettled votes of {name} (P(flip) > 0.2): {shown}{more}",
+                         style="yellow")
+    return [Text(""), table, lines] if lines else [Text(""), table]
 
 
 def breakdown_table(report: dict[str, Any]) -> Table:
@@ -173,12 +203,12 @@ def baseline_parts(b: dict[str, Any]) -> list[RenderableType]:
         return [head]
     head.append(f"{len(b['regressions'])} regression(s)", style="bold red")
     table = _table("regressions (run − baseline)", "subject", "metric", "before", "after",
-                   "delta [95% CI]", "P(better)",
-                   right=("before", "after", "delta [95% CI]", "P(better)"))
+                   "delta [95% CI]", "p worse (Holm)",
+                   right=("before", "after", "delta [95% CI]", "p worse (Holm)"))
     for r in b["regressions"]:
         table.add_row(r["subject"], METRIC_NAMES.get(r["metric"], r["metric"]),
                       fmt(r["before"]), fmt(r["after"]),
-                      f"{fmt(r['diff'])} {ci(r['diff_ci'])}", fmt(r["p_better"]))
+                      f"{fmt(r['diff'])} {ci(r['diff_ci'])}", fmt(r["p_worse_holm"]))
     return [head, table, Text(b["rule"], style="dim")]
 
 

@@ -5,7 +5,10 @@ A goal states a direction ("increase", "decrease" or "differ") and a minimum eff
 treatment − control and its posterior CDF F(d) = P(effect ≤ d), the goal is `supported` when
 the posterior probability of an effect beyond the region in the stated direction reaches the
 credibility, `refuted` when the probability of the complement (inside the region, or the
-other way) does, and `inconclusive` otherwise. Pure arithmetic on F; no scipy.
+other way) does, and `inconclusive` otherwise. A "differ" goal looks in both directions, so
+each is judged at (1 + c)/2 (a Bonferroni split of 1 − c over the two): at a true effect of
+0 it is falsely supported at most 1 − c of the time, not 2(1 − c). Pure arithmetic on F; no
+scipy.
 """
 
 from __future__ import annotations
@@ -58,13 +61,15 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
     With m = `min_effect` and c = `credibility`, p_supported is
     "increase": P(effect > m) = 1 − F(m); "decrease": P(effect < −m) = F(−m);
     "differ": the larger of P(effect < −m) = F(−m) and P(effect > m) = 1 − F(m) — a difference
-    is supported when one *direction* is credible, not when mass is split over both sides.
+    is supported when one *direction* is credible, not when mass is split over both sides —
+    judged against (1 + c)/2, since either direction could have been picked after the fact.
     p_refuted is the complement for "increase"/"decrease" and, for "differ", the mass inside
     the region P(−m ≤ effect ≤ m) = F(m) − F(−m). The boundary ±m counts as inside the region;
     F's value is used as is, which is exact for continuous posteriors (all of `ix.stats`'s).
-    The verdict is "supported" when p_supported ≥ c, "refuted" when p_refuted ≥ c, else
-    "inconclusive" (c > ½, so at most one holds). Region of practical equivalence: Kruschke,
-    "Rejecting or accepting parameter values in Bayesian estimation" (2018); STATS.md §11.
+    The verdict is "supported" when p_supported ≥ c ((1 + c)/2 for "differ"), "refuted" when
+    p_refuted ≥ c, else "inconclusive" (c > ½, so at most one holds). Region of practical
+    equivalence: Kruschke, "Rejecting or accepting parameter values in Bayesian estimation"
+    (2018); STATS.md §11.
 
     Edge cases: with m = 0, "differ" can never be refuted (the region has no mass) and is
     supported only when the sign of the effect is credible; "increase"/"decrease" with m = 0
@@ -100,16 +105,20 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
                              f"cdf({m:g}) = {above!r}")
         p_supported = max(below, 1.0 - above)
         event, complement = f"effect < {-m:g}) or P(effect > {m:g}", f"|effect| <= {m:g}"
+    # "differ": each direction at (1 + c)/2, so false support at effect 0 is <= 1 - c
+    c_supported = (1.0 + c) / 2.0 if direction == "differ" else c
     p_refuted = (max(0.0, min(1.0, above - below)) if direction == "differ"
                  else 1.0 - p_supported)
 
     outcome: Outcome
-    if p_supported >= c:
+    if p_supported >= c_supported:
         outcome = "supported"
     elif p_refuted >= c:
         outcome = "refuted"
     else:
         outcome = "inconclusive"
-    rule = (f"supported if P({event}) >= {c:g}, refuted if P({complement}) >= {c:g}, "
+    rule = (f"supported if P({event}) >= {c_supported:g}"
+            + (" (each direction at (1 + c)/2)" if direction == "differ" else "")
+            + f", refuted if P({complement}) >= {c:g}, "
             f"else inconclusive (effect = treatment - control)")
     return Verdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)

@@ -1,0 +1,91 @@
+"""What a statistician asks of a run next to precision and recall: specificity, how alike the
+trials of one case are (ICC and design effect), and which cases' majority votes are unsettled.
+
+Computed from per-case counts, vectorised over cases, as JSON-safe numbers (`ix.eval.estimates`
+turns NaN into None). The statistics live in `ix.stats.reliability` and
+`ix.stats.sequential`.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ix.eval.estimates import LEVEL, num, pair
+from ix.eval.models import EvalCase
+
+#: A case whose majority vote would flip with more trials with a posterior probability above
+#: this is listed as unsettled.
+UNSETTLED = 0.2
+
+_GROUPS = ("must_trigger", "should_not_trigger")
+
+
+def specificity(tn: int, fp: int, level: float = LEVEL,
+                prior: str = "uniform") -> dict[str, Any]:
+    """True-negative rate on the should_not cases (majority votes), with its interval.
+
+    Beta(TN+1, FP+1), the specificity marginal of the same Dirichlet(1,1,1,1) posterior as
+    precision and recall, through `beta_interval` (so its rule at TN = 0 or FP = 0 applies);
+    Beta(TN+½, FP+½) under `prior: jeffreys`. None for both when the run has no should_not
+    case with a valid trial.
+    """
+    from ix.eval.estimates import prior_parameters
+    from ix.stats.intervals import beta_interval
+
+    if tn + fp == 0:
+        return {"specificity": None, "specificity_ci": None}
+    lo, hi = beta_interval(tn, tn + fp, level=level, prior=prior_parameters(prior))
+    return {"specificity": num(tn / (tn + fp)), "specificity_ci": pair(lo, hi)}
+
+
+def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> dict[str, Any]:
+    from ix.stats.reliability import design_effect, icc_oneway
+
+    keep = trials > 0
+    successes, trials = successes[keep], trials[keep]
+    if len(trials) == 0:
+        return {"icc": None, "design_effect": None, "trials_per_case": None, "n_cases": 0}
+    per_case = float(trials.mean())
+    icc = icc_oneway(successes, trials)
+    return {"icc": num(icc),
+            "design_effect": num(design_effect(icc, per_case)),
+            "trials_per_case": num(per_case), "n_cases": len(trials)}
+
+
+def reliability(cases: Sequence[EvalCase], passed: np.ndarray,
+                valid: np.ndarray) -> dict[str, Any]:
+    """Between-case reliability of the trials, per expectation and for trials that were right.
+
+    Per group: the one-way ANOVA ICC of the trials nested in cases, the design effect
+    1 + (K̄ − 1)·ICC with K̄ the mean valid trials per case, K̄ and the number of cases.
+    """
+    expect = np.array([c.expectation for c in cases])
+    out: dict[str, Any] = {}
+    for group in _GROUPS:
+        mask = expect == group
+        out[group] = _group_reliability(passed[mask], valid[mask])
+    right = np.where(expect == "must_trigger", passed, valid - passed)
+    scored = np.isin(expect, _GROUPS)
+    out["correct"] = _group_reliability(right[scored], valid[scored])
+    return out
+
+
+def unsettled(cases: Sequence[EvalCase], passed: np.ndarray,
+              valid: np.ndarray) -> list[dict[str, Any]]:
+    """Cases whose majority vote would flip with more trials with probability > `UNSETTLED`.
+
+    P(flip) from `ix.stats.sequential.flip_probability` (uniform prior, unlimited further
+    trials); the most uncertain first, then by case id. Only must and should_not cases (an
+    edge case's vote counts nowhere); cases without a valid trial have no vote.
+    """
+    from ix.stats.sequential import flip_probability
+
+    if len(valid) == 0:
+        return []
+    p = flip_probability(passed, valid)
+    rows = [{"probe_id": c.id, "expectation": c.expectation, "passed": int(passed[i]),
+             "n": int(valid[i]), "p_flip": num(float(p[i]))}
+            for i, c in enumerate(cases)
+            if valid[i] > 0 and c.expectation in _GROUPS and p[i] > UNSETTLED]
+    return sorted(rows, key=lambda r: (-r["p_flip"], r["probe_id"]))

@@ -12,6 +12,7 @@ from ix.stats.bayes_evals import (
     paired_comparisons,
 )
 from ix.stats.comparisons import paired_prob_a_beats_b, prob_a_beats_b
+from ix.stats.paired_probit import probit_prob_a_beats_b
 
 TABLE = {
     "claude": [1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0],
@@ -58,7 +59,7 @@ def test_independent_matrix_entries_are_prob_a_beats_b_on_column_totals(table):
 
 
 def test_paired_matrix_entries_come_from_each_pairs_two_by_two_table(table):
-    m = paired_comparisons(table)
+    m = paired_comparisons(table, model="dirichlet")
     a, b = np.array(TABLE["claude"]), np.array(TABLE["gpt"])
     s, t = int(np.sum((a == 1) & (b == 1))), int(np.sum((a == 1) & (b == 0)))
     u, v = int(np.sum((a == 0) & (b == 1))), int(np.sum((a == 0) & (b == 0)))
@@ -66,6 +67,13 @@ def test_paired_matrix_entries_come_from_each_pairs_two_by_two_table(table):
     assert m[0, 1] == paired_prob_a_beats_b(s, t, u, v)
     assert m[0, 1] == pytest.approx(stats.beta.sf(0.5, t + 1, u + 1), abs=1e-14)
     assert m[0, 3] == pytest.approx(0.5)  # no discordant pairs
+
+
+def test_paired_matrix_defaults_to_the_probit_model_of_each_pairs_table(table):
+    m = paired_comparisons(table)
+    assert m[0, 1] == probit_prob_a_beats_b(6, 3, 0, 3)
+    assert m[1, 0] == 1.0 - m[0, 1]
+    assert m[0, 3] == pytest.approx(0.5, abs=1e-6)  # identical columns
 
 
 def test_pairing_sharpens_the_comparison_of_nested_subjects():

@@ -2,8 +2,10 @@
 
 The table holds one 0/1 outcome per case (row) and subject (column): a pandas DataFrame
 (duck-typed: anything with `.columns` and `table[column]`) or a mapping name → sequence.
-Unlike the original, which samples, every number here is exact or by deterministic
-quadrature, and the results are plain dicts and arrays (subject order = column order).
+`paired_comparisons` defaults to the original's latent bivariate-probit model (§3.4);
+`model="dirichlet"` gives ix's earlier Dirichlet-multinomial answer. Unlike the original,
+which samples, every number here is exact or by deterministic quadrature, and the results
+are plain dicts and arrays (subject order = column order).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from numpy.typing import NDArray
 from scipy.special import betaincinv
 
 from ix.stats.comparisons import paired_prob_a_beats_b, prob_a_beats_b
+from ix.stats.paired_probit import probit_prob_a_beats_b
 
 __all__ = ["independent_comparisons", "independent_intervals", "paired_comparisons"]
 
@@ -98,24 +101,32 @@ def independent_comparisons(df: Table,
     return out
 
 
-def paired_comparisons(df: Table) -> NDArray[np.float64]:
+def paired_comparisons(df: Table, model: str = "probit") -> NDArray[np.float64]:
     """Subjects × subjects matrix of P(θ_row > θ_col) from each pair's paired 2×2 table.
 
-    Entry (i, j) = `paired_prob_a_beats_b(S, T, U, V)` under the Dirichlet(1,1,1,1)
-    posterior, = P(Beta(T+1, U+1) > ½) with T = cases only row solves and U = cases only col
-    solves; NaN on the diagonal; (i, j) + (j, i) = 1 up to rounding. (The original library samples a
-    bivariate-probit model instead; `ix.stats.paired_probit` computes that one.) Raises
-    ValueError on a malformed table.
+    model "probit" (default, the original library's model, Bowyer et al. 2025 §3.4): the
+    latent bivariate-probit model, θ_A, θ_B ~ U(0, 1), ρ ~ 2·Beta(4, 2) − 1, cells from the
+    bivariate normal CDF; entry (i, j) = `probit_prob_a_beats_b(S, T, U, V)`, by deterministic
+    quadrature where the original draws 10k importance samples (agrees with the original's
+    seed average within 0.015 on its own example table; docs/statistics.md).
+    model "dirichlet": the Dirichlet(1,1,1,1) posterior over the 2×2 cells,
+    `paired_prob_a_beats_b` = P(Beta(T+1, U+1) > ½) (ix before 0.15).
+    S = cases both solve, T = only row solves, U = only col solves, V = neither. NaN on the
+    diagonal; entry (j, i) is 1 − entry (i, j). Raises ValueError on a malformed table or an
+    unknown model.
     """
+    if model not in ("probit", "dirichlet"):
+        raise ValueError(f"model must be 'probit' or 'dirichlet', got {model!r}")
     _, data = _columns(df)
     m = data.shape[0]
     out = np.full((m, m), np.nan)
+    prob = probit_prob_a_beats_b if model == "probit" else paired_prob_a_beats_b
     for i in range(m):
-        for j in range(m):
-            if i != j:
-                a, b = data[i], data[j]
-                both, a_only = int(np.sum(a & b)), int(np.sum(a & (1 - b)))
-                b_only = int(np.sum((1 - a) & b))
-                neither = len(a) - both - a_only - b_only
-                out[i, j] = paired_prob_a_beats_b(both, a_only, b_only, neither)
+        for j in range(i + 1, m):
+            a, b = data[i], data[j]
+            both, a_only = int(np.sum(a & b)), int(np.sum(a & (1 - b)))
+            b_only = int(np.sum((1 - a) & b))
+            neither = len(a) - both - a_only - b_only
+            out[i, j] = prob(both, a_only, b_only, neither)
+            out[j, i] = 1.0 - out[i, j]
     return out

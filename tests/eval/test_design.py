@@ -91,3 +91,14 @@ def test_a_skill_only_some_subjects_have_is_a_baseline_not_a_warning():
     limited = {"kind": "lexical", "skills": ["other"]}
     [w] = check_design(exp, runtimes={"without": lexical, "with": limited})
     assert w.code == "unseen-cases"
+
+
+def test_an_even_fixed_trial_count_on_a_stochastic_runtime_warns_about_ties():
+    exp = experiment()
+    [warning] = check_design(exp, trials=10)
+    assert (warning.code, warning.field) == ("even-trials-stochastic", "trials")
+    assert "37.7%" in warning.message and "(9 or 11)" in warning.message
+    assert check_design(exp, trials=9) == []
+    assert check_design(exp, trials=10, adaptive=True) == []     # auto: max_trials decides
+    steady = experiment(subjects=(subject("a", {"kind": "command", "argv": ["true"]}),))
+    assert check_design(steady, trials=10) == []

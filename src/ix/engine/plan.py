@@ -18,7 +18,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
-from ix.lab.loader import LoadedExperiment
+from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment
 from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
 
@@ -147,7 +147,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
     adaptive, min_trials = exp.adaptive, exp.min_trials
     if overrides.trials == "auto":
         adaptive = True
-        trials = exp.trials if exp.adaptive else 10
+        trials = exp.trials if exp.adaptive else DEFAULT_MAX_TRIALS
         min_trials = min(exp.min_trials, trials)
     elif overrides.trials is not None:
         adaptive, trials = False, overrides.trials

@@ -7,6 +7,7 @@ and `ix run` print them as warnings; with `--strict` they are errors. docs/exper
 `ix validate --json`.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,8 +29,8 @@ DETERMINISTIC = frozenset({"command", "http", "human"})
 #: Metrics that only must_trigger cases feed.
 MUST_ONLY = frozenset({"recall", "activation_rate"})
 
-CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "unbalanced",
-         "duplicate-prompt", "unseen-cases")
+CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "even-trials-stochastic",
+         "unbalanced", "duplicate-prompt", "unseen-cases")
 
 
 class DesignWarning(BaseModel):
@@ -99,6 +100,7 @@ def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = N
     sides = _too_few(experiment, cases, filtered, out)
     _no_control(experiment, subjects, out)
     _one_trial(trials, adaptive, subjects, runtimes, out)
+    _even_trials(trials, adaptive, subjects, runtimes, out)
     _unbalanced(experiment, cases, sides, filtered, out)
     _duplicates(cases, out)
     _unseen(experiment, cases, subjects, runtimes, out)
@@ -184,6 +186,30 @@ def _one_trial(trials: int, adaptive: bool, subjects: list[Subject],
             message=f"one trial per case on a stochastic runtime: {', '.join(noisy)}; each "
                     "case's majority vote is a single draw and its interval spans most of "
                     "[0, 1]: use an odd number of trials >= 3, or trials: auto"))
+
+
+def tie_share(trials: int) -> float:
+    """P(a case whose true rate is ½ votes "activated" after `trials` trials): below ½ at an
+    even count, where a tie (trials/2 of trials) counts as not activated — 0.377 at 10."""
+    ties = math.comb(trials, trials // 2) / 2**trials if trials % 2 == 0 else 0.0
+    return (1 - ties) / 2
+
+
+def _even_trials(trials: int, adaptive: bool, subjects: list[Subject],
+                 runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> None:
+    """An even fixed trial count on a stochastic runtime: ties in the majority vote."""
+    if adaptive or trials < 2 or trials % 2:
+        return
+    noisy = [f"{s.name} ({runtimes[s.name].get('kind')})" for s in subjects
+             if s.name in runtimes and is_stochastic(runtimes[s.name])]
+    if noisy:
+        out.append(DesignWarning(
+            code="even-trials-stochastic", field="trials",
+            message=f"an even number of trials per case ({trials}) on a stochastic runtime: "
+                    f"{', '.join(noisy)}; a tie ({trials // 2} of {trials}) counts as not "
+                    f"activated, so a case whose true rate is 0.5 votes activated only "
+                    f"{tie_share(trials):.1%} of the time: use an odd number "
+                    f"({trials - 1} or {trials + 1})"))
 
 
 def _unbalanced(exp: Experiment, cases: list[EvalCase], reported: set[str], filtered: bool,

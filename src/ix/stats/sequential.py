@@ -1,6 +1,12 @@
-"""When to stop adding trials: the posterior predictive of a case's final majority vote."""
+"""When to stop adding trials: the posterior predictive of a case's final majority vote, and
+the exact behaviour of `trials: auto`'s stopping rule (its paths, stopping distribution,
+unbiased estimators under it, and its per-case error)."""
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 
 def majority_vote_probability(k: int, n: int, total: int, threshold: float = 0.5,
@@ -30,3 +36,168 @@ def majority_vote_probability(k: int, n: int, total: int, threshold: float = 0.5
 
 def _lbeta(a: float, b: float) -> float:
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+# ------------------------------------------------------------ the stopping rule's paths
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """`trials: auto`'s rule: after each trial from `min_trials` on, a case stops once its
+    vote after `max_trials` is settled at `credibility` (`majority_vote_probability` ≥ c or
+    ≤ 1 − c), and at `max_trials` in any case. Trials here are valid ones (no errors)."""
+
+    min_trials: int
+    max_trials: int
+    credibility: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_trials <= self.max_trials:
+            raise ValueError(f"need 1 <= min_trials <= max_trials; got {self.min_trials}, "
+                             f"{self.max_trials}")
+        if not 0.5 < self.credibility < 1:
+            raise ValueError(f"credibility must lie in (0.5, 1); got {self.credibility}")
+
+    def stops(self, k: int, n: int) -> bool:
+        """Whether a case with `k` passes in its first `n` trials gets no more."""
+        if n < self.min_trials:
+            return False
+        if n >= self.max_trials:
+            return True
+        p = majority_vote_probability(k, n, self.max_trials)
+        return p >= self.credibility or p <= 1 - self.credibility
+
+
+@lru_cache(maxsize=64)
+def _stop_table(rule: StoppingRule) -> np.ndarray:
+    """stop[n, k]: the rule stops at k passes of n trials (n = 0 .. max_trials)."""
+    top = rule.max_trials
+    table = np.zeros((top + 1, top + 1), dtype=bool)
+    for n in range(rule.min_trials, top + 1):
+        for k in range(n + 1):
+            table[n, k] = rule.stops(k, n)
+    return table
+
+
+@lru_cache(maxsize=256)
+def path_counts(rule: StoppingRule, start: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """counts[n, k]: the number of pass/fail sequences that continue a case from `start`
+    (n0 trials, k0 passes; n0 ≤ min_trials) and stop at k passes of n trials.
+
+    Every sequence that stops at (n, k) has probability θ^k (1 − θ)^(n − k), so these counts
+    give the rule's exact stopping distribution at any θ (`stopping_distribution`) and, by
+    conditioning on where a case stopped, unbiased estimators (`unbiased_first_k`). Floats:
+    exact up to 2^53, then relative error 1e-16.
+    """
+    n0, k0 = start
+    if not 0 <= k0 <= n0 <= rule.min_trials:
+        raise ValueError(f"start must be (n0, k0) with 0 <= k0 <= n0 <= min_trials; got {start}")
+    top = rule.max_trials
+    stop = _stop_table(rule)
+    out = np.zeros((top + 1, top + 1))
+    alive = np.zeros(top + 2)
+    alive[k0] = 1.0
+    for n in range(n0, top + 1):
+        ended = alive[:n + 1] * stop[n, :n + 1]
+        out[n, :n + 1] = ended
+        alive[:n + 1] -= ended
+        alive[1:n + 2] += alive[:n + 1].copy()   # a pass moves k up; a fail keeps it
+    out.flags.writeable = False
+    return out
+
+
+def stopping_distribution(rule: StoppingRule, theta: float) -> np.ndarray:
+    """prob[n, k]: the probability that a case of true rate θ stops at k passes of n trials."""
+    top = rule.max_trials
+    n = np.arange(top + 1)[:, None]
+    k = np.arange(top + 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.where(k <= n, theta ** k * (1 - theta) ** np.maximum(n - k, 0), 0.0)
+    return np.asarray(path_counts(rule) * weight)
+
+
+def unbiased_first_k(rule: StoppingRule, passes: int, trials: int, k: int,
+                     outcome: bool = True) -> float:
+    """E[all of the first k trials passed (outcome=True) or failed (False) | the case stopped
+    at `passes` of `trials`]: an exactly unbiased estimator of θ^k (or (1 − θ)^k) under the
+    rule, for k ≤ min_trials (the first k trials are always observed).
+
+    Rao–Blackwell: given where the case stopped, every sequence that leads there is equally
+    likely, so the estimate is the share of them whose first k trials all went that way.
+    nan when no sequence of the rule stops there (the case did not follow it).
+    """
+    if not 1 <= k <= rule.min_trials:
+        raise ValueError(f"need 1 <= k <= min_trials ({rule.min_trials}); got k={k}")
+    if not 0 <= passes <= trials <= rule.max_trials:
+        return math.nan
+    total = path_counts(rule)[trials, passes]
+    if total == 0:
+        return math.nan
+    first = path_counts(rule, (k, k if outcome else 0))[trials, passes]
+    return float(first / total)
+
+
+def early_vote_error(rule: StoppingRule, theta: float) -> float:
+    """P(a case of true rate θ stops early with a majority vote (rate > ½) that differs from
+    the vote it would have had after max_trials): the rule's per-case error, exactly."""
+    from scipy.stats import binom
+
+    top = rule.max_trials
+    prob = stopping_distribution(rule, theta)
+    error = 0.0
+    for n in range(rule.min_trials, top):
+        for k in range(n + 1):
+            if prob[n, k] == 0:
+                continue
+            early = k / n > 0.5
+            need = math.floor(top / 2) + 1 - k   # passes still needed for a final majority
+            final_yes = float(binom.sf(need - 1, top - n, theta)) if need > 0 else 1.0
+            error += prob[n, k] * (1 - final_yes if early else final_yes)
+    return error
+
+
+def unbiased_first_k_cases(rule: StoppingRule, passes: np.ndarray, trials: np.ndarray, k: int,
+                           outcome: bool = True) -> np.ndarray:
+    """`unbiased_first_k` for many cases at once (looked up per distinct (passes, trials));
+    nan for a case whose counts no sequence of the rule stops at."""
+    passes = np.asarray(passes, dtype=np.int64)
+    trials = np.asarray(trials, dtype=np.int64)
+    out = np.full(passes.shape, np.nan)
+    if passes.size == 0:
+        return out
+    top = int(trials.max()) + 1
+    keys, inverse = np.unique(trials * top + passes, return_inverse=True)
+    values = np.array([unbiased_first_k(rule, int(key % top), int(key // top), k, outcome)
+                       for key in keys])
+    out[:] = values[inverse.ravel()]
+    return out
+
+
+def flip_probability(passes: np.ndarray, trials: np.ndarray, threshold: float = 0.5,
+                     prior: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
+    """Per case, P(the majority vote would flip with unlimited further trials | k of n passed).
+
+    The vote now activates when k/n > threshold (ties do not); with unlimited trials it
+    activates when the case's rate θ > threshold. Under the posterior Beta(k + a, n − k + b)
+    the probability of the other answer is P(θ ≤ threshold) for an activated vote, else
+    P(θ > threshold): the limit of `majority_vote_probability` as `total` grows. Exact
+    (regularised incomplete beta), vectorised; NaN for a case with no trials. A case above
+    0.2 is "unsettled" in the summary. Raises ValueError unless 0 ≤ k ≤ n are integers,
+    0 < threshold < 1 and the prior is positive.
+    """
+    from scipy.special import betainc
+
+    k = np.asarray(passes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    if k.shape != n.shape or np.any(k != np.round(k)) or np.any(n != np.round(n)) \
+            or np.any(k < 0) or np.any(k > n):
+        raise ValueError("need integer arrays of one shape with 0 <= passes <= trials")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must lie in (0, 1), got {threshold!r}")
+    a, b = float(prior[0]), float(prior[1])
+    if not (a > 0 and b > 0):
+        raise ValueError(f"prior parameters must be positive, got {prior!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        below = betainc(k + a, n - k + b, threshold)          # P(θ ≤ threshold)
+        out = np.where(k / np.where(n > 0, n, 1) > threshold, below, 1.0 - below)
+    return np.asarray(np.where(n > 0, out, np.nan), dtype=float)

@@ -7,7 +7,7 @@ from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
-from conftest import mock_experiment, run_ix
+from conftest import case, mock_experiment, run_ix, write
 
 
 def plan(*args, lab=None):
@@ -90,3 +90,83 @@ def test_bad_plan_input_is_exit_2_naming_the_flag(args, field):
     r = run_ix("plan", *args)
     assert r.code == 2, r.output
     assert field in r.stderr and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args,fields", [
+    (["--mde", "0.3", "--p1", "0.7"], ["--mde", "--p1"]),       # p1 + mde = 1
+    (["--mde", "0.5", "--p1", "0.7"], ["--mde", "--p1"]),       # p1 + mde > 1
+    (["--mde", "0.1", "--p1", "0"], ["--p1"]),
+    (["--mde", "0", "--p1", "0.5"], ["--mde"]),
+    (["--mde", "nan"], ["--mde"]),
+    (["--width", "nan"], ["--width"]),
+    (["--width", "0.2", "--p", "nan"], ["--p"]),
+    (["--paired", "--mde", "0.1", "--p", "1"], ["--p", "--sigma2-a", "--omega2"]),
+    (["--paired", "--mde", "0.1", "--sigma2-a", "0.5"], ["--sigma2-a"]),
+    (["--paired", "--mde", "0.1", "--omega2", "inf"], ["--omega2"]),
+    (["--paired", "--mde", "1.5"], ["--mde"]),
+    (["--paired", "--mde", "0.1", "--trials", "0"], ["--trials"]),
+    (["--paired", "--cases", "1"], ["--cases"]),
+    (["--width", "0.2", "--cases", "30"], ["--cases", "--paired"]),
+    (["--mde", "0.1", "--omega2", "0.01"], ["--omega2", "--paired"]),
+    (["--effect", "0.2"], ["--effect"]),
+    (["--mde", "0.1", "--power", "1"], ["--power"]),
+])
+def test_impossible_plan_flags_are_one_line_exit_2_naming_them(args, fields):
+    r = run_ix("plan", *args)
+    assert r.code == 2, r.output
+    assert "Traceback" not in r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ix: error:"), r.stderr
+    for field in fields:
+        assert field in lines[0], (field, lines[0])
+
+
+def goal_experiment(lab, *, n_must: int, n_not: int, trials: int):
+    """Two mock subjects and a recall goal (decrease beyond 0.1); no run yet."""
+    d = lab / "exp"
+    write(d / "experiment.yaml", f"""
+        name: exp
+        trials: {trials}
+        sensor: {{kind: activation, skill: a}}
+        subjects:
+          - {{name: control, runtime: {{kind: mock}}}}
+          - {{name: variant, runtime: {{kind: mock}}}}
+        goal:
+          hypothesis: the variant lowers recall
+          metric: recall
+          direction: decrease
+          min_effect: 0.1
+        """)
+    for i in range(n_must):
+        case(d, f"must-{i:03d}", "must_trigger")
+    for i in range(n_not):
+        case(d, f"not-{i:03d}", "should_not_trigger")
+
+
+def test_an_experiment_with_a_goal_is_planned_for_the_goal_by_simulating_ix_rule(lab):
+    goal_experiment(lab, n_must=8, n_not=4, trials=3)
+    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.3", "--json")
+    assert r.code == 0, r.output
+    (a,) = json.loads(r.stdout)["answers"]       # --effect: the goal's answer alone
+    assert a["question"] == "goal" and a["metric"] == "recall" and a["effect"] == -0.3
+    assert a["unit"] == "must_trigger cases" and a["trials_per_case"] == 3
+    assert a["cases"] > 8 and a["simulations"] >= 400
+    # sized for 0.8, checked by simulation: the printed probability is the simulated one
+    assert 0.75 <= a["p_settle"] <= 1 and a["p_settle"] == a["p_supported"] + a["p_refuted"]
+    assert a["t_start"] is not None and abs(a["t_start"] - a["cases"]) <= a["cases"] / 2
+    text = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.3")
+    assert text.code == 0, text.output
+    assert f"{a['cases']} must_trigger cases" in text.stdout
+    assert f"with probability {a['p_settle']:.2f}" in text.stdout
+    assert "simulated runs judged by ix's own rule" in text.stdout
+
+
+def test_a_goal_plan_with_an_effect_on_its_boundary_or_without_a_goal_is_exit_2(lab):
+    goal_experiment(lab, n_must=4, n_not=2, trials=3)
+    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.1")
+    assert r.code == 2 and "--effect" in r.stderr and "boundary" in r.stderr, r.output
+    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "1.5")
+    assert r.code == 2 and "--effect" in r.stderr and "Traceback" not in r.output
+    mock_experiment(lab, name="nogoal")
+    r = run_ix("plan", "nogoal", "--lab", str(lab), "--effect", "0.2")
+    assert r.code == 2 and "--effect" in r.stderr and "no goal" in r.stderr, r.output

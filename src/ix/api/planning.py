@@ -6,17 +6,25 @@ Three questions, each answered by `ix.stats.power` (STATS.md §9):
 - independent: how many cases per subject to detect a difference between two subjects that
   ran different cases;
 - paired: how many shared cases (or, given the cases, which difference) when both subjects
-  run the same cases, K trials each (Miller 2024).
-Planning values can come from the latest run of an experiment instead of guesses.
+  run the same cases, K trials each (Miller 2024);
+- goal: for an experiment with a goal, how many cases settle it under the goal's own rule
+  (metric, direction, min_effect, credibility), sized from the t approximation and checked
+  by simulating ix's rule (`ix.eval.goal_sizing`), with the probability of settling it.
+Planning values can come from the latest run of an experiment instead of guesses. Every
+impossible combination of flags is a `ConfigError` naming the flags, never a traceback.
 """
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.lab.results import LATEST_SUMMARY
+
+if TYPE_CHECKING:
+    from ix.eval.goal_sizing import Scenario
 
 
 @dataclass(frozen=True)
@@ -107,9 +115,15 @@ def plan_independent(mde: float, p1: float, *, alpha: float = 0.05, power: float
                      method: str = "unpooled") -> dict[str, Any]:
     from ix.stats.power import sample_size_two_proportions
 
-    _check_rate("--p1", p1)
-    p2 = p1 + mde if p1 + mde <= 1 else p1 - mde
-    _check_rate("--mde", p2)
+    if not 0 < p1 < 1:
+        raise ConfigError(f"the control's rate must lie strictly between 0 and 1 to detect a "
+                          f"difference from it, got {p1:g}", field="--p1")
+    if not 0 < mde < 1:
+        raise ConfigError(f"must lie strictly between 0 and 1, got {mde:g}", field="--mde")
+    if p1 + mde >= 1:
+        raise ConfigError(f"--p1 {p1:g} + --mde {mde:g} = {p1 + mde:g} leaves the variant no "
+                          f"rate below 1: lower --mde or --p1", field="--mde/--p1")
+    p2 = p1 + mde
     n = sample_size_two_proportions(p1, p2, alpha=alpha, power=power, method=method)
     return {
         "question": "independent",
@@ -129,9 +143,17 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
 
     if trials < 1:
         raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
-    for name, v in (("--sigma2-a", sigma2_a), ("--sigma2-b", sigma2_b), ("--omega2", omega2)):
-        if v < 0:
-            raise ConfigError(f"a variance cannot be negative, got {v}", field=name)
+    for name, v, most in (("--sigma2-a", sigma2_a, 0.25), ("--sigma2-b", sigma2_b, 0.25),
+                          ("--omega2", omega2, 1.0)):
+        if not (math.isfinite(v) and 0 <= v <= most):
+            what = "a pass/fail trial" if most < 1 else "a difference of rates"
+            raise ConfigError(f"the variance of {what} lies in [0, {most:g}], got {v}",
+                              field=name)
+    if sigma2_a == sigma2_b == omega2 == 0:
+        raise ConfigError("all variances are zero (a planning rate of 0 or 1?): any "
+                          "difference would be detected with one case; give a rate strictly "
+                          "between 0 and 1 or a variance",
+                          field="--p/--sigma2-a/--sigma2-b/--omega2")
     common = dict(sigma2_a=sigma2_a, sigma2_b=sigma2_b, omega2=omega2, k_a=trials,
                   k_b=trials, alpha=alpha, power=power)
     out: dict[str, Any] = {"question": "paired", "trials_per_case": trials}
@@ -153,6 +175,79 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
     return out
 
 
+def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
+                  trials: int) -> "Scenario":
+    """The control's cases to plan a goal on: its per-case rates from a run, or (`rates`
+    None) every case right with probability p (must cases activate at p, should-not cases
+    at 1 − p). The treatment equals the control until `plan_goal` shifts it."""
+    import numpy as np
+
+    from ix.eval.goal_sizing import Scenario
+
+    keep = [i for i, e in enumerate(expectations)
+            if e in ("must_trigger", "should_not_trigger")]
+    must = np.array([expectations[i] == "must_trigger" for i in keep], dtype=bool)
+    if rates is None:
+        control = np.where(must, p, 1.0 - p)
+    else:
+        control = np.array([rates[i] for i in keep], dtype=float)
+    return Scenario(must, control, control.copy(), trials)
+
+
+def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None = None,
+              power: float = 0.8, source: str) -> dict[str, Any]:
+    """How many cases settle `goal` (its metric, direction, min_effect, credibility) when the
+    treatment differs from `control` by `effect` on the goal's metric (default: twice
+    min_effect in the goal's direction), with the simulated probability of settling it."""
+    from ix.eval.goal_sizing import FINAL_REPLICATES, shifted, size_goal, unit
+
+    metric, direction = goal["metric"], goal["direction"]
+    m, c = float(goal["min_effect"]), float(goal["credibility"])
+    if effect is None:
+        if m == 0:
+            raise ConfigError("the goal's min_effect is 0: say which true effect to plan for "
+                              "with --effect", field="--effect")
+        effect = -2 * m if direction == "decrease" else 2 * m
+    if not (math.isfinite(effect) and -1 < effect < 1):
+        raise ConfigError(f"a difference of rates lies strictly between -1 and 1, got "
+                          f"{effect:g}", field="--effect")
+    beyond = (abs(effect) if direction == "differ"
+              else effect if direction == "increase" else -effect) - m
+    if abs(beyond) < 1e-9:
+        raise ConfigError(f"a true effect of {effect:+g} sits on the goal's boundary "
+                          f"(min_effect {m:g}): no number of cases settles it",
+                          field="--effect")
+    if not control.must.any():
+        raise ConfigError(f"the experiment has no case of a kind {metric} needs",
+                          field="goal.metric")
+    if control.trials > 62:
+        raise ConfigError(f"at most 62 trials per case can be simulated, got "
+                          f"{control.trials}", field="--trials")
+    try:
+        scenario = shifted(control, metric, effect)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="--effect") from None
+    size = size_goal(goal, scenario, target=power)
+    st = size.settling
+    k = control.trials
+    return {
+        "question": "goal",
+        "metric": metric, "direction": direction, "min_effect": m, "credibility": c,
+        "effect": effect, "trials_per_case": k, "cases": size.cases, "unit": unit(metric),
+        "target": power, "p_settle": st.p_settle, "p_supported": st.p_supported,
+        "p_refuted": st.p_refuted, "simulations": st.replicates,
+        "simulated_cases": st.cases, "t_start": size.start,
+        "assumptions": [
+            f"a true effect of {effect:+g} on {metric} (treatment - control); every case's "
+            "rate of being right moves by the same amount",
+            f"the control's cases as in {source}, resampled, {k} trial(s) per case",
+            f"the goal's rule: {direction} beyond {m:g} at credibility {c:g}; the size starts "
+            f"from the one-sided t approximation and is checked by simulating ix's own "
+            f"verdict ({FINAL_REPLICATES} seeded runs)",
+        ],
+    }
+
+
 def _check_rate(field: str, p: float) -> None:
     if not 0 <= p <= 1:
         raise ConfigError(f"a rate must be between 0 and 1, got {p}", field=field)
@@ -163,12 +258,16 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                p: float | None = None, trials: int | None = None, cases: int | None = None,
                sigma2_a: float | None = None, sigma2_b: float | None = None,
                omega2: float | None = None, alpha: float = 0.05, power: float = 0.8,
-               level: float = 0.95, method: str = "unpooled") -> dict[str, Any]:
+               level: float = 0.95, method: str = "unpooled",
+               effect: float | None = None) -> dict[str, Any]:
     """What `ix plan` answers, as data: `{"answers": [...], "from_run" | "from_design": ...}`.
 
     With `experiment`, the planning values come from its latest run; before its first run,
     from its design (its cases and trials, rate 0.5, omega2 = 0), said so in `from_design`.
-    With `experiment` and neither `width` nor `mde`: what the current design can detect.
+    With `experiment` and neither `width` nor `mde`: the cases its goal needs (`plan_goal`,
+    planned for a true `effect`, default twice the goal's min_effect), or, without a goal,
+    what the current design can detect. Raises ConfigError naming the flags on any
+    impossible combination.
     """
     from ix.api.experiments import resolve, validate
 
@@ -178,12 +277,28 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     if method not in ("unpooled", "pooled", "cohen_h"):
         raise ConfigError(f"unknown method {method!r}; allowed: unpooled, pooled, cohen_h",
                           field="--method")
+    if p is not None and not (math.isfinite(p) and 0 <= p <= 1):
+        raise ConfigError(f"a rate must be between 0 and 1, got {p}", field="--p")
+    if trials is not None and trials < 1:
+        raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
+    if effect is not None and experiment is None:
+        raise ConfigError("--effect plans an experiment's goal: name the EXPERIMENT",
+                          field="--effect")
+    paired_only = [name for name, v in (("--cases", cases), ("--sigma2-a", sigma2_a),
+                                        ("--sigma2-b", sigma2_b), ("--omega2", omega2))
+                   if v is not None]
+    if paired_only and not paired and (experiment is None or width is not None
+                                       or mde is not None):
+        raise ConfigError(f"{', '.join(paired_only)} describe(s) the paired design: add "
+                          "--paired", field=paired_only[0])
     inputs: PlanningInputs | None = None
     design: dict[str, Any] | None = None
+    planned: Any = None
     if experiment is not None:
         lab_path, paths = resolve(lab, [experiment])
         if (paths[0] / "results" / LATEST_SUMMARY).is_file():
             inputs = inputs_from_run(paths[0])
+            planned = validate(lab_path, [str(paths[0])])[0]
         else:
             planned = validate(lab_path, [str(paths[0])])[0]
             rate = p if p is not None else 0.5
@@ -196,11 +311,15 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                       "trials": inputs.trials, "notes": list(inputs.notes)}
     rate = p if p is not None else (inputs.p if inputs else 0.5)
     answers: list[dict[str, Any]] = []
+    goal = _goal(planned)
+    if effect is not None and goal is None:
+        raise ConfigError(f"{experiment} has no goal to plan for", field="--effect")
+    asks = width is not None or mde is not None or paired
     if width is not None:
         answers.append(plan_width(width, rate, level))
     if mde is not None and not paired:
         answers.append(plan_independent(mde, rate, alpha=alpha, power=power, method=method))
-    if paired or (inputs is not None and width is None and mde is None):
+    if paired or (inputs is not None and not asks and effect is None):
         k = trials if trials is not None else (inputs.trials if inputs else 1)
         s2a = sigma2_a if sigma2_a is not None else (
             inputs.sigma2_a if inputs else rate * (1 - rate))
@@ -212,6 +331,14 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                               "cases) or --cases (which difference)", field="--paired")
         answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
                                    omega2=w2, trials=k, alpha=alpha, power=power))
+    if goal is not None and (effect is not None or not asks):
+        if effect is None and float(goal["min_effect"]) == 0:
+            answers.append({"question": "goal", "cases": None, "assumptions": [],
+                            "note": "the goal's min_effect is 0: give --effect, the true "
+                                    "effect to plan for"})
+        else:
+            answers.append(_plan_goal_of(goal, planned, inputs if design is None else None,
+                                         p=p, trials=trials, effect=effect, power=power))
     if not answers:
         raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
                           "between subjects), optionally --paired", field="ix plan")
@@ -224,3 +351,48 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                               "omega2": inputs.omega2, "cases": inputs.cases,
                               "trials": inputs.trials, "notes": list(inputs.notes)}
     return result
+
+
+def _goal(planned: Any) -> dict[str, Any] | None:
+    """The experiment's goal with its `compare` resolved (its first two subjects by
+    default), or None."""
+    if planned is None or planned.loaded.experiment.goal is None:
+        return None
+    raw = planned.loaded.experiment.goal
+    goal = dict(raw) if isinstance(raw, dict) else raw.model_dump()
+    names = [s.subject.name for s in planned.subjects]
+    goal["compare"] = goal.get("compare") or names[:2]
+    return goal
+
+
+def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | None, *,
+                  p: float | None, trials: int | None, effect: float | None,
+                  power: float) -> dict[str, Any]:
+    """`plan_goal` for an experiment: the control's per-case rates ((k + ½)/(n + 1)) from
+    its latest run
+    (`inputs`, the goal's control subject), else (or with --p) its design's cases at rate p
+    (default 0.5)."""
+    import numpy as np
+
+    if inputs is not None and p is None:
+        path = Path(inputs.source)
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        blocks = {b.get("name"): b for b in summary.get("subjects") or []}
+        block = blocks.get(goal["compare"][0]) or (summary.get("subjects") or [None])[0]
+        probes = [r for r in (block or {}).get("probe_results", [])
+                  if r.get("score") is not None and r.get("n")]
+        from ix.eval.goal_sizing import jeffreys_rate
+
+        k = trials or inputs.trials
+        valid = np.array([int(r["n"]) for r in probes])
+        passed = np.rint(np.array([float(r["score"]) for r in probes]) * valid)
+        control = goal_scenario([r["expectation"] for r in probes],
+                                list(jeffreys_rate(passed, valid)), 0.5, k)
+        source = f"the latest run ({path}), subject {block['name'] if block else '?'}"
+    else:
+        rate = p if p is not None else 0.5
+        k = trials or planned.trials
+        control = goal_scenario([c.expectation for c in planned.cases], None, rate, k)
+        source = (f"the design of {planned.loaded.experiment.name}, every case right with "
+                  f"probability {rate:g}")
+    return plan_goal(goal, control, effect=effect, power=power, source=source)

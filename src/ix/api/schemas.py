@@ -132,6 +132,32 @@ class PairedAnswer(Closed):
     assumptions: list[str]
 
 
+class GoalAnswer(Closed):
+    """How many cases settle the experiment's goal, simulated with ix's own rule (a `note`
+    instead when there is nothing to plan: min_effect 0 and no --effect)."""
+
+    question: Literal["goal"]
+    cases: int | None = Field(description="the metric's cases (`unit`) that settle the goal "
+                                          "with probability >= target; null: none up to "
+                                          "`simulated_cases`")
+    assumptions: list[str]
+    note: str | None = None
+    metric: str | None = None
+    direction: str | None = None
+    min_effect: float | None = None
+    credibility: float | None = None
+    effect: float | None = Field(None, description="the true effect planned for")
+    trials_per_case: int | None = None
+    unit: str | None = None
+    target: float | None = None
+    p_settle: float | None = Field(None, description="P(supported or refuted) at `cases`")
+    p_supported: float | None = None
+    p_refuted: float | None = None
+    simulations: int | None = None
+    simulated_cases: int | None = None
+    t_start: int | None = Field(None, description="the one-sided t approximation's size")
+
+
 class FromRun(Closed):
     summary: str
     p: float
@@ -144,7 +170,7 @@ class FromRun(Closed):
 
 
 class PlanOutput(Closed):
-    answers: list[Annotated[WidthAnswer | IndependentAnswer | PairedAnswer,
+    answers: list[Annotated[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer,
                             Field(discriminator="question")]]
     from_run: FromRun | None = None
 

@@ -241,16 +241,21 @@ class LabTools:
         level: Annotated[float, Field(gt=0, lt=1, description="Credible level for width.")]
         = 0.95,
         method: Literal["unpooled", "pooled", "cohen_h"] = "unpooled",
+        effect: Annotated[float | None, Field(gt=-1, lt=1, description=(
+            "With `experiment`: the true effect on its goal's metric (treatment - control) "
+            "to plan the goal for; default twice the goal's min_effect."))] = None,
     ) -> dict[str, Any]:
         """Power analysis, as `ix plan` computes it: how many cases (or trials) for a target
         interval width (`width`) or to detect a difference between two subjects (`mde`,
         `paired` when they share cases), or, with `experiment` alone, what its current design
-        can detect. Every answer lists its assumptions; say them when you report the number."""
+        can detect and, if it has a goal, how many cases settle the goal (sized for its own
+        rule and checked by simulating it: `p_settle`). Every answer lists its assumptions;
+        say them when you report the number."""
         path = str(self.experiment_dir(experiment)) if experiment is not None else None
         return jsonable(planning.plan_power(
             self.lab, path, width=width, mde=mde, paired=paired, p=p, trials=trials,
             cases=cases, sigma2_a=sigma2_a, sigma2_b=sigma2_b, omega2=omega2, alpha=alpha,
-            power=power, level=level, method=method))
+            power=power, level=level, method=method, effect=effect))
 
     def get_summary(
         self,

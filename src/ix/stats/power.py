@@ -14,8 +14,10 @@ from numpy.typing import NDArray
 from scipy.special import betaincinv, ndtri
 
 __all__ = [
+    "goal_settle_power",
     "holm",
     "mde_paired",
+    "n_for_goal",
     "n_for_interval_width",
     "n_paired",
     "sample_size_two_proportions",
@@ -129,6 +131,78 @@ def n_paired(mde: float, *, sigma2_a: float, sigma2_b: float, omega2: float = 0.
         raise ValueError(f"mde must be positive, got {mde}")
     var = _paired_variance(sigma2_a, sigma2_b, omega2, k_a, k_b)
     return _ceil(_z_sum(alpha, power) ** 2 * var / mde**2)
+
+
+def _goal_shift(effect: float, min_effect: float, direction: str,
+                credibility: float) -> tuple[float, float]:
+    """(distance of the planning effect from the goal's nearer boundary, one-sided level)."""
+    if direction not in ("increase", "decrease", "differ"):
+        raise ValueError(f"direction must be increase, decrease or differ; got {direction!r}")
+    if not (min_effect >= 0 and math.isfinite(min_effect)):
+        raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect}")
+    if not 0.5 < credibility < 1:
+        raise ValueError(f"credibility must lie in (0.5, 1), got {credibility}")
+    if not math.isfinite(effect):
+        raise ValueError(f"effect must be finite, got {effect}")
+    if direction == "differ":
+        # each direction is judged at (1 + c)/2; equivalence (refuted) needs both sides
+        return abs(abs(effect) - min_effect), (1.0 + credibility) / 2.0
+    signed = effect if direction == "increase" else -effect
+    return abs(signed - min_effect), credibility
+
+
+def goal_settle_power(n: int, effect: float, *, min_effect: float, sd: float,
+                      credibility: float = 0.95, direction: str = "increase") -> float:
+    """P(a goal's rule settles it with n cases): the power of the one-sided t-test (df n − 1)
+    of the per-case differences against the goal's boundary, exact for normal differences.
+
+    With s = |effect − m| in the goal's direction (for "differ", ||effect| − m| at level
+    (1 + c)/2) and σ = `sd` (of one case's difference): 1 − F_{t, n−1, δ}(t_{level, n−1}),
+    F the noncentral t CDF with δ = s·√n/σ — statsmodels' `TTestPower(alternative="larger")`
+    with α = 1 − level. The t quantile, not z, is what keeps small n honest: at n = 5 and
+    c = 0.95 it is 2.13, not 1.64. Raises ValueError on n < 2 or sd ≤ 0.
+    """
+    from scipy.stats import nct, t
+
+    if int(n) != n or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n}")
+    if not (sd > 0 and math.isfinite(sd)):
+        raise ValueError(f"sd must be positive, got {sd}")
+    shift, level = _goal_shift(effect, min_effect, direction, credibility)
+    df = n - 1
+    return float(nct.sf(t.ppf(level, df), df, shift * math.sqrt(n) / sd))
+
+
+def n_for_goal(effect: float, *, min_effect: float, sd: float, credibility: float = 0.95,
+               power: float = 0.8, direction: str = "increase", most: int = 10**7) -> int:
+    """The smallest n (≥ 2) whose `goal_settle_power` reaches `power`: how many cases a goal
+    "effect beyond min_effect in `direction`, at credibility c" needs when the true effect
+    is `effect` and one case's difference has standard deviation `sd`.
+
+    The planning effect may sit on either side of the boundary: beyond it the goal is
+    settled by "supported", inside it by "refuted". Raises ValueError when the effect sits
+    on the boundary (no n settles it), or when more than `most` cases would be needed.
+    """
+    _check_rate("power", power)
+    shift, _ = _goal_shift(effect, min_effect, direction, credibility)
+    if shift <= 0:
+        raise ValueError("the planning effect sits on the goal's boundary (min_effect): no "
+                         "number of cases settles it")
+
+    def ok(n: int) -> bool:
+        return goal_settle_power(n, effect, min_effect=min_effect, sd=sd,
+                                 credibility=credibility, direction=direction) >= power
+
+    hi = 2
+    while not ok(hi):
+        hi *= 2
+        if hi > most:
+            raise ValueError(f"more than {most} cases would be needed")
+    lo = max(1, hi // 2)                   # power grows with n: bisect (lo fails or is 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if mid >= 2 and ok(mid) else (mid, hi)
+    return hi
 
 
 def _widths(n: NDArray[np.float64], p: float, level: float,

@@ -1,0 +1,466 @@
+"""How many cases settle a goal: sized for the goal's own rule and checked by simulating it.
+
+A *scenario* is a population of cases to plan on: each reference case's expectation and the
+true activation rate of the control and of the treatment on it. A future run of n cases
+resamples the reference cases (keeping the must/should-not mix), draws K trials per case
+and subject, and is judged by ix itself: the goal metric's posterior exactly as a summary
+computes it (`ix.eval.comparisons`) and `ix.stats.decisions.goal_verdict`. The probability
+of settling the goal (supported or refuted) at n is the share of seeded replicates that do.
+
+The size is found in two steps: a start from the one-sided t-test power of the per-case
+differences against the goal's boundary (`ix.stats.power.n_for_goal`: t quantiles, so small
+n is not flattered), then a search over n by simulating ix's rule, which has the last word.
+Used by `ix plan EXPERIMENT` and by the suggestion an inconclusive goal carries; both plan
+by default for a true effect of twice the goal's min_effect (`planning_effect`), with the
+control's cases as observed (`scenario_from_tallies`) and the treatment moved by `shifted`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ix.eval.models import EvalCase
+from ix.eval.scoring import Tally
+
+#: Probability of settling the goal that a suggested size aims for.
+TARGET = 0.8
+#: Replicates per candidate n during the search, and for the probability that is printed.
+SEARCH_REPLICATES = 100
+FINAL_REPLICATES = 400
+#: Largest run (in the metric's cases) that is simulated.
+MOST_CASES = 3000
+SEED = 20251
+
+_MUST_ONLY = ("activation_rate", "recall")
+#: Metrics whose posterior reads only the paired majority-vote table (`vote_tables`).
+_VOTE_TABLES = ("recall", "pass_rate")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Reference cases to plan on: expectation (True = must_trigger) and true activation
+    rates of each subject, per case; `trials` per case and subject."""
+
+    must: NDArray[np.bool_]
+    control: NDArray[np.float64]
+    treatment: NDArray[np.float64]
+    trials: int
+
+    def __post_init__(self) -> None:
+        if not (self.must.shape == self.control.shape == self.treatment.shape):
+            raise ValueError("must, control and treatment must have one entry per case")
+        if self.trials < 1:
+            raise ValueError(f"trials must be at least 1, got {self.trials}")
+
+
+@dataclass(frozen=True)
+class Settling:
+    """How often a run of `cases` (the metric's unit) settles the goal, over `replicates`."""
+
+    cases: int
+    p_settle: float
+    p_supported: float
+    p_refuted: float
+    replicates: int
+
+
+@dataclass(frozen=True)
+class GoalSize:
+    """The answer: `cases` needed (None: no size up to `MOST_CASES` reaches the target),
+    with the simulated probability of settling at that size (or at the largest tried), the
+    t-based starting size, and the scenario's true effect on the goal's metric."""
+
+    cases: int | None
+    settling: Settling
+    start: int | None
+    true_effect: float
+    unit: str
+    target: float
+
+
+def unit(metric: str) -> str:
+    """What a goal metric's n counts."""
+    return "must_trigger cases" if metric in _MUST_ONLY else "cases (at the current mix)"
+
+
+def _vote(theta: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+    """P(majority vote activates) = P(Bin(K, θ) > K/2): ties do not activate."""
+    from scipy.stats import binom
+
+    out: NDArray[np.float64] = binom.sf(k // 2, k, theta)
+    return out
+
+
+def true_effect(metric: str, s: Scenario) -> float:
+    """The scenario's treatment − control on `metric` (precision and F1: their large-n
+    limits, from expected counts)."""
+    must, k = s.must, s.trials
+    if metric == "activation_rate":
+        return float(np.mean(s.treatment[must] - s.control[must]))
+    vc, vt = _vote(s.control, k), _vote(s.treatment, k)
+    if metric == "recall":
+        return float(np.mean(vt[must] - vc[must]))
+    if metric == "pass_rate":
+        right_c = np.where(must, vc, 1 - vc)
+        right_t = np.where(must, vt, 1 - vt)
+        return float(np.mean(right_t - right_c))
+
+    def value(v: NDArray[np.float64]) -> float:
+        tp, fp, fn = v[must].sum(), v[~must].sum(), (1 - v[must]).sum()
+        if metric == "precision":
+            return float(tp / (tp + fp)) if tp + fp else 0.0
+        return float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0
+
+    if metric in ("precision", "f1"):
+        return value(vt) - value(vc)
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def shifted(s: Scenario, metric: str, effect: float) -> Scenario:
+    """The control's cases with a treatment better by `effect` on `metric`: every case's
+    rate of being right moves by the same δ (must cases' activation rate up by δ, should-not
+    cases' down by δ, clipped to [0, 1]), δ solved so that `true_effect` equals `effect`.
+    Raises ValueError when no δ reaches it."""
+    from scipy.optimize import brentq
+
+    def moved(delta: float) -> Scenario:
+        t = np.clip(np.where(s.must, s.control + delta, s.control - delta), 0.0, 1.0)
+        return Scenario(s.must, s.control, t, s.trials)
+
+    def gap(delta: float) -> float:
+        return true_effect(metric, moved(delta)) - effect
+
+    lo, hi = gap(-1.0), gap(1.0)
+    if effect == 0:
+        return moved(0.0)
+    if lo > 0 or hi < 0:
+        reach = (lo + effect, hi + effect)
+        raise ValueError(f"a true effect of {effect:+g} on {metric} is out of reach from "
+                         f"these control rates (reachable: {reach[0]:+.3f} to "
+                         f"{reach[1]:+.3f})")
+    return moved(brentq(gap, -1.0, 1.0, xtol=1e-10))
+
+
+def _posterior(metric: str, control: Tally, treatment: Tally, cases: Sequence[EvalCase],
+               control_metrics: dict[str, Any], treatment_metrics: dict[str, Any],
+               tables: dict[str, Any] | None = None) -> Callable[[float], float]:
+    """The goal metric's posterior CDF exactly as a summary computes it (without the
+    interval, which the verdict does not need and which costs a root search). `tables`:
+    the paired 2×2 tables `paired_tables` would count, when the caller has them."""
+    from ix.eval import comparisons
+
+    posterior = getattr(comparisons, "posterior", None) or comparisons._posterior
+    e = posterior(metric, control, treatment, cases, control_metrics, treatment_metrics,
+                  tables)
+    cdf: Callable[[float], float] = e.cdf
+    return cdf
+
+
+def vote_tables(vote_c: NDArray[np.bool_], vote_t: NDArray[np.bool_],
+                must: NDArray[np.bool_]) -> dict[str, Any]:
+    """`ix.eval.comparisons.paired_tables`' majority-vote tables (recall: must cases' votes;
+    pass_rate: every case's correctness), counted with numpy; roles as there (control
+    first). A test checks them against `paired_tables`."""
+    from ix.eval.comparisons import Table
+
+    def table(a: NDArray[np.bool_], b: NDArray[np.bool_]) -> Table:
+        return Table(both=int(np.sum(a & b)), control_only=int(np.sum(a & ~b)),
+                     variant_only=int(np.sum(b & ~a)), neither=int(np.sum(~a & ~b)))
+
+    right_c, right_t = np.where(must, vote_c, ~vote_c), np.where(must, vote_t, ~vote_t)
+    return {"recall": table(vote_c[must], vote_t[must]), "pass_rate": table(right_c, right_t)}
+
+
+def _counts(s: Scenario, metric: str, n: int) -> tuple[int, int]:
+    """(must, should-not) cases of a run of n of the metric's units."""
+    if metric in _MUST_ONLY:
+        return n, 0
+    share = float(np.mean(s.must)) if s.must.size else 1.0
+    n_must = min(n, max(1 if share > 0 else 0, round(n * share)))
+    if share < 1 and n_must == n and n > 1:
+        n_must = n - 1
+    return n_must, n - n_must
+
+
+def _fill(tally: Tally, cases: Sequence[EvalCase], passed: NDArray[np.int64],
+          bits: NDArray[np.int64], k: int) -> None:
+    full = (1 << k) - 1
+    for case, p, b in zip(cases, passed.tolist(), bits.tolist(), strict=True):
+        c = tally.counts[case.id]
+        c.valid, c.passed, c.valid_bits, c.passed_bits = k, p, full, b
+    tally.trials = k * len(cases)
+
+
+def _metrics(vote: NDArray[np.bool_], must: NDArray[np.bool_]) -> dict[str, Any]:
+    """`ix.eval.scoring.compute_metrics` of majority votes (score > 0.5), vectorised."""
+    tp, fp = int((vote & must).sum()), int((vote & ~must).sum())
+    fn, tn = int((~vote & must).sum()), int((~vote & ~must).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp,
+            "fn": fn, "tn": tn}
+
+
+def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
+                       replicates: int = FINAL_REPLICATES, seed: int = SEED) -> Settling:
+    """Simulate `replicates` runs of n of the goal metric's units and judge each with ix's
+    own posterior and `goal_verdict`; seeded, so the answer is reproducible."""
+    from ix.stats.decisions import goal_verdict
+
+    metric = goal["metric"]
+    n_must, n_not = _counts(s, metric, n)
+    must_idx, not_idx = np.flatnonzero(s.must), np.flatnonzero(~s.must)
+    if (n_must and not must_idx.size) or (n_not and not not_idx.size):
+        raise ValueError(f"the scenario has no case of a kind {metric} needs")
+    cases = [EvalCase(id=f"m{i}", prompt="-", expectation="must_trigger")
+             for i in range(n_must)]
+    cases += [EvalCase(id=f"n{i}", prompt="-", expectation="should_not_trigger")
+              for i in range(n_not)]
+    is_must = np.array([c.expectation == "must_trigger" for c in cases], dtype=bool)
+    k = s.trials
+    rng = np.random.default_rng([seed, n])
+    weights = (1 << np.arange(k, dtype=np.int64)) if k < 63 else None
+    if weights is None:
+        raise ValueError("at most 62 trials per case can be simulated")
+    supported = refuted = 0
+    tallies = (Tally(cases), Tally(cases))   # refilled in place: every count is overwritten
+    for _ in range(replicates):
+        idx = np.concatenate([rng.choice(must_idx, n_must), rng.choice(not_idx, n_not)]
+                             if n_not else [rng.choice(must_idx, n_must)])
+        metrics, votes = [], []
+        for tally, theta in zip(tallies, (s.control[idx], s.treatment[idx]), strict=True):
+            trials = rng.random((idx.size, k)) < theta[:, None]
+            passed = trials.sum(axis=1)
+            _fill(tally, cases, passed, trials.astype(np.int64) @ weights, k)
+            votes.append(2 * passed > k)     # the majority vote: score > 0.5
+            metrics.append(_metrics(votes[-1], is_must))
+        mc, mt = metrics
+        tables = vote_tables(votes[0], votes[1], is_must) if metric in _VOTE_TABLES else None
+        cdf = _posterior(metric, tallies[0], tallies[1], cases, mc, mt, tables)
+        v = goal_verdict(cdf, direction=goal["direction"], min_effect=goal["min_effect"],
+                         credibility=goal["credibility"])
+        supported += v.verdict == "supported"
+        refuted += v.verdict == "refuted"
+    return Settling(cases=n, p_settle=(supported + refuted) / replicates,
+                    p_supported=supported / replicates, p_refuted=refuted / replicates,
+                    replicates=replicates)
+
+
+def _observed_diffs(s: Scenario, metric: str, n: int, replicates: int,
+                    rng: np.random.Generator) -> NDArray[np.float64]:
+    """The metric's observed treatment − control over simulated runs of n units (plug-in
+    estimates, vectorised): its spread gives the t start its standard deviation."""
+    n_must, n_not = _counts(s, metric, n)
+    must_idx, not_idx = np.flatnonzero(s.must), np.flatnonzero(~s.must)
+    idx = rng.choice(must_idx, (replicates, n_must))
+    if n_not:
+        idx = np.concatenate([idx, rng.choice(not_idx, (replicates, n_not))], axis=1)
+    is_must = s.must[idx]
+    k = s.trials
+    values = []
+    for theta in (s.control[idx], s.treatment[idx]):
+        passed = rng.binomial(k, theta)
+        vote = 2 * passed > k
+        if metric == "activation_rate":
+            values.append((passed / k * is_must).sum(axis=1) / n_must)
+            continue
+        tp = (vote & is_must).sum(axis=1)
+        fp = (vote & ~is_must).sum(axis=1)
+        fn = (~vote & is_must).sum(axis=1)
+        if metric == "recall":
+            values.append(tp / max(n_must, 1))
+        elif metric == "pass_rate":
+            values.append((tp + (~vote & ~is_must).sum(axis=1)) / idx.shape[1])
+        elif metric == "precision":
+            values.append(np.divide(tp, tp + fp, out=np.zeros(replicates),
+                                    where=tp + fp > 0))
+        else:
+            values.append(np.divide(2 * tp, 2 * tp + fp + fn, out=np.zeros(replicates),
+                                    where=tp > 0))
+    out: NDArray[np.float64] = values[1] - values[0]
+    return out
+
+
+def t_start(goal: dict[str, Any], s: Scenario, power: float = TARGET,
+            seed: int = SEED) -> int | None:
+    """The t-based size (`n_for_goal`) from the scenario's true effect and the spread of one
+    unit's difference (from 2,000 vectorised plug-in replicates at 50 units)."""
+    from ix.stats.power import n_for_goal
+
+    metric, ref = goal["metric"], 50
+    diffs = _observed_diffs(s, metric, ref, 2000, np.random.default_rng([seed, 0]))
+    sd = float(np.std(diffs, ddof=1)) * math.sqrt(ref)
+    if not sd > 0:
+        return None
+    try:
+        return n_for_goal(true_effect(metric, s), min_effect=float(goal["min_effect"]), sd=sd,
+                          credibility=float(goal["credibility"]), power=power,
+                          direction=goal["direction"], most=10 * MOST_CASES)
+    except ValueError:
+        return None
+
+
+def _recalibrated(goal: dict[str, Any], effect: float, n: int, p: float, target: float,
+                  most: int) -> int | None:
+    """The size the t approximation asks for once its standard deviation is set so that it
+    predicts the simulated probability `p` at n (None when p is too extreme to invert)."""
+    from scipy.optimize import brentq
+
+    from ix.stats.power import goal_settle_power, n_for_goal
+
+    if not 0.03 < p < 0.985 or n < 2:
+        return None
+    kw = dict(min_effect=float(goal["min_effect"]), credibility=float(goal["credibility"]),
+              direction=goal["direction"])
+    try:
+        sd = brentq(lambda x: goal_settle_power(n, effect, sd=x, **kw) - p, 1e-6, 1e3)
+        return n_for_goal(effect, sd=sd, power=target, most=10 * most, **kw)
+    except ValueError:
+        return None
+
+
+def size_goal(goal: dict[str, Any], s: Scenario, *, target: float = TARGET, least: int = 2,
+              most: int = MOST_CASES, seed: int = SEED) -> GoalSize:
+    """The smallest run (in the metric's units, ≥ `least`) that settles the goal with
+    probability ≥ `target` under the scenario, by simulating ix's rule from the t start.
+
+    Each simulated candidate (`SEARCH_REPLICATES` replicates) recalibrates the t
+    approximation's spread to what it saw, which proposes the next candidate; a bisection
+    between the candidates that fell short and those that reached the target finishes it to
+    within 5%. The answer's probability is re-simulated with `FINAL_REPLICATES` (another
+    seed), and that is what is printed.
+    """
+    metric = goal["metric"]
+    effect = true_effect(metric, s)
+    start = t_start(goal, s, target, seed)
+    memo: dict[int, Settling] = {}
+
+    def p(n: int) -> float:
+        if n not in memo:
+            memo[n] = settle_probability(goal, s, n, SEARCH_REPLICATES, seed)
+        return memo[n].p_settle
+
+    def clamp(n: int) -> int:
+        return min(max(n, least), most)
+
+    n = clamp(start or least)
+    for _ in range(3):                       # recalibrated t jumps: usually 1–2 suffice
+        got = p(n)
+        if target <= got <= target + 0.08:
+            break
+        jump = _recalibrated(goal, effect, n, got, target, most)
+        if jump is None:
+            jump = 2 * n if got < target else n // 2
+        jump = clamp(jump)
+        if jump == n or jump in memo:
+            break
+        n = jump
+    short = [k for k, v in memo.items() if v.p_settle < target]
+    reach = [k for k, v in memo.items() if v.p_settle >= target]
+    lo = max(short, default=least - 1)
+    hi = min((k for k in reach if k > lo), default=None)
+    while hi is None and lo < most:          # still short: step up
+        cand = clamp(max(lo + 1, math.ceil(lo * 1.6)))
+        if p(cand) >= target:
+            hi = cand
+        else:
+            lo = cand
+    if hi is None:
+        final = settle_probability(goal, s, most, FINAL_REPLICATES, seed + 1)
+        return GoalSize(cases=None, settling=final, start=start, true_effect=effect,
+                        unit=unit(metric), target=target)
+    while hi - lo > max(1, hi // 20):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if p(mid) >= target else (mid, hi)
+    final = settle_probability(goal, s, hi, FINAL_REPLICATES, seed + 1)
+    for _ in range(2):          # the search's noise left it short: a few percent more cases
+        if final.p_settle >= target or hi >= most:
+            break
+        hi = min(most, max(hi + 1, math.ceil(hi * 1.08)))
+        final = settle_probability(goal, s, hi, FINAL_REPLICATES, seed + 1)
+    return GoalSize(cases=hi, settling=final, start=start, true_effect=effect,
+                    unit=unit(metric), target=target)
+
+
+def scenario_from_tallies(control: Tally, treatment: Tally, cases: Sequence[EvalCase],
+                          trials: int) -> Scenario:
+    """The run's own cases as the population, each case's true rate for each subject taken
+    as (k + ½)/(n + 1), its posterior mean under a Jeffreys prior: k/n would put a case seen
+    5/5 at exactly 1, where its vote could never flip, and understate how often votes
+    disagree (cases without a valid trial in either subject are left out)."""
+    keep = [c for c in cases if c.expectation in ("must_trigger", "should_not_trigger")
+            and control.counts[c.id].valid and treatment.counts[c.id].valid]
+
+    def counts(t: Tally) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        return (np.array([t.counts[c.id].passed for c in keep], dtype=np.int64),
+                np.array([t.counts[c.id].valid for c in keep], dtype=np.int64))
+
+    must = np.array([c.expectation == "must_trigger" for c in keep], dtype=bool)
+    (kc, nc), (kt, nt) = counts(control), counts(treatment)
+    return Scenario(must, jeffreys_rate(kc, nc), jeffreys_rate(kt, nt), max(trials, 1))
+
+
+def jeffreys_rate(passed: NDArray[np.int64], valid: NDArray[np.int64]) -> NDArray[np.float64]:
+    """A case's planning rate from its counts: (k + ½)/(n + 1)."""
+    out: NDArray[np.float64] = (passed + 0.5) / (valid + 1.0)
+    return out
+
+
+def planning_effect(goal: dict[str, Any], observed: float | None = None) -> float | None:
+    """The true effect a goal is planned for by default: twice its min_effect, in its
+    direction ("differ": the observed difference's, else up). None when min_effect is 0."""
+    m = float(goal["min_effect"])
+    if m == 0:
+        return None
+    if goal["direction"] == "decrease" or (goal["direction"] == "differ" and observed
+                                           is not None and observed < 0):
+        return -2 * m
+    return 2 * m
+
+
+def suggest(goal: dict[str, Any], control: Tally, treatment: Tally,
+            cases: Sequence[EvalCase], trials_per_case: int,
+            observed: float | None = None) -> dict[str, Any]:
+    """The suggestion an inconclusive goal carries, sized like `ix plan EXPERIMENT`: how
+    many cases settle the goal with probability ≥ `TARGET` if the true effect is twice its
+    min_effect (`planning_effect`) and new cases' control rates look like these (the
+    treatment as in `shifted`), and the simulated probability that a run of that size does.
+    With min_effect 0, or an effect these control rates cannot reach, it plans instead for
+    new cases that behave like these, both subjects as observed."""
+    metric = goal["metric"]
+    seen = scenario_from_tallies(control, treatment, cases, trials_per_case)
+    n_must, n_not = int(seen.must.sum()), int((~seen.must).sum())
+    current = n_must if metric in _MUST_ONLY else n_must + n_not
+    base: dict[str, Any] = {"cases": None, "current_cases": current,
+                            "trials_per_case": trials_per_case, "p_settle": None,
+                            "p_supported": None, "p_refuted": None, "simulations": 0,
+                            "unit": unit(metric), "effect": None}
+    if not n_must:
+        return {**base, "method": "no valid trials to extrapolate from"}
+    effect = planning_effect(goal, observed)
+    scenario, how = seen, "if new cases behave like these"
+    if effect is not None:
+        try:
+            scenario = shifted(Scenario(seen.must, seen.control, seen.control.copy(),
+                                        seen.trials), metric, effect)
+            how = (f"if the true effect is {effect:+g} (twice min_effect) and new cases' "
+                   f"control rates look like these")
+        except ValueError:
+            how = (f"an effect of {effect:+g} is out of reach from these control rates: if "
+                   f"new cases behave like these")
+    size = size_goal(goal, scenario, least=current + 1)
+    st = size.settling
+    base.update(p_settle=st.p_settle, p_supported=st.p_supported, p_refuted=st.p_refuted,
+                simulations=st.replicates, effect=round(size.true_effect, 6))
+    how += f"; {st.replicates} simulated runs judged by ix's own rule"
+    if size.cases is None:
+        return {**base, "method": f"even {st.cases} {size.unit} settle it with probability "
+                                  f"only {st.p_settle:.2f}, {how}"}
+    return {**base, "cases": size.cases, "method": how}

@@ -1,0 +1,166 @@
+"""The inconclusive goal's suggestion (`ix.eval.goal_sizing`): the probability of settling it
+that a summary prints is what ix's own rule does on runs of the suggested size."""
+
+import numpy as np
+import pytest
+
+from ix.eval.goals import evaluate_goal
+from ix.eval.models import EvalCase
+from ix.eval.scoring import Tally, compute_metrics
+from ix.stats.comparisons import paired_diff_cdf
+from ix.stats.decisions import goal_verdict
+
+K = 3
+#: passed trials (of K) per must case: the control votes yes on all 20, the treatment on 14
+CONTROL = [3] * 18 + [2] * 2
+TREATMENT = [3] * 14 + [2] * 2 + [1] * 4
+
+
+def _run(control: list[int], treatment: list[int], n_not: int = 4):
+    cases = [EvalCase(id=f"m{i}", prompt="p", expectation="must_trigger")
+             for i in range(len(control))]
+    cases += [EvalCase(id=f"n{i}", prompt="p", expectation="should_not_trigger")
+              for i in range(n_not)]
+    tallies = []
+    for passed in (control + [0] * n_not, treatment + [0] * n_not):
+        t = Tally(cases)
+        for case, k in zip(cases, passed, strict=True):
+            for trial in range(K):
+                t.add(case.id, trial < k, trial)
+        tallies.append(t)
+    return cases, tallies
+
+
+def _vote(theta: np.ndarray) -> np.ndarray:
+    """P(Bin(K, θ) > K/2): the true probability that a case's majority vote activates."""
+    from scipy.stats import binom
+
+    return binom.sf(K // 2, K, theta)
+
+
+M = 0.075   # the goal's min_effect: it plans for a true fall of recall by 2·M
+
+
+def _recall_goal() -> dict:
+    return {"hypothesis": "h", "metric": "recall", "compare": ["control", "treatment"],
+            "direction": "decrease", "min_effect": M, "credibility": 0.95}
+
+
+def _suggestion() -> dict:
+    """The goal a summary prints for the (inconclusive) run of CONTROL vs TREATMENT."""
+    goal = _recall_goal()
+    cases, tallies = _run(CONTROL, TREATMENT)
+    metrics = [compute_metrics(t.probe_results()) for t in tallies]
+    out = evaluate_goal(goal, ["control", "treatment"], tallies, metrics, cases, K)
+    assert out["verdict"] == "inconclusive"
+    return out
+
+
+def _independent_settle_rate(goal: dict, n: int, runs: int, seed: int) -> float:
+    """What the suggestion assumes, built here from its description: new must cases drawn
+    from the run's, the control's rate (k + ½)/(K + 1), the treatment's lower by the δ that
+    makes the true recall difference −2·M; runs of n cases, K trials each, judged by the
+    recall posterior straight from `ix.stats` (votes and table counted here)."""
+    from scipy.optimize import brentq
+
+    theta_c = (np.array(CONTROL) + 0.5) / (K + 1)
+
+    def gap(delta: float) -> float:
+        return float(np.mean(_vote(np.clip(theta_c + delta, 0, 1)) - _vote(theta_c))) + 2 * M
+
+    theta_t = np.clip(theta_c + brentq(gap, -1, 0), 0, 1)
+    rng = np.random.default_rng(seed)
+    settled = 0
+    for _ in range(runs):
+        idx = rng.integers(0, 20, n)
+        vote_c = rng.binomial(K, theta_c[idx]) * 2 > K
+        vote_t = rng.binomial(K, theta_t[idx]) * 2 > K
+        table = (int(np.sum(vote_c & vote_t)), int(np.sum(vote_t & ~vote_c)),
+                 int(np.sum(vote_c & ~vote_t)), int(np.sum(~vote_c & ~vote_t)))
+        v = goal_verdict(lambda d, t=table: paired_diff_cdf(*t, d),
+                         direction=goal["direction"], min_effect=goal["min_effect"],
+                         credibility=goal["credibility"])
+        settled += v.verdict != "inconclusive"
+    return settled / runs
+
+
+def test_recall_goal_suggestion_prints_the_probability_an_independent_simulation_finds():
+    goal, s = _recall_goal(), _suggestion()["suggestion"]
+    assert s["cases"] > s["current_cases"] == 20
+    # 1,000 fresh runs of the suggested size under what it assumes (a true effect of 2·M),
+    # seeded: they settle the goal as often as printed, within 0.05 (the two Monte Carlo
+    # errors together have a standard deviation under 0.025), and about as often as the
+    # size was chosen for (0.8)
+    rate = _independent_settle_rate(goal, s["cases"], 1000, seed=11)
+    assert rate >= 0.75, (rate, s)
+    assert abs(rate - s["p_settle"]) <= 0.05, (rate, s)
+    assert s["p_settle"] == pytest.approx(s["p_supported"] + s["p_refuted"])
+    assert s["unit"] == "must_trigger cases" and s["simulations"] >= 400
+    assert s["effect"] == pytest.approx(-2 * M, abs=1e-6)
+    assert "twice min_effect" in s["method"]
+
+
+def test_the_suggestion_is_rendered_with_its_probability():
+    from rich.console import Console
+
+    from ix.report.console import goal_text
+
+    out = _suggestion()
+    console = Console(width=80, record=True)
+    console.print(goal_text(out))
+    text = " ".join(console.export_text().split())
+    assert f"settling it with probability {out['suggestion']['p_settle']:.2f}" in text
+    assert f"about {out['suggestion']['cases']} must_trigger cases" in text
+
+
+def test_the_settling_probability_is_seeded():
+    from ix.eval.goal_sizing import Scenario, settle_probability
+
+    goal = _recall_goal()
+    s = Scenario(np.array([True] * 20), np.array(CONTROL) / K, np.array(TREATMENT) / K, K)
+    assert settle_probability(goal, s, 40, 50) == settle_probability(goal, s, 40, 50)
+
+
+@pytest.mark.parametrize("metric", ["activation_rate", "recall", "pass_rate", "precision",
+                                    "f1"])
+def test_a_shifted_treatment_has_the_requested_true_effect(metric):
+    from ix.eval.goal_sizing import Scenario, shifted, true_effect
+
+    must = np.array([True] * 12 + [False] * 6)
+    control = np.where(must, np.linspace(0.5, 0.95, 18), 0.1)
+    s = shifted(Scenario(must, control, control.copy(), 5), metric, -0.15)
+    assert true_effect(metric, s) == pytest.approx(-0.15, abs=1e-6)
+    with pytest.raises(ValueError, match="out of reach"):
+        shifted(Scenario(must, np.where(must, 1.0, 0.0), np.where(must, 1.0, 0.0), 5),
+                "recall", 0.2)
+
+
+def test_a_differ_goal_is_simulated_with_ix_rule_at_one_plus_c_over_two():
+    from ix.eval.goal_sizing import Scenario, settle_probability
+
+    # identical subjects and m = 0: a "differ" goal is falsely supported at most 1 − c of
+    # the time under ix's rule (each direction judged at (1 + c)/2)
+    must = np.array([True] * 30)
+    rates = np.linspace(0.2, 0.9, 30)
+    goal = {"metric": "activation_rate", "direction": "differ", "min_effect": 0.0,
+            "credibility": 0.9}
+    st = settle_probability(goal, Scenario(must, rates, rates.copy(), 5), 30, 300)
+    assert st.p_refuted == 0 and st.p_supported <= 0.1 + 0.05
+
+
+def test_the_simulation_counts_the_vote_tables_as_ix_does():
+    from ix.eval.comparisons import paired_tables
+    from ix.eval.goal_sizing import _metrics, vote_tables
+
+    rng = np.random.default_rng(3)
+    control = list(rng.integers(0, K + 1, 30))
+    treatment = list(rng.integers(0, K + 1, 30))
+    cases, tallies = _run(control, treatment, n_not=0)
+    cases_n, tallies_n = _run(control[:20], treatment[:20], n_not=10)
+    for cs, (tc, tt) in ((cases, tallies), (cases_n, tallies_n)):
+        must = np.array([c.expectation == "must_trigger" for c in cs])
+        vc = np.array([2 * tc.counts[c.id].passed > K for c in cs])
+        vt = np.array([2 * tt.counts[c.id].passed > K for c in cs])
+        ours, ix = vote_tables(vc, vt, must), paired_tables(tc, tt, cs)
+        assert ours["recall"] == ix["recall"] and ours["pass_rate"] == ix["pass_rate"]
+        assert _metrics(vc, must) == compute_metrics(tc.probe_results())

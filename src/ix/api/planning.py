@@ -195,11 +195,22 @@ def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
 
 
 def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None = None,
-              power: float = 0.8, source: str) -> dict[str, Any]:
+              power: float = 0.8, source: str,
+              counts: "tuple[Any, Any] | None" = None) -> dict[str, Any]:
     """How many cases settle `goal` (its metric, direction, min_effect, credibility) when the
     treatment differs from `control` by `effect` on the goal's metric (default: twice
-    min_effect in the goal's direction), with the simulated probability of settling it."""
-    from ix.eval.goal_sizing import FINAL_REPLICATES, shifted, size_goal, unit
+    min_effect in the goal's direction), with the simulated probability of settling it.
+    `counts`: the control's (passed, valid) trials per case of `control` when they come
+    from a run: then each simulated run is drawn from a population those counts leave
+    plausible (`posterior_worlds`, as the inconclusive goal's suggestion does)."""
+    from ix.eval.goal_sizing import (
+        FINAL_REPLICATES,
+        Scenario,
+        posterior_worlds,
+        shifted,
+        size_goal,
+        unit,
+    )
 
     metric, direction = goal["metric"], goal["direction"]
     m, c = float(goal["min_effect"]), float(goal["credibility"])
@@ -224,7 +235,13 @@ def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None
         raise ConfigError(f"at most 62 trials per case can be simulated, got "
                           f"{control.trials}", field="--trials")
     try:
-        scenario = shifted(control, metric, effect)
+        if counts is None:
+            scenario = shifted(control, metric, effect)
+        else:
+            worlds = posterior_worlds(control.must, counts, None, control.trials, metric,
+                                      effect)
+            scenario = Scenario(control.must, worlds.control.mean(axis=0),
+                                worlds.treatment.mean(axis=0), control.trials, worlds)
     except ValueError as exc:
         raise ConfigError(str(exc), field="--effect") from None
     size = size_goal(goal, scenario, target=power)
@@ -240,7 +257,11 @@ def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None
         "assumptions": [
             f"a true effect of {effect:+g} on {metric} (treatment - control); every case's "
             "rate of being right moves by the same amount",
-            f"the control's cases as in {source}, resampled, {k} trial(s) per case",
+            (f"the control's cases as in {source}, resampled, {k} trial(s) per case"
+             if counts is None else
+             f"the control's cases as in {source}: each simulated run draws from a "
+             f"population they leave plausible (a Bayesian bootstrap of the cases, each "
+             f"case's rate from its posterior), {k} trial(s) per case"),
             f"the goal's rule: {direction} beyond {m:g} at credibility {c:g}; the size starts "
             f"from the one-sided t approximation and is checked by simulating ix's own "
             f"verdict ({FINAL_REPLICATES} seeded runs)",
@@ -386,13 +407,17 @@ def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | N
         k = trials or inputs.trials
         valid = np.array([int(r["n"]) for r in probes])
         passed = np.rint(np.array([float(r["score"]) for r in probes]) * valid)
-        control = goal_scenario([r["expectation"] for r in probes],
-                                list(jeffreys_rate(passed, valid)), 0.5, k)
+        kinds = [r["expectation"] for r in probes]
+        control = goal_scenario(kinds, list(jeffreys_rate(passed, valid)), 0.5, k)
+        sel = [i for i, e in enumerate(kinds) if e in ("must_trigger", "should_not_trigger")]
+        counts = (passed[sel].astype(np.int64), valid[sel].astype(np.int64))
         source = f"the latest run ({path}), subject {block['name'] if block else '?'}"
     else:
         rate = p if p is not None else 0.5
         k = trials or planned.trials
         control = goal_scenario([c.expectation for c in planned.cases], None, rate, k)
+        counts = None
         source = (f"the design of {planned.loaded.experiment.name}, every case right with "
                   f"probability {rate:g}")
-    return plan_goal(goal, control, effect=effect, power=power, source=source)
+    return plan_goal(goal, control, effect=effect, power=power, source=source,
+                     counts=counts)

@@ -11,8 +11,12 @@ The size is found in two steps: a start from the one-sided t-test power of the p
 differences against the goal's boundary (`ix.stats.power.n_for_goal`: t quantiles, so small
 n is not flattered), then a search over n by simulating ix's rule, which has the last word.
 Used by `ix plan EXPERIMENT` and by the suggestion an inconclusive goal carries; both plan
-by default for a true effect of twice the goal's min_effect (`planning_effect`), with the
-control's cases as observed (`scenario_from_tallies`) and the treatment moved by `shifted`.
+by default for a true effect of twice the goal's min_effect (`planning_effect`). From a
+run's counts both simulate `posterior_worlds` (run r in its own plausible population: a
+Bayesian bootstrap of the cases, control rates from their posteriors, the treatment moved
+to the effect with the between-case spread the pairs show), not the observed rates taken
+as the truth, which printed an optimistic probability; from a design alone (no counts),
+every case at the planned rate with the treatment moved by `shifted`.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ MOST_CASES = 3000
 SEED = 20251
 
 _MUST_ONLY = ("activation_rate", "recall")
+#: Verdicts already reached for a (metric, paired table, rule): the recall and pass_rate
+#: posteriors read only the table, and runs of one size repeat tables often.
+_VERDICTS: dict[tuple[Any, ...], str] = {}
 #: Metrics whose posterior reads only the paired majority-vote table (`vote_tables`).
 _VOTE_TABLES = ("recall", "pass_rate")
 
@@ -51,12 +58,27 @@ class Scenario:
     control: NDArray[np.float64]
     treatment: NDArray[np.float64]
     trials: int
+    #: Plausible populations (`posterior_worlds`); when set, simulated run r draws its cases
+    #: from world r (cycling) instead of from the point rates above.
+    worlds: Worlds | None = None
 
     def __post_init__(self) -> None:
         if not (self.must.shape == self.control.shape == self.treatment.shape):
             raise ValueError("must, control and treatment must have one entry per case")
         if self.trials < 1:
             raise ValueError(f"trials must be at least 1, got {self.trials}")
+
+
+@dataclass(frozen=True)
+class Worlds:
+    """Populations the data leave plausible, one row each: every reference case's weight in
+    the population (a Bayesian bootstrap) and true activation rates of each subject."""
+
+    weights: NDArray[np.float64]
+    control: NDArray[np.float64]
+    treatment: NDArray[np.float64]
+    #: the true effect on the goal's metric, the same in every world
+    effect: float
 
 
 @dataclass(frozen=True)
@@ -147,6 +169,118 @@ def shifted(s: Scenario, metric: str, effect: float) -> Scenario:
     return moved(brentq(gap, -1.0, 1.0, xtol=1e-10))
 
 
+def _world_effects(metric: str, must: NDArray[np.bool_], control: NDArray[np.float64],
+                   treatment: NDArray[np.float64], weights: NDArray[np.float64],
+                   k: int) -> NDArray[np.float64]:
+    """`true_effect` of each world (rows): reference cases weighted within their kind."""
+    wm = np.where(must, weights, 0.0)
+    wm = wm / wm.sum(axis=1, keepdims=True)
+    wn = np.where(must, 0.0, weights)
+    tot = wn.sum(axis=1, keepdims=True)
+    wn = np.divide(wn, tot, out=np.zeros_like(wn), where=tot > 0)
+    share = float(np.mean(must))
+    if metric == "activation_rate":
+        out: NDArray[np.float64] = ((treatment - control) * wm).sum(axis=1)
+        return out
+    vc, vt = _vote(control, k), _vote(treatment, k)
+    if metric == "recall":
+        out = ((vt - vc) * wm).sum(axis=1)
+        return out
+    if metric == "pass_rate":
+        return (share * ((vt - vc) * wm).sum(axis=1)
+                + (1 - share) * ((vc - vt) * wn).sum(axis=1))
+
+    def value(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        tp = share * (v * wm).sum(axis=1)
+        fp = (1 - share) * (v * wn).sum(axis=1)
+        fn = share - tp
+        if metric == "precision":
+            res: NDArray[np.float64] = np.divide(tp, tp + fp, out=np.zeros_like(tp),
+                                                 where=tp + fp > 0)
+        else:
+            res = np.divide(2 * tp, 2 * tp + fp + fn, out=np.zeros_like(tp), where=tp > 0)
+        return res
+
+    if metric in ("precision", "f1"):
+        return value(vt) - value(vc)
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+def effect_spread(must: NDArray[np.bool_], control: tuple[NDArray[np.int64],
+                  NDArray[np.int64]], treatment: tuple[NDArray[np.int64],
+                  NDArray[np.int64]]) -> NDArray[np.float64]:
+    """Each case's departure from its kind's mean change (treatment − control activation
+    rate, at the Jeffreys points (k + ½)/(n + 1)), shrunk so that its variance is the
+    observed differences' variance less their binomial noise (moments): the between-case
+    spread of the effect that the pairs show beyond chance (0 when they show none)."""
+    (kc, nc), (kt, nt) = control, treatment
+    pc, pt = jeffreys_rate(kc, nc), jeffreys_rate(kt, nt)
+    d = pt - pc
+    out = np.zeros_like(d)
+    for kind in (must, ~must):
+        if kind.sum() < 2:
+            continue
+        noise = float(np.mean(pc[kind] * (1 - pc[kind]) / nc[kind]
+                              + pt[kind] * (1 - pt[kind]) / nt[kind]))
+        var = float(np.var(d[kind], ddof=1))
+        shrink = math.sqrt(max(0.0, 1 - noise / var)) if var > 0 else 0.0
+        out[kind] = shrink * (d[kind] - d[kind].mean())
+    return out
+
+
+def posterior_worlds(must: NDArray[np.bool_],
+                     control: tuple[NDArray[np.int64], NDArray[np.int64]],
+                     treatment: tuple[NDArray[np.int64], NDArray[np.int64]] | None,
+                     trials: int, metric: str, effect: float,
+                     count: int = FINAL_REPLICATES) -> Worlds:
+    """`count` populations the observed cases leave plausible, each with a true effect of
+    `effect` on `metric`. In each: the reference cases weighted by a Bayesian bootstrap
+    (Dirichlet(1, …, 1), within each kind); each case's control rate drawn from its
+    Jeffreys posterior Beta(k + ½, n − k + ½); the treatment's rate = that + the case's
+    `effect_spread` (when the treatment was observed), then moved like `shifted` by the
+    one δ that gives this world the effect. So a suggestion carries what a few cases cannot
+    pin down: the population's control rates, and that a change moves cases unevenly
+    (sizing on the observed rates with every case moved alike printed 0.83 where runs of
+    the suggested size settled 0.71-0.75: docs/statistics.md, Planning). Worlds where no δ
+    reaches the effect are dropped (the effect conditions the posterior), drawing up to
+    `4·count`; seeded from the counts. Raises ValueError when fewer than count/8 reach it."""
+    import zlib
+
+    kc, nc = (np.asarray(a, dtype=np.int64) for a in control)
+    parts = [must.astype(np.int64), kc, nc, np.array([trials], dtype=np.int64)]
+    if treatment is not None:
+        parts += [np.asarray(a, dtype=np.int64) for a in treatment]
+    key = zlib.crc32(np.concatenate(parts).tobytes())
+    rng = np.random.default_rng([SEED, key, round(abs(effect) * 1e6), int(effect < 0)])
+    size = (4 * count, must.size)
+    weights = rng.gamma(1.0, 1.0, size)
+    theta_c = rng.beta(kc + 0.5, nc - kc + 0.5, size)
+    base = theta_c
+    if treatment is not None:
+        base = np.clip(theta_c + effect_spread(must, (kc, nc), treatment), 0.0, 1.0)
+    sign = np.where(must, 1.0, -1.0)
+
+    def gap(delta: NDArray[np.float64], rows: NDArray[np.intp]) -> NDArray[np.float64]:
+        moved = np.clip(base[rows] + sign * delta[:, None], 0.0, 1.0)
+        return _world_effects(metric, must, theta_c[rows], moved, weights[rows],
+                              trials) - effect
+
+    every = np.arange(size[0])
+    ones = np.ones(size[0])
+    reach = np.flatnonzero((gap(-ones, every) <= 0) & (gap(ones, every) >= 0))[:count]
+    if reach.size * 8 < count:
+        raise ValueError(f"a true effect of {effect:+g} on {metric} is out of reach in "
+                         f"most populations these cases leave plausible")
+    lo, hi = -np.ones(reach.size), np.ones(reach.size)
+    for _ in range(40):                      # bisection, every world at once
+        mid = (lo + hi) / 2
+        up = gap(mid, reach) < 0
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    moved = np.clip(base[reach] + sign * ((lo + hi) / 2)[:, None], 0.0, 1.0)
+    return Worlds(weights=weights[reach], control=theta_c[reach], treatment=moved,
+                  effect=effect)
+
+
 def _posterior(metric: str, control: Tally, treatment: Tally, cases: Sequence[EvalCase],
                control_metrics: dict[str, Any], treatment_metrics: dict[str, Any],
                tables: dict[str, Any] | None = None) -> Callable[[float], float]:
@@ -230,24 +364,43 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
     if weights is None:
         raise ValueError("at most 62 trials per case can be simulated")
     supported = refuted = 0
+    rule = (goal["direction"], float(goal["min_effect"]), float(goal["credibility"]))
     tallies = (Tally(cases), Tally(cases))   # refilled in place: every count is overwritten
-    for _ in range(replicates):
-        idx = np.concatenate([rng.choice(must_idx, n_must), rng.choice(not_idx, n_not)]
-                             if n_not else [rng.choice(must_idx, n_must)])
-        metrics, votes = [], []
-        for tally, theta in zip(tallies, (s.control[idx], s.treatment[idx]), strict=True):
-            trials = rng.random((idx.size, k)) < theta[:, None]
-            passed = trials.sum(axis=1)
-            _fill(tally, cases, passed, trials.astype(np.int64) @ weights, k)
-            votes.append(2 * passed > k)     # the majority vote: score > 0.5
-            metrics.append(_metrics(votes[-1], is_must))
-        mc, mt = metrics
+    w = s.worlds
+    for r in range(replicates):
+        if w is None:
+            pm = pn = None
+            control, treatment = s.control, s.treatment
+        else:
+            row = r % w.weights.shape[0]
+            pm, pn = w.weights[row, must_idx], w.weights[row, not_idx]
+            pm, pn = pm / pm.sum(), (pn / pn.sum() if n_not else None)
+            control, treatment = w.control[row], w.treatment[row]
+        idx = np.concatenate([rng.choice(must_idx, n_must, p=pm),
+                              rng.choice(not_idx, n_not, p=pn)]
+                             if n_not else [rng.choice(must_idx, n_must, p=pm)])
+        draws = [rng.random((idx.size, k)) < theta[:, None]
+                 for theta in (control[idx], treatment[idx])]
+        votes = [2 * d.sum(axis=1) > k for d in draws]   # the majority vote: score > 0.5
         tables = vote_tables(votes[0], votes[1], is_must) if metric in _VOTE_TABLES else None
-        cdf = _posterior(metric, tallies[0], tallies[1], cases, mc, mt, tables)
-        v = goal_verdict(cdf, direction=goal["direction"], min_effect=goal["min_effect"],
-                         credibility=goal["credibility"])
-        supported += v.verdict == "supported"
-        refuted += v.verdict == "refuted"
+        key = None
+        if tables is not None:    # the posterior reads only this table: judge it once
+            t = tables[metric]
+            key = (metric, t.both, t.control_only, t.variant_only, t.neither, rule)
+            verdict = _VERDICTS.get(key)
+        if key is None or verdict is None:
+            for tally, d in zip(tallies, draws, strict=True):
+                _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
+            mc, mt = (_metrics(v, is_must) for v in votes)
+            cdf = _posterior(metric, tallies[0], tallies[1], cases, mc, mt, tables)
+            verdict = goal_verdict(cdf, direction=rule[0], min_effect=rule[1],
+                                   credibility=rule[2]).verdict
+            if key is not None:
+                if len(_VERDICTS) > 200_000:
+                    _VERDICTS.clear()
+                _VERDICTS[key] = verdict
+        supported += verdict == "supported"
+        refuted += verdict == "refuted"
     return Settling(cases=n, p_settle=(supported + refuted) / replicates,
                     p_supported=supported / replicates, p_refuted=refuted / replicates,
                     replicates=replicates)
@@ -300,7 +453,8 @@ def t_start(goal: dict[str, Any], s: Scenario, power: float = TARGET,
     if not sd > 0:
         return None
     try:
-        return n_for_goal(true_effect(metric, s), min_effect=float(goal["min_effect"]), sd=sd,
+        effect = true_effect(metric, s) if s.worlds is None else s.worlds.effect
+        return n_for_goal(effect, min_effect=float(goal["min_effect"]), sd=sd,
                           credibility=float(goal["credibility"]), power=power,
                           direction=goal["direction"], most=10 * MOST_CASES)
     except ValueError:
@@ -338,7 +492,7 @@ def size_goal(goal: dict[str, Any], s: Scenario, *, target: float = TARGET, leas
     seed), and that is what is printed.
     """
     metric = goal["metric"]
-    effect = true_effect(metric, s)
+    effect = true_effect(metric, s) if s.worlds is None else s.worlds.effect
     start = t_start(goal, s, target, seed)
     memo: dict[int, Settling] = {}
 
@@ -395,6 +549,14 @@ def scenario_from_tallies(control: Tally, treatment: Tally, cases: Sequence[Eval
     as (k + ½)/(n + 1), its posterior mean under a Jeffreys prior: k/n would put a case seen
     5/5 at exactly 1, where its vote could never flip, and understate how often votes
     disagree (cases without a valid trial in either subject are left out)."""
+    must, (kc, nc), (kt, nt) = observed_counts(control, treatment, cases)
+    return Scenario(must, jeffreys_rate(kc, nc), jeffreys_rate(kt, nt), max(trials, 1))
+
+
+def observed_counts(control: Tally, treatment: Tally, cases: Sequence[EvalCase]) -> tuple[
+        NDArray[np.bool_], tuple[NDArray[np.int64], NDArray[np.int64]],
+        tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Expectation and (passed, valid) trials of each subject on the cases both ran."""
     keep = [c for c in cases if c.expectation in ("must_trigger", "should_not_trigger")
             and control.counts[c.id].valid and treatment.counts[c.id].valid]
 
@@ -403,8 +565,7 @@ def scenario_from_tallies(control: Tally, treatment: Tally, cases: Sequence[Eval
                 np.array([t.counts[c.id].valid for c in keep], dtype=np.int64))
 
     must = np.array([c.expectation == "must_trigger" for c in keep], dtype=bool)
-    (kc, nc), (kt, nt) = counts(control), counts(treatment)
-    return Scenario(must, jeffreys_rate(kc, nc), jeffreys_rate(kt, nt), max(trials, 1))
+    return must, counts(control), counts(treatment)
 
 
 def jeffreys_rate(passed: NDArray[np.int64], valid: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -430,10 +591,12 @@ def suggest(goal: dict[str, Any], control: Tally, treatment: Tally,
             observed: float | None = None) -> dict[str, Any]:
     """The suggestion an inconclusive goal carries, sized like `ix plan EXPERIMENT`: how
     many cases settle the goal with probability ≥ `TARGET` if the true effect is twice its
-    min_effect (`planning_effect`) and new cases' control rates look like these (the
-    treatment as in `shifted`), and the simulated probability that a run of that size does.
-    With min_effect 0, or an effect these control rates cannot reach, it plans instead for
-    new cases that behave like these, both subjects as observed."""
+    min_effect (`planning_effect`) in a population these cases leave plausible
+    (`posterior_worlds`: their control rates as uncertain as the counts leave them, the
+    effect as uneven across cases as the pairs show), and the simulated probability that a
+    run of that size does. With min_effect 0, or an effect out of reach in (nearly) every
+    such population, it plans instead for new cases that behave like these, both subjects
+    as observed."""
     metric = goal["metric"]
     seen = scenario_from_tallies(control, treatment, cases, trials_per_case)
     n_must, n_not = int(seen.must.sum()), int((~seen.must).sum())
@@ -448,10 +611,13 @@ def suggest(goal: dict[str, Any], control: Tally, treatment: Tally,
     scenario, how = seen, "if new cases behave like these"
     if effect is not None:
         try:
-            scenario = shifted(Scenario(seen.must, seen.control, seen.control.copy(),
-                                        seen.trials), metric, effect)
-            how = (f"if the true effect is {effect:+g} (twice min_effect) and new cases' "
-                   f"control rates look like these")
+            must, counts_c, counts_t = observed_counts(control, treatment, cases)
+            worlds = posterior_worlds(must, counts_c, counts_t, seen.trials, metric, effect)
+            # the point scenario only starts the search (t approximation)
+            scenario = Scenario(seen.must, worlds.control.mean(axis=0),
+                                worlds.treatment.mean(axis=0), seen.trials, worlds)
+            how = (f"if the true effect is {effect:+g} (twice min_effect) in a population "
+                   f"like these cases, as uncertain as they leave it")
         except ValueError:
             how = (f"an effect of {effect:+g} is out of reach from these control rates: if "
                    f"new cases behave like these")

@@ -37,7 +37,7 @@ TAG = "x-_beta_"  # a valid tag that Markdown would read as emphasis
 HOSTILE = (CASE_IMG, CASE_LINK, CASE_PIPE, SUBJECT_SVG, SUBJECT_HASH)
 
 #: The elements a report makes itself; anything else came from the lab's text.
-OWN_TAGS = {"h1", "h2", "p", "strong", "em", "code", "table", "thead", "tbody", "tr", "th",
+OWN_TAGS = {"h1", "h2", "h3", "p", "strong", "em", "code", "table", "thead", "tbody", "tr", "th",
             "td", "ul", "li"}
 
 

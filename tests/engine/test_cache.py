@@ -330,7 +330,9 @@ def test_a_cached_run_reproduces_the_run_without_calling_the_subject(lab):
         before = len(trials.read_text().splitlines()) if trials.exists() else 0
         result = run_plan(plan, command=["test"])
         assert result.status == "completed"
-        return _lines(trials)[before:]
+        # trials complete concurrently: the log's order is completion order, not the plan's
+        return sorted(_lines(trials)[before:],
+                      key=lambda r: (r["subject"], r["probe_id"], r["trial"], r["attempt"]))
 
     first = cached_run("use")
     n = len(first)

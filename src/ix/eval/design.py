@@ -174,12 +174,18 @@ def _no_control(exp: Experiment, subjects: list[Subject], out: list[DesignWarnin
                     f"{', '.join(names)}): no verdict"))
 
 
+def _stochastic(subjects: list[Subject],
+                runtimes: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The subjects whose runtime answers differently each time, as "name (kind)"."""
+    return [f"{s.name} ({runtimes[s.name].get('kind')})" for s in subjects
+            if s.name in runtimes and is_stochastic(runtimes[s.name])]
+
+
 def _one_trial(trials: int, adaptive: bool, subjects: list[Subject],
                runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> None:
     if trials != 1 or adaptive:
         return
-    noisy = [f"{s.name} ({runtimes[s.name].get('kind')})" for s in subjects
-             if s.name in runtimes and is_stochastic(runtimes[s.name])]
+    noisy = _stochastic(subjects, runtimes)
     if noisy:
         out.append(DesignWarning(
             code="one-trial-stochastic", field="trials",
@@ -200,8 +206,7 @@ def _even_trials(trials: int, adaptive: bool, subjects: list[Subject],
     """An even fixed trial count on a stochastic runtime: ties in the majority vote."""
     if adaptive or trials < 2 or trials % 2:
         return
-    noisy = [f"{s.name} ({runtimes[s.name].get('kind')})" for s in subjects
-             if s.name in runtimes and is_stochastic(runtimes[s.name])]
+    noisy = _stochastic(subjects, runtimes)
     if noisy:
         out.append(DesignWarning(
             code="even-trials-stochastic", field="trials",

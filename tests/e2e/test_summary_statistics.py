@@ -28,7 +28,7 @@ def test_each_case_score_has_its_beta_interval(lab):
         assert p["score_ci"][0] <= (k + 1) / (n + 2) <= p["score_ci"][1]  # posterior mean
 
 
-def test_precision_recall_f1_intervals_are_the_dirichlet_marginals(lab):
+def test_precision_recall_are_the_dirichlet_marginals_and_f1_is_flat_on_u(lab):
     mock_experiment(lab, rates={"must-001": 1.0, "must-002": 1.0, "not-001": 1.0},
                     n_must=4, n_not=3)
     m = summary_of(lab)["metrics"]
@@ -38,7 +38,7 @@ def test_precision_recall_f1_intervals_are_the_dirichlet_marginals(lab):
         list(sps.beta.ppf([0.025, 0.975], tp + 1, fp + 1)), abs=1e-6)
     assert m["recall_ci"] == pytest.approx(
         list(sps.beta.ppf([0.025, 0.975], tp + 1, fn + 1)), abs=1e-6)
-    u = sps.beta.ppf([0.025, 0.975], tp + 1, fp + fn + 2)
+    u = sps.beta.ppf([0.025, 0.975], tp + 1, fp + fn + 1)
     assert m["f1_ci"] == pytest.approx([2 * x / (1 + x) for x in u], abs=1e-6)
 
 

@@ -21,7 +21,7 @@ def _one_sided_or_equal(k: int, n: int, a: float, b: float) -> list[float]:
 
 
 @pytest.mark.parametrize(("yaml", "prior", "ab", "u_prior"), [
-    ("", "uniform", (1.0, 1.0), (1.0, 2.0)),
+    ("", "uniform", (1.0, 1.0), (1.0, 1.0)),
     ("prior: jeffreys\n", "jeffreys", (0.5, 0.5), (0.5, 0.5)),
 ])
 def test_the_prior_reaches_score_precision_recall_and_f1(lab, yaml, prior, ab, u_prior):

@@ -6,7 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
-from ix.stats.classification import f1_interval, precision_interval, recall_interval
+from ix.stats.classification import (
+    DIRICHLET_F1_PRIOR,
+    f1_interval,
+    precision_interval,
+    recall_interval,
+)
 
 TABLES = [(0, 0, 0), (1, 0, 0), (0, 3, 2), (3, 1, 2), (10, 0, 5), (25, 3, 7), (40, 40, 40)]
 LEVELS = [0.8, 0.95]
@@ -29,9 +34,13 @@ def test_precision_and_recall_are_beta_quantiles(tp, fp, fn, level):
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize(("tp", "fp", "fn"), TABLES)
 def test_f1_interval_is_the_monotone_transform_of_the_beta_interval(tp, fp, fn, level):
-    u = stats.beta.ppf([(1 - level) / 2, (1 + level) / 2], tp + 1, fp + fn + 2)
+    q = [(1 - level) / 2, (1 + level) / 2]
+    u = stats.beta.ppf(q, tp + 1, fp + fn + 1)  # the default: flat on U
     np.testing.assert_allclose(f1_interval(tp, fp, fn, level, method="equal_tailed"),
                                2 * u / (1 + u), rtol=1e-12)
+    u = stats.beta.ppf(q, tp + 1, fp + fn + 2)  # U's marginal under Dirichlet(1, 1, 1, 1)
+    got = f1_interval(tp, fp, fn, level, DIRICHLET_F1_PRIOR, method="equal_tailed")
+    np.testing.assert_allclose(got, 2 * u / (1 + u), rtol=1e-12)
 
 
 def _f1_cdf_by_dirichlet_integral(f: float, tp: int, fp: int, fn: int) -> float:
@@ -52,7 +61,7 @@ def _f1_cdf_by_dirichlet_integral(f: float, tp: int, fp: int, fn: int) -> float:
 
 @pytest.mark.parametrize(("tp", "fp", "fn"), [(0, 0, 0), (3, 1, 2), (10, 0, 5), (2, 6, 3)])
 def test_f1_interval_ends_sit_at_the_right_posterior_quantiles(tp, fp, fn):
-    lo, hi = f1_interval(tp, fp, fn)
+    lo, hi = f1_interval(tp, fp, fn, prior=DIRICHLET_F1_PRIOR)
     assert _f1_cdf_by_dirichlet_integral(lo, tp, fp, fn) == pytest.approx(0.025, abs=1e-7)
     assert _f1_cdf_by_dirichlet_integral(hi, tp, fp, fn) == pytest.approx(0.975, abs=1e-7)
 
@@ -61,7 +70,7 @@ def test_f1_interval_ends_sit_at_the_right_posterior_quantiles(tp, fp, fn):
 def test_f1_interval_agrees_with_seeded_monte_carlo_from_the_four_cell_dirichlet(tp, fp, fn, tn):
     draws = np.random.default_rng(20250314).dirichlet([tp + 1, fp + 1, fn + 1, tn + 1], 400_000)
     f1 = 2 * draws[:, 0] / (2 * draws[:, 0] + draws[:, 1] + draws[:, 2])
-    lo, hi = f1_interval(tp, fp, fn, method="equal_tailed")
+    lo, hi = f1_interval(tp, fp, fn, prior=DIRICHLET_F1_PRIOR, method="equal_tailed")
     # the binomial sd of a 2.5% tail over 400k draws is 0.00025; allow six of them
     assert np.mean(f1 < lo) == pytest.approx(0.025, abs=0.0015)
     assert np.mean(f1 > hi) == pytest.approx(0.025, abs=0.0015)
@@ -105,7 +114,7 @@ def test_default_rule_is_one_sided_at_the_boundaries(tp, fp, fn, level, prior):
 def test_near_perfect_f1_of_the_issue_contains_its_estimate():
     # the issue: "F1 1.000 [0.64, 0.98]" for a skill that got every case right
     lo, hi = f1_interval(10, 0, 0)
-    u = stats.beta.ppf(0.05, 11, 2)
+    u = stats.beta.ppf(0.05, 11, 1)  # flat on U: U ~ Beta(11, 1)
     assert hi == 1.0 and lo == pytest.approx(2 * u / (1 + u), rel=1e-12)
 
 

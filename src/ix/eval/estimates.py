@@ -27,10 +27,11 @@ METHODS: dict[str, str] = {
                     "score_ci (one-sided at TP = 0 or FP = 0)",
     "recall_ci": "Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior; the same rule "
                  "(one-sided at TP = 0 or FN = 0)",
-    "f1_ci": "F1 = 2U/(1+U) with U ~ Beta(TP+1, FP+FN+2), from the same posterior; F1 is "
-             "monotone in U, so U's interval maps to an exact one: equal-tailed, one-sided at "
-             "TP = 0 ([0, .]) and FP+FN = 0 ([., 1]). The Dirichlet(1,1,1,1) prior puts U ~ "
-             "Beta(1, 2) a priori: prior median F1 0.453",
+    "f1_ci": "F1 = 2U/(1+U) with U = p_TP/(p_TP+p_FP+p_FN) ~ Beta(TP+1, FP+FN+1), a flat "
+             "prior on U; F1 is monotone in U, so U's interval maps to an exact one: "
+             "equal-tailed, one-sided at TP = 0 ([0, .]) and FP+FN = 0 ([., 1]). Flat on U, "
+             "not the Dirichlet(1,1,1,1)'s Beta(1, 2) (prior median F1 0.453), which pulls a "
+             "near-perfect skill's interval below its F1",
     "trial_level": "rate over all valid trials of the group; se_naive = sqrt(p(1-p)/n) treats "
                    "trials as independent; se_clustered is Miller's clustered SE with cases "
                    "as clusters (no small-cluster correction); ci is the equal-tailed interval "
@@ -103,8 +104,7 @@ def prior_parameters(prior: str) -> tuple[float, float]:
 
 def methods(prior: str = "uniform") -> dict[str, str]:
     """`METHODS`, reworded for a Jeffreys prior: Beta(½, ½) in place of Beta(1, 1) for
-    score_ci, precision, recall and the trial-level rate, and in place of Beta(1, 2) for
-    F1's U (U ~ Beta(TP+½, FP+FN+½))."""
+    score_ci, precision, recall, F1's U and the trial-level rate."""
     if prior_parameters(prior) == (1.0, 1.0):
         return dict(METHODS)
     words = [("Beta(k+1, n-k+1) from a uniform Beta(1,1) prior",
@@ -115,10 +115,8 @@ def methods(prior: str = "uniform") -> dict[str, str]:
               "Beta(TN+1/2, FP+1/2): Jeffreys' prior on the specificity"),
              ("Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior",
               "Beta(TP+1/2, FN+1/2), Jeffreys' prior on recall"),
-             ("U ~ Beta(TP+1, FP+FN+2), from the same posterior",
-              "U ~ Beta(TP+1/2, FP+FN+1/2), Jeffreys' prior on U"),
-             ("The Dirichlet(1,1,1,1) prior puts U ~ Beta(1, 2) a priori: prior median F1 "
-              "0.453", "U ~ Beta(1/2, 1/2) a priori: prior median F1 0.667")]
+             ("~ Beta(TP+1, FP+FN+1), a flat prior on U",
+              "~ Beta(TP+1/2, FP+FN+1/2), Jeffreys' prior on U")]
     out = {}
     for key, text in METHODS.items():
         for old, new in words:
@@ -149,16 +147,16 @@ def score_intervals(passed: np.ndarray, valid: np.ndarray, level: float = LEVEL,
 def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
                      prior: str = "uniform") -> dict[str, Any]:
     """Precision, recall and F1 intervals, each one-sided at its boundary counts: uniform is
-    the Dirichlet(1,1,1,1) posterior (precision, recall Beta(1, 1) a priori, F1's U
-    Beta(1, 2)); jeffreys puts Beta(½, ½) on precision, recall and U alike."""
+    flat: precision and recall are the Dirichlet(1,1,1,1) posterior's exact marginals and
+    F1's U is Beta(1, 1) a priori (not the Dirichlet's Beta(1, 2), see `f1_interval`);
+    jeffreys puts Beta(½, ½) on precision, recall and U alike."""
     from ix.stats.classification import f1_interval, precision_interval, recall_interval
 
     ab = prior_parameters(prior)
-    u_prior = (1.0, 2.0) if prior == "uniform" else ab  # Dirichlet(1,1,1,1) implies U ~ Beta(1, 2)
     return {
         "precision_ci": pair(*precision_interval(tp, fp, level=level, prior=ab)),
         "recall_ci": pair(*recall_interval(tp, fn, level=level, prior=ab)),
-        "f1_ci": pair(*f1_interval(tp, fp, fn, level=level, prior=u_prior)),
+        "f1_ci": pair(*f1_interval(tp, fp, fn, level=level, prior=ab)),
     }
 
 

@@ -421,6 +421,23 @@ def test_side_by_side_shows_both_runs(browse: Any, viewer: Viewer):
     assert len(sides) == 2 and first in sides[0] and second in sides[1]
     assert page.locator("section.comparison h3").all_inner_texts() == ["control", "variant"]
     assert "no credible change" in page.locator(".verdict").first.inner_text()
+    # every number `ix compare` computes, read off the page: median and p next to the interval
+    from ix.api.experiments import compare_runs
+
+    expected = compare_runs(viewer.lab, [first, second])["comparisons"][0]["metrics"]
+    table = page.locator("section.comparison").first.locator("table")
+    head = table.locator("thead th").all_inner_texts()
+    assert head[-3:] == ["posterior median", "P(B better)", "p"]
+    rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+    assert len(rows) == len(expected)
+    for cells, (name, m) in zip(rows, expected.items(), strict=True):
+        assert cells[0] == name.replace("_", " ")
+        for got, want in [(cells[-3], m["diff_median"]), (cells[-1], m["p_value"])]:
+            if want is None:
+                assert got == "n/a", (name, got)
+            else:
+                assert float(got) == pytest.approx(want, abs=5e-4), (name, got, want)
+    assert "unadjusted" in page.locator("section.comparison .meta").first.inner_text()
     header = page.locator("table.side-by-side thead").inner_text()
     assert "control" in header and "variant" in header
     assert page.locator("table.side-by-side tbody tr").count() == 6

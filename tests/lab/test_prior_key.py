@@ -41,3 +41,24 @@ def test_the_prior_reaches_score_precision_recall_and_f1(lab, yaml, prior, ab, u
     u = ([0.0, post.ppf(0.95)] if tp == 0 < misses else [post.ppf(0.05), 1.0]
          if misses == 0 < tp else list(post.ppf([0.025, 0.975])))
     assert m["f1_ci"] == pytest.approx([2 * x / (1 + x) for x in u], abs=1e-6)
+
+
+@pytest.mark.parametrize("yaml", ["", "prior: jeffreys\n"])
+def test_a_non_uniform_prior_is_printed_in_the_terminal_summary_and_both_reports(lab, yaml):
+    from rich.console import Console
+
+    from ix.report.console import summary_renderable
+    from ix.report.html import render_report_html
+    from ix.report.markdown import report_markdown
+    from ix.report.run_report import build_report
+
+    s = _summary(lab, yaml)
+    console = Console(width=80, record=True, color_system=None)
+    console.print(summary_renderable(s))
+    terminal = console.export_text()
+    report = build_report(s, {}, [])
+    markdown, page = report_markdown(report), render_report_html(report)
+    jeffreys = bool(yaml)
+    assert ("jeffreys prior" in " ".join(terminal.split())) == jeffreys
+    assert ("prior jeffreys" in markdown) == jeffreys
+    assert ("prior of the intervals</dt><dd>jeffreys" in page) == jeffreys

@@ -223,8 +223,10 @@ def summary_renderable(summary: dict[str, Any]) -> RenderableType:
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")
     stats = summary.get("statistics")
     if stats:
-        footer.append(f" · intervals: {stats['level']:.0%} credible (see statistics.methods "
-                      "in the summary)")
+        prior = stats.get("prior") or "uniform"
+        footer.append(f" · intervals: {stats['level']:.0%} credible"
+                      + (f", {prior} prior" if prior != "uniform" else "")
+                      + " (see statistics.methods in the summary)")
     if summary.get("skipped_cases"):
         footer.append(f" · {len(summary['skipped_cases'])} acceptable case(s) not run")
     parts.append(footer)

@@ -80,7 +80,9 @@ def report_markdown(report: dict[str, Any]) -> str:
              f"{md_text(r['finished_at'])} · seed {md_text(r['seed'])} · "
              f"{md_text(r['trials_per_case'])} trial(s) per case · git "
              f"{md_code(r['git_commit'] or 'n/a')}"
-             + (f" · tags: {', '.join(map(md_text, r['tags']))}" if r["tags"] else ""), ""]
+             + (f" · tags: {', '.join(map(md_text, r['tags']))}" if r["tags"] else "")
+             + (f" · prior {md_text(r['prior'])}" if r.get("prior", "uniform") != "uniform"
+                else ""), ""]
     lines += ["## Summary", "", "Pass rate [95% CI], passed/valid trials, ✓ when the case's "
               "majority vote is right.", ""]
     lines += _table(["case", "expect", *s["subjects"]],

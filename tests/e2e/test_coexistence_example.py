@@ -2,10 +2,11 @@
 
 `examples/lab/coexistence` runs csv-summary alone (`a-only`), next to spreadsheet-insights
 (`a-plus-b`) and next to spreadsheet-insights and data-cleaning (`a-plus-b-plus-c`), with the
-offline lexical runtime. The example is tuned so that the degradation is plain: with seed 0
-csv-summary's recall is 1.0 alone and about 0.53 next to spreadsheet-insights (over seeds 0-19
-the drop is never under 0.35), so the margins below leave headroom. These tests read only
-`subjects[*].metrics` and `subjects[*].probe_results` of the summary.
+offline lexical runtime. The degradation is plain: with seed 0 csv-summary's recall is 1.0
+alone and 0.71 next to spreadsheet-insights; over seeds 0-19 the control's recall is always 1.0
+and the drop is 0.24 to 0.47, but for seed 15 (0.12: five must cases sit near even odds, so 9
+trials can land either way). The margins below leave headroom for the seeds they use. These
+tests read only `subjects[*].metrics` and `subjects[*].probe_results` of the summary.
 """
 
 import json
@@ -71,7 +72,7 @@ def test_adding_spreadsheet_insights_lowers_csv_summary_recall(example_lab):
         m = s["metrics"]
         assert m["precision"] >= 0.8 and m["fp"] <= 2, (s["name"], m)
         should_not = [p for p in s["probe_results"] if p["expectation"] == "should_not_trigger"]
-        assert sum(p["score"] for p in should_not) / len(should_not) <= 0.2, s["name"]
+        assert sum(p["score"] for p in should_not) / len(should_not) <= 0.25, s["name"]
 
 
 @pytest.mark.parametrize("seed", ["1", "7"])
@@ -79,7 +80,7 @@ def test_the_degradation_is_not_an_accident_of_seed_0(example_lab, seed):
     subjects = by_subject(run_coexistence(example_lab, "--seed", seed))
     control, variant = subjects["a-only"]["metrics"], subjects["a-plus-b"]["metrics"]
     assert control["recall"] >= 0.8
-    assert variant["recall"] <= control["recall"] - 0.25
+    assert variant["recall"] <= control["recall"] - 0.2
 
 
 def test_the_same_seed_gives_the_same_metrics_and_rates(tmp_path):

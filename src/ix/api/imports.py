@@ -19,7 +19,13 @@ from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
 from ix.lab.export import latest_attempts
 from ix.lab.import_store import add_run, find_import, import_turn, new_experiment, settle, write_run
-from ix.lab.importing import Imported, read_import, trial_line, write_experiment
+from ix.lab.importing import (
+    Imported,
+    importable_goal,
+    read_import,
+    trial_line,
+    write_experiment,
+)
 from ix.lab.loader import load_experiment
 from ix.lab.names import name_problem, normalise
 from ix.lab.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
@@ -140,7 +146,9 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     from ix.eval.scoring import Tally
 
     known: dict[str, EvalCase] = {}
-    name, goal, prior = exp_dir.name, None, "uniform"
+    subjects = imported.subjects
+    name, prior = exp_dir.name, "uniform"
+    goal = importable_goal(imported.goal, subjects)
     if not new:
         loaded = load_experiment(exp_dir, lab)
         name, goal = loaded.experiment.name, loaded.experiment.goal
@@ -150,7 +158,6 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     cases = [EvalCase(id=i, expectation=expectation[i],  # type: ignore[arg-type]
                       prompt=known[i].prompt if i in known else imported.prompts.get(i) or "-")
              for i in imported.case_ids]
-    subjects = imported.subjects
     now = datetime.now(UTC)
     run_id = new_run_id(now)
     lines = [trial_line(r, run_id=run_id, experiment=name, started_at=iso(now),
@@ -199,7 +206,7 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
         def build(folder: Path) -> None:
             write_experiment(folder, name=name, source=source, fmt=fmt, subjects=subjects,
                              cases=[(c.id, c.expectation, imported.prompts.get(c.id, ""))
-                                    for c in cases])
+                                    for c in cases], goal=goal, trials=trials_per_case)
             write_run(folder / "results", run_id, spec, summary, lines, now)
 
         new_experiment(lab, exp_dir.name, build)

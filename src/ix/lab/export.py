@@ -75,11 +75,11 @@ def check_out(out: Path, *, force: bool, directory: bool = False) -> None:
 
 
 def write_jsonl(lines: Sequence[bytes], out: Path) -> None:
-    write_text_atomic(out, b"".join(lines).decode("utf-8"))
+    write_text_atomic(out, b"".join(lines).decode("utf-8"), shared=True)
 
 
 def write_json(document: Mapping[str, Any], out: Path) -> None:
-    write_text_atomic(out, json_text(document))
+    write_text_atomic(out, json_text(document), shared=True)
 
 
 def json_text(document: Any) -> str:
@@ -103,7 +103,7 @@ def write_folder(out: Path, files: Iterable[tuple[str, str]]) -> list[Path]:
     try:
         tmp.mkdir()
         for name, text in files:
-            write_text_atomic(tmp / name, text, parents=False)
+            write_text_atomic(tmp / name, text, parents=False, shared=True)
             names.append(name)
         if out.is_dir():  # --force: into the existing folder, a rename per file
             for name in names:

@@ -11,7 +11,7 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,7 +42,8 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 @dataclass
 class Imported:
     """What an import file holds: trial records (without `run_id` and `experiment`), the
-    prompts it has, the experiment and models it names, where it came from and its digest."""
+    prompts it has, the experiment and models it names, where it came from and its digest;
+    from logs ix wrote, also the run's order of subjects and its goal."""
 
     path: Path
     format: str
@@ -53,10 +54,15 @@ class Imported:
     models: dict[str, str] = field(default_factory=dict)
     origin: dict[str, Any] = field(default_factory=dict)
     sha256: str = ""
+    subject_order: list[str] = field(default_factory=list)
+    goal: dict[str, Any] | None = None
 
     @property
     def subjects(self) -> list[str]:
-        return list(dict.fromkeys(r["subject"] for r in self.records))
+        """The run's order where the file records it (logs ix wrote), else first appearance."""
+        seen = list(dict.fromkeys(r["subject"] for r in self.records))
+        ranked = [s for s in self.subject_order if s in seen]
+        return ranked + [s for s in seen if s not in ranked]
 
     @property
     def case_ids(self) -> list[str]:
@@ -124,15 +130,28 @@ def _read_inspect(path: Path) -> Imported:
         imported.records += records
         for case_id, prompt in prompts.items():
             imported.prompts.setdefault(case_id, prompt)
-        imported.experiments.append(log.eval.task)
+        if log.eval.task not in imported.experiments:  # a folder of one run's logs names it once
+            imported.experiments.append(log.eval.task)
         imported.models[subject] = log.eval.model
         meta = (log.eval.metadata or {}).get("ix") or {}
+        if isinstance(meta, dict):
+            _run_layout(imported, meta)
         imported.origin.setdefault("logs", []).append(
             {"file": file.name, "eval_id": getattr(log.eval, "eval_id", None),
              "task": log.eval.task, "model": log.eval.model, "status": log.status,
              **({"ix_run_id": str(meta["run_id"])} if isinstance(meta, dict)
                 and meta.get("run_id") else {})})
     return imported
+
+
+def _run_layout(imported: Imported, meta: Mapping[str, Any]) -> None:
+    """The order of subjects and the goal a log ix wrote records (`eval.metadata.ix`)."""
+    order = meta.get("subjects")
+    if isinstance(order, list) and not imported.subject_order:
+        imported.subject_order = [str(s) for s in order if isinstance(s, str)]
+    goal = meta.get("goal")
+    if isinstance(goal, dict) and imported.goal is None:
+        imported.goal = dict(goal)
 
 
 def _no_constant(name: str) -> Any:
@@ -417,18 +436,52 @@ def trial_line(record: Mapping[str, Any], *, run_id: str, experiment: str,
 
 
 def write_experiment(directory: Path, *, name: str, source: Path, fmt: str,
-                     subjects: Iterable[str], cases: Iterable[tuple[str, str, str]]) -> None:
-    """A new experiment for imported results: experiment.yaml naming the subjects, and one
-    case file per case (its prompt, or a note that the file had none)."""
+                     subjects: Iterable[str], cases: Iterable[tuple[str, str, str]],
+                     goal: Mapping[str, Any] | None = None, trials: int | None = None) -> None:
+    """A new experiment for imported results: experiment.yaml naming the subjects in the run's
+    order, its goal when the file records one, and `imported:` (where from, and whether every
+    case has its prompt: `ix run` refuses an imported experiment without); one case file per
+    case, with its prompt or, where the file has none, a placeholder naming the case."""
     (directory / "cases").mkdir(parents=True)
-    config = {"name": name,
-              "description": f"Imported from {source.name} ({fmt}) by `ix import`.",
-              "subjects": [{"name": s} for s in subjects]}
+    cases = list(cases)
+    subjects = list(subjects)
+    config: dict[str, Any] = {
+        "name": name,
+        "description": f"Imported from {source.name} ({fmt}) by `ix import`.",
+        "imported": {"source": source.name, "format": fmt,
+                     "prompts": all(prompt.strip() for _, _, prompt in cases)},
+        "subjects": [{"name": s} for s in subjects],
+    }
+    if trials is not None:
+        config["trials"] = trials
+    kept = importable_goal(goal, subjects)
+    if kept is not None:
+        config["goal"] = kept
     _write(directory / "experiment.yaml", dump_yaml(config))
     for case_id, expectation, prompt in cases:
-        body = prompt.strip() or f"(imported from {source.name}: no prompt was recorded)"
+        body = prompt.strip() or (f"(imported from {source.name}: no prompt was recorded for "
+                                  f"case {case_id})")
         text = f"---\n{dump_yaml({'id': case_id, 'expectation': expectation})}---\n{body}\n"
         _write(directory / "cases" / f"{file_part(case_id)}.md", text)
+
+
+def importable_goal(goal: Mapping[str, Any] | None, subjects: Sequence[str]
+                    ) -> dict[str, Any] | None:
+    """The recorded goal, if it is one `experiment.yaml` accepts and it compares subjects that
+    were imported; else None (a goal about subjects the file lacks cannot be judged)."""
+    from pydantic import ValidationError as Invalid
+
+    from ix.lab.schema import GoalSpec
+
+    if not goal:
+        return None
+    try:
+        checked = GoalSpec.model_validate(dict(goal))
+    except Invalid:
+        return None
+    if not set(checked.compare) <= set(subjects) or (not checked.compare and len(subjects) < 2):
+        return None
+    return {k: v for k, v in dict(goal).items() if k in GoalSpec.model_fields}
 
 
 def _write(path: Path, text: str) -> None:
@@ -439,3 +492,29 @@ def _write(path: Path, text: str) -> None:
         if exc.filename is None and exc.errno is not None:
             raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+def refuse_unrunnable_import(spec: Any, file: Path, *, runtime_override: str | None) -> None:
+    """`ix run` of an experiment `ix import` made: a `ConfigError` (exit 2) naming it and why,
+    when its case files hold placeholders instead of prompts, or a subject has no runtime of
+    its own (it would fall to the default, claude-code) and `--runtime` names none."""
+    imported = getattr(spec, "imported", None)
+    if imported is None:
+        return
+    name = spec.name
+    if not imported.prompts:
+        raise ConfigError(
+            f"experiment {name!r} was made by `ix import` from {imported.source} "
+            f"({imported.format}), which records no prompts: its case files hold placeholders, "
+            "so running it would measure nothing. Its imported runs stay readable (ix report, "
+            "ix results); to run it, write each case's prompt in cases/ and set "
+            "`imported.prompts: true`", file=file, field="imported")
+    if runtime_override is None and spec.runtime is None:
+        bare = [s.name for s in spec.subjects if s.runtime is None and s.profile is None]
+        if bare:
+            raise ConfigError(
+                f"experiment {name!r} was made by `ix import` from {imported.source} "
+                f"({imported.format}), which records no runtime for subject(s) "
+                f"{', '.join(bare)}: running it would send every trial to the default "
+                "runtime. Give each a `runtime:` (and its `skills:`), or pass --runtime",
+                file=file, field="imported")

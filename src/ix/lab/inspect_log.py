@@ -212,7 +212,11 @@ def eval_log(*, run_id: str, experiment: str, subject: str, spec: Mapping[str, A
     }
     ix_meta = {"run_id": run_id, "experiment": experiment, "subject": subject,
                "run_status": spec.get("status"), "seed": spec.get("seed"),
-               "trials_per_case": trials}
+               "trials_per_case": trials,
+               # what `ix import` needs to rebuild the experiment as it was
+               "subjects": [str(s["name"]) for s in config.get("subjects") or []
+                            if isinstance(s, Mapping) and s.get("name")],
+               "goal": config.get("goal") if isinstance(config.get("goal"), Mapping) else None}
     log: dict[str, Any] = {
         "version": LOG_VERSION,
         "status": status,

@@ -1,10 +1,15 @@
 """`lexical`: an offline skill router, BM25 scoring plus a seeded softmax. A baseline, not an LLM.
 
-Each trial scores the prompt against every skill the subject has (its name, hyphens split into
-words, plus its description) with Okapi BM25 over that subject's skills, then samples one
-choice among the skills and a "no skill" option whose score is `threshold`, with probability
-proportional to exp(score / temperature), drawn from the trial seed. `temperature: 0` is a
-deterministic argmax.
+Each trial scores the prompt against each skill the subject has (its name, hyphens split into
+words, plus its description) with Okapi BM25, then samples one choice among the skills and a
+"no skill" option whose score is `threshold`, with probability proportional to
+exp(score / temperature), drawn from the trial seed. `temperature: 0` is a deterministic argmax.
+
+A skill's score depends on that skill and the prompt alone: words weigh by their rarity in
+ordinary English (a fixed table shipped with ix, `lexical_background.tsv`), BM25's average
+length is fixed, and words in the description's exclusion clauses ("Do NOT use for ...",
+"not for ...", "use X instead") count against it. So skills compete only through the softmax,
+and installing another skill never raises a skill's chance of being chosen.
 
 What it is for: offline demos, tests and a floor to compare real subjects against. What it is
 not: a model of Claude. It matches words, so it misses paraphrases and fires on shared
@@ -18,6 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,7 +41,7 @@ NO_SKILL = ""
 class LexicalOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    threshold: float = 1.5
+    threshold: float = 2.0
     temperature: float = Field(0.5, ge=0.0)
     k1: float = Field(1.2, ge=0.0)
     b: float = Field(0.75, ge=0.0, le=1.0)
@@ -92,48 +98,130 @@ def skill_document(name: str, description: str) -> str:
     return f"{name.replace('-', ' ')} {description}"
 
 
-# --- index ----------------------------------------------------------------------------------
+# --- weights --------------------------------------------------------------------------------
+
+#: The background's document length and frequency floor (scripts/lexical_background.py).
+BACKGROUND_DOC_WORDS = 40
+BACKGROUND_MIN_FREQUENCY = 1e-6
+#: BM25's average document length, fixed so that one skill's length never rescales another's:
+#: about the length of a skill description once stop words are dropped.
+AVG_LENGTH = 40.0
+
+
+@lru_cache(maxsize=1)
+def _background() -> tuple[Mapping[str, float], float]:
+    """Each stem's weight from English word frequencies, and the weight of any unlisted stem."""
+    path = Path(__file__).with_name("lexical_background.tsv")
+    weights: dict[str, float] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            term, value = line.split("\t")
+            weights[term] = float(value)
+    floor = -math.log(-math.expm1(-BACKGROUND_DOC_WORDS * BACKGROUND_MIN_FREQUENCY))
+    return weights, floor
+
+
+def idf(term: str) -> float:
+    """A stem's weight in (0, 1]: -ln P(a 40-word English text has it), over that of a rare word.
+
+    1 for a word rarer than one in a million ("csv", "xlsx") or unknown, about 0.47 for "data",
+    0.35 for "use". Fixed, shipped with ix: it depends neither on the subject's skills nor on
+    the lab's, so a score is in units of one rare word matched once.
+    """
+    weights, floor = _background()
+    return weights.get(term, floor) / floor
+
+
+# --- exclusions -----------------------------------------------------------------------------
+
+# "Do NOT use for ...", "don't trigger when ...", "never use ...", "not for ...", "not intended
+# for ...": the rest of the clause names what the skill is not for.
+_EXCLUDE = re.compile(
+    r"\b(?:(?:do\s+not|don[\u2019']?t|never)\s+(?:use|trigger|invoke|activate|call|load|apply)"
+    r"(?:\s+(?:this|it|the))?(?:\s+skill)?(?:\s+(?:for|on|when|if|to))?"
+    r"|not\s+(?:intended\s+|meant\s+|suitable\s+|designed\s+)?(?:for|when))\b",
+    re.IGNORECASE,
+)
+# "use the docx skill instead", "instead use ...": the whole clause points elsewhere.
+_INSTEAD = re.compile(r"\binstead\b(?!\s+of)", re.IGNORECASE)
+# "..., even if tabular data is involved": a concession, neither for nor against.
+_CONCESSION = re.compile(r",?\s*\beven\s+(?:if|when|though)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[.!?;](?=\s|$)|\n")
+_ASIDE = re.compile(r"\(([^()]*)\)")
+
+
+def split_exclusions(description: str) -> tuple[str, str]:
+    """(what the skill is for, what it says it is not for): clauses that exclude go right.
+
+    Clauses are sentences (split at . ! ? ; and new lines) and asides in parentheses that
+    exclude ("(not for PDFs)", "(use docx instead)"); other asides stay in their sentence. A
+    clause with "instead" (not "instead of") goes right whole; from "do not use/trigger",
+    "don't use", "never use" or "not for" on, the rest of the clause goes right, up to a
+    concession ("even if ..."), which counts for neither side.
+    """
+    keep: list[str] = []
+    against: list[str] = []
+
+    def excluding(text: str) -> bool:
+        return bool(_INSTEAD.search(text) or _EXCLUDE.search(text))
+
+    asides = [m.group(1) for m in _ASIDE.finditer(description) if excluding(m.group(1))]
+    rest = _ASIDE.sub(lambda m: " " if excluding(m.group(1)) else f" {m.group(1)} ",
+                      description)
+    for clause in [*_SENTENCE.split(rest), *asides]:
+        if _INSTEAD.search(clause):
+            against.append(_CONCESSION.split(clause)[0])
+            continue
+        marker = _EXCLUDE.search(clause)
+        if marker is None:
+            keep.append(clause)
+            continue
+        keep.append(clause[: marker.start()])
+        against.append(_CONCESSION.split(clause[marker.end():])[0])
+    return " ".join(keep), " ".join(against)
+
+
+# --- scoring --------------------------------------------------------------------------------
 
 SkillsKey = tuple[tuple[str, str], ...]  # ((name, description), ...) in the subject's order
 
 
 @dataclass(frozen=True)
-class _Index:
-    names: tuple[str, ...]
-    tfs: tuple[Mapping[str, int], ...]
-    lengths: tuple[int, ...]
-    avg_length: float
-    idf: Mapping[str, float]
+class _Document:
+    """One skill as BM25 sees it: term counts for and against, and its length."""
+
+    tf: Mapping[str, int]
+    tf_against: Mapping[str, int]
+    length: int
 
 
-@lru_cache(maxsize=256)
-def _index(skills: SkillsKey) -> _Index:
-    docs = [Counter(tokenize(skill_document(n, d))) for n, d in skills]
-    lengths = tuple(sum(tf.values()) for tf in docs)
-    df: Counter[str] = Counter(term for tf in docs for term in tf)
-    n = len(docs)
-    # The Lucene form of the Okapi IDF: never negative, even for a word every skill shares.
-    idf = {t: math.log(1 + (n - k + 0.5) / (k + 0.5)) for t, k in df.items()}
-    return _Index(
-        names=tuple(name for name, _ in skills),
-        tfs=tuple(docs),
-        lengths=lengths,
-        avg_length=(sum(lengths) / n) or 1.0,
-        idf=idf,
-    )
+@lru_cache(maxsize=1024)
+def _document(name: str, description: str) -> _Document:
+    keep, against = split_exclusions(description)
+    tf = Counter(tokenize(skill_document(name, keep)))
+    tf_against = Counter(tokenize(against))
+    return _Document(tf=tf, tf_against=tf_against,
+                     length=sum(tf.values()) + sum(tf_against.values()))
 
 
 @lru_cache(maxsize=8192)
-def _bm25(skills: SkillsKey, prompt: str, k1: float, b: float) -> tuple[float, ...]:
-    index = _index(skills)
-    terms = set(tokenize(prompt)) & index.idf.keys()
-    out = []
-    for tf, length in zip(index.tfs, index.lengths, strict=True):
-        norm = k1 * (1 - b + b * length / index.avg_length)
-        out.append(sum(
-            index.idf[t] * tf[t] * (k1 + 1) / (tf[t] + norm) for t in terms if t in tf
-        ))
-    return tuple(out)
+def skill_score(name: str, description: str, prompt: str, k1: float = 1.2, b: float = 0.75
+                ) -> float:
+    """BM25 of one skill for a prompt, minus the same sum over its exclusion clauses.
+
+    A function of this skill and the prompt alone (fixed weights, fixed average length), so
+    installing other skills never changes it: skills compete only in the softmax.
+    """
+    doc = _document(name, description)
+    norm = k1 * (1 - b + b * doc.length / AVG_LENGTH)
+
+    def saturate(count: int) -> float:
+        return count * (k1 + 1) / (count + norm) if count else 0.0
+
+    return sum(
+        idf(t) * (saturate(doc.tf.get(t, 0)) - saturate(doc.tf_against.get(t, 0)))
+        for t in set(tokenize(prompt))
+    )
 
 
 def _softmax(scores: Sequence[float], temperature: float) -> list[float]:
@@ -153,10 +241,10 @@ class LexicalRuntime:
         self.options = options
 
     def scores(self, subject: Subject, prompt: str) -> dict[str, float]:
-        """BM25 score of each skill considered, plus `NO_SKILL` at `threshold`, sorted by name."""
-        skills = self._skills(subject)
-        bm25 = _bm25(skills, prompt, self.options.k1, self.options.b)
-        out = dict(sorted(zip((n for n, _ in skills), bm25, strict=True)))
+        """Score of each skill considered, plus `NO_SKILL` at `threshold`, sorted by name."""
+        k1, b = self.options.k1, self.options.b
+        out = {name: skill_score(name, description, prompt, k1, b)
+               for name, description in sorted(self._skills(subject))}
         out[NO_SKILL] = self.options.threshold
         return out
 

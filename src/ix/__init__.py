@@ -3,7 +3,7 @@
 `import ix` is cheap; `ix.Lab`, `ix.ResultSet`, ... import the API on first use:
 
     lab = ix.Lab("my-lab")
-    lab.results.query(subject="claude-sonnet", since="7d").pass_rate()
+    lab.results.query(subject="claude-sonnet", since="7d").activation_rate()
 """
 
 from typing import TYPE_CHECKING, Any

@@ -107,6 +107,9 @@ def make_lab(root: Path) -> tuple[Path, dict[str, Any]]:
     """The lab, run for real; returns it and what the tests look up (run ids, paths)."""
     lab = root / "lab"
     exp = lab / "traced"
+    for skill in ("csv-summary", "target"):  # skills a sensor names must exist (issue 16 §2)
+        write(lab / "skills" / skill / "SKILL.md",
+              f"---\nname: {skill}\ndescription: Use for {skill}.\n---\nBody\n")
     write(exp / "experiment.yaml", f"""
         name: traced
         description: "{PAYLOAD.replace('"', "'")}"
@@ -406,6 +409,26 @@ def test_paths_outside_the_lab_are_refused(browse: Any, viewer: Viewer):
         assert SECRET not in text and "root:x:" not in text
     shot(browse, "refused")
     assert browse.blocked == []
+
+
+def test_the_case_page_says_which_skill_took_the_prompt(browse: Any, viewer: Viewer):
+    """Issue 16 §5: per subject, the first skill each valid trial invoked ("taken by"), and
+    per trial the skills it invoked; the report on the run page has the routing table."""
+    page, second = browse.page, viewer.facts["second"]
+    page.goto(f"{viewer.url}runs/{second}/trials?{urlencode({'case': 'must-001'})}")
+    assert page.locator("table.stats td.routes").all_inner_texts() == [
+        "csv-summary 2/2", "csv-summary 2/2"]                      # control, variant
+    invoked = page.locator("table.trials tbody tr td:nth-child(5)").all_inner_texts()
+    assert invoked == ["csv-summary"] * 4
+    page.goto(f"{viewer.url}runs/{second}/trials?{urlencode({'case': 'not-001'})}")
+    assert page.locator("table.stats td.routes").all_inner_texts() == ["none 2/2"] * 2
+    shot(browse, "case-routes")
+    page.goto(f"{viewer.url}runs/{second}")
+    routing = page.locator("#routing")
+    assert routing.count() == 1
+    assert "csv-summary" in routing.locator("table").inner_text()
+    assert browse.console_errors == [] and browse.page_errors == []
+    no_script_ran(browse)
 
 
 def test_side_by_side_shows_both_runs(browse: Any, viewer: Viewer):

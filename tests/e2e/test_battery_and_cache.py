@@ -1,6 +1,8 @@
 """`ix batch` runs experiments × subjects × seeds; `--cache` replays a run bit for bit."""
 
 import json
+import os
+import stat
 
 from conftest import mock_experiment, run_ix, write
 
@@ -30,6 +32,11 @@ def test_a_battery_runs_every_experiment_and_seed_with_one_combined_report(lab):
     folder = lab / data["folder"].split(str(lab) + "/")[-1]
     assert (folder / "report.md").is_file() and (folder / "battery.yaml").is_file()
     assert "| alpha | 0 | mock |" in (folder / "report.md").read_text()
+    # both reports are meant to be shared: the usual mode of a new file, not 0600
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for name in ("report.md", "report.json"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o666 & ~mask, name
     # each run is an ordinary run of its experiment
     runs = list((lab / "alpha" / "results" / "runs").iterdir())
     assert len(runs) == 2
@@ -74,7 +81,9 @@ def test_a_cached_run_replays_bit_for_bit_without_calling_the_subject(lab):
 def test_replay_mode_with_an_empty_cache_records_cache_misses(lab):
     exp = mock_experiment(lab, trials=1, n_must=1, n_not=1, n_edge=0)
     r = run_ix("run", "--lab", str(lab), "--cache-mode", "replay", "--json")
-    assert r.code == 0, r.output
+    # nothing recorded to replay: the run failed for its configuration, saying what to do
+    assert r.code == 2, r.output
+    assert json.loads(r.stdout)["run_status"] == "failed" and "then replay" in r.stderr
     kinds = {json.loads(x)["error"]["kind"]
              for x in (exp / "results" / "trials.jsonl").read_text().splitlines()}
     assert kinds == {"cache_miss"}

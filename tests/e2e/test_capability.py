@@ -124,8 +124,10 @@ def test_a_trial_timeout_kills_the_program_and_is_recorded(lab):
     case(d, "a", "must_trigger")
     case(d, "b", "should_not_trigger")
     r = run_ix("run", "--lab", str(lab), "--json", timeout=60)
-    assert r.code == 0, r.output
+    # every trial timed out: the run failed, not for its configuration (exit 1)
+    assert r.code == 1, r.output
     assert json.loads(r.stdout)["errors"] == 2
+    assert json.loads(r.stdout)["run_status"] == "failed"
     assert {rec["error"]["kind"] for rec in trials_of(d)} == {"timeout"}
     assert not _sleepers("ix-e2e-sleeper")
 
@@ -258,7 +260,9 @@ def test_http_without_the_secret_is_a_template_error_per_trial(lab, service):
     case(d, "a", "must_trigger", "hi")
     case(d, "b", "should_not_trigger", "--")
     r = run_ix("run", "--lab", str(lab), "--json")
-    assert r.code == 0, r.output
+    # every trial failed for a missing secret: a configuration failure, exit 2
+    assert r.code == 2, r.output
+    assert json.loads(r.stdout)["run_status"] == "failed" and "template_error" in r.stderr
     records = trials_of(d)
     assert {rec["error"]["kind"] for rec in records} == {"template_error"}
     assert "IX_E2E_KEY" in records[0]["error"]["message"]

@@ -92,6 +92,9 @@ def test_each_check_warns_on_validate_and_run(lab, yaml, n_must, n_not, prompts,
     if "lexical" in yaml:
         write(lab / "skills" / "other" / "SKILL.md",
               "---\nname: other\ndescription: Writes haiku poems.\n---\nBody\n")
+        # in the lab (a skill that is nowhere is an error), but given to no subject
+        write(lab / "skills" / "csv-summary" / "SKILL.md",
+              "---\nname: csv-summary\ndescription: Summarise CSV files.\n---\nBody\n")
     lab_with(lab, yaml, n_must, n_not, prompts)
     found = [w for w in warnings_of(lab) if w["code"] == code]
     assert len(found) == 1, warnings_of(lab)

@@ -143,11 +143,14 @@ def test_a_missing_key_fails_each_trial_with_a_clear_error(lab):
         """)
         r = run_ix("run", "--lab", str(lab), "--json")
         assert api.requests == []
-    assert r.code == 0, r.output  # errored trials are reported, not a failure of the run
+    # every trial errored for want of a key: the run failed of its configuration (issue 16)
+    assert r.code == 2, r.output
     trials = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]
     assert {t["error"]["kind"] for t in trials} == {"missing_api_key"}
     assert KEY_ENV in trials[0]["error"]["message"]
     assert json.loads(r.stdout)["errors"] == 18
+    assert json.loads(r.stdout)["run_status"] == "failed"
+    assert f"{KEY_ENV} is not set — set it" in r.stderr
 
 
 def test_a_bad_option_stops_before_any_trial(lab):

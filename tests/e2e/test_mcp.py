@@ -129,6 +129,7 @@ def test_claude_code_designs_runs_and_reads_an_experiment_over_stdio(lab, tmp_pa
     async def body(session: ClientSession) -> None:
         created = await call(
             session, "create_experiment", name="csv-coexist", skill="csv-summary",
+            allow_missing=True,
             subjects=["a-only", "a-plus-b"], runtime="mock",
             goal="Adding skill B lowers csv-summary's recall", cases=CASES)
         folder = lab / "csv-coexist"
@@ -230,9 +231,10 @@ def test_claude_code_designs_runs_and_reads_an_experiment_over_stdio(lab, tmp_pa
                           limit=7)
         assert len(rows["rows"]) == 7 and rows["total"] == 20 and rows["truncated"]
         assert {r["subject"] for r in rows["rows"]} == {"a-only"}
-        assert 0 <= rows["pass_rate"]["lo"] <= rows["pass_rate"]["hi"] <= 1
+        assert 0 <= rows["activation_rate"]["lo"] <= rows["activation_rate"]["hi"] <= 1
+        assert "pass_rate" not in rows
         groups = await call(session, "query_results", experiment="csv-coexist",
-                            group_by=["run", "subject"])
+                            group_by=["run", "subject"], all_runs=True)
         assert sorted((g["run_id"], g["subject"], g["n"]) for g in groups["groups"]) == sorted(
             [(first["run_id"], "a-only", 20), (first["run_id"], "a-plus-b", 20),
              (second["run_id"], "a-plus-b", 12)])
@@ -281,19 +283,26 @@ def test_bad_inputs_are_error_results_naming_the_argument(lab, tmp_path):
         assert "already exists" in text and "name" in text
         assert (lab / "exp" / "experiment.yaml").read_text() == before
         text = await error(session, "create_experiment", name="dup", skill="s",
+                           allow_missing=True,
                            cases=[CASES[0], CASES[0]])
         assert "cases[1].id" in text and not (lab / "dup").exists()
         text = await error(session, "create_experiment", name="bad", skill="s",
+                           allow_missing=True,
                            cases=[{"id": "x", "expectation": "sometimes", "prompt": "p"}])
         assert "cases[0].expectation" in text and not (lab / "bad").exists()
         # an unknown runtime: the error names the argument, and nothing is left behind
         text = await error(session, "create_experiment", name="broken", skill="s",
+                           allow_missing=True,
                            runtime="warp-drive", cases=CASES[:1])
         assert "runtime" in text and "warp-drive" in text and not (lab / "broken").exists()
         text = await error(session, "create_experiment", name="../up", skill="s")
         assert "name" in text and not (lab.parent / "up").exists()
         # without cases: templates to replace, and the validation says what is missing
-        made = await call(session, "create_experiment", name="templates", skill="s")
+        # a skill not in the lab's skills/ is refused, unless allow_missing
+        text = await error(session, "create_experiment", name="templates", skill="s")
+        assert "'s' not found" in text and "allow" in text and not (lab / "templates").exists()
+        made = await call(session, "create_experiment", name="templates", skill="s",
+                          allow_missing=True)
         assert {"cases/must-001.md", "cases/not-001.md", "cases/edge-001.md"} <= set(
             made["files"])
         # the server is still there

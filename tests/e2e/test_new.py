@@ -161,8 +161,10 @@ def test_no_input_never_asks(lab):
 
 
 def test_the_api_writes_given_cases(lab):
-    """What the MCP server's create_experiment calls: cases given as data."""
-    path = create_experiment(lab, "given", skill="csv-summary", runtime="mock", cases=[
+    """What the MCP server's create_experiment calls: cases given as data (mock fakes the
+    Skill call, so the skill may stay missing)."""
+    path = create_experiment(lab, "given", skill="csv-summary", runtime="mock",
+                             allow_missing=True, cases=[
         {"expectation": "must_trigger", "prompt": "Summarise sales.csv"},
         {"id": "near-1", "expectation": "should_not_trigger", "prompt": "Plot a chart",
          "tags": ["chart"], "difficulty": "hard", "rationale": "a near miss"},

@@ -18,6 +18,7 @@ from ix.api.results import query_results
 from ix.api.timespec import parse_moment
 from ix.domain.errors import ConfigError
 from ix.lab.results import read_trials
+from ix.stats.clustered import hierarchical_interval
 
 RATES = {"must-001": 0.9, "must-002": 0.5, "must-003": 0.2, "not-001": 0.1}
 
@@ -56,15 +57,24 @@ def test_lab_run_then_query_gives_the_numbers_of_the_raw_lines(lab_dir):
     valid = [r for r in must if not r["error"]]
     passed = sum(r["reading"]["passed"] for r in valid)
     assert len(rs) == len(must) == len(rs.rows()) == len(list(rs))
-    rate = rs.pass_rate()
-    lo, hi = sps.beta.ppf([0.025, 0.975], passed + 1, len(valid) - passed + 1)
+    rate = rs.activation_rate()
+    # three cases: the trials cluster within them, so the interval is the hierarchical
+    # model's (cases as clusters), wider than the Beta interval of pooled trials
+    per_case = [(sum(r["reading"]["passed"] for r in valid if r["probe_id"] == c),
+                 sum(r["probe_id"] == c for r in valid)) for c in ("must-001", "must-002",
+                                                                   "must-003")]
+    lo, hi = hierarchical_interval([k for k, _ in per_case], [n for _, n in per_case],
+                                   estimate=passed / len(valid))
+    naive = sps.beta.ppf([0.025, 0.975], passed + 1, len(valid) - passed + 1)
     assert (rate.passed, rate.valid, rate.errors) == (passed, len(valid), len(must) - len(valid))
     assert rate.estimate == pytest.approx(passed / len(valid))
     assert (rate.lo, rate.hi) == pytest.approx((lo, hi))
+    assert rate.hi - rate.lo > naive[1] - naive[0]
+    assert rs.pass_rate() == rate  # the deprecated alias
     assert rs.mean("duration") == pytest.approx(np.mean([r["duration_ms"] for r in must]))
     assert rs.mean("passed") == pytest.approx(passed / len(valid))
     stats = rs.stats()
-    assert stats["n"] == len(must) and stats["pass_rate"] == rate.estimate
+    assert stats["n"] == len(must) and stats["activation_rate"] == rate.estimate
     assert stats["score_p50"] == pytest.approx(np.percentile(
         [r["reading"]["score"] for r in valid], 50))
     per_case = {g["probe_id"]: g for g in rs.group_by("case")}

@@ -174,7 +174,7 @@ def test_formats_and_out_file(lab, tmp_path):
     rid = run_id(lab)
     table = run_ix("report", rid, "--lab", str(lab))
     assert table.code == 0, table.output
-    for text in ("summary: pass rate", "leaderboard by F1", "P(rank right)",
+    for text in ("summary: activation rate", "leaderboard by F1", "P(rank right)",
                  "score breakdown per case", "failure analysis", "cost"):
         assert text in table.stdout
     md = run_ix("report", rid, "--lab", str(lab), "--format", "md")
@@ -312,7 +312,8 @@ def test_compare_shows_what_changed_in_configuration(lab):
     assert "activation_rates.must-001: 0.9 → 0.2" in text.stdout
     third = run_id(lab, "--seed", "7")
     r = run_ix("compare", second, third, "--lab", str(lab), "--json")
-    assert json.loads(r.stdout)["config_changes"] == [{"run": third, "changes": []}]
+    assert json.loads(r.stdout)["config_changes"] == [{"run": third, "changes": [],
+                                                        "skills": []}]
 
 
 def leaderboard(lab: Path, *args: str, code: int = 0) -> dict:

@@ -146,9 +146,10 @@ def test_a_retried_trial_counts_once_and_all_attempts_shows_both(ran):
 def test_new_results_are_seen_without_a_manual_rebuild(ran):
     first = results(ran)
     second_run = run(ran)
-    both = results(ran)
+    both = results(ran, "--all-runs")
     assert len(both) == 2 * len(first)
     assert {r["run_id"] for r in both} - {r["run_id"] for r in first} == {second_run}
+    assert {r["run_id"] for r in results(ran)} == {second_run}  # the latest run, by default
     assert (ran / ".ix" / "index" / "manifest.json").is_file()
 
 
@@ -169,8 +170,8 @@ def test_group_by_subject_and_case_matches_the_raw_lines(ran):
             n = len(valid)  # equal-tailed, one-sided at 0 and n passes (STATS.md §1)
             q = [0.0, 0.95] if passed == 0 else [0.05, 1.0] if passed == n else [0.025, 0.975]
             lo, hi = sps.beta.ppf(q, passed + 1, n - passed + 1)
-            assert g["pass_rate"] == pytest.approx(passed / len(valid))
-            assert [g["pass_rate_lo"], g["pass_rate_hi"]] == pytest.approx([lo, hi])
+            assert g["activation_rate"] == pytest.approx(passed / len(valid))
+            assert [g["activation_rate_lo"], g["activation_rate_hi"]] == pytest.approx([lo, hi])
         durations = np.array([r["duration_ms"] for r in trials])
         assert g["duration_mean"] == pytest.approx(durations.mean())
         assert g["duration_p90"] == pytest.approx(np.percentile(durations, 90))
@@ -184,13 +185,13 @@ def test_aggregate_csv_and_json_agree_and_the_table_shows_intervals(ran):
     assert [r["difficulty"] for r in parsed] == [g["difficulty"] or "" for g in got]
     for row, g in zip(parsed, got, strict=True):
         assert int(row["n"]) == g["n"]
-        assert (float(row["pass_rate"]) if row["pass_rate"] else None) == pytest.approx(
-            g["pass_rate"])
+        assert (float(row["activation_rate"]) if row["activation_rate"] else None) == \
+            pytest.approx(g["activation_rate"])
     table = ix_ok("results", "--lab", str(ran), "--group-by", "difficulty")
-    assert "pass rate [95% CI]" in table
+    assert "activation rate [95% CI]" in table and "pass rate" not in table
     hard = next(g for g in got if g["difficulty"] == "hard")
-    assert f"{hard['pass_rate']:.2f} [{hard['pass_rate_lo']:.2f}, {hard['pass_rate_hi']:.2f}]" \
-        in table
+    assert (f"{hard['activation_rate']:.2f} [{hard['activation_rate_lo']:.2f}, "
+            f"{hard['activation_rate_hi']:.2f}]") in table
 
 
 def test_correlation_of_score_with_difficulty_matches_scipy(ran):

@@ -343,10 +343,12 @@ def test_timeout_is_recorded_per_trial_and_never_fatal(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=2,
                           extra_yaml="timeout_s: 0.05\n", runtime_extra="latency_ms: 2000")
     r = run_ix("run", "--lab", str(lab))
-    assert r.code == 0, r.output
+    # every trial ran and was recorded; all of them timing out fails the run (issue 16)
+    assert r.code == 1, r.output
     kinds = {x["error"]["kind"] for x in trials_of(exp)}
     assert kinds == {"timeout"}
-    assert latest(exp)["errors"] == 4
+    assert latest(exp)["errors"] == 4 and latest(exp)["run_status"] == "failed"
+    assert "timeout_s" in latest(exp)["reason"]
 
 
 def test_no_secret_from_the_environment_reaches_the_files(lab):

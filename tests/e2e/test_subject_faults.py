@@ -323,7 +323,8 @@ def test_http_subject_faults_are_recorded_per_trial_with_bounded_memory(lab: Pat
 
 
 def test_an_unreachable_http_subject_is_an_error_per_trial(lab: Path, tmp_path: Path):
-    """Nothing listens on the port: every trial is a `connection_error`, the run completes."""
+    """Nothing listens on the port: every trial is a `connection_error`, each recorded; the
+    run ends `failed` (exit 1: the subject's service, not the lab's configuration)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -338,7 +339,8 @@ def test_an_unreachable_http_subject_is_an_error_per_trial(lab: Path, tmp_path: 
     case(d, "a", "must_trigger")
     case(d, "b", "should_not_trigger")
     code, out, err, _ = run_measured("run", "--lab", str(lab), "--json", cwd=tmp_path)
-    assert code == 0, out + err
+    assert code == 1, out + err
+    assert json.loads(out)["run_status"] == "failed" and "connection_error" in err
     records = [json.loads(x) for x in trial_lines(d)]
     assert len(records) == 4
     assert {r["error"]["kind"] for r in records} == {"connection_error"}

@@ -6,12 +6,12 @@ from ix.domain.errors import ConfigError
 from ix.domain.types import Interaction
 from ix.eval.models import EvalCase, EvalObservation, ToolCall
 from ix.eval.sensors import (
-    PLANNED,
     SENSORS,
     build_sensor,
     json_equal,
     parse_json_path,
     resolve_json_path,
+    sensor_kinds,
 )
 
 CASE = EvalCase(id="c", prompt="p", expectation="must_trigger")
@@ -34,13 +34,14 @@ def bad(kind: str, field: str, **options) -> ConfigError:
     return info.value
 
 
-def test_registry_has_the_capability_sensors_and_only_llm_judge_is_planned():
+def test_every_kind_is_listed_with_llm_judge_and_a_typo_gets_a_did_you_mean():
     assert {"activation", "exit_code", "matcher", "http_status", "latency",
             "token"} <= set(SENSORS)
-    assert "llm_judge" in PLANNED and not set(PLANNED) & set(SENSORS)
-    err = bad("llm_judge", "sensor.kind")
-    assert "not available" in err.message
-    assert bad("nonsense", "sensor.kind").message.startswith("unknown sensor")
+    assert sensor_kinds() == sorted([*SENSORS, "llm_judge"])  # built by the planner
+    err = bad("activaton", "sensor.kind")
+    assert err.message.startswith("unknown sensor 'activaton'; did you mean 'activation'?")
+    assert "llm_judge" in err.message and "exit_code" in err.message
+    assert "did you mean" not in bad("nonsense", "sensor.kind").message
 
 
 def test_activation_still_reads_the_skill_call():

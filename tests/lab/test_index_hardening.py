@@ -21,7 +21,7 @@ import pytest
 
 from conftest import run_ix, write
 from ix.engine.resume import read_state
-from ix.lab.index import open_index
+from ix.lab.index import FORMAT, open_index
 from ix.lab.query import connect
 
 RUN, OTHER = "20260101T000000Z-aaaa", "20260101T000000Z-bbbb"
@@ -344,10 +344,12 @@ DAMAGE = {
     "garbage": b"\x00\xffnot json at all",
     "empty": b"",
     "a list": b"[1, 2, 3]",
-    "sources a list": b'{"format": 2, "sources": []}',
+    "sources a list": b'{"format": %d, "sources": []}' % FORMAT,
     "format a string": b'{"format": "2", "sources": {}}',
-    "an entry of the wrong shape": b'{"format": 2, "sources": {"exp": {"parts": "x"}}}',
-    "nested deep": b'{"format": 2, "sources": ' + b"[" * 100000 + b"]" * 100000 + b"}",
+    "an entry of the wrong shape": b'{"format": %d, "sources": {"exp": {"parts": "x"}}}'
+    % FORMAT,
+    "nested deep": b'{"format": %d, "sources": ' % FORMAT + b"[" * 100000 + b"]" * 100000
+    + b"}",
 }
 
 
@@ -392,7 +394,7 @@ def test_a_damaged_manifest_is_rebuilt_with_a_warning_never_a_traceback(lab, kin
     assert (index / "manifest.json").is_file() and not (index / "manifest.json").is_symlink()
     json.loads((index / "manifest.json").read_text())
     forged = lab.parent / "forged.json"
-    assert not forged.exists() or json.loads(forged.read_text())["format"] == 2  # untouched
+    assert not forged.exists() or json.loads(forged.read_text())["format"] == FORMAT  # untouched
     r = run_ix("query", "--lab", str(lab), "SELECT count(*) AS n FROM trials", "--json")
     assert r.code == 0 and r.stderr == "" and json.loads(r.stdout) == [{"n": 3}], r.output
 

@@ -96,6 +96,7 @@ def test_trials_view_flattens_each_line_and_joins_the_case_files(lab):
         "passed": True, "score": 1.0, "correct": True, "sensor": "activation", "error": None,
         "error_message": None, "tokens_input": 300, "tokens_output": 40, "tokens": 340,
         "cost": 0.25, "duration": 12.5, "started_at": datetime(2026, 11, 20, 12, 0),
+        "invoked": [], "first_invoked": None,
         "tags": ["csv", "direct"], "difficulty": "hard", "difficulty_level": 3}
     assert second["error"] == "timeout" and second["error_message"] == "timeout happened"
     assert second["passed"] is None and second["tokens"] is None and second["tags"] == []
@@ -377,9 +378,11 @@ def test_aggregates_match_numpy_and_scipy_on_the_raw_lines(lab):
         passed = sum(r["reading"]["passed"] for r in valid)
         assert (g["n"], g["errors"], g["valid"], g["passed"]) == (
             len(group), len(group) - len(valid), len(valid), passed)
-        assert g["pass_rate"] == pytest.approx(passed / len(valid))
+        assert g["activation_rate"] == pytest.approx(passed / len(valid))
+        # one case per group: its trials are draws of its own rate, the Beta interval
         lo, hi = sps.beta.ppf([0.025, 0.975], passed + 1, len(valid) - passed + 1)
-        assert (g["pass_rate_lo"], g["pass_rate_hi"]) == pytest.approx((lo, hi), rel=1e-9)
+        assert (g["activation_rate_lo"], g["activation_rate_hi"]) == pytest.approx(
+            (lo, hi), rel=1e-9)
         columns = {
             "score": [r["reading"]["score"] for r in valid],
             "duration": [r["duration_ms"] for r in group],
@@ -442,8 +445,9 @@ def test_aggregate_of_nothing_is_one_row_of_zeros_and_nulls(lab):
     with connect(lab) as con:
         (row,) = aggregate(con, "trials", [])
         assert aggregate(con, "trials", ["subject"]) == []
-    assert (row["n"], row["valid"], row["pass_rate"], row["pass_rate_lo"],
-            row["score_mean"], row["cost_sum"]) == (0, 0, None, None, None, None)
+    assert (row["n"], row["valid"], row["activation_rate"], row["activation_rate_lo"],
+            row["votes"], row["correct_rate"], row["correct_rate_lo"], row["score_mean"],
+            row["cost_sum"]) == (0, 0, None, None, 0, None, None, None, None)
 
 
 def test_grouping_by_an_unknown_name_is_refused(lab):

@@ -54,10 +54,11 @@ def test_a_run_without_difficulties_says_so_in_place_of_the_chart(made):
 def test_report_data_from_before_the_html_report_still_renders(made):
     """`ix view` may hand over older report data: the newer sections are left out."""
     data = copy.deepcopy(made[2])
-    for key in ("goal", "comparisons", "rates", "difficulty", "timeline"):
+    for key in ("goal", "comparisons", "rates", "difficulty", "timeline", "routing"):
         data.pop(key)
     for row in data["failures"]["cases"]:
-        row.pop("example")
+        row.pop("examples")
+        row.pop("prompt")
     body = report_body_html(data)
     assert "The trials have no start times" in body and "nothing to compare" in body
 

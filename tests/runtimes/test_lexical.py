@@ -221,14 +221,14 @@ def test_tokenizer_lowercases_drops_stop_words_and_stems_both_sides_alike():
     assert tokenize("the of and") == ()
 
 
-def test_index_is_built_once_per_skill_set():
+def test_each_skill_is_tokenized_once_and_scored_once_per_prompt():
     from ix.runtimes import lexical
 
-    lexical._index.cache_clear()
-    lexical._bm25.cache_clear()
+    lexical._document.cache_clear()
+    lexical.skill_score.cache_clear()
     rt = runtime()
     for seed in range(5):
         invoke(rt, SUMMARY_PROMPT, seed=seed)
         invoke(rt, UNRELATED_PROMPT, seed=seed)
-    info = lexical._index.cache_info()
-    assert info.misses == 1
+    assert lexical._document.cache_info().misses == 3
+    assert lexical.skill_score.cache_info().misses == 6

@@ -73,7 +73,7 @@ def test_a_run_without_a_summary_shows_its_cases_from_the_trials(lab: Path,
 def test_unknown_and_ambiguous_runs_are_404_saying_why(lab: Path, client: TestClient):
     assert client.get("/runs/19990101T000000Z-000000").status_code == 404
     page = client.get(f"/runs/{runs(lab)[0][:4]}")  # a prefix of both runs
-    assert page.status_code == 404 and "matches 2 runs" in message(page.text)
+    assert page.status_code == 404 and "names 2 runs" in message(page.text)
 
 
 @pytest.mark.parametrize("query", [

@@ -7,13 +7,16 @@ Bad input raises `ix.domain.errors.ConfigError` before anything is written.
 from ix.api.design import DesignError, DesignWarning, design_warnings
 from ix.api.experiments import (
     ExperimentInfo,
+    check,
     compare_runs,
     dry_run,
+    failure_exit_code,
     list_experiments,
     load,
     plan,
     resolve,
     run,
+    subject_credentials,
     validate,
 )
 from ix.api.lab import Lab
@@ -45,9 +48,11 @@ __all__ = [
     "RunResult",
     "SubjectTest",
     "add_subject",
+    "check",
     "compare_runs",
     "design_warnings",
     "dry_run",
+    "failure_exit_code",
     "get_subject",
     "list_experiments",
     "list_subjects",
@@ -58,6 +63,7 @@ __all__ = [
     "run",
     "run_query",
     "run_subject_test",
+    "subject_credentials",
     "subjects_file",
     "validate",
 ]

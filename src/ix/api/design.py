@@ -27,7 +27,19 @@ class DesignError(ConfigError):
 
 
 def design_warnings(plan: Plan) -> list[DesignWarning]:
-    """The design warnings of `plan` (with `--smoke`: of the full run it stands for)."""
+    """The design warnings of `plan` (with `--smoke`: of the full run it stands for).
+
+    None for an experiment `ix import` made that `ix run` refuses (placeholders, no runtime):
+    it is a record of trials made elsewhere, not a design to be run.
+    """
+    from ix.domain.errors import ConfigError
+    from ix.lab.importing import refuse_unrunnable_import
+
+    try:
+        refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,
+                                 runtime_override=plan.overrides.runtime)
+    except ConfigError:
+        return []
     if plan.overrides.smoke:
         plan = build_plan(plan.loaded, replace(plan.overrides, smoke=False))
     exp = plan.loaded.experiment

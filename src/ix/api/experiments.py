@@ -13,6 +13,7 @@ from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, Mode, find_continuation
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
 from ix.lab.audit import record
+from ix.lab.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.resolve import list_experiments as _experiment_dirs
@@ -48,6 +49,23 @@ def validate(lab: str | Path | None = None, experiments: Sequence[str] = (),
     return [build_plan(load_experiment(p, lab_path), overrides) for p in paths]
 
 
+def check(path: Path, lab: Path, overrides: Overrides = Overrides()
+          ) -> tuple[Plan | None, list[ConfigError]]:
+    """Every problem of one experiment (`ix validate`): loading goes past each one, and what
+    loads is planned too (runtimes, sensors); the plan when there is none."""
+    from ix.domain.errors import flatten
+    from ix.lab.loader import check_experiment
+
+    loaded, problems = check_experiment(path, lab)
+    if loaded is None:
+        return None, problems
+    try:
+        planned = build_plan(loaded, overrides)
+    except ConfigError as exc:
+        return None, flatten([*problems, exc])
+    return (None, problems) if problems else (planned, [])
+
+
 def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         overrides: Overrides = Overrides(), *, artifacts: bool = False,
         command: list[str] | None = None, on_plan: Any = None,
@@ -71,6 +89,8 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     jobs: list[tuple[Plan, Continuation | None]] = []
     for path in paths:
         loaded = load_experiment(path, lab_path)
+        refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
+                                 runtime_override=overrides.runtime)
         if continue_mode is None:
             jobs.append((build_plan(loaded, overrides), None))
             continue
@@ -93,7 +113,9 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             record(lab_path, "run", experiment=plan.loaded.experiment.name,
                    run_id=result.run_id, status=result.status, trials=result.written,
                    mode=cont.mode if cont is not None else "new", command=command)
-            if result.status == "cancelled":
+            # a signal or a budget stops the invocation; a subject's circuit breaker only
+            # its own run
+            if result.status == "cancelled" and result.summary.get("stop_cause") != "breaker":
                 break
     return results
 
@@ -151,23 +173,30 @@ def _same_experiment(plan: Plan, cont: Continuation) -> None:
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             overrides: Overrides = Overrides()) -> list[dict[str, Any]]:
     """The full plan of each experiment, nothing executed, nothing written."""
+    from ix.runtimes import get_kind
     from ix.runtimes._prices import estimate_cost
 
     out = []
     for plan in validate(lab, experiments, overrides):
+        refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,  # as `run` (F)
+                                 runtime_override=overrides.runtime)
         subjects = []
         for sp in plan.subjects:
             trials = len(plan.cases) * plan.trials
             chars = sum(len(c.prompt) for c in plan.cases) * plan.trials
             listing = sum(len(k["name"]) + len(k["description"]) + 4
                           for k in sp.subject.config.get("skills", []))
-            tokens = (chars + listing * trials) // 4
             model = sp.runtime_spec.get("model")
+            # only runtimes that bill tokens get an estimate (lexical, mock, command: None)
+            tokens = ((chars + listing * trials) // 4
+                      if get_kind(str(sp.runtime_spec.get("kind"))).spends_tokens else None)
             subjects.append({
                 "name": sp.subject.name, "runtime": sp.runtime_spec.get("kind"),
                 "model": model, "trials": trials,
                 "estimated_input_tokens": tokens,
-                "estimated_cost_usd": estimate_cost(model, tokens) if model else 0.0,
+                "estimated_cost_usd": (estimate_cost(model, tokens)
+                                       if model and tokens is not None else
+                                       None if tokens is None else 0.0),
             })
         out.append({
             "experiment": plan.loaded.experiment.name, "path": str(plan.loaded.path),
@@ -259,3 +288,26 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
         raise ConfigError("the runs have no case in common", field="RUN")
     result["config_changes"] = config_changes([resolve_run(lab_path, r) for r in run_ids])
     return result
+
+
+def failure_exit_code(summaries: Sequence[dict[str, Any]]) -> int:
+    """The exit code of failed runs (DESIGN.md §5): 2 when every one failed of the lab's
+    configuration (a missing key, no skills, a program not found), else 1."""
+    from ix.engine.outcome import is_configuration
+
+    return 2 if summaries and all(is_configuration(s.get("failed_subjects") or [])
+                                  for s in summaries) else 1
+
+
+def subject_credentials(plan: Plan) -> list[dict[str, Any]]:
+    """For each subject of a plan: its runtime kind, the environment variables its
+    credentials come from (any one suffices; none for offline runtimes) and whether one is
+    set now — what `ix validate` reports before a run spends anything."""
+    from ix.runtimes.credentials import credentials
+
+    out = []
+    for sp in plan.subjects:
+        found = credentials(sp.runtime_spec)
+        out.append({"subject": sp.subject.name, "runtime": found.kind,
+                    "credentials_env": list(found.env), "credentials_present": found.present})
+    return out

@@ -4,7 +4,7 @@
     lab = ix.Lab("examples/lab")
     lab.run("skill-activation", trials=5)
     rs = lab.results.query(subject="csv-summary", since="7d")
-    rs.pass_rate(), rs.group_by("case"), rs.to_dataframe(), rs.export("parquet", "t.parquet")
+    rs.activation_rate(), rs.group_by("case"), rs.to_dataframe(), rs.export("parquet", "t.parquet")
 
 Each method calls the same `ix.api` function as the matching `ix` command.
 """

@@ -136,9 +136,19 @@ def plan_independent(mde: float, p1: float, *, alpha: float = 0.05, power: float
     }
 
 
+#: What a paired plan's difference is a difference of (`metric` in its answer), and what
+#: that is (the first of its assumptions).
+CASE_RATE = ("mean per-case rate",
+             "each case's share of passing trials, averaged over the cases")
+CASE_ACTIVATION_RATE = ("mean per-case activation rate",
+                        "each case's share of trials that invoked the skill, averaged over "
+                        "the must and not cases")
+
+
 def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2_b: float,
                 omega2: float, trials: int, alpha: float = 0.05,
-                power: float = 0.8) -> dict[str, Any]:
+                power: float = 0.8,
+                metric: tuple[str, str] = CASE_RATE) -> dict[str, Any]:
     from ix.stats.power import mde_paired, n_paired
 
     if trials < 1:
@@ -156,7 +166,8 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
                           field="--p/--sigma2-a/--sigma2-b/--omega2")
     common = dict(sigma2_a=sigma2_a, sigma2_b=sigma2_b, omega2=omega2, k_a=trials,
                   k_b=trials, alpha=alpha, power=power)
-    out: dict[str, Any] = {"question": "paired", "trials_per_case": trials}
+    out: dict[str, Any] = {"question": "paired", "trials_per_case": trials,
+                           "metric": metric[0]}
     if mde is not None:
         if not 0 < mde < 1:
             raise ConfigError(f"must be between 0 and 1, got {mde}", field="--mde")
@@ -167,6 +178,7 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
             raise ConfigError(f"must be at least 2, got {cases}", field="--cases")
         out["mde_for_cases"] = {"cases": cases, "mde": mde_paired(cases, **common)}
     out["assumptions"] = [
+        f"the difference is in the {metric[0]} ({metric[1]}), variant − control",
         f"both subjects run the same cases, {trials} trial(s) each",
         f"within-case (trial) variance sigma2_a={sigma2_a:.4g}, sigma2_b={sigma2_b:.4g}; "
         f"variance of the per-case difference of true rates omega2={omega2:.4g}",
@@ -350,8 +362,10 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         if mde is None and n_cases is None:
             raise ConfigError("say what to plan for the paired design: --mde (how many "
                               "cases) or --cases (which difference)", field="--paired")
+        activation = planned is not None and planned.loaded.experiment.sensor == "activation"
         answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
-                                   omega2=w2, trials=k, alpha=alpha, power=power))
+                                   omega2=w2, trials=k, alpha=alpha, power=power,
+                                   metric=CASE_ACTIVATION_RATE if activation else CASE_RATE))
     if goal is not None and (effect is not None or not asks):
         if effect is None and float(goal["min_effect"]) == 0:
             answers.append({"question": "goal", "cases": None, "assumptions": [],

@@ -19,7 +19,7 @@ SUMMARY_FILE = "summary.json"
 
 def resolve_run(lab: Path, ref: str) -> Path:
     """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
-    unique prefix of one (in any experiment of the lab)."""
+    unique prefix or suffix of one (in any experiment of the lab)."""
     from ix.lab.tags import is_tag_name, read_tags, tag_folder
 
     given = Path(ref)
@@ -29,8 +29,12 @@ def resolve_run(lab: Path, ref: str) -> Path:
         tag = read_tags(lab).get(ref)
         if tag is not None:
             return tag_folder(lab, tag)
-        raise ConfigError(f"no run or tag {ref!r} in lab {lab}", field="RUN")
-    return find_run(lab, ref)
+    try:
+        return find_run(lab, ref)  # a tag-like word may still be a run id's suffix (b260b6)
+    except ConfigError as exc:
+        if is_tag_name(ref) and exc.message.startswith("no run "):
+            raise ConfigError(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
+        raise
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
@@ -97,14 +101,14 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     is credibly worse than in that run.
     """
     from ix.lab.annotations import read_annotations
-    from ix.lab.case_table import case_rows
+    from ix.lab.case_table import case_prompts, case_rows
     from ix.lab.tags import tags_by_run
     from ix.report.leaderboard import check_metric
     from ix.report.run_report import build_report
 
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
-        check_metric(metric)
+        metric = check_metric(metric)
     run_dir = resolve_run(lab_path, run) if run else default_run(lab_path, cwd, warn)
     summary = read_summary(run_dir)
     spec = read_spec(run_dir) if (run_dir / SPEC_FILE).is_file() else {}
@@ -112,7 +116,8 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
                         annotations=read_annotations(run_dir, warn),
-                        cases=case_rows(run_dir.parent.parent.parent, warn))
+                        cases=case_rows(run_dir.parent.parent.parent, warn),
+                        prompts=case_prompts(run_dir.parent.parent.parent))
     data["run"]["folder"] = str(run_dir)
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
@@ -144,7 +149,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
 
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
-        check_metric(metric)
+        metric = check_metric(metric)
     notes: list[str] = []
     chosen: list[Path] = [resolve_run(lab_path, ref) for ref in runs]
     if experiments or not runs:
@@ -179,7 +184,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
     boards.sort(key=lambda b: b["experiment"])
     overall = None
     metrics = {b["metric"] for b in boards}
-    if len(boards) > 1 and len(metrics) == 1:
+    if len(boards) > 1 and len(metrics) == 1 and len(pooled) > 1:
         for p in pooled.values():
             p["experiments"] = f"{p['experiments']}/{len(boards)}"
         overall = rank(list(pooled.values()), metrics.pop())
@@ -188,10 +193,20 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
             notes.append("overall: a subject that did not run every experiment is pooled over "
                          "fewer (and different) cases")
     elif len(boards) > 1:
-        notes.append("no overall board: the experiments rank on different metrics "
-                     f"({', '.join(sorted(metrics))}); pass --metric to pool them")
+        from ix.report.answer import metric_name
+
+        names = ", ".join(f"{metric_name(m)} (`{m}`)" for m in sorted(metrics))
+        notes.append(f"no overall board: the experiments rank on different metrics ({names}); "
+                     "pass --metric to pool them")
     if not boards:
         raise ConfigError(f"nothing to rank: no completed run in lab {lab_path}", field="RUN")
+    # one subject (in one run) is not a ranking: no board for it (`ix report` has its metric)
+    for b in boards:
+        if len(b["rows"]) < 2:
+            run = f" {b['rows'][0]['run']}" if b["rows"] else ""
+            notes.append(f"{b['experiment']}: one subject only, nothing to rank "
+                         f"(`ix report{run}` shows its metrics)")
+    boards = [b for b in boards if len(b["rows"]) > 1]
     return {"lab": str(lab_path), "boards": boards, "overall": overall, "notes": notes}
 
 
@@ -206,8 +221,48 @@ def _latest_completed(experiment: Path) -> Path | None:
 
 def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
     """What changed in configuration from the first run to each later one (`ix compare`)."""
-    from ix.report.diff import spec_changes
+    from ix.report.diff import skill_changes, spec_changes
 
-    specs = [read_spec(d) if (d / SPEC_FILE).is_file() else {} for d in run_dirs]
-    return [{"run": d.name, "changes": spec_changes(specs[0], spec)}
-            for d, spec in zip(run_dirs[1:], specs[1:], strict=True)]
+    specs = [_with_descriptions(read_spec(d)) if (d / SPEC_FILE).is_file() else {}
+             for d in run_dirs]
+    # descriptions are shown whole under `skills`, not as one more (shortened) change
+    bare = [_without_descriptions(spec) for spec in specs]
+    return [{"run": d.name, "changes": spec_changes(bare[0], plain),
+             "skills": skill_changes(specs[0], spec)}
+            for d, spec, plain in zip(run_dirs[1:], specs[1:], bare[1:], strict=True)]
+
+
+def _without_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
+    import copy
+
+    spec = copy.deepcopy(spec)
+    for subject in (spec.get("config") or {}).get("subjects") or []:
+        for skill in subject.get("skills") or []:
+            if isinstance(skill, dict):
+                skill.pop("description", None)
+    return spec
+
+
+def _with_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
+    """A run's spec whose skills all carry their description: a run made before ix recorded
+    it gets the SKILL.md's description when that file is still the one the run used (same
+    sha256); otherwise the description stays unknown (None)."""
+    import copy
+    import hashlib
+
+    from ix.lab.frontmatter import read_frontmatter
+
+    spec = copy.deepcopy(spec)
+    for subject in (spec.get("config") or {}).get("subjects") or []:
+        for skill in subject.get("skills") or []:
+            if not isinstance(skill, dict) or "description" in skill or not skill.get("path"):
+                continue
+            try:
+                path = Path(skill["path"])
+                if hashlib.sha256(path.read_bytes()).hexdigest() == skill.get("sha256"):
+                    description = read_frontmatter(path)[0].get("description")
+                    skill["description"] = description if isinstance(description, str) \
+                        else None
+            except (OSError, ValueError, ConfigError):
+                continue
+    return spec

@@ -1,5 +1,6 @@
 """Trials as data: `query_results(lab, **filters)` gives a `ResultSet` — the trials that match,
-their pass rate, aggregates and exports. `ix results`, `ix export` and `ix.Lab` go through here.
+their activation rate and correct rate (docs/results.md, "Glossary"), aggregates and
+exports. `ix results`, `ix export` and `ix.Lab` go through here.
 
 Each method reads the lab's index as it is when called (refreshed first if a trials.jsonl
 changed), so an object never answers from stale files. Bad input — an unknown run or
@@ -19,6 +20,7 @@ from ix.lab.aggregate import Method, aggregate, group_columns, preload_statistic
 from ix.lab.case_table import DIFFICULTY_LEVELS
 from ix.lab.query import COLUMN_NAMES, COLUMNS, TrialFilter, connect, sql_error
 from ix.lab.resolve import find_lab
+from ix.lab.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_spec
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,7 +31,11 @@ _NUMERIC = {c for c, t, _ in COLUMNS if t in ("INTEGER", "BIGINT", "DOUBLE", "BO
 
 @dataclass(frozen=True)
 class Rate:
-    """A pass rate over the valid trials, with its Beta credible interval (statistics.md)."""
+    """A rate over trials with its credible interval, cases as clusters (statistics.md).
+
+    `metric` names it: "activation_rate" (`passed` of `valid` trials) or "correct_rate"
+    (`passed` of `valid` majority votes, one per run, subject and must_trigger or
+    should_not_trigger case, were right)."""
 
     estimate: float | None
     lo: float | None
@@ -38,6 +44,7 @@ class Rate:
     valid: int
     errors: int
     level: float
+    metric: str = "activation_rate"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,6 +52,9 @@ class Rate:
 
 class ResultSet(Table):
     """The trials that match some filters, one row per trial with the columns of `trials`."""
+
+    #: Which runs were read (set by `query_results`; None for a set built by hand).
+    scope: "Scope | None" = None
 
     def __init__(self, lab: Path, filters: TrialFilter, limit: int | None = None,
                  warn: Warn | None = None):
@@ -66,13 +76,15 @@ class ResultSet(Table):
         return f"({self.sql})"
 
     def _export_select(self) -> str:
-        """Text formats: started_at as ISO-8601 UTC, tags (in csv) as a JSON array."""
+        """Text formats: started_at as ISO-8601 UTC, tags and invoked (in csv) as JSON
+        arrays."""
         return (f"SELECT * REPLACE (strftime(started_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS "
                 f"started_at) FROM ({self.sql})")
 
     def export(self, format: str, path: str | Path) -> Path:
         if format == "csv":
-            table = Table(self.lab, f"SELECT * REPLACE (to_json(tags)::VARCHAR AS tags) "
+            table = Table(self.lab, f"SELECT * REPLACE (to_json(tags)::VARCHAR AS tags, "
+                                    f"to_json(invoked)::VARCHAR AS invoked) "
                                     f"FROM ({self._export_select()})", self._warn)
             table._held = self._held  # the same snapshot, inside `snapshot()`
             return table.export("csv", path)
@@ -87,11 +99,25 @@ class ResultSet(Table):
         return int(self._scalar(f"SELECT count(*) FROM {self.filters.view} "
                                 f"WHERE {self.filters.where()}") or 0)
 
-    def pass_rate(self, level: float = 0.95) -> Rate:
-        """Passed / valid trials (errored ones excluded) with the Beta credible interval."""
+    def activation_rate(self, level: float = 0.95) -> Rate:
+        """Passed / valid trials (errored ones excluded): the share in which the skill under
+        test was invoked, with its interval (cases as clusters)."""
         row = self.stats(level=level)
-        return Rate(row["pass_rate"], row["pass_rate_lo"], row["pass_rate_hi"], row["passed"],
-                    row["valid"], row["errors"], level)
+        return Rate(row["activation_rate"], row["activation_rate_lo"],
+                    row["activation_rate_hi"], row["passed"], row["valid"], row["errors"],
+                    level)
+
+    def correct_rate(self, level: float = 0.95) -> Rate:
+        """The share of majority votes (one per run, subject and must_trigger or
+        should_not_trigger case) that match the expectation, with its interval."""
+        row = self.stats(level=level)
+        return Rate(row["correct_rate"], row["correct_rate_lo"], row["correct_rate_hi"],
+                    row["correct"], row["votes"], row["errors"], level, "correct_rate")
+
+    def pass_rate(self, level: float = 0.95) -> Rate:
+        """Deprecated alias of `activation_rate` (kept so older scripts run; "pass rate"
+        no longer names anything in ix's output)."""
+        return self.activation_rate(level)
 
     def mean(self, column: str) -> float | None:
         """The mean of a numeric column over the rows that have it (booleans count as 0/1)."""
@@ -109,7 +135,8 @@ class ResultSet(Table):
     def group_by(self, *keys: str, level: float = 0.95,
                  correlation: Method | None = None) -> list[dict[str, Any]]:
         """One aggregate per group of `keys` (experiment, run, subject, case, tag, difficulty,
-        expectation): n, errors, valid, passed, pass_rate with pass_rate_lo/hi, and mean, std,
+        expectation): n, errors, valid, passed, cases, activation_rate, votes, correct,
+        correct_rate (each rate with _lo/_hi), and mean, std,
         p50, p90, p99 of score, duration, tokens and cost; with `correlation` ("pearson" or
         "spearman"), score against the difficulty's ordinal too (docs/queries.md)."""
         group_columns(keys)
@@ -154,13 +181,18 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                   difficulty: Values = None, run: Values = None, since: Moment | None = None,
                   until: Moment | None = None, passed: bool | None = None,
                   errors: bool | None = None, all_attempts: bool = False,
-                  limit: int | None = None, warn: Warn | None = None) -> ResultSet:
+                  all_runs: bool = True, limit: int | None = None,
+                  warn: Warn | None = None) -> ResultSet:
     """The trials of the lab that match every given filter (several values of one: any).
 
     `case` takes globs of case ids; `since`/`until` ISO dates or datetimes (UTC unless they
     say otherwise), durations back from now (`7d`, `12h`, `30m`) or datetime objects;
     `passed` True keeps passed trials, False those that ran and did not pass; `errors` True
     keeps errored trials, False drops them; `run` takes run ids or unique prefixes.
+    Without `run`: `all_runs` False keeps the latest completed run of each experiment (what
+    `ix results` shows by default), True every run; either way an imported copy of trials
+    the lab already holds (an import whose origin run is in the lab, or was imported before)
+    is left out, so no trial counts twice (`ResultSet.scope` says what was kept).
     """
     lab_path = find_lab(lab)
     difficulties = _many("--difficulty", difficulty)
@@ -175,7 +207,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                           f"({stop:%Y-%m-%d %H:%M:%S}), so no trial can match", field="--since")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"must be a whole number >= 0, got {limit!r}", field="--limit")
-    for name, flag in (("passed", passed), ("errors", errors), ("all_attempts", all_attempts)):
+    for name, flag in (("passed", passed), ("errors", errors), ("all_attempts", all_attempts),
+                       ("all_runs", all_runs)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"must be True, False or None, got {flag!r}", field=name)
     filters = TrialFilter(
@@ -183,11 +216,93 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
         tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
         passed=passed, errors=errors, all_attempts=all_attempts)
     experiments, runs = _many("--experiment", experiment), _many("--run", run)
-    if experiments or runs:
-        with connect(lab_path, warn) as con:
-            filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
-                              runs=_runs(con, lab_path, runs))
-    return ResultSet(lab_path, filters, limit, warn)
+    with connect(lab_path, warn) as con:
+        filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
+                          runs=_runs(con, lab_path, runs))
+        scope = Scope("runs", (), ()) if runs else _scope(con, lab_path, latest=not all_runs)
+    filters = replace(filters, scope=scope.runs if scope.kind == "latest" else None,
+                      exclude_runs=scope.copies)
+    found = ResultSet(lab_path, filters, limit, warn)
+    found.scope = scope
+    return found
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which runs a `ResultSet` reads: `kind` "latest" (the latest completed run of each
+    experiment: `runs`), "all" (every run) or "runs" (those `--run` named); `copies` are the
+    imported runs left out because their trials are in the lab already."""
+
+    kind: str
+    runs: tuple[str, ...]
+    copies: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One line for a reader: what was pooled, and how to widen it."""
+        if self.kind == "runs":
+            return "scope: the runs named by --run"
+        if self.kind == "all":
+            text = "scope: every run of every experiment (--all-runs)"
+        else:
+            n = len(self.runs)
+            text = (f"scope: the latest completed run of each experiment ({n} run"
+                    f"{'' if n == 1 else 's'}: {', '.join(self.runs) or 'none'}); "
+                    "--all-runs pools every run")
+        if self.copies:
+            text += (f"; left out {len(self.copies)} imported cop"
+                     f"{'y' if len(self.copies) == 1 else 'ies'} of trials already counted: "
+                     f"{', '.join(self.copies)}")
+        return text
+
+
+def _origins(spec: dict[str, Any]) -> set[str]:
+    """The ix run ids an imported run's trials came from (empty for a run ix made)."""
+    if not isinstance(spec.get("import"), dict) and "imported_from" not in spec:
+        return set()
+    origin = spec.get("origin")
+    found: set[str] = set()
+    if isinstance(origin, dict):
+        if origin.get("run_id"):
+            found.add(str(origin["run_id"]))
+        for log in origin.get("logs") or ():
+            if isinstance(log, dict) and log.get("ix_run_id"):
+                found.add(str(log["ix_run_id"]))
+    return found
+
+
+def _scope(con: "duckdb.DuckDBPyConnection", lab: Path, *, latest: bool) -> Scope:
+    """The runs in scope and the imported copies to leave out, from each run's spec.yaml.
+
+    A run counts as completed when its spec says so, or when it has no spec (trials written
+    before run folders existed). Imports are judged oldest first: one whose origin run is a
+    run of the lab, or the origin of an import kept before, is a copy."""
+    pairs = con.sql("SELECT DISTINCT source, run_id FROM _rows WHERE run_id IS NOT NULL "
+                    "ORDER BY run_id").fetchall()
+    specs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for source, run_id in pairs:
+        folder = lab / source / "results" / RUNS_DIR / run_id
+        try:
+            spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
+        except ConfigError:
+            spec = {"status": "unreadable"}
+        specs[run_id] = (source, spec)
+    made = {r for r, (_, spec) in specs.items() if not _origins(spec)}
+    seen, copies = set(made), []
+    for run_id, (_, spec) in specs.items():
+        origins = _origins(spec)
+        if not origins:
+            continue
+        if origins & seen:
+            copies.append(run_id)
+        else:
+            seen |= origins
+    if not latest:
+        return Scope("all", (), tuple(copies))
+    newest: dict[str, str] = {}
+    for run_id, (source, spec) in specs.items():  # oldest first: the last one wins
+        if run_id not in copies and spec.get("status", "completed") == "completed":
+            newest[source] = run_id
+    return Scope("latest", tuple(sorted(newest.values())), tuple(copies))
 
 
 def _many(field: str, value: Values) -> tuple[str, ...]:
@@ -220,24 +335,24 @@ def _experiments(con: "duckdb.DuckDBPyConnection", lab: Path,
 
 
 def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -> tuple[str, ...]:
-    """Run ids, each given exactly or as a unique prefix; unknown or ambiguous ones refused."""
+    """Run ids, each given exactly or as a unique prefix or suffix; unknown or ambiguous ones
+    refused (the ambiguous with every candidate)."""
     if not given:
         return ()
     known = [r for (r,) in con.sql("SELECT DISTINCT run_id FROM _rows WHERE run_id IS NOT NULL "
                                    "ORDER BY run_id").fetchall()]
     chosen: list[str] = []
     for value in given:
-        hits = [value] if value in known else [r for r in known if r.startswith(value)]
+        hits = matching_runs(known, value)
         if not hits:
             latest = ", ".join(known[-3:]) or "none"
             raise ConfigError(f"no run {value!r} in the trials of lab {lab} (latest runs: "
                               f"{latest})", field="--run")
         if len(hits) > 1:
-            raise ConfigError(f"{value!r} matches {len(hits)} runs ({', '.join(hits[:3])}, ...); "
-                              "give more of the id", field="--run")
+            raise ambiguous(value, hits, "--run")
         chosen += [h for h in hits if h not in chosen]
     return tuple(chosen)
 
 
-__all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Table",
-           "query_results", "run_query"]
+__all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Scope",
+           "Table", "query_results", "run_query"]

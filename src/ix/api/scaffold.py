@@ -32,7 +32,8 @@ GOAL_DEFAULTS = {"metric": "f1", "direction": "differ", "min_effect": 0.1,
 def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = None,
                       subjects: Sequence[str] = (), goal: str | None = None,
                       runtime: str | None = None,
-                      cases: Sequence[Mapping[str, Any]] | None = None) -> Path:
+                      cases: Sequence[Mapping[str, Any]] | None = None,
+                      allow_missing: bool = False) -> Path:
     """Create the experiment `name` in `lab` (a path or a name as `--lab` takes it; None: the
     lab around the working directory, else the working directory itself) and return its
     folder.
@@ -42,7 +43,9 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
     hypothesis (with two or more subjects it becomes a `goal:` comparing the first two, else
     the description); `runtime` a runtime kind; `cases` optional `{id, expectation, prompt}`
     mappings (also `rationale`, `tags`, `difficulty`) instead of the templates.
-    `ConfigError` on bad input, with nothing written.
+    `ConfigError` on bad input, with nothing written: a `skill` that is not in the lab's
+    skills/ too, unless `allow_missing` (you will add it; `ix validate` says it is missing
+    until then).
     """
     lab_path = _lab(lab)
     _check_name(name)
@@ -53,6 +56,12 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
     subject_names = _subjects(subjects)
     if skill is not None:
         _check_name(skill, field="--skill", what="skill name")
+        if not allow_missing and not _skill_exists(lab_path, skill):
+            from ix.lab.loader import missing_skill
+
+            missing = missing_skill(skill, lab_path, "", "--skill")
+            raise ConfigError(f"{missing.message}; pass --allow-missing to create the "
+                              "experiment anyway and add the skill later", field="--skill")
     kind = _runtime(runtime)
     written = _cases(cases, skill) if cases is not None else _templates(skill)
     config = _config(name, skill, subject_names, goal, kind, lab_path)
@@ -72,7 +81,7 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
             f"cannot create the experiment: {exc.strerror or exc}", file=target,
             field="NAME") from None
     try:
-        _check_loads(target, lab_path)
+        _check_loads(target, lab_path, allow_missing)
     except ConfigError:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -337,9 +346,12 @@ allows.
 """
 
 
-def _check_loads(path: Path, lab: Path) -> None:
+def _check_loads(path: Path, lab: Path, allow_missing: bool) -> None:
     """The new experiment loads as `ix validate` loads it (planning also needs the runtime's
-    tools, e.g. the Claude Code CLI, which are the user's to install)."""
-    from ix.lab.loader import load_experiment
+    tools, e.g. the Claude Code CLI, which are the user's to install); with `allow_missing`
+    the skill under test may be missing."""
+    from ix.domain.errors import raise_all
+    from ix.lab.loader import MissingSkill, check_experiment
 
-    load_experiment(path, lab)
+    _, problems = check_experiment(path, lab)
+    raise_all([p for p in problems if not (allow_missing and isinstance(p, MissingSkill))])

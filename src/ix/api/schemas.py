@@ -31,8 +31,11 @@ class DryRunSubject(Closed):
     runtime: str | None
     model: str | None
     trials: int
-    estimated_input_tokens: int
-    estimated_cost_usd: float
+    estimated_input_tokens: int | None = Field(
+        description="null for runtimes that spend no tokens (mock, lexical, command, ...)")
+    estimated_cost_usd: float | None = Field(
+        description="null for runtimes that spend no tokens; 0 when the model's price is "
+                    "unknown")
 
 
 class DryRunPlan(Closed):
@@ -57,8 +60,15 @@ class DesignWarningOut(Closed):
 class ValidatedSubject(Closed):
     name: str
     runtime: str
+    runtime_source: str = Field(description="where the runtime kind was chosen: --runtime, "
+                                            "'experiment.yaml <field>', ix.yaml, "
+                                            "'built-in default', ...")
     skills: list[str]
     target_skill: str
+    credentials_env: list[str] = Field(description="the variables the runtime's credentials "
+                                                   "come from (any one); empty: none needed")
+    credentials_present: bool = Field(description="one of them is set (true when none is "
+                                                  "needed)")
 
 
 class Validated(Closed):
@@ -78,12 +88,13 @@ class Validated(Closed):
 
 
 class NotValid(Closed):
-    """An experiment that does not load or plan: the one-line error."""
+    """An experiment that does not load or plan: its first problem, and all of them."""
 
     experiment: str
     path: str
     ok: Literal[False]
     error: str
+    errors: list[str] = Field(description="every problem found, each 'file: field: message'")
 
 
 # --------------------------------------------------------------------------- ls, plan, new
@@ -126,6 +137,7 @@ class MdeForCases(Closed):
 class PairedAnswer(Closed):
     question: Literal["paired"]
     trials_per_case: int
+    metric: str = Field(description="what the difference is a difference of, in words")
     n_cases: int | None = None
     mde: float | None = None
     mde_for_cases: MdeForCases | None = None
@@ -206,6 +218,10 @@ class ResultRow(Closed):
     cost: float | None
     duration: float | None
     started_at: str | None
+    invoked: list[str] = Field(description="the skills the trial invoked (Skill calls), each "
+                                           "once, in order")
+    first_invoked: str | None = Field(description="the first of them: the skill that took "
+                                                  "the prompt; null when none")
     tags: list[str]
     difficulty: Literal["easy", "medium", "hard"] | None
     difficulty_level: int | None
@@ -221,13 +237,23 @@ class AggregateRow(Closed):
     tag: str | None = None
     difficulty: str | None = None
     expectation: str | None = None
+    first_invoked: str | None = Field(None, description="--group-by invoked: the first skill "
+                                                        "the trials invoked; null: none")
     n: int
     errors: int
     valid: int
     passed: int
-    pass_rate: float | None
-    pass_rate_lo: float | None
-    pass_rate_hi: float | None
+    cases: int = Field(description="distinct cases (experiment, case id): the clusters")
+    activation_rate: float | None = Field(
+        description="passed / valid: share of valid trials in which the skill fired")
+    activation_rate_lo: float | None
+    activation_rate_hi: float | None
+    votes: int = Field(description="majority votes: run x subject x must/should-not case "
+                                   "with a valid trial")
+    correct: int = Field(description="votes that match the expectation")
+    correct_rate: float | None = Field(description="correct / votes")
+    correct_rate_lo: float | None
+    correct_rate_hi: float | None
     score_mean: float | None
     score_std: float | None
     score_p50: float | None
@@ -362,11 +388,53 @@ class BatteryRow(Closed):
     goal: str | None
 
 
+class BatteryVerdict(Closed):
+    experiment: str
+    seed: int | None
+    run_id: str
+    status: str
+    reason: str | None = Field(description="why the run failed or was cancelled")
+    goal: Literal["supported", "refuted", "inconclusive"] | None
+    verdict: str | None = Field(description="the goal's verdict line (`REFUTED — goal: …`); "
+                                            "null without a goal")
+
+
+class SeedValue(Closed):
+    seed: int | None
+    value: float | None
+
+
+class SeedSpread(Closed):
+    min: float | None
+    max: float | None
+    range: float | None
+    sd: float | None = Field(description="sample standard deviation of the seeds' values")
+
+
+class PooledSeeds(Closed):
+    """One experiment × subject over the battery's seeds (docs/running.md, "Batteries")."""
+
+    experiment: str
+    subject: str
+    metric: str
+    value: float | None
+    ci: Interval
+    level: float
+    interval: Literal["case votes", "clustered by case"]
+    method: str
+    cases: int
+    seeds: int
+    per_seed: list[SeedValue]
+    spread: SeedSpread
+
+
 class BatteryOutput(Closed):
     folder: str
     battery: str
     runs: int
     completed: int
+    verdicts: list[BatteryVerdict]
+    pooled: list[PooledSeeds]
     rows: list[BatteryRow]
 
 

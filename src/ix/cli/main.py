@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -143,7 +144,9 @@ def run(
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
 
     Exit codes: 0 done (errored trials are reported, not a failure), 1 done but a goal was
-    refuted, 2 bad input, 130 cancelled (completed trials are kept).
+    refuted or every trial of a subject errored, 2 bad input or configuration (also when
+    every trial of a subject errored for it: a missing key, no skills, a program not found),
+    130 cancelled (completed trials are kept).
     """
     overrides = api.Overrides(trials=_trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()),
@@ -188,12 +191,20 @@ def run(
     for r in results:
         for name, why in (r.summary.get("circuit_breaker") or {}).items():
             err.print(f"[red]circuit breaker:[/] {name} {why}")
+    failed = [r for r in results if r.status == "failed"]
+    for r in failed:  # the answer where the eye lands: last, on stderr, even with --json
+        err.print(f"[bold red]run {r.run_id} of {r.summary['experiment_name']} failed:[/] "
+                  f"{escape(r.summary.get('reason') or 'see its summary')}", soft_wrap=True)
     if any(r.status == "cancelled" for r in results):
         why = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
                    None)
-        err.print(f"[yellow]cancelled[/]{f' ({why})' if why else ''}: completed trials are "
-                  "kept and the summary covers them; `ix run --resume` finishes the run")
-        raise typer.Exit(130)
+        err.print(f"[yellow]cancelled[/]{f' ({escape(why)})' if why else ''}: completed "
+                  "trials are kept and the summary covers them; `ix run --resume` finishes "
+                  "the run", soft_wrap=True)
+        if not failed:
+            raise typer.Exit(130)
+    if failed:
+        raise typer.Exit(api.failure_exit_code([r.summary for r in failed]))
     refuted = [r for r in results if (r.summary.get("goal") or {}).get("verdict") == "refuted"]
     for r in refuted:
         err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
@@ -213,7 +224,8 @@ def _print_dry_run(plans: list[dict[str, Any]], json_out: bool) -> None:
         for sub in p["subjects"]:
             out.print(f"  {sub['name']}: {sub['trials']} trials on {sub['runtime']}"
                       + (f" ({sub['model']})" if sub["model"] else "")
-                      + f", ~{sub['estimated_input_tokens']:,} input tokens"
+                      + (f", ~{sub['estimated_input_tokens']:,} input tokens"
+                         if sub["estimated_input_tokens"] is not None else "")
                       + (f", ~${sub['estimated_cost_usd']:.2f}"
                          if sub["estimated_cost_usd"] else ""))
     out.print("[dim]dry run: nothing executed, nothing written[/]")
@@ -260,7 +272,9 @@ def validate(
     strict: Strict = False,
     json_out: Json = False,
 ) -> None:
-    """Load and check experiments without running anything; exit 2 on any problem.
+    """Load and check experiments without running anything: every problem of the lab at
+    once, one `file: field: message` line each (exit 2 on any), and each subject's runtime
+    and whether its credentials are set.
 
     Design warnings (docs/experiments.md, "Design checks") are printed on stderr; with
     --strict they are errors.
@@ -269,19 +283,24 @@ def validate(
     overrides = api.Overrides(trials=_trial_count(trials), runtime=runtime)
     reports: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            plan = api.plan(api.load(path, lab_path), overrides)
-        except ConfigError as exc:
+        plan, problems = api.check(path, lab_path, overrides)
+        if plan is None:  # every problem of the experiment, each on its own line
+            errors = [e.render() for e in problems]
             reports.append({"experiment": path.name, "path": str(path), "ok": False,
-                            "error": exc.render()})
+                            "error": errors[0], "errors": errors})
             continue
         exp = plan.loaded.experiment
+        creds = {c["subject"]: c for c in api.subject_credentials(plan)}
         reports.append({
             "experiment": exp.name, "path": str(path), "ok": True,
             "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
             "subjects": [{"name": s.subject.name, "runtime": s.runtime_spec["kind"],
+                          "runtime_source": _runtime_source(plan, s.subject, runtime),
                           "skills": [k["name"] for k in s.subject.config["skills"]],
-                          "target_skill": s.target_skill} for s in plan.subjects],
+                          "target_skill": s.target_skill,
+                          "credentials_env": creds[s.subject.name]["credentials_env"],
+                          "credentials_present": creds[s.subject.name]["credentials_present"]}
+                         for s in plan.subjects],
             "trials_per_case": plan.trials, "total_trials": plan.total,
             "concurrency": plan.concurrency,
             **design_cli.report(plan, strict),
@@ -289,19 +308,59 @@ def validate(
     if json_out:
         print_json(reports)
     else:
-        for r in reports:
-            if r["ok"]:
-                subjects = ", ".join(f"{s['name']} ({s['runtime']})" for s in r["subjects"])
-                out.print(f"[green]✓[/] {r['experiment']}: {r['cases']} cases "
-                          f"(+{r['skipped_acceptable']} acceptable, not run) × "
-                          f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
-                          f"{r['total_trials']} trials; subjects: {subjects}")
-            else:
-                fail(r["error"])
-        for r in reports:
-            design_cli.show(r, strict)
+        _print_validated(reports, strict)
     if not all(r["ok"] for r in reports):
         raise typer.Exit(2)
+
+
+def _print_validated(reports: list[dict[str, Any]], strict: bool) -> None:
+    """✓ and each subject's runtime on stdout; every problem one line on stderr."""
+    said: set[str] = set()  # a problem of ix.yaml is every experiment's: say it once
+    for r in reports:
+        if not r["ok"]:
+            for line in r.get("errors") or [r["error"]]:
+                if line not in said:
+                    said.add(line)
+                    fail(line)
+            continue
+        out.print(f"[green]✓[/] {escape(r['experiment'])}: {r['cases']} cases "
+                  f"(+{r['skipped_acceptable']} acceptable, not run) × "
+                  f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
+                  f"{r['total_trials']} trials", soft_wrap=True)
+        for s in r["subjects"]:
+            env = s["credentials_env"]
+            creds = ("no credentials needed" if not env else
+                     f"{env[0]} is set" if s["credentials_present"] else
+                     f"[red]{env[0]} is not set[/]")
+            out.print(f"  {escape(s['name'])}: runtime {s['runtime']} "
+                      f"({escape(s['runtime_source'])}), {creds}", soft_wrap=True)
+            if env and not s["credentials_present"]:
+                warn(f"{r['path']}/experiment.yaml: runtime: subject {s['name']!r} runs on "
+                     f"{s['runtime']} ({s['runtime_source']}) and {env[0]} is not set, so "
+                     "every trial would fail: set it, or choose `runtime: lexical` for an "
+                     "offline baseline")
+    for r in reports:
+        design_cli.show(r, strict)
+
+
+def _runtime_source(plan: Any, subject: Any, flag: str | None) -> str:
+    """Where a subject's runtime kind was chosen: `--runtime`, a field of experiment.yaml,
+    ix.yaml, the user config, $IX_DEFAULT_RUNTIME, a registry profile, or the built-in
+    default."""
+    if flag is not None:
+        return "--runtime"
+    file, field = (subject.config.get("runtime_origins") or {}).get("kind") or ["", ""]
+    if file == str(plan.loaded.config_file):
+        return f"experiment.yaml {field}"
+    if file.startswith("built-in profile"):
+        return f"built-in profile {field}"
+    if file.startswith(("built-in", "$")) or not file:
+        return file or "built-in default"
+    try:
+        shown = str(Path(file).relative_to(plan.loaded.lab))
+    except ValueError:
+        shown = file
+    return f"{shown} {field}" if field and field != "runtime" else shown
 
 
 @app.command("ls")
@@ -316,7 +375,8 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
         return
     table = Table(title=f"lab {lab_path}", title_justify="left", show_edge=False)
     for col in ("experiment", "cases (must/not/edge)", "subjects", "last run", "status", "F1"):
-        table.add_column(col)
+        # the subjects list wraps at its commas; every other cell stays whole (ix.report.layout)
+        table.add_column(col, overflow="fold" if col == "subjects" else "ellipsis")
     for i in infos:
         if i.error:
             table.add_row(i.path.name, Text(i.error, style="red"), "", i.last_run or "-",
@@ -371,8 +431,15 @@ def batch(
         out.print((result.folder / "report.md").read_text(encoding="utf-8"), markup=False,
                   highlight=False, soft_wrap=True)  # names in it are text, not rich markup
         out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True)
+    from ix.api.battery import outcome_lines
+
+    for line in outcome_lines(result.report):  # why it exits non-zero, even with --json
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
     if any(r.status == "cancelled" for r in result.runs):
         raise typer.Exit(130)
+    failed = [r.summary for r in result.runs if r.status == "failed"]
+    if failed:
+        raise typer.Exit(api.failure_exit_code(failed))
     if any((r.summary.get("goal") or {}).get("verdict") == "refuted" for r in result.runs):
         raise typer.Exit(1)
 
@@ -485,11 +552,13 @@ def plan(
         else:
             if "n_cases" in a:
                 out.print(f"[bold]{a['n_cases']}[/] shared cases ({a['trials_per_case']} "
-                          f"trial(s) each) to detect a difference of {a['mde']:g}")
+                          f"trial(s) each) to detect a difference of {a['mde']:g} in the "
+                          f"{escape(a['metric'])}")
             if "mde_for_cases" in a:
                 m = a["mde_for_cases"]
                 out.print(f"with {m['cases']} shared cases ({a['trials_per_case']} trial(s) "
-                          f"each) the smallest detectable difference is [bold]{m['mde']:.3f}[/]")
+                          f"each) the smallest detectable difference in the "
+                          f"{escape(a['metric'])} is [bold]{m['mde']:.3f}[/]")
         for assumption in a["assumptions"]:
             out.print(f"  [dim]assuming {assumption}[/]")
     source = result.get("from_run")

@@ -8,7 +8,25 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-out = Console(highlight=False, soft_wrap=False)
+
+class _Out(Console):
+    """stdout: every table printed is fitted to the width (`ix.report.layout`): a table when
+    it fits, else one record per row; text wraps at spaces outside brackets. No id, name,
+    number or interval is ever cut; `soft_wrap=True` prints a line unwrapped."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        from ix.report.layout import fit
+
+        if not kwargs.get("soft_wrap") and len(objects) == 1 and isinstance(objects[0], str):
+            objects = (self.render_str(objects[0], markup=kwargs.pop("markup", None),
+                                       highlight=kwargs.pop("highlight", None)),)
+        if not kwargs.get("soft_wrap"):
+            objects = tuple(fit(o) for o in objects)
+        kwargs.setdefault("crop", False)  # a path longer than the width is printed whole
+        super().print(*objects, **kwargs)
+
+
+out = _Out(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
 
@@ -21,7 +39,7 @@ def warn(message: str) -> None:
     """A warning on stderr; the message is text (a `[view]` in it is not markup), any secret
     of the environment in it `[REDACTED]`."""
     err.print(f"[yellow]ix: warning:[/] {escape(_redact(message))}", markup=True,
-              highlight=False)
+              highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> None:

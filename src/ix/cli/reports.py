@@ -20,9 +20,10 @@ Out = Annotated[Path | None, typer.Option(
     "--out", "-o", help="Write the report to this file instead of stdout.",
     show_default=False)]
 Metric = Annotated[str | None, typer.Option(
-    "--metric", help="Rank on this metric: f1, precision, recall, pass_rate, activation_rate "
-                     "(default: the experiment's goal metric, else F1 for activation, else "
-                     "pass rate).", show_default=False)]
+    "--metric", help="Rank on this metric: f1, precision, recall, pass_rate (the correct "
+                     "rate; correct_rate is the same), activation_rate (default: the "
+                     "experiment's goal metric, else F1 for activation, else the correct "
+                     "rate).", show_default=False)]
 
 
 def _format(fmt: str | None, json_out: bool, allowed: tuple[str, ...] = api_reports.FORMATS) -> str:
@@ -59,15 +60,17 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
         if path is None:
             out.print(view)
             return
+        from ix.report.layout import fit
+
         buffer = io.StringIO()
         Console(file=buffer, width=160, no_color=True, highlight=False,
-                force_terminal=False).print(view)
+                force_terminal=False).print(fit(view))
         text = buffer.getvalue()
     from ix.lab.results import write_text_atomic
     from ix.lab.storage_faults import storage_faults
 
     with storage_faults("the report was not written", file=path):  # atomic: no half file
-        write_text_atomic(path, text)
+        write_text_atomic(path, text, shared=True)  # a report is for others to read
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
@@ -79,7 +82,7 @@ def _write_html(data: dict[str, Any], path: Path | None) -> None:
 
     target = path or Path(data["run"]["folder"]) / "report.html"
     try:
-        write_text_atomic(target, render_report_html(data))
+        write_text_atomic(target, render_report_html(data), shared=True)
     except OSError as exc:
         raise storage_error(exc, "the report was not written", file=target) or ConfigError(
             f"cannot write the report: {exc.strerror or exc}", file=target,

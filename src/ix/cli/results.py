@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Annotated, Any
 
 import typer
@@ -61,6 +62,11 @@ def results(
     run: Annotated[Many, typer.Option(
         "--run", help="Only this run (an id or a unique prefix); repeatable.",
         show_default=False)] = None,
+    all_runs: Annotated[bool, typer.Option(
+        "--all-runs", help="Pool every run of every experiment. Default: the latest "
+                           "completed run of each experiment (or the runs --run names); "
+                           "imported copies of trials already in the lab are never counted "
+                           "twice.")] = False,
     since: Annotated[str | None, typer.Option(
         "--since", help="Trials started at or after: a date (2026-11-20), a datetime "
                         "(2026-11-20T14:30, UTC unless it has a zone) or a duration back from "
@@ -79,7 +85,8 @@ def results(
                                "trials_all).")] = False,
     group_by: Annotated[Many, typer.Option(
         "--group-by", "-g", help="Aggregate per group: subject, case, tag, difficulty, run, "
-                                 "experiment, expectation; repeatable (subject × case).",
+                                 "experiment, expectation, invoked (the first skill a trial "
+                                 "invoked); repeatable (subject × case).",
         show_default=False)] = None,
     stats: Annotated[bool, typer.Option(
         "--stats", help="Aggregate every matching trial into one row.")] = False,
@@ -97,6 +104,12 @@ def results(
 ) -> None:
     """List the lab's trials (the latest attempt of each), filtered, or aggregate them.
 
+    Scope: the latest completed run of each experiment unless --run or --all-runs says
+    otherwise (the scope is printed on stderr). Aggregates give the activation rate (share
+    of valid trials in which the skill fired) and the correct rate (share of majority votes,
+    one per run x subject x case, that match the expectation), each with a 95% interval that
+    treats a case's trials as one cluster (docs/results.md, "Glossary").
+
     Examples: `ix results --subject claude-sonnet --since 7d --failed`;
     `ix results --group-by subject --group-by case`; `ix results --group-by subject
     --correlation --format csv`. Exit 2 on bad input (unknown run, malformed date, ...).
@@ -111,13 +124,17 @@ def results(
     rs = api_results.query_results(
         lab, experiment=experiment, subject=subject, case=case, tag=tag,
         difficulty=difficulty, run=run, since=since, until=until, passed=passed,
-        errors=errors, all_attempts=all_attempts, limit=limit or None, warn=warn)
+        errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
+        warn=warn)
+    scope = Text(rs.scope.describe() if rs.scope else "", style="dim")
     if aggregate:
         pick: Method | None = None
         if correlation:
             pick = "spearman" if method == "spearman" else "pearson"
         rows = rs.group_by(*(group_by or ()), correlation=pick)
         _print_aggregates(rows, fmt)
+        if fmt == "table":
+            err.print(scope)
         return
     if fmt != "table":
         _stream(rs, fmt)
@@ -130,6 +147,7 @@ def results(
     if len(shown) < total:
         note += " shown (--limit 0 for all; --format csv or json for every column)"
     err.print(Text(note, style="dim"))
+    err.print(scope)
 
 
 def query(
@@ -158,7 +176,7 @@ def query(
     columns = list(rows[0]) if rows else result.columns
     table = Table(show_edge=False)
     for name in columns:
-        table.add_column(Text(name), overflow="fold")
+        table.add_column(Text(name))  # one line per value; records when too wide
     for row in rows[:QUERY_TABLE_ROWS]:
         table.add_row(*(_cell(row[c]) for c in columns))
     out.print(table)
@@ -202,16 +220,18 @@ def _write_csv(rows: Sequence[dict[str, Any]]) -> None:
                          for v in row.values()])
 
 
-_KEY_TITLES = {"probe_id": "case", "run_id": "run"}
+_KEY_TITLES = {"probe_id": "case", "run_id": "run", "first_invoked": "invoked"}
 
 
 def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
     keys = [k for k in (rows[0] if rows else {}) if k not in _STAT_KEYS and
-            not k.startswith(("score_", "duration_", "tokens_", "cost_", "pass_rate"))]
+            not k.startswith(("score_", "duration_", "tokens_", "cost_", "activation_rate",
+                              "correct_rate"))]
     table = Table(show_edge=False)
     for k in keys:
         table.add_column(_KEY_TITLES.get(k, k))
-    for title in ("trials", "errors", "pass rate [95% CI]", "passed/valid", "score mean",
+    for title in ("trials", "cases", "errors", "activation rate [95% CI]", "passed/valid",
+                  "correct rate [95% CI]", "correct/votes", "score mean",
                   "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
         table.add_column(title, justify="right")
     correlated = bool(rows) and "score_difficulty_r" in rows[0]
@@ -219,11 +239,12 @@ def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(f"r(score, difficulty) [95% CI] ({rows[0]['score_difficulty_method']})",
                          justify="right")
     for r in rows:
-        cells: list[Text | str] = [_cell(r[k]) for k in keys]
-        rate = "-" if r["pass_rate"] is None else \
-            f"{r['pass_rate']:.2f} [{r['pass_rate_lo']:.2f}, {r['pass_rate_hi']:.2f}]"
+        cells: list[Text | str] = [Text("none", style="dim") if k == "first_invoked"
+                                   and r[k] is None else _cell(r[k]) for k in keys]
         durations = " / ".join(_number(r[f"duration_{p}"], 1) for p in ("p50", "p90", "p99"))
-        cells += [str(r["n"]), str(r["errors"]), rate, f"{r['passed']}/{r['valid']}",
+        cells += [str(r["n"]), str(r["cases"]), str(r["errors"]),
+                  _rate(r, "activation_rate"), f"{r['passed']}/{r['valid']}",
+                  _rate(r, "correct_rate"), f"{r['correct']}/{r['votes']}",
                   _number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
                   _number(r["cost_sum"], 4)]
         if correlated:
@@ -232,7 +253,14 @@ def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-_STAT_KEYS = {"n", "errors", "valid", "passed"}
+_STAT_KEYS = {"n", "errors", "valid", "passed", "cases", "votes", "correct"}
+
+
+def _rate(r: dict[str, Any], name: str) -> str:
+    """`0.85 [0.62, 0.95]`, or - where no trial counts."""
+    if r[name] is None:
+        return "-"
+    return f"{r[name]:.2f} [{r[f'{name}_lo']:.2f}, {r[f'{name}_hi']:.2f}]"
 
 
 def _correlation(r: dict[str, Any]) -> str:
@@ -249,9 +277,11 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
     difficulty) are left out to keep the table narrow."""
     optional = {"experiment": len({r["experiment"] for r in rows}) > 1,
                 "difficulty": any(r["difficulty"] for r in rows),
-                "tags": any(r["tags"] for r in rows)}
+                "tags": any(r["tags"] for r in rows),
+                "invoked": any(r.get("invoked") for r in rows)}
     titles = [t for t in ("started (UTC)", "experiment", "run", "subject", "case", "trial",
-                          "result", "score", "ms", "tokens", "cost", "difficulty", "tags")
+                          "result", "invoked", "score", "ms", "tokens", "cost", "difficulty",
+                          "tags")
               if optional.get(t, True)]
     table = Table(show_edge=False)
     for title in titles:
@@ -271,7 +301,9 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
             "case": _cell(r["probe_id"]), "trial": trial, "result": result,
             "score": _number(r["score"], 2), "ms": _number(r["duration"], 1),
             "tokens": _cell(r["tokens"]), "cost": _number(r["cost"], 4),
-            "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"])}
+            "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"]),
+            "invoked": _cell(r.get("invoked")) if r.get("invoked") else
+            Text("-" if r["error"] is not None else "none")}
         table.add_row(*(cells[t] for t in titles))
     return table
 
@@ -288,8 +320,10 @@ def _cell(value: Any) -> Text:
         return Text(value.isoformat(sep=" ", timespec="milliseconds"))
     if isinstance(value, list | tuple):
         return Text(", ".join(str(v) for v in value))
-    if isinstance(value, float):
-        return Text(f"{value:.4g}" if abs(value) < 1 else f"{value:.2f}")
+    if isinstance(value, float | Decimal):  # one rule with the viewer: 0.750, 0.300, 0.889
+        from ix.report.layout import decimal
+
+        return Text(decimal(float(value)))
     return Text(str(value))
 
 

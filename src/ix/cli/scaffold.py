@@ -21,7 +21,8 @@ def new(
     lab: Lab = None,
     skill: Annotated[str | None, typer.Option(
         "--skill", help="The skill under test (a folder under the lab's skills/): the "
-                        "activation sensor's target.", show_default=False)] = None,
+                        "activation sensor's target. A skill not there is refused unless "
+                        "--allow-missing.", show_default=False)] = None,
     subjects: Annotated[list[str] | None, typer.Option(
         "--subjects", "--subject", help="Subjects to compare, control first: a,b or "
                                         "repeated. Registry names (ix subjects list) become "
@@ -34,6 +35,10 @@ def new(
         "--runtime", help="Runtime kind: lexical (offline), mock, claude-code, anthropic, "
                           "openai, ... Default: the lab's ix.yaml, else claude-code.",
         show_default=False)] = None,
+    allow_missing: Annotated[bool, typer.Option(
+        "--allow-missing", help="Create the experiment even if the --skill is not in the "
+                                "lab's skills/ yet (you will add it; `ix validate` reports it "
+                                "missing until then).")] = False,
     no_input: Annotated[bool, typer.Option(
         "--no-input", help="Never ask; use the flags as given (asking happens only on a "
                            "terminal, for flags left out).")] = False,
@@ -48,7 +53,7 @@ def new(
     if not no_input and not json_out and sys.stdin.isatty():
         skill, subjects, goal, runtime = _ask(skill, subjects, goal, runtime)
     path = create_experiment(lab, name, skill=skill, subjects=subjects or (), goal=goal,
-                             runtime=runtime)
+                             runtime=runtime, allow_missing=allow_missing)
     files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
     if json_out:
         print_json({"name": name, "path": str(path), "files": files})

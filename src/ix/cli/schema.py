@@ -35,7 +35,7 @@ def schema(
         table = Table(title=f"ix JSON schemas, version {SCHEMA_VERSION}", title_justify="left",
                       show_edge=False)
         table.add_column("name", no_wrap=True)
-        table.add_column("describes")
+        table.add_column("describes", overflow="fold")  # prose: wraps at spaces
         for e in SCHEMAS.values():
             table.add_row(e.name, e.describes)
         out.print(table)

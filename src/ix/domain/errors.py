@@ -1,6 +1,8 @@
 """Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2."""
 
+import difflib
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
@@ -32,6 +34,56 @@ class ConfigError(Exception):
         return ConfigError(self.message, file=self.file or file, field=field)
 
 
+class ConfigErrors(ConfigError):
+    """Several problems found at once (`ix validate` lists each). Raised, it reads as its first
+    problem plus how many more, so a command that stops at bad input still prints one line."""
+
+    def __init__(self, errors: Sequence[ConfigError]):
+        if not errors:
+            raise ValueError("ConfigErrors needs at least one error")
+        self.errors = list(errors)
+        first = self.errors[0]
+        more = len(self.errors) - 1
+        note = (f" (and {more} more problem{'s' if more > 1 else ''}: `ix validate` lists "
+                "them all)") if more else ""
+        super().__init__(first.message + note, file=first.file, field=first.field)
+
+    def at(self, file: Path | str | None = None, prefix: str | None = None) -> "ConfigError":
+        return ConfigErrors([e.at(file, prefix) for e in self.errors])
+
+
+def flatten(errors: Iterable[ConfigError]) -> list[ConfigError]:
+    """Each problem once, in order: a `ConfigErrors` opens into its problems."""
+    out: list[ConfigError] = []
+    seen: set[str] = set()
+    for exc in errors:
+        for one in exc.errors if isinstance(exc, ConfigErrors) else [exc]:
+            if one.render() not in seen:
+                seen.add(one.render())
+                out.append(one)
+    return out
+
+
+def raise_all(errors: Sequence[ConfigError]) -> None:
+    """Raise the problems found (one as itself, several as `ConfigErrors`); none: return."""
+    found = flatten(errors)
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise ConfigErrors(found)
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """`; did you mean 'xlsx'?` when a choice is close to `word` (difflib), else ''."""
+    if not isinstance(word, str):
+        return ""
+    options = [str(c) for c in choices]
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    if not close:  # letter case only ("Activation"), or a close prefix
+        close = [c for c in options if c.lower() == word.lower()][:1]
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class TrialError(Exception):
     """A trial failed in a way the runtime understands; `kind` groups failures in reports."""
 
@@ -61,8 +113,37 @@ def from_validation_error(
     exc: "ValidationError", model: "type[BaseModel]", *, file: Path | str | None = None,
     prefix: str | None = None,
 ) -> ConfigError:
-    """The first problem pydantic found, as a `ConfigError` naming the field and what is allowed."""
-    err = exc.errors(include_url=False)[0]
+    """The problems pydantic found, as a `ConfigError` naming the field and what is allowed
+    (a `ConfigErrors` when there are several)."""
+    errors: list[ConfigError] = []
+    seen: set[tuple[int | str, ...]] = set()
+    for err in exc.errors(include_url=False):
+        key = _field_key(model, tuple(err["loc"]))
+        if any(key[:len(k)] == k for k in seen):  # one value, several union branches
+            continue
+        if key:
+            seen.add(key)
+        errors.append(_one_error(err, model, file=file, prefix=prefix))
+    return errors[0] if len(errors) == 1 else ConfigErrors(errors)
+
+
+def _field_key(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """`loc` cut after the first part that leads to no model (a union branch's tag follows)."""
+    current: Any = model
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return loc[:i + 1]
+        current = _first_model(fields[part].annotation)
+        if current is None:
+            return loc[:i + 1]
+    return loc
+
+
+def _one_error(err: Any, model: "type[BaseModel]", *, file: Path | str | None,
+               prefix: str | None) -> ConfigError:
     loc = tuple(err["loc"])
     field = field_path(loc)
     if prefix:
@@ -70,12 +151,15 @@ def from_validation_error(
     if err["type"] == "extra_forbidden":
         owner = _model_at(model, loc[:-1])
         keys = ", ".join(owner.model_fields) if owner else "see the docs"
-        return ConfigError(f"unknown key; allowed keys: {keys}", file=file, field=field)
+        hint = did_you_mean(loc[-1], owner.model_fields) if owner and loc else ""
+        return ConfigError(f"unknown key{hint} (allowed keys: {keys})", file=file, field=field)
     if err["type"] == "missing":
         values = _literal_values(model, loc)
         hint = f"; one of: {', '.join(values)}" if values else ""
         return ConfigError(f"required key is missing{hint}", file=file, field=field)
     msg = err["msg"]
+    hint = did_you_mean(err.get("input"), _literal_values(model, loc)) \
+        if err["type"] == "literal_error" else ""
     if err["type"] == "value_error":
         msg = msg.removeprefix("Value error, ")
     if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], dict) \
@@ -83,7 +167,7 @@ def from_validation_error(
         shown = repr(err["input"])
         if len(shown) <= 60:
             msg = f"{msg} (got {shown})"
-    return ConfigError(msg, file=file, field=field)
+    return ConfigError(msg + hint, file=file, field=field)
 
 
 def _model_at(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> "type[BaseModel] | None":

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, ConfigErrors, raise_all
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
@@ -18,7 +18,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
-from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment
+from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
 
@@ -127,6 +127,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
     file = loaded.config_file
     subjects = _chosen(exp.subjects, overrides.subjects)
     plans = []
+    problems: list[ConfigError] = []  # every subject is checked, then all problems raised
     for s in subjects:
         spec = dict(s.config["runtime"])
         origins = dict(s.config.get("runtime_origins", {}))
@@ -137,13 +138,19 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         try:
             runtime = build_runtime(spec, RuntimeContext(target_skill=target))
         except ConfigError as exc:
-            raise _located(exc, origins, file) from None
+            problems.append(_located(exc, origins, file))
+            continue
         try:
             sensors = _sensors(loaded, target)
         except ConfigError as exc:
-            raise exc.at(file) from None
+            problems.append(exc.at(file))
+            continue
         limit = s.config.get("concurrency") or get_kind(spec["kind"]).default_concurrency
         plans.append(SubjectPlan(s, spec, runtime, sensors, target, limit))
+    if overrides.runtime is not None and not problems:  # a skill-reading runtime now
+        problems += check_skill_names(loaded.spec, exp.subjects, loaded.lab, file,
+                                      {p.subject.name: p.runtime_spec["kind"] for p in plans})
+    raise_all(problems)
     adaptive, min_trials = exp.adaptive, exp.min_trials
     if overrides.trials == "auto":
         adaptive = True
@@ -175,11 +182,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         rest = [c for c in run_cases if c not in firsts]
         run_cases = tuple(firsts + rest[:max(0, 3 - len(firsts))])
         trials, adaptive = 1, False
-    sources = dict(loaded.defaults.sources)
-    if overrides.trials is not None:
-        sources["trials"] = "--trials"
-    elif loaded.spec.trials is not None:
-        sources["trials"] = "experiment.yaml"
+    sources = _sources(loaded, overrides)
     return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
                 trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
                 concurrency=concurrency, sources=sources, adaptive=adaptive,
@@ -190,6 +193,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:
     """Move a runtime option error (`runtime.<option>...`) to where that option was written."""
+    if isinstance(exc, ConfigErrors):
+        return ConfigErrors([_located(e, origins, file) for e in exc.errors])
     match = re.fullmatch(r"runtime\.([^.\[]+)(.*)", exc.field or "")
     option, rest = (match.group(1), match.group(2)) if match else ("kind", "")
     where = origins.get(option)
@@ -248,3 +253,31 @@ def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target
         raise ConfigError(f"rubric file {path} not found", field=f"{field}.agent")
     meta, body = read_frontmatter(path)
     return build_judge(options, meta, body, path, field)
+
+
+def _sources(loaded: LoadedExperiment, overrides: Overrides) -> dict[str, str]:
+    """Where each setting of the run came from (`spec.yaml`'s `sources`): a flag,
+    `experiment.yaml` (or the subject's file, for a subject's own runtime), else the
+    default's layer (`ix.yaml`, the user config, `$IX_…`, built-in)."""
+    spec, sources = loaded.spec, dict(loaded.defaults.sources)
+    if overrides.trials is not None:
+        sources["trials"] = "--trials"
+    elif spec.trials is not None:
+        sources["trials"] = "experiment.yaml"
+    if overrides.runtime is not None:
+        sources["runtime"] = "--runtime"
+    else:
+        chosen = _chosen(loaded.experiment.subjects, overrides.subjects)
+        kinds = [s.config.get("runtime_origins", {}).get("kind") for s in chosen]
+        where = kinds[0][0] if kinds and kinds[0] else None
+        if spec.runtime is not None or where == str(loaded.config_file):
+            sources["runtime"] = "experiment.yaml"
+        elif where:
+            sources["runtime"] = where
+    if overrides.concurrency is not None:
+        sources["concurrency"] = "--concurrency"
+    elif spec.concurrency is not None:
+        sources["concurrency"] = "experiment.yaml"
+    if spec.timeout_s is not None:
+        sources["timeout_s"] = "experiment.yaml"
+    return sources

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start
 from ix.domain.errors import ConfigError
 from ix.lab.paths import readable_file
 from ix.lab.results import TRIALS_FILE, skipped_line
-from ix.lab.runs import RUNS_DIR, read_spec
+from ix.lab.runs import RUNS_DIR, ambiguous, matching_runs, read_spec
 from ix.lab.trial_lines import (
     LONG_LINE,
     MAX_COUNT,
@@ -595,6 +595,11 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
         if run_id is None:
             raise ConfigError("this experiment has no run to continue"
                               + (" (only imported ones)" if ids else ""), field="--run")
+    elif runs.is_dir():  # a unique prefix or suffix names a run, as everywhere
+        hits = matching_runs((p.name for p in runs.iterdir() if p.is_dir()), run_id)
+        if len(hits) > 1:
+            raise ambiguous(run_id, hits, "--run")
+        run_id = hits[0] if hits else run_id
     directory = runs / run_id
     if not (directory / "spec.yaml").is_file():
         known = ", ".join(sorted(p.name for p in runs.iterdir())[-5:]) if runs.is_dir() else ""

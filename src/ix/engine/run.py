@@ -26,9 +26,18 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import Redactor
 from ix.engine.adaptive import AdaptiveFeed
+from ix.engine.outcome import (
+    ErrorLog,
+    breaker_reason,
+    errors_by_kind,
+    failed_subjects,
+    failure_reason,
+    stop_cause,
+)
 from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
 from ix.engine.plan import Plan, TrialKey
 from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, per_case, read_state
+from ix.engine.routes import recorded_routes
 from ix.eval.scoring import Tally
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
@@ -46,6 +55,7 @@ from ix.lab.runs import (
 )
 from ix.lab.storage_faults import HINT
 from ix.lab.subjects import redact_secrets
+from ix.lab.trial_lines import invoked_skills
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 
 OnTrial = Callable[[dict[str, Any]], None]
@@ -149,6 +159,9 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
                                   "command": command if command is not None else list(sys.argv),
                                   "executor": executor or LOCAL}]
             _preload(tallies, continuation, plan)
+            # which skill took each recorded trial's prompt (the summary's routing)
+            recorded_routes(loaded.results_dir / TRIALS_FILE, continuation, tallies,
+                            {c.id for c in plan.cases})
             spec["trials_written"] = continuation.recorded
             write_spec(directory, {**spec, "status": "running"}, create=False)
         except OSError as exc:
@@ -160,7 +173,9 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
             raise
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
+    errlog = ErrorLog()                       # errored trials by subject and kind
     status, stop_reason = "failed", None
+    reason: str | None = None                 # why the run failed, in words
     fault: OSError | None = None              # the results could not be written
     writer: TrialWriter | None = None
     # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
@@ -168,8 +183,10 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     gc.freeze()
     try:
         writer = TrialWriter(loaded.results_dir / TRIALS_FILE, fsync=fsync, warn=warn)
+        if continuation is not None and continuation.keeps(ERRORED):
+            _earlier_errors(loaded.results_dir / TRIALS_FILE, continuation, errlog, tallies)
         stop_reason = asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts,
-                                           stopped, continuation, limits, broken))
+                                           stopped, continuation, limits, broken, errlog))
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
@@ -187,16 +204,28 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
                 stop_reason = f"the trial log could not be synced to disk: {_reason(exc)}"
         finished = datetime.now(UTC)
         trials_written = int(spec.get("trials_written") or 0) + written
+        runtimes = {sp.subject.name: sp.runtime_spec for sp in plan.subjects}
+        failed: list[dict[str, Any]] = []
+        if fault is not None:
+            reason = stop_reason
+        else:
+            status, stop_reason, reason, failed = _outcome(status, stop_reason, broken,
+                                                           tallies, errlog, runtimes)
         try:
             summary = _summarise(plan, tallies, run_id, kept or status, started, finished,
                                  stopped)
             summary["stop_reason"] = stop_reason
+            summary["stop_cause"] = stop_cause(stop_reason) if status == "cancelled" else None
+            summary["reason"] = reason
+            summary["failed_subjects"] = failed
+            summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
             # never recreated: a lab deleted under a run stays deleted
             summary_path = save_summary(loaded.results_dir, summary, finished,
                                         also=(directory / "summary.json",), parents=False)
             write_spec(directory, {**spec, "status": kept or status,
                                    "finished_at": iso(finished), "stop_reason": stop_reason,
+                                   "stop_cause": summary["stop_cause"], "reason": reason,
                                    "observed": {name: sorted(t.versions)
                                                 for name, t in tallies.items() if t.versions},
                                    "trials_written": trials_written}, create=False)
@@ -205,6 +234,7 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
             with contextlib.suppress(OSError):
                 write_spec(directory, {**spec, "status": kept or "failed",
                                        "finished_at": iso(finished), "stop_reason": stop_reason,
+                                       "reason": reason or stop_reason,
                                        "trials_written": trials_written}, create=False)
             lock.release()
             if isinstance(exc, OSError):
@@ -215,6 +245,55 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     if fault is not None:
         raise _storage_error(fault, _stopped(run_id, written, fault, True, kept or "failed"))
     return RunResult(run_id, status, summary, summary_path, directory, plan, written)
+
+
+def _outcome(status: str, stop_reason: str | None, broken: dict[str, str],
+             tallies: dict[str, Tally], errlog: ErrorLog,
+             runtimes: dict[str, dict[str, Any]]
+             ) -> tuple[str, str | None, str | None, list[dict[str, Any]]]:
+    """The run's final status, `stop_reason`, `reason` and failed subjects (DESIGN.md §8).
+
+    A subject every trial of which errored fails the run (unless a signal stopped it: the
+    user asked); else a circuit breaker that stopped a subject cancels it, as a budget does.
+    """
+    if status == "completed" and broken:
+        status, stop_reason = "cancelled", breaker_reason(broken)
+    failed = failed_subjects({name: (t.trials, t.errors) for name, t in tallies.items()},
+                             errlog, runtimes)
+    if not failed or (status == "cancelled" and stop_cause(stop_reason) == "signal"):
+        return status, stop_reason, None, []
+    return "failed", stop_reason, failure_reason(failed), failed
+
+
+def _earlier_errors(trials: Path, continuation: Continuation, errlog: ErrorLog,
+                    tallies: dict[str, Tally]) -> None:
+    """The kinds and messages of a resumed run's errored trials that stand (its state keeps
+    only their count): read from the run's errored lines of the log."""
+    if not any(t.errors for t in tallies.values()):
+        return
+    marker = b'"run_id": ' + json.dumps(continuation.run_id, ensure_ascii=False).encode()
+    latest: dict[tuple[str, str, int], tuple[int, str, str]] = {}
+    try:
+        with trials.open("rb") as f:
+            for line in f:
+                if marker not in line or b'"error": {' not in line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                    key = (rec["subject"], rec["probe_id"], int(rec["trial"]))
+                    attempt, error = int(rec.get("attempt") or 0), rec["error"]
+                    kind, message = str(error["kind"]), str(error.get("message") or "")
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if key not in latest or attempt >= latest[key][0]:
+                    latest[key] = (attempt, kind, message)
+    except OSError:
+        return
+    for (subject, probe_id, trial), (_, kind, message) in latest.items():
+        codes = continuation.state.codes.get((subject, probe_id))
+        if subject in tallies and codes is not None and trial < len(codes) \
+                and codes[trial] == ERRORED:
+            errlog.add(subject, kind, message)
 
 
 def _current(continuation: Continuation, directory: Path, results: Path) -> Continuation:
@@ -269,6 +348,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
         tallies=tallies, cases=plan.cases, trials_per_case=plan.trials, goal=exp.goal,
         stopped=stopped if plan.adaptive else None, prior=exp.prior,
+        targets=_targets(plan),
         info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
               "seed": plan.seed, "trials_per_case": plan.trials,
               "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
@@ -277,6 +357,15 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
               "started_at": iso(started), "finished_at": iso(finished),
               "skipped_cases": [c.id for c in plan.skipped]},
     )
+
+
+def _targets(plan: Plan) -> dict[str, str] | None:
+    """Each subject's skill under test, when the primary sensor reads activation (then the
+    summary says which skill took each prompt)."""
+    sensors = plan.loaded.spec.sensors or [{"kind": plan.loaded.experiment.sensor}]
+    if sensors[0].get("kind") != "activation":
+        return None
+    return {sp.subject.name: sp.target_skill for sp in plan.subjects}
 
 
 def _preload(tallies: dict[str, Tally], continuation: Continuation, plan: Plan) -> None:
@@ -344,7 +433,7 @@ def _parse_time(text: Any) -> datetime | None:
 async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[str, Tally],
                    on_trial: OnTrial | None, artifacts: bool,
                    stopped: dict[str, dict[str, str]], continuation: Continuation | None,
-                   limits: Limits, broken: dict[str, str]) -> str | None:
+                   limits: Limits, broken: dict[str, str], errlog: ErrorLog) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -458,6 +547,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         tally.add(record["probe_id"],
                   None if record["error"] else bool(reading and reading["passed"]),
                   record["trial"])
+        if not record["error"]:  # which skill took the prompt (the summary's routing)
+            invoked = invoked_skills(record["observation"])
+            tally.route(record["probe_id"], invoked[0] if invoked else None)
         observation = record["observation"]
         if observation:
             meta = observation.get("meta")
@@ -473,6 +565,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             stop.append(f"--max-cost {limits.max_cost_usd:g} USD reached (spent {spent:.4f})")
         subject = record["subject"]
         streak[subject] = streak.get(subject, 0) + 1 if record["error"] else 0
+        if record["error"]:
+            errlog.add(subject, str(record["error"]["kind"]),
+                       str(record["error"].get("message") or ""))
         if (limits.max_consecutive_errors and subject not in broken
                 and streak[subject] >= limits.max_consecutive_errors):
             broken[subject] = (f"stopped after {streak[subject]} consecutive errored trials "
@@ -588,7 +683,9 @@ def _spec(plan: Plan, run_id: str, started: datetime,
                  "runtime": redact_secrets(sp.runtime_spec),
                  "target_skill": sp.target_skill,
                  "skills": [{"name": s["name"], "path": s["path"],
-                             "sha256": _sha256(Path(s["path"]))}
+                             "sha256": _sha256(Path(s["path"])),
+                             # what routes a prompt: `ix compare` shows how it changed
+                             "description": s.get("description")}
                             for s in sp.subject.config.get("skills", [])]}
                 for sp in plan.subjects
             ],

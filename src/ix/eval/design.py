@@ -138,7 +138,7 @@ def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
         if n >= need:
             continue
         reported.add(side)
-        what = goal.get("metric") or ("the pass rate" if exp.sensor != "activation"
+        what = goal.get("metric") or ("the correct rate" if exp.sensor != "activation"
                                       else "recall" if side == "must_trigger" else "precision")
         if n == 0:
             msg = f"no {side} cases{chosen}: {what} cannot be estimated"

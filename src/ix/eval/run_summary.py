@@ -16,11 +16,13 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       cases: Sequence[EvalCase], trials_per_case: int, info: dict[str, Any],
                       goal: dict[str, Any] | None = None,
                       stopped: Mapping[str, dict[str, str]] | None = None,
-                      prior: str = "uniform") -> dict[str, Any]:
+                      prior: str = "uniform",
+                      targets: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
-    trial-level). A goal naming subjects outside the run gets no verdict."""
+    trial-level). A goal naming subjects outside the run gets no verdict. `targets` (subject
+    -> skill under test, for an activation sensor) adds each subject's routing table."""
     from ix.eval.comparisons import compare_subjects
     from ix.eval.goals import evaluate_goal
     from ix.eval.summary import build_summary, subject_block
@@ -30,7 +32,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     blocks = [subject_block(name, description, tallies[name],
                             tallies[name].results(experiment_name), trials_per_case,
                             stopped=stopped.get(name) if stopped is not None else None,
-                            trials_mode=info.get("trials_mode"), prior=prior)
+                            trials_mode=info.get("trials_mode"), prior=prior,
+                            target=(targets or {}).get(name))
               for name, description in subjects]
     metrics = [b["metrics"] for b in blocks]
     comparisons = compare_subjects(names, ordered, metrics, cases,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
@@ -111,6 +111,28 @@ class ProbeResultOut(Closed):
     errors: int
     stopped: Literal["settled", "max_trials", "cancelled"] | None = Field(
         None, description="trials: auto only: why the case stopped")
+    routes: list["RouteOut"] | None = Field(
+        None, description="activation sensor only: the valid trials each skill took first "
+                          "(skill null: none), the most taken first; absent before 1.1")
+
+
+class RouteOut(Closed):
+    skill: str | None = Field(description="the first skill invoked; null: no skill")
+    trials: int
+
+
+class RoutingRowOut(Closed):
+    expectation: Expectation
+    cases: int
+    trials: int = Field(description="valid trials of the expectation's cases")
+    target: int = Field(description="trials whose first skill invoked was the skill under test")
+    other: dict[str, int] = Field(description="other skill -> trials it took first")
+    none: int = Field(description="trials that invoked no skill")
+
+
+class RoutingOut(Closed):
+    target: str = Field(description="the skill under test")
+    expectations: list[RoutingRowOut]
 
 
 class MetricsOut(Closed):
@@ -169,7 +191,8 @@ class UnsettledCase(Closed):
 
 
 class InterpretationOut(Closed):
-    status: str = Field(description="excellent, good, needs_work or poor (by F1)")
+    status: str = Field(description="excellent, good, needs_work or poor (by F1); no_data "
+                                    "when no case had a valid trial")
     issues: list[str]
     suggestions: list[str]
 
@@ -205,6 +228,9 @@ class SubjectBlock(Closed):
     errors: int
     trials: int
     usage: UsageOut
+    routing: RoutingOut | None = Field(
+        None, description="activation sensor only: which skill took the prompts, per "
+                          "expectation; absent before 1.1")
 
 
 class PairedTable(Closed):
@@ -249,7 +275,9 @@ class SubjectComparison(Closed):
     control: str
     variant: str
     metrics: dict[str, MetricComparison] = Field(
-        description="activation_rate, recall, precision, f1, pass_rate")
+        description="activation_rate, recall, precision, f1, pass_rate (the correct rate: "
+                    "share of majority votes that match the expectation; docs/results.md, "
+                    "Glossary)")
     flips: list[Flip]
 
 
@@ -313,6 +341,27 @@ class TrialsMode(Closed):
     credibility: float | None = None
 
 
+class ErrorKindOut(Closed):
+    kind: str
+    count: int
+    subjects: dict[str, int] = Field(description="errored trials of this kind per subject")
+    example: str = Field(description="one message of this kind (the first 300 characters)")
+    configuration: bool = Field(description="the lab's configuration or the machine's setup "
+                                            "is the cause (a missing key, no skills, a "
+                                            "program not found)")
+    hint: str | None = Field(description="what to do about it, when ix knows")
+
+
+class FailedSubjectOut(Closed):
+    subject: str
+    trials: int
+    kind: str = Field(description="the most common error kind of its trials")
+    count: int = Field(description="trials that errored with `kind`")
+    example: str
+    configuration: bool
+    hint: str | None
+
+
 class Summary(Closed):
     """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
     `ix run --json` prints: the `001_…` shape for the control, every subject under
@@ -345,7 +394,20 @@ class Summary(Closed):
     started_at: str | None
     finished_at: str | None
     skipped_cases: list[str]
-    stop_reason: str | None = None
+    stop_reason: str | None = Field(None, description="cancelled: why it stopped early, in "
+                                                      "words")
+    stop_cause: Literal["signal", "budget", "breaker"] | None = Field(
+        None, description="cancelled only: a signal (Ctrl-C, a request), a budget "
+                          "(--max-trials, --max-cost, --time-limit) or the circuit breaker; "
+                          "absent before 1.1")
+    reason: str | None = Field(None, description="failed only: why, and what to do; absent "
+                                                 "before 1.1")
+    failed_subjects: list["FailedSubjectOut"] = Field(
+        default_factory=list, description="the subjects every trial of which errored (the "
+                                          "run is then failed); absent before 1.1")
+    errors_by_kind: list["ErrorKindOut"] = Field(
+        default_factory=list, description="the errored trials by error kind, most frequent "
+                                          "first; absent before 1.1")
     circuit_breaker: dict[str, str] | None = None
     imported_from: str | None = Field(None, description="ix import only")
     format: str | None = Field(None, description="ix import only")

@@ -10,6 +10,7 @@ Rules a reader of a summary must know (also in docs/results.md):
   and F1 when precision + recall = 0.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -66,7 +67,13 @@ def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | i
 
 def interpret(metrics: dict[str, float | int],
               probe_results: Sequence[ProbeResult] = ()) -> dict[str, object]:
-    """Status from F1, and what to do when precision or recall is below 0.8."""
+    """Status from F1, and what to do when precision or recall is below 0.8; `no_data` when
+    no case had a valid trial (every trial errored): an F1 of 0 would then say "poor" of a
+    subject that was never measured."""
+    if not metrics["tp"] + metrics["fp"] + metrics["fn"] + metrics["tn"]:
+        return {"status": "no_data", "suggestions": [],
+                "issues": ["No valid trial: every trial errored, so the metrics measure "
+                           "nothing (see the run's errors)"]}
     f1 = float(metrics["f1"])
     status = next((name for bound, name in STATUS_THRESHOLDS if f1 >= bound), "poor")
     issues: list[str] = []
@@ -117,6 +124,8 @@ class Tally:
     tokens_output: int = 0
     cost_usd: float = 0.0
     versions: set[str] = field(default_factory=set)  # model ids / CLI versions reported
+    #: case id -> trials per first skill invoked (None: no skill), valid trials only
+    routes: dict[str, Counter[str | None]] = field(default_factory=dict)
 
     def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
         """Add one trial's usage (errored trials cost money too)."""
@@ -142,6 +151,10 @@ class Tally:
             c.valid_bits |= bit
             if passed:
                 c.passed_bits |= bit
+
+    def route(self, probe_id: str, first_invoked: str | None) -> None:
+        """Count which skill took one valid trial's prompt (`ix.eval.routing`)."""
+        self.routes.setdefault(probe_id, Counter())[first_invoked] += 1
 
     def probe_results(self) -> list[ProbeResult]:
         return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError, did_you_mean, from_validation_error
 from ix.domain.ports import Sensor
 from ix.domain.types import Interaction, Reading
 
@@ -385,18 +385,22 @@ SENSORS: dict[str, SensorKind] = {
     "latency": SensorKind("latency", LatencyOptions, lambda o, _: LatencySensor(o)),
     "token": SensorKind("token", TokenOptions, lambda o, _: TokenSensor(o)),
 }
-PLANNED = ("llm_judge",)
+#: Built by the planner (it reads the rubric file), so not in `SENSORS`; a kind all the same.
+LLM_JUDGE = "llm_judge"
+
+
+def sensor_kinds() -> list[str]:
+    """Every sensor kind an experiment may name, sorted."""
+    return sorted([*SENSORS, LLM_JUDGE])
 
 
 def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,
                  field: str = "sensor") -> Sensor:
     """A sensor from its kind and options; `ConfigError` naming the field on a bad one."""
     if kind not in SENSORS:
-        allowed = ", ".join(sorted(SENSORS))
-        if kind in PLANNED:
-            raise ConfigError(f"sensor {kind!r} is not available in this version of ix yet; "
-                              f"available: {allowed}", field=f"{field}.kind")
-        raise ConfigError(f"unknown sensor {kind!r}; allowed: {allowed}", field=f"{field}.kind")
+        kinds = sensor_kinds()
+        raise ConfigError(f"unknown sensor {kind!r}{did_you_mean(kind, kinds)} (allowed: "
+                          f"{', '.join(kinds)})", field=f"{field}.kind")
     spec = SENSORS[kind]
     try:
         parsed = spec.options.model_validate(options)

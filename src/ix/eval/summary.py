@@ -5,6 +5,7 @@ same block for every subject. `probe_results[].trials` stays an empty list: the 
 themselves live in `trials.jsonl`, and a summary must stay small whatever the trial count.
 """
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from ix.eval.estimates import (
 )
 from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
+from ix.eval.routing import case_routes, routing_table
 from ix.eval.scoring import Tally
 
 
@@ -28,10 +30,11 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
                   trials_per_case: int, level: float = LEVEL,
                   stopped: dict[str, str] | None = None,
                   trials_mode: dict[str, Any] | None = None,
-                  prior: str = "uniform") -> dict[str, Any]:
+                  prior: str = "uniform", target: str | None = None) -> dict[str, Any]:
     """One subject's block; `stopped` (trials: auto) says why each case stopped, and
     `trials_mode` (the summary's) gives the stopping rule that pass@k and the trial-level
-    rates account for."""
+    rates account for. With `target` (the skill under test of an activation sensor) each
+    case gets `routes` and the block a `routing` table (`ix.eval.routing`)."""
     rule = stopping_rule(trials_mode)
     counts = [tally.counts[c.id] for c in tally.cases]
     valid = np.fromiter((c.valid for c in counts), dtype=np.int64, count=len(counts))
@@ -50,6 +53,8 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "passed": c.passed,
             "errors": c.errors,
             **({"stopped": stopped.get(p.probe_id, "cancelled")} if stopped is not None else {}),
+            **({"routes": case_routes(tally.routes.get(p.probe_id, Counter()))}
+               if target is not None else {}),
         })
     return {
         "name": name,
@@ -77,6 +82,8 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
         "trials": tally.trials,
         "usage": {"tokens_input": tally.tokens_input, "tokens_output": tally.tokens_output,
                   "cost_usd": round(tally.cost_usd, 6)},
+        **({"routing": routing_table(target, tally.cases, tally.routes)}
+           if target is not None else {}),
     }
 
 

@@ -1,8 +1,18 @@
-"""Aggregates of trials, per group: counts, the pass rate with its interval, and descriptions
-of score, duration, tokens and cost — computed by DuckDB, with intervals from `ix.stats`.
+"""Aggregates of trials, per group: counts, the activation rate and the correct rate with
+their intervals, and descriptions of score, duration, tokens and cost — computed by DuckDB,
+with intervals from `ix.stats`.
 
-The pass rate counts the valid trials (errored ones excluded, as in a summary) and carries
-the Beta credible interval every rate of ix carries (`beta_interval`, statistics.md).
+The words are those of docs/results.md, "Glossary", and errored trials are excluded, as in
+a summary. The **activation rate** is the share of valid trials whose (first) sensor
+passed — with the activation sensor, in which the skill under test was invoked. The
+**correct rate** is the share of majority votes that match the expectation: one vote per
+must_trigger or should_not_trigger case of each run and subject with a valid trial
+(activated when more than half its valid trials passed), as a summary counts them.
+Trials (and votes) of one case are not independent draws, so each interval treats the case
+(experiment, case id) as a cluster: a group of one case gets the Beta credible interval of
+its counts (`beta_interval`), a group of several the credible interval of the population
+rate under the hierarchical beta-binomial model with cases as clusters
+(`hierarchical_interval`, statistics.md), wider than pooling the trials would give.
 Means, standard deviations (ddof 1) and percentiles (linear interpolation, as numpy's
 default) are over the trials that have the value; a trial with several tags counts once in
 each of its tags' groups.
@@ -23,6 +33,7 @@ if TYPE_CHECKING:
 GROUPS: dict[str, str] = {
     "experiment": "experiment", "run": "run_id", "subject": "subject", "case": "probe_id",
     "tag": "tag", "difficulty": "difficulty", "expectation": "expectation",
+    "invoked": "first_invoked",  # the skill that took the prompt; null: none was invoked
 }
 METRICS = ("score", "duration", "tokens", "cost")
 STATS = ("mean", "std", "p50", "p90", "p99")
@@ -37,10 +48,14 @@ def preload_statistics() -> threading.Thread:
     overlaps with DuckDB's work, which releases the GIL. Join the thread before using them."""
     global _LOADER
     if _LOADER is None:
-        _LOADER = threading.Thread(target=importlib.import_module,
-                                   args=("ix.stats.intervals",), daemon=True)
+        _LOADER = threading.Thread(target=_import_statistics, daemon=True)
         _LOADER.start()
     return _LOADER
+
+
+def _import_statistics() -> None:
+    for module in ("ix.stats.intervals", "ix.stats.clustered"):
+        importlib.import_module(module)
 
 
 def group_columns(by: Sequence[str]) -> list[str]:
@@ -75,7 +90,8 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     loader = preload_statistics()
     result = con.sql(f"""
         SELECT {select_keys} count(*) AS n, count(error) AS errors, count(passed) AS valid,
-               count(*) FILTER (WHERE passed) AS passed, {', '.join(metrics)},
+               count(*) FILTER (WHERE passed) AS passed,
+               count(DISTINCT (experiment, probe_id)) AS cases, {', '.join(metrics)},
                sum(tokens) AS tokens_sum, sum(cost) AS cost_sum
         FROM {rows_sql} {group}
     """)
@@ -83,7 +99,7 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     records = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
     loader.join()
     out = [_row(r, keys) for r in records]
-    _intervals(out, level)
+    _intervals(out, _per_case(con, rows_sql, keys), keys, level)
     if correlation is not None:
         found = _correlations(con, rows_sql, keys, level, correlation)
         for row in out:
@@ -108,8 +124,11 @@ def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     valid, passed = int(r["valid"]), int(r["passed"])
     row: dict[str, Any] = {k: r[k] for k in keys}
     row.update({"n": int(r["n"]), "errors": int(r["errors"]), "valid": valid,
-                "passed": passed, "pass_rate": passed / valid if valid else None,
-                "pass_rate_lo": None, "pass_rate_hi": None})
+                "passed": passed, "cases": int(r["cases"]),
+                "activation_rate": passed / valid if valid else None,
+                "activation_rate_lo": None, "activation_rate_hi": None,
+                "votes": 0, "correct": 0, "correct_rate": None,
+                "correct_rate_lo": None, "correct_rate_hi": None})
     for m in METRICS:
         q = r[f"{m}_q"] or [None, None, None]
         row.update({f"{m}_mean": _num(r[f"{m}_mean"]), f"{m}_std": _num(r[f"{m}_std"]),
@@ -119,19 +138,62 @@ def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return row
 
 
-def _intervals(rows: list[dict[str, Any]], level: float) -> None:
-    """Each row's pass-rate interval, in one vectorised call (none where no trial was valid)."""
+#: Per case of a group: valid trials, passed, majority votes, votes that were right.
+_CaseCounts = dict[tuple[Any, ...], list[tuple[int, int, int, int]]]
+
+_RIGHT = ("(expectation = 'must_trigger' AND 2 * passed > valid) OR "
+          "(expectation = 'should_not_trigger' AND 2 * passed <= valid)")
+
+
+def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) -> _CaseCounts:
+    """Each group's counts per case (experiment, case id): the clusters of its intervals.
+    A vote is a (run, subject, case) with a valid trial and an expectation to meet."""
+    cell = list(dict.fromkeys([*keys, "experiment", "probe_id", "run_id", "subject",
+                               "expectation"]))
+    outer = "".join(f"{k}, " for k in keys)
+    found: _CaseCounts = {}
+    for *key, valid, passed, votes, right in con.sql(f"""
+            SELECT {outer} sum(valid), sum(passed),
+                   count(*) FILTER (WHERE valid > 0 AND expectation IN
+                                    ('must_trigger', 'should_not_trigger')),
+                   count(*) FILTER (WHERE valid > 0 AND ({_RIGHT}))
+            FROM (SELECT {', '.join(cell)}, count(passed) AS valid,
+                         count(*) FILTER (WHERE passed) AS passed
+                  FROM {rows_sql} GROUP BY {', '.join(cell)})
+            GROUP BY {outer} experiment, probe_id""").fetchall():
+        found.setdefault(tuple(key), []).append((int(valid), int(passed), int(votes),
+                                                 int(right)))
+    return found
+
+
+def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str],
+               level: float) -> None:
+    """Each row's correct rate, and its activation-rate and correct-rate intervals, cases
+    as clusters (none where nothing counts)."""
     import numpy as np
 
+    from ix.stats.clustered import hierarchical_interval
     from ix.stats.intervals import beta_interval
 
-    rated = [row for row in rows if row["valid"]]
-    if not rated:
-        return
-    lo, hi = beta_interval(np.array([r["passed"] for r in rated]),
-                           np.array([r["valid"] for r in rated]), level)
-    for row, a, b in zip(rated, lo.tolist(), hi.tolist(), strict=True):
-        row["pass_rate_lo"], row["pass_rate_hi"] = a, b
+    for row in rows:
+        counts = np.array(per_case.get(tuple(row[k] for k in keys), []), dtype=float)
+        if counts.size:
+            row["votes"], row["correct"] = int(counts[:, 2].sum()), int(counts[:, 3].sum())
+            if row["votes"]:
+                row["correct_rate"] = row["correct"] / row["votes"]
+        for name, total, hits in (("activation_rate", 0, 1), ("correct_rate", 2, 3)):
+            if not counts.size or row[name] is None:
+                continue
+            n, k = counts[:, total], counts[:, hits]
+            k, n = k[n > 0], n[n > 0]
+            lo: float
+            hi: float
+            if len(n) == 1:  # one case: its draws are exchangeable, of its own rate
+                los, his = beta_interval(k, n, level)
+                lo, hi = float(los[0]), float(his[0])
+            else:
+                lo, hi = hierarchical_interval(k, n, level=level, estimate=row[name])
+            row[f"{name}_lo"], row[f"{name}_hi"] = _num(lo), _num(hi)
 
 
 def _correlations(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str],

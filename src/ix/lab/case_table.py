@@ -86,3 +86,23 @@ def case_rows(experiment: Path, warn: Warn | None = None) -> list[dict[str, Any]
             "difficulty_level": DIFFICULTY_LEVELS.get(difficulty) if difficulty else None,
         })
     return list(rows.values())
+
+
+def case_prompts(experiment: Path) -> dict[str, str]:
+    """Each case file's prompt (its body), by case id; a file that does not read is left out
+    (leniently, as `case_rows`, which reports it)."""
+    suite = suite_dir(experiment)
+    try:
+        files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
+    except OSError:
+        return {}
+    prompts: dict[str, str] = {}
+    for path in files:
+        try:
+            meta, body = read_frontmatter(path)
+        except ConfigError:
+            continue
+        given = meta.get("id")
+        prompts.setdefault(given if isinstance(given, str) and given else path.stem,
+                           body.strip())
+    return prompts

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-FORMAT = 2  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
+FORMAT = 3  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
+#            (3: the columns `invoked` and `first_invoked`)
 MANIFEST = "manifest.json"
 MAX_PARTS = 8          # more parts than this are merged into one
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone

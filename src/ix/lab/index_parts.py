@@ -34,6 +34,7 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sensor", "VARCHAR"), ("error", "VARCHAR"), ("error_message", "VARCHAR"),
     ("tokens_input", "BIGINT"), ("tokens_output", "BIGINT"), ("tokens", "BIGINT"),
     ("cost", "DOUBLE"), ("duration", "DOUBLE"), ("started_at", "TIMESTAMP"),
+    ("invoked", "VARCHAR[]"), ("first_invoked", "VARCHAR"),
 )
 
 

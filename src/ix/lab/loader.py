@@ -4,12 +4,14 @@ Loading reads and never writes: a bad experiment fails here, before anything und
 `results/` exists.
 """
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase, Experiment
 from ix.lab.config import Defaults, resolve_defaults
@@ -44,29 +46,71 @@ def load_experiment(path: Path, lab: Path | None = None,
                     replace_subjects: Sequence[str] | None = None) -> LoadedExperiment:
     """Read `experiment.yaml` and `cases/*.md` from `path`; `ConfigError` on any problem.
 
+    Every problem is looked for, not only the first: several are raised together as a
+    `ConfigErrors` (other commands print the first and a count; `ix validate` uses
+    `check_experiment` and lists each).
+
     `replace_subjects` (a battery's) replaces the experiment's subjects with registry names; the
     skill under test stays the activation target and is given to each of them, and a goal
     naming the old subjects is dropped.
     """
+    problems = _Problems()
+    loaded = _load(path, lab, replace_subjects, problems)
+    problems.raise_found()
+    assert loaded is not None  # no problem, so it loaded
+    return loaded
+
+
+def check_experiment(path: Path, lab: Path | None = None
+                     ) -> tuple[LoadedExperiment | None, list[ConfigError]]:
+    """Every problem of the experiment at `path`, and the experiment as far as it could be
+    read (None when experiment.yaml itself does not validate), for planning to check more."""
+    problems = _Problems()
+    loaded = _load(path, lab, None, problems)
+    return loaded, flatten(problems.found)
+
+
+def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
+          problems: "_Problems") -> LoadedExperiment | None:
     path = path.resolve()
     lab = (lab or path.parent).resolve()
     file = path / EXPERIMENT_FILE
-    spec = validate(ExperimentSpec, load_yaml_file(file), file=file, what="experiment file")
+    spec: ExperimentSpec | None = None
+    data: Any = None
+    with problems.each():
+        data = load_yaml_file(file)
+        spec = validate(ExperimentSpec, data, file=file, what="experiment file")
+    if spec is None:
+        spec = _without_bad_keys(data, file, problems.found)
+    defaults = None
+    with problems.each():
+        defaults = resolve_defaults(lab)
+    if spec is None or defaults is None:
+        with problems.each():  # the cases are checked all the same, from the suite as written
+            _cases(_suite_of(data), path, file, problems)
+        return None
     if replace_subjects:
         spec = _replace_subjects(spec, replace_subjects, lab)
-    defaults = resolve_defaults(lab)
     if spec.skill and spec.subjects:
-        raise ConfigError(
+        problems.add(ConfigError(
             "'skill' and 'subjects' are mutually exclusive: use 'skill' for one skill under "
-            "test, or list 'subjects'", file=file, field="skill",
-        )
+            "test, or list 'subjects'", file=file, field="skill"))
     if spec.runtime is not None:
         runtime, origin = dict(spec.runtime), (str(file), "runtime")
     else:
         runtime, origin = dict(defaults.runtime), (defaults.sources["runtime"], "runtime")
-    subjects = _subjects(spec, path, lab, file, runtime, origin)
-    cases = _cases(spec, path, file)
-    _check_goal(spec, subjects, file)
+    subjects = _subjects(spec, path, lab, file, runtime, origin, problems)
+    subjects_ok = len(subjects) == max(1, len(spec.subjects))  # none refused (else the goal
+    cases: list[EvalCase] = []
+    with problems.each():
+        cases = _cases(spec.cases.suite, path, file, problems)
+    if subjects_ok:  # ... would name a subject that is only missing for another problem)
+        with problems.each():
+            _check_goal(spec, subjects, file)
+        for exc in check_skill_names(spec, subjects, lab, file):
+            problems.add(exc)
+    if not subjects or not cases:
+        return None
     experiment = Experiment(
         name=spec.name,
         description=spec.description,
@@ -87,6 +131,109 @@ def load_experiment(path: Path, lab: Path | None = None,
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
                             defaults=defaults)
+
+
+#: Keys the checks after the schema's depend on: when one is wrong, they are not made.
+_NEEDED = frozenset({"name", "skill", "subjects", "sensor", "sensors", "runtime", "cases"})
+
+
+def _without_bad_keys(data: Any, file: Path, reported: Sequence[ConfigError]
+                      ) -> ExperimentSpec | None:
+    """experiment.yaml read past its unknown keys and its bad optional ones (`trials`, `goal`,
+    ...; already reported), so that the checks after the schema's (skills, subjects, runtimes,
+    sensors) still run; None when a key those checks need is wrong."""
+    if not isinstance(data, dict):
+        return None
+    bad = {re.split(r"[.\[]", e.field or "")[0] for e in flatten(reported)}
+    if bad & _NEEDED or "" in bad:
+        return None
+    known = {k: v for k, v in data.items() if k in ExperimentSpec.model_fields and k not in bad}
+    try:
+        return validate(ExperimentSpec, known, file=file, what="experiment file")
+    except ConfigError:
+        return None
+
+
+class _Problems:
+    """The problems found so far; loading goes on past each one, to report them all."""
+
+    def __init__(self) -> None:
+        self.found: list[ConfigError] = []
+
+    def add(self, exc: ConfigError) -> None:
+        self.found.append(exc)
+
+    @contextmanager
+    def each(self) -> Iterator[None]:
+        """A `ConfigError` raised inside is recorded, and loading goes on after the block."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.found.append(exc)
+
+    def raise_found(self) -> None:
+        raise_all(self.found)
+
+
+def _suite_of(data: Any) -> str:
+    """`cases.suite` as written, when the rest of experiment.yaml does not validate."""
+    cases = data.get("cases") if isinstance(data, dict) else None
+    suite = cases.get("suite") if isinstance(cases, dict) else None
+    return suite if isinstance(suite, str) and suite else "cases/"
+
+
+def lab_skills(lab: Path) -> list[str]:
+    """The skills of the lab: each folder under `skills/` holding a SKILL.md, by name."""
+    try:
+        return sorted(p.name for p in (lab / "skills").iterdir() if (p / "SKILL.md").is_file())
+    except OSError:
+        return []
+
+
+def check_skill_names(spec: ExperimentSpec, subjects: Sequence[Subject], lab: Path,
+                      file: Path, kinds: Mapping[str, str] | None = None) -> list[ConfigError]:
+    """The skill under test (`skill:`, an activation sensor's `skill:`) must exist, when a
+    subject's runtime reads skills (`kinds`: the runtime kind of each subject by name, when the
+    command line replaces them): a typo would make every trial fail or never activate.
+
+    Runtimes that do not read skills (mock, random, command, http, human) take the name as a
+    label. A plugin skill (`plugin:name`) is not looked for.
+    """
+    from ix.eval.design import SKILL_RUNTIMES
+
+    def kind_of(s: Subject) -> Any:
+        return (kinds or {}).get(s.name) or (s.config.get("runtime") or {}).get("kind")
+
+    if not any(kind_of(s) in SKILL_RUNTIMES for s in subjects):
+        return []
+    folders = lab_skills(lab)
+    known = set(folders) | {str(k.get("name")) for s in subjects
+                            for k in s.config.get("skills") or []}
+    named: list[tuple[str, str]] = []
+    if spec.skill is not None:
+        named.append((spec.skill, "skill"))
+    sensors = spec.sensors if spec.sensors else [spec.sensor]
+    for i, sensor in enumerate(sensors):
+        skill = sensor.get("skill")
+        if sensor.get("kind") == "activation" and isinstance(skill, str) and skill:
+            named.append((skill, f"sensors[{i}].skill" if spec.sensors else "sensor.skill"))
+    return [missing_skill(name, lab, file, field, sorted(known))
+            for name, field in named if ":" not in name and name not in known]
+
+
+class MissingSkill(ConfigError):
+    """A skill named by name that is not in the lab's skills/ (`ix new --allow-missing`)."""
+
+
+def missing_skill(name: str, lab: Path, file: Path | str, field: str,
+                  known: Sequence[str] | None = None) -> ConfigError:
+    """`skill 'xlsxx' not found ...; did you mean 'xlsx'?`, with the skills there are."""
+    known = lab_skills(lab) if known is None else known
+    listing = f"skills: {', '.join(known)}" if known else "the lab has no skills/ folder yet"
+    return MissingSkill(
+        f"skill {name!r} not found: no {lab / 'skills' / name / 'SKILL.md'}"
+        f"{did_you_mean(name, known)} ({listing}; a skill is a folder under the lab's "
+        "skills/ with a SKILL.md, or a path to one)", file=file, field=field)
 
 
 def _replace_subjects(spec: ExperimentSpec, names: Sequence[str], lab: Path) -> ExperimentSpec:
@@ -138,15 +285,17 @@ class _Registry:
         if name not in self._subjects:
             raise ConfigError(
                 f"unknown subject {name!r}: not a built-in profile nor in {subjects_path()} "
-                f"(add it with `ix subjects add`); known: {', '.join(self._subjects)}",
+                f"(add it with `ix subjects add`){did_you_mean(name, self._subjects)} "
+                f"(known: {', '.join(self._subjects)})",
                 file=file, field=field)
         return self._subjects[name]
 
 
 def _subjects(
     spec: ExperimentSpec, path: Path, lab: Path, file: Path, runtime: dict[str, Any],
-    runtime_origin: tuple[str, str],
+    runtime_origin: tuple[str, str], problems: _Problems,
 ) -> list[Subject]:
+    """The subjects, each checked on its own: a problem in one is recorded and the next is read."""
     if spec.subjects:
         specs = spec.subjects
     else:  # `skill:` shorthand, else the directory's name (001_…)
@@ -157,46 +306,57 @@ def _subjects(
         specs = [SubjectSpec(name=name, skills=default_skills)]
     registry = _Registry()
     # names are NFC already (the schema); twins in another form or look-alikes are refused
-    check_distinct(((s.name, f"subjects[{i}].name") for i, s in enumerate(specs)),
-                   what="subject", file=file)
+    with problems.each():
+        check_distinct(((s.name, f"subjects[{i}].name") for i, s in enumerate(specs)),
+                       what="subject", file=file)
     subjects = []
     for i, s in enumerate(specs):
-        where = f"subjects[{i}]" if spec.subjects else "skill"
-        layers: list[_Layer] = []
-        description = s.description
-        skill_refs = [(ref, path, file, f"{where}.skills[{j}]") for j, ref in enumerate(s.skills)]
-        profile = None
-        if s.profile is not None:
-            bare = s.model_fields_set <= {"name", "profile"} and s.name == s.profile
-            profile = registry.get(s.profile, file, where if bare else f"{where}.profile")
-            source = "built-in profile" if profile.builtin else profile.source
-            layers.append(_Layer(dict(profile.spec.runtime), profile.spec.config,
-                                 profile.spec.model, source, profile.name))
-            if "description" not in s.model_fields_set:
-                description = profile.spec.description
-            if "skills" not in s.model_fields_set and not profile.builtin:
-                registry_file = Path(profile.source)
-                skill_refs = [(ref, registry_file.parent, registry_file,
-                               f"{profile.name}.skills[{j}]")
-                              for j, ref in enumerate(profile.spec.skills)]
-        layers.append(_Layer(s.runtime, s.config, s.model, str(file), where))
-        skills = [resolve_skill(ref, base, lab, origin, field)
-                  for ref, base, origin, field in skill_refs]
-        merged, origins = _subject_runtime(runtime, runtime_origin, layers)
-        subjects.append(Subject(
-            name=s.name,
-            description=description,
-            config={
-                "runtime": merged,
-                "runtime_origins": origins,
-                "model": merged.get("model") if any(x.model for x in layers) else None,
-                "skills": skills,
-                "profile": profile.name if profile else None,
-                "profile_source": profile.source if profile else None,
-                "concurrency": s.concurrency,
-            },
-        ))
+        with problems.each():
+            subjects.append(_subject(i, s, spec, path, lab, file, runtime, runtime_origin,
+                                     registry, problems))
     return subjects
+
+
+def _subject(i: int, s: SubjectSpec, spec: ExperimentSpec, path: Path, lab: Path, file: Path,
+             runtime: dict[str, Any], runtime_origin: tuple[str, str], registry: "_Registry",
+             problems: _Problems) -> Subject:
+    where = f"subjects[{i}]" if spec.subjects else "skill"
+    layers: list[_Layer] = []
+    description = s.description
+    skill_refs = [(ref, path, file, f"{where}.skills[{j}]") for j, ref in enumerate(s.skills)]
+    profile = None
+    if s.profile is not None:
+        bare = s.model_fields_set <= {"name", "profile"} and s.name == s.profile
+        profile = registry.get(s.profile, file, where if bare else f"{where}.profile")
+        source = "built-in profile" if profile.builtin else profile.source
+        layers.append(_Layer(dict(profile.spec.runtime), profile.spec.config,
+                             profile.spec.model, source, profile.name))
+        if "description" not in s.model_fields_set:
+            description = profile.spec.description
+        if "skills" not in s.model_fields_set and not profile.builtin:
+            registry_file = Path(profile.source)
+            skill_refs = [(ref, registry_file.parent, registry_file,
+                           f"{profile.name}.skills[{j}]")
+                          for j, ref in enumerate(profile.spec.skills)]
+    layers.append(_Layer(s.runtime, s.config, s.model, str(file), where))
+    skills = []  # a skill not found is recorded, and the subject kept for the checks after
+    for ref, base, origin, field in skill_refs:
+        with problems.each():
+            skills.append(resolve_skill(ref, base, lab, origin, field))
+    merged, origins = _subject_runtime(runtime, runtime_origin, layers)
+    return Subject(
+        name=s.name,
+        description=description,
+        config={
+            "runtime": merged,
+            "runtime_origins": origins,
+            "model": merged.get("model") if any(x.model for x in layers) else None,
+            "skills": skills,
+            "profile": profile.name if profile else None,
+            "profile_source": profile.source if profile else None,
+            "concurrency": s.concurrency,
+        },
+    )
 
 
 def _subject_runtime(base: dict[str, Any], base_origin: tuple[str, str],
@@ -246,15 +406,19 @@ def resolve_skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> di
             parsed = validate(SkillFrontmatter, meta, file=skill_file, what="frontmatter")
             return {"name": parsed.name, "description": parsed.description,
                     "path": str(skill_file.resolve())}
+    if not looks_like_path:
+        raise missing_skill(ref, lab, file, field)
     looked = ", ".join(str(c) for c in candidates)
     raise ConfigError(f"skill {ref!r} not found (looked for {looked})", file=file, field=field)
 
 
-def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
+def _cases(suite_path: str, path: Path, file: Path, problems: _Problems) -> list[EvalCase]:
+    """Every case of the suite; a bad case file is recorded and the next one read. A file that
+    is not a `.md` (a `.txt` case, say) is reported, not silently left out."""
     try:
-        suite = (path / spec.cases.suite).resolve()
+        suite = (path / suite_path).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
-        raise ConfigError(f"cannot resolve {spec.cases.suite!r}: {exc}", file=file,
+        raise ConfigError(f"cannot resolve {suite_path!r}: {exc}", file=file,
                           field="cases.suite") from None
     if not suite.is_relative_to(path):
         raise ConfigError("must be a folder inside the experiment", file=file,
@@ -263,53 +427,71 @@ def _cases(spec: ExperimentSpec, path: Path, file: Path) -> list[EvalCase]:
         raise ConfigError(f"cases folder {suite} does not exist; put one case per .md file "
                           "there", file=file, field="cases.suite")
     try:
-        entries = sorted(p for p in suite.iterdir() if p.suffix == ".md" and not p.is_dir())
+        listed = sorted(suite.iterdir())
     except OSError as exc:
         raise ConfigError(f"cannot list {suite}: {exc.strerror or exc}", file=file,
                           field="cases.suite") from None
+    entries = [p for p in listed if p.suffix == ".md" and not p.is_dir()]
+    others = [p for p in listed
+              if p.suffix != ".md" and not p.name.startswith(".") and not p.is_dir()]
+    if not entries:
+        also = (f" ({', '.join(p.name for p in others[:3])}: a case is a .md file)"
+                if others else "")
+        raise ConfigError(f"no cases: {suite} holds no .md files{also}", file=file,
+                          field="cases.suite")
+    for p in others:
+        problems.add(ConfigError(
+            f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
+            f"it to {p.stem}.md, or move it out of {suite.name}/", file=p, field="extension"))
+    files = []
     for p in entries:
         if not p.is_file():  # never opened: a FIFO would block, a loop cannot be read
             why = ("a symlink that leads nowhere (broken, or a loop)" if p.is_symlink()
                    else "not a regular file")
-            raise ConfigError(f"{why}; a case is a .md text file", file=p)
-    files = entries
-    if not files:
-        raise ConfigError(f"no cases: {suite} holds no .md files", file=file,
-                          field="cases.suite")
+            problems.add(ConfigError(f"{why}; a case is a .md text file", file=p))
+        else:
+            files.append(p)
     cases: list[EvalCase] = []
     origin: dict[str, Path] = {}
     looks: dict[str, tuple[str, Path]] = {}
     for case_file in files:
-        meta, body = read_frontmatter(case_file)
-        if not meta:
-            raise ConfigError("no frontmatter: a case starts with '---', then at least "
-                              "'expectation: must_trigger|should_not_trigger|acceptable', "
-                              "then '---' and the prompt", file=case_file, field="expectation")
-        c = validate(CaseSpec, meta, file=case_file, what="frontmatter")
-        # the file's name when no `id` is given; the same rules as any name, in NFC
-        case_id = c.id if c.id is not None else check_name(case_file.stem, what="case id",
-                                                           file=case_file, field="id")
-        if case_id in origin:
-            raise ConfigError(f"duplicate case id {case_id!r} (also in {origin[case_id].name})",
-                              file=case_file, field="id")
-        other = looks.get(skeleton(case_id))
-        if other is not None:
-            raise ConfigError(
-                f"case id {shown(case_id)} looks like {shown(other[0])} (in {other[1].name}): "
-                "ids that differ only in letter case, look-alike letters (Cyrillic or Greek "
-                "for Latin) or Unicode compatibility forms cannot be told apart; rename one",
-                file=case_file, field="id")
-        origin[case_id] = case_file
-        looks[skeleton(case_id)] = (case_id, case_file)
-        prompt = body.strip()
-        if not prompt:
-            raise ConfigError("the prompt (the body after the frontmatter) is empty",
-                              file=case_file, field="body")
-        cases.append(EvalCase(
-            id=case_id, prompt=prompt, expectation=c.expectation, rationale=c.rationale,
-            tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
-        ))
+        with problems.each():
+            case = _case(case_file, origin, looks)
+            cases.append(case)
     return cases
+
+
+def _case(case_file: Path, origin: dict[str, Path],
+          looks: dict[str, tuple[str, Path]]) -> EvalCase:
+    meta, body = read_frontmatter(case_file)
+    if not meta:
+        raise ConfigError("no frontmatter: a case starts with '---', then at least "
+                          "'expectation: must_trigger|should_not_trigger|acceptable', "
+                          "then '---' and the prompt", file=case_file, field="expectation")
+    c = validate(CaseSpec, meta, file=case_file, what="frontmatter")
+    # the file's name when no `id` is given; the same rules as any name, in NFC
+    case_id = c.id if c.id is not None else check_name(case_file.stem, what="case id",
+                                                       file=case_file, field="id")
+    if case_id in origin:
+        raise ConfigError(f"duplicate case id {case_id!r} (also in {origin[case_id].name})",
+                          file=case_file, field="id")
+    other = looks.get(skeleton(case_id))
+    if other is not None:
+        raise ConfigError(
+            f"case id {shown(case_id)} looks like {shown(other[0])} (in {other[1].name}): "
+            "ids that differ only in letter case, look-alike letters (Cyrillic or Greek "
+            "for Latin) or Unicode compatibility forms cannot be told apart; rename one",
+            file=case_file, field="id")
+    origin[case_id] = case_file
+    looks[skeleton(case_id)] = (case_id, case_file)
+    prompt = body.strip()
+    if not prompt:
+        raise ConfigError("the prompt (the body after the frontmatter) is empty",
+                          file=case_file, field="body")
+    return EvalCase(
+        id=case_id, prompt=prompt, expectation=c.expectation, rationale=c.rationale,
+        tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
+    )
 
 
 def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:

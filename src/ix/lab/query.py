@@ -50,6 +50,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("cost", "DOUBLE", "cost of the observation in USD"),
     ("duration", "DOUBLE", "wall-clock duration of the trial in milliseconds"),
     ("started_at", "TIMESTAMP", "when the trial started (UTC)"),
+    ("invoked", "VARCHAR[]", "the skills the trial invoked (Skill calls), each once, in order"),
+    ("first_invoked", "VARCHAR", "the first skill invoked: the one that took the prompt; "
+     "null when none was"),
     ("tags", "VARCHAR[]", "the case's tags (from its file; [] when none)"),
     ("difficulty", "VARCHAR", "the case's difficulty: easy, medium, hard or null"),
     ("difficulty_level", "INTEGER", "the difficulty as an ordinal: easy 1, medium 2, hard 3"),
@@ -191,6 +194,8 @@ class TrialFilter:
     passed: bool | None = None           # True: passed; False: ran and did not pass
     errors: bool | None = None           # True: errored only; False: no errored trial
     all_attempts: bool = False           # superseded attempts too (`trials_all`)
+    scope: tuple[str, ...] | None = None  # the runs in scope (`ix results`' default); None: all
+    exclude_runs: tuple[str, ...] = ()   # runs left out (imported copies of other runs)
 
     @property
     def view(self) -> str:
@@ -206,6 +211,10 @@ class TrialFilter:
                                ("run_id", self.runs)):
             if values:
                 terms.append(f"{column} IN ({_values(values)})")
+        if self.scope is not None:
+            terms.append(f"run_id IN ({_values(self.scope)})" if self.scope else "FALSE")
+        if self.exclude_runs:
+            terms.append(f"(run_id IS NULL OR run_id NOT IN ({_values(self.exclude_runs)}))")
         if self.cases:
             terms.append("(" + " OR ".join(f"probe_id GLOB {literal(g)}"
                                            for g in self.cases) + ")")

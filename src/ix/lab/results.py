@@ -319,8 +319,8 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, dumps(data))
+def write_json_atomic(path: Path, data: Any, *, shared: bool = False) -> None:
+    write_text_atomic(path, dumps(data), shared=shared)
 
 
 def write_text_atomic(path: Path, text: str, *, parents: bool = True,
@@ -381,6 +381,12 @@ def _umask() -> int:
 
 
 _UMASK = _umask()  # read once, at import (setting it to read it is not thread-safe)
+
+
+def shared_mode(path: Path) -> int:
+    """The mode of a file meant to be read by others (reports, exports, trials.jsonl): that
+    of the file it replaces, else 0666 less the umask (0644 usually), as any tool writes."""
+    return _shared_mode(path)
 
 
 def _shared_mode(path: Path) -> int:

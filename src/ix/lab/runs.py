@@ -14,7 +14,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -205,19 +205,34 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def matching_runs(ids: Iterable[str], ref: str) -> list[str]:
+    """The run ids that `ref` names: the id itself if it is one, else every id that `ref`
+    begins or ends (`20261126T08`, `b260b6`): any unique prefix or suffix names a run."""
+    ids = list(ids)
+    if ref in ids:
+        return [ref]
+    return sorted({i for i in ids if ref and (i.startswith(ref) or i.endswith(ref))})
+
+
+def ambiguous(ref: str, hits: list[str], field: str = "RUN") -> ConfigError:
+    """The error for a `ref` that names several runs: every candidate, so one can be pasted."""
+    return ConfigError(f"{ref!r} names {len(hits)} runs: {', '.join(hits)}; give more of "
+                       "the id (any unique prefix or suffix names a run)", field=field)
+
+
 def find_run(lab: Path, run_id: str) -> Path:
-    """The run folder of `run_id` (or a unique prefix of it) in any experiment of the lab."""
+    """The run folder of `run_id` (or a unique prefix or suffix of it) in any experiment of
+    the lab; an ambiguous one is a `ConfigError` listing the candidates."""
     given = Path(run_id)
     if given.is_dir() and (given / SPEC_FILE).is_file():
         return given.resolve()
-    matches = sorted(p for p in lab.glob(f"*/results/{RUNS_DIR}/{run_id}*") if p.is_dir())
-    exact = [p for p in matches if p.name == run_id]
-    if exact:
-        return exact[0]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
+    folders: dict[str, list[Path]] = {}
+    for p in sorted(lab.glob(f"*/results/{RUNS_DIR}/*")):
+        if p.is_dir():
+            folders.setdefault(p.name, []).append(p)
+    hits = matching_runs(folders, run_id)
+    if not hits:
         raise ConfigError(f"no run {run_id!r} in lab {lab}", field="RUN")
-    raise ConfigError(f"{run_id!r} matches {len(matches)} runs: "
-                      f"{', '.join(p.name for p in matches[:5])}; give more of the id",
-                      field="RUN")
+    if len(hits) > 1:
+        raise ambiguous(run_id, hits)
+    return folders[hits[0]][0]

@@ -119,10 +119,23 @@ class GoalSpec(_Strict):
     metric: Literal["f1", "recall", "precision", "activation_rate", "pass_rate"] = "f1"
     compare: list[str] = Field(default_factory=list)
 
+    # `correct_rate` is the glossary's word for the summary's `pass_rate` (docs/results.md)
+    _metric = field_validator("metric", mode="before")(
+        lambda v: "pass_rate" if v == "correct_rate" else v)
+
     _compare = field_validator("compare")(lambda v: [normalise(x) for x in v])
     direction: Literal["increase", "decrease", "differ"] = "differ"
     min_effect: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     credibility: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+
+
+class ImportedSpec(_Strict):
+    """`imported:` of an experiment `ix import` made: where its trials came from, and whether
+    its case files hold the real prompts (`ix run` refuses it while they do not)."""
+
+    source: Annotated[str, Field(min_length=1)]
+    format: Literal["inspect", "jsonl", "csv"]
+    prompts: bool = False
 
 
 class ExperimentSpec(_Strict):
@@ -143,6 +156,8 @@ class ExperimentSpec(_Strict):
     goal: GoalSpec | None = None
     #: the Beta prior of every rate interval in the summary (statistics.md)
     prior: Literal["uniform", "jeffreys"] = "uniform"
+    #: set by `ix import` on an experiment it creates (docs/export.md)
+    imported: ImportedSpec | None = None
 
     _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor")(_check_kind)

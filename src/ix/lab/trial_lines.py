@@ -197,6 +197,31 @@ _VALID = " AND ".join([
 ])
 
 
+#: `input.skill` of every Skill call of the observation, in order (`invoked_skills` in SQL):
+#: a tool call that is not an object, or whose skill is not a string, names none.
+_SKILL_CALLS = (
+    "[t ->> '$.input.skill' FOR t IN coalesce(try_cast(json_extract(observation, "
+    "'$.tool_calls') AS JSON[]), []) IF json_type(t) = 'OBJECT' AND t ->> '$.name' = 'Skill' "
+    "AND json_type(t, '$.input.skill') = 'VARCHAR']"
+)
+
+
+def invoked_skills(observation: Any) -> list[str]:
+    """The skills a trial invoked: `input.skill` of each Skill call of its observation, each
+    once, in the order first called (`plugin:skill` kept as written). The index's `invoked`
+    column holds the same list; its first item, `first_invoked`, is the skill that took the
+    prompt."""
+    calls = observation.get("tool_calls") if isinstance(observation, dict) else None
+    found: list[str] = []
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict) and call.get("name") == "Skill":
+            skill = call.get("input", {}).get("skill") if isinstance(call.get("input"),
+                                                                       dict) else None
+            if isinstance(skill, str) and skill not in found:
+                found.append(skill)
+    return found
+
+
 def parsed_select(source: str, name: str, seq: int) -> str:
     """A SELECT of one row per line of `source` (a `read_json(..., columns = JSON_COLUMNS)
     WITH ORDINALITY`): the part's columns and `junk`, true for a line that is no trial record.
@@ -213,7 +238,8 @@ def parsed_select(source: str, name: str, seq: int) -> str:
             SELECT *, json_extract(observation, ['$.tokens_input', '$.tokens_output',
                                                  '$.cost_usd', '$.duration_ms']) AS o,
                    json_extract(reading, ['$.passed', '$.score', '$.sensor_name']) AS rd,
-                   json_extract(error, ['$.kind', '$.message']) AS er
+                   json_extract(error, ['$.kind', '$.message']) AS er,
+                   {_SKILL_CALLS} AS sk
             FROM {source})
         SELECT {name} AS source, {seq}::INTEGER AS part, ordinality AS line,
             coalesce(experiment, {name}) AS experiment, {text('run_id')} AS run_id,
@@ -232,6 +258,8 @@ def parsed_select(source: str, name: str, seq: int) -> str:
             {number('o[3]', 'DOUBLE')} AS cost,
             coalesce(duration_ms, {number('o[4]', 'DOUBLE')}) AS duration,
             try_cast(started_at AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS started_at,
+            list_filter(sk, lambda x, i: list_position(sk, x) = i) AS invoked,
+            sk[1] AS first_invoked,
             NOT coalesce({_VALID}, false) AS junk
         FROM raw
     """

@@ -122,6 +122,7 @@ async def run_experiment(lab: Path, experiment: Path, overrides: api.Overrides,
     return jsonable({
         "run_id": result.run_id, "experiment": result.plan.loaded.experiment.name,
         "status": result.status, "stop_reason": result.summary.get("stop_reason"),
+        "reason": result.summary.get("reason"),
         "trials_written": result.written, "run_dir": result.run_dir,
         "summary_path": result.summary_path, "design_warnings": warnings,
         "summary": result.summary,

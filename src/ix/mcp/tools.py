@@ -164,7 +164,10 @@ class LabTools:
             plan = api.validate(self.lab, [str(path)], overrides)[0]
             report = {"ok": True, **api.dry_run(self.lab, [str(path)], overrides)[0]}
         except ConfigError as exc:
-            return {"experiment": path.name, "ok": False, "error": exc.render()}
+            lab, _ = api.resolve(self.lab, [str(path)], cwd=self.lab)
+            errors = [e.render() for e in api.check(path, lab, overrides)[1]] or [exc.render()]
+            return {"experiment": path.name, "ok": False, "error": errors[0],
+                    "errors": errors}
         warnings = [w.model_dump() for w in design.design_warnings(plan)]
         report["warnings"] = warnings
         if strict and warnings:
@@ -193,6 +196,9 @@ class LabTools:
             "(offline), mock (deterministic), command, http."))] = None,
         cases: Annotated[list[CaseInput] | None, Field(description=(
             "The cases; default: one must / not / edge template each, to replace."))] = None,
+        allow_missing: Annotated[bool, Field(description=(
+            "Create it even if `skill` is not in the lab's skills/ yet (refused otherwise); "
+            "validation reports it missing until it is added."))] = False,
     ) -> dict[str, Any]:
         """Create an experiment: <lab>/<name>/experiment.yaml (commented), cases/*.md (the
         cases given, or templates) and a README that walks through Goal -> Design -> Run ->
@@ -202,6 +208,7 @@ class LabTools:
         direction, trials and seed are set by editing experiment.yaml afterwards."""
         folder = scaffold.create_experiment(
             self.lab, name, skill=skill, subjects=subjects, goal=goal, runtime=runtime,
+            allow_missing=allow_missing,
             cases=None if cases is None else [c.model_dump(exclude_none=True,
                                                            exclude_defaults=True)
                                               for c in cases])
@@ -269,9 +276,10 @@ class LabTools:
             "Also return the full report: leaderboard with rank probabilities, per-case "
             "breakdown, failure analysis, cost, annotations."))] = False,
     ) -> dict[str, Any]:
-        """The summary of a run: per subject the per-case rates with credible intervals,
-        precision / recall / F1 with intervals, errors, the comparisons of each variant with
-        the control, the goal's verdict, and `run_status` (completed, cancelled, failed)."""
+        """The summary of a run: per subject each case's activation rate (`score`) with its
+        credible interval, precision / recall / F1 with intervals, errors, the comparisons of
+        each variant with the control (`pass_rate` there is the correct rate), the goal's
+        verdict, and `run_status` (completed, cancelled, failed)."""
         if run is not None:
             info = self._run(run)
         else:
@@ -328,10 +336,19 @@ class LabTools:
             "true: errored trials only; false: without them."))] = None,
         all_attempts: Annotated[bool, Field(description=(
             "Every attempt of retried trials, not only the latest."))] = False,
+        all_runs: Annotated[bool, Field(description=(
+            "Pool every run. Default (as `ix results`): the latest completed run of each "
+            "experiment, unless `run` names runs. Imported copies of trials already in the "
+            "lab are never counted twice."))] = False,
         group_by: Annotated[list[Literal["subject", "case", "tag", "difficulty", "run",
-                                         "experiment", "expectation"]], Field(description=(
-            "Aggregate instead of listing: per group n, errors, pass rate with its 95% "
-            "interval, and mean/std/percentiles of score, duration, tokens and cost."))]
+                                         "experiment", "expectation", "invoked"]],
+                            Field(description=(
+            "Aggregate instead of listing: per group n, errors, cases, the activation rate "
+            "(share of valid trials in which the skill fired) and the correct rate (share "
+            "of majority votes that match the expectation), each with its 95% interval "
+            "(cases as clusters), and mean/std/percentiles of score, duration, tokens and "
+            "cost. `invoked` groups by the first skill a trial invoked (the one that took "
+            "the prompt; null: none)."))]
         = [],  # noqa: B006
         limit: Annotated[int, Field(ge=0, le=MAX_ROWS, description="Most rows returned.")]
         = 100,
@@ -342,8 +359,8 @@ class LabTools:
         """The lab's trials as rows (one per trial, latest attempt, oldest first: experiment,
         run_id, subject, probe_id, trial, expectation, passed, score, correct, error, tokens,
         cost, duration, started_at, tags, difficulty), filtered; or aggregated with
-        `group_by`; or any read-only SQL with `sql`. Also returns the total and the pass rate
-        with its interval."""
+        `group_by`; or any read-only SQL with `sql`. Also returns the total, the activation
+        rate and the correct rate with their intervals, and `scope` (which runs were read)."""
         warnings: list[str] = []
         filters: dict[str, Any] = {
             "experiment": experiment, "subject": subject, "case": case, "tag": tag,
@@ -351,27 +368,36 @@ class LabTools:
             "passed": passed, "errors": errors}
         if sql is not None:
             given = [k for k, v in filters.items() if v is not None]
-            if given or group_by or all_attempts:
+            given += [name for name, on in (("group_by", group_by),
+                                             ("all_attempts", all_attempts),
+                                             ("all_runs", all_runs)) if on]
+            if given:
                 raise ConfigError("give either `sql` or filters / group_by, not both "
-                                  f"(got {', '.join(given + (['group_by'] if group_by else []))})",
-                                  field="sql")
+                                  f"(got {', '.join(given)})", field="sql")
             result = api.run_query(self.lab, sql, warnings.append)
             rows = _take(result, limit)
             return jsonable({"columns": result.columns, "rows": rows[:limit],
                              "truncated": len(rows) > limit, "warnings": warnings})
         found = api.query_results(self.lab, **filters, all_attempts=all_attempts,
-                                  limit=None if group_by else limit, warn=warnings.append)
+                                  all_runs=all_runs, limit=None if group_by else limit,
+                                  warn=warnings.append)
+        scope = found.scope.describe() if found.scope else None
         if group_by:
             groups = found.group_by(*group_by)
             return jsonable({"groups": groups[:limit], "truncated": len(groups) > limit,
-                             "warnings": warnings})
+                             "scope": scope, "warnings": warnings})
         # each read opens the index afresh (ResultSet.snapshot() would share one connection,
         # but DuckDB refuses a second statement after total()'s fetchone() on it)
         rows = found.rows()
         total = found.total()
-        rate = found.pass_rate().as_dict() if total else None
+        # the rates are of every matching trial, not of the `limit` rows returned
+        every = api.query_results(self.lab, **filters, all_attempts=all_attempts,
+                                  all_runs=all_runs, warn=warnings.append) if total else None
+        activation = every.activation_rate().as_dict() if every else None
+        correct = every.correct_rate().as_dict() if every else None
         return jsonable({"rows": rows, "total": total, "truncated": total > len(rows),
-                         "pass_rate": rate, "warnings": warnings})
+                         "activation_rate": activation, "correct_rate": correct,
+                         "scope": scope, "warnings": list(dict.fromkeys(warnings))})
 
 
 def _take(rows: Iterable[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

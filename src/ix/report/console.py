@@ -15,7 +15,7 @@ def subject_table(block: dict[str, Any], title: str, sensor: str = "activation")
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("case")
     table.add_column("expect")
-    table.add_column("activation" if sensor == "activation" else f"{sensor} pass rate",
+    table.add_column("activation rate" if sensor == "activation" else f"{sensor} rate",
                      justify="right")
     table.add_column("correct", justify="center")
     table.add_column("errors", justify="right")
@@ -47,6 +47,9 @@ def _estimate(label: str, value: float | None, ci: list[float | None] | None) ->
 
 
 def metrics_text(block: dict[str, Any]) -> Text:
+    if block.get("trials") and block["errors"] >= block["trials"]:  # 0.000s would mislead
+        return Text(f"no metrics: all {block['trials']} trials of {block['name']} errored "
+                    "(see the errors below)", style="bold red")
     m, i = block["metrics"], block["interpretation"]
     text = Text()
     for label, key in (("precision", "precision"), ("recall", "recall"), ("F1", "f1")):
@@ -118,7 +121,7 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
 
 
 _METRIC_NAMES = {"activation_rate": "activation rate", "recall": "recall",
-                 "precision": "precision", "f1": "F1", "pass_rate": "pass rate"}
+                 "precision": "precision", "f1": "F1", "pass_rate": "correct rate"}
 
 
 def comparison_table(summary: dict[str, Any]) -> RenderableType:
@@ -174,39 +177,35 @@ def flips_text(summary: dict[str, Any]) -> Text:
     return text
 
 
-_VERDICT_STYLE = {"supported": "bold green", "refuted": "bold red",
-                  "inconclusive": "bold yellow"}
-
-
 def goal_text(goal: dict[str, Any]) -> Text:
-    """The goal's verdict in words, with the evidence and, if inconclusive, what would settle it."""
-    text = Text("goal: ")
-    text.append(goal.get("hypothesis", ""), style="italic")
-    verdict = goal.get("verdict")
-    if verdict is None:
-        text.append(f"\n  no verdict: {goal.get('note', '')}", style="dim")
+    """The goal's verdict in words, with the evidence and, if inconclusive, what would settle
+    it: the sentences of `ix.report.answer`, as `ix report` prints them."""
+    from ix.report.answer import goal_lines
+    from ix.report.terminal import verdict_text
+
+    return verdict_text(goal_lines(goal))
+
+
+def errors_text(summary: dict[str, Any]) -> Text:
+    """The block under a run's table when trials errored (`errors_by_kind`, issue 16): a
+    count per error kind (and per subject when several), one example message each and what
+    to do; empty when none errored."""
+    groups = summary.get("errors_by_kind") or []
+    text = Text()
+    if not groups:
         return text
-    text.append("\n  ")
-    text.append(verdict.upper(), style=_VERDICT_STYLE.get(verdict, ""))
-    e = goal["effect"]
-    control, treatment = goal["compare"]
-    diff = "n/a" if e["diff"] is None else f"{e['diff']:+.3f}"
-    text.append(f"  {_METRIC_NAMES.get(e['metric'], e['metric'])} {control} "
-                f"{_fmt(e['control'])} → {treatment} {_fmt(e['treatment'])}, difference "
-                f"{diff} {_ci(e['diff_ci'])}"
-                + (f" (posterior median {e['diff_median']:+.3f})"
-                   if e.get("diff_median") is not None else ""))
-    text.append(f"\n  P(supported) = {goal['p_supported']:.3f}, P(refuted) = "
-                f"{goal['p_refuted']:.3f}; {goal['rule']}", style="dim")
-    s = goal.get("suggestion")
-    if s and s.get("cases") is None:
-        text.append(f"\n  more cases would not settle it: {s['method']}", style="yellow")
-    elif s:
-        odds = ("" if s.get("p_settle") is None
-                else f", settling it with probability {s['p_settle']:.2f}")
-        text.append(f"\n  to settle it: about {s['cases']} {s.get('unit') or 'cases'} (now "
-                    f"{s['current_cases']}) at {s['trials_per_case']} trial(s) each{odds} "
-                    f"({s['method']})", style="yellow")
+    total = sum(g["count"] for g in groups)
+    text.append(f"{total} errored trial(s), not counted in the metrics:", style="bold red")
+    several = len(summary.get("subjects") or []) > 1
+    for g in groups:
+        text.append(f"\n  {g['kind']}: {g['count']}")
+        if several:
+            text.append(" (" + ", ".join(f"{name} {n}" for name, n in g["subjects"].items())
+                        + ")")
+        text.append(f"\n    e.g. {g['example']}", style="dim")
+        if g.get("hint"):
+            text.append(f"\n    → {g['hint']}", style="yellow")
+    text.append("\n")
     return text
 
 
@@ -216,11 +215,19 @@ def summary_renderable(summary: dict[str, Any]) -> RenderableType:
         title = f"{summary['experiment_name']} · {block['name']}"
         parts += [subject_table(block, title, summary.get("sensor", "activation")),
                   metrics_text(block), Text("")]
+    if summary.get("errors_by_kind"):
+        parts.append(errors_text(summary))
     if summary.get("comparisons"):
         parts += [comparison_table(summary), flips_text(summary)]
     if summary.get("goal"):
         parts += [goal_text(summary["goal"]), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")
+    failed = summary.get("failed_subjects") or []
+    if summary.get("run_status") == "failed" and failed:  # the full reason is on stderr
+        footer.append(" (every trial of " + ", ".join(f"{f['subject']} ({f['kind']})"
+                                                      for f in failed) + " errored)")
+    elif summary.get("run_status") != "completed" and summary.get("stop_reason"):
+        footer.append(f" ({summary['stop_reason']})")
     stats = summary.get("statistics")
     if stats:
         prior = stats.get("prior") or "uniform"

@@ -58,3 +58,46 @@ def _diff(path: str, a: Any, b: Any, out: list[dict[str, Any]]) -> None:
             _diff(f"{path}[{i}]", x, y, out)
         return
     out.append({"path": path, "change": "changed", "before": a, "after": b})
+
+
+def _skills(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each skill of a run's subjects by name: what it recorded, and which subjects had it."""
+    out: dict[str, dict[str, Any]] = {}
+    for subject in (spec.get("config") or {}).get("subjects") or []:
+        for skill in subject.get("skills") or []:
+            if not isinstance(skill, dict) or not isinstance(skill.get("name"), str):
+                continue
+            entry = out.setdefault(skill["name"], {**skill, "subjects": []})
+            entry["subjects"].append(subject.get("name"))
+    return out
+
+
+def skill_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The skills whose SKILL.md changed between two runs (by sha256 or description): `{skill,
+    subjects, sha256_before, sha256_after, description_before, description_after,
+    description_changed}`. A description is None when the run did not record it (runs made
+    before ix recorded it)."""
+    a, b = _skills(before), _skills(after)
+    out = []
+    for name in [n for n in a if n in b]:
+        x, y = a[name], b[name]
+        if x.get("sha256") == y.get("sha256") and x.get("description") == y.get("description"):
+            continue
+        da, db = x.get("description"), y.get("description")
+        out.append({"skill": name, "subjects": y["subjects"],
+                    "sha256_before": x.get("sha256"), "sha256_after": y.get("sha256"),
+                    "description_before": da, "description_after": db,
+                    "description_changed": None if da is None or db is None else da != db,
+                    "description_diff": word_diff(da, db) if da and db else []})
+    return out
+
+
+def word_diff(before: str, after: str) -> list[dict[str, str]]:
+    """The words that changed, in order: `[{removed, added}]` (either may be empty)."""
+    import difflib
+
+    a, b = before.split(), after.split()
+    return [{"removed": " ".join(a[i1:i2]), "added": " ".join(b[j1:j2])}
+            for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b,
+                                                              autojunk=False).get_opcodes()
+            if op != "equal"]

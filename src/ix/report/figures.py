@@ -1,5 +1,5 @@
 """The data behind the report's figures that `summary.json` does not hold: the execution
-timeline (from the trial lines' `started_at` and `duration_ms`), the pass rate by case
+timeline (from the trial lines' `started_at` and `duration_ms`), the correct rate by case
 difficulty (from the case files), and each subject's trial-level rates.
 
 Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.

@@ -111,7 +111,7 @@ def _heatmap(report: dict[str, Any]) -> Markup | None:
                 cells[(row["probe_id"], name)] = charts.Cell(None, tip)
                 continue
             vote = {True: "right", False: "wrong", None: "none"}[c.get("correct")]
-            tip = (f"{row['probe_id']} · {name}: pass rate {c['score']:.2f}, "
+            tip = (f"{row['probe_id']} · {name}: activation rate {c['score']:.2f}, "
                    f"{c['passed']}/{c['n']} valid trials"
                    + (f" ({c['errors']} errored)" if c["errors"] else "")
                    + f"\n95% interval {ci(c['score_ci'])}\nmajority vote {vote} "
@@ -119,7 +119,7 @@ def _heatmap(report: dict[str, Any]) -> Markup | None:
             cells[(row["probe_id"], name)] = charts.Cell(c["score"], tip,
                                                          flagged=c.get("correct") is False)
     rows = [f"{r['probe_id']}" for r in s["cases"]]
-    return _svg(charts.heatmap(rows, s["subjects"], cells, label="pass rate per case and "
+    return _svg(charts.heatmap(rows, s["subjects"], cells, label="activation rate per case and "
                                "subject", show_values=len(s["subjects"]) <= 12))
 
 
@@ -127,7 +127,8 @@ def _bars(report: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]
     subjects = report["summary"]["subjects"]
     metric = report["metric"]
     name = METRIC_NAMES.get(metric, metric)
-    values = {row["subject"]: row for row in report["leaderboard"]["rows"]}
+    # one subject: no leaderboard, so no chart of its metric (the rates below remain)
+    values = {row["subject"]: row for row in (report.get("leaderboard") or {}).get("rows", [])}
     out = []
     primary = [charts.Bar(s, values[s]["value"], *_ends(values[s]["ci"]),
                           title=f"{s}: {name} {fmt(values[s]['value'])} "
@@ -180,8 +181,8 @@ def _difficulty(report: dict[str, Any], colors: dict[str, str]) -> Markup | None
                                      f"95% {ci(r['ci'])}") if r["rate"] is not None else None
                   for r in rows]
         series.append(charts.Series(s, points, colors.get(s, charts.color(i))))
-    return _svg(charts.line_plot(d["levels"], series, label="pass rate by difficulty",
-                                 y_label="pass rate"))
+    return _svg(charts.line_plot(d["levels"], series, label="correct rate by difficulty",
+                                 y_label="correct rate"))
 
 
 def _timeline(report: dict[str, Any]) -> Markup | None:

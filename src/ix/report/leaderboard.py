@@ -31,11 +31,13 @@ METHOD = ("subjects ranked by the observed value (ties and n/a by posterior mean
 
 
 def check_metric(metric: str) -> str:
-    from ix.domain.errors import ConfigError
+    from ix.domain.errors import ConfigError, did_you_mean
 
+    if metric == "correct_rate":  # the glossary's word for `pass_rate` (docs/results.md)
+        return "pass_rate"
     if metric not in METRICS:
-        raise ConfigError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}",
-                          field="--metric")
+        raise ConfigError(f"unknown metric {metric!r}{did_you_mean(metric, METRICS)} "
+                          f"(allowed: {', '.join(METRICS)})", field="--metric")
     return metric
 
 

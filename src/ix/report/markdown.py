@@ -83,7 +83,10 @@ def report_markdown(report: dict[str, Any]) -> str:
              + (f" · tags: {', '.join(map(md_text, r['tags']))}" if r["tags"] else "")
              + (f" · prior {md_text(r['prior'])}" if r.get("prior", "uniform") != "uniform"
                 else ""), ""]
-    lines += ["## Summary", "", "Pass rate [95% CI], passed/valid trials, ✓ when the case's "
+    if r.get("reason"):
+        lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]
+    lines += _answer(report.get("answer") or {})
+    lines += ["## Summary", "", "Activation rate [95% CI], passed/valid trials, ✓ when the case's "
               "majority vote is right.", ""]
     lines += _table(["case", "expect", *s["subjects"]],
                     [[row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -95,10 +98,14 @@ def report_markdown(report: dict[str, Any]) -> str:
                       f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"], m["status"]]
                      for n, m in s["metrics"].items()])
     lines += _reliability(s["metrics"])
+    lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
     lines += _comparisons(report.get("comparisons") or [])
-    board = report["leaderboard"]
-    lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}", ""]
-    lines += leaderboard_lines(board)
+    board = report.get("leaderboard") or {}
+    if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
+        lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}",
+                  ""]
+        lines += leaderboard_lines(board)
+    lines += _routing(report.get("routing") or [])
     lines += ["## Score breakdown per case", "", "Mean ± sd (min–max) of the readings' scores, "
               "with the mean of each numeric sensor metric.", ""]
     rows = []
@@ -127,6 +134,36 @@ def report_markdown(report: dict[str, Any]) -> str:
     if report.get("baseline"):
         lines += _baseline(report["baseline"])
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _answer(a: dict[str, Any]) -> list[str]:
+    """The answer first: the goal's verdict (bold) and each variant's sentence
+    (`ix.report.answer`)."""
+    lines = ["## Answer", ""]
+    verdict = a.get("verdict") or []
+    if verdict:
+        word, _, rest = verdict[0].partition(" — ")
+        lines += [f"**{md_text(word)}** — {md_text(rest)}", ""]
+        lines += [f"- {md_text(line)}" for line in verdict[1:]]
+        lines += [""] if len(verdict) > 1 else []
+    else:
+        lines += ["No goal stated (experiment.yaml `goal:` states one).", ""]
+    if a.get("comparisons"):
+        lines += [f"- {md_text(c)}" for c in a["comparisons"]]
+        lines.append("")
+    return lines
+
+
+def _interpretation(rows: list[dict[str, Any]]) -> list[str]:
+    """Each subject's status, issues and suggestions (`ix.report.answer`)."""
+    if not rows:
+        return []
+    lines = ["## Interpretation", ""]
+    for r in rows:
+        lines.append(f"- {md_text(r['subject'])}: **{md_text(r['status'] or 'no status')}**")
+        lines += [f"  - issue: {md_text(x)}" for x in r["issues"]]
+        lines += [f"  - suggestion: {md_text(x)}" for x in r["suggestions"]]
+    return [*lines, ""]
 
 
 def _icc(r: dict[str, Any] | None) -> str:
@@ -171,14 +208,40 @@ def _failures(f: dict[str, Any]) -> list[str]:
     if f["cases"]:
         lines += ["Cases that fail most (a trial fails when it errored or its outcome goes "
                   "against the case's expectation):", ""]
-        lines += _table(["case", "expect", "failed", "rate", "errored", "wrong", "by subject"],
+        lines += _table(["case", "expect", "failed", "rate", "errored", "wrong", "by subject",
+                         "prompt", "wrong examples (one per subject)"],
                         [[c["probe_id"], _EXPECT.get(c["expectation"], c["expectation"]),
                           f"{c['failed']}/{c['trials']}", fmt(c["fail_rate"], 2), c["errored"],
                           c["wrong"], ", ".join(f"{k} {v['failed']}/{v['trials']}"
-                                                for k, v in c["by_subject"].items())]
+                                                for k, v in c["by_subject"].items()),
+                          c.get("prompt") or "-", _examples(c.get("examples") or [])]
                          for c in f["cases"][:TOP]])
     else:
         lines += ["No failing case.", ""]
+    return lines
+
+
+def _examples(examples: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{e['subject']} #{e['trial']}: {e['details'] or 'wrong'}"
+                     + (f" — {e['answer']}" if e.get("answer") else "") for e in examples) or "-"
+
+
+def _routing(routing: list[dict[str, Any]]) -> list[str]:
+    """Which skill took the prompts (`ix.report.run_report.routing`)."""
+    if not routing:
+        return []
+    lines = ["## Which skill took the prompt", "",
+             "Valid trials by the first skill they invoked: the skill under test, none, or "
+             "another skill.", ""]
+    lines += _table(["subject", "expect", "trials", "skill under test", "none", "others"],
+                    [[r["subject"], _EXPECT.get(row["expectation"], row["expectation"]),
+                      row["trials"], f"{r['target']} {row['target']}", row["none"],
+                      ", ".join(f"{k} {v}" for k, v in row["other"].items()) or "-"]
+                     for r in routing for row in r["expectations"] if row["trials"]])
+    astray = [f"- {md_text(r['subject'])}: {md_text(c['probe_id'])}: taken by "
+              f"{md_text(c['taken_by'])}" for r in routing for c in r["cases"]]
+    if astray:
+        lines += ["Cases whose trials went elsewhere than expected:", "", *astray, ""]
     return lines
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ix.eval.estimates import num
+from ix.eval.routing import is_target, taken_by
+from ix.lab.trial_lines import invoked_skills
 from ix.report.leaderboard import counts_of, leaderboard, primary_metric
 
 #: How many example messages the failure analysis keeps per error kind.
@@ -19,7 +21,8 @@ _MESSAGE_CHARS = 300
 
 
 def summary_table(summary: dict[str, Any]) -> dict[str, Any]:
-    """Subjects × cases: each case's pass rate with its interval, and each subject's metrics."""
+    """Subjects × cases: each case's activation rate with its interval, and each subject's
+    metrics."""
     names = [b["name"] for b in summary["subjects"]]
     cases: dict[str, dict[str, Any]] = {}
     for block in summary["subjects"]:
@@ -71,6 +74,7 @@ def _standing_trials(trials: Iterable[dict[str, Any]]) -> tuple[
             superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
         # keep what the report needs, not the observation (contents can be large)
         standing[key] = {k: t.get(k) for k in ("attempt", "expectation", "error", "reading")}
+        standing[key]["invoked"] = invoked_skills(obs)
         if _wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
                 and not t.get("error"):  # a wrong answer: keep its start, as an example
             standing[key]["answer"] = str(obs.get("content") or "")[:_MESSAGE_CHARS]
@@ -133,16 +137,20 @@ def _number(x: Any) -> bool:
 
 
 def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
-             superseded: dict[str, int]) -> dict[str, Any]:
+             superseded: dict[str, int],
+             prompts: dict[str, str] | None = None) -> dict[str, Any]:
     """Errored trials grouped by error kind (with example messages), and the cases that fail
-    most: a trial fails when it errored or its outcome contradicts the case's expectation."""
+    most: a trial fails when it errored or its outcome contradicts the case's expectation.
+    Each failing case carries its prompt (`prompts`: case id -> text, from the case files)
+    and one wrong trial of every subject that answered it wrongly, with the skills invoked."""
     kinds: dict[str, dict[str, Any]] = {}
     cases: dict[str, dict[str, Any]] = {}
     for (subject, case, trial), t in sorted(standing.items()):
         expectation = str(t.get("expectation"))
         row = cases.setdefault(case, {"probe_id": case, "expectation": expectation,
                                       "trials": 0, "errored": 0, "wrong": 0,
-                                      "by_subject": {}, "example": None})
+                                      "prompt": (prompts or {}).get(case),
+                                      "by_subject": {}, "examples": []})
         mine = row["by_subject"].setdefault(subject, {"trials": 0, "failed": 0})
         row["trials"] += 1
         mine["trials"] += 1
@@ -166,10 +174,12 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
         if _wrong(expectation, bool(reading.get("passed"))):
             row["wrong"] += 1
             mine["failed"] += 1
-            if row["example"] is None:  # the first wrong trial, with the start of its answer
-                row["example"] = {"subject": subject, "trial": trial,
-                                  "answer": t.get("answer", ""),
-                                  "details": str(reading.get("details") or "")[:_MESSAGE_CHARS]}
+            if all(e["subject"] != subject for e in row["examples"]):
+                # each subject's first wrong trial, with the start of its answer
+                row["examples"].append({
+                    "subject": subject, "trial": trial, "answer": t.get("answer", ""),
+                    "details": str(reading.get("details") or "")[:_MESSAGE_CHARS],
+                    "invoked": t.get("invoked") or []})
     errors = []
     for group in sorted(kinds.values(), key=lambda g: (-g["count"], g["kind"])):
         errors.append({**group, "cases": sorted(group["cases"]),
@@ -188,14 +198,44 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
             "cases": failing}
 
 
+def routing(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Which skill took the prompts, per subject whose summary says (an activation sensor):
+    its routing table, and the cases whose trials went elsewhere than expected — a
+    must_trigger case's to another skill or none, a should_not_trigger case's to the skill
+    under test — each with `taken_by` ("pdf 4/9, none 2/9")."""
+    out = []
+    for block in summary["subjects"]:
+        table = block.get("routing")
+        if not table:
+            continue
+        target = table["target"]
+        astray = []
+        for p in block["probe_results"]:
+            routes = p.get("routes") or []
+            if not p["n"] or not routes:
+                continue
+            hit = sum(r["trials"] for r in routes
+                      if r["skill"] is not None and is_target(r["skill"], target))
+            if (hit < p["n"]) if p["expectation"] == "must_trigger" else hit > 0:
+                astray.append({"probe_id": p["probe_id"], "expectation": p["expectation"],
+                               "n": p["n"], "routes": routes,
+                               "taken_by": taken_by(routes, p["n"])})
+        out.append({"subject": block["name"], "target": target,
+                    "expectations": table["expectations"], "cases": astray})
+    return out
+
+
 def build_report(summary: dict[str, Any], spec: dict[str, Any],
                  trials: Iterable[dict[str, Any]], *, metric: str | None = None,
                  tags: list[str] | None = None,
                  annotations: list[dict[str, Any]] | None = None,
-                 cases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 cases: list[dict[str, Any]] | None = None,
+                 prompts: dict[str, str] | None = None) -> dict[str, Any]:
     """The report of one run: `trials` are that run's lines of `trials.jsonl` (all attempts);
-    `cases` the experiment's case rows (`probe_id`, `difficulty`), for the difficulty figure."""
+    `cases` the experiment's case rows (`probe_id`, `difficulty`), for the difficulty figure;
+    `prompts` each case's prompt text, for the failure table."""
     from ix.report import figures
+    from ix.report.answer import answer
 
     metric = metric or primary_metric(summary)
     table = summary_table(summary)
@@ -207,6 +247,9 @@ def build_report(summary: dict[str, Any], spec: dict[str, Any],
         "run": {
             "run_id": summary["run_id"], "experiment": summary["experiment_name"],
             "status": summary.get("run_status"), "started_at": summary.get("started_at"),
+            # why a run failed or stopped early (issue 16): `reason`, else `stop_reason`
+            "reason": (None if summary.get("run_status") == "completed"
+                       else summary.get("reason") or summary.get("stop_reason")),
             "finished_at": summary.get("finished_at"), "seed": summary.get("seed"),
             "trials_per_case": summary.get("trials_per_case"),
             "git_commit": spec.get("git_commit"), "tags": list(tags or []),
@@ -215,10 +258,14 @@ def build_report(summary: dict[str, Any], spec: dict[str, Any],
             "prior": (summary.get("statistics") or {}).get("prior") or "uniform",
         },
         "metric": metric,
+        "answer": answer(summary, metric),
         "summary": table,
-        "leaderboard": leaderboard(entries, metric),
+        # one subject: nothing to rank, so no rows and no leaderboard section in any format
+        "leaderboard": leaderboard(entries, metric) if len(entries) > 1 else {
+            **leaderboard([], metric), "note": "one subject only: nothing to rank"},
         "breakdown": breakdown(standing, case_order),
-        "failures": failures(standing, superseded),
+        "failures": failures(standing, superseded, prompts),
+        "routing": routing(summary),
         "cost": {**cost, "note": "every attempt counts, retried ones included"},
         "annotations": list(annotations or []),
         "baseline": None,

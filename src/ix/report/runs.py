@@ -1,7 +1,7 @@
 """`ix compare`: runs of one experiment side by side (e.g. before and after a description edit).
 
 Each later run is compared with the first, subject by subject, on the summaries alone:
-recall and pass rate pair the runs' majority votes case by case (the cases are the same
+recall and correct rate pair the runs' majority votes case by case (the cases are the same
 files), precision and F1 compare independent posteriors, and the activation rate compares
 per-case must_trigger rates case by case (`ix.stats.case_level`: the mean over prompts of
 the difference, between-case spread included) — the statistics of a run's comparisons.

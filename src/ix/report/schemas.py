@@ -66,9 +66,23 @@ class SpecChange(Closed):
     after: Any
 
 
+class SkillChange(Closed):
+    skill: str
+    subjects: list[str | None]
+    sha256_before: str | None
+    sha256_after: str | None
+    description_before: str | None = Field(description="null: the run did not record it")
+    description_after: str | None
+    description_changed: bool | None = Field(description="null when a description is unknown")
+    description_diff: list[dict[str, str]] = Field(description="the words that changed, in "
+                                                               "order: {removed, added}")
+
+
 class ConfigChanges(Closed):
     run: str
     changes: list[SpecChange]
+    skills: list[SkillChange] = Field(description="skills whose SKILL.md changed, with the "
+                                                  "description before and after")
 
 
 class RunComparisons(Closed):
@@ -106,6 +120,7 @@ class Leaderboard(Closed):
     level: float
     method: str
     rows: list[LeaderboardRow]
+    note: str | None = Field(None, description="why there are no rows (one subject)")
 
 
 class ExperimentBoard(Leaderboard):
@@ -127,6 +142,8 @@ class RunInfo(Closed):
     run_id: str
     experiment: str
     status: str | None
+    reason: str | None = Field(None, description="why a failed run failed (what to do), or "
+                                                 "why a cancelled one stopped")
     started_at: str | None
     finished_at: str | None
     seed: int | None
@@ -135,6 +152,8 @@ class RunInfo(Closed):
     tags: list[str]
     description: str | None
     sensor: str | None
+    prior: str | None = Field(None, description="the Beta prior of the intervals: uniform or "
+                                                "jeffreys")
     folder: str
 
 
@@ -223,6 +242,7 @@ class WrongExample(Closed):
     trial: int
     answer: str
     details: str
+    invoked: list[str] = Field(description="the skills the trial invoked, in order")
 
 
 class FailingCase(Closed):
@@ -232,9 +252,42 @@ class FailingCase(Closed):
     errored: int
     wrong: int
     by_subject: dict[str, SubjectFailures]
-    example: WrongExample | None
+    prompt: str | None = Field(description="the case's prompt as its file reads now; null "
+                                           "when the file is gone")
+    examples: list[WrongExample] = Field(description="one wrong trial of every subject that "
+                                                     "answered the case wrongly")
     failed: int
     fail_rate: float | None
+
+
+class RouteOut(Closed):
+    skill: str | None = Field(description="the first skill invoked; null: none")
+    trials: int
+
+
+class RoutingRow(Closed):
+    expectation: str
+    cases: int
+    trials: int
+    target: int
+    other: dict[str, int]
+    none: int
+
+
+class AstrayCase(Closed):
+    probe_id: str
+    expectation: str
+    n: int
+    routes: list[RouteOut]
+    taken_by: str = Field(description='"pdf 4/9, none 2/9"')
+
+
+class SubjectRouting(Closed):
+    subject: str
+    target: str = Field(description="the skill under test")
+    expectations: list[RoutingRow]
+    cases: list[AstrayCase] = Field(description="the cases whose trials went elsewhere than "
+                                                "expected")
 
 
 class Failures(Closed):
@@ -344,15 +397,36 @@ class Timeline(Closed):
     lanes: list[TimelineLane]
 
 
+class SubjectInterpretation(Closed):
+    subject: str
+    status: str | None
+    issues: list[str]
+    suggestions: list[str]
+
+
+class Answer(Closed):
+    """The run's answer in sentences (`ix.report.answer`), the same in every format."""
+
+    verdict: list[str] = Field(description="the goal's verdict line first, then its effect, "
+                                           "evidence and what would settle it; [] without a "
+                                           "goal")
+    comparisons: list[str] = Field(description="one sentence per variant against the control")
+    interpretation: list[SubjectInterpretation]
+
+
 class ReportOutput(Closed):
     """`ix report --format json`: one run (docs/reports.md has what each section means)."""
 
     run: RunInfo
     metric: str
+    answer: Answer
     summary: SummaryTable
-    leaderboard: Leaderboard
+    leaderboard: Leaderboard = Field(description="no rows (and a note) with a single "
+                                                 "subject: nothing to rank")
     breakdown: list[BreakdownRow]
     failures: Failures
+    routing: list[SubjectRouting] = Field(description="which skill took the prompts, per "
+                                                      "subject with an activation sensor")
     cost: Cost
     annotations: list[Annotation]
     baseline: Baseline | None

@@ -9,7 +9,7 @@ from rich.text import Text
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
-                "pass_rate": "pass rate", "activation_rate": "activation rate"}
+                "pass_rate": "correct rate", "activation_rate": "activation rate"}
 #: Rows of the long tables shown on a terminal (the JSON keeps them all).
 TOP = 10
 
@@ -24,11 +24,16 @@ def ci(interval: list[float | None] | None) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
+#: Columns of free text or lists: they wrap at spaces inside a table (`ix.report.layout`).
+PROSE = ("subjects", "cases", "example", "examples", "by subject", "prompt", "message")
+
+
 def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
-    return table
+    """A table that is never cut when printed (`ix.report.layout`): ids and numbers stay on
+    one line, the `PROSE` columns wrap at spaces."""
+    from ix.report.layout import table
+
+    return table(title, *columns, right=right, prose=[c for c in columns if c in PROSE])
 
 
 def leaderboard_table(board: dict[str, Any], title: str, labels: tuple[str, ...] = ()) -> Table:
@@ -36,6 +41,9 @@ def leaderboard_table(board: dict[str, Any], title: str, labels: tuple[str, ...]
     table = _table(title, "rank", *labels, "subject", f"{name} [95% CI]", "n",
                    "P(rank right)", "P(beats next)", "rank range", "P(best)",
                    right=("rank", "n", "P(rank right)", "P(beats next)", "P(best)"))
+    from ix.report.layout import key
+
+    key(table, 1 + len(labels))  # too narrow for a table: one record per subject
     for row in board["rows"]:
         lo, hi = row["rank_ci"]
         table.add_row(str(row["rank"]), *(str(row.get(k, "")) for k in labels), row["subject"],
@@ -61,7 +69,7 @@ def _cell(cell: dict[str, Any] | None) -> Text:
 
 def summary_tables(report: dict[str, Any]) -> list[RenderableType]:
     s = report["summary"]
-    table = _table("summary: pass rate [95% CI] passed/valid per case, ✓ majority vote right",
+    table = _table("summary: activation rate [95% CI] passed/valid per case, ✓ majority vote right",
                    "case", "expect", *s["subjects"])
     for row in s["cases"]:
         table.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -138,8 +146,8 @@ def failure_parts(report: dict[str, Any]) -> list[RenderableType]:
             example = g["examples"][0] if g["examples"] else None
             errors.add_row(g["kind"], str(g["count"]), str(g["superseded"]),
                            ", ".join(f"{k} {v}" for k, v in g["subjects"].items()),
-                           ", ".join(g["cases"][:5]) + (" …" if len(g["cases"]) > 5 else ""),
-                           Text(f"{example['probe_id']}: {example['message'][:120]}")
+                           ", ".join(g["cases"]),
+                           Text(f"{example['probe_id']}: {example['message']}")
                            if example else "")
         parts += [errors, Text("")]
     else:
@@ -156,12 +164,62 @@ def failure_parts(report: dict[str, Any]) -> list[RenderableType]:
                                     for k, v in row["by_subject"].items()))
         more = len(f["cases"]) - TOP
         parts.append(cases)
+        examples = example_text(report)
+        if examples is not None:
+            parts.append(examples)
         if more > 0:
             parts.append(Text(f"+{more} more failing case(s) (--format json lists all)",
                               style="dim"))
     else:
         parts.append(Text("no failing case", style="dim"))
     return parts
+
+
+def example_text(report: dict[str, Any]) -> Text | None:
+    """Each failing case's prompt and one wrong trial of every subject that got it wrong."""
+    shown = [row for row in report["failures"]["cases"][:TOP] if row.get("examples")]
+    if not shown:
+        return None
+    text = Text("wrong answers: each failing case's prompt, one wrong trial per subject",
+                style="bold")
+    for row in shown:
+        text.append(f"\n{row['probe_id']} ({_EXPECT.get(row['expectation'], '?')})")
+        if row.get("prompt"):
+            text.append(f": {row['prompt']}", style="italic")
+        for e in row["examples"]:
+            text.append(f"\n  {e['subject']} #{e['trial']}: {e['details'] or 'wrong'}")
+            if e.get("answer"):
+                text.append(f" — {e['answer']}", style="dim")
+    return text
+
+
+def routing_parts(report: dict[str, Any]) -> list[RenderableType]:
+    """Which skill took the prompts: per subject and expectation, the trials the skill
+    under test took first, that no skill took, and that each other skill took; then the cases
+    whose trials went astray ("must-003: taken by pdf 4/9, none 2/9")."""
+    routing = report.get("routing") or []
+    if not routing:
+        return []
+    table = _table("which skill took the prompt (first skill invoked, valid trials)",
+                   "subject", "expect", "trials", "skill under test", "none", "others",
+                   right=("trials", "none"))
+    astray = Text()
+    for r in routing:
+        for row in r["expectations"]:
+            if not row["trials"]:
+                continue
+            table.add_row(r["subject"], _EXPECT.get(row["expectation"], row["expectation"]),
+                          str(row["trials"]), f"{r['target']} {row['target']}",
+                          str(row["none"]),
+                          ", ".join(f"{k} {v}" for k, v in row["other"].items()) or "-")
+        for c in r["cases"]:
+            astray.append(("\n" if astray else "")
+                          + f"{r['subject']}: {c['probe_id']}: taken by {c['taken_by']}")
+    parts: list[RenderableType] = [table]
+    if astray:
+        parts.append(Text.assemble(Text("cases that went elsewhere than expected:\n",
+                                        style="bold"), astray))
+    return [*parts, Text("")]
 
 
 def cost_parts(report: dict[str, Any]) -> list[RenderableType]:
@@ -212,20 +270,82 @@ def baseline_parts(b: dict[str, Any]) -> list[RenderableType]:
     return [head, table, Text(b["rule"], style="dim")]
 
 
+_VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red",
+                  "INCONCLUSIVE": "bold yellow", "NO VERDICT": "bold"}
+
+
+def verdict_text(lines: list[str]) -> Text:
+    """The goal's lines of `ix.report.answer`, the verdict word coloured."""
+    text = Text()
+    for i, line in enumerate(lines):
+        if i == 0:
+            word = line.split(" — ", 1)[0]
+            text.append(word, style=_VERDICT_STYLE.get(word, "bold"))
+            text.append(line[len(word):], style="bold")
+        else:
+            text.append(f"\n  {line}", style="yellow" if line.startswith(
+                ("to settle it", "more cases")) else "dim")
+    return text
+
+
+def answer_parts(report: dict[str, Any]) -> list[RenderableType]:
+    """The answer first, where the eye lands: the goal's verdict and each variant's sentence."""
+    a = report.get("answer") or {}
+    parts: list[RenderableType] = []
+    if a.get("verdict"):
+        parts += [verdict_text(a["verdict"]), Text("")]
+    elif a.get("verdict") == []:
+        parts += [Text("no goal stated (experiment.yaml `goal:` states one)", style="dim"),
+                  Text("")]
+    if a.get("comparisons"):
+        parts += [Text("\n".join(a["comparisons"])), Text("")]
+    return parts
+
+
+def interpretation_parts(report: dict[str, Any]) -> list[RenderableType]:
+    """Each subject's status, issues and suggestions (`ix.report.answer.interpretation`)."""
+    rows = (report.get("answer") or {}).get("interpretation") or []
+    if not any(r["issues"] or r["suggestions"] for r in rows):
+        return []
+    text = Text("interpretation", style="bold")
+    for r in rows:
+        text.append(f"\n{r['subject']}: {r['status'] or 'no status'}")
+        for issue in r["issues"]:
+            text.append(f"\n  issue: {issue}", style="yellow")
+        for suggestion in r["suggestions"]:
+            text.append(f"\n  suggestion: {suggestion}", style="cyan")
+    return [text, Text("")]
+
+
+def comparison_parts(report: dict[str, Any]) -> list[RenderableType]:
+    """The variants against the control, as the run's summary shows them."""
+    if not report.get("comparisons"):
+        return []
+    from ix.report.console import comparison_table, flips_text
+
+    block = {"comparisons": report["comparisons"]}
+    return [comparison_table(block), flips_text(block)]
+
+
 def report_renderable(report: dict[str, Any]) -> RenderableType:
     r = report["run"]
     head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
+    if r.get("reason"):
+        head.append(f"\n{r['status']}: {r['reason']}", style="red")
     if r["tags"]:
         head.append(f" · tags: {', '.join(r['tags'])}", style="cyan")
     head.append(f"\n{r['started_at']} → {r['finished_at']} · seed {r['seed']} · "
                 f"{r['trials_per_case']} trial(s) per case · git {r['git_commit'] or 'n/a'}",
                 style="dim")
-    board = report["leaderboard"]
-    parts: list[RenderableType] = [head, Text(""), *summary_tables(report), Text("")]
-    parts += [leaderboard_table(board, f"leaderboard by "
-                                       f"{METRIC_NAMES.get(board['metric'], board['metric'])}"),
-              Text(""), breakdown_table(report), Text(""), Text("failure analysis",
-                                                                 style="bold"),
+    board = report.get("leaderboard") or {}
+    parts: list[RenderableType] = [head, Text(""), *answer_parts(report),
+                                   *summary_tables(report), Text(""),
+                                   *interpretation_parts(report), *comparison_parts(report)]
+    if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
+        name = METRIC_NAMES.get(board["metric"], board["metric"])
+        parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]
+    parts += routing_parts(report)
+    parts += [breakdown_table(report), Text(""), Text("failure analysis", style="bold"),
               *failure_parts(report), Text(""), *cost_parts(report)]
     if report["annotations"]:
         parts += [Text(""), annotation_text(report["annotations"])]
@@ -266,9 +386,32 @@ def config_changes_text(changes: list[dict[str, Any]]) -> Text:
                 text.append(f"  - {c['path']}: {_short(c['before'])}\n", style="red")
             else:
                 text.append(f"  ~ {c['path']}: {_short(c['before'])} → {_short(c['after'])}\n")
+        for skill in item.get("skills") or []:
+            text.append_text(skill_change_text(skill))
     return text
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    shown = repr(value) if isinstance(value, str) else str(value)
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+def skill_change_text(s: dict[str, Any]) -> Text:
+    """A changed skill: its description before and after, whole, and the words that changed."""
+    subjects = ", ".join(str(x) for x in s["subjects"])
+    text = Text(f"skill {s['skill']} changed (subjects {subjects}):\n", style="bold")
+    if s["description_changed"] is False:
+        text.append("  its description is the same; the rest of SKILL.md changed\n",
+                    style="dim")
+        return text
+    for label, key in (("before", "description_before"), ("after", "description_after")):
+        value = s[key]
+        text.append(f"  description {label}: ", style="dim")
+        text.append(f"{value}\n" if value is not None else "not recorded by that run\n",
+                    style="" if value is not None else "dim")
+    for d in s.get("description_diff") or []:
+        if d["removed"]:
+            text.append(f"  - {d['removed']}\n", style="red")
+        if d["added"]:
+            text.append(f"  + {d['added']}\n", style="green")
+    return text
+
+
+def _short(value: Any) -> str:
+    """A configuration value in full (never cut: a changed value may differ at its end)."""
+    return repr(value) if isinstance(value, str) else str(value)

@@ -314,6 +314,7 @@ class AnthropicRuntime:
 
 register(RuntimeKind(
     name="anthropic",
+    spends_tokens=True,
     options=AnthropicOptions,
     build=AnthropicRuntime,
     default_concurrency=8,

@@ -395,6 +395,7 @@ def _redact(text: str, secrets: Sequence[str]) -> str:
 
 register(RuntimeKind(
     name="claude-code",
+    spends_tokens=True,
     options=ClaudeCodeOptions,
     build=ClaudeCodeRuntime,
     default_concurrency=4,

@@ -201,6 +201,7 @@ def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
 
 register(RuntimeKind(
     name="openai",
+    spends_tokens=True,
     options=OpenAIOptions,
     build=OpenAIRuntime,
     default_concurrency=8,

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError, did_you_mean, from_validation_error
 from ix.domain.ports import ExperimentRuntime
 
 
@@ -29,6 +29,9 @@ class RuntimeKind:
     build: Callable[[Any, RuntimeContext], ExperimentRuntime]
     default_concurrency: int
     summary: str
+    #: Whether a trial sends the prompt to a model that bills tokens: `ix run --dry-run`
+    #: estimates input tokens and cost only for these (not for mock, lexical, command, ...).
+    spends_tokens: bool = False
 
 
 _KINDS: dict[str, RuntimeKind] = {}
@@ -57,7 +60,8 @@ def get_kind(name: str) -> RuntimeKind:
             f"runtime {name!r} is not available in this version of ix yet; available: {allowed}",
             field="runtime",
         )
-    raise ConfigError(f"unknown runtime {name!r}; allowed: {allowed}", field="runtime")
+    raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, available())} (allowed: "
+                      f"{allowed})", field="runtime")
 
 
 def validate_options(spec: Mapping[str, Any]) -> tuple[RuntimeKind, BaseModel]:

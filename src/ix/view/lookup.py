@@ -96,12 +96,14 @@ class Lookup:
         return out
 
     def run_counts(self, *run_ids: str) -> dict[str, dict[str, Any]]:
-        """Run id -> trials, errors, valid, passed (the latest attempt of each trial), for
-        the given runs (none: every run of the lab)."""
+        """Run id -> trials, errors, valid, passed, judged (valid trials of must/should-not
+        cases) and correct (those whose outcome matched the expectation) — the latest attempt
+        of each trial — for the given runs (none: every run of the lab)."""
         where = (f"WHERE run_id IN ({', '.join(sql_text(r) for r in run_ids)}) "
                  if run_ids else "")
         sql = ("SELECT run_id, count(*) AS trials, count(error) AS errors, count(passed) AS "
-               "valid, count(*) FILTER (WHERE passed) AS passed, min(started_at) AS first, "
+               "valid, count(*) FILTER (WHERE passed) AS passed, count(correct) AS judged, "
+               "count(*) FILTER (WHERE correct) AS correct, min(started_at) AS first, "
                f"max(started_at) AS last FROM trials {where}GROUP BY run_id")
         return {row["run_id"]: row for row in run_query(self.lab, sql, self._warn).rows()}
 
@@ -150,7 +152,7 @@ class Lookup:
     # --------------------------------------------------------------------------- trials
 
     def case_table(self, run: RunInfo) -> list[dict[str, Any]]:
-        """Per case and subject of the run: n, errors, pass rate with its interval."""
+        """Per case and subject of the run: n, errors, activation rate with its interval."""
         try:
             rows = query_results(self.lab, run=run.run_id,
                                  warn=self._warn).group_by("case", "subject")
@@ -166,6 +168,26 @@ class Lookup:
         except ConfigError:
             return []
         return [r for r in rows if r["n"]]
+
+    def case_routes(self, run: RunInfo, case: str) -> dict[str, str]:
+        """Per subject, which skill took the case's valid trials (the first skill each
+        invoked), the most taken first: "pdf 4/9, none 2/9", as `ix report` says it."""
+        try:
+            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
+                                 warn=self._warn).group_by("subject", "invoked")
+        except ConfigError:
+            return {}
+        routes: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["valid"]:
+                routes.setdefault(str(r["subject"]), []).append(
+                    {"skill": r["first_invoked"], "trials": int(r["valid"])})
+        out = {}
+        for subject, found in routes.items():
+            found.sort(key=lambda x: (-x["trials"], x["skill"] is None, x["skill"] or ""))
+            n = sum(x["trials"] for x in found)
+            out[subject] = ", ".join(f"{x['skill'] or 'none'} {x['trials']}/{n}" for x in found)
+        return out
 
     def trials_page(self, run: RunInfo, case: str, subject: str | None, outcome: str,
                     all_attempts: bool, page: int) -> tuple[list[dict[str, Any]], int]:

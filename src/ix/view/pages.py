@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, Response
 from ix._version import __version__
 from ix.api.runs import RunInfo
 from ix.report.html import REPORT_CSS, report_body_html
+from ix.report.terminal import METRIC_NAMES
 from ix.view.lookup import (
     CASES_PAGE,
     OUTCOMES,
@@ -70,7 +71,9 @@ def _num(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "n/a"
-        return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if value % 1 else f"{value:,.0f}"
+        from ix.report.layout import decimal
+
+        return decimal(value, digits, grouping=True)  # one rule with `ix query` (0.750)
     return str(value)
 
 
@@ -87,7 +90,8 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("ix.view", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty)
+    env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty,
+                       metric=lambda key: METRIC_NAMES.get(key, str(key).replace("_", " ")))
     env.globals.update(href=href, run_href=run_href, version=__version__)
     return env
 
@@ -172,7 +176,8 @@ def _cases_from_trials(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         entry = by_case.setdefault(str(r["probe_id"]), {
             "probe_id": r["probe_id"], "expectation": r.get("expectation"), "by_subject": {}})
         entry["by_subject"][r["subject"]] = {
-            "rate": r["pass_rate"], "ci": [r["pass_rate_lo"], r["pass_rate_hi"]],
+            "rate": r["activation_rate"],
+            "ci": [r["activation_rate_lo"], r["activation_rate_hi"]],
             "n": r["valid"], "errors": r["errors"], "correct": None}
     return list(by_case.values())
 
@@ -197,7 +202,7 @@ def trials_page(request: Request) -> HTMLResponse:
     return _page(request, "trials.html", run=run, case=case, subject=subject, outcome=outcome,
                  outcomes=OUTCOMES, all_attempts=all_attempts, stats=stats, rows=rows,
                  total=total, page=page, pages=pages, case_file=lookup.case_file(run, case),
-                 subjects=[s["subject"] for s in stats])
+                 subjects=[s["subject"] for s in stats], routes=lookup.case_routes(run, case))
 
 
 def _trial_args(request: Request) -> tuple[str, str, int, int | None]:

@@ -1,0 +1,146 @@
+"""The answer of a run in sentences: the goal's verdict, each variant against the control,
+and each subject's interpretation (status, issues, suggestions).
+
+One place writes these sentences; the run's terminal summary, `ix report` in every format
+(table, md, json, html) and `ix batch`'s report print them as they are, so the same run
+reads the same everywhere. Plain text, no markup: each renderer escapes and styles it.
+"""
+
+from typing import Any
+
+#: The display name of each metric (the JSON keeps the key).
+METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
+                "pass_rate": "correct rate", "activation_rate": "activation rate"}
+
+
+def metric_name(key: str) -> str:
+    return METRIC_NAMES.get(key, key)
+
+
+def _num(x: float | None, digits: int = 3, sign: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def _interval(ci: Any) -> str:
+    if not isinstance(ci, list | tuple) or len(ci) != 2 or None in ci:
+        return "[n/a]"
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return "< 0.001" if 0 < x < 0.001 else f"{x:.3f}"
+
+
+def goal_verdict(goal: dict[str, Any] | None) -> str | None:
+    """One line, verdict first: `SUPPORTED — goal: <hypothesis>`; None without a goal."""
+    if not goal:
+        return None
+    verdict = goal.get("verdict")
+    word = verdict.upper() if verdict else "NO VERDICT"
+    return f"{word} — goal: {goal.get('hypothesis', '')}".rstrip()
+
+
+def goal_lines(goal: dict[str, Any] | None) -> list[str]:
+    """The goal in sentences: the verdict line, then the effect, the evidence and the rule,
+    and for an undecided goal what would settle it. Empty without a goal."""
+    head = goal_verdict(goal)
+    if head is None or goal is None:
+        return []
+    if goal.get("verdict") is None:
+        return [head, f"no verdict: {goal.get('note') or 'the compared subjects did not run'}"]
+    lines = [head]
+    e = goal.get("effect") or {}
+    control, treatment = [*(goal.get("compare") or []), "control", "treatment"][:2]
+    if e:
+        extra = []
+        if e.get("diff_median") is not None:
+            extra.append(f"posterior median {_num(e['diff_median'], sign=True)}")
+        if e.get("paired"):
+            extra.append("paired")
+        lines.append(f"{metric_name(e.get('metric', goal.get('metric', '')))}: {control} "
+                     f"{_num(e.get('control'))} → {treatment} {_num(e.get('treatment'))}, "
+                     f"difference {_num(e.get('diff'), sign=True)} "
+                     f"{_interval(e.get('diff_ci'))}"
+                     + (f" ({', '.join(extra)})" if extra else ""))
+    lines.append(f"P(supported) = {_num(goal.get('p_supported'))}, P(refuted) = "
+                 f"{_num(goal.get('p_refuted'))}; {goal.get('rule') or ''}".rstrip("; "))
+    s = goal.get("suggestion")
+    if s and s.get("cases") is None:
+        lines.append(f"more cases would not settle it: {s.get('method')}")
+    elif s:
+        odds = ("" if s.get("p_settle") is None
+                else f", settling it with probability {s['p_settle']:.2f}")
+        each = (f" at {s['trials_per_case']} trial(s) each"
+                if s.get("trials_per_case") is not None else "")
+        method = f" ({s['method']})" if s.get("method") else ""
+        lines.append(f"to settle it: about {s['cases']} {s.get('unit') or 'cases'} (now "
+                     f"{s.get('current_cases')}){each}{odds}{method}")
+    return lines
+
+
+def _headline_metric(metrics: dict[str, Any], fallback: str | None) -> str | None:
+    for key, m in metrics.items():
+        if m.get("role") == "primary":
+            return key
+    for name in (fallback, "f1", "pass_rate"):
+        if name in metrics:
+            return name
+    return next(iter(metrics), None)
+
+
+def comparison_sentence(c: dict[str, Any], metric: str | None = None) -> str:
+    """`<variant> vs <control> (control): <metric> <diff> [lo, hi], credibly lower; ...`: the
+    goal's metric (else `metric`, else F1) of one variant against the control."""
+    metrics = c.get("metrics") or {}
+    key = _headline_metric(metrics, metric)
+    head = f"{c['variant']} vs {c['control']} (control)"
+    if key is None:
+        return f"{head}: nothing to compare"
+    m = metrics[key]
+    ci = m.get("diff_ci")
+    lo, hi = ci if isinstance(ci, list | tuple) and len(ci) == 2 else (None, None)
+    if lo is not None and lo > 0:
+        judged = "credibly higher"
+    elif hi is not None and hi < 0:
+        judged = "credibly lower"
+    else:
+        judged = "no credible difference"
+    role = "the goal's metric" if m.get("role") == "primary" else "unadjusted"
+    return (f"{head}: {metric_name(key)} {_num(m.get('control'))} → "
+            f"{_num(m.get('variant'))}, difference {_num(m.get('diff'), sign=True)} "
+            f"{_interval(m.get('diff_ci'))} ({role}), {judged}; P(variant better) "
+            f"{_p(m.get('p_variant_better'))}, p (Holm) {_p(m.get('p_value_holm'))}")
+
+
+def interpretation(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each subject's status, issues and suggestions, as the run's summary states them."""
+    out = []
+    for block in summary.get("subjects") or []:
+        i = block.get("interpretation") or {}
+        out.append({"subject": block["name"], "status": i.get("status"),
+                    "issues": list(i.get("issues") or []),
+                    "suggestions": list(i.get("suggestions") or [])})
+    return out
+
+
+def interpretation_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """`<subject>: <status>`, then `issue: …` and `suggestion: …` lines for that subject."""
+    lines = []
+    for row in rows:
+        lines.append(f"{row['subject']}: {row['status'] or 'no status'}")
+        lines += [f"issue: {x}" for x in row["issues"]]
+        lines += [f"suggestion: {x}" for x in row["suggestions"]]
+    return lines
+
+
+def answer(summary: dict[str, Any], metric: str | None = None) -> dict[str, Any]:
+    """The answer block of a report: `verdict` (the goal's lines, empty without a goal),
+    `comparisons` (one sentence per variant) and `interpretation` (per subject)."""
+    return {"verdict": goal_lines(summary.get("goal")),
+            "comparisons": [comparison_sentence(c, metric)
+                            for c in summary.get("comparisons") or []],
+            "interpretation": interpretation(summary)}

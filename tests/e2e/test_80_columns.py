@@ -1,0 +1,209 @@
+"""Every command that prints a table, at COLUMNS=80 and 200, through the real `ix`: no value is
+cut ("…", a folded id or name, an interval split over two lines), every run id printed names
+its run when pasted back (whole, or any unique prefix or suffix), and Markdown is never wrapped
+(docs/cli.md, "Output at any width")."""
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from conftest import run_ix, write
+
+SUBJECTS = ["xlsx-only", "xlsx-plus-docx", "xlsx-plus-docx-pdf", "xlsx-plus-docx-pdf-pptx"]
+CASES = ["must-quarterly-revenue-pivot-table-by-region", "must-002", "must-003", "must-004",
+         "not-convert-the-board-minutes-docx-to-pdf", "not-002", "not-003"]
+EXPERIMENTS = ["office-skills-coexistence-with-four-subjects", "second-coexistence-experiment"]
+RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+WIDTHS = ("80", "200")
+
+
+def _experiment(lab: Path, name: str) -> None:
+    subjects = "\n".join(f"  - name: {s}\n    description: xlsx with {s.count('-')} "
+                         "neighbouring skills installed" for s in SUBJECTS)
+    write(lab / name / "experiment.yaml", f"""
+        name: {name}
+        description: Does installing docx, pdf and pptx next to xlsx take its prompts?
+        sensor: {{kind: activation, skill: xlsx}}
+        trials: 3
+        runtime:
+          kind: mock
+          activation_rates: {{{CASES[0]}: 0.8, must-002: 0.6, {CASES[4]}: 0.2}}
+          default_rate: 0.5
+          error_rates: {{must-002: 0.3}}
+        subjects:
+        {subjects}
+        goal:
+          hypothesis: Adding docx, pdf and pptx next to xlsx lowers xlsx's recall
+          metric: recall
+          compare: [xlsx-only, xlsx-plus-docx-pdf-pptx]
+          direction: decrease
+          min_effect: 0.05
+        """.replace("\n        ", "\n"))
+    for c in CASES:
+        expectation = "must_trigger" if c.startswith("must") else "should_not_trigger"
+        write(lab / name / "cases" / f"{c}.md",
+              f"---\nexpectation: {expectation}\ntags: [finance-and-accounting, quarterly]\n"
+              f"difficulty: hard\n---\nBuild the {c} spreadsheet for the board.\n")
+
+
+@pytest.fixture(scope="module")
+def wide_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    lab = tmp_path_factory.mktemp("w") / "lab"
+    write(lab / "skills" / "xlsx" / "SKILL.md",
+          "---\nname: xlsx\ndescription: Spreadsheets: pivot tables, formulas, charts.\n---\n")
+    for name in EXPERIMENTS:
+        _experiment(lab, name)
+    runs = []
+    for seed in ("1", "2"):
+        r = run_ix("run", EXPERIMENTS[0], "--lab", str(lab), "--seed", seed, "--progress",
+                   "none", "--json")
+        assert r.code in (0, 1), r.output
+        runs.append(RUN_ID.search(r.stdout).group(0))
+    write(lab / "nightly.yaml", f"""
+        name: nightly
+        experiments: [{EXPERIMENTS[1]}]
+        seeds: 2
+        trials: 3
+        output: batteries/{{date}}_{{seq}}
+        """)
+    tag = run_ix("tag", runs[0], "before-the-docx-skill-was-installed", "--lab", str(lab))
+    assert tag.code == 0, tag.output
+    note = run_ix("annotate", runs[0], CASES[0], "xlsx-plus-docx-pdf-pptx took it to pdf",
+                  "--lab", str(lab))
+    assert note.code == 0, note.output
+    return {"lab": lab, "runs": runs}
+
+
+def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
+    """Every command of `ix --help` that prints a table or run ids, with realistic arguments."""
+    a, b = runs
+    return {
+        "run": ["run", EXPERIMENTS[1], "--progress", "none"],
+        "run --dry-run": ["run", "--dry-run"],
+        "validate": ["validate"],
+        "ls": ["ls"],
+        "batch": ["batch", str(lab / "nightly.yaml")],
+        "batch --dry-run": ["batch", str(lab / "nightly.yaml"), "--dry-run"],
+        "compare": ["compare", a[-6:], b[-6:]],
+        "plan EXPERIMENT": ["plan", EXPERIMENTS[0]],
+        "plan --mde": ["plan", "--mde", "0.1", "--paired", "--trials", "5"],
+        "report": ["report", a],
+        "report --format md": ["report", a, "--format", "md"],
+        "leaderboard": ["leaderboard"],
+        "leaderboard --format md": ["leaderboard", "--format", "md"],
+        "tag": ["tag"],
+        "annotate --list": ["annotate", a, "--list"],
+        "results": ["results"],
+        "results --group-by": ["results", "--group-by", "subject", "--group-by", "case"],
+        "results --stats": ["results", "--stats"],
+        "query": ["query", "SELECT run_id, subject, probe_id, avg(score) AS activation, "
+                           "count(*) AS trials FROM trials GROUP BY ALL ORDER BY ALL"],
+        "export": ["export", a[:-2], "--format", "csv", "--out", str(tmp / "a.csv"), "--force"],
+        "cache stats": ["cache", "stats"],
+        "subjects list": ["subjects", "list"],
+        "schema --list": ["schema", "--list"],
+    }
+
+
+#: Markdown is printed as it is, never wrapped (its table rows are wider than 80 columns).
+MARKDOWN = {"report --format md", "leaderboard --format md", "batch"}
+#: Commands of `ix --help` that print no table: what they print is checked elsewhere.
+NO_TABLE = {"new": "a list of created files", "import": "one line naming the new run",
+            "view": "a server", "mcp": "a server (JSON-RPC)"}
+
+
+def _cut_values(text: str) -> list[str]:
+    """Every sign of a value cut: an ellipsis, an id or name that is not whole, an interval
+    that does not close on its line."""
+    problems = [f"ellipsis in {line!r}" for line in text.splitlines() if "…" in line]
+    for token in re.findall(r"\b\d{8}T[0-9A-Za-z-]*", re.sub(r"-\d{8}T\d{6}Z\.json", "", text)):
+        if not RUN_ID.fullmatch(token):
+            problems.append(f"run id cut: {token!r}")
+    for token in re.findall(r"xlsx(?:-[a-z]+)*", text):
+        if token not in {"xlsx", *SUBJECTS}:
+            problems.append(f"subject cut: {token!r}")
+    for token in re.findall(r"\b(?:must|not)-[a-z0-9][a-z0-9-]*", text):
+        if token not in CASES:
+            problems.append(f"case id cut: {token!r}")
+    for token in re.findall(r"\b(?:office-sk|second-co)[a-z-]*", text):
+        if token not in EXPERIMENTS:
+            problems.append(f"experiment cut: {token!r}")
+    for start, rest in re.findall(r"(\[[-+]?\d)([^\]\n]*\]?)", text):
+        if not re.fullmatch(r"[-+]?[\d.]*, [-+]?\d+\.\d+\]", rest) and "%" not in rest:
+            problems.append(f"interval cut: {start + rest!r}")
+    return problems
+
+
+def _labels() -> list[str]:
+    return list(_commands(Path("lab"), ["r" * 23, "s" * 23], Path("tmp")))
+
+
+def test_every_command_that_prints_a_table_is_checked_here():
+    listed = re.findall(r"^  ([a-z]+)\s", run_ix("--help").stdout.split("Commands:")[1],
+                        flags=re.M)
+    assert len(listed) > 10, "ix --help lists too few commands"
+    for name in listed:
+        assert name in NO_TABLE or any(c.split()[0] == name for c in _labels()), \
+            f"`ix {name}` is in ix --help but neither checked here nor in NO_TABLE"
+
+
+_PASTED: set[str] = set()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("label", _labels())
+def test_no_value_is_cut_and_every_run_id_printed_names_its_run(wide_lab, tmp_path, label,
+                                                                width):
+    lab, runs = wide_lab["lab"], wide_lab["runs"]
+    args = _commands(lab, runs, tmp_path)[label]  # type: ignore[arg-type]
+    r = run_ix(*args, "--lab", str(lab), env={"COLUMNS": width}, cwd=tmp_path)
+    assert r.code in (0, 1), f"ix {label} at {width}: {r.output}"
+    problems = _cut_values(r.stdout)
+    assert not problems, f"ix {label} at COLUMNS={width}: {problems}\n{r.stdout}"
+    if width == "80" and label not in MARKDOWN:  # a table that does not fit reflows
+        wide = [line for line in r.stdout.splitlines() if cell_len(line.rstrip()) > 80
+                and set(line) & set("│┃━╇")]
+        assert not wide, f"ix {label}: lines wider than 80 columns\n" + "\n".join(wide)
+    for run_id in sorted(set(RUN_ID.findall(r.stdout)) - _PASTED):  # whole, and by suffix
+        for ref in (run_id, run_id[-6:]):
+            pasted = run_ix("report", ref, "--lab", str(lab), "--json")
+            assert pasted.code == 0 and f'"run_id": "{run_id}"' in pasted.stdout, \
+                (label, ref, pasted.output)
+        _PASTED.add(run_id)
+
+
+def test_markdown_is_never_wrapped(wide_lab):
+    lab, runs = wide_lab["lab"], wide_lab["runs"]
+    texts = {w: run_ix("report", runs[0], "--format", "md", "--lab", str(lab),
+                       env={"COLUMNS": w}).stdout for w in WIDTHS}
+    assert texts["80"] == texts["200"]
+    rows = [line for line in texts["80"].splitlines() if line.startswith("|")]
+    assert rows and all(line.rstrip().endswith("|") for line in rows)
+    assert any(len(line) > 80 for line in rows)  # demanding: the rows are wider than 80
+    board = run_ix("leaderboard", "--format", "md", "--lab", str(lab), env={"COLUMNS": "80"})
+    assert board.code == 0 and "xlsx-plus-docx-pdf-pptx" in board.stdout
+    batch = run_ix("batch", str(lab / "nightly.yaml"), "--lab", str(lab), env={"COLUMNS": "80"})
+    assert batch.code in (0, 1), batch.output
+    rows = [line for line in batch.stdout.splitlines() if line.startswith("|")]
+    assert rows and all(line.rstrip().endswith("|") for line in rows), batch.stdout
+
+
+def test_a_unique_prefix_or_suffix_names_a_run_and_an_ambiguous_one_lists_every_candidate(
+        wide_lab):
+    lab, (a, b) = wide_lab["lab"], wide_lab["runs"]
+    both = run_ix("compare", a[-6:], b[:-3], "--lab", str(lab), "--json")
+    assert both.code == 0, both.output
+    assert run_ix("results", "--run", b[-4:], "--lab", str(lab), "--stats").code == 0
+    assert run_ix("export", a[-6:], "--format", "jsonl", "--out",
+                  str(Path(lab) / "x.jsonl"), "--lab", str(lab)).code == 0
+    for args in (["report", a[:4]], ["results", "--run", a[:4]], ["compare", a[:4], b]):
+        r = run_ix(*args, "--lab", str(lab))
+        assert r.code == 2, (args, r.output)
+        line = r.stderr.strip()
+        assert line.startswith("ix: error:") and "\n" not in line and "Traceback" not in line
+        assert a in line and b in line, line  # every candidate, so one can be pasted
+    r = run_ix("run", EXPERIMENTS[0], "--resume", "--run", a[-6:], "--lab", str(lab),
+               "--progress", "none")
+    assert r.code == 0 and a in r.stdout, r.output

@@ -446,6 +446,7 @@ def test_side_by_side_shows_both_runs(browse: Any, viewer: Viewer):
     assert "no credible change" in page.locator(".verdict").first.inner_text()
     # every number `ix compare` computes, read off the page: median and p next to the interval
     from ix.api.experiments import compare_runs
+    from ix.report.terminal import METRIC_NAMES
 
     expected = compare_runs(viewer.lab, [first, second])["comparisons"][0]["metrics"]
     table = page.locator("section.comparison").first.locator("table")
@@ -454,7 +455,7 @@ def test_side_by_side_shows_both_runs(browse: Any, viewer: Viewer):
     rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
     assert len(rows) == len(expected)
     for cells, (name, m) in zip(rows, expected.items(), strict=True):
-        assert cells[0] == name.replace("_", " ")
+        assert cells[0] == METRIC_NAMES.get(name, name.replace("_", " "))  # "F1", "correct rate"
         for got, want in [(cells[-3], m["diff_median"]), (cells[-1], m["p_value"])]:
             if want is None:
                 assert got == "n/a", (name, got)

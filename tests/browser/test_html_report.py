@@ -38,7 +38,8 @@ class Made:
 def run(lab: Path) -> str:
     """`ix run` of the lab's experiment; its run id."""
     r = run_ix("run", "--lab", str(lab), "--json", timeout=180)
-    assert r.code in (0, 1), r.output
+    # 2: the hostile lab's erring subject fails every trial (a program that is not there)
+    assert r.code in (0, 1, 2), r.output
     return str(json.loads(r.stdout)["run_id"])
 
 
@@ -153,7 +154,7 @@ def test_the_charts_render_with_no_network_and_no_errors(watched_page, mock_run)
 
     text = w.page.inner_text("body")
     goal = data["goal"]
-    assert f"Verdict: {goal['verdict']}" in " ".join(text.split())
+    assert f"{goal['verdict'].upper()} — goal:" in " ".join(text.split())  # the answer first
     assert "Does adding skill B degrade skill A?" in text
     assert "looks fine" in text and "v1" in text  # the annotation and the tag
     assert "runtime_error" in text  # the failures, with their messages

@@ -254,6 +254,8 @@ def test_subjects_and_cases_whose_names_sanitise_alike_keep_their_own_traces(lab
             """)
         case(exp, "x y", "must_trigger", "Summarize sales.csv.")
         case(exp, "x_y", "should_not_trigger", "Write a haiku.")
+        write(lab / "skills" / "csv-summary" / "SKILL.md",  # the skill under test must exist
+              "---\nname: csv-summary\ndescription: Summarise a CSV file.\n---\nBody.\n")
         r = run_ix("run", "--lab", str(lab), "--json", env={KEY_ENV: FAKE_KEY})
         assert r.code == 0, r.output
     records = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]

@@ -1,5 +1,5 @@
 """`python -m ix` is the `ix` command."""
 
-from ix.cli.main import main
+from ix.cli import main
 
 main()

@@ -358,3 +358,19 @@ def test_no_secret_from_the_environment_reaches_the_files(lab):
     for p in (exp / "results").rglob("*"):
         if p.is_file():
             assert secret not in p.read_text(encoding="utf-8", errors="replace")
+
+
+def test_a_large_run_prints_the_cases_that_matter_and_ix_report_prints_every_case(lab):
+    rates = {f"must-{i:03d}": 1.0 for i in range(2, 16)} | {"not-002": 1.0}
+    mock_experiment(lab, rates=rates, n_must=15, n_not=15, n_edge=0, trials=3)
+    r = run_ix("run", "--lab", str(lab), "--progress", "none")
+    assert r.code == 0, r.output
+    shown = [line.split()[0] for line in r.stdout.splitlines()
+             if re.match(r"(must|not)-\d{3} ", line)]
+    assert shown == ["must-001", "not-002"]  # the two wrong cases of 30
+    run_id = re.search(r"`ix report (\S+)` lists every case", " ".join(r.stdout.split()))
+    assert run_id is not None, r.stdout
+    report = run_ix("report", run_id.group(1), "--lab", str(lab))
+    assert report.code == 0, report.output
+    listed = set(re.findall(r"\b(?:must|not)-\d{3}\b", report.stdout))
+    assert len(listed) == 30, report.stdout

@@ -4,30 +4,33 @@ from fractions import Fraction
 
 import pytest
 
-from ix.domain.types import Reading
-from ix.eval.models import EvalCase
-from ix.eval.scoring import Tally, aggregate_readings, compute_metrics, interpret
-
-
-def reading(passed: bool) -> Reading:
-    return Reading(sensor_name="activation", passed=passed, score=float(passed))
+from ix.eval.models import EvalCase, ProbeResult
+from ix.eval.scoring import Tally, compute_metrics, interpret
 
 
 def case(i: str, e: str) -> EvalCase:
     return EvalCase(id=i, prompt="p", expectation=e)
 
 
+def probe(expectation: str, outcomes: list[bool | None]) -> ProbeResult:
+    """One case's aggregate after trials with these outcomes (`None`: errored)."""
+    tally = Tally([case("c", expectation)])
+    for passed in outcomes:
+        tally.add("c", passed)
+    return tally.probe_results()[0]
+
+
 def test_majority_vote_needs_strictly_more_than_half():
-    half = aggregate_readings("m", "must_trigger", [reading(True), reading(False)])
+    half = probe("must_trigger", [True, False])
     assert half.score == 0.5 and half.correct is False
-    more = aggregate_readings("m", "must_trigger", [reading(True)] * 3 + [reading(False)] * 2)
+    more = probe("must_trigger", [True] * 3 + [False] * 2)
     assert more.score == 0.6 and more.correct is True
-    not_half = aggregate_readings("n", "should_not_trigger", [reading(True), reading(False)])
+    not_half = probe("should_not_trigger", [True, False])
     assert not_half.correct is True
 
 
 def test_errored_trials_do_not_dilute_the_activation_rate():
-    r = aggregate_readings("m", "must_trigger", [reading(True), None, None, reading(True)])
+    r = probe("must_trigger", [True, None, None, True])
     assert r.score == 1.0 and r.correct
 
 
@@ -59,7 +62,7 @@ def test_status_thresholds(f1, status):
 def test_empty_denominators_give_zero_not_nan():
     m = compute_metrics([])
     assert m == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "tp": 0, "fp": 0, "fn": 0, "tn": 0}
-    only_not = compute_metrics([aggregate_readings("n", "should_not_trigger", [reading(False)])])
+    only_not = compute_metrics([probe("should_not_trigger", [False])])
     assert only_not["precision"] == 0.0 and only_not["recall"] == 0.0 and only_not["tn"] == 1
 
 

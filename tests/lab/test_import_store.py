@@ -18,7 +18,7 @@ import pytest
 
 from conftest import tree_digest, write
 from ix.api import transfer
-from ix.domain.errors import ConfigError
+from ix.domain.errors import IxError
 
 FAULTY_CALLS = ("write", "fsync", "rename", "replace", "link", "mkdir", "open", "unlink",
                 "rmdir", "ftruncate")
@@ -75,18 +75,18 @@ def test_a_failure_at_any_step_of_writing_leaves_the_lab_as_it_was(
             monkeypatch.setattr(os, name, faulty(name))
         try:
             return lab, transfer.import_results(lab, out, "jsonl", experiment=target)
-        except ConfigError as exc:
+        except IxError as exc:  # a StorageError: one line, exit 2
             return lab, exc
         finally:
             monkeypatch.undo()
 
     _, clean = attempt(0)
-    assert not isinstance(clean, ConfigError), clean
+    assert not isinstance(clean, IxError), clean
     total, refused = calls["n"], 0
     for fail in range(1, total + 1):
         lab, result = attempt(fail)
         where = f"call {fail} of {total}"
-        if isinstance(result, ConfigError):
+        if isinstance(result, IxError):
             refused += 1
             assert "No space left on device" in result.render(), where
             assert tree_digest(lab) == before, where

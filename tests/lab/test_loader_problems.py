@@ -3,7 +3,8 @@
 import pytest
 
 from conftest import case, write
-from ix.domain.errors import ConfigError, ConfigErrors, did_you_mean, from_validation_error
+from ix.domain.errors import ConfigError, ConfigErrors, did_you_mean
+from ix.eval.validation import from_validation_error
 from ix.lab.loader import MissingSkill, check_experiment, load_experiment
 from ix.lab.schema import BatterySpec, ExperimentSpec, validate
 

@@ -8,9 +8,9 @@ import os
 import duckdb
 import pytest
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import IxError, StorageError
 from ix.lab.export import write_folder
-from ix.lab.results import StorageError, write_text_atomic
+from ix.lab.results import write_text_atomic
 from ix.lab.storage_faults import HINT, storage_error, storage_faults
 
 # The message of a real failure: `ix results` refreshing its index under RLIMIT_FSIZE.
@@ -25,7 +25,7 @@ DUCKDB_FULL = ('IO Error: Async write failed for range [offset=0, size=2372]: '
 def test_an_os_error_of_the_storage_is_one_line_naming_file_cause_and_remedy(code):
     exc = OSError(code, os.strerror(code), "/lab/tags.yaml")
     fault = storage_error(exc, "the tags were not changed")
-    assert isinstance(fault, StorageError) and isinstance(fault, ConfigError)
+    assert isinstance(fault, StorageError) and isinstance(fault, IxError)  # one line, exit 2
     assert fault.render() == (f"/lab/tags.yaml: {os.strerror(code)}; the tags were not "
                               f"changed. {HINT}")
 

@@ -1,7 +1,8 @@
 """The programmatic API that the command line (and later the viewer and MCP server) share.
 
 Every function takes plain arguments and returns plain data or frozen models; none prints.
-Bad input raises `ix.domain.errors.ConfigError` before anything is written.
+Bad input raises `ix.domain.errors.ConfigError` before anything is written; every error a user
+can fix is an `IxError` (the tree is drawn in `ix.domain.errors`).
 """
 
 from ix.api.design import DesignError, DesignWarning, design_warnings
@@ -30,7 +31,7 @@ from ix.api.subjects import (
     run_subject_test,
     subjects_file,
 )
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, IxError, NotFound, RunBusy, StorageError
 from ix.engine.plan import Overrides
 from ix.engine.run import Limits, RunResult
 
@@ -39,13 +40,17 @@ __all__ = [
     "DesignError",
     "DesignWarning",
     "ExperimentInfo",
+    "IxError",
     "Lab",
     "Limits",
+    "NotFound",
     "Overrides",
     "QueryResult",
     "Rate",
     "ResultSet",
+    "RunBusy",
     "RunResult",
+    "StorageError",
     "SubjectTest",
     "add_subject",
     "check",

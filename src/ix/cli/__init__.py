@@ -1,1 +1,16 @@
-"""The `ix` command: parses, calls `ix.api`, prints. Nothing else lives here."""
+"""The `ix` command line. `main` is the console script: `ix --version` is answered here,
+before typer is imported; everything else goes to the command tree of `ix.cli.main`."""
+
+import sys
+
+from ix._version import __version__
+
+
+def main() -> None:
+    """The `ix` console script."""
+    if sys.argv[1:] == ["--version"]:  # as the root's eager --version answers it, faster
+        sys.stdout.write(f"ix {__version__}\n")
+        return
+    from ix.cli.main import main as run  # typer and the command tree: deferred, not needed above
+
+    run()

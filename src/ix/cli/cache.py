@@ -6,7 +6,8 @@ from typing import Annotated
 import typer
 
 from ix.api import cache as api_cache
-from ix.cli.options import Lab
+from ix.cli.options import SETTINGS, Lab
+from ix.cli.options import JsonText as Json
 from ix.cli.output import err, out, print_json
 from ix.domain.errors import ConfigError
 
@@ -14,12 +15,8 @@ app = typer.Typer(
     name="cache",
     help="The lab's observation cache (<lab>/.ix/cache/observations/), which `ix run --cache` "
          "records to and replays from. trials.jsonl stays the record of every run.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    **SETTINGS,
 )
-
-Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
 
 def _size(n: int) -> str:
@@ -74,3 +71,8 @@ def clear(
         return
     out.print(f"removed {cleared.removed} cached observation(s) from {cleared.path}",
               soft_wrap=True, markup=False)
+
+
+def register(app_: typer.Typer) -> None:
+    """Add the group to the `ix` application."""
+    app_.add_typer(app, name="cache")

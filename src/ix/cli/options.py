@@ -1,9 +1,52 @@
-"""Options every command shares, declared once."""
+"""Options that several commands share, declared once, and the settings every command tree of
+`ix` is built with. Imports typer and nothing of weight: `ix --help` reads this module."""
 
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
+
+from ix.domain.errors import ConfigError
+
+#: How every `typer.Typer` of ix is built: plain help text (no rich markup, no completion
+#: commands), `-h` as well as `--help`.
+SETTINGS: dict[str, Any] = {
+    "no_args_is_help": True,
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
 
 Lab = Annotated[str | None, typer.Option(
     "--lab", help="The lab: a path, or a name searched from the project root. "
                   "Default: walk up from the working directory.", show_default=False)]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of tables.")]
+JsonText = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
+JsonFormat = Annotated[bool, typer.Option("--json",
+                                          help="Print JSON on stdout (= --format json).")]
+Experiments = Annotated[list[str] | None, typer.Argument(
+    help="Experiment names in the lab, or paths. Default: the experiment the working "
+         "directory is in, else every experiment of the lab.", show_default=False)]
+Executor = Annotated[str, typer.Option(
+    "--executor", help="Where trials run: local (this process, asyncio) or ray (as tasks on a "
+                       "Ray cluster; pip install 'ix-lab[ray]'). Recording, resume and Ctrl-C "
+                       "work the same.")]
+Address = Annotated[str | None, typer.Option(
+    "--address", help="With --executor ray: the cluster to join (HOST:PORT of its head, or "
+                      "ray://HOST:PORT). Default: start a private local Ray.",
+    show_default=False)]
+Strict = Annotated[bool, typer.Option(
+    "--strict", help="Treat design warnings (too few cases, no control, one trial on a "
+                     "stochastic runtime, ...) as errors: exit 2, nothing run.")]
+
+
+def trial_count(raw: str | None) -> int | Literal["auto"] | None:
+    """The value of `--trials`: a whole number >= 1, or 'auto'."""
+    if raw is None or raw == "auto":
+        return raw  # type: ignore[return-value]
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"must be a whole number >= 1 or 'auto', got {raw!r}",
+                          field="--trials")
+    return value

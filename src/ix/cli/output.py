@@ -8,6 +8,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from ix.domain.redaction import Redactor, environment_secrets
+from ix.report.layout import fit
+
 
 class _Out(Console):
     """stdout: every table printed is fitted to the width (`ix.report.layout`): a table when
@@ -15,8 +18,6 @@ class _Out(Console):
     number or interval is ever cut; `soft_wrap=True` prints a line unwrapped."""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        from ix.report.layout import fit
-
         if not kwargs.get("soft_wrap") and len(objects) == 1 and isinstance(objects[0], str):
             objects = (self.render_str(objects[0], markup=kwargs.pop("markup", None),
                                        highlight=kwargs.pop("highlight", None)),)
@@ -50,6 +51,4 @@ def fail(message: str) -> None:
 
 
 def _redact(message: str) -> str:
-    from ix.domain.redaction import Redactor, environment_secrets
-
     return Redactor(environment_secrets(os.environ)).text(message)

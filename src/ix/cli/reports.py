@@ -1,6 +1,7 @@
 """`ix report`, `ix leaderboard`, `ix tag`, `ix annotate` (docs/reports.md)."""
 
 import io
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,11 +10,16 @@ from rich.console import Console, RenderableType
 
 from ix.api import annotations as api_notes
 from ix.api import reports as api_reports
+from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
+from ix.lab.results import write_text_atomic
+from ix.lab.storage_faults import storage_error, storage_faults
+from ix.report.layout import fit
+from ix.report.markdown import leaderboards_markdown, report_markdown
+from ix.report.terminal import leaderboards_renderable, report_renderable
 
-Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]
 Out = Annotated[Path | None, typer.Option(
@@ -43,8 +49,6 @@ def _check_out(path: Path | None) -> None:
 def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
           path: Path | None) -> None:
     """Print or write `data` as JSON, Markdown or a plain-text table."""
-    import json
-
     if fmt == "json":
         if path is None:
             print_json(data)
@@ -60,15 +64,10 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
         if path is None:
             out.print(view)
             return
-        from ix.report.layout import fit
-
         buffer = io.StringIO()
         Console(file=buffer, width=160, no_color=True, highlight=False,
                 force_terminal=False).print(fit(view))
         text = buffer.getvalue()
-    from ix.lab.results import write_text_atomic
-    from ix.lab.storage_faults import storage_faults
-
     with storage_faults("the report was not written", file=path):  # atomic: no half file
         write_text_atomic(path, text, shared=True)  # a report is for others to read
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
@@ -76,9 +75,7 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
 
 def _write_html(data: dict[str, Any], path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
-    from ix.lab.results import write_text_atomic
-    from ix.lab.storage_faults import storage_error
-    from ix.report.html import render_report_html
+    from ix.report.html import render_report_html  # jinja2: only for --format html
 
     target = path or Path(data["run"]["folder"]) / "report.html"
     try:
@@ -114,9 +111,6 @@ def report(
 
     Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
     """
-    from ix.report.markdown import report_markdown
-    from ix.report.terminal import report_renderable
-
     chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html"))
     _check_out(out_file)
     data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn)
@@ -148,9 +142,6 @@ def leaderboard(
 ) -> None:
     """Subjects ranked per experiment (its latest completed run), with intervals and the
     probability that each rank is right; over several experiments, a pooled board too."""
-    from ix.report.markdown import leaderboards_markdown
-    from ix.report.terminal import leaderboards_renderable
-
     chosen = _format(fmt, json_out)
     _check_out(out_file)
     data = api_reports.leaderboard(lab, experiment or (), run or (), metric=metric)

@@ -20,11 +20,12 @@ from rich.text import Text
 from ix.api import query as api_query
 from ix.api import results as api_results
 from ix.api.results import Method
+from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
+from ix.report.layout import decimal
 
-Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout (= --format json).")]
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), json or csv.", show_default=False)]
 Many = list[str] | None
@@ -321,8 +322,6 @@ def _cell(value: Any) -> Text:
     if isinstance(value, list | tuple):
         return Text(", ".join(str(v) for v in value))
     if isinstance(value, float | Decimal):  # one rule with the viewer: 0.750, 0.300, 0.889
-        from ix.report.layout import decimal
-
         return Text(decimal(float(value)))
     return Text(str(value))
 

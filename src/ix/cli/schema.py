@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ix.api.schemas import SCHEMA_VERSION, SCHEMAS, all_schemas, json_schema
 from ix.cli.output import out, print_json
 from ix.domain.errors import ConfigError
 
@@ -22,8 +23,6 @@ def schema(
 ) -> None:
     """Print JSON Schemas (draft 2020-12) generated from ix's pydantic models: the trial line,
     the summary, and each command's --json output. Versioned: docs/json.md."""
-    from ix.api.schemas import SCHEMA_VERSION, SCHEMAS, all_schemas, json_schema
-
     if list_:
         if name is not None:
             raise ConfigError("--list takes no NAME", field="--list")

@@ -10,10 +10,9 @@ from typing import Annotated
 import typer
 
 from ix.api import transfer
+from ix.cli.options import JsonText as Json
 from ix.cli.options import Lab
 from ix.cli.output import out, print_json, warn
-
-Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of text.")]
 
 
 def export(

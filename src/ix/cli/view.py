@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ix.api.lab import Lab as LabFolder
 from ix.cli.options import Lab
 from ix.domain.errors import ConfigError
 
@@ -36,8 +37,7 @@ def view(
         import uvicorn  # noqa: F401
     except ImportError:
         raise ConfigError(f"ix view needs the web extra: {INSTALL_HINT}") from None
-    from ix.api.lab import Lab as LabFolder
-    from ix.view.server import serve
+    from ix.view.server import serve  # uvicorn and starlette: the extra, checked above
 
     lab_path = LabFolder(lab).path
 

@@ -1,7 +1,31 @@
-"""Core, domain-agnostic types and ports of an experiment (`002_…`): pure, no I/O."""
+"""Core, domain-agnostic types and ports of an experiment (`002_…`): pure, no I/O.
 
-from ix.domain.ports import AsyncSensor, ExperimentRuntime, Probe, Sensor
-from ix.domain.types import Interaction, Reading, Subject
+The names below are imported on first use: `ix.domain.errors` is needed by the command line
+before anything else, and must not bring pydantic with it.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "AsyncSensor": "ports", "ExperimentRuntime": "ports", "Probe": "ports", "Sensor": "ports",
+    "Interaction": "types", "Reading": "types", "Subject": "types",
+}
+
+if TYPE_CHECKING:
+    from ix.domain.ports import AsyncSensor, ExperimentRuntime, Probe, Sensor
+    from ix.domain.types import Interaction, Reading, Subject
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"ix.domain.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'ix.domain' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "AsyncSensor",

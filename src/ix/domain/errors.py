@@ -1,17 +1,30 @@
-"""Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2."""
+"""Errors a user can fix. Every layer raises them; the CLI prints them as one line, exit 2.
+
+    Exception
+    ├── IxError          one line for the user: `file: field: message`; exit 2, no traceback
+    │   ├── ConfigError      bad input or configuration; says what is allowed
+    │   │   ├── ConfigErrors     several problems at once (`ix validate` lists each)
+    │   │   ├── UnsafePath       a write outside the lab, through a link (ix.lab.paths)
+    │   │   ├── MissingSkill     a skill that is not in the lab's skills/ (ix.lab.loader)
+    │   │   └── DesignError      design checks refused under --strict (ix.api.design)
+    │   ├── StorageError     the disk refused a write: full, read-only (ix.lab.storage_faults)
+    │   ├── RunBusy          another ix process is executing the run (holds its lock)
+    │   └── NotFound         the run, case or trial named does not exist (the viewer's 404)
+    └── TrialError       one trial failed as its runtime understands it: recorded in the
+                         trial's `error` (`kind` groups them), never shown as a command's error
+
+`except IxError` is "anything the user can fix"; catch a narrower class only when the handling
+differs. Pydantic's errors become `ConfigError`s in `ix.eval.validation`.
+"""
 
 import difflib
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel, ValidationError
 
 
-class ConfigError(Exception):
-    """Bad input or configuration: names the file and the field, and says what is allowed."""
+class IxError(Exception):
+    """An error a user can fix: names the file and the field when there are ones, and what to
+    do; the CLI prints `render()` as one line and exits 2."""
 
     def __init__(self, message: str, *, file: Path | str | None = None, field: str | None = None):
         self.message = message
@@ -24,6 +37,10 @@ class ConfigError(Exception):
         if self.field:
             where = f"{where}: {self.field}" if where else self.field
         return f"{where}: {self.message}" if where else self.message
+
+
+class ConfigError(IxError):
+    """Bad input or configuration: names the file and the field, and says what is allowed."""
 
     def at(self, file: Path | str | None = None, prefix: str | None = None) -> "ConfigError":
         """The same error located in `file` (unless it already names one), its field nested
@@ -50,6 +67,26 @@ class ConfigErrors(ConfigError):
 
     def at(self, file: Path | str | None = None, prefix: str | None = None) -> "ConfigError":
         return ConfigErrors([e.at(file, prefix) for e in self.errors])
+
+
+class StorageError(IxError):
+    """The results could not be written (a full disk, a read-only folder, a deleted lab).
+
+    A user can fix it, so the CLI prints it as one line and exits 2, as for bad input;
+    `ix.lab.storage_faults` makes it from the `OSError` (or DuckDB error) underneath."""
+
+
+class RunBusy(IxError):
+    """Another process is executing the run (it holds the run's lock)."""
+
+    def __init__(self, directory: Path, holder: str):
+        super().__init__(f"run {directory.name} is being executed by another ix process "
+                         f"({holder}); wait for it to end, then continue the run",
+                         file=directory)
+
+
+class NotFound(IxError):
+    """What was named (a run, a case, a trial) does not exist; the viewer answers 404."""
 
 
 def flatten(errors: Iterable[ConfigError]) -> list[ConfigError]:
@@ -85,126 +122,12 @@ def did_you_mean(word: object, choices: Iterable[str]) -> str:
 
 
 class TrialError(Exception):
-    """A trial failed in a way the runtime understands; `kind` groups failures in reports."""
+    """A trial failed in a way the runtime understands; `kind` groups failures in reports.
+
+    Not an `IxError`: it is data about one trial (its line's `error`), caught by the engine,
+    never a command's failure."""
 
     def __init__(self, kind: str, message: str):
         self.kind = kind
         self.message = message
         super().__init__(f"{kind}: {message}")
-
-
-#: Fields whose value is never echoed in a message: it may be a key pasted in the wrong place
-#: (`api_key_env: sk-...`), and messages end up in logs and CI output.
-_SENSITIVE = re.compile(r"key|token|secret|passw|auth|credential|cookie", re.IGNORECASE)
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """('subjects', 0, 'skills') -> 'subjects[0].skills'."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def from_validation_error(
-    exc: "ValidationError", model: "type[BaseModel]", *, file: Path | str | None = None,
-    prefix: str | None = None,
-) -> ConfigError:
-    """The problems pydantic found, as a `ConfigError` naming the field and what is allowed
-    (a `ConfigErrors` when there are several)."""
-    errors: list[ConfigError] = []
-    seen: set[tuple[int | str, ...]] = set()
-    for err in exc.errors(include_url=False):
-        key = _field_key(model, tuple(err["loc"]))
-        if any(key[:len(k)] == k for k in seen):  # one value, several union branches
-            continue
-        if key:
-            seen.add(key)
-        errors.append(_one_error(err, model, file=file, prefix=prefix))
-    return errors[0] if len(errors) == 1 else ConfigErrors(errors)
-
-
-def _field_key(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    """`loc` cut after the first part that leads to no model (a union branch's tag follows)."""
-    current: Any = model
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            continue
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return loc[:i + 1]
-        current = _first_model(fields[part].annotation)
-        if current is None:
-            return loc[:i + 1]
-    return loc
-
-
-def _one_error(err: Any, model: "type[BaseModel]", *, file: Path | str | None,
-               prefix: str | None) -> ConfigError:
-    loc = tuple(err["loc"])
-    field = field_path(loc)
-    if prefix:
-        field = f"{prefix}.{field}" if field else prefix
-    if err["type"] == "extra_forbidden":
-        owner = _model_at(model, loc[:-1])
-        keys = ", ".join(owner.model_fields) if owner else "see the docs"
-        hint = did_you_mean(loc[-1], owner.model_fields) if owner and loc else ""
-        return ConfigError(f"unknown key{hint} (allowed keys: {keys})", file=file, field=field)
-    if err["type"] == "missing":
-        values = _literal_values(model, loc)
-        hint = f"; one of: {', '.join(values)}" if values else ""
-        return ConfigError(f"required key is missing{hint}", file=file, field=field)
-    msg = err["msg"]
-    hint = did_you_mean(err.get("input"), _literal_values(model, loc)) \
-        if err["type"] == "literal_error" else ""
-    if err["type"] == "value_error":
-        msg = msg.removeprefix("Value error, ")
-    if err["type"] not in ("missing",) and "input" in err and not isinstance(err["input"], dict) \
-            and not _SENSITIVE.search(str(loc[-1]) if loc else ""):
-        shown = repr(err["input"])
-        if len(shown) <= 60:
-            msg = f"{msg} (got {shown})"
-    return ConfigError(msg + hint, file=file, field=field)
-
-
-def _model_at(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> "type[BaseModel] | None":
-    """The pydantic model class that owns the field at `loc` (through lists and optionals)."""
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return None
-        current = _first_model(fields[part].annotation)
-        if current is None:
-            return None
-    return current if hasattr(current, "model_fields") else None
-
-
-def _literal_values(model: "type[BaseModel]", loc: tuple[int | str, ...]) -> list[str]:
-    """The allowed values of a `Literal` field at `loc`, if it is one."""
-    owner = _model_at(model, loc[:-1])
-    name = loc[-1] if loc else None
-    if owner is None or not isinstance(name, str) or name not in owner.model_fields:
-        return []
-    annotation = owner.model_fields[name].annotation
-    while get_origin(annotation) is not None and get_origin(annotation) is not Literal:
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if not args:
-            return []
-        annotation = args[0]
-    return [str(v) for v in get_args(annotation)] if get_origin(annotation) is Literal else []
-
-
-def _first_model(annotation: Any) -> Any:
-    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
-        return annotation
-    for arg in get_args(annotation):
-        found = _first_model(arg)
-        if found is not None:
-            return found
-    return None

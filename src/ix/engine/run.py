@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, StorageError
 from ix.domain.redaction import Redactor
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.outcome import (
@@ -41,7 +41,7 @@ from ix.engine.routes import recorded_routes
 from ix.eval.scoring import Tally
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
-from ix.lab.results import TRIALS_FILE, StorageError, TrialWriter, fsync_policy, save_summary
+from ix.lab.results import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
 from ix.lab.runs import (
     check_results,
     create_run,

@@ -1,6 +1,6 @@
 """Eval vocabulary (`002_…`): what is asked, what came back, and what it added up to.
 
-Stimulus types (`EvalCase`, `EvalObservation`) and result types (`Verdict`, `ProbeResult`,
+Stimulus types (`EvalCase`, `EvalObservation`) and result types (`ProbeResult`,
 `ExperimentResults`) live together so that one file is the whole schema. The extra fields that
 DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `cost_usd`, experiment
 `runtime`/`seed`/...) all have defaults, so every `002_…` construction still works.
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ix.domain.types import Reading, Subject
+from ix.domain.types import Subject
 
 Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 EXPECTATIONS: tuple[str, ...] = ("must_trigger", "should_not_trigger", "acceptable")
@@ -101,18 +101,6 @@ class Experiment(BaseModel):
     prior: str = "uniform"      # the Beta prior of every rate interval: uniform or jeffreys
 
 
-class Verdict(BaseModel):
-    """One trial of one probe: the observation and the sensor's reading of it."""
-
-    model_config = _frozen
-
-    probe_id: str
-    trial: int
-    expectation: str
-    observation: Any = None
-    reading: Reading | None = None
-
-
 class ProbeResult(BaseModel):
     """One probe aggregated across its trials; `correct` is the majority vote."""
 
@@ -122,7 +110,6 @@ class ProbeResult(BaseModel):
     expectation: str
     score: float
     correct: bool
-    trials: tuple[Verdict, ...] = ()
 
 
 class ExperimentResults(BaseModel):

@@ -14,28 +14,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ix.domain.types import Reading
-from ix.eval.models import EvalCase, ExperimentResults, ProbeResult, Verdict
+from ix.eval.models import EvalCase, ExperimentResults, ProbeResult
 
 STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
 )
 LOW = 0.8  # precision or recall below this raises an issue
-
-
-def score_trial(probe_id: str, trial: int, expectation: str, observation: object,
-                readings: Sequence[Reading]) -> Verdict:
-    """The row scorer: one trial's verdict, judged by its first (primary) reading."""
-    return Verdict(probe_id=probe_id, trial=trial, expectation=expectation,
-                   observation=observation, reading=readings[0] if readings else None)
-
-
-def aggregate_readings(probe_id: str, expectation: str,
-                       readings: Iterable[Reading | None]) -> ProbeResult:
-    """A probe's activation rate over its trials and its majority vote (`None` = errored)."""
-    valid = [r for r in readings if r is not None]
-    passed = sum(1 for r in valid if r.passed)
-    return _probe_result(probe_id, expectation, passed, len(valid))
 
 
 def _probe_result(probe_id: str, expectation: str, passed: int, n: int) -> ProbeResult:

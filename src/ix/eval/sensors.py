@@ -14,9 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ix.domain.errors import ConfigError, did_you_mean, from_validation_error
+from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.ports import Sensor
 from ix.domain.types import Interaction, Reading
+from ix.eval.validation import from_validation_error
 
 
 class ActivationOptions(BaseModel):

@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError
 from ix.eval.schemas import TrialLine
+from ix.eval.validation import from_validation_error
 from ix.lab.inspect_read import log_trials, parse_log
 from ix.lab.names import check_distinct, check_name, file_part
 from ix.lab.runs import iso

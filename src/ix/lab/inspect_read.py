@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError
+from ix.eval.validation import from_validation_error
 from ix.lab.inspect_log import LOG_VERSION
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, IxError
 from ix.lab.import_store import pending_runs
 from ix.lab.index import TrialIndex, open_index
 from ix.lab.index_parts import ROW_COLUMNS
@@ -157,7 +157,7 @@ def _select() -> str:
 
 # --------------------------------------------------------------------------- user SQL
 
-def sql_error(exc: Exception, field: str = "SQL") -> ConfigError:
+def sql_error(exc: Exception, field: str = "SQL") -> IxError:
     """A DuckDB error as one line: its first line, plus the candidates it suggests; one the
     storage caused (a full disk writing an export) as the `StorageError` that says so."""
     refused = refusal(exc)  # what the locked connection may not do

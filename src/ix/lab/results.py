@@ -49,12 +49,6 @@ _log = logging.getLogger("ix.results")
 _LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
-class StorageError(ConfigError):
-    """The results could not be written (a full disk, a read-only folder, a deleted lab).
-
-    A user can fix it, so the CLI prints it as one line and exits 2, as for bad input."""
-
-
 def stamp(moment: datetime) -> str:
     """UTC `YYYYMMDDTHHMMSSZ`, the timestamp of file names."""
     return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")

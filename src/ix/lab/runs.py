@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, RunBusy
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
 from ix.lab.results import LATEST_SUMMARY, TRIALS_FILE, stamp, write_text_atomic
 from ix.lab.yamlio import dump_yaml, load_yaml_file
@@ -95,15 +95,6 @@ class RunLock:
         if self._fd >= 0:
             os.close(self._fd)  # closing releases the flock
             self._fd = -1
-
-
-class RunBusy(ConfigError):
-    """Another process is executing the run (it holds the run's lock)."""
-
-    def __init__(self, directory: Path, holder: str):
-        super().__init__(f"run {directory.name} is being executed by another ix process "
-                         f"({holder}); wait for it to end, then continue the run",
-                         file=directory)
 
 
 def lock_run(directory: Path) -> RunLock:

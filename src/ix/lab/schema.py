@@ -17,8 +17,9 @@ from pydantic import (
     model_validator,
 )
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError
 from ix.eval.models import Difficulty, Expectation
+from ix.eval.validation import from_validation_error
 from ix.lab.names import name_problem, normalise
 
 M = TypeVar("M", bound=BaseModel)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ix.lab.results import StorageError
+from ix.domain.errors import StorageError
 
 #: No room: the disk is full, a quota or a file-size limit (`RLIMIT_FSIZE`) is reached.
 NO_ROOM = frozenset(e for e in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", None))

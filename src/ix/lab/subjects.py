@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ix.domain.errors import ConfigError, from_validation_error
+from ix.domain.errors import ConfigError
 from ix.domain.redaction import looks_like_secret
+from ix.eval.validation import from_validation_error
 from ix.lab.config import user_config_path
 from ix.lab.names import name_problem
 from ix.lab.results import write_text_atomic

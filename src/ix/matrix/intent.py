@@ -12,6 +12,10 @@ class Intent(Generic[S]):
 
     Names, not component objects, so the recipe stays serialisable and can be resolved against
     whatever implementations exist at replay time.
+
+    Nothing in ix builds one yet (the engine records a run's recipe in `spec.yaml`); it is kept
+    because DESIGN.md §1 names it as part of `ix.matrix`'s public surface, for programs that
+    drive the Matrix directly.
     """
 
     subject: S

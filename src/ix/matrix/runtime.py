@@ -9,6 +9,10 @@ class AgentRuntime(Protocol):
 
     Kept this narrow so components stay backend-agnostic: any API client, CLI wrapper or
     test double that can answer a conversation fits.
+
+    ix's own components do not use it (runtimes implement `ix.domain.ExperimentRuntime`, which
+    takes a subject and a stimulus); it is kept because DESIGN.md §1 names it as part of
+    `ix.matrix`'s public surface, the seam for agent-backed components of other kinds.
     """
 
     async def invoke(self, system: str, messages: list[dict[str, Any]]) -> str: ...

@@ -44,6 +44,7 @@ from ix.mcp.stdio import stdio_transport
 from ix.mcp.tools import LabTools
 
 ConfigError = api.ConfigError
+IxError = api.IxError
 log = logging.getLogger("ix.mcp")
 
 INSTRUCTIONS = """\
@@ -173,7 +174,7 @@ class _Arguments:
                 f"{where}: {' or '.join(texts)}" for where, texts in found.items())
         return None
 
-    def explain(self, exc: ConfigError) -> str:
+    def explain(self, exc: IxError) -> str:
         """`ix.api`'s error, its field named as this tool's argument where it is one."""
         field = exc.field
         if field and exc.file is None:
@@ -185,7 +186,7 @@ class _Arguments:
             else:
                 if key in _ALIASES and _ALIASES[key].split(".")[0] in self.names:
                     field = _ALIASES[key]
-        text = ConfigError(exc.message, file=exc.file, field=field).render()
+        text = IxError(exc.message, file=exc.file, field=field).render()
         for _, found in getattr(exc, "warnings", None) or ():  # a DesignError: say them
             text += "".join(f"; {w.field}: {w.message} [{w.code}]" for w in found)
         return f"{self.tool.name}: {text}"
@@ -232,7 +233,7 @@ class IxServer(MCPServer):
             result = await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             cause = exc.__cause__
-            if isinstance(cause, ConfigError) and checked is not None:
+            if isinstance(cause, IxError) and checked is not None:
                 return _error(checked.explain(cause))
             log.error("tool %s failed", name, exc_info=cause or exc)
             return _error(f"{name} failed: {type(cause or exc).__name__}: {cause or exc} "

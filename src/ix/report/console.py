@@ -1,5 +1,9 @@
-"""Rich renderables for a run's summary: the per-case table and the metrics beneath it."""
+"""Rich renderables for a run's summary: the per-case table and the metrics beneath it.
 
+`ix run` prints the cases that matter when there are more than a screenful (`run_cases`);
+`ix report` (`ix.report.terminal`) prints every case."""
+
+from collections.abc import Collection
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -11,7 +15,34 @@ _STATUS_STYLE = {"excellent": "bold green", "good": "green", "needs_work": "yell
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
 
-def subject_table(block: dict[str, Any], title: str, sensor: str = "activation") -> Table:
+#: Rows of the per-case table `ix run` prints at most (a screenful); `ix report` prints all.
+CASES_SHOWN = 20
+
+
+def cases_that_matter(block: dict[str, Any],
+                      flipped: Collection[str] = ()) -> list[dict[str, Any]]:
+    """The cases of a subject a reader should look at, most urgent first: wrong, without a
+    score (every trial errored), unsettled (a vote that may flip), flipped against the control
+    (`flipped`, probe ids)."""
+    unsettled = {u["probe_id"] for u in block.get("unsettled") or []}
+
+    def rank(p: dict[str, Any]) -> int | None:
+        if p["score"] is not None and not p["correct"]:
+            return 0
+        if p["score"] is None:
+            return 1
+        if p["probe_id"] in unsettled:
+            return 2
+        return 3 if p["probe_id"] in flipped else None
+
+    ranked = [(r, i, p) for i, p in enumerate(block["probe_results"])
+              if (r := rank(p)) is not None]
+    return [p for _, _, p in sorted(ranked, key=lambda t: (t[0], t[1]))]
+
+
+def subject_table(block: dict[str, Any], title: str, sensor: str = "activation",
+                  cases: list[dict[str, Any]] | None = None) -> Table:
+    """One row per case of `block` (only `cases` when given, in that order)."""
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("case")
     table.add_column("expect")
@@ -19,7 +50,7 @@ def subject_table(block: dict[str, Any], title: str, sensor: str = "activation")
                      justify="right")
     table.add_column("correct", justify="center")
     table.add_column("errors", justify="right")
-    for p in block["probe_results"]:
+    for p in block["probe_results"] if cases is None else cases:
         if p["score"] is None:
             rate, mark = Text("n/a", style="dim"), Text("-", style="dim")
         else:
@@ -209,12 +240,38 @@ def errors_text(summary: dict[str, Any]) -> Text:
     return text
 
 
+def run_cases(summary: dict[str, Any], block: dict[str, Any]) -> list[RenderableType]:
+    """A subject's per-case table as `ix run` prints it: every case when they fit a screen
+    (`CASES_SHOWN`), else only the cases that matter and a line counting the rest and naming
+    the command that lists them all (rendering every row of a large run costs seconds)."""
+    title = f"{summary['experiment_name']} · {block['name']}"
+    sensor = summary.get("sensor", "activation")
+    probes = block["probe_results"]
+    if len(probes) <= CASES_SHOWN:
+        return [subject_table(block, title, sensor)]
+    flipped = {f["probe_id"] for c in summary.get("comparisons") or []
+               if block["name"] in (c.get("variant"), c.get("control"))
+               for f in c.get("flips") or []}
+    matter = cases_that_matter(block, flipped)
+    order = {p["probe_id"]: i for i, p in enumerate(probes)}
+    shown = sorted(matter[:CASES_SHOWN], key=lambda p: order[p["probe_id"]])
+    every = f"`ix report {summary['run_id']}` lists every case"
+    if not shown:
+        return [Text(title, style="italic"),
+                Text(f"all {len(probes):,} cases right and settled; {every}", style="dim")]
+    if len(matter) > len(shown):
+        note = (f"{len(shown)} of the {len(matter):,} wrong, unsettled or flipped cases shown "
+                f"({len(probes):,} cases in all)")
+    else:
+        note = (f"the {len(shown)} wrong, unsettled or flipped cases of {len(probes):,} "
+                "shown")
+    return [subject_table(block, title, sensor, shown), Text(f"{note}; {every}", style="dim")]
+
+
 def summary_renderable(summary: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
-        title = f"{summary['experiment_name']} · {block['name']}"
-        parts += [subject_table(block, title, summary.get("sensor", "activation")),
-                  metrics_text(block), Text("")]
+        parts += [*run_cases(summary, block), metrics_text(block), Text("")]
     if summary.get("errors_by_kind"):
         parts.append(errors_text(summary))
     if summary.get("comparisons"):

@@ -31,9 +31,10 @@ from typing import Annotated, Any
 from jinja2 import TemplateError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ix.domain.errors import ConfigError, TrialError, from_validation_error
+from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Interaction, Reading, Subject
 from ix.eval.models import EvalCase
+from ix.eval.validation import from_validation_error
 from ix.runtimes import _templates
 from ix.runtimes.registry import RuntimeContext, build_runtime
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ix.domain.errors import ConfigError, did_you_mean, from_validation_error
+from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.ports import ExperimentRuntime
+from ix.eval.validation import from_validation_error
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,6 @@ class RuntimeKind:
 
 _KINDS: dict[str, RuntimeKind] = {}
 
-#: Kinds DESIGN.md names that later releases bring; asked for now, they get a clear message.
-PLANNED = ()
-
 
 def register(kind: RuntimeKind) -> RuntimeKind:
     _KINDS[kind.name] = kind
@@ -54,14 +52,8 @@ def get_kind(name: str) -> RuntimeKind:
     _load_builtins()
     if name in _KINDS:
         return _KINDS[name]
-    allowed = ", ".join(available())
-    if name in PLANNED:
-        raise ConfigError(
-            f"runtime {name!r} is not available in this version of ix yet; available: {allowed}",
-            field="runtime",
-        )
     raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, available())} (allowed: "
-                      f"{allowed})", field="runtime")
+                      f"{', '.join(available())})", field="runtime")
 
 
 def validate_options(spec: Mapping[str, Any]) -> tuple[RuntimeKind, BaseModel]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ix.api import ConfigError
+from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
 from ix.api.query import run_query
@@ -30,10 +30,6 @@ CASES_PAGE = 200
 #: Reports kept in memory (the latest ones asked for).
 REPORTS_KEPT = 8
 OUTCOMES = ("all", "passed", "failed", "errors")
-
-
-class NotFound(Exception):
-    """The URL names nothing of this lab (or something the viewer refuses to serve)."""
 
 
 def sql_text(value: str) -> str:
@@ -74,7 +70,7 @@ class Lookup:
     def run(self, ref: str) -> RunInfo:
         try:
             return lab_run(self.lab, ref)
-        except ConfigError as exc:
+        except IxError as exc:
             raise NotFound(exc.message) from None
 
     def experiments(self) -> list[dict[str, Any]]:
@@ -86,7 +82,7 @@ class Lookup:
         try:
             for t in list_tags(self.lab):
                 tags.setdefault(t["run"], []).append(t["tag"])
-        except ConfigError:
+        except IxError:
             pass
         out = []
         for info in infos:
@@ -140,7 +136,7 @@ class Lookup:
                 return cached
             try:
                 result = ReportResult(report(self.lab, run.run_id, warn=self._warn), None)
-            except ConfigError as exc:
+            except IxError as exc:
                 result = ReportResult(None, exc.message)
             with self._lock:
                 self._reports[key] = result
@@ -156,7 +152,7 @@ class Lookup:
         try:
             rows = query_results(self.lab, run=run.run_id,
                                  warn=self._warn).group_by("case", "subject")
-        except ConfigError:  # no trial of this run yet
+        except IxError:  # no trial of this run yet
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
@@ -165,7 +161,7 @@ class Lookup:
         try:
             rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
                                  warn=self._warn).group_by("subject")
-        except ConfigError:
+        except IxError:
             return []
         return [r for r in rows if r["n"]]
 
@@ -175,7 +171,7 @@ class Lookup:
         try:
             rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
                                  warn=self._warn).group_by("subject", "invoked")
-        except ConfigError:
+        except IxError:
             return {}
         routes: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
@@ -199,7 +195,7 @@ class Lookup:
             rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
                                subject=subject, all_attempts=all_attempts, warn=self._warn,
                                **filters)
-        except ConfigError:
+        except IxError:
             return [], 0
         sql = (f"SELECT * FROM ({rs.sql}) ORDER BY subject, trial, attempt "
                f"LIMIT {PAGE_SIZE} OFFSET {max(0, page - 1) * PAGE_SIZE}")
@@ -209,7 +205,7 @@ class Lookup:
         """The case as its file reads now (prompt, expectation, tags), if it still exists."""
         try:
             loaded = load(run.experiment_dir, self.lab)
-        except ConfigError:
+        except IxError:
             return None
         for c in loaded.experiment.cases:
             if c.id == case:
@@ -234,7 +230,7 @@ class Lookup:
         """The trial's transcript; `NotFound` when its path leads outside the run's folder."""
         try:
             return read_trace(run, record)
-        except ConfigError as exc:
+        except IxError as exc:
             raise NotFound(exc.message) from None
 
     # --------------------------------------------------------------------------- compare
@@ -243,13 +239,13 @@ class Lookup:
         """`ix compare A B` (None and the reason when the runs cannot be compared)."""
         try:
             return compare_runs(self.lab, [a.run_id, b.run_id]), None
-        except ConfigError as exc:
+        except IxError as exc:
             return {}, exc.message
 
     def summary(self, run: RunInfo) -> dict[str, Any] | None:
         try:
             return read_summary(run.folder)
-        except ConfigError:
+        except IxError:
             return None
 
 

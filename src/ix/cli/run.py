@@ -1,0 +1,199 @@
+"""`ix run`: every case x subject x trial, recorded, aggregated, summarised."""
+
+import os
+import shlex
+import subprocess
+import sys
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.markup import escape
+from rich.text import Text
+
+from ix import api
+from ix.cli import design as design_cli
+from ix.cli.options import Address, Executor, Experiments, Json, Lab, Strict, trial_count
+from ix.cli.output import err, out, print_json, warn
+from ix.cli.progress import RunProgress
+from ix.domain.errors import ConfigError
+from ix.report.console import summary_renderable
+
+
+def run(
+    experiments: Experiments = None,
+    lab: Lab = None,
+    trials: Annotated[str | None, typer.Option(
+        "--trials", "-n", help="Trials per case, or 'auto' (each case runs until its "
+                               "majority vote is settled; overrides experiment.yaml, ix.yaml "
+                               "and $IX_DEFAULT_TRIALS).", show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Base seed; trial seeds derive from it (default: the experiment's).",
+        show_default=False)] = None,
+    runtime: Annotated[str | None, typer.Option(
+        "--runtime", help="Run every subject with this runtime kind (mock, random, lexical, "
+                          "claude-code, anthropic, openai, command, http, human).",
+        show_default=False)] = None,
+    subject: Annotated[list[str] | None, typer.Option(
+        "--subject", help="Run only this subject (repeatable).", show_default=False)] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-j", min=1, help="Trials in flight at once.",
+        show_default=False)] = None,
+    artifacts: Annotated[bool, typer.Option(
+        "--artifacts", help="Also write one JSON file per artifact under "
+                            "<experiment>/artifacts/<kind>/.")] = False,
+    filters: Annotated[list[str] | None, typer.Option(
+        "--filter", help="Only cases matching: an id glob (must-*), tag:X, difficulty:hard, "
+                         "expectation:must_trigger; repeatable (AND), commas for OR, ! to "
+                         "negate.", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the full plan (trials per subject, estimated tokens and "
+                          "cost); run and write nothing.")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the latest run (or --run ID): run exactly the trials not "
+                         "yet recorded, with the options it started with.")] = False,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="Re-run the errored trials of the latest run (or --run ID); "
+                               "the new attempt supersedes the errored one.")] = False,
+    run_id: Annotated[str | None, typer.Option(
+        "--run", help="The run --resume / --retry-failed acts on.", show_default=False)] = None,
+    max_trials: Annotated[int | None, typer.Option(
+        "--max-trials", min=1, help="Stop scheduling after this many trials (resume later).",
+        show_default=False)] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", min=0, help="Stop scheduling once this many USD were spent.",
+        show_default=False)] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", min=0, help="Stop scheduling after this many seconds.",
+        show_default=False)] = None,
+    max_errors: Annotated[int, typer.Option(
+        "--max-consecutive-errors", min=0, help="Circuit breaker: stop a subject after this "
+                                                "many errored trials in a row (0: never).")] = 50,
+    smoke: Annotated[bool, typer.Option(
+        "--smoke", help="One trial of a few cases per subject: a quick check before a full "
+                        "run.")] = False,
+    cache: Annotated[bool, typer.Option(
+        "--cache", help="Record observations in the lab's cache and replay them when the same "
+                        "trial runs again (see --cache-mode).")] = False,
+    cache_mode: Annotated[str, typer.Option(
+        "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
+                             "replay: never call a subject (a miss is an errored trial).")
+    ] = "use",
+    progress_mode: Annotated[str, typer.Option(
+        "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
+                           "stderr) or none.")] = "auto",
+    executor: Executor = "local",
+    address: Address = None,
+    on_complete: Annotated[str | None, typer.Option(
+        "--on-complete", help="Run this command (no shell) when the run ends, with the "
+                              "summary's path as its last argument.", show_default=False)] = None,
+    strict: Strict = False,
+    json_out: Json = False,
+) -> None:
+    """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
+
+    Exit codes: 0 done (errored trials are reported, not a failure), 1 done but a goal was
+    refuted or every trial of a subject errored, 2 bad input or configuration (also when
+    every trial of a subject errored for it: a missing key, no skills, a program not found),
+    130 cancelled (completed trials are kept).
+    """
+    overrides = api.Overrides(trials=trial_count(trials), seed=seed, runtime=runtime,
+                              concurrency=concurrency, subjects=tuple(subject or ()),
+                              filters=tuple(filters or ()), smoke=smoke)
+    if resume and retry_failed:
+        raise ConfigError("choose one of --resume and --retry-failed", field="--resume")
+    if run_id is not None and not (resume or retry_failed):
+        raise ConfigError("--run names the run that --resume or --retry-failed continues",
+                          field="--run")
+    if dry_run:
+        _print_dry_run(api.dry_run(lab, experiments or (), overrides), json_out)
+        return
+    limits = api.Limits(max_trials=max_trials, max_cost_usd=max_cost, time_limit_s=time_limit,
+                        max_consecutive_errors=max_errors or None)
+    mode: Literal["resume", "retry_failed"] | None = (
+        "resume" if resume else "retry_failed" if retry_failed else None)
+    if progress_mode not in ("auto", "bar", "json", "none"):
+        raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
+                          "none", field="--progress")
+    with RunProgress(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
+        results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
+                          command=["ix", *sys.argv[1:]], on_plan=progress.start,
+                          on_trial=progress.trial, continue_mode=mode, run_id=run_id,
+                          limits=limits, warn=warn,
+                          cache=cache_mode if cache or cache_mode != "use" else None,
+                          executor=executor, address=address, strict=strict,
+                          on_design=design_cli.printer(strict))
+    if on_complete:
+        _notify(on_complete, results)
+    if json_out:
+        if len(results) == 1:  # the summary file's own text: no second encoding
+            sys.stdout.write(results[0].summary_path.read_text(encoding="utf-8"))
+        else:
+            print_json([r.summary for r in results])
+    else:
+        for r in results:
+            out.print(summary_renderable(r.summary))
+            out.print(Text(f"trials: {r.plan.loaded.results_dir / 'trials.jsonl'}\n"
+                           f"summary: {r.summary_path}", style="dim"), soft_wrap=True)
+    for r in results:
+        for name, why in (r.summary.get("circuit_breaker") or {}).items():
+            err.print(f"[red]circuit breaker:[/] {name} {why}")
+    failed = [r for r in results if r.status == "failed"]
+    for r in failed:  # the answer where the eye lands: last, on stderr, even with --json
+        err.print(f"[bold red]run {r.run_id} of {r.summary['experiment_name']} failed:[/] "
+                  f"{escape(r.summary.get('reason') or 'see its summary')}", soft_wrap=True)
+    if any(r.status == "cancelled" for r in results):
+        why = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
+                   None)
+        err.print(f"[yellow]cancelled[/]{f' ({escape(why)})' if why else ''}: completed "
+                  "trials are kept and the summary covers them; `ix run --resume` finishes "
+                  "the run", soft_wrap=True)
+        if not failed:
+            raise typer.Exit(130)
+    if failed:
+        raise typer.Exit(api.failure_exit_code([r.summary for r in failed]))
+    refuted = [r for r in results if (r.summary.get("goal") or {}).get("verdict") == "refuted"]
+    for r in refuted:
+        err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
+                  f"{r.summary['goal']['hypothesis']}")
+    if refuted:
+        raise typer.Exit(1)
+
+
+def _print_dry_run(plans: list[dict[str, Any]], json_out: bool) -> None:
+    if json_out:
+        print_json(plans)
+        return
+    for p in plans:
+        out.print(f"[bold]{p['experiment']}[/]: {p['cases']} cases × {p['trials_per_case']} "
+                  f"trials = {p['total_trials']} trials, concurrency {p['concurrency']}"
+                  + (f", filters {' AND '.join(p['filters'])}" if p["filters"] else ""))
+        for sub in p["subjects"]:
+            out.print(f"  {sub['name']}: {sub['trials']} trials on {sub['runtime']}"
+                      + (f" ({sub['model']})" if sub["model"] else "")
+                      + (f", ~{sub['estimated_input_tokens']:,} input tokens"
+                         if sub["estimated_input_tokens"] is not None else "")
+                      + (f", ~${sub['estimated_cost_usd']:.2f}"
+                         if sub["estimated_cost_usd"] else ""))
+    out.print("[dim]dry run: nothing executed, nothing written[/]")
+
+
+def _notify(command: str, results: list[api.RunResult]) -> None:
+    """`--on-complete`: the command with each summary's path; its failure is only reported."""
+    for r in results:
+        argv = [*shlex.split(command), str(r.summary_path)]
+        try:
+            done = subprocess.run(argv, check=False, timeout=300,
+                                  env={**os.environ, "IX_SUMMARY": str(r.summary_path),
+                                       "IX_RUN_STATUS": r.status})
+        except (OSError, subprocess.SubprocessError) as exc:
+            warn(f"--on-complete {argv[0]!r} failed: {exc}")
+            continue
+        if done.returncode:
+            warn(f"--on-complete {argv[0]!r} exited with {done.returncode}")
+
+
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the `ix` application."""
+    app.command("run")(run)

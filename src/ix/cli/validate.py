@@ -1,0 +1,119 @@
+"""`ix validate`: load and check experiments without running anything."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from ix import api
+from ix.cli import design as design_cli
+from ix.cli.options import Experiments, Json, Lab, Strict, trial_count
+from ix.cli.output import fail, out, print_json, warn
+
+
+def validate(
+    experiments: Experiments = None,
+    lab: Lab = None,
+    trials: Annotated[str | None, typer.Option("--trials", "-n", help="As for ix run.",
+                                               show_default=False)] = None,
+    runtime: Annotated[str | None, typer.Option("--runtime", show_default=False)] = None,
+    strict: Strict = False,
+    json_out: Json = False,
+) -> None:
+    """Load and check experiments without running anything: every problem of the lab at
+    once, one `file: field: message` line each (exit 2 on any), and each subject's runtime
+    and whether its credentials are set.
+
+    Design warnings (docs/experiments.md, "Design checks") are printed on stderr; with
+    --strict they are errors.
+    """
+    lab_path, paths = api.resolve(lab, experiments or ())
+    overrides = api.Overrides(trials=trial_count(trials), runtime=runtime)
+    reports: list[dict[str, Any]] = []
+    for path in paths:
+        plan, problems = api.check(path, lab_path, overrides)
+        if plan is None:  # every problem of the experiment, each on its own line
+            errors = [e.render() for e in problems]
+            reports.append({"experiment": path.name, "path": str(path), "ok": False,
+                            "error": errors[0], "errors": errors})
+            continue
+        exp = plan.loaded.experiment
+        creds = {c["subject"]: c for c in api.subject_credentials(plan)}
+        reports.append({
+            "experiment": exp.name, "path": str(path), "ok": True,
+            "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
+            "subjects": [{"name": s.subject.name, "runtime": s.runtime_spec["kind"],
+                          "runtime_source": _runtime_source(plan, s.subject, runtime),
+                          "skills": [k["name"] for k in s.subject.config["skills"]],
+                          "target_skill": s.target_skill,
+                          "credentials_env": creds[s.subject.name]["credentials_env"],
+                          "credentials_present": creds[s.subject.name]["credentials_present"]}
+                         for s in plan.subjects],
+            "trials_per_case": plan.trials, "total_trials": plan.total,
+            "concurrency": plan.concurrency,
+            **design_cli.report(plan, strict),
+        })
+    if json_out:
+        print_json(reports)
+    else:
+        _print_validated(reports, strict)
+    if not all(r["ok"] for r in reports):
+        raise typer.Exit(2)
+
+
+def _print_validated(reports: list[dict[str, Any]], strict: bool) -> None:
+    """✓ and each subject's runtime on stdout; every problem one line on stderr."""
+    said: set[str] = set()  # a problem of ix.yaml is every experiment's: say it once
+    for r in reports:
+        if not r["ok"]:
+            for line in r.get("errors") or [r["error"]]:
+                if line not in said:
+                    said.add(line)
+                    fail(line)
+            continue
+        out.print(f"[green]✓[/] {escape(r['experiment'])}: {r['cases']} cases "
+                  f"(+{r['skipped_acceptable']} acceptable, not run) × "
+                  f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
+                  f"{r['total_trials']} trials", soft_wrap=True)
+        for s in r["subjects"]:
+            env = s["credentials_env"]
+            creds = ("no credentials needed" if not env else
+                     f"{env[0]} is set" if s["credentials_present"] else
+                     f"[red]{env[0]} is not set[/]")
+            out.print(f"  {escape(s['name'])}: runtime {s['runtime']} "
+                      f"({escape(s['runtime_source'])}), {creds}", soft_wrap=True)
+            if env and not s["credentials_present"]:
+                warn(f"{r['path']}/experiment.yaml: runtime: subject {s['name']!r} runs on "
+                     f"{s['runtime']} ({s['runtime_source']}) and {env[0]} is not set, so "
+                     "every trial would fail: set it, or choose `runtime: lexical` for an "
+                     "offline baseline")
+    for r in reports:
+        design_cli.show(r, strict)
+
+
+def _runtime_source(plan: Any, subject: Any, flag: str | None) -> str:
+    """Where a subject's runtime kind was chosen: `--runtime`, a field of experiment.yaml,
+    ix.yaml, the user config, $IX_DEFAULT_RUNTIME, a registry profile, or the built-in
+    default."""
+    if flag is not None:
+        return "--runtime"
+    file, field = (subject.config.get("runtime_origins") or {}).get("kind") or ["", ""]
+    if file == str(plan.loaded.config_file):
+        return f"experiment.yaml {field}"
+    if file.startswith("built-in profile"):
+        return f"built-in profile {field}"
+    if file.startswith(("built-in", "$")) or not file:
+        return file or "built-in default"
+    try:
+        shown = str(Path(file).relative_to(plan.loaded.lab))
+    except ValueError:
+        shown = file
+    return f"{shown} {field}" if field and field != "runtime" else shown
+
+
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the `ix` application."""
+    app.command("validate")(validate)

@@ -107,7 +107,7 @@ def test_no_nan_reaches_the_json_even_when_every_trial_errored(lab):
     mock_experiment(lab, n_must=1, n_not=1, n_edge=0,
                     runtime_extra="error_rates: {must-001: 1.0, not-001: 1.0}")
     r = run_ix("run", "--lab", str(lab), "--json")
-    assert r.code == 0, r.output
+    assert r.code == 1, r.output  # every trial errored: the run failed (not its configuration)
     assert "NaN" not in r.stdout and "Infinity" not in r.stdout
     s = json.loads(r.stdout)
     assert s["probe_results"][0]["score_ci"] is None

@@ -36,8 +36,10 @@ TRACES_DIR = "traces"
 
 
 def new_run_id(started: datetime) -> str:
-    """Sortable by start time and unique: `20261126T021500Z-3f9a1c`."""
-    return f"{stamp(started)}-{secrets.token_hex(3)}"
+    """Sortable by start time and unique: `20261126T021500Z-3f9a1c`. The suffix's first
+    three hex digits are the millisecond (so two runs started within one second still sort
+    by start, and "the latest run" is the last started), the last three are random."""
+    return f"{stamp(started)}-{started.microsecond // 1000:03x}{secrets.token_hex(2)[:3]}"
 
 
 def run_dir(results_dir: Path, run_id: str) -> Path:

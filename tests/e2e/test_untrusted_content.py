@@ -126,7 +126,10 @@ def test_a_runtime_option_template_cannot_reach_python_internals(lab: Path, tmp_
         """)
     write(d / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nhello\n")
     r = run_ix("run", "--lab", str(lab), "--json", cwd=tmp_path)
-    assert r.code == 0, r.output  # planned fine; each trial fails safely
+    # planned fine; each trial fails safely, and a run whose every trial failed on its
+    # template is a failed run of the lab's configuration: exit 2, trials recorded
+    assert r.code == 2, r.output
+    assert json.loads(r.stdout)["run_status"] == "failed"
     [rec] = records(d)
     assert rec["error"]["kind"] == "template_error", rec
     assert "unsafe" in rec["error"]["message"] or "undefined" in rec["error"]["message"], rec
@@ -177,7 +180,9 @@ def test_a_rubric_reaching_for_python_internals_fails_safely(lab: Path, tmp_path
                                                               payload: str):
     d = judge_lab(lab, f"Grade {{{{ observation.content }}}} {payload}", "Help me")
     r = run_ix("run", "--lab", str(lab), "--json", cwd=tmp_path)
-    assert r.code == 0, r.output  # a trial error per trial, not a crash and not exit 2
+    # a trial error per trial, not a crash: every trial failed on the rubric, so the run
+    # failed for its configuration (exit 2) after recording each trial
+    assert r.code == 2, r.output
     assert "Traceback" not in r.output
     recs = records(d)
     assert len(recs) == 2

@@ -10,6 +10,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ix.report.answer import metric_name
+
 _STATUS_STYLE = {"excellent": "bold green", "good": "green", "needs_work": "yellow",
                  "poor": "bold red"}
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
@@ -151,8 +153,6 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
     return text
 
 
-_METRIC_NAMES = {"activation_rate": "activation rate", "recall": "recall",
-                 "precision": "precision", "f1": "F1", "pass_rate": "correct rate"}
 
 
 def comparison_table(summary: dict[str, Any]) -> RenderableType:
@@ -187,7 +187,7 @@ def comparison_table(summary: dict[str, Any]) -> RenderableType:
                                                     or m["diff_ci"][1] < 0):
                     delta.stylize("bold")
                 p = m.get("p_value_holm")
-                table.add_row(_METRIC_NAMES.get(metric, metric), _fmt(m["control"]),
+                table.add_row(metric_name(metric), _fmt(m["control"]),
                               _fmt(m["variant"]), delta, _fmt(m["p_variant_better"]),
                               "-" if p is None else f"{p:.3f}")
         tables.append(table)
@@ -313,7 +313,7 @@ def run_comparison_renderable(result: dict[str, Any]) -> RenderableType:
         for metric, m in c["metrics"].items():
             delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
             delta.append(_ci(m["diff_ci"]), style="dim")
-            table.add_row(_METRIC_NAMES.get(metric, metric), _fmt(m["before"]),
+            table.add_row(metric_name(metric), _fmt(m["before"]),
                           _fmt(m["after"]), delta, _fmt(m["p_better"]))
         parts += [table, flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
                   Text(c["verdict"], style="bold"), Text("")]

@@ -7,9 +7,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ix.report.answer import METRIC_NAMES  # one table of display names
+
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
-METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
-                "pass_rate": "correct rate", "activation_rate": "activation rate"}
 #: Rows of the long tables shown on a terminal (the JSON keeps them all).
 TOP = 10
 

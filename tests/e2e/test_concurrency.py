@@ -125,16 +125,16 @@ def test_a_colliding_run_id_is_drawn_again(tmp_path, monkeypatch):
 
     results = tmp_path / "results"
     started = datetime(2026, 11, 26, 2, 15, tzinfo=UTC)
-    taken = runs.run_dir(results, "20261126T021500Z-aaaaaa")
+    taken = runs.run_dir(results, "20261126T021500Z-000aaa")
     taken.mkdir(parents=True)
     (taken / "spec.yaml").write_text("run_id: someone else's\n")
-    draws = iter(["aaaaaa", "aaaaaa", "bbbbbb"])
+    draws = iter(["aaaa", "aaaa", "bbbb"])
     real = runs.secrets.token_hex
     monkeypatch.setattr(runs.secrets, "token_hex",
-                        lambda n=None: next(draws) if n == 3 else real(n))
+                        lambda n=None: next(draws) if n == 2 else real(n))
     run_id, folder, lock = runs.create_run(results, started, lambda i: {"run_id": i})
     lock.release()
-    assert run_id == "20261126T021500Z-bbbbbb" and folder.name == run_id
+    assert run_id == "20261126T021500Z-000bbb" and folder.name == run_id
     assert (taken / "spec.yaml").read_text() == "run_id: someone else's\n"
     assert yaml.safe_load((folder / "spec.yaml").read_text()) == {"run_id": run_id}
 

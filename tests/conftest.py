@@ -96,6 +96,29 @@ def mock_experiment(lab: Path, name: str = "exp", *, rates: Mapping[str, float] 
     return d
 
 
+def comparison_experiment(lab: Path, *, n_must: int, n_not: int, trials: int, control: float,
+                          variants: Mapping[str, float], goal: str = "", name: str = "e") -> Path:
+    """Mock subjects: the control activates on must cases at `control`, each variant at its
+    own rate; every subject activates on should-not cases at 0.05."""
+    d = lab / name
+    must = [f"must-{i:03d}" for i in range(n_must)]
+    nots = [f"not-{i:03d}" for i in range(n_not)]
+
+    def subject(subject: str, p: float) -> str:
+        rates = ", ".join([f"{c}: {p}" for c in must] + [f"{c}: 0.05" for c in nots])
+        return f"  - name: {subject}\n    runtime: {{kind: mock, activation_rates: {{{rates}}}}}"
+
+    subjects = [subject("control", control)] + [subject(v, p) for v, p in variants.items()]
+    write(d / "experiment.yaml",
+          f"name: {name}\ntrials: {trials}\nsensor: {{kind: activation, skill: a}}\n"
+          "subjects:\n" + "\n".join(subjects) + "\n" + goal)
+    for c in must:
+        write(d / "cases" / f"{c}.md", f"---\nexpectation: must_trigger\n---\nDo {c}\n")
+    for c in nots:
+        write(d / "cases" / f"{c}.md", f"---\nexpectation: should_not_trigger\n---\nNot {c}\n")
+    return d
+
+
 @pytest.fixture
 def lab(tmp_path: Path) -> Path:
     """An empty lab folder (experiments are added by each test)."""

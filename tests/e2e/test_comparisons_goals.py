@@ -6,34 +6,9 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from conftest import run_ix, write
+from conftest import comparison_experiment, run_ix, write
 
-
-def experiment(lab: Path, *, n_must: int, n_not: int, trials: int, control: float,
-               variants: dict[str, float], goal: str = "", name: str = "e") -> Path:
-    """Mock subjects: the control activates on must cases at `control`, each variant at its
-    own rate; every subject activates on should-not cases at 0.05."""
-    d = lab / name
-    must = [f"must-{i:03d}" for i in range(n_must)]
-    nots = [f"not-{i:03d}" for i in range(n_not)]
-
-    def rates(p: float) -> str:
-        items = [f"{c}: {p}" for c in must] + [f"{c}: 0.05" for c in nots]
-        return "{" + ", ".join(items) + "}"
-
-    def subject(name: str, p: float) -> str:
-        return f"  - name: {name}\n    runtime: {{kind: mock, activation_rates: {rates(p)}}}"
-
-    subjects = [subject("control", control)]
-    subjects += [subject(v, p) for v, p in variants.items()]
-    write(d / "experiment.yaml",
-          f"name: {name}\ntrials: {trials}\nsensor: {{kind: activation, skill: a}}\n"
-          "subjects:\n" + "\n".join(subjects) + "\n" + goal)
-    for c in must:
-        write(d / "cases" / f"{c}.md", f"---\nexpectation: must_trigger\n---\nDo {c}\n")
-    for c in nots:
-        write(d / "cases" / f"{c}.md", f"---\nexpectation: should_not_trigger\n---\nNot {c}\n")
-    return d
+experiment = comparison_experiment
 
 
 GOAL = """goal:

@@ -8,30 +8,12 @@ import json
 import re
 from pathlib import Path
 
-from conftest import mock_experiment, run_ix, write
+from conftest import comparison_experiment, mock_experiment, run_ix, write
 
 
-def experiment(lab: Path, *, n_must: int, n_not: int, trials: int, control: float,
-               variant: float, goal: str = "", name: str = "e") -> Path:
-    """Mock subjects `control` and `variant`, activating on must cases at their rates and on
-    should-not cases at 0.05."""
-    must = [f"must-{i:03d}" for i in range(n_must)]
-    nots = [f"not-{i:03d}" for i in range(n_not)]
-
-    def subject(subject: str, p: float) -> str:
-        rates = ", ".join([f"{c}: {p}" for c in must] + [f"{c}: 0.05" for c in nots])
-        return f"  - name: {subject}\n    runtime: {{kind: mock, activation_rates: {{{rates}}}}}"
-
-    d = lab / name
-    write(d / "experiment.yaml",
-          f"name: {name}\ntrials: {trials}\nsensor: {{kind: activation, skill: a}}\n"
-          "subjects:\n" + subject("control", control) + "\n" + subject("variant", variant)
-          + "\n" + goal)
-    for c in must:
-        write(d / "cases" / f"{c}.md", f"---\nexpectation: must_trigger\n---\nDo {c}\n")
-    for c in nots:
-        write(d / "cases" / f"{c}.md", f"---\nexpectation: should_not_trigger\n---\nNot {c}\n")
-    return d
+def experiment(lab: Path, *, variant: float, **kw) -> Path:
+    """Mock subjects `control` and `variant` (conftest.comparison_experiment)."""
+    return comparison_experiment(lab, variants={"variant": variant}, **kw)
 
 
 GOAL = """goal:

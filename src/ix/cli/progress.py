@@ -23,14 +23,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ix.cli.output import err
+from ix.api.design import DesignWarning
+from ix.api.options import Observer
+from ix.cli import design as design_cli
+from ix.cli.output import err, warn
 from ix.engine.plan import Plan
 
 Mode = Literal["auto", "bar", "json", "none"]
 
 
-class RunProgress:
-    def __init__(self, enabled: bool = True, mode: Mode = "auto"):
+class RunProgress(Observer):
+    """The observer of `ix run` and `ix batch`: the progress, and every warning (design
+    warnings as errors under `strict`) on stderr."""
+
+    def __init__(self, enabled: bool = True, mode: Mode = "auto", strict: bool = False):
+        self._on_design = design_cli.printer(strict)
         if mode == "auto":
             mode = "bar" if enabled and err.is_terminal else "none"
         self.mode = mode
@@ -59,6 +66,18 @@ class RunProgress:
             )
             self._progress.__enter__()
         return self
+
+    def on_design(self, plan: Plan, warnings: list[DesignWarning]) -> None:
+        self._on_design(plan, warnings)
+
+    def on_plan(self, plan: Plan) -> None:
+        self.start(plan)
+
+    def on_trial(self, record: dict[str, Any]) -> None:
+        self.trial(record)
+
+    def on_warning(self, message: str) -> None:
+        warn(message)
 
     def start(self, plan: Plan) -> None:
         self._experiment = plan.loaded.experiment.name

@@ -1,7 +1,6 @@
 """Find, check, run and list experiments."""
 
 import asyncio
-import contextlib
 import json
 import threading
 import warnings
@@ -127,20 +126,16 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides, options,
                                              observer)
     results: list[RunResult] = []
-    stack = contextlib.ExitStack()  # entered and left in a thread: Ray connects slowly
-    where, place = await asyncio.to_thread(stack.enter_context,
-                                           executing(options.executor, options.address))
-    try:
-        placed = await asyncio.to_thread(_placed, jobs, place, lab_path, options.cache)
-        for plan, cont in placed:
+    # entered on the loop's thread: Ray's connect wants the main thread (it blocks while it
+    # connects; the local executor is instant)
+    with executing(options.executor, options.address) as (where, place):
+        for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
             result = await arun_plan(plan, **_engine_args(options, observer, cont, where))
             results.append(result)
             await asyncio.to_thread(_record, lab_path, plan, result, cont, options)
             if _stops_all(result):
                 break
-    finally:
-        await asyncio.to_thread(stack.close)
     return results
 
 

@@ -102,6 +102,10 @@ class Limits:
 #: The default executor: trials run in this process, on its asyncio loop.
 LOCAL: dict[str, Any] = {"kind": "local"}
 
+#: On the caller's loop (`arun_plan`), how many recorded trials between two turns given to
+#: the loop's other tasks (the trials' own awaits may never suspend: a fast subject).
+SHARE_EVERY = 8
+
 #: After the first Ctrl-C, how long the trials in flight may take to finish.
 GRACE_S = 30.0
 
@@ -613,6 +617,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
+    share = 0
     async for outcome in orchestrator.run_many(constructs, concurrency=workers):
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
@@ -657,6 +662,11 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.done(record)
         if on_trial is not None:
             on_trial(record)
+        if not signals:  # on the caller's loop: give its other tasks a turn now and then
+            share += 1
+            if share == SHARE_EVERY:
+                share = 0
+                await asyncio.sleep(0)
     return stop[0] if stop else None
 
 

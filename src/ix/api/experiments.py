@@ -93,8 +93,8 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     stops the invocation (the runs not started are left out); a subject's circuit breaker
     only its own run. `arun` is the same on a running asyncio loop.
 
-    The keyword arguments of ix 0.x (`artifacts=`, `on_trial=`, `warn=`, ...) still work and
-    emit a `DeprecationWarning`.
+    The keyword arguments of earlier versions (`artifacts=`, `on_trial=`, `warn=`, ...)
+    still work and emit a `DeprecationWarning`.
     """
     options, observer = _settle(options, observer, deprecated)
     lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
@@ -113,10 +113,11 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
 async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
                overrides: Overrides = Overrides(), *, options: RunOptions | None = None,
                observer: Observer | None = None) -> list[RunResult]:
-    """`run` on the running asyncio loop, never blocking it: the trials are tasks of this
-    loop (the engine is asyncio), and the blocking steps (loading, the design checks,
-    opening and closing each run, the summary) run in worker threads. The observer is
-    called on this loop's thread. No signal handlers are installed: stop a run with
+    """`run` on the running asyncio loop, without blocking it: the trials are tasks of this
+    loop (the engine is asyncio; their own CPU work shares it, with a turn for the other
+    tasks every few trials), and the blocking steps (loading, the design checks, opening
+    and closing each run, the summary) run in worker threads. The observer is called on
+    this loop's thread. No signal handlers are installed: stop a run with
     `options.limits.stop` (a `threading.Event`: scheduling stops, the trials in flight
     finish) or cancel the awaiting task (the trials in flight are cancelled; either way the
     run is recorded `cancelled` with its completed trials, and `--resume` finishes it).

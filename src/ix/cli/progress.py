@@ -70,16 +70,10 @@ class RunProgress(Observer):
     def on_design(self, plan: Plan, warnings: list[DesignWarning]) -> None:
         self._on_design(plan, warnings)
 
-    def on_plan(self, plan: Plan) -> None:
-        self.start(plan)
-
-    def on_trial(self, record: dict[str, Any]) -> None:
-        self.trial(record)
-
     def on_warning(self, message: str) -> None:
         warn(message)
 
-    def start(self, plan: Plan) -> None:
+    def on_plan(self, plan: Plan) -> None:
         self._experiment = plan.loaded.experiment.name
         self._total, self._done = plan.total, 0
         self._stats = {sp.subject.name: [0, 0, 0, 0.0] for sp in plan.subjects}
@@ -101,7 +95,7 @@ class RunProgress(Observer):
             for name in self._stats
         }
 
-    def trial(self, record: dict[str, Any]) -> None:
+    def on_trial(self, record: dict[str, Any]) -> None:
         subject = record["subject"]
         stats = self._stats.setdefault(subject, [0, 0, 0, 0.0])
         observation = record.get("observation") or {}

@@ -8,6 +8,7 @@ can fix is an `IxError` (the tree is drawn in `ix.domain.errors`).
 from ix.api.design import DesignError, DesignWarning, design_warnings
 from ix.api.experiments import (
     ExperimentInfo,
+    arun,
     check,
     compare_runs,
     dry_run,
@@ -21,6 +22,7 @@ from ix.api.experiments import (
     validate,
 )
 from ix.api.lab import Lab
+from ix.api.options import Observer, RunOptions
 from ix.api.query import QueryResult, run_query
 from ix.api.results import Rate, ResultSet, query_results
 from ix.api.subjects import (
@@ -44,15 +46,18 @@ __all__ = [
     "Lab",
     "Limits",
     "NotFound",
+    "Observer",
     "Overrides",
     "QueryResult",
     "Rate",
     "ResultSet",
     "RunBusy",
+    "RunOptions",
     "RunResult",
     "StorageError",
     "SubjectTest",
     "add_subject",
+    "arun",
     "check",
     "compare_runs",
     "design_warnings",

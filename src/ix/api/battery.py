@@ -9,7 +9,6 @@ trial runs.
 import contextlib
 import fnmatch
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,9 +16,10 @@ from typing import Any
 
 from ix._version import __version__
 from ix.api.executors import executing
+from ix.api.options import Observer, trial_listener
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.engine.run import Limits, RunResult, run_plan
 from ix.lab.audit import record
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab, list_experiments
@@ -86,19 +86,18 @@ def _folder(lab: Path, template: str, now: datetime, battery: Path) -> Path:
 
 
 def run_battery(battery: Path, lab: str | Path | None = None, *, command: list[str],
-                on_plan: Callable[[Plan], None] | None = None,
-                on_trial: OnTrial | None = None, limits: Limits = Limits(),
+                observer: Observer | None = None, limits: Limits = Limits(),
                 executor: str = "local", address: str | None = None) -> BatteryResult:
+    """Run every (experiment, seed) of a battery; `observer` hears each plan and trial."""
     spec, lab_path, plans = plan_battery(battery, lab)
     with executing(executor, address) as (where, place):
         return _run_battery(battery, spec, lab_path, [place(p) for p in plans],
-                            command=command, on_plan=on_plan, on_trial=on_trial,
+                            command=command, observer=observer or Observer(),
                             limits=limits, executor=where)
 
 
 def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[Plan], *,
-                 command: list[str], on_plan: Callable[[Plan], None] | None,
-                 on_trial: OnTrial | None, limits: Limits,
+                 command: list[str], observer: Observer, limits: Limits,
                  executor: dict[str, Any] | None) -> BatteryResult:
     now = datetime.now(UTC)
     folder = _folder(lab_path, spec.output, now, battery)
@@ -108,9 +107,8 @@ def _run_battery(battery: Path, spec: BatterySpec, lab_path: Path, plans: list[P
     _start(folder, dump_yaml(snapshot))
     results: list[RunResult] = []
     for plan in plans:
-        if on_plan is not None:
-            on_plan(plan)
-        result = run_plan(plan, command=command, on_trial=on_trial, limits=limits,
+        observer.on_plan(plan)
+        result = run_plan(plan, command=command, on_trial=trial_listener(observer), limits=limits,
                           executor=executor)
         results.append(result)
         snapshot["runs"].append({"experiment": plan.loaded.experiment.name,

@@ -1,6 +1,9 @@
 """Find, check, run and list experiments."""
 
+import asyncio
 import json
+import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -8,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ix.api.executors import executing
+from ix.api.options import Observer, RunOptions, trial_listener
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.resume import Continuation, Mode, find_continuation
-from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.engine.resume import Continuation, find_continuation
+from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
 from ix.lab.audit import record
 from ix.lab.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, load_experiment
@@ -66,75 +70,217 @@ def check(path: Path, lab: Path, overrides: Overrides = Overrides()
     return (None, problems) if problems else (planned, [])
 
 
+Job = tuple[Plan, Continuation | None]
+
+#: `run`'s keyword arguments before `RunOptions` and `Observer` (deprecated; still accepted).
+_OLD_OPTIONS = ("artifacts", "command", "continue_mode", "run_id", "limits", "cache",
+                "executor", "address", "strict")
+_OLD_CALLBACKS = ("on_plan", "on_trial", "warn", "on_design")
+
+
 def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
-        overrides: Overrides = Overrides(), *, artifacts: bool = False,
-        command: list[str] | None = None, on_plan: Any = None,
-        on_trial: OnTrial | None = None, continue_mode: Mode | None = None,
-        run_id: str | None = None, limits: Limits = Limits(),
-        warn: Callable[[str], None] | None = None,
-        cache: str | None = None, executor: str = "local",
-        address: str | None = None, strict: bool = False,
-        on_design: "OnDesign | None" = None) -> list[RunResult]:
-    """Validate every chosen experiment first (so a bad one stops all), then run each.
+        overrides: Overrides = Overrides(), *, options: RunOptions | None = None,
+        observer: Observer | None = None, **deprecated: Any) -> list[RunResult]:
+    """Validate every chosen experiment first (so a bad one stops all), then run each; the
+    result of each run started, in order.
 
-    A new run's design is checked first (`ix.api.design`): each experiment's warnings go to
-    `on_design(plan, warnings)` (else one line each to `warn`); with `strict` any warning
-    raises `DesignError` and nothing runs.
+    `overrides` choose what runs (trials, seed, runtime, subjects, filters); `options` how
+    (`RunOptions`: limits, continuing a run, the cache, the executor, `strict`, ...);
+    `observer` hears the design warnings, each plan, each recorded trial and each warning
+    (`Observer`). A new run's design is checked first (`ix.api.design`); under
+    `options.strict` any warning raises `DesignError` and nothing runs. A run continued
+    (`options.continue_mode`) uses the overrides it was started with. A signal or a budget
+    stops the invocation (the runs not started are left out); a subject's circuit breaker
+    only its own run. `arun` is the same on a running asyncio loop.
 
-    `continue_mode` ("resume" or "retry_failed") continues a run of each experiment — `run_id`,
-    or its latest — with the overrides that run was started with. `executor` "ray" runs the
-    trials as tasks on the Ray cluster at `address` (None: a private local one).
+    The keyword arguments of earlier versions (`artifacts=`, `on_trial=`, `warn=`, ...)
+    still work and emit a `DeprecationWarning`.
     """
+    options, observer = _settle(options, observer, deprecated)
+    lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
+    results: list[RunResult] = []
+    with executing(options.executor, options.address) as (where, place):
+        for plan, cont in _placed(jobs, place, lab_path, options.cache):
+            observer.on_plan(plan)
+            result = run_plan(plan, **_engine_args(options, observer, cont, where))
+            results.append(result)
+            _record(lab_path, plan, result, cont, options)
+            if _stops_all(result):
+                break
+    return results
+
+
+async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
+               overrides: Overrides = Overrides(), *, options: RunOptions | None = None,
+               observer: Observer | None = None) -> list[RunResult]:
+    """`run` on the running asyncio loop, without blocking it: the trials are tasks of this
+    loop (the engine is asyncio; their own CPU work shares it, with a turn for the other
+    tasks every few trials), and the blocking steps (loading, the design checks, opening
+    and closing each run, the summary) run in worker threads. The observer is called on
+    this loop's thread. No signal handlers are installed: stop a run with
+    `options.limits.stop` (a `threading.Event`: scheduling stops, the trials in flight
+    finish) or cancel the awaiting task (the trials in flight are cancelled; either way the
+    run is recorded `cancelled` with its completed trials, and `--resume` finishes it).
+    """
+    options, observer = _settle(options, observer, {})
+    observer = _OnLoop(observer, asyncio.get_running_loop())
+    lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides, options,
+                                             observer)
+    results: list[RunResult] = []
+    # entered on the loop's thread: Ray's connect wants the main thread (it blocks while it
+    # connects; the local executor is instant)
+    with executing(options.executor, options.address) as (where, place):
+        for plan, cont in _placed(jobs, place, lab_path, options.cache):
+            observer.on_plan(plan)
+            result = await arun_plan(plan, **_engine_args(options, observer, cont, where))
+            results.append(result)
+            await asyncio.to_thread(_record, lab_path, plan, result, cont, options)
+            if _stops_all(result):
+                break
+    return results
+
+
+def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Overrides,
+             options: RunOptions, observer: Observer) -> tuple[Path, list[Job]]:
+    """Every chosen experiment loaded and planned (or its run to continue found), and the
+    designs of the new runs checked — before anything runs."""
     lab_path, paths = resolve(lab, experiments)
-    jobs: list[tuple[Plan, Continuation | None]] = []
+    jobs: list[Job] = []
     for path in paths:
         loaded = load_experiment(path, lab_path)
         refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
                                  runtime_override=overrides.runtime)
-        if continue_mode is None:
+        if options.continue_mode is None:
             jobs.append((build_plan(loaded, overrides), None))
             continue
-        found = find_continuation(loaded.results_dir, run_id, continue_mode, warn)
+        found = find_continuation(loaded.results_dir, options.run_id, options.continue_mode,
+                                  observer.on_warning)
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         _same_experiment(plan, found)
         jobs.append((plan, found))
-    _check_designs([plan for plan, cont in jobs if cont is None], strict, on_design, warn)
-    with executing(executor, address) as (where, place):
-        jobs = [(place(plan), cont) for plan, cont in jobs]
-        if cache is not None:  # the cache answers here; only its misses reach the executor
-            jobs = [(_cached(plan, lab_path, cache), cont) for plan, cont in jobs]
-        results = []
-        for plan, cont in jobs:
-            if on_plan is not None:
-                on_plan(plan)
-            result = run_plan(plan, artifacts=artifacts, command=command, on_trial=on_trial,
-                              continuation=cont, limits=limits, executor=where, warn=warn)
-            results.append(result)
-            record(lab_path, "run", experiment=plan.loaded.experiment.name,
-                   run_id=result.run_id, status=result.status, trials=result.written,
-                   mode=cont.mode if cont is not None else "new", command=command)
-            # a signal or a budget stops the invocation; a subject's circuit breaker only
-            # its own run
-            if result.status == "cancelled" and result.summary.get("stop_cause") != "breaker":
-                break
-    return results
+    _check_designs([plan for plan, cont in jobs if cont is None], options.strict, observer)
+    return lab_path, jobs
+
+
+def _placed(jobs: list[Job], place: Callable[[Plan], Plan], lab_path: Path,
+            cache: str | None) -> list[Job]:
+    """Each plan placed on the executor, behind the cache (whose misses reach the executor)."""
+    jobs = [(place(plan), cont) for plan, cont in jobs]
+    if cache is not None:
+        jobs = [(_cached(plan, lab_path, cache), cont) for plan, cont in jobs]
+    return jobs
+
+
+def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | None,
+                 where: dict[str, Any] | None) -> dict[str, Any]:
+    """The keyword arguments of `run_plan`/`arun_plan` for one run."""
+    return {"artifacts": options.artifacts,
+            "command": None if options.command is None else list(options.command),
+            "on_trial": trial_listener(observer),
+            "continuation": cont, "limits": options.limits, "executor": where,
+            "warn": observer.on_warning}
+
+
+def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,
+            options: RunOptions) -> None:
+    """The run in the lab's audit log."""
+    record(lab_path, "run", experiment=plan.loaded.experiment.name,
+           run_id=result.run_id, status=result.status, trials=result.written,
+           mode=cont.mode if cont is not None else "new",
+           command=None if options.command is None else list(options.command))
+
+
+def _stops_all(result: RunResult) -> bool:
+    """A signal or a budget stops the invocation; a subject's circuit breaker only its run."""
+    return result.status == "cancelled" and result.summary.get("stop_cause") != "breaker"
+
+
+def _settle(options: RunOptions | None, observer: Observer | None,
+            deprecated: dict[str, Any]) -> tuple[RunOptions, Observer]:
+    """The options and observer of a call, from the deprecated keywords where given."""
+    unknown = sorted(set(deprecated) - {*_OLD_OPTIONS, *_OLD_CALLBACKS})
+    if unknown:
+        raise TypeError(f"run() got unexpected keyword argument(s) {', '.join(unknown)}")
+    if not deprecated:
+        return options or RunOptions(), observer or Observer()
+    old_options = {k: v for k, v in deprecated.items() if k in _OLD_OPTIONS}
+    old_callbacks = {k: v for k, v in deprecated.items() if k in _OLD_CALLBACKS}
+    if (old_options and options is not None) or (old_callbacks and observer is not None):
+        raise TypeError("give run() either options=/observer= or the deprecated keyword "
+                        f"arguments ({', '.join(sorted(deprecated))}), not both")
+    warnings.warn(f"ix.api.run({', '.join(f'{k}=' for k in sorted(deprecated))}) is "
+                  "deprecated: pass options=RunOptions(...) and observer=Observer subclass",
+                  DeprecationWarning, stacklevel=3)
+    if old_options:
+        options = RunOptions(**old_options)
+    if old_callbacks:
+        observer = _Callbacks(**old_callbacks)
+    return options or RunOptions(), observer or Observer()
+
+
+class _Callbacks(Observer):
+    """The deprecated callbacks of `run` as an observer (a missing one hears nothing)."""
+
+    def __init__(self, on_plan: Callable[[Plan], None] | None = None,
+                 on_trial: OnTrial | None = None, warn: Callable[[str], None] | None = None,
+                 on_design: "OnDesign | None" = None):
+        self._plan, self._design, self._warn = on_plan, on_design, warn
+        if on_trial is not None:
+            self.on_trial = on_trial  # type: ignore[method-assign,assignment]
+
+    def on_design(self, plan: Plan, warnings: list[Any]) -> None:
+        if self._design is not None:
+            self._design(plan, warnings)
+        else:
+            super().on_design(plan, warnings)
+
+    def on_plan(self, plan: Plan) -> None:
+        if self._plan is not None:
+            self._plan(plan)
+
+    def on_warning(self, message: str) -> None:
+        if self._warn is not None:
+            self._warn(message)
+
+
+class _OnLoop(Observer):
+    """An observer whose methods always run on `loop`'s thread, called from any thread."""
+
+    def __init__(self, inner: Observer, loop: asyncio.AbstractEventLoop):
+        self._inner, self._loop, self._thread = inner, loop, threading.get_ident()
+        listener = trial_listener(inner)
+        if listener is not None:  # the engine calls it on the loop
+            self.on_trial = listener  # type: ignore[method-assign,assignment]
+
+    def _call(self, method: Callable[..., None], *args: Any) -> None:
+        if threading.get_ident() == self._thread:
+            method(*args)
+            return
+
+        async def call() -> None:
+            method(*args)
+        asyncio.run_coroutine_threadsafe(call(), self._loop).result()
+
+    def on_design(self, plan: Plan, warnings: list[Any]) -> None:
+        self._call(self._inner.on_design, plan, warnings)
+
+    def on_plan(self, plan: Plan) -> None:
+        self._call(self._inner.on_plan, plan)
+
+    def on_warning(self, message: str) -> None:
+        self._call(self._inner.on_warning, message)
 
 
 OnDesign = Callable[[Plan, list[Any]], None]
 
 
-def _check_designs(plans: Sequence[Plan], strict: bool, on_design: OnDesign | None,
-                   warn: Callable[[str], None] | None) -> None:
+def _check_designs(plans: Sequence[Plan], strict: bool, observer: Observer) -> None:
     """Design warnings of every new run, reported before any runs; `strict` refuses them."""
     from ix.api.design import DesignError, design_warnings
 
     found = [(plan, design_warnings(plan)) for plan in plans]
-    for plan, warnings in found:
-        if on_design is not None:
-            on_design(plan, warnings)
-        elif warn is not None:
-            for w in warnings:
-                warn(f"{plan.loaded.config_file}: {w.field}: {w.message} [{w.code}]")
+    for plan, said in found:
+        observer.on_design(plan, said)
     if strict and any(w for _, w in found):
         raise DesignError([(p, w) for p, w in found if w])
 

@@ -15,6 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from ix.api.options import Observer, RunOptions
 from ix.api.query import QueryResult, Warn, run_query
 from ix.api.results import Results
 from ix.lab.resolve import find_lab
@@ -27,6 +28,16 @@ if TYPE_CHECKING:
 def _python_warning(message: str) -> None:
     """Skipped torn lines and unreadable case files, as Python warnings (once per place)."""
     warnings.warn(message, UserWarning, stacklevel=3)
+
+
+class _Warnings(Observer):
+    """A run's warnings (and design warnings, one line each) to the lab's `warn`."""
+
+    def __init__(self, warn: Warn):
+        self._warn = warn
+
+    def on_warning(self, message: str) -> None:
+        self._warn(message)
 
 
 class Lab:
@@ -74,8 +85,9 @@ class Lab:
             elif key in overrides:
                 overrides[key] = tuple(overrides[key])
         names = [experiment] if isinstance(experiment, str) else list(experiment or ())
-        results = run(self.path, names, Overrides(**overrides), warn=self._warn,
-                      command=["ix.Lab.run", *names])
+        results = run(self.path, names, Overrides(**overrides),
+                      options=RunOptions(command=["ix.Lab.run", *names]),
+                      observer=_Warnings(self._warn))
         return results[0] if isinstance(experiment, str) else results
 
     def batch(self, battery: str | Path) -> "BatteryResult":

@@ -45,7 +45,7 @@ def batch(
         return
     with RunProgress(enabled=not json_out) as progress:
         result = run_battery(battery, lab, command=["ix", *sys.argv[1:]],
-                             on_plan=progress.start, on_trial=progress.trial,
+                             observer=progress,
                              executor=executor, address=address)
     if json_out:
         print_json({"folder": str(result.folder), **result.report})

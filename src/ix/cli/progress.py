@@ -23,14 +23,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ix.cli.output import err
+from ix.api.design import DesignWarning
+from ix.api.options import Observer
+from ix.cli import design as design_cli
+from ix.cli.output import err, warn
 from ix.engine.plan import Plan
 
 Mode = Literal["auto", "bar", "json", "none"]
 
 
-class RunProgress:
-    def __init__(self, enabled: bool = True, mode: Mode = "auto"):
+class RunProgress(Observer):
+    """The observer of `ix run` and `ix batch`: the progress, and every warning (design
+    warnings as errors under `strict`) on stderr."""
+
+    def __init__(self, enabled: bool = True, mode: Mode = "auto", strict: bool = False):
+        self._on_design = design_cli.printer(strict)
         if mode == "auto":
             mode = "bar" if enabled and err.is_terminal else "none"
         self.mode = mode
@@ -60,7 +67,13 @@ class RunProgress:
             self._progress.__enter__()
         return self
 
-    def start(self, plan: Plan) -> None:
+    def on_design(self, plan: Plan, warnings: list[DesignWarning]) -> None:
+        self._on_design(plan, warnings)
+
+    def on_warning(self, message: str) -> None:
+        warn(message)
+
+    def on_plan(self, plan: Plan) -> None:
         self._experiment = plan.loaded.experiment.name
         self._total, self._done = plan.total, 0
         self._stats = {sp.subject.name: [0, 0, 0, 0.0] for sp in plan.subjects}
@@ -82,7 +95,7 @@ class RunProgress:
             for name in self._stats
         }
 
-    def trial(self, record: dict[str, Any]) -> None:
+    def on_trial(self, record: dict[str, Any]) -> None:
         subject = record["subject"]
         stats = self._stats.setdefault(subject, [0, 0, 0, 0.0])
         observation = record.get("observation") or {}

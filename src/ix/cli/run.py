@@ -11,7 +11,6 @@ from rich.markup import escape
 from rich.text import Text
 
 from ix import api
-from ix.cli import design as design_cli
 from ix.cli.options import Address, Executor, Experiments, Json, Lab, Strict, trial_count
 from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
@@ -114,14 +113,14 @@ def run(
     if progress_mode not in ("auto", "bar", "json", "none"):
         raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
                           "none", field="--progress")
-    with RunProgress(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
-        results = api.run(lab, experiments or (), overrides, artifacts=artifacts,
-                          command=["ix", *sys.argv[1:]], on_plan=progress.start,
-                          on_trial=progress.trial, continue_mode=mode, run_id=run_id,
-                          limits=limits, warn=warn,
-                          cache=cache_mode if cache or cache_mode != "use" else None,
-                          executor=executor, address=address, strict=strict,
-                          on_design=design_cli.printer(strict))
+    options = api.RunOptions(artifacts=artifacts, command=["ix", *sys.argv[1:]],
+                             continue_mode=mode, run_id=run_id, limits=limits,
+                             cache=cache_mode if cache or cache_mode != "use" else None,
+                             executor=executor, address=address, strict=strict)
+    with RunProgress(enabled=not json_out, mode=progress_mode,  # type: ignore[arg-type]
+                     strict=strict) as progress:
+        results = api.run(lab, experiments or (), overrides, options=options,
+                          observer=progress)
     if on_complete:
         _notify(on_complete, results)
     if json_out:

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,16 +91,20 @@ class Limits:
     time_limit_s: float | None = None     # wall time of this invocation
     max_consecutive_errors: int | None = 50  # the circuit breaker, per subject
     #: Set from any thread to stop scheduling as a first Ctrl-C does (trials in flight
-    #: finish, the run ends `cancelled`); how `ix mcp` cancels a run it executes in a thread.
+    #: finish, the run ends `cancelled`); how `ix mcp` cancels a run it executes.
     stop: threading.Event | None = None
     #: Released from any thread once per Ctrl-C to deliver (a `threading.Semaphore(0)`): the
     #: run takes each as SIGINT reaching `ix run` (the first stops scheduling, the second
-    #: cancels the trials in flight); how a signalled `ix mcp` ends a run in its thread.
+    #: cancels the trials in flight); how a signalled `ix mcp` ends a run it executes.
     interrupts: threading.Semaphore | None = None
 
 
 #: The default executor: trials run in this process, on its asyncio loop.
 LOCAL: dict[str, Any] = {"kind": "local"}
+
+#: On the caller's loop (`arun_plan`), how many recorded trials between two turns given to
+#: the loop's other tasks (the trials' own awaits may never suspend: a fast subject).
+SHARE_EVERY = 8
 
 #: After the first Ctrl-C, how long the trials in flight may take to finish.
 GRACE_S = 30.0
@@ -117,8 +121,85 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
     `executor` says where the trials ran (`spec.yaml` keeps it); None: here, on asyncio.
     `warn` hears of a torn last line the trial writer repaired. Results that cannot be
     written (a full disk, a read-only folder, a deleted lab) raise `StorageError`, after
-    recording the run as failed where that can still be written.
+    recording the run as failed where that can still be written. The trials run on a new
+    asyncio loop, which takes SIGINT/SIGTERM in the main thread; `arun_plan` is the same run
+    on the caller's loop.
     """
+    steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
+                       warn, signals=True)
+    trials = _open(steps)
+    if isinstance(trials, RunResult):
+        return trials
+    try:
+        stop_reason = asyncio.run(trials)
+    except BaseException as exc:
+        return _finish(steps, exc)
+    return _finish(steps, stop_reason)
+
+
+async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
+                    on_trial: OnTrial | None = None,
+                    continuation: Continuation | None = None, limits: Limits = Limits(),
+                    executor: dict[str, Any] | None = None,
+                    warn: Callable[[str], None] | None = None) -> RunResult:
+    """`run_plan` on the running asyncio loop: the trials are a task of the caller's loop;
+    opening and closing the run (file writes, the summary's statistics) run in a worker
+    thread, so the loop never waits on them. No signal handlers are installed (the loop is
+    the caller's): stop a run with `Limits.stop` or `Limits.interrupts`. Cancelling the
+    awaiting task cancels the trials in flight, records the run `cancelled` with every
+    completed trial kept, and then lets the cancellation through.
+    """
+    steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
+                       warn, signals=False)
+    trials = await asyncio.to_thread(_open, steps)
+    if isinstance(trials, RunResult):
+        return trials
+    # its own task: an interrupt's second Ctrl-C cancels the trials, not the caller
+    task = asyncio.ensure_future(trials)
+    try:
+        stop_reason = await task
+    except BaseException as exc:
+        if not task.done():  # the caller was cancelled: the trials are cancelled with it
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(task)
+        result = await asyncio.to_thread(_finish, steps, exc)
+        current = asyncio.current_task()
+        if isinstance(exc, asyncio.CancelledError) and current is not None \
+                and current.cancelling():
+            raise
+        return result
+    return await asyncio.to_thread(_finish, steps, stop_reason)
+
+
+def _open(steps: Generator[Any, str | None, RunResult]) -> Any:
+    """Open the run: the coroutine of its trials (or its result, when it ended opening)."""
+    try:
+        return next(steps)
+    except StopIteration as done:
+        return done.value
+
+
+def _finish(steps: Generator[Any, str | None, RunResult],
+            ended: str | BaseException | None) -> RunResult:
+    """Hand the trials' end (why they stopped, or what they raised) to the recording."""
+    try:
+        if isinstance(ended, BaseException):
+            steps.throw(ended)
+        else:
+            steps.send(ended)
+    except StopIteration as done:
+        result: RunResult = done.value
+        return result
+    raise RuntimeError("the run recording yielded twice")  # pragma: no cover
+
+
+def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
+               on_trial: OnTrial | None, continuation: Continuation | None, limits: Limits,
+               executor: dict[str, Any] | None, warn: Callable[[str], None] | None,
+               signals: bool) -> Generator[Any, str | None, RunResult]:
+    """One run, opened and closed around its trials: yields the coroutine that runs them
+    and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
     threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
     loaded = plan.loaded
     fsync = fsync_policy()
@@ -185,8 +266,8 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
         writer = TrialWriter(loaded.results_dir / TRIALS_FILE, fsync=fsync, warn=warn)
         if continuation is not None and continuation.keeps(ERRORED):
             _earlier_errors(loaded.results_dir / TRIALS_FILE, continuation, errlog, tallies)
-        stop_reason = asyncio.run(_execute(plan, run_id, writer, tallies, on_trial, artifacts,
-                                           stopped, continuation, limits, broken, errlog))
+        stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
+                                     stopped, continuation, limits, broken, errlog, signals)
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
@@ -433,8 +514,10 @@ def _parse_time(text: Any) -> datetime | None:
 async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[str, Tally],
                    on_trial: OnTrial | None, artifacts: bool,
                    stopped: dict[str, dict[str, str]], continuation: Continuation | None,
-                   limits: Limits, broken: dict[str, str], errlog: ErrorLog) -> str | None:
-    """Run the plan's trials; returns why it stopped early, or None when all ran."""
+                   limits: Limits, broken: dict[str, str], errlog: ErrorLog,
+                   signals: bool = True) -> str | None:
+    """Run the plan's trials; returns why it stopped early, or None when all ran.
+    `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stop: list[str] = []
@@ -453,8 +536,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.halt()
         loop.call_later(GRACE_S, task.cancel)
 
-    # signal handlers exist only in the main thread (`ix mcp` runs in a worker: Limits.stop)
-    if task is not None and sys.platform != "win32" \
+    # signal handlers exist only in the main thread, and only on the run's own loop
+    # (`arun_plan` runs on its caller's, e.g. `ix mcp`'s: Limits.stop and .interrupts)
+    if signals and task is not None and sys.platform != "win32" \
             and threading.current_thread() is threading.main_thread():
         loop.add_signal_handler(signal.SIGINT, interrupted)
         loop.add_signal_handler(signal.SIGTERM, interrupted)
@@ -533,6 +617,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
+    share = 0
     async for outcome in orchestrator.run_many(constructs, concurrency=workers):
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
@@ -577,6 +662,11 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.done(record)
         if on_trial is not None:
             on_trial(record)
+        if not signals:  # on the caller's loop: give its other tasks a turn now and then
+            share += 1
+            if share == SHARE_EVERY:
+                share = 0
+                await asyncio.sleep(0)
     return stop[0] if stop else None
 
 

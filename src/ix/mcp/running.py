@@ -1,20 +1,19 @@
-"""`run_experiment`: one run in a worker thread, its progress streamed, its cancel honoured.
+"""`run_experiment`: one run on the server's own loop, its progress streamed, its cancel
+honoured.
 
-The engine runs its own asyncio loop, so the run goes to a worker thread and talks back to
-the server's loop in two ways:
-- each completed trial (`on_trial`) is handed to the server's loop without blocking the
-  engine, and forwarded as an MCP progress notification (coalesced when they come faster
-  than they can be sent);
+The run is `ix.api.arun`: its trials are tasks of the server's asyncio loop, its blocking
+steps run in worker threads, so the server keeps answering while it runs.
+- each completed trial (`on_trial`) is queued without blocking the engine and forwarded as
+  an MCP progress notification (coalesced when they come faster than they can be sent);
 - when the client cancels the request (or the session ends), the forwarding task is
   cancelled and sets `Limits.stop`: the engine schedules nothing more, the trials in flight
-  finish, and the run is recorded `cancelled` with every completed trial kept. The handler
-  waits for that (the thread is not abandoned) before it lets the cancellation through, so
+  finish, and the run is recorded `cancelled` with every completed trial kept. The run is
+  shielded from the cancellation and waited for before the cancellation goes through, so
   the run's files are complete when the next request arrives;
 - when the server is signalled (SIGTERM, Ctrl-C), it releases `Limits.interrupts`, which the
   engine takes as Ctrl-C reaching `ix run` (`ix.mcp.server.serve_stdio` says when).
 """
 
-import asyncio
 import contextlib
 import math
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ix import api
 from ix.mcp.tools import jsonable
@@ -59,45 +58,9 @@ async def run_experiment(lab: Path, experiment: Path, overrides: api.Overrides,
     """Run `experiment` (a folder of `lab`): its result, summary and design warnings; with
     `strict`, design warnings refuse the run (`DesignError`); `check_plan(plan)` may refuse
     it (raise `ConfigError`) before anything is written."""
-    loop = asyncio.get_running_loop()
     stop = threading.Event()
     send, receive = anyio.create_memory_object_stream[Progress](math.inf)
-    counts = {"done": 0, "total": 0}
-    warnings: list[dict[str, Any]] = []
-
-    def offer(item: Progress | None) -> None:  # on the server's loop
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            if item is None:
-                send.close()
-            else:
-                send.send_nowait(item)
-
-    def post(item: Progress | None) -> None:  # from the worker thread, never blocking it
-        with contextlib.suppress(RuntimeError):  # the server's loop is gone
-            loop.call_soon_threadsafe(offer, item)
-
-    def on_design(plan: Any, found: list[Any]) -> None:
-        warnings.extend(w.model_dump() for w in found)
-
-    def on_plan(plan: Any) -> None:
-        if check_plan is not None:
-            check_plan(plan)
-        counts["total"] = plan.total
-
-    def on_trial(record: dict[str, Any]) -> None:
-        counts["done"] += 1
-        post(Progress(counts["done"], counts["total"] or None, _describe(record)))
-
-    def work() -> tuple[list[Any] | None, BaseException | None]:
-        try:
-            return api.run(lab, [str(experiment)], overrides, on_plan=on_plan,
-                           on_trial=on_trial, limits=_with_stop(limits, stop), warn=_warn,
-                           strict=strict, on_design=on_design,
-                           command=["ix", "mcp", "run_experiment", experiment.name]), None
-        except Exception as exc:  # handed back to the loop, raised there
-            return None, exc
-        finally:
-            post(None)
+    watch = _Watch(send, check_plan)
 
     async def forward() -> None:
         try:
@@ -111,22 +74,58 @@ async def run_experiment(lab: Path, experiment: Path, overrides: api.Overrides,
         finally:
             stop.set()  # cancelled (the client's cancel, the session's end), or done anyway
 
+    options = api.RunOptions(limits=replace(limits, stop=stop), strict=strict,
+                             command=["ix", "mcp", "run_experiment", experiment.name])
+    error: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(forward)
         # not abandoned on cancel: the run stops scheduling (above) and is waited for
-        results, error = await anyio.to_thread.run_sync(work)
+        with anyio.CancelScope(shield=True):
+            try:
+                results = await api.arun(lab, [str(experiment)], overrides, options=options,
+                                         observer=watch)
+            except Exception as exc:  # raised once the forwarding is done
+                error = exc
+            finally:
+                send.close()
     if error is not None:
         raise error
-    assert results is not None
     result = results[0]
     return jsonable({
         "run_id": result.run_id, "experiment": result.plan.loaded.experiment.name,
         "status": result.status, "stop_reason": result.summary.get("stop_reason"),
         "reason": result.summary.get("reason"),
         "trials_written": result.written, "run_dir": result.run_dir,
-        "summary_path": result.summary_path, "design_warnings": warnings,
+        "summary_path": result.summary_path, "design_warnings": watch.design_warnings,
         "summary": result.summary,
     })
+
+
+class _Watch(api.Observer):
+    """The run as the server hears it: progress queued for the client, design warnings kept
+    for the answer, other warnings on stderr; `check_plan` may refuse the run."""
+
+    def __init__(self, send: MemoryObjectSendStream[Progress],
+                 check_plan: Callable[[Any], None] | None):
+        self._send, self._check_plan = send, check_plan
+        self.done, self.total = 0, 0
+        self.design_warnings: list[dict[str, Any]] = []
+
+    def on_design(self, plan: Any, warnings: list[Any]) -> None:
+        self.design_warnings.extend(w.model_dump() for w in warnings)
+
+    def on_plan(self, plan: Any) -> None:
+        if self._check_plan is not None:
+            self._check_plan(plan)
+        self.total = plan.total
+
+    def on_trial(self, record: dict[str, Any]) -> None:
+        self.done += 1
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(Progress(self.done, self.total or None, _describe(record)))
+
+    def on_warning(self, message: str) -> None:
+        _warn(message)
 
 
 async def _send(report: Report, item: Progress) -> None:
@@ -135,7 +134,3 @@ async def _send(report: Report, item: Progress) -> None:
         await report(item.done, item.total, item.message)
     except Exception as exc:
         _warn(f"could not send a progress notification: {exc!r}")
-
-
-def _with_stop(limits: api.Limits, stop: threading.Event) -> api.Limits:
-    return replace(limits, stop=stop)

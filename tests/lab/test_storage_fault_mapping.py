@@ -10,7 +10,7 @@ import pytest
 
 from ix.domain.errors import IxError, StorageError
 from ix.lab.export import write_folder
-from ix.lab.results import write_text_atomic
+from ix.lab.files import write_text_atomic
 from ix.lab.storage_faults import HINT, storage_error, storage_faults
 
 # The message of a real failure: `ix results` refreshing its index under RLIMIT_FSIZE.

@@ -154,7 +154,7 @@ class Table:
                 self._run(con, f"SELECT * FROM ({select}) LIMIT 0")
                 self._execute(con, f"COPY ({select}) TO {literal(tmp)} "
                                    f"({options}, USE_TMP_FILE false)")
-            from ix.lab.results import shared_mode
+            from ix.lab.files import shared_mode
 
             os.chmod(tmp, shared_mode(dest))  # as every export and report (docs/export.md)
             os.replace(tmp, dest)

@@ -14,7 +14,7 @@ from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
-from ix.lab.results import write_text_atomic
+from ix.lab.files import write_text_atomic
 from ix.lab.storage_faults import storage_error, storage_faults
 from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown

@@ -53,8 +53,8 @@ from ix.lab.runs import (
     run_dir,
     write_spec,
 )
+from ix.lab.secrets import redact_secrets
 from ix.lab.storage_faults import HINT
-from ix.lab.subjects import redact_secrets
 from ix.lab.trial_lines import invoked_skills
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import parse_line, skipped_line, write_text_atomic
+from ix.lab.files import write_text_atomic
+from ix.lab.results import parse_line, skipped_line
 from ix.lab.trial_lines import trial_line
 
 Warn = Callable[[str], None]

@@ -33,17 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.lab.results import (
-    LATEST_SUMMARY,
-    TRIALS_FILE,
-    TrialWriter,
-    dumps,
-    save_summary,
-    stamp,
-    write_json_atomic,
-    write_text_atomic,
-)
+from ix.lab.results import LATEST_SUMMARY, TRIALS_FILE, TrialWriter, save_summary, stamp
 from ix.lab.runs import RUNS_DIR, SPEC_FILE, check_results, read_spec, run_dir, write_spec
 
 try:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from ix.lab.case_table import case_rows, cases_signature
+from ix.lab.files import write_text_atomic
 from ix.lab.index_folder import (
     INDEX_DIR,
     clear_entry,
@@ -47,7 +48,7 @@ from ix.lab.index_parts import (
     write_superseded,
 )
 from ix.lab.resolve import list_experiments
-from ix.lab.results import TRIALS_FILE, write_text_atomic
+from ix.lab.results import TRIALS_FILE
 
 if TYPE_CHECKING:
     import duckdb

@@ -18,9 +18,10 @@ from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError
 from ix.lab.aggregate import Method, aggregate, group_columns, preload_statistics
 from ix.lab.case_table import DIFFICULTY_LEVELS
-from ix.lab.query import COLUMN_NAMES, COLUMNS, TrialFilter, connect, sql_error
+from ix.lab.query import COLUMN_NAMES, COLUMNS, TrialFilter, connect
 from ix.lab.resolve import find_lab
 from ix.lab.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_spec
+from ix.lab.sql_guard import sql_error
 
 if TYPE_CHECKING:
     import duckdb

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ix.domain.errors import ConfigError, IxError
 from ix.lab.import_store import pending_runs
 from ix.lab.index import TrialIndex, open_index
 from ix.lab.index_parts import ROW_COLUMNS
-from ix.lab.sql_guard import CONFIG, VIEWS, check_read_only, lock, refusal
-from ix.lab.storage_faults import storage_error, storage_faults
+from ix.lab.sql_guard import CONFIG, VIEWS, check_read_only, lock, sql_error
+from ix.lab.storage_faults import storage_faults
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -156,23 +155,6 @@ def _select() -> str:
 
 
 # --------------------------------------------------------------------------- user SQL
-
-def sql_error(exc: Exception, field: str = "SQL") -> IxError:
-    """A DuckDB error as one line: its first line, plus the candidates it suggests; one the
-    storage caused (a full disk writing an export) as the `StorageError` that says so."""
-    refused = refusal(exc)  # what the locked connection may not do
-    if refused is not None:
-        return refused
-    fault = storage_error(exc)
-    if fault is not None:
-        return fault
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    message = lines[0] if lines else type(exc).__name__
-    hints = [line for line in lines[1:] if line.lower().startswith(("candidate", "did you"))]
-    if hints:
-        message += f" ({hints[0]})"
-    return ConfigError(message, field=field)
-
 
 # --------------------------------------------------------------------------- filters
 

@@ -21,7 +21,7 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.lab.files import dumps, located, write_text_atomic
 from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
-from ix.lab.trial_lines import decode_line, trial_line
+from ix.store.trial_lines import decode_line, trial_line
 
 try:
     import fcntl

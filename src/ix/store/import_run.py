@@ -35,8 +35,8 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.lab.results import LATEST_SUMMARY, TRIALS_FILE, TrialWriter, save_summary, stamp
-from ix.lab.runs import RUNS_DIR, SPEC_FILE, check_results, read_spec, run_dir, write_spec
+from ix.store.runs import RUNS_DIR, SPEC_FILE, check_results, read_spec, run_dir, write_spec
+from ix.store.trials import LATEST_SUMMARY, TRIALS_FILE, TrialWriter, save_summary, stamp
 
 try:
     import fcntl
@@ -61,7 +61,7 @@ def staged(name: str) -> bool:
 def pending_runs(results: Path) -> set[str]:
     """The runs of `results` whose import has not appeared yet: staged, and without their run
     folder. Their lines may already be in the log (an import between its append and its
-    first rename, or killed there); readers that count lines leave them out (`ix.lab.query`),
+    first rename, or killed there); readers that count lines leave them out (`ix.query.views`),
     so an import appears to them with its run folder, all at once, or not at all."""
     try:
         names = os.listdir(results)

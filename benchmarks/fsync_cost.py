@@ -8,7 +8,7 @@
    is handed to the OS as it is written, fsynced at the end) and `IX_FSYNC=line` (each
    line fsynced before the trial is counted). Trials/s of the engine (the summary's
    started_at..finished_at) and of the whole command.
-2. The trial writer alone (`ix.lab.results.TrialWriter`), per line of a typical ~550-byte
+2. The trial writer alone (`ix.store.trials.TrialWriter`), per line of a typical ~550-byte
    record: a plain buffered append (what the writer did before it took a lock), the writer
    with policy `end`, with an fsync every 64 lines or every 100 ms (a batch policy, measured
    here with a second descriptor; ix does not offer it), and with policy `line`.
@@ -29,7 +29,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from ix.lab.results import TrialWriter
+from ix.store.trials import TrialWriter
 
 IX = [str(Path(sys.executable).parent / "ix")]
 ENV = {k: v for k, v in os.environ.items()

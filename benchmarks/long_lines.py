@@ -4,7 +4,7 @@
 
 Writes a log of `--lines` trial lines of one run, each about `--bytes` long (an observation
 whose content is padded, as a model's answer is), then times the resume reader
-(`ix.engine.resume.read_state`) and a cold build of the query index (`ix.lab.index.open_index`)
+(`ix.engine.resume.read_state`) and a cold build of the query index (`ix.query.index.open_index`)
 over it, each the best of three. Both must find the lines that Python cannot decode (nested
 thousands deep, a number of thousands of digits) without decoding every long line; this
 measures what that costs. Run it with PYTHONPATH pointing at another checkout's `src` to
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ix.engine.resume import read_state
-from ix.lab.index import open_index
+from ix.query.index import open_index
 
 
 def line(trial: int, pad: int) -> str:

@@ -15,8 +15,8 @@ from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.engine.cache import CachingRuntime
 from ix.eval.models import EvalCase
-from ix.lab.cache import CACHE_DIR, ObservationCache
 from ix.runtimes import RuntimeContext, build_runtime
+from ix.store.cache import CACHE_DIR, ObservationCache
 
 
 def populate(lab: Path, n: int = 5) -> int:

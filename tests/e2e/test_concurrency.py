@@ -121,7 +121,7 @@ def test_runs_started_in_the_same_second_never_share_a_run_id(lab):
 
 
 def test_a_colliding_run_id_is_drawn_again(tmp_path, monkeypatch):
-    from ix.lab import runs
+    from ix.store import runs
 
     results = tmp_path / "results"
     started = datetime(2026, 11, 26, 2, 15, tzinfo=UTC)

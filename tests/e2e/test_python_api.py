@@ -17,8 +17,8 @@ from conftest import mock_experiment, write
 from ix.api.results import query_results
 from ix.api.timespec import parse_moment
 from ix.domain.errors import ConfigError
-from ix.lab.results import read_trials
 from ix.stats.clustered import hierarchical_interval
+from ix.store.trials import read_trials
 
 RATES = {"must-001": 0.9, "must-002": 0.5, "must-003": 0.2, "not-001": 0.1}
 

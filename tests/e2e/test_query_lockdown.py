@@ -19,7 +19,8 @@ import pytest
 
 from conftest import mock_experiment, run_ix, tree_digest
 from ix.domain.errors import ConfigError
-from ix.lab.query import check_read_only, connect, sql_error
+from ix.query.sql_guard import check_read_only, sql_error
+from ix.query.views import connect
 
 RULE = "only read-only queries (SELECT) over the views trials, trials_all, cases are allowed"
 SECRET = "SECRET-7f3a9c-do-not-leak"

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as sps
 
 from conftest import case, run_ix, tree_digest, write
-from ix.lab.results import read_trials
+from ix.store.trials import read_trials
 
 CASES = {  # id: (expectation, frontmatter extra)
     "must-001": ("must_trigger", "tags: [csv, direct]\ndifficulty: easy\n"),

@@ -15,8 +15,8 @@ import yaml
 from scipy import stats as sps
 
 from conftest import REPO, mock_experiment, run_ix
-from ix.lab.results import read_trials
 from ix.stats.clustered import hierarchical_interval
+from ix.store.trials import read_trials
 
 # must-001 always fires, must-002 never: trials of one case agree, cases disagree
 RATES = {"must-001": 1.0, "must-002": 0.0, "must-003": 0.9, "not-001": 0.1, "not-002": 0.6}

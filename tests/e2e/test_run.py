@@ -200,7 +200,7 @@ def test_a_reader_skips_a_torn_last_line_and_the_next_run_removes_it(lab):
     path = exp / "results" / "trials.jsonl"
     with path.open("a") as f:
         f.write('{"probe_id": "must-001", "trial": 0, "expec')  # a crash mid-write
-    from ix.lab.results import read_trials
+    from ix.store.trials import read_trials
 
     warnings: list[str] = []
     assert len(list(read_trials(path, warn=warnings.append))) == 4

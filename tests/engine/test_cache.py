@@ -1,4 +1,4 @@
-"""The observation cache: the on-disk store (`ix.lab.cache`) and the record/replay runtime
+"""The observation cache: the on-disk store (`ix.store.cache`) and the record/replay runtime
 wrapper (`ix.engine.cache`) around the real `mock` runtime."""
 
 import asyncio
@@ -24,8 +24,8 @@ from ix.engine.cache import (
     with_cache,
 )
 from ix.eval.models import EvalCase, EvalObservation
-from ix.lab.cache import CACHE_DIR, ObservationCache, entry_key
 from ix.runtimes import RuntimeContext, build_runtime
+from ix.store.cache import CACHE_DIR, ObservationCache, entry_key
 
 SUBJECT = Subject(name="s")
 CASE = EvalCase(id="must-001", prompt="Use the skill, please.", expectation="must_trigger")

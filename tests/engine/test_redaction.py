@@ -13,7 +13,7 @@ from ix.domain.types import Reading, Subject
 from ix.engine.cache import CachingRuntime
 from ix.engine.redactor import spec_secrets
 from ix.eval.models import EvalCase, EvalObservation, ToolCall
-from ix.lab.cache import ObservationCache
+from ix.store.cache import ObservationCache
 
 KEY = "key-0123456789abcdef"
 

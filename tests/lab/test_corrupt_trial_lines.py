@@ -15,8 +15,8 @@ import pytest
 from ix.api.runs import run_info
 from ix.api.trials import trial_record
 from ix.engine.resume import read_state
-from ix.lab.export import run_lines
-from ix.lab.results import TrialWriter, read_trials
+from ix.interchange.export import run_lines
+from ix.store.trials import TrialWriter, read_trials
 
 RUN = "20260101T000000Z-aaaaaa"
 
@@ -56,7 +56,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_parse_line_refuses_what_no_reader_can_decode(name: str):
-    from ix.lab.results import parse_line  # (new in issue 14: the old code has none)
+    from ix.store.trials import parse_line  # (new in issue 14: the old code has none)
 
     assert parse_line(HOSTILE[name]) is None
     assert parse_line(HOSTILE[name].rstrip(b"\n")) is None
@@ -132,8 +132,8 @@ def test_the_writer_cuts_off_a_torn_last_line_it_cannot_decode(tmp_path: Path, n
 @pytest.mark.parametrize("name", HOSTILE)
 def test_the_other_logs_skip_such_a_line_too(tmp_path: Path, name: str):
     """A run's `annotations.jsonl` (which `ix report` reads) and the lab's `audit.jsonl`."""
-    from ix.lab.annotations import read_annotations
-    from ix.lab.audit import audit_path, read_audit
+    from ix.store.annotations import read_annotations
+    from ix.store.audit import audit_path, read_audit
 
     note = json.dumps({"at": "t", "user": "u", "host": "h", "case": None, "text": "kept"})
     run_dir = tmp_path / "run"

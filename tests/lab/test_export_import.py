@@ -170,7 +170,7 @@ def test_without_errors_inspect_accuracy_is_the_summarys_trial_level_pass_rate(
 
 
 def test_the_inspect_model_is_the_runtime_kind_and_the_subjects_model() -> None:
-    from ix.lab.inspect_log import model_name
+    from ix.interchange.inspect_log import model_name
 
     assert model_name({"runtime": {"kind": "anthropic", "model": "claude-x"}}) == \
         "anthropic/claude-x"

@@ -1,4 +1,4 @@
-"""`ix.lab.import_store`: an import is written all at once, or leaves the lab as it was.
+"""`ix.store.import_run`: an import is written all at once, or leaves the lab as it was.
 
 In process: a storage fault injected at each file-system call of an import in turn (the
 first, the second, ...), the settling of what killed imports leave, and imports taking turns.
@@ -91,7 +91,7 @@ def test_a_failure_at_any_step_of_writing_leaves_the_lab_as_it_was(
             assert "No space left on device" in result.render(), where
             assert tree_digest(lab) == before, where
         else:
-            from ix.lab.import_store import settle
+            from ix.store.import_run import settle
 
             settle(lab)
             results = result.experiment_dir / "results"
@@ -108,7 +108,7 @@ def test_a_failure_at_any_step_of_writing_leaves_the_lab_as_it_was(
 def test_settling_removes_an_import_that_never_reached_the_log(tmp_path: Path) -> None:
     """Staging folders of imports killed before their append (a run's, and a new
     experiment's) are removed; the lab is otherwise untouched."""
-    from ix.lab.import_store import settle
+    from ix.store.import_run import settle
 
     lab = lab_with_experiment(tmp_path / "lab", tmp_path)
     before = tree_digest(lab)
@@ -125,7 +125,7 @@ def test_settling_removes_an_import_that_never_reached_the_log(tmp_path: Path) -
 
 def test_imports_take_turns_in_a_lab(tmp_path: Path) -> None:
     """While one import holds the lab's turn, another waits (and says so), then goes on."""
-    from ix.lab.import_store import import_turn
+    from ix.store.import_run import import_turn
 
     lab = lab_with_experiment(tmp_path / "lab", tmp_path)
     out = source(tmp_path / "run.jsonl")

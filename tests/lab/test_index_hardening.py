@@ -21,8 +21,8 @@ import pytest
 
 from conftest import run_ix, write
 from ix.engine.resume import read_state
-from ix.lab.index import FORMAT, open_index
-from ix.lab.query import connect
+from ix.query.index import FORMAT, open_index
+from ix.query.views import connect
 
 RUN, OTHER = "20260101T000000Z-aaaa", "20260101T000000Z-bbbb"
 T0 = "2026-01-01T00:00:00.000Z"
@@ -199,7 +199,7 @@ def test_json_lines_that_are_not_trials_are_no_rows_and_are_reported(lab):
 
 
 def test_the_rule_in_python_and_in_sql_keep_the_same_records_with_the_same_values(lab):
-    from ix.lab.trial_lines import decode_line, trial_line
+    from ix.store.trial_lines import decode_line, trial_line
 
     log = hostile_log(lab)
     expected = sorted(tuple(t) for raw in log.read_bytes().splitlines()
@@ -287,7 +287,7 @@ def test_a_temporary_index_folder_someone_else_made_first_is_never_used(lab, tmp
     """A read-only lab keeps its index in the user's private temporary folder. Another user
     who made that folder first — under the name ix used to use, or the one it uses now, as a
     symlink or a folder they can write — gets nothing deleted and serves no forged rows."""
-    from ix.lab import index_folder
+    from ix.query import index_folder
 
     _lab_with_a_run(lab)
     shutil.rmtree(lab / ".ix")
@@ -324,7 +324,7 @@ def test_a_temporary_index_folder_someone_else_made_first_is_never_used(lab, tmp
 
 def test_the_private_temporary_folder_is_made_owner_only_and_reused(lab, tmp_path,
                                                                      monkeypatch):
-    from ix.lab import index_folder
+    from ix.query import index_folder
 
     _lab_with_a_run(lab)
     shutil.rmtree(lab / ".ix")

@@ -1,15 +1,15 @@
 """`invoked` and `first_invoked` of the query index: the same answer as the Python reader
-(`ix.lab.trial_lines.invoked_skills`) on every shape of tool call, and an index written
+(`ix.store.trial_lines.invoked_skills`) on every shape of tool call, and an index written
 before the columns existed is rebuilt, not read with them missing."""
 
 import json
 from pathlib import Path
 
 from conftest import write
-from ix.lab.index import FORMAT, INDEX_DIR, MANIFEST
-from ix.lab.query import connect
-from ix.lab.results import TrialWriter
-from ix.lab.trial_lines import invoked_skills
+from ix.query.index import FORMAT, INDEX_DIR, MANIFEST
+from ix.query.views import connect
+from ix.store.trial_lines import invoked_skills
+from ix.store.trials import TrialWriter
 
 SKILL = {"name": "Skill", "input": {"skill": "pdf"}}
 SHAPES = {

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from conftest import mock_experiment, write
 from ix.domain.errors import ConfigError
-from ix.lab.cache import ObservationCache, entry_key
 from ix.lab.loader import load_experiment
 from ix.lab.names import check_distinct, check_name, file_part, name_problem, skeleton
 from ix.lab.paths import (
@@ -23,7 +22,8 @@ from ix.lab.paths import (
     open_regular,
     readable_file,
 )
-from ix.lab.results import TrialWriter, read_trials
+from ix.store.cache import ObservationCache, entry_key
+from ix.store.trials import TrialWriter, read_trials
 
 # --------------------------------------------------------------------------- names
 

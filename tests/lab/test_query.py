@@ -16,12 +16,12 @@ from scipy import stats as sps
 
 from conftest import case, write
 from ix.domain.errors import ConfigError
-from ix.lab import index as index_module
-from ix.lab import index_folder
-from ix.lab.aggregate import aggregate
-from ix.lab.index import INDEX_DIR, MANIFEST, open_index
-from ix.lab.query import COLUMN_NAMES, TrialFilter, check_read_only, connect
-from ix.lab.results import TrialWriter, read_trials
+from ix.query import index as index_module
+from ix.query import index_folder
+from ix.query.aggregate import aggregate
+from ix.query.index import INDEX_DIR, MANIFEST, open_index
+from ix.query.views import COLUMN_NAMES, TrialFilter, check_read_only, connect
+from ix.store.trials import TrialWriter, read_trials
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

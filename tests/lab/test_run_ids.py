@@ -3,7 +3,7 @@
 import re
 from datetime import UTC, datetime, timedelta
 
-from ix.lab.runs import new_run_id
+from ix.store.runs import new_run_id
 
 
 def test_run_ids_keep_the_documented_shape():

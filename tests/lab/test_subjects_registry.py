@@ -8,14 +8,13 @@ import pytest
 from conftest import case, write
 from ix.domain.errors import ConfigError
 from ix.lab.loader import load_experiment
+from ix.lab.secrets import is_secret_key, looks_like_secret
 from ix.lab.subjects import (
     BUILTIN,
     BUILTIN_PROFILES_VERSION,
     add_subject,
     builtin_profiles,
-    is_secret_key,
     load_registry,
-    looks_like_secret,
     subjects_path,
 )
 

@@ -20,14 +20,14 @@ from ix.api.options import Observer, trial_listener
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.run import Limits, RunResult, run_plan
-from ix.lab.audit import record
+from ix.lab.files import write_json_atomic, write_text_atomic
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab, list_experiments
-from ix.lab.results import write_json_atomic, write_text_atomic
 from ix.lab.schema import BatterySpec, validate
-from ix.lab.storage_faults import storage_error, storage_faults
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 from ix.report.markdown import md_text
+from ix.store.audit import record
+from ix.store.storage_faults import storage_error, storage_faults
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ix.lab.cache import ObservationCache
 from ix.lab.resolve import find_lab
+from ix.store.cache import ObservationCache
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def design_warnings(plan: Plan) -> list[DesignWarning]:
     it is a record of trials made elsewhere, not a design to be run.
     """
     from ix.domain.errors import ConfigError
-    from ix.lab.importing import refuse_unrunnable_import
+    from ix.interchange.importing import refuse_unrunnable_import
 
     try:
         refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,

@@ -16,13 +16,13 @@ from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
-from ix.lab.audit import record
-from ix.lab.importing import refuse_unrunnable_import
+from ix.interchange.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.resolve import list_experiments as _experiment_dirs
-from ix.lab.results import LATEST_SUMMARY
-from ix.lab.runs import RUNS_DIR, read_spec
+from ix.store.audit import record
+from ix.store.runs import RUNS_DIR, read_spec
+from ix.store.trials import LATEST_SUMMARY
 
 
 def resolve(lab: str | Path | None = None, experiments: Sequence[str] = (),
@@ -290,7 +290,7 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
     from dataclasses import replace
 
     from ix.engine.cache import check_mode, with_cache
-    from ix.lab.cache import ObservationCache
+    from ix.store.cache import ObservationCache
 
     store = ObservationCache(lab)
     checked = check_mode(mode)

@@ -1,7 +1,7 @@
 """`ix import`: outside results into the lab as one new, completed run; docs/export.md.
 
-The file is read and every trial checked first (`ix.lab.importing`), outside any lock. Then,
-in the lab's import turn (`ix.lab.import_store`: one import at a time), what killed imports
+The file is read and every trial checked first (`ix.interchange.importing`), outside any lock. Then,
+in the lab's import turn (`ix.store.import_run`: one import at a time), what killed imports
 left is settled, the experiment is chosen (a new one only if it still does not exist), an
 earlier import of the same bytes is refused unless `force`, and the run is written all at
 once: a failure or a kill leaves no trace of it, or — killed after its lines were appended —
@@ -17,9 +17,8 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
-from ix.lab.export import latest_attempts
-from ix.lab.import_store import add_run, find_import, import_turn, new_experiment, settle, write_run
-from ix.lab.importing import (
+from ix.interchange.export import latest_attempts
+from ix.interchange.importing import (
     Imported,
     importable_goal,
     read_import,
@@ -29,8 +28,9 @@ from ix.lab.importing import (
 from ix.lab.loader import load_experiment
 from ix.lab.names import name_problem, normalise
 from ix.lab.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
-from ix.lab.runs import RUNS_DIR, environment, iso, new_run_id, run_dir
-from ix.lab.storage_faults import storage_faults
+from ix.store.import_run import add_run, find_import, import_turn, new_experiment, settle, write_run
+from ix.store.runs import RUNS_DIR, environment, iso, new_run_id, run_dir
+from ix.store.storage_faults import storage_faults
 
 IMPORT_FORMATS = ("inspect", "jsonl", "csv")
 Warn = Callable[[str], None]
@@ -140,7 +140,7 @@ def _experiment_name(path: Path) -> str | None:
 
 def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path, fmt: str,
            command: list[str] | None) -> ImportResult:
-    """Make the run — lines, spec, summary — and write it (`ix.lab.import_store`)."""
+    """Make the run — lines, spec, summary — and write it (`ix.store.import_run`)."""
     from ix.engine.plan import trial_seed
     from ix.eval.run_summary import summarise_tallies
     from ix.eval.scoring import Tally
@@ -220,7 +220,7 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
 def _audit(lab: Path, run_id: str, experiment: str, source: Path, fmt: str,
            trials: int, sha256: str) -> None:
     """Record the import in the lab's audit log (`<lab>/audit.jsonl`)."""
-    from ix.lab.audit import record
+    from ix.store.audit import record
 
     record(lab, "import", run_id=run_id, experiment=experiment, source=str(source),
            format=fmt, trials=trials, sha256=sha256)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import LATEST_SUMMARY
+from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:
     from ix.eval.goal_sizing import Scenario

@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ix.domain.errors import ConfigError
-from ix.lab.index import TrialIndex
-from ix.lab.query import (
+from ix.lab.resolve import find_lab
+from ix.query.index import TrialIndex
+from ix.query.sql_guard import sql_error
+from ix.query.views import (
     check_read_only,
     connect_index,
     literal,
     refreshed_index,
     schema_connection,
-    sql_error,
 )
-from ix.lab.resolve import find_lab
 
 if TYPE_CHECKING:
     import duckdb
@@ -63,7 +63,7 @@ class Table:
     def _connect(self, writable: tuple[str, ...] = ()
                  ) -> Iterator["duckdb.DuckDBPyConnection"]:
         """A connection over the held snapshot (else the index as it is now), locked: it
-        reads the index and writes only the files `writable` (ix.lab.sql_guard)."""
+        reads the index and writes only the files `writable` (ix.query.sql_guard)."""
         index = self._held if self._held is not None else refreshed_index(self.lab, self._warn)
         with connect_index(index, writable=writable) as con:
             yield con
@@ -154,7 +154,7 @@ class Table:
                 self._run(con, f"SELECT * FROM ({select}) LIMIT 0")
                 self._execute(con, f"COPY ({select}) TO {literal(tmp)} "
                                    f"({options}, USE_TMP_FILE false)")
-            from ix.lab.results import shared_mode
+            from ix.lab.files import shared_mode
 
             os.chmod(tmp, shared_mode(dest))  # as every export and report (docs/export.md)
             os.replace(tmp, dest)

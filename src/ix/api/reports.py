@@ -9,8 +9,8 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
-from ix.lab.results import TRIALS_FILE, read_trials
-from ix.lab.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
+from ix.store.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
+from ix.store.trials import TRIALS_FILE, read_trials
 
 Warn = Callable[[str], None]
 FORMATS = ("table", "md", "json")
@@ -20,7 +20,7 @@ SUMMARY_FILE = "summary.json"
 def resolve_run(lab: Path, ref: str) -> Path:
     """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
     unique prefix or suffix of one (in any experiment of the lab)."""
-    from ix.lab.tags import is_tag_name, read_tags, tag_folder
+    from ix.store.tags import is_tag_name, read_tags, tag_folder
 
     given = Path(ref)
     if given.is_dir() and (given / SPEC_FILE).is_file():
@@ -100,11 +100,11 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
     is credibly worse than in that run.
     """
-    from ix.lab.annotations import read_annotations
-    from ix.lab.case_table import case_prompts, case_rows
-    from ix.lab.tags import tags_by_run
+    from ix.query.case_table import case_prompts, case_rows
     from ix.report.leaderboard import check_metric
     from ix.report.run_report import build_report
+    from ix.store.annotations import read_annotations
+    from ix.store.tags import tags_by_run
 
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError
-from ix.lab.aggregate import Method, aggregate, group_columns, preload_statistics
-from ix.lab.case_table import DIFFICULTY_LEVELS
-from ix.lab.query import COLUMN_NAMES, COLUMNS, TrialFilter, connect, sql_error
 from ix.lab.resolve import find_lab
-from ix.lab.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_spec
+from ix.query.aggregate import Method, aggregate, group_columns, preload_statistics
+from ix.query.case_table import DIFFICULTY_LEVELS
+from ix.query.sql_guard import sql_error
+from ix.query.views import COLUMN_NAMES, COLUMNS, TrialFilter, connect
+from ix.store.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_spec
 
 if TYPE_CHECKING:
     import duckdb

@@ -16,8 +16,8 @@ from ix.api.reports import SUMMARY_FILE, resolve_run
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as experiment_dirs
-from ix.lab.results import TRIALS_FILE
-from ix.lab.runs import RUNS_DIR, SPEC_FILE, read_spec
+from ix.store.runs import RUNS_DIR, SPEC_FILE, read_spec
+from ix.store.trials import TRIALS_FILE
 
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
 RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")

@@ -17,8 +17,8 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
 from ix.lab.resolve import find_lab, is_lab
-from ix.lab.storage_faults import storage_error
 from ix.lab.yamlio import dump_yaml
+from ix.store.storage_faults import storage_error
 
 #: A name is a folder name: letters, digits, `.`, `_`, `-`; it starts with a letter or digit.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

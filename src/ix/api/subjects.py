@@ -17,6 +17,7 @@ from ix.eval.models import EvalCase
 from ix.lab import subjects as registry
 from ix.lab.loader import resolve_skill
 from ix.lab.resolve import find_lab
+from ix.lab.secrets import check_no_secrets, is_secret_key, looks_like_secret, reads_env_template
 from ix.lab.subjects import RegisteredSubject
 from ix.lab.yamlio import parse_yaml
 from ix.runtimes import RuntimeContext, get_kind, validate_options
@@ -51,11 +52,11 @@ def parse_options(items: Sequence[str]) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"expected key=value, got {item!r}", field="--option")
-        if registry.is_secret_key(key) and not registry.reads_env_template(raw):
+        if is_secret_key(key) and not reads_env_template(raw):
             raise ConfigError("looks like a secret; ix never stores API keys or tokens: put "
                               "the key in an environment variable and pass its name with "
                               "--api-key-env", field=f"--option {key}")
-        if registry.looks_like_secret(raw):
+        if looks_like_secret(raw):
             raise ConfigError("the value looks like an API key or token; ix never stores "
                               "secrets: put it in an environment variable and pass its name "
                               "with --api-key-env", field=f"--option {key}")
@@ -80,11 +81,11 @@ def add_subject(name: str, runtime: str, *, model: str | None = None,
     registry.check_name(name, field="NAME")
     opts = dict(options) if isinstance(options, Mapping) else parse_options(options)
     try:
-        registry.check_no_secrets(opts)
+        check_no_secrets(opts)
     except ConfigError as exc:
         raise ConfigError(exc.message, field=f"--option {exc.field}") from None
     if api_key_env is not None:
-        if registry.looks_like_secret(api_key_env):
+        if looks_like_secret(api_key_env):
             raise ConfigError("give the name of the environment variable that holds the key "
                               "(e.g. ANTHROPIC_API_KEY), never the key itself",
                               field="--api-key-env")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
-from ix.lab.export import (
+from ix.interchange.export import (
     check_out,
     latest_attempts,
     run_lines,
@@ -23,9 +23,9 @@ from ix.lab.export import (
 )
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
-from ix.lab.results import TRIALS_FILE, parse_line
-from ix.lab.runs import read_spec
-from ix.lab.storage_faults import storage_faults
+from ix.store.runs import read_spec
+from ix.store.storage_faults import storage_faults
+from ix.store.trials import TRIALS_FILE, parse_line
 
 EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet", "inspect")
 Warn = Callable[[str], None]
@@ -59,7 +59,7 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
                force: bool = False, warn: Warn | None = None) -> ExportResult:
     """Write run `run` (an id or unique prefix) as `fmt` to `out` (a folder for inspect)."""
-    from ix.lab.runs import find_run
+    from ix.store.runs import find_run
 
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; allowed: "
@@ -110,7 +110,7 @@ def _write_inspect(experiment_dir: Path, lab: Path, run_id: str, experiment: str
                    warn: Warn | None) -> tuple[Path, ...]:
     """One Inspect eval log per subject of the run, in the folder `out`."""
     from ix._version import __version__
-    from ix.lab.inspect_log import dumps_log, eval_log, log_file_name
+    from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
 
     cases: dict[str, EvalCase] = {}
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ix.api.runs import RunInfo
 from ix.domain.errors import ConfigError
-from ix.lab.results import TRIALS_FILE, parse_line
+from ix.store.trials import TRIALS_FILE, parse_line
 
 #: How much of a transcript is read (decompressed bytes) before the rest is left out.
 TRACE_BYTES = 8 * 1024 * 1024

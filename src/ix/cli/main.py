@@ -13,7 +13,7 @@ from ix._version import __version__
 from ix.cli.lazy import Entry, lazy_group
 from ix.cli.options import SETTINGS
 from ix.domain.errors import IxError
-from ix.lab.storage_faults import storage_error
+from ix.store.storage_faults import storage_error
 
 #: Every command of `ix`, in the order `ix --help` lists them: its module (which has a
 #: `register(app)`) and its line in the listing (the first sentence of its help).

@@ -14,11 +14,11 @@ from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
-from ix.lab.results import write_text_atomic
-from ix.lab.storage_faults import storage_error, storage_faults
+from ix.lab.files import write_text_atomic
 from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.terminal import leaderboards_renderable, report_renderable
+from ix.store.storage_faults import storage_error, storage_faults
 
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]

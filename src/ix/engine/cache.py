@@ -32,7 +32,7 @@ from ix.domain.ports import ExperimentRuntime
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation
-from ix.lab.cache import ObservationCache, entry_key
+from ix.store.cache import ObservationCache, entry_key
 
 if TYPE_CHECKING:
     from ix.engine.plan import SubjectPlan

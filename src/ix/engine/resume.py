@@ -28,9 +28,8 @@ if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start
 
 from ix.domain.errors import ConfigError
 from ix.lab.paths import readable_file
-from ix.lab.results import TRIALS_FILE, skipped_line
-from ix.lab.runs import RUNS_DIR, ambiguous, matching_runs, read_spec
-from ix.lab.trial_lines import (
+from ix.store.runs import RUNS_DIR, ambiguous, matching_runs, read_spec
+from ix.store.trial_lines import (
     LONG_LINE,
     MAX_COUNT,
     MAX_TRIAL,
@@ -39,6 +38,7 @@ from ix.lab.trial_lines import (
     suspects,
     trial_line,
 )
+from ix.store.trials import TRIALS_FILE, skipped_line
 
 Mode = Literal["resume", "retry_failed"]
 MISSING, PASSED, FAILED, ERRORED = 0, 1, 2, 3
@@ -564,7 +564,7 @@ def _usage(raw: bytes, at: int = 0) -> tuple[int, int, float] | None:
 
 def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
     """A line decoded in full and read by the rule every reader of a log applies
-    (`ix.lab.trial_lines`: the query index counts the same lines)."""
+    (`ix.store.trial_lines`: the query index counts the same lines)."""
     line = trial_line(decode_line(raw))
     if line is None:
         return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from ix.engine.resume import FAILED, PASSED, Continuation
 from ix.eval.scoring import Tally
 from ix.lab.paths import readable_file
-from ix.lab.trial_lines import decode_line, invoked_skills, trial_line
+from ix.store.trial_lines import decode_line, invoked_skills, trial_line
 
 
 def recorded_routes(log: Path, continuation: Continuation, tallies: Mapping[str, Tally],

@@ -41,8 +41,9 @@ from ix.engine.routes import recorded_routes
 from ix.eval.scoring import Tally
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
-from ix.lab.results import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
-from ix.lab.runs import (
+from ix.lab.secrets import redact_secrets
+from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.store.runs import (
     check_results,
     create_run,
     environment,
@@ -53,10 +54,9 @@ from ix.lab.runs import (
     run_dir,
     write_spec,
 )
-from ix.lab.storage_faults import HINT
-from ix.lab.subjects import redact_secrets
-from ix.lab.trial_lines import invoked_skills
-from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.store.storage_faults import HINT
+from ix.store.trial_lines import invoked_skills
+from ix.store.trials import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
 
 OnTrial = Callable[[dict[str, Any]], None]
 

@@ -1,1 +1,2 @@
-"""The filesystem side of ix: lab resolution, loading experiments, results and run folders."""
+"""What the user wrote: the lab and its experiments (loading, schema, defaults, the subject
+registry, YAML and frontmatter), and the safe-file helpers every writer uses."""

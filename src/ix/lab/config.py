@@ -13,6 +13,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.lab.schema import LabDefaults, validate
+from ix.lab.secrets import holds_secret
 from ix.lab.yamlio import load_yaml_file
 
 LAB_CONFIG = "ix.yaml"
@@ -54,17 +55,14 @@ def _load(path: Path, *, user: bool = False) -> LabDefaults | None:
     if not path.is_file():
         return None
     data = load_yaml_file(path)
-    if user and not is_private(path):
-        from ix.lab.subjects import holds_secret  # subjects imports this module
-
-        if holds_secret(data):
-            if str(path) not in _warned:
-                _warned.add(str(path))
-                mode = stat.S_IMODE(path.stat().st_mode)
-                _log.warning("%s: not read: it holds a secret and other users can read it "
-                             "(mode %04o); make it private (chmod 600 %s), or read the secret "
-                             "from the environment ({{ env.NAME }})", path, mode, path)
-            return None
+    if user and not is_private(path) and holds_secret(data):
+        if str(path) not in _warned:
+            _warned.add(str(path))
+            mode = stat.S_IMODE(path.stat().st_mode)
+            _log.warning("%s: not read: it holds a secret and other users can read it "
+                         "(mode %04o); make it private (chmod 600 %s), or read the secret "
+                         "from the environment ({{ env.NAME }})", path, mode, path)
+        return None
     return validate(LabDefaults, data, file=path)
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from ix.eval.estimates import num
 from ix.eval.routing import is_target, taken_by
-from ix.lab.trial_lines import invoked_skills
 from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+from ix.store.trial_lines import invoked_skills
 
 #: How many example messages the failure analysis keeps per error kind.
 EXAMPLES = 3

@@ -8,10 +8,10 @@ temporary file and renamed, so a concurrent reader sees the old index or the new
 half of one; parts a manifest no longer names are deleted only after a grace period.
 
 Lines that are not trial records (torn or corrupt lines, JSON that is not a trial record by
-the rule of `ix.lab.trial_lines`, which the resume reader applies too) are skipped and
+the rule of `ix.store.trial_lines`, which the resume reader applies too) are skipped and
 counted. An unfinished last line (no newline yet) is left for the next refresh.
 
-The folder is checked and written as `ix.lab.index_folder` says (never through a symlink).
+The folder is checked and written as `ix.query.index_folder` says (never through a symlink).
 A damaged manifest (not JSON, the wrong shape, a folder in its place) or a damaged part is
 rebuilt, with a warning, never a traceback.
 """
@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from ix.lab.case_table import case_rows, cases_signature
-from ix.lab.index_folder import (
+from ix.lab.files import write_text_atomic
+from ix.lab.resolve import list_experiments
+from ix.query.case_table import case_rows, cases_signature
+from ix.query.index_folder import (
     INDEX_DIR,
     clear_entry,
     collect_garbage,
@@ -37,7 +39,7 @@ from ix.lab.index_folder import (
     make_root,
     read_file,
 )
-from ix.lab.index_parts import (
+from ix.query.index_parts import (
     complete_end,
     copy_to_parquet,
     file_state,
@@ -46,8 +48,7 @@ from ix.lab.index_parts import (
     write_part,
     write_superseded,
 )
-from ix.lab.resolve import list_experiments
-from ix.lab.results import TRIALS_FILE, write_text_atomic
+from ix.store.trials import TRIALS_FILE
 
 if TYPE_CHECKING:
     import duckdb

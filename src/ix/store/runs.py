@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError, RunBusy
+from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
-from ix.lab.results import LATEST_SUMMARY, TRIALS_FILE, stamp, write_text_atomic
 from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.store.trials import LATEST_SUMMARY, TRIALS_FILE, stamp
 
 try:
     import fcntl

@@ -12,7 +12,6 @@ import errno
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -20,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.files import dumps, located, write_text_atomic
 from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
-from ix.lab.trial_lines import decode_line, trial_line
+from ix.store.trial_lines import decode_line, trial_line
 
 try:
     import fcntl
@@ -96,7 +96,7 @@ class TrialWriter:
         except OSError as exc:
             os.close(self._fd)
             self._fd = -1
-            raise _located(exc, path) from None
+            raise located(exc, path) from None
 
     def write(self, record: dict[str, Any]) -> None:
         data = (_LINE.encode(record) + "\n").encode("utf-8")
@@ -121,7 +121,7 @@ class TrialWriter:
             except OSError as exc:
                 _truncate(fd, began)  # take back our partial (or unsynced) line
                 self._end = -1
-                raise _located(exc, self.path) from None
+                raise located(exc, self.path) from None
             self._end = size + len(data)
         finally:
             if _flock is not None:
@@ -151,7 +151,7 @@ class TrialWriter:
                     os.fsync(self._fd)
             except OSError as exc:
                 _truncate(self._fd, began)
-                raise _located(exc, self.path) from None
+                raise located(exc, self.path) from None
             except BaseException:
                 _truncate(self._fd, began)
                 raise
@@ -167,7 +167,7 @@ class TrialWriter:
         try:
             os.fsync(fd)
         except OSError as exc:
-            raise _located(exc, self.path) from None
+            raise located(exc, self.path) from None
         finally:
             os.close(fd)
 
@@ -260,13 +260,6 @@ def _truncate(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
 
 
-def _located(exc: OSError, path: Path) -> OSError:
-    """`exc` naming `path` (errors of `os.write` and friends name no file)."""
-    if exc.filename is not None or exc.errno is None:
-        return exc
-    return type(exc)(exc.errno, exc.strerror, str(path))
-
-
 def parse_line(raw: bytes | str) -> dict[str, Any] | None:
     """The JSON object a trial-log line holds, or None when it holds none: not UTF-8, not JSON,
     not an object, an integer of more than 4,300 digits (Python will not convert it), or
@@ -306,88 +299,6 @@ def read_trials(path: Path, warn: Warn | None = None, *,
                     warn(skipped_line(path, number, raw, record is not None))
                 continue
             yield record
-
-
-def dumps(data: Any) -> str:
-    """JSON as ix writes it to files: indented, UTF-8, and never NaN (which JSON lacks)."""
-    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
-
-
-def write_json_atomic(path: Path, data: Any, *, shared: bool = False) -> None:
-    write_text_atomic(path, dumps(data), shared=shared)
-
-
-def write_text_atomic(path: Path, text: str, *, parents: bool = True,
-                      shared: bool = False) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename: never a half-written file.
-
-    `parents`: create missing folders (False: a folder deleted meanwhile is an error, not
-    recreated). The file is private to the user (0600) unless `shared`: then it keeps the
-    mode of the file it replaces, or gets the usual one (0666 less the umask), as
-    `trials.jsonl` does. On failure nothing is left: no temporary file, and no folder this
-    call created.
-    """
-    made = _missing_folders(path.parent) if parents else []
-    try:
-        if made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except BaseException:
-        _remove_folders(made)
-        raise
-    try:
-        if shared:
-            os.fchmod(fd, _shared_mode(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        _remove_folders(made)
-        raise _located(exc, path) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        _remove_folders(made)
-        raise
-
-
-def _missing_folders(folder: Path) -> list[Path]:
-    """`folder` and those of its parents that do not exist, the deepest first."""
-    missing = []
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    return missing
-
-
-def _remove_folders(folders: list[Path]) -> None:
-    for folder in folders:  # the deepest first; only while empty
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()  # read once, at import (setting it to read it is not thread-safe)
-
-
-def shared_mode(path: Path) -> int:
-    """The mode of a file meant to be read by others (reports, exports, trials.jsonl): that
-    of the file it replaces, else 0666 less the umask (0644 usually), as any tool writes."""
-    return _shared_mode(path)
-
-
-def _shared_mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        return 0o666 & ~_UMASK
 
 
 def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,

@@ -15,7 +15,8 @@ untrusted case text and answers — wrote. Two walls stand between it and the ma
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, IxError
+from ix.store.storage_faults import storage_error
 
 if TYPE_CHECKING:
     import duckdb
@@ -77,8 +78,6 @@ def check_read_only(sql: str) -> None:
 def _kind(sql: str) -> "duckdb.StatementType":
     """The kind of the one statement `sql` holds; of an EXPLAIN, the kind it explains."""
     import duckdb
-
-    from ix.lab.query import sql_error
 
     try:
         statements = duckdb.extract_statements(sql)
@@ -158,3 +157,20 @@ def _explained(text: str) -> "duckdb.StatementType | None":
 
 def _list(paths: Sequence[str]) -> str:
     return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+def sql_error(exc: Exception, field: str = "SQL") -> IxError:
+    """A DuckDB error as one line: its first line, plus the candidates it suggests; one the
+    storage caused (a full disk writing an export) as the `StorageError` that says so."""
+    refused = refusal(exc)  # what the locked connection may not do
+    if refused is not None:
+        return refused
+    fault = storage_error(exc)
+    if fault is not None:
+        return fault
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = lines[0] if lines else type(exc).__name__
+    hints = [line for line in lines[1:] if line.lower().startswith(("candidate", "did you"))]
+    if hints:
+        message += f" ({hints[0]})"
+    return ConfigError(message, field=field)

@@ -1,7 +1,7 @@
 """Parquet parts of the trial index: a byte range of a `trials.jsonl`, parsed by DuckDB.
 
 A part holds one row per trial record of the range, flattened to `ROW_COLUMNS`; lines that
-are not trial records (by the rule of `ix.lab.trial_lines`, which the resume reader applies
+are not trial records (by the rule of `ix.store.trial_lines`, which the resume reader applies
 too) are counted, not kept. Every file is written to a temporary name and renamed, so a
 reader never opens half of one.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ix.lab.trial_lines import (
+from ix.store.trial_lines import (
     JSON_COLUMNS,
     decode_line,
     parsed_select,

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.files import write_text_atomic
 from ix.lab.names import name_problem
 from ix.lab.paths import UnsafePath, inside
-from ix.lab.results import write_text_atomic
-from ix.lab.storage_faults import storage_faults
 from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.store.storage_faults import storage_faults
 
 TAGS_FILE = "tags.yaml"
 TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,99}")

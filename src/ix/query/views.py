@@ -2,11 +2,11 @@
 
 `trials` holds one row per trial — the latest attempt of each (run, subject, case, trial), as
 aggregation counts it (DESIGN.md §3); `trials_all` adds the attempts that a retry or resume
-superseded. Both read the Parquet index of `ix.lab.index` joined with the case files' tags
+superseded. Both read the Parquet index of `ix.query.index` joined with the case files' tags
 and difficulty, less the lines of an import whose run folder is not in place yet (it appears
 all at once). Nothing here writes to the lab except that index; user SQL is refused unless
 it is a single read-only statement, and every connection is locked once its views are defined:
-it opens no file but the index files they read (`ix.lab.sql_guard`, docs/queries.md).
+it opens no file but the index files they read (`ix.query.sql_guard`, docs/queries.md).
 """
 
 from collections.abc import Callable, Sequence
@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ix.domain.errors import ConfigError, IxError
-from ix.lab.import_store import pending_runs
-from ix.lab.index import TrialIndex, open_index
-from ix.lab.index_parts import ROW_COLUMNS
-from ix.lab.sql_guard import CONFIG, VIEWS, check_read_only, lock, refusal
-from ix.lab.storage_faults import storage_error, storage_faults
+from ix.query.index import TrialIndex, open_index
+from ix.query.index_parts import ROW_COLUMNS
+from ix.query.sql_guard import CONFIG, VIEWS, check_read_only, lock, sql_error
+from ix.store.import_run import pending_runs
+from ix.store.storage_faults import storage_faults
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -156,23 +155,6 @@ def _select() -> str:
 
 
 # --------------------------------------------------------------------------- user SQL
-
-def sql_error(exc: Exception, field: str = "SQL") -> IxError:
-    """A DuckDB error as one line: its first line, plus the candidates it suggests; one the
-    storage caused (a full disk writing an export) as the `StorageError` that says so."""
-    refused = refusal(exc)  # what the locked connection may not do
-    if refused is not None:
-        return refused
-    fault = storage_error(exc)
-    if fault is not None:
-        return fault
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    message = lines[0] if lines else type(exc).__name__
-    hints = [line for line in lines[1:] if line.lower().startswith(("candidate", "did you"))]
-    if hints:
-        message += f" ({hints[0]})"
-    return ConfigError(message, field=field)
-
 
 # --------------------------------------------------------------------------- filters
 

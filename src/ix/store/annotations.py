@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.appending import append_line
-from ix.lab.audit import identity, now_utc
-from ix.lab.storage_faults import storage_faults
+from ix.store.appending import append_line
+from ix.store.audit import identity, now_utc
+from ix.store.storage_faults import storage_faults
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 MAX_TEXT = 10_000

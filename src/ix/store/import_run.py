@@ -33,18 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.lab.results import (
-    LATEST_SUMMARY,
-    TRIALS_FILE,
-    TrialWriter,
-    dumps,
-    save_summary,
-    stamp,
-    write_json_atomic,
-    write_text_atomic,
-)
-from ix.lab.runs import RUNS_DIR, SPEC_FILE, check_results, read_spec, run_dir, write_spec
+from ix.store.layout import LATEST_SUMMARY, RESULTS_DIR, ExperimentDir, RunDir
+from ix.store.runs import check_results, read_spec, write_spec
+from ix.store.trials import TrialWriter, save_summary, stamp
 
 try:
     import fcntl
@@ -55,7 +48,6 @@ Warn = Callable[[str], None]
 
 STAGE_PREFIX = ".ix-import-"
 STAGE_SUFFIX = ".tmp"
-SUMMARY_FILE = "summary.json"
 _RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 _RUN = "run"                     # the staged run folder, renamed to runs/<run_id>
 _PREVIOUS = "previous-latest.json"  # a hard link to the summary-latest.json replaced
@@ -69,7 +61,7 @@ def staged(name: str) -> bool:
 def pending_runs(results: Path) -> set[str]:
     """The runs of `results` whose import has not appeared yet: staged, and without their run
     folder. Their lines may already be in the log (an import between its append and its
-    first rename, or killed there); readers that count lines leave them out (`ix.lab.query`),
+    first rename, or killed there); readers that count lines leave them out (`ix.query.views`),
     so an import appears to them with its run folder, all at once, or not at all."""
     try:
         names = os.listdir(results)
@@ -78,7 +70,8 @@ def pending_runs(results: Path) -> set[str]:
     found = set()
     for name in names:
         run_id = name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)] if staged(name) else ""
-        if _RUN_ID.fullmatch(run_id) and not os.path.lexists(results / RUNS_DIR / run_id):
+        if _RUN_ID.fullmatch(run_id) and \
+                not os.path.lexists(ExperimentDir(results).run(run_id).path):
             found.add(run_id)
     return found
 
@@ -113,7 +106,7 @@ def settle(lab: Path, warn: Warn | None = None) -> list[str]:
         done.append(f"removed {entry}: an import of a new experiment that was stopped "
                      "before it was in place")
     for experiment in list_experiments(lab):
-        results = experiment / "results"
+        results = experiment / RESULTS_DIR
         if results.is_symlink() or not results.is_dir():
             continue
         for entry in _staged_in(results):
@@ -141,15 +134,16 @@ def _remove(path: Path) -> None:
 
 def _settle_run(results: Path, stage: Path) -> str:
     run_id = stage.name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)]
-    log = results / TRIALS_FILE
+    place = ExperimentDir(results)
+    log = place.trials
     if (not _RUN_ID.fullmatch(run_id) or stage.is_symlink() or not stage.is_dir()
-            or (not log.is_file() and not run_dir(results, run_id).exists())):
+            or (not log.is_file() and not place.run(run_id).path.exists())):
         _remove(stage)
         return f"removed {stage}: an import that was stopped before it wrote anything"
     check_results(results)
     with TrialWriter(log) as writer:  # a torn last line (of ours, perhaps) is repaired first
         present = _count_lines(log, run_id)
-        if present == 0 and not run_dir(results, run_id).exists():
+        if present == 0 and not place.run(run_id).path.exists():
             _remove(stage)
             return f"removed {stage}: an import that was stopped before it wrote anything"
         missing = _kept_lines(stage)[present:]
@@ -174,7 +168,7 @@ def _count_lines(log: Path, run_id: str) -> int:
 def _kept_lines(stage: Path) -> list[dict[str, Any]]:
     """The import's lines as staged (written whole, by a rename, before the append)."""
     try:
-        raw = (stage / TRIALS_FILE).read_bytes()
+        raw = ExperimentDir(stage).trials.read_bytes()
         return [json.loads(line) for line in raw.splitlines() if line.strip()]
     except (OSError, ValueError, RecursionError):
         return []
@@ -184,11 +178,11 @@ def _kept_lines(stage: Path) -> list[dict[str, Any]]:
 
 def find_import(results: Path, sha256: str) -> str | None:
     """The run of `results` that imported a source with this digest, if one did."""
-    runs = results / RUNS_DIR
+    runs = ExperimentDir(results).runs
     if not runs.is_dir() or runs.is_symlink():
         return None
     for folder in sorted(runs.iterdir()):
-        spec_file = folder / SPEC_FILE
+        spec_file = RunDir(folder).spec
         if folder.is_symlink() or not spec_file.is_file() or spec_file.is_symlink():
             continue
         try:
@@ -208,13 +202,13 @@ def find_import(results: Path, sha256: str) -> str | None:
 def write_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mapping[str, Any],
               lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
     """A run into a `results/` folder nobody else sees yet (a new experiment's, staged)."""
-    folder = run_dir(results, run_id)
-    write_spec(folder, dict(spec))
-    write_json_atomic(folder / SUMMARY_FILE, summary)
-    with TrialWriter(results / TRIALS_FILE) as writer:
+    run = ExperimentDir(results).run(run_id)
+    write_spec(run.path, dict(spec))
+    write_json_atomic(run.summary, summary)
+    with TrialWriter(ExperimentDir(results).trials) as writer:
         writer.write_all(lines)
     save_summary(results, dict(summary), finished)
-    return folder
+    return run.path
 
 
 def new_experiment(lab: Path, name: str, build: Callable[[Path], None]) -> Path:
@@ -242,12 +236,13 @@ def add_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mappin
             lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
     """A new run of an existing experiment, all at once (see the module's docstring)."""
     check_results(results)  # no symlink, FIFO or device where the run goes
-    made = [d for d in (results, results / RUNS_DIR) if not d.is_dir()]
-    log = results / TRIALS_FILE
+    place = ExperimentDir(results)
+    made = [d for d in (results, place.runs) if not d.is_dir()]
+    log = place.trials
     had_log = log.exists()
     stage = results / f"{STAGE_PREFIX}{run_id}{STAGE_SUFFIX}"
     try:
-        (results / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        place.runs.mkdir(parents=True, exist_ok=True)
         stage.mkdir()
         _prepare(stage, spec, summary, lines, finished)
         writer = TrialWriter(log)
@@ -267,22 +262,22 @@ def add_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mappin
                 d.rmdir()
         raise
     _remove(stage)  # what is left in it: the kept lines, the old summary's link
-    return run_dir(results, run_id)
+    return place.run(run_id).path
 
 
 def _prepare(stage: Path, spec: Mapping[str, Any], summary: Mapping[str, Any],
              lines: Sequence[Mapping[str, Any]], finished: datetime) -> None:
     """Everything of the run, staged: `run/` (spec and summary), the archived and the latest
     summary, and the trial lines (to complete the import if it is killed after the append)."""
-    run = stage / _RUN
-    run.mkdir()
-    write_spec(run, dict(spec), create=False)
+    staged, run = ExperimentDir(stage), RunDir(stage / _RUN)  # `stage` mirrors `results/`
+    run.path.mkdir()
+    write_spec(run.path, dict(spec), create=False)
     text = dumps(summary)
-    write_text_atomic(run / SUMMARY_FILE, text, parents=False, shared=True)
+    write_text_atomic(run.summary, text, parents=False, shared=True)
     write_text_atomic(stage / f"summary-{stamp(finished)}.json", text, parents=False,
                       shared=True)
-    write_text_atomic(stage / LATEST_SUMMARY, text, parents=False, shared=True)
-    write_text_atomic(stage / TRIALS_FILE, "".join(
+    write_text_atomic(staged.latest_summary, text, parents=False, shared=True)
+    write_text_atomic(staged.trials, "".join(
         json.dumps(dict(line), ensure_ascii=False, allow_nan=False) + "\n" for line in lines),
         parents=False)
 
@@ -295,7 +290,7 @@ def _published(results: Path, stage: Path, run_id: str, *,
     `settling`: a latest summary written since the import was staged is kept."""
     undo: list[Callable[[], None]] = []
     try:
-        staged_run, final = stage / _RUN, run_dir(results, run_id)
+        staged_run, final = stage / _RUN, ExperimentDir(results).run(run_id).path
         if staged_run.is_dir():
             os.rename(staged_run, final)
             undo.append(lambda: os.rename(final, staged_run))
@@ -304,7 +299,7 @@ def _published(results: Path, stage: Path, run_id: str, *,
                 continue
             placed = _place(archive, results)
             undo.append(functools.partial(os.rename, placed, archive))
-        pending, latest = stage / LATEST_SUMMARY, results / LATEST_SUMMARY
+        pending, latest = ExperimentDir(stage).latest_summary, ExperimentDir(results).latest_summary
         if pending.is_file() and settling and _newer(latest, pending):
             pending.unlink()
         elif pending.is_file():

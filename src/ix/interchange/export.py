@@ -1,6 +1,6 @@
 """A run's trials out of the lab: the original lines (jsonl) and one JSON document (json);
 csv and parquet come from the query layer (`ix.api.results`), Inspect logs from
-`ix.lab.inspect_log`.
+`ix.interchange.inspect_log`.
 
 The trial log is only read here. An export file is written to a temporary file and renamed,
 an export folder built under a temporary name, so a failed or interrupted export (a full
@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.results import parse_line, skipped_line, write_text_atomic
-from ix.lab.trial_lines import trial_line
+from ix.lab.files import write_text_atomic
+from ix.store.trial_lines import trial_line
+from ix.store.trials import parse_line, skipped_line
 
 Warn = Callable[[str], None]
 

@@ -1,6 +1,6 @@
 """Which lines of a trial log are trial records: one rule for every reader that counts trials.
 
-The resume reader (`ix.engine.resume`) and the query index (`ix.lab.index_parts`) must count
+The resume reader (`ix.engine.resume`) and the query index (`ix.query.index_parts`) must count
 the same lines, or `ix results` lists trials a resume does not know of (a garbage log once
 gave 298 phantom rows). A line is a trial record when it is a JSON object whose
 

@@ -7,7 +7,7 @@ the trials are the epochs (epoch = trial + 1). Each scored sample has one score,
 reduce by their mean, and `accuracy` and `stderr` are computed exactly as Inspect computes
 them over the reduced samples. An errored trial is a sample with an `error` and no score.
 Everything is derived from the run, never from the clock or a random draw, so exporting the
-same run twice gives the same bytes. `ix.lab.inspect_read` reads logs back for `ix import`;
+same run twice gives the same bytes. `ix.interchange.inspect_read` reads logs back for `ix import`;
 docs/export.md has the full mapping.
 """
 
@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ix.eval.models import EvalCase
-from ix.lab.export import json_text
+from ix.interchange.export import json_text
 
 SCORER = "correct"
 LOG_VERSION = 2

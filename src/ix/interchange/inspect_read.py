@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ix.domain.errors import ConfigError
 from ix.eval.validation import from_validation_error
-from ix.lab.inspect_log import LOG_VERSION
+from ix.interchange.inspect_log import LOG_VERSION
 
 
 class _Open(BaseModel):

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.lab.appending import append_line
+from ix.store.appending import append_line
 
 AUDIT_FILE = "audit.jsonl"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.lab.paths import FOLDER, check_entry, check_tree
-from ix.lab.storage_faults import storage_error
+from ix.store.storage_faults import storage_error
 
 CACHE_DIR = Path(".ix") / "cache" / "observations"
 ENTRY_SUFFIX = ".json.gz"

@@ -1,0 +1,107 @@
+"""Files ix writes whole: to a temporary file beside the target, fsynced, then renamed over it,
+so a reader sees the old file or the new one and never half of one (summaries, `spec.yaml`,
+`tags.yaml`, `subjects.yaml`, the index manifest, reports, exports).
+
+The temporary file is `.<name>.<random>.tmp` (`store/storage_faults.py` names the file a
+user knows when the disk refuses one). A file is private to the user (0600) unless `shared`:
+then it keeps the mode of the file it replaces, or gets the usual 0666 less the umask.
+"""
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def dumps(data: Any) -> str:
+    """JSON as ix writes it to files: indented, UTF-8, and never NaN (which JSON lacks)."""
+    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def write_json_atomic(path: Path, data: Any, *, shared: bool = False) -> None:
+    write_text_atomic(path, dumps(data), shared=shared)
+
+
+def write_text_atomic(path: Path, text: str, *, parents: bool = True,
+                      shared: bool = False) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename: never a half-written file.
+
+    `parents`: create missing folders (False: a folder deleted meanwhile is an error, not
+    recreated). The file is private to the user (0600) unless `shared`: then it keeps the
+    mode of the file it replaces, or gets the usual one (0666 less the umask), as
+    `trials.jsonl` does. On failure nothing is left: no temporary file, and no folder this
+    call created.
+    """
+    made = _missing_folders(path.parent) if parents else []
+    try:
+        if made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except BaseException:
+        _remove_folders(made)
+        raise
+    try:
+        if shared:
+            os.fchmod(fd, _shared_mode(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        _remove_folders(made)
+        raise located(exc, path) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        _remove_folders(made)
+        raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist, the deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    for folder in folders:  # the deepest first; only while empty
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once, at import (setting it to read it is not thread-safe)
+
+
+def shared_mode(path: Path) -> int:
+    """The mode of a file meant to be read by others (reports, exports, trials.jsonl): that
+    of the file it replaces, else 0666 less the umask (0644 usually), as any tool writes."""
+    return _shared_mode(path)
+
+
+def _shared_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
+def located(exc: OSError, path: Path) -> OSError:
+    """`exc` naming `path` (errors of `os.write` and friends name no file)."""
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, str(path))
+
+
+__all__ = ["dumps", "located", "shared_mode", "write_json_atomic", "write_text_atomic"]

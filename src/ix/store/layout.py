@@ -1,0 +1,97 @@
+"""The folders and files that runs write, drawn in one place.
+
+```
+<lab>/<experiment>/results/
+    trials.jsonl                the trial log, every run's lines (`store/trials.py`)
+    summary-latest.json         the latest run's summary; summary-<stamp>.json, archived
+    runs/<run_id>/
+        spec.yaml               what the run was asked (`store/runs.py`)
+        run.lock                held while the run writes
+        summary.json            its summary
+        annotations.jsonl       notes on it (`store/annotations.py`)
+        traces/                 its trials' traces
+```
+
+`ExperimentDir` and `RunDir` are these paths as objects: `ExperimentDir.at(folder)
+.run(run_id).spec` instead of `folder / "results" / RUNS_DIR / run_id / SPEC_FILE`. They only
+name paths; nothing here touches the disk. The names are those of the modules that write each
+file (`trials`, `runs`, `annotations`), gathered here; `store/import_run.py` builds its paths
+with these objects, and the other writers can follow.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ix.store.annotations import ANNOTATIONS_FILE
+from ix.store.runs import LOCK_FILE, RUNS_DIR, SPEC_FILE, TRACES_DIR
+from ix.store.trials import LATEST_SUMMARY, TRIALS_FILE
+
+RESULTS_DIR = "results"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """`<experiment>/results/runs/<run_id>/`."""
+
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def spec(self) -> Path:
+        return self.path / SPEC_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK_FILE
+
+    @property
+    def summary(self) -> Path:
+        return self.path / SUMMARY_FILE
+
+    @property
+    def annotations(self) -> Path:
+        return self.path / ANNOTATIONS_FILE
+
+    @property
+    def traces(self) -> Path:
+        return self.path / TRACES_DIR
+
+
+@dataclass(frozen=True)
+class ExperimentDir:
+    """`<lab>/<experiment>/` as far as runs write it, held by its `results/` folder (a staged
+    import builds one under another name, `store/import_run.py`): `ExperimentDir.at(folder)`
+    for an experiment's folder, `ExperimentDir(results)` for a results folder."""
+
+    results: Path
+
+    @classmethod
+    def at(cls, experiment: Path) -> "ExperimentDir":
+        return cls(experiment / RESULTS_DIR)
+
+    @property
+    def path(self) -> Path:
+        return self.results.parent
+
+    @property
+    def trials(self) -> Path:
+        return self.results / TRIALS_FILE
+
+    @property
+    def latest_summary(self) -> Path:
+        return self.results / LATEST_SUMMARY
+
+    @property
+    def runs(self) -> Path:
+        return self.results / RUNS_DIR
+
+    def run(self, run_id: str) -> RunDir:
+        return RunDir(self.runs / run_id)
+
+
+__all__ = ["ANNOTATIONS_FILE", "LATEST_SUMMARY", "LOCK_FILE", "RESULTS_DIR", "RUNS_DIR",
+           "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir", "RunDir"]

@@ -1,0 +1,36 @@
+"""`ix.store.layout`: the path objects name the same files the writers write."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ix.store.annotations import annotations_path
+from ix.store.import_run import add_run
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import run_dir
+
+
+def test_the_path_objects_name_the_layout(tmp_path: Path):
+    experiment = ExperimentDir.at(tmp_path / "exp")
+    run = experiment.run("20261126T000000Z-abc123")
+    assert experiment.path == tmp_path / "exp"
+    assert experiment.results == tmp_path / "exp" / "results"
+    assert experiment.trials == tmp_path / "exp" / "results" / "trials.jsonl"
+    assert experiment.latest_summary == tmp_path / "exp" / "results" / "summary-latest.json"
+    assert run.path == run_dir(experiment.results, run.run_id)
+    assert run.run_id == "20261126T000000Z-abc123"
+    assert (run.spec.name, run.lock.name, run.summary.name) == \
+        ("spec.yaml", "run.lock", "summary.json")
+    assert run.annotations == annotations_path(run.path)
+    assert run.traces == run.path / "traces"
+    assert RunDir(run.path) == run
+
+
+def test_an_import_writes_where_the_layout_says(tmp_path: Path):
+    experiment = ExperimentDir.at(tmp_path / "exp")
+    line = {"run_id": "20261126T000000Z-abc123", "subject": "s", "case_id": "c", "trial": 0}
+    folder = add_run(experiment.results, "20261126T000000Z-abc123", {"run_id": "x"},
+                     {"status": "completed"}, [line], datetime(2026, 11, 26, tzinfo=UTC))
+    run = experiment.run("20261126T000000Z-abc123")
+    assert folder == run.path
+    assert run.spec.is_file() and run.summary.is_file()
+    assert experiment.trials.is_file() and experiment.latest_summary.is_file()

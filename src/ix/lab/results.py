@@ -390,7 +390,7 @@ def _shared_mode(path: Path) -> int:
         return 0o666 & ~_UMASK
 
 
-def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,
+def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: datetime,
                  also: tuple[Path, ...] = (), *, parents: bool = True) -> Path:
     """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
     the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an

@@ -1,10 +1,13 @@
-"""The JSON ix writes to disk, as pydantic models: a `trials.jsonl` line and a run's summary.
+"""The files ix writes, as types: a `trials.jsonl` line, a run's summary and `spec.yaml`.
 
-These models are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
-source of `ix schema trial` and `ix schema summary`. They describe what the engine writes,
-and the tests validate real files against them, so a change to either side breaks a test.
-Objects are closed (`additionalProperties: false`) except where the data is free-form by
-design: an observation's `meta`, a reading's `metrics`.
+These types are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
+source of `ix schema trial` and `ix schema summary`. The summary and the spec are
+TypedDicts: the code that builds them is annotated with them (the type checker holds it to
+every key), pydantic validates one read back (`summary_problems`) and generates the summary's
+JSON Schema, byte for byte what the pydantic models they replace generated
+(tests/cli/golden/). The trial line is still a pydantic model. Objects are closed
+(`additionalProperties: false`) except where the data is free-form by design: an
+observation's `meta`, a reading's `metrics`.
 
 Versioning (docs/json.md): `SCHEMA_VERSION` is MAJOR.MINOR; MINOR grows when a field is
 added, MAJOR when one is removed, renamed or changes type or meaning.

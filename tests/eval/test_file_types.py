@@ -3,12 +3,13 @@ engine is held to and readers rely on: a real run's files validate against them,
 summary that is not one is refused naming the file."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import mock_experiment, write
+from conftest import mock_experiment, run_ix, write
 from ix.api.reports import read_summary
 from ix.domain.errors import ConfigError
 from ix.engine.plan import build_plan
@@ -86,3 +87,18 @@ def test_a_key_from_a_newer_minor_version_is_not_a_problem(ran):
     data["added_in_1_2"] = {"anything": True}
     data["subjects"][0]["also_new"] = 1
     assert summary_problems(data) == []
+
+
+def test_ix_report_refuses_it_in_one_line_exit_2(ran, tmp_path):
+    """The CLI contract: the file and the missing key on one line of stderr, exit 2 (main's
+    four-key check let this summary through: `ix report` exited 0)."""
+    lab = tmp_path / "lab"
+    shutil.copytree(ran.parents[3], lab)
+    path = lab / "exp" / "results" / "runs" / ran.name / "summary.json"
+    data = json.loads(path.read_text())
+    del data["subjects"][0]["trial_level"]
+    path.write_text(json.dumps(data))
+    r = run_ix("report", ran.name, "--lab", str(lab))
+    assert r.code == 2, r.output
+    assert str(path) in r.stderr and "missing subjects[0].trial_level" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output

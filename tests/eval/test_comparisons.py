@@ -79,6 +79,8 @@ def _three_variants():
 
 
 def test_every_metric_carries_the_agreed_fields_and_the_goal_metric_is_primary():
+    from pydantic import TypeAdapter
+
     from ix.eval.schemas import MetricComparison
 
     cases, outcomes = _three_variants()
@@ -86,7 +88,7 @@ def test_every_metric_carries_the_agreed_fields_and_the_goal_metric_is_primary()
     assert len(comps) == 3
     for comp in comps:
         for metric, m in comp["metrics"].items():
-            MetricComparison.model_validate(m)
+            TypeAdapter(MetricComparison).validate_python(m)
             assert set(m) >= FIELDS, metric
             assert m["role"] == ("primary" if metric == "recall" else "exploratory")
             if m["diff"] is not None:

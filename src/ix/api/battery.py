@@ -159,11 +159,12 @@ def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for r in results:
         s = r.summary
-        goal = s.get("goal") or {}
+        goal = s.get("goal")
         verdicts.append({
             "experiment": s["experiment_name"], "seed": s.get("seed"), "run_id": s["run_id"],
             "status": s["run_status"], "reason": s.get("reason") or s.get("stop_reason"),
-            "goal": goal.get("verdict"), "verdict": goal_verdict(goal) if goal else None})
+            "goal": goal["verdict"] if goal else None,
+            "verdict": goal_verdict(goal) if goal else None})
         metric = primary_metric(s)
         for block in s["subjects"]:
             m = block["metrics"]
@@ -173,7 +174,7 @@ def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
                 "f1": m["f1"], "f1_ci": m.get("f1_ci"), "precision": m["precision"],
                 "recall": m["recall"], "trials": block["trials"], "errors": block["errors"],
                 "cost_usd": (block.get("usage") or {}).get("cost_usd", 0.0),
-                "goal": goal.get("verdict"),
+                "goal": goal["verdict"] if goal else None,
             })
             group = groups.setdefault((s["experiment_name"], block["name"]),
                                       {"metric": metric, "blocks": [], "seeds": []})

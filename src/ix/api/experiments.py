@@ -4,7 +4,7 @@ import asyncio
 import json
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -393,6 +393,7 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
     if not ids:
         return None, None, None
     last = ids[-1]
+    status: str | None
     try:
         status = read_spec(runs / last).get("status")
     except ConfigError:
@@ -436,7 +437,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
     return result
 
 
-def failure_exit_code(summaries: Sequence[dict[str, Any]]) -> int:
+def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:
     """The exit code of failed runs (DESIGN.md §5): 2 when every one failed of the lab's
     configuration (a missing key, no skills, a program not found), else 1."""
     from ix.engine.outcome import is_configuration

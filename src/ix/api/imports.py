@@ -17,6 +17,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
+from ix.eval.schemas import RunInfo, RunSpec, Summary
 from ix.interchange.export import latest_attempts
 from ix.interchange.importing import (
     Imported,
@@ -49,7 +50,7 @@ class ImportResult:
     cases: int
     unknown_cases: tuple[str, ...]
     run_dir: Path
-    summary: dict[str, Any] = field(repr=False)
+    summary: Summary = field(repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "experiment": self.experiment,
@@ -178,14 +179,14 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     sensor = next((line["reading"]["sensor_name"] for line in lines
                    if isinstance(line.get("reading"), Mapping)
                    and line["reading"].get("sensor_name")), "imported")
-    info = {"sensor": sensor, "seed": None, "trials_per_case": trials_per_case,
+    info: RunInfo = {"sensor": sensor, "seed": None, "trials_per_case": trials_per_case,
             "trials_mode": {"mode": "fixed"}, "started_at": iso(now), "finished_at": iso(now),
             "skipped_cases": [], "imported_from": str(source), "format": fmt}
     summary = summarise_tallies(experiment_name=name, run_id=run_id, run_status="completed",
                                 subjects=[(s, "") for s in subjects], tallies=tallies,
                                 cases=cases, trials_per_case=trials_per_case, info=info,
                                 goal=goal, prior=prior)
-    spec = {
+    spec: RunSpec = {
         "run_id": run_id, "experiment": name, "experiment_dir": str(exp_dir),
         "lab": str(lab), "status": "completed", "started_at": iso(now),
         "finished_at": iso(now), "imported_from": str(source), "format": fmt,

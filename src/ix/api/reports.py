@@ -2,11 +2,12 @@
 `ix compare`. Everything here reads; nothing writes into the lab."""
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ix.domain.errors import ConfigError
+from ix.eval.schemas import SCHEMA_VERSION, Summary, summary_problems
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
 from ix.store.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
@@ -37,7 +38,9 @@ def resolve_run(lab: Path, ref: str) -> Path:
         raise
 
 
-def read_summary(run_dir: Path) -> dict[str, Any]:
+def read_summary(run_dir: Path) -> Summary:
+    """The run's `summary.json`, checked against its type (`ix.eval.schemas.Summary`); a
+    `ConfigError` naming the file and what is wrong with it if it is none."""
     path = run_dir / SUMMARY_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -48,15 +51,12 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
     except ValueError:
         raise ConfigError("not valid JSON", file=path) from None
-    if not isinstance(data, dict) or not isinstance(data.get("subjects"), list) \
-            or "run_id" not in data or "experiment_name" not in data:
-        raise ConfigError("not a run summary (needs run_id, experiment_name, subjects)",
-                          file=path)
-    for i, block in enumerate(data["subjects"]):
-        if not isinstance(block, dict) or not {"name", "metrics", "probe_results"} <= set(block):
-            raise ConfigError("needs name, metrics and probe_results", file=path,
-                              field=f"subjects[{i}]")
-    return data
+    problems = summary_problems(data)
+    if problems:
+        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more problems"
+                                           if len(problems) > 4 else "")
+        raise ConfigError(f"not a run summary of schema {SCHEMA_VERSION}: {shown}", file=path)
+    return cast(Summary, data)
 
 
 def _runs(experiment: Path) -> list[Path]:
@@ -111,7 +111,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
         metric = check_metric(metric)
     run_dir = resolve_run(lab_path, run) if run else default_run(lab_path, cwd, warn)
     summary = read_summary(run_dir)
-    spec = read_spec(run_dir) if (run_dir / SPEC_FILE).is_file() else {}
+    spec: Mapping[str, Any] = read_spec(run_dir) if (run_dir / SPEC_FILE).is_file() else {}
     base_dir = resolve_run(lab_path, baseline) if baseline else None
     data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
@@ -124,7 +124,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     return data
 
 
-def _against(ref: str, base: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+def _against(ref: str, base: Summary, summary: Summary) -> dict[str, Any]:
     from ix.report.regression import baseline_section
     from ix.report.runs import compare_runs
 
@@ -161,7 +161,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 notes.append(f"{path.name}: no completed run")
             else:
                 chosen.append(found)
-    groups: dict[Path, list[tuple[Path, dict[str, Any]]]] = {}
+    groups: dict[Path, list[tuple[Path, Summary]]] = {}
     for run_dir in dict.fromkeys(chosen):
         groups.setdefault(run_dir.parent.parent.parent, []).append((run_dir,
                                                                     read_summary(run_dir)))
@@ -235,15 +235,15 @@ def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
 def _without_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
     import copy
 
-    spec = copy.deepcopy(spec)
-    for subject in (spec.get("config") or {}).get("subjects") or []:
+    out = copy.deepcopy(dict(spec))
+    for subject in (out.get("config") or {}).get("subjects") or []:
         for skill in subject.get("skills") or []:
             if isinstance(skill, dict):
                 skill.pop("description", None)
     return spec
 
 
-def _with_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
+def _with_descriptions(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A run's spec whose skills all carry their description: a run made before ix recorded
     it gets the SKILL.md's description when that file is still the one the run used (same
     sha256); otherwise the description stays unknown (None)."""
@@ -252,8 +252,8 @@ def _with_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
 
     from ix.lab.frontmatter import read_frontmatter
 
-    spec = copy.deepcopy(spec)
-    for subject in (spec.get("config") or {}).get("subjects") or []:
+    out = copy.deepcopy(dict(spec))
+    for subject in (out.get("config") or {}).get("subjects") or []:
         for skill in subject.get("skills") or []:
             if not isinstance(skill, dict) or "description" in skill or not skill.get("path"):
                 continue
@@ -265,4 +265,4 @@ def _with_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
                         else None
             except (OSError, ValueError, ConfigError):
                 continue
-    return spec
+    return out

@@ -8,7 +8,7 @@ experiment, a malformed date, SQL that does not parse or bind or would write —
 `ConfigError`; checks that need no data run before the index is touched.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,7 +256,7 @@ class Scope:
         return text
 
 
-def _origins(spec: dict[str, Any]) -> set[str]:
+def _origins(spec: Mapping[str, Any]) -> set[str]:
     """The ix run ids an imported run's trials came from (empty for a run ix made)."""
     if not isinstance(spec.get("import"), dict) and "imported_from" not in spec:
         return set()
@@ -279,9 +279,10 @@ def _scope(con: "duckdb.DuckDBPyConnection", lab: Path, *, latest: bool) -> Scop
     run of the lab, or the origin of an import kept before, is a copy."""
     pairs = con.sql("SELECT DISTINCT source, run_id FROM _rows WHERE run_id IS NOT NULL "
                     "ORDER BY run_id").fetchall()
-    specs: dict[str, tuple[str, dict[str, Any]]] = {}
+    specs: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for source, run_id in pairs:
         folder = lab / source / "results" / RUNS_DIR / run_id
+        spec: Mapping[str, Any]
         try:
             spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
         except ConfigError:

@@ -8,6 +8,7 @@ refused. Everything here reads.
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class RunInfo:
 
 def run_info(folder: Path) -> RunInfo:
     """A run folder's facts; an unreadable `spec.yaml` gives status `unreadable`."""
+    spec: Mapping[str, Any]
     try:
         spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
         status = spec.get("status")

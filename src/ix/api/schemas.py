@@ -1,8 +1,9 @@
 """Every `--json` output of `ix`, as JSON Schemas generated from pydantic models (`ix schema`).
 
 `SCHEMAS` names each document: the two files ix writes (`trial`, `summary`) and the output of
-each command. The models of the files live in `ix.eval.schemas`, those of the reports in
-`ix.report.schemas`, the rest here. docs/json.md documents them and the versioning rule.
+each command. The types of the files live in `ix.eval.schemas` (the summary's are the
+TypedDicts its producers are annotated with), those of the reports in `ix.report.schemas`,
+the rest here. docs/json.md documents them and the versioning rule.
 """
 
 from dataclasses import dataclass

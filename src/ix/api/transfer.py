@@ -6,7 +6,7 @@ trial lines, `runs/<run_id>/spec.yaml` and a summary built by the same aggregati
 run` — all at once, so a failed or killed import leaves no trace in the lab.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ def _write_table(lab: Path, run_id: str, fmt: str, out: Path, warn: Warn | None)
 
 
 def _write_inspect(experiment_dir: Path, lab: Path, run_id: str, experiment: str,
-                   spec: dict[str, Any], summary: dict[str, Any] | None,
+                   spec: Mapping[str, Any], summary: dict[str, Any] | None,
                    records: list[dict[str, Any]], out: Path,
                    warn: Warn | None) -> tuple[Path, ...]:
     """One Inspect eval log per subject of the run, in the folder `out`."""

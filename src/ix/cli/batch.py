@@ -60,7 +60,8 @@ def batch(
     failed = [r.summary for r in result.runs if r.status == "failed"]
     if failed:
         raise typer.Exit(api.failure_exit_code(failed))
-    if any((r.summary.get("goal") or {}).get("verdict") == "refuted" for r in result.runs):
+    if any((goal := r.summary.get("goal")) and goal["verdict"] == "refuted"
+           for r in result.runs):
         raise typer.Exit(1)
 
 

@@ -141,19 +141,20 @@ def run(
         err.print(f"[bold red]run {r.run_id} of {r.summary['experiment_name']} failed:[/] "
                   f"{escape(r.summary.get('reason') or 'see its summary')}", soft_wrap=True)
     if any(r.status == "cancelled" for r in results):
-        why = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
-                   None)
-        err.print(f"[yellow]cancelled[/]{f' ({escape(why)})' if why else ''}: completed "
+        stop = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
+                    None)
+        err.print(f"[yellow]cancelled[/]{f' ({escape(stop)})' if stop else ''}: completed "
                   "trials are kept and the summary covers them; `ix run --resume` finishes "
                   "the run", soft_wrap=True)
         if not failed:
             raise typer.Exit(130)
     if failed:
         raise typer.Exit(api.failure_exit_code([r.summary for r in failed]))
-    refuted = [r for r in results if (r.summary.get("goal") or {}).get("verdict") == "refuted"]
-    for r in refuted:
+    refuted = [(r, goal) for r in results
+               if (goal := r.summary.get("goal")) and goal["verdict"] == "refuted"]
+    for r, goal in refuted:
         err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
-                  f"{r.summary['goal']['hypothesis']}")
+                  f"{goal['hypothesis']}")
     if refuted:
         raise typer.Exit(1)
 

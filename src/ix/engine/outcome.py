@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ix.eval.schemas import ErrorKindOut, FailedSubjectOut, StopCause
 from ix.runtimes.credentials import credentials
 
 #: Error kinds whose cause is the lab's configuration or the machine's setup, not the
@@ -42,7 +43,7 @@ class ErrorLog:
         self.subject_examples.setdefault((subject, kind), message[:EXAMPLE_CHARS])
 
 
-def stop_cause(stop_reason: str | None) -> str | None:
+def stop_cause(stop_reason: str | None) -> StopCause | None:
     """`signal`, `budget` or `breaker` for the sentence `stop_reason` (None: not stopped)."""
     if stop_reason is None:
         return None
@@ -59,14 +60,14 @@ def breaker_reason(broken: Mapping[str, str]) -> str:
 
 
 def errors_by_kind(log: ErrorLog, runtimes: Mapping[str, Mapping[str, Any]]
-                   ) -> list[dict[str, Any]]:
+                   ) -> list[ErrorKindOut]:
     """Each error kind of the run, most frequent first: `kind`, `count`, `subjects` (count
     per subject), `example` (one message), `configuration` (the lab's setup is the cause) and
     `hint` (what to do, or None)."""
     total: Counter[str] = Counter()
     for per_kind in log.counts.values():
         total.update(per_kind)
-    out = []
+    out: list[ErrorKindOut] = []
     for kind, count in sorted(total.items(), key=lambda kv: (-kv[1], kv[0])):
         subjects = {s: c[kind] for s, c in log.counts.items() if c.get(kind)}
         spec = next((runtimes[s] for s in subjects if s in runtimes), {})
@@ -78,10 +79,10 @@ def errors_by_kind(log: ErrorLog, runtimes: Mapping[str, Mapping[str, Any]]
 
 
 def failed_subjects(trials: Mapping[str, tuple[int, int]], log: ErrorLog,
-                    runtimes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+                    runtimes: Mapping[str, Mapping[str, Any]]) -> list[FailedSubjectOut]:
     """The subjects every trial of which errored (`trials`: subject -> (trials, errored)),
     each with its most common error kind, one example and what to do."""
-    out = []
+    out: list[FailedSubjectOut] = []
     for subject, (ran, errored) in trials.items():
         if ran == 0 or errored < ran:
             continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -83,7 +83,7 @@ class RunState:
 class Continuation:
     run_id: str
     mode: Mode
-    spec: dict[str, Any]
+    spec: Mapping[str, Any]
     state: RunState
 
     @property
@@ -575,7 +575,7 @@ def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
             line.tokens_output, line.cost_usd)
 
 
-def per_case(spec: dict[str, Any]) -> int | None:
+def per_case(spec: Mapping[str, Any]) -> int | None:
     """The trials per case a run's spec planned (the most, under `trials: auto`)."""
     trials = spec.get("trials")
     return trials if type(trials) is int and trials >= 1 else None

@@ -21,10 +21,11 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ix.domain.errors import ConfigError, StorageError
 from ix.domain.redaction import Redactor
+from ix.domain.types import Reading
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.outcome import (
     ErrorLog,
@@ -34,10 +35,22 @@ from ix.engine.outcome import (
     failure_reason,
     stop_cause,
 )
-from ix.engine.pipeline import GIVEN, OBSERVATION, STIMULUS, SUBJECT, VERDICT, components
+from ix.engine.pipeline import (
+    GIVEN,
+    OBSERVATION,
+    READING,
+    STIMULUS,
+    SUBJECT,
+    VERDICT,
+    SensorFailure,
+    TrialOutcome,
+    components,
+)
 from ix.engine.plan import Plan, TrialKey
 from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, per_case, read_state
 from ix.engine.routes import recorded_routes
+from ix.eval.models import EvalObservation
+from ix.eval.schemas import FailedSubjectOut, RunSpec, SpecStatus, Summary
 from ix.eval.scoring import Tally
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
@@ -65,7 +78,7 @@ OnTrial = Callable[[dict[str, Any]], None]
 class RunResult:
     run_id: str
     status: str
-    summary: dict[str, Any]
+    summary: Summary
     summary_path: Path
     run_dir: Path
     plan: Plan
@@ -210,9 +223,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
     if continuation is None:
         started = now
-        specs: dict[str, dict[str, Any]] = {}
+        specs: dict[str, RunSpec] = {}
 
-        def spec_for(new_id: str) -> dict[str, Any]:
+        def spec_for(new_id: str) -> RunSpec:
             specs[new_id] = {**_spec(plan, new_id, started, command),
                              "executor": executor or LOCAL}
             return specs[new_id]
@@ -232,7 +245,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                                       f"{_NOTHING}") from None
         try:
             continuation = _current(continuation, directory, loaded.results_dir)
-            spec = dict(continuation.spec)
+            spec = cast(RunSpec, dict(continuation.spec))
             kept = "completed" if spec.get("status") == "completed" else None
             started = _parse_time(spec.get("started_at")) or now
             spec["continued"] = [*spec.get("continued", []),
@@ -286,7 +299,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         finished = datetime.now(UTC)
         trials_written = int(spec.get("trials_written") or 0) + written
         runtimes = {sp.subject.name: sp.runtime_spec for sp in plan.subjects}
-        failed: list[dict[str, Any]] = []
+        failed: list[FailedSubjectOut] = []
         if fault is not None:
             reason = stop_reason
         else:
@@ -304,7 +317,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             # never recreated: a lab deleted under a run stays deleted
             summary_path = save_summary(loaded.results_dir, summary, finished,
                                         also=(directory / "summary.json",), parents=False)
-            write_spec(directory, {**spec, "status": kept or status,
+            write_spec(directory, {**spec, "status": cast(SpecStatus, kept or status),
                                    "finished_at": iso(finished), "stop_reason": stop_reason,
                                    "stop_cause": summary["stop_cause"], "reason": reason,
                                    "observed": {name: sorted(t.versions)
@@ -313,7 +326,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         except BaseException as exc:
             # the trials are safe on disk; the run folder must not claim to be running
             with contextlib.suppress(OSError):
-                write_spec(directory, {**spec, "status": kept or "failed",
+                write_spec(directory, {**spec, "status": cast(SpecStatus, kept or "failed"),
                                        "finished_at": iso(finished), "stop_reason": stop_reason,
                                        "reason": reason or stop_reason,
                                        "trials_written": trials_written}, create=False)
@@ -331,7 +344,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
 def _outcome(status: str, stop_reason: str | None, broken: dict[str, str],
              tallies: dict[str, Tally], errlog: ErrorLog,
              runtimes: dict[str, dict[str, Any]]
-             ) -> tuple[str, str | None, str | None, list[dict[str, Any]]]:
+             ) -> tuple[str, str | None, str | None, list[FailedSubjectOut]]:
     """The run's final status, `stop_reason`, `reason` and failed subjects (DESIGN.md §8).
 
     A subject every trial of which errored fails the run (unless a signal stopped it: the
@@ -419,7 +432,7 @@ def _storage_error(exc: OSError, consequence: str) -> StorageError:
 
 def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                started: datetime, finished: datetime,
-               stopped: dict[str, dict[str, str]]) -> dict[str, Any]:
+               stopped: dict[str, dict[str, str]]) -> Summary:
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
     from ix.eval.run_summary import summarise_tallies
 
@@ -627,25 +640,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         if traces is not None:
             _keep_trace(outcome.construct, record, traces, plan.redactor)
         writer.write(record)
-        reading = record["reading"]
-        tally = tallies[record["subject"]]
-        tally.add(record["probe_id"],
-                  None if record["error"] else bool(reading and reading["passed"]),
-                  record["trial"])
-        if not record["error"]:  # which skill took the prompt (the summary's routing)
-            invoked = invoked_skills(record["observation"])
-            tally.route(record["probe_id"], invoked[0] if invoked else None)
-        observation = record["observation"]
-        if observation:
-            meta = observation.get("meta")
-            if meta:
-                for field in ("model", "cli_version", "claude_code_version"):
-                    if isinstance(meta.get(field), str):
-                        tally.versions.add(f"{field}={meta[field]}")
-            cost = observation.get("cost_usd", 0.0)
-            spent += cost
-            tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0),
-                        cost)
+        spent += _count(tallies, outcome.construct, outcome.error is not None, record)
         if limits.max_cost_usd is not None and spent >= limits.max_cost_usd and not stop:
             stop.append(f"--max-cost {limits.max_cost_usd:g} USD reached (spent {spent:.4f})")
         subject = record["subject"]
@@ -708,6 +703,56 @@ def trace_name(subject: str, case_id: str, trial: int, attempt: int) -> str:
     return f"{file_part(subject)}/{file_part(case_id)}-trial-{trial}-attempt-{attempt}.jsonl.gz"
 
 
+def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: bool,
+           record: dict[str, Any]) -> float:
+    """Count one trial into its subject's tally from what the pipeline made of it (the
+    runtime's outcome, the sensors' readings), not from the line built out of them; the cost
+    it spent. `internal`: a component failed (an errored trial without an observation). An
+    observation that is no `EvalObservation` (a runtime may return anything) is read from
+    the line, as before."""
+    key = construct.subject
+    tally = tallies[key.subject.subject.name]
+    outcome: TrialOutcome | None = (construct.data(OBSERVATION)
+                                    if not internal and construct.has(OBSERVATION) else None)
+    readings: tuple[Reading, ...] | SensorFailure = (
+        construct.data(READING) if outcome is not None and construct.has(READING) else ())
+    errored = outcome is None or outcome.error is not None or isinstance(readings, SensorFailure)
+    first = readings[0] if readings and not isinstance(readings, SensorFailure) else None
+    tally.add(key.case.id, None if errored else first is not None and first.passed, key.trial)
+    observation = outcome.observation if outcome is not None else None
+    if not isinstance(observation, EvalObservation):
+        return _count_line(tally, record, errored)
+    if not errored:  # which skill took the prompt (the summary's routing)
+        tally.route(key.case.id, next(
+            (skill for call in observation.tool_calls if call.name == "Skill"
+             and isinstance(skill := call.input.get("skill"), str)), None))
+    meta = observation.meta
+    if meta:
+        for field in ("model", "cli_version", "claude_code_version"):
+            if isinstance(meta.get(field), str):
+                tally.versions.add(f"{field}={meta[field]}")
+    tally.spend(observation.tokens_input, observation.tokens_output, observation.cost_usd)
+    return observation.cost_usd
+
+
+def _count_line(tally: Tally, record: dict[str, Any], errored: bool) -> float:
+    """The route, versions and spending of a trial whose observation is not typed (or none)."""
+    observation = record["observation"]
+    if not errored:
+        invoked = invoked_skills(observation)
+        tally.route(record["probe_id"], invoked[0] if invoked else None)
+    if not observation:
+        return 0.0
+    meta = observation.get("meta")
+    if meta:
+        for field in ("model", "cli_version", "claude_code_version"):
+            if isinstance(meta.get(field), str):
+                tally.versions.add(f"{field}={meta[field]}")
+    cost = observation.get("cost_usd", 0.0)
+    tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0), cost)
+    return float(cost)
+
+
 def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,
                            error: BaseException) -> dict[str, Any]:
     key = construct.subject
@@ -739,7 +784,7 @@ def _artifact_name(plan: Plan) -> Callable[[Artifact, Construct[Any]], str]:
 
 
 def _spec(plan: Plan, run_id: str, started: datetime,
-          command: list[str] | None) -> dict[str, Any]:
+          command: list[str] | None) -> RunSpec:
     loaded = plan.loaded
     exp = loaded.experiment
     return {

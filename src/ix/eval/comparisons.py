@@ -21,7 +21,7 @@ goal's metric is `primary`; the others are `exploratory` and their numbers unadj
 the number of metrics looked at.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ class Effect:
 
 
 def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
-           control_metrics: dict[str, Any], variant_metrics: dict[str, Any],
+           control_metrics: Mapping[str, Any], variant_metrics: Mapping[str, Any],
            tables: dict[str, Table] | None = None, level: float = LEVEL) -> Effect:
     """The posterior of variant − control for `metric`, with an interval that contains the
     observed difference, the posterior median and the two-sided p-value (where one exists)."""
@@ -122,7 +122,7 @@ def _case_counts(tally: Tally, cases: Sequence[EvalCase]) -> list[tuple[int, int
 
 
 def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
-               control_metrics: dict[str, Any], variant_metrics: dict[str, Any],
+               control_metrics: Mapping[str, Any], variant_metrics: Mapping[str, Any],
                tables: dict[str, Table] | None) -> Effect:
     from ix.stats.case_level import case_level_difference
     from ix.stats.classification import f1_diff_cdf, f1_prob_a_beats_b
@@ -200,7 +200,7 @@ def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> list[dic
 
 
 def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
-                     metrics: Sequence[dict[str, Any]], cases: Sequence[EvalCase],
+                     metrics: Sequence[Mapping[str, Any]], cases: Sequence[EvalCase],
                      level: float = LEVEL, primary: str | None = None) -> list[dict[str, Any]]:
     """Every variant against the control (the first subject), with Holm across variants.
 

@@ -7,12 +7,13 @@ turns NaN into None). The statistics live in `ix.stats.reliability` and
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 
 from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.models import EvalCase
+from ix.eval.schemas import Interval, ReliabilityGroupsOut, ReliabilityOut, UnsettledCase
 
 #: A case whose majority vote would flip with more trials with a posterior probability above
 #: this is listed as unsettled.
@@ -21,8 +22,15 @@ UNSETTLED = 0.2
 _GROUPS = ("must_trigger", "should_not_trigger")
 
 
+class Specificity(TypedDict):
+    """The true-negative rate and its interval: a subject block's `metrics` keys."""
+
+    specificity: float | None
+    specificity_ci: Interval | None
+
+
 def specificity(tn: int, fp: int, level: float = LEVEL,
-                prior: str = "uniform") -> dict[str, Any]:
+                prior: str = "uniform") -> Specificity:
     """True-negative rate on the should_not cases (majority votes), with its interval.
 
     Beta(TN+1, FP+1), the specificity marginal of the same Dirichlet(1,1,1,1) posterior as
@@ -39,7 +47,7 @@ def specificity(tn: int, fp: int, level: float = LEVEL,
     return {"specificity": num(tn / (tn + fp)), "specificity_ci": pair(lo, hi)}
 
 
-def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> dict[str, Any]:
+def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> ReliabilityOut:
     from ix.stats.reliability import design_effect, icc_oneway
 
     keep = trials > 0
@@ -54,25 +62,23 @@ def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> dict[str, A
 
 
 def reliability(cases: Sequence[EvalCase], passed: np.ndarray,
-                valid: np.ndarray) -> dict[str, Any]:
+                valid: np.ndarray) -> ReliabilityGroupsOut:
     """Between-case reliability of the trials, per expectation and for trials that were right.
 
     Per group: the one-way ANOVA ICC of the trials nested in cases, the design effect
     1 + (K̄ − 1)·ICC with K̄ the mean valid trials per case, K̄ and the number of cases.
     """
     expect = np.array([c.expectation for c in cases])
-    out: dict[str, Any] = {}
-    for group in _GROUPS:
-        mask = expect == group
-        out[group] = _group_reliability(passed[mask], valid[mask])
+    groups = [_group_reliability(passed[mask], valid[mask])
+              for mask in (expect == group for group in _GROUPS)]
     right = np.where(expect == "must_trigger", passed, valid - passed)
     scored = np.isin(expect, _GROUPS)
-    out["correct"] = _group_reliability(right[scored], valid[scored])
-    return out
+    return {"must_trigger": groups[0], "should_not_trigger": groups[1],
+            "correct": _group_reliability(right[scored], valid[scored])}
 
 
 def unsettled(cases: Sequence[EvalCase], passed: np.ndarray,
-              valid: np.ndarray) -> list[dict[str, Any]]:
+              valid: np.ndarray) -> list[UnsettledCase]:
     """Cases whose majority vote would flip with more trials with probability > `UNSETTLED`.
 
     P(flip) from `ix.stats.sequential.flip_probability` (uniform prior, unlimited further
@@ -84,8 +90,9 @@ def unsettled(cases: Sequence[EvalCase], passed: np.ndarray,
     if len(valid) == 0:
         return []
     p = flip_probability(passed, valid)
-    rows = [{"probe_id": c.id, "expectation": c.expectation, "passed": int(passed[i]),
-             "n": int(valid[i]), "p_flip": num(float(p[i]))}
+    rows: list[UnsettledCase] = [
+        {"probe_id": c.id, "expectation": c.expectation, "passed": int(passed[i]),
+         "n": int(valid[i]), "p_flip": cast(float, num(float(p[i])))}
             for i, c in enumerate(cases)
             if valid[i] > 0 and c.expectation in _GROUPS and p[i] > UNSETTLED]
     return sorted(rows, key=lambda r: (-r["p_flip"], r["probe_id"]))

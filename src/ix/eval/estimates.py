@@ -6,14 +6,32 @@ which counts feed which method, and turns the results into JSON-safe numbers (no
 """
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 
 from ix.eval.models import EvalCase
+from ix.eval.schemas import TrialLevelOut, TrialRateOut
 
 LEVEL = 0.95
+
+
+class MetricIntervals(TypedDict):
+    """The intervals of precision, recall and F1: a subject block's `metrics` keys."""
+
+    precision_ci: list[float | None]
+    recall_ci: list[float | None]
+    f1_ci: list[float | None]
+
+
+class PassK(TypedDict):
+    """pass@k and pass^k by k (a string), each with its interval: a subject block's keys."""
+
+    pass_at_k: dict[str, float | None]
+    pass_hat_k: dict[str, float | None]
+    pass_at_k_ci: dict[str, list[float | None]]
+    pass_hat_k_ci: dict[str, list[float | None]]
 
 #: Written into every summary, so a reader knows what each interval means.
 METHODS: dict[str, str] = {
@@ -145,7 +163,7 @@ def score_intervals(passed: np.ndarray, valid: np.ndarray, level: float = LEVEL,
 
 
 def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
-                     prior: str = "uniform") -> dict[str, Any]:
+                     prior: str = "uniform") -> MetricIntervals:
     """Precision, recall and F1 intervals, each one-sided at its boundary counts: uniform is
     flat: precision and recall are the Dirichlet(1,1,1,1) posterior's exact marginals and
     F1's U is Beta(1, 1) a priori (not the Dirichlet's Beta(1, 2), see `f1_interval`);
@@ -162,7 +180,7 @@ def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
 
 def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
                 unbiased: np.ndarray | None = None,
-                prior: str = "uniform") -> dict[str, Any]:
+                prior: str = "uniform") -> TrialRateOut:
     """A rate over trials nested in cases: naive and clustered SE, hierarchical interval.
 
     `unbiased` (trials: auto) holds each case's unbiased estimate of its rate under the
@@ -230,7 +248,7 @@ def _first_k(passed: np.ndarray, valid: np.ndarray, k: int, outcome: bool,
     return out
 
 
-def stopping_rule(trials_mode: dict[str, Any] | None) -> Any:
+def stopping_rule(trials_mode: Mapping[str, Any] | None) -> Any:
     """The `StoppingRule` of a `trials: auto` run from its summary's `trials_mode`; None for
     a fixed run."""
     if not trials_mode or trials_mode.get("mode") != "auto":
@@ -244,7 +262,7 @@ def stopping_rule(trials_mode: dict[str, Any] | None) -> Any:
 
 def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
                 level: float = LEVEL, rule: Any = None,
-                prior: str = "uniform") -> dict[str, Any]:
+                prior: str = "uniform") -> TrialLevelOut:
     """Trial-level activation rate per expectation, and the rate of trials that were right.
 
     Under `trials: auto` (`rule`, a `StoppingRule`) each rate is the mean over cases of an
@@ -255,18 +273,18 @@ def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray
     if rule is not None:
         act = _first_k(passed, valid, 1, True, rule)
         right = np.where(must, act, _first_k(passed, valid, 1, False, rule))
-    out: dict[str, Any] = {}
+    rates = []
     for group in _GROUPS:
         mask = expect == group
-        out[group] = _trial_rate(passed[mask], valid[mask], level,
-                                 None if act is None else act[mask], prior)
+        rates.append(_trial_rate(passed[mask], valid[mask], level,
+                                 None if act is None else act[mask], prior))
     right_counts = np.where(must, passed, valid - passed)
-    out["correct"] = _trial_rate(right_counts, valid, level, right, prior)
-    return out
+    return {"must_trigger": rates[0], "should_not_trigger": rates[1],
+            "correct": _trial_rate(right_counts, valid, level, right, prior)}
 
 
 def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
-           max_k: int, level: float = LEVEL, rule: Any = None) -> dict[str, dict[str, Any]]:
+           max_k: int, level: float = LEVEL, rule: Any = None) -> PassK:
     """pass@k and pass^k for k = 1 .. max_k (at most the most valid trials of any case), a
     trial passing when it matched the expectation, each with the interval of a seeded
     case-level Bayesian bootstrap.
@@ -291,11 +309,12 @@ def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
         per_case[("hat", k)] = np.where(must, yes, no)       # all k right
     # cases alike in (right, valid, passed, expectation) have alike estimates
     cis = pass_k_intervals(right, valid, passed * 2 + must, per_case, level) if per_case else {}
-    out: dict[str, dict[str, Any]] = {"pass_at_k": {}, "pass_hat_k": {}, "pass_at_k_ci": {},
-                                      "pass_hat_k_ci": {}}
+    out: PassK = {"pass_at_k": {}, "pass_hat_k": {}, "pass_at_k_ci": {}, "pass_hat_k_ci": {}}
     for (kind, k), values in per_case.items():
         ok = np.isfinite(values)
-        name = "pass_at_k" if kind == "at" else "pass_hat_k"
-        out[name][str(k)] = num(float(values[ok].mean())) if ok.any() else None
-        out[f"{name}_ci"][str(k)] = pair(*cis[(kind, k)])
+        value = num(float(values[ok].mean())) if ok.any() else None
+        if kind == "at":
+            out["pass_at_k"][str(k)], out["pass_at_k_ci"][str(k)] = value, pair(*cis[(kind, k)])
+        else:
+            out["pass_hat_k"][str(k)], out["pass_hat_k_ci"][str(k)] = value, pair(*cis[(kind, k)])
     return out

@@ -7,7 +7,7 @@ or the other way) does, and `inconclusive` otherwise — then with the number of
 power analysis suggests.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ix.eval.comparisons import effect
@@ -17,7 +17,7 @@ from ix.eval.scoring import Tally
 
 
 def evaluate_goal(goal: dict[str, Any], names: Sequence[str], tallies: Sequence[Tally],
-                  metrics: Sequence[dict[str, Any]], cases: Sequence[EvalCase],
+                  metrics: Sequence[Mapping[str, Any]], cases: Sequence[EvalCase],
                   trials_per_case: int, level: float = LEVEL) -> dict[str, Any]:
     from ix.stats.decisions import goal_verdict
 

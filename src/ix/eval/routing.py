@@ -8,11 +8,13 @@ taken first. Errored trials are left out, as they are of every rate.
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ix.eval.models import EvalCase
+from ix.eval.schemas import RouteOut, RoutingOut, RoutingRowOut
 
-EXPECTATIONS = ("must_trigger", "should_not_trigger")
+EXPECTATIONS: tuple[Literal["must_trigger"], Literal["should_not_trigger"]] = (
+    "must_trigger", "should_not_trigger")
 
 
 def is_target(skill: str, target: str) -> bool:
@@ -20,16 +22,16 @@ def is_target(skill: str, target: str) -> bool:
     return skill == target or skill.endswith(f":{target}")
 
 
-def case_routes(counts: Counter[str | None]) -> list[dict[str, Any]]:
+def case_routes(counts: Counter[str | None]) -> list[RouteOut]:
     """`[{skill, trials}]`, the most taken first (`skill: null` is no skill; ties by name)."""
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] is None, kv[0] or ""))
     return [{"skill": skill, "trials": n} for skill, n in ordered if n]
 
 
 def routing_table(target: str, cases: Sequence[EvalCase],
-                  routes: Mapping[str, Counter[str | None]]) -> dict[str, Any]:
+                  routes: Mapping[str, Counter[str | None]]) -> RoutingOut:
     """The subject's routing block: per expectation, trials to the target, to others, to none."""
-    rows = []
+    rows: list[RoutingRowOut] = []
     for expectation in EXPECTATIONS:
         total: Counter[str | None] = Counter()
         ids = [c.id for c in cases if c.expectation == expectation]

@@ -5,19 +5,20 @@ passes what its plan says) and imported ones (`ix import`).
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ix.eval.models import EvalCase
+from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary
 from ix.eval.scoring import Tally
 
 
 def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       subjects: Sequence[tuple[str, str]], tallies: Mapping[str, Tally],
-                      cases: Sequence[EvalCase], trials_per_case: int, info: dict[str, Any],
+                      cases: Sequence[EvalCase], trials_per_case: int, info: RunInfo,
                       goal: dict[str, Any] | None = None,
                       stopped: Mapping[str, dict[str, str]] | None = None,
                       prior: str = "uniform",
-                      targets: Mapping[str, str] | None = None) -> dict[str, Any]:
+                      targets: Mapping[str, str] | None = None) -> Summary:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
@@ -47,6 +48,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
         else:
             verdict = {**goal, "verdict": None,
                        "note": "the goal's subjects were not all part of this run"}
+    # comparisons and goals build plain dicts; their types are those of the summary
     return build_summary(experiment_name=experiment_name, run_id=run_id,
-                         run_status=run_status, blocks=blocks, comparisons=comparisons,
-                         goal=verdict, info=info, prior=prior)
+                         run_status=run_status, blocks=blocks,
+                         comparisons=cast(list[SubjectComparison], comparisons),
+                         goal=cast(GoalOut | None, verdict), info=info, prior=prior)

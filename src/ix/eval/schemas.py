@@ -1,22 +1,28 @@
-"""The JSON ix writes to disk, as pydantic models: a `trials.jsonl` line and a run's summary.
+"""The files ix writes, as types: a `trials.jsonl` line, a run's summary and `spec.yaml`.
 
-These models are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
-source of `ix schema trial` and `ix schema summary`. They describe what the engine writes,
-and the tests validate real files against them, so a change to either side breaks a test.
-Objects are closed (`additionalProperties: false`) except where the data is free-form by
-design: an observation's `meta`, a reading's `metrics`.
+These types are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
+source of `ix schema trial` and `ix schema summary`. The summary and the spec are
+TypedDicts: the code that builds them is annotated with them (the type checker holds it to
+every key), pydantic validates one read back (`summary_problems`) and generates the summary's
+JSON Schema, byte for byte what the pydantic models they replace generated
+(tests/cli/golden/). The trial line is still a pydantic model. Objects are closed
+(`additionalProperties: false`) except where the data is free-form by design: an
+observation's `meta`, a reading's `metrics`.
 
 Versioning (docs/json.md): `SCHEMA_VERSION` is MAJOR.MINOR; MINOR grows when a field is
 added, MAJOR when one is removed, renamed or changes type or meaning.
 """
 
-from typing import Annotated, Any, Literal
+import functools
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from ix.eval.models import Expectation
 
 SCHEMA_VERSION = "1.1"
 
-Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
 
@@ -99,43 +105,61 @@ class TrialLine(Closed):
 
 # --------------------------------------------------------------------------- summary
 
-class ProbeResultOut(Closed):
+@with_config(ConfigDict(extra="forbid"))
+class ClosedDict(TypedDict):
+    """A JSON object with exactly these keys, as the plain dict a producer builds: the type
+    checker holds the producer to it, and pydantic validates a file read back against it
+    (`summary_adapter`) and generates its JSON Schema (`additionalProperties: false`).
+    `NotRequired` keys are those a summary written by an earlier ix may lack."""
+
+
+RunStatus = Literal["completed", "cancelled", "failed"]
+#: trials: auto: why a case stopped
+Stopped = Literal["settled", "max_trials", "cancelled"]
+#: experiment.yaml `prior:`
+Prior = Literal["uniform", "jeffreys"]
+#: a cancelled run: what stopped it
+StopCause = Literal["signal", "budget", "breaker"]
+
+
+class ProbeResultOut(ClosedDict):
     probe_id: str
     expectation: Expectation
-    score: float | None = Field(description="activation rate over the valid trials")
+    score: Annotated[float | None, Field(description="activation rate over the valid trials")]
     score_ci: Interval | None
-    correct: bool | None = Field(description="the majority vote matches the expectation")
-    trials: list[Any] = Field(description="always empty: the trials are in trials.jsonl")
-    n: int = Field(description="valid (not errored) trials")
+    correct: Annotated[bool | None, Field(description="the majority vote matches the expectation")]
+    trials: Annotated[list[Any], Field(description="always empty: the trials are in trials.jsonl")]
+    n: Annotated[int, Field(description="valid (not errored) trials")]
     passed: int
     errors: int
-    stopped: Literal["settled", "max_trials", "cancelled"] | None = Field(
-        None, description="trials: auto only: why the case stopped")
-    routes: list["RouteOut"] | None = Field(
+    stopped: NotRequired[Annotated[Stopped | None, Field(
+        None, description="trials: auto only: why the case stopped")]]
+    routes: NotRequired[Annotated[list["RouteOut"] | None, Field(
         None, description="activation sensor only: the valid trials each skill took first "
-                          "(skill null: none), the most taken first; absent before 1.1")
+                          "(skill null: none), the most taken first; absent before 1.1")]]
 
 
-class RouteOut(Closed):
-    skill: str | None = Field(description="the first skill invoked; null: no skill")
+class RouteOut(ClosedDict):
+    skill: Annotated[str | None, Field(description="the first skill invoked; null: no skill")]
     trials: int
 
 
-class RoutingRowOut(Closed):
+class RoutingRowOut(ClosedDict):
     expectation: Expectation
     cases: int
-    trials: int = Field(description="valid trials of the expectation's cases")
-    target: int = Field(description="trials whose first skill invoked was the skill under test")
-    other: dict[str, int] = Field(description="other skill -> trials it took first")
-    none: int = Field(description="trials that invoked no skill")
+    trials: Annotated[int, Field(description="valid trials of the expectation's cases")]
+    target: Annotated[int, Field(
+        description="trials whose first skill invoked was the skill under test")]
+    other: Annotated[dict[str, int], Field(description="other skill -> trials it took first")]
+    none: Annotated[int, Field(description="trials that invoked no skill")]
 
 
-class RoutingOut(Closed):
-    target: str = Field(description="the skill under test")
+class RoutingOut(ClosedDict):
+    target: Annotated[str, Field(description="the skill under test")]
     expectations: list[RoutingRowOut]
 
 
-class MetricsOut(Closed):
+class MetricsOut(ClosedDict):
     precision: float
     recall: float
     f1: float
@@ -146,13 +170,14 @@ class MetricsOut(Closed):
     precision_ci: Interval
     recall_ci: Interval
     f1_ci: Interval
-    specificity: float | None = Field(
+    specificity: NotRequired[Annotated[float | None, Field(
         None, description="TN/(TN+FP) over the should_not cases' majority votes; null without "
-                          "such cases; absent in summaries written before it")
-    specificity_ci: Interval | None = Field(None, description="from Beta(TN+1, FP+1)")
+                          "such cases; absent in summaries written before it")]]
+    specificity_ci: NotRequired[Annotated[Interval | None, Field(
+        None, description="from Beta(TN+1, FP+1)")]]
 
 
-class TrialRateOut(Closed):
+class TrialRateOut(ClosedDict):
     rate: float | None
     n_trials: int
     n_cases: int
@@ -161,49 +186,52 @@ class TrialRateOut(Closed):
     ci: Interval
 
 
-class TrialLevelOut(Closed):
+class TrialLevelOut(ClosedDict):
     must_trigger: TrialRateOut
     should_not_trigger: TrialRateOut
     correct: TrialRateOut
 
 
-class ReliabilityOut(Closed):
-    icc: float | None = Field(description="one-way ANOVA intraclass correlation of the trials "
-                                          "within cases; null when undefined")
-    design_effect: float | None = Field(description="1 + (trials_per_case - 1) * icc")
-    trials_per_case: float | None = Field(description="mean valid trials per case")
+class ReliabilityOut(ClosedDict):
+    icc: Annotated[float | None, Field(
+        description="one-way ANOVA intraclass correlation of the trials within cases; null when "
+                    "undefined")]
+    design_effect: Annotated[float | None, Field(description="1 + (trials_per_case - 1) * icc")]
+    trials_per_case: Annotated[float | None, Field(description="mean valid trials per case")]
     n_cases: int
 
 
-class ReliabilityGroupsOut(Closed):
+class ReliabilityGroupsOut(ClosedDict):
     must_trigger: ReliabilityOut
     should_not_trigger: ReliabilityOut
     correct: ReliabilityOut
 
 
-class UnsettledCase(Closed):
+class UnsettledCase(ClosedDict):
     probe_id: str
     expectation: Expectation
     passed: int
     n: int
-    p_flip: float = Field(description="posterior probability that the majority vote would "
-                                      "flip with unlimited further trials (> 0.2 here)")
+    p_flip: Annotated[float, Field(
+        description="posterior probability that the majority vote would flip with unlimited "
+                    "further trials (> 0.2 here)")]
 
 
-class InterpretationOut(Closed):
-    status: str = Field(description="excellent, good, needs_work or poor (by F1); no_data "
-                                    "when no case had a valid trial")
+class InterpretationOut(ClosedDict):
+    status: Annotated[str, Field(
+        description="excellent, good, needs_work or poor (by F1); no_data when no case had a "
+                    "valid trial")]
     issues: list[str]
     suggestions: list[str]
 
 
-class UsageOut(Closed):
+class UsageOut(ClosedDict):
     tokens_input: int
     tokens_output: int
     cost_usd: float
 
 
-class SubjectBlock(Closed):
+class SubjectBlock(ClosedDict):
     """One subject's results (the top level of the summary repeats the control's)."""
 
     name: str
@@ -211,59 +239,63 @@ class SubjectBlock(Closed):
     probe_results: list[ProbeResultOut]
     metrics: MetricsOut
     trial_level: TrialLevelOut
-    pass_at_k: dict[str, float | None] = Field(description="k (a string) -> pass@k")
-    pass_hat_k: dict[str, float | None] = Field(description="k (a string) -> pass^k")
-    pass_at_k_ci: dict[str, Interval] = Field(
+    pass_at_k: Annotated[dict[str, float | None], Field(description="k (a string) -> pass@k")]
+    pass_hat_k: Annotated[dict[str, float | None], Field(description="k (a string) -> pass^k")]
+    pass_at_k_ci: NotRequired[Annotated[dict[str, Interval], Field(
         default_factory=dict, description="k -> interval of pass@k (case-level Bayesian "
-                                          "bootstrap); absent in summaries written before it")
-    pass_hat_k_ci: dict[str, Interval] = Field(
-        default_factory=dict, description="k -> interval of pass^k, the same way")
-    reliability: ReliabilityGroupsOut | None = Field(
-        None, description="between-case reliability of the trials; absent in summaries "
-                          "written before it")
-    unsettled: list[UnsettledCase] = Field(
+                                          "bootstrap); absent in summaries written before it")]]
+    pass_hat_k_ci: NotRequired[Annotated[dict[str, Interval], Field(
+        default_factory=dict, description="k -> interval of pass^k, the same way")]]
+    reliability: NotRequired[Annotated[ReliabilityGroupsOut | None, Field(
+        None, description="between-case reliability of the trials; absent in summaries written "
+                          "before it")]]
+    unsettled: NotRequired[Annotated[list[UnsettledCase], Field(
         default_factory=list, description="cases whose majority vote is unsettled, the most "
-                                          "uncertain first")
+                                          "uncertain first")]]
     interpretation: InterpretationOut
     errors: int
     trials: int
     usage: UsageOut
-    routing: RoutingOut | None = Field(
+    routing: NotRequired[Annotated[RoutingOut | None, Field(
         None, description="activation sensor only: which skill took the prompts, per "
-                          "expectation; absent before 1.1")
+                          "expectation; absent before 1.1")]]
 
 
-class PairedTable(Closed):
+class PairedTable(ClosedDict):
     both: int
     control_only: int
     variant_only: int
     neither: int
 
 
-class MetricComparison(Closed):
+class MetricComparison(ClosedDict):
     control: float | None
     variant: float | None
     diff: float | None
-    diff_median: float | None = Field(description="posterior median of variant − control")
-    diff_ci: Interval = Field(description="credible interval; contains `diff` (one-sided on "
-                                          "its side when the equal-tailed one would not)")
+    diff_median: Annotated[float | None, Field(description="posterior median of variant − control")]
+    diff_ci: Annotated[Interval, Field(
+        description="credible interval; contains `diff` (one-sided on its side when the "
+                    "equal-tailed one would not)")]
     p_variant_better: float | None
-    p_value: float | None = Field(description="two-sided test of no difference: exact McNemar "
-                                              "(recall, pass_rate), the case-level t-test "
-                                              "(activation_rate), null for precision/F1")
-    p_value_holm: float | None = Field(description="p_value, Holm-adjusted across variants")
+    p_value: Annotated[float | None, Field(
+        description="two-sided test of no difference: exact McNemar (recall, pass_rate), the "
+                    "case-level t-test (activation_rate), null for precision/F1")]
+    p_value_holm: Annotated[float | None, Field(
+        description="p_value, Holm-adjusted across variants")]
     mcnemar_p: float | None
     mcnemar_p_holm: float | None
-    role: Literal["primary", "exploratory"] = Field(
+    role: Annotated[Literal["primary", "exploratory"], Field(
         description="primary: the goal's metric; exploratory: unadjusted for the number of "
-                    "metrics read")
+                    "metrics read")]
     paired: bool
-    n: int = Field(description="cases (activation_rate, recall, pass_rate) or majority votes "
-                               "counted by both subjects (precision, F1)")
-    table: PairedTable | None = Field(None, description="recall and pass_rate only")
+    n: Annotated[int, Field(
+        description="cases (activation_rate, recall, pass_rate) or majority votes counted by "
+                    "both subjects (precision, F1)")]
+    table: NotRequired[Annotated[PairedTable | None, Field(
+        None, description="recall and pass_rate only")]]
 
 
-class Flip(Closed):
+class Flip(ClosedDict):
     probe_id: str
     expectation: Expectation
     control_score: float | None
@@ -271,27 +303,27 @@ class Flip(Closed):
     now: Literal["correct", "wrong"]
 
 
-class SubjectComparison(Closed):
+class SubjectComparison(ClosedDict):
     control: str
     variant: str
-    metrics: dict[str, MetricComparison] = Field(
-        description="activation_rate, recall, precision, f1, pass_rate (the correct rate: "
-                    "share of majority votes that match the expectation; docs/results.md, "
-                    "Glossary)")
+    metrics: Annotated[dict[str, MetricComparison], Field(
+        description="activation_rate, recall, precision, f1, pass_rate (the correct rate: share "
+                    "of majority votes that match the expectation; docs/results.md, Glossary)")]
     flips: list[Flip]
 
 
-class GoalEffect(Closed):
+class GoalEffect(ClosedDict):
     metric: str
     control: float | None
     treatment: float | None
     diff: float | None
-    diff_median: float | None = Field(description="posterior median of treatment − control")
+    diff_median: Annotated[float | None, Field(
+        description="posterior median of treatment − control")]
     diff_ci: Interval
     paired: bool
 
 
-class GoalSuggestion(Closed):
+class GoalSuggestion(ClosedDict):
     """How many cases (`unit`) would settle an inconclusive goal if the true effect were
     `effect` (twice min_effect; `method` says what was assumed), and the probability that a
     run of that size settles it (`p_settle` = supported + refuted), from `simulations` seeded
@@ -301,15 +333,15 @@ class GoalSuggestion(Closed):
     current_cases: int
     trials_per_case: int
     method: str
-    p_settle: float | None = None
-    p_supported: float | None = None
-    p_refuted: float | None = None
-    simulations: int = 0
-    unit: str | None = None
-    effect: float | None = None
+    p_settle: NotRequired[Annotated[float | None, Field(None)]]
+    p_supported: NotRequired[Annotated[float | None, Field(None)]]
+    p_refuted: NotRequired[Annotated[float | None, Field(None)]]
+    simulations: NotRequired[Annotated[int, Field(0)]]
+    unit: NotRequired[Annotated[str | None, Field(None)]]
+    effect: NotRequired[Annotated[float | None, Field(None)]]
 
 
-class GoalOut(Closed):
+class GoalOut(ClosedDict):
     """The goal of experiment.yaml and its verdict (null verdict: its subjects did not run)."""
 
     hypothesis: str
@@ -319,68 +351,70 @@ class GoalOut(Closed):
     min_effect: float
     credibility: float
     verdict: Literal["supported", "refuted", "inconclusive"] | None
-    p_supported: float | None = None
-    p_refuted: float | None = None
-    rule: str | None = None
-    effect: GoalEffect | None = None
-    suggestion: GoalSuggestion | None = None
-    note: str | None = None
+    p_supported: NotRequired[Annotated[float | None, Field(None)]]
+    p_refuted: NotRequired[Annotated[float | None, Field(None)]]
+    rule: NotRequired[Annotated[str | None, Field(None)]]
+    effect: NotRequired[Annotated[GoalEffect | None, Field(None)]]
+    suggestion: NotRequired[Annotated[GoalSuggestion | None, Field(None)]]
+    note: NotRequired[Annotated[str | None, Field(None)]]
 
 
-class StatisticsOut(Closed):
+class StatisticsOut(ClosedDict):
     level: float
     #: experiment.yaml `prior:`: the Beta prior of every rate interval
-    prior: Literal["uniform", "jeffreys"] = "uniform"
+    prior: NotRequired[Annotated[Prior, Field("uniform")]]
     methods: dict[str, str]
 
 
-class TrialsMode(Closed):
+class TrialsMode(ClosedDict):
     mode: Literal["fixed", "auto"]
-    min_trials: int | None = None
-    max_trials: int | None = None
-    credibility: float | None = None
+    min_trials: NotRequired[Annotated[int | None, Field(None)]]
+    max_trials: NotRequired[Annotated[int | None, Field(None)]]
+    credibility: NotRequired[Annotated[float | None, Field(None)]]
 
 
-class ErrorKindOut(Closed):
+class ErrorKindOut(ClosedDict):
     kind: str
     count: int
-    subjects: dict[str, int] = Field(description="errored trials of this kind per subject")
-    example: str = Field(description="one message of this kind (the first 300 characters)")
-    configuration: bool = Field(description="the lab's configuration or the machine's setup "
-                                            "is the cause (a missing key, no skills, a "
-                                            "program not found)")
-    hint: str | None = Field(description="what to do about it, when ix knows")
+    subjects: Annotated[dict[str, int], Field(
+        description="errored trials of this kind per subject")]
+    example: Annotated[str, Field(
+        description="one message of this kind (the first 300 characters)")]
+    configuration: Annotated[bool, Field(
+        description="the lab's configuration or the machine's setup is the cause (a missing "
+                    "key, no skills, a program not found)")]
+    hint: Annotated[str | None, Field(description="what to do about it, when ix knows")]
 
 
-class FailedSubjectOut(Closed):
+class FailedSubjectOut(ClosedDict):
     subject: str
     trials: int
-    kind: str = Field(description="the most common error kind of its trials")
-    count: int = Field(description="trials that errored with `kind`")
+    kind: Annotated[str, Field(description="the most common error kind of its trials")]
+    count: Annotated[int, Field(description="trials that errored with `kind`")]
     example: str
     configuration: bool
     hint: str | None
 
 
-class Summary(Closed):
+class Summary(ClosedDict):
     """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
     `ix run --json` prints: the `001_…` shape for the control, every subject under
     `subjects`, the comparisons and the goal's verdict."""
 
-    schema_version: str | None = Field(None, description="of this schema; absent in "
-                                                         "summaries written before it")
+    schema_version: NotRequired[Annotated[str | None, Field(
+        None, description="of this schema; absent in summaries written before it")]]
     experiment_name: str
     run_id: str
-    run_status: Literal["completed", "cancelled", "failed"]
-    subject: str = Field(description="the control (first subject)")
+    run_status: RunStatus
+    subject: Annotated[str, Field(description="the control (first subject)")]
     probe_results: list[ProbeResultOut]
     metrics: MetricsOut
     interpretation: InterpretationOut
     trial_level: TrialLevelOut
     pass_at_k: dict[str, float | None]
     pass_hat_k: dict[str, float | None]
-    pass_at_k_ci: dict[str, Interval] = Field(default_factory=dict)
-    pass_hat_k_ci: dict[str, Interval] = Field(default_factory=dict)
+    pass_at_k_ci: NotRequired[Annotated[dict[str, Interval], Field(default_factory=dict)]]
+    pass_hat_k_ci: NotRequired[Annotated[dict[str, Interval], Field(default_factory=dict)]]
     errors: int
     usage: UsageOut
     subjects: list[SubjectBlock]
@@ -394,20 +428,179 @@ class Summary(Closed):
     started_at: str | None
     finished_at: str | None
     skipped_cases: list[str]
-    stop_reason: str | None = Field(None, description="cancelled: why it stopped early, in "
-                                                      "words")
-    stop_cause: Literal["signal", "budget", "breaker"] | None = Field(
+    stop_reason: NotRequired[Annotated[str | None, Field(
+        None, description="cancelled: why it stopped early, in words")]]
+    stop_cause: NotRequired[Annotated[StopCause | None, Field(
         None, description="cancelled only: a signal (Ctrl-C, a request), a budget "
                           "(--max-trials, --max-cost, --time-limit) or the circuit breaker; "
-                          "absent before 1.1")
-    reason: str | None = Field(None, description="failed only: why, and what to do; absent "
-                                                 "before 1.1")
-    failed_subjects: list["FailedSubjectOut"] = Field(
-        default_factory=list, description="the subjects every trial of which errored (the "
-                                          "run is then failed); absent before 1.1")
-    errors_by_kind: list["ErrorKindOut"] = Field(
+                          "absent before 1.1")]]
+    reason: NotRequired[Annotated[str | None, Field(
+        None, description="failed only: why, and what to do; absent before 1.1")]]
+    failed_subjects: NotRequired[Annotated[list["FailedSubjectOut"], Field(
+        default_factory=list, description="the subjects every trial of which errored (the run "
+                                          "is then failed); absent before 1.1")]]
+    errors_by_kind: NotRequired[Annotated[list["ErrorKindOut"], Field(
         default_factory=list, description="the errored trials by error kind, most frequent "
-                                          "first; absent before 1.1")
-    circuit_breaker: dict[str, str] | None = None
-    imported_from: str | None = Field(None, description="ix import only")
-    format: str | None = Field(None, description="ix import only")
+                                          "first; absent before 1.1")]]
+    circuit_breaker: NotRequired[Annotated[dict[str, str] | None, Field(None)]]
+    imported_from: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
+    format: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
+
+
+class RunInfo(TypedDict):
+    """What a run's summary says about the run itself, beside its results (the keys
+    `build_summary` adds after `statistics`, in this order)."""
+
+    sensor: str
+    seed: int | None
+    trials_per_case: int
+    trials_mode: TrialsMode
+    started_at: str | None
+    finished_at: str | None
+    skipped_cases: list[str]
+    imported_from: NotRequired[str]
+    format: NotRequired[str]
+
+
+
+# --------------------------------------------------------------------------- spec.yaml
+# `runs/<run_id>/spec.yaml`, the record of how a run was made (DESIGN.md §4). Not an `ix
+# schema` document: the engine and `ix import` write it, `--resume`, `ix compare`, `ix
+# report`, `ix ls`, `ix export` and the viewer read it. Closed like the summary, so a key
+# written but not declared here fails the test that validates a real run's spec.
+
+class SpecSkill(ClosedDict):
+    name: str
+    path: str
+    sha256: str | None
+    description: str | None
+
+
+class SpecSubject(ClosedDict):
+    name: str
+    description: NotRequired[str]
+    profile: NotRequired[str | None]
+    runtime: dict[str, Any]
+    target_skill: NotRequired[str | None]
+    skills: NotRequired[list[SpecSkill]]
+
+
+class SpecCases(ClosedDict):
+    run: int
+    skipped_acceptable: NotRequired[list[str]]
+    sha256: NotRequired[str]
+
+
+class SpecConfig(ClosedDict):
+    """The experiment as it ran (`ix import`: its subjects and case count only)."""
+
+    name: str
+    description: NotRequired[str]
+    sensor: NotRequired[dict[str, Any]]
+    sensors: NotRequired[list[dict[str, Any]] | None]
+    timeout_s: NotRequired[float]
+    goal: NotRequired[dict[str, Any] | None]
+    subjects: list[SpecSubject]
+    cases: SpecCases
+
+
+class SpecVersions(ClosedDict):
+    ix: str
+    python: str
+    platform: str
+    executable: str
+    host: str
+    packages: dict[str, str]
+
+
+class SpecContinued(ClosedDict):
+    """One `--resume` or `--retry-errors` of the run."""
+
+    mode: str
+    at: str
+    command: list[str]
+    executor: dict[str, Any]
+
+
+class SpecImport(ClosedDict):
+    source: str
+    format: str
+    sha256: str
+
+
+#: `import` is a Python keyword: the key is declared the functional way
+_ImportKey = TypedDict("_ImportKey", {"import": NotRequired[SpecImport]})
+
+
+SpecStatus = Literal["running", "completed", "cancelled", "failed"]
+
+
+class RunSpec(ClosedDict, _ImportKey):
+    """`spec.yaml`. `status` is `running` while a process executes the run; the keys from
+    `stop_reason` on are written when it ends, `continued` by each resume, and `import`,
+    `imported_from`, `format` and `origin` by `ix import` (which writes no `concurrency`,
+    `overrides`, `git_commit`, `sources` or `executor`)."""
+
+    run_id: str
+    experiment: str
+    experiment_dir: str
+    lab: str
+    status: SpecStatus
+    started_at: str
+    finished_at: str | None
+    seed: int | None
+    trials: int
+    trials_mode: TrialsMode
+    concurrency: NotRequired[int]
+    overrides: NotRequired[dict[str, Any]]
+    command: list[str]
+    versions: SpecVersions
+    git_commit: NotRequired[str | None]
+    sources: NotRequired[dict[str, str]]
+    config: SpecConfig
+    executor: NotRequired[dict[str, Any]]
+    continued: NotRequired[list[SpecContinued]]
+    imported_from: NotRequired[str]
+    format: NotRequired[str]
+    origin: NotRequired[dict[str, Any] | None]
+    stop_reason: NotRequired[str | None]
+    stop_cause: NotRequired[StopCause | None]
+    reason: NotRequired[str | None]
+    observed: NotRequired[dict[str, list[str]]]
+    trials_written: NotRequired[int]
+
+
+@functools.cache
+def summary_adapter() -> TypeAdapter[Summary]:
+    """Validates a summary read back (built on first use: a few milliseconds)."""
+    return TypeAdapter(Summary)
+
+
+@functools.cache
+def spec_adapter() -> TypeAdapter[RunSpec]:
+    """Validates a `spec.yaml` (the tests; readers take what ix wrote)."""
+    return TypeAdapter(RunSpec)
+
+
+def summary_problems(data: object) -> list[str]:
+    """Why `data` is not a summary, in words (empty: it is one): the keys it lacks, then
+    each value of the wrong type, as `field: message`. Keys the schema does not know are
+    not a problem: a summary written by a newer ix (a MINOR version later) may add some."""
+    try:
+        summary_adapter().validate_python(data)
+    except ValidationError as exc:
+        errors = [e for e in exc.errors() if e["type"] != "extra_forbidden"]
+    else:
+        return []
+    missing = [_where(e["loc"]) for e in errors if e["type"] == "missing"]
+    wrong = [f"{_where(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+             for e in errors if e["type"] != "missing"]
+    return ([f"missing {', '.join(missing)}"] if missing else []) + wrong
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """`subjects[0].metrics`, from pydantic's ('subjects', 0, 'metrics')."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out

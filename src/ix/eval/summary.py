@@ -6,7 +6,7 @@ themselves live in `trials.jsonl`, and a summary must stay small whatever the tr
 """
 
 from collections import Counter
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -23,14 +23,28 @@ from ix.eval.estimates import (
 from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
 from ix.eval.routing import case_routes, routing_table
+from ix.eval.schemas import (
+    SCHEMA_VERSION,
+    Expectation,
+    GoalOut,
+    Prior,
+    ProbeResultOut,
+    RunInfo,
+    RunStatus,
+    Stopped,
+    SubjectBlock,
+    SubjectComparison,
+    Summary,
+    TrialsMode,
+)
 from ix.eval.scoring import Tally
 
 
 def subject_block(name: str, description: str, tally: Tally, results: ExperimentResults,
                   trials_per_case: int, level: float = LEVEL,
                   stopped: dict[str, str] | None = None,
-                  trials_mode: dict[str, Any] | None = None,
-                  prior: str = "uniform", target: str | None = None) -> dict[str, Any]:
+                  trials_mode: TrialsMode | None = None,
+                  prior: str = "uniform", target: str | None = None) -> SubjectBlock:
     """One subject's block; `stopped` (trials: auto) says why each case stopped, and
     `trials_mode` (the summary's) gives the stopping rule that pass@k and the trial-level
     rates account for. With `target` (the skill under test of an activation sensor) each
@@ -40,11 +54,11 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
     valid = np.fromiter((c.valid for c in counts), dtype=np.int64, count=len(counts))
     passed = np.fromiter((c.passed for c in counts), dtype=np.int64, count=len(counts))
     lo, hi = score_intervals(passed, valid, level, prior)
-    probes: list[dict[str, Any]] = []
+    probes: list[ProbeResultOut] = []
     for i, (p, c) in enumerate(zip(results.probe_results, counts, strict=True)):
-        probes.append({
+        probe: ProbeResultOut = {
             "probe_id": p.probe_id,
-            "expectation": p.expectation,
+            "expectation": cast(Expectation, p.expectation),
             "score": round(p.score, 6) if c.valid else None,
             "score_ci": [num(lo[i]), num(hi[i])] if c.valid else None,
             "correct": p.correct if c.valid else None,
@@ -52,11 +66,13 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "n": c.valid,
             "passed": c.passed,
             "errors": c.errors,
-            **({"stopped": stopped.get(p.probe_id, "cancelled")} if stopped is not None else {}),
-            **({"routes": case_routes(tally.routes.get(p.probe_id, Counter()))}
-               if target is not None else {}),
-        })
-    return {
+        }
+        if stopped is not None:
+            probe["stopped"] = cast(Stopped, stopped.get(p.probe_id, "cancelled"))
+        if target is not None:
+            probe["routes"] = case_routes(tally.routes.get(p.probe_id, Counter()))
+        probes.append(probe)
+    block: SubjectBlock = {
         "name": name,
         "description": description,
         "probe_results": probes,
@@ -82,25 +98,24 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
         "trials": tally.trials,
         "usage": {"tokens_input": tally.tokens_input, "tokens_output": tally.tokens_output,
                   "cost_usd": round(tally.cost_usd, 6)},
-        **({"routing": routing_table(target, tally.cases, tally.routes)}
-           if target is not None else {}),
     }
+    if target is not None:
+        block["routing"] = routing_table(target, tally.cases, tally.routes)
+    return block
 
 
 def build_summary(*, experiment_name: str, run_id: str, run_status: str,
-                  blocks: list[dict[str, Any]], info: dict[str, Any],
-                  comparisons: list[dict[str, Any]] | None = None,
-                  goal: dict[str, Any] | None = None,
-                  prior: str = "uniform") -> dict[str, Any]:
+                  blocks: list[SubjectBlock], info: RunInfo,
+                  comparisons: list[SubjectComparison] | None = None,
+                  goal: GoalOut | None = None,
+                  prior: str = "uniform") -> Summary:
     """Control's block at the top level (the `001_…` shape), every subject under `subjects`."""
-    from ix.eval.schemas import SCHEMA_VERSION  # the models load only when a run ends
-
     control = blocks[0]
     return {
         "schema_version": SCHEMA_VERSION,
         "experiment_name": experiment_name,
         "run_id": run_id,
-        "run_status": run_status,
+        "run_status": cast(RunStatus, run_status),
         "subject": control["name"],
         "probe_results": control["probe_results"],
         "metrics": control["metrics"],
@@ -111,11 +126,12 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
         "pass_at_k_ci": control.get("pass_at_k_ci", {}),
         "pass_hat_k_ci": control.get("pass_hat_k_ci", {}),
         "errors": sum(b["errors"] for b in blocks),
-        "usage": {key: round(sum(b["usage"][key] for b in blocks), 6)
-                  for key in ("tokens_input", "tokens_output", "cost_usd")},
+        "usage": {"tokens_input": sum(b["usage"]["tokens_input"] for b in blocks),
+                  "tokens_output": sum(b["usage"]["tokens_output"] for b in blocks),
+                  "cost_usd": round(sum(b["usage"]["cost_usd"] for b in blocks), 6)},
         "subjects": blocks,
         "comparisons": comparisons or [],
         "goal": goal,
-        "statistics": {"level": LEVEL, "prior": prior, "methods": methods(prior)},
+        "statistics": {"level": LEVEL, "prior": cast(Prior, prior), "methods": methods(prior)},
         **info,
     }

@@ -6,6 +6,7 @@ One place writes these sentences; the run's terminal summary, `ix report` in eve
 reads the same everywhere. Plain text, no markup: each renderer escapes and styles it.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 #: The display name of each metric (the JSON keeps the key).
@@ -35,7 +36,7 @@ def _p(x: float | None) -> str:
     return "< 0.001" if 0 < x < 0.001 else f"{x:.3f}"
 
 
-def goal_verdict(goal: dict[str, Any] | None) -> str | None:
+def goal_verdict(goal: Mapping[str, Any] | None) -> str | None:
     """One line, verdict first: `SUPPORTED — goal: <hypothesis>`; None without a goal."""
     if not goal:
         return None
@@ -116,7 +117,7 @@ def comparison_sentence(c: dict[str, Any], metric: str | None = None) -> str:
             f"{_p(m.get('p_variant_better'))}, p (Holm) {_p(m.get('p_value_holm'))}")
 
 
-def interpretation(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def interpretation(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each subject's status, issues and suggestions, as the run's summary states them."""
     out = []
     for block in summary.get("subjects") or []:
@@ -137,7 +138,7 @@ def interpretation_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def answer(summary: dict[str, Any], metric: str | None = None) -> dict[str, Any]:
+def answer(summary: Mapping[str, Any], metric: str | None = None) -> dict[str, Any]:
     """The answer block of a report: `verdict` (the goal's lines, empty without a goal),
     `comparisons` (one sentence per variant) and `interpretation` (per subject)."""
     return {"verdict": goal_lines(summary.get("goal")),

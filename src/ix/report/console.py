@@ -3,7 +3,7 @@
 `ix run` prints the cases that matter when there are more than a screenful (`run_cases`);
 `ix report` (`ix.report.terminal`) prints every case."""
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -155,7 +155,7 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
 
 
 
-def comparison_table(summary: dict[str, Any]) -> RenderableType:
+def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
     """Each variant against the control, one table per variant: the goal's (primary) metric
     first, then the exploratory ones under a row saying their intervals and P(better) are
     unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
@@ -194,7 +194,7 @@ def comparison_table(summary: dict[str, Any]) -> RenderableType:
     return Group(*tables)
 
 
-def flips_text(summary: dict[str, Any]) -> Text:
+def flips_text(summary: Mapping[str, Any]) -> Text:
     text = Text()
     for comp in summary["comparisons"]:
         flips = comp["flips"]
@@ -217,7 +217,7 @@ def goal_text(goal: dict[str, Any]) -> Text:
     return verdict_text(goal_lines(goal))
 
 
-def errors_text(summary: dict[str, Any]) -> Text:
+def errors_text(summary: Mapping[str, Any]) -> Text:
     """The block under a run's table when trials errored (`errors_by_kind`, issue 16): a
     count per error kind (and per subject when several), one example message each and what
     to do; empty when none errored."""
@@ -240,7 +240,7 @@ def errors_text(summary: dict[str, Any]) -> Text:
     return text
 
 
-def run_cases(summary: dict[str, Any], block: dict[str, Any]) -> list[RenderableType]:
+def run_cases(summary: Mapping[str, Any], block: dict[str, Any]) -> list[RenderableType]:
     """A subject's per-case table as `ix run` prints it: every case when they fit a screen
     (`CASES_SHOWN`), else only the cases that matter and a line counting the rest and naming
     the command that lists them all (rendering every row of a large run costs seconds)."""
@@ -268,7 +268,7 @@ def run_cases(summary: dict[str, Any], block: dict[str, Any]) -> list[Renderable
     return [subject_table(block, title, sensor, shown), Text(f"{note}; {every}", style="dim")]
 
 
-def summary_renderable(summary: dict[str, Any]) -> RenderableType:
+def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
         parts += [*run_cases(summary, block), metrics_text(block), Text("")]

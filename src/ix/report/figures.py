@@ -6,7 +6,7 @@ Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
 """
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -103,7 +103,7 @@ def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
             "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())}
 
 
-def difficulty(summary: dict[str, Any],
+def difficulty(summary: Mapping[str, Any],
                cases: Sequence[dict[str, Any]] | None) -> dict[str, Any] | None:
     """Per subject and difficulty: the share of cases whose majority vote is right, with its
     95% interval (Beta(k+1, n−k+1)); `cases` are the case files' rows (`probe_id`,
@@ -137,7 +137,7 @@ def difficulty(summary: dict[str, Any],
                       "k = n"}
 
 
-def subject_rates(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def subject_rates(summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Each subject's trial-level rates by expectation (`must_trigger`, `should_not_trigger`,
     `correct`): `rate`, `ci` (clustered by case), `n_trials`, from the summary."""
     out = {}

@@ -15,7 +15,7 @@ rank exactly (by quadrature), with the subjects' posteriors taken as independent
 Counts add up, so a subject's standing over several experiments pools them (micro-average).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ def check_metric(metric: str) -> str:
     return metric
 
 
-def primary_metric(summary: dict[str, Any]) -> str:
+def primary_metric(summary: Mapping[str, Any]) -> str:
     """The metric an experiment is judged by: its goal's metric, else F1 for the activation
     sensor, else the pass rate (capability sensors)."""
     goal = summary.get("goal") or {}
@@ -70,7 +70,7 @@ class Counts:
 _FIELDS = ("tp", "fp", "fn", "correct", "voted", "must_passed", "must_valid")
 
 
-def counts_of(block: dict[str, Any]) -> Counts:
+def counts_of(block: Mapping[str, Any]) -> Counts:
     """A summary's subject block as counts."""
     m = block["metrics"]
     probes = block["probe_results"]

@@ -7,7 +7,7 @@ The result is plain JSON data; `ix.report.terminal` and `ix.report.markdown` ren
 """
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ix.eval.estimates import num
@@ -20,7 +20,7 @@ EXAMPLES = 3
 _MESSAGE_CHARS = 300
 
 
-def summary_table(summary: dict[str, Any]) -> dict[str, Any]:
+def summary_table(summary: Mapping[str, Any]) -> dict[str, Any]:
     """Subjects × cases: each case's activation rate with its interval, and each subject's
     metrics."""
     names = [b["name"] for b in summary["subjects"]]
@@ -198,7 +198,7 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
             "cases": failing}
 
 
-def routing(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def routing(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Which skill took the prompts, per subject whose summary says (an activation sensor):
     its routing table, and the cases whose trials went elsewhere than expected — a
     must_trigger case's to another skill or none, a should_not_trigger case's to the skill
@@ -225,7 +225,7 @@ def routing(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def build_report(summary: dict[str, Any], spec: dict[str, Any],
+def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
                  trials: Iterable[dict[str, Any]], *, metric: str | None = None,
                  tags: list[str] | None = None,
                  annotations: list[dict[str, Any]] | None = None,

@@ -9,6 +9,7 @@ Every interval contains its printed difference; `p_value` is the two-sided test 
 exists (McNemar, the case-level t-test), null for precision and F1.
 """
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ix.eval.comparisons import effect, flips
@@ -29,7 +30,7 @@ def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
     return tally
 
 
-def compare_runs(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The first summary is the baseline; every other is compared with it."""
     base = summaries[0]
     out: dict[str, Any] = {"baseline": base["run_id"], "experiment": base["experiment_name"],

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.eval.schemas import RunSpec
 from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
 from ix.store.layout import LATEST_SUMMARY, RESULTS_DIR, ExperimentDir, RunDir
@@ -199,11 +200,11 @@ def find_import(results: Path, sha256: str) -> str | None:
 
 # --------------------------------------------------------------------------- writing
 
-def write_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mapping[str, Any],
+def write_run(results: Path, run_id: str, spec: RunSpec, summary: Mapping[str, Any],
               lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
     """A run into a `results/` folder nobody else sees yet (a new experiment's, staged)."""
     run = ExperimentDir(results).run(run_id)
-    write_spec(run.path, dict(spec))
+    write_spec(run.path, spec)
     write_json_atomic(run.summary, summary)
     with TrialWriter(ExperimentDir(results).trials) as writer:
         writer.write_all(lines)
@@ -232,7 +233,7 @@ def new_experiment(lab: Path, name: str, build: Callable[[Path], None]) -> Path:
     return final
 
 
-def add_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mapping[str, Any],
+def add_run(results: Path, run_id: str, spec: RunSpec, summary: Mapping[str, Any],
             lines: Sequence[Mapping[str, Any]], finished: datetime) -> Path:
     """A new run of an existing experiment, all at once (see the module's docstring)."""
     check_results(results)  # no symlink, FIFO or device where the run goes
@@ -265,13 +266,13 @@ def add_run(results: Path, run_id: str, spec: Mapping[str, Any], summary: Mappin
     return place.run(run_id).path
 
 
-def _prepare(stage: Path, spec: Mapping[str, Any], summary: Mapping[str, Any],
+def _prepare(stage: Path, spec: RunSpec, summary: Mapping[str, Any],
              lines: Sequence[Mapping[str, Any]], finished: datetime) -> None:
     """Everything of the run, staged: `run/` (spec and summary), the archived and the latest
     summary, and the trial lines (to complete the import if it is killed after the append)."""
     staged, run = ExperimentDir(stage), RunDir(stage / _RUN)  # `stage` mirrors `results/`
     run.path.mkdir()
-    write_spec(run.path, dict(spec), create=False)
+    write_spec(run.path, spec, create=False)
     text = dumps(summary)
     write_text_atomic(run.summary, text, parents=False, shared=True)
     write_text_atomic(stage / f"summary-{stamp(finished)}.json", text, parents=False,

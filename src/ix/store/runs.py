@@ -17,9 +17,10 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ix.domain.errors import ConfigError, RunBusy
+from ix.eval.schemas import RunSpec, SpecVersions
 from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
 from ix.lab.yamlio import dump_yaml, load_yaml_file
@@ -62,7 +63,7 @@ def git_commit(path: Path) -> str | None:
 _PACKAGES = ("pydantic", "numpy", "scipy", "anthropic", "openai", "claude-agent-sdk", "httpx")
 
 
-def environment() -> dict[str, Any]:
+def environment() -> SpecVersions:
     """What produced a run: ix, Python, the host, and the versions of the packages that
     runtimes use (those installed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -80,7 +81,7 @@ def environment() -> dict[str, Any]:
             "host": platform.node(), "packages": packages}
 
 
-def write_spec(directory: Path, spec: dict[str, Any], *, create: bool = True) -> Path:
+def write_spec(directory: Path, spec: RunSpec, *, create: bool = True) -> Path:
     """`spec.yaml`, atomically. `create=False`: the run folder must exist (one deleted
     during the run is an error, not recreated)."""
     path = directory / SPEC_FILE
@@ -137,7 +138,7 @@ def check_results(results_dir: Path, run_id: str | None = None) -> None:
 
 
 def create_run(results_dir: Path, started: datetime,
-               spec_for: Callable[[str], dict[str, Any]]) -> tuple[str, Path, RunLock]:
+               spec_for: Callable[[str], RunSpec]) -> tuple[str, Path, RunLock]:
     """A new run folder holding `spec_for(run_id)` as its `spec.yaml`, and its lock.
 
     The folder is built under a temporary name in `results_dir` and renamed into
@@ -190,9 +191,11 @@ def create_run(results_dir: Path, started: datetime,
         raise
 
 
-def read_spec(directory: Path) -> dict[str, Any]:
+def read_spec(directory: Path) -> RunSpec:
+    """`spec.yaml` as ix wrote it (not validated: a reader takes each key with `.get`, as an
+    older ix may not have written it); `{}` when the file holds no mapping."""
     data = load_yaml_file(directory / SPEC_FILE)
-    return data if isinstance(data, dict) else {}
+    return cast(RunSpec, data if isinstance(data, dict) else {})
 
 
 def iso(moment: datetime) -> str:

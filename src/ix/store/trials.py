@@ -301,7 +301,7 @@ def read_trials(path: Path, warn: Warn | None = None, *,
             yield record
 
 
-def save_summary(results_dir: Path, summary: dict[str, Any], finished: datetime,
+def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: datetime,
                  also: tuple[Path, ...] = (), *, parents: bool = True) -> Path:
     """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
     the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an

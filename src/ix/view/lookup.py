@@ -9,7 +9,7 @@ lab raises `NotFound`.
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,7 +242,7 @@ class Lookup:
         except IxError as exc:
             return {}, exc.message
 
-    def summary(self, run: RunInfo) -> dict[str, Any] | None:
+    def summary(self, run: RunInfo) -> Mapping[str, Any] | None:
         try:
             return read_summary(run.folder)
         except IxError:

@@ -7,6 +7,7 @@ the path and subject/case names in the query string, and are built with `href`.
 """
 
 import math
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -252,7 +253,7 @@ def compare_page(request: Request) -> HTMLResponse:
                  cases=_side_by_side(*summaries), flipped=_flipped(result))
 
 
-def _side_by_side(sa: dict[str, Any] | None, sb: dict[str, Any] | None) -> dict[str, Any]:
+def _side_by_side(sa: Mapping[str, Any] | None, sb: Mapping[str, Any] | None) -> dict[str, Any]:
     """Per case and subject: each run's score and n, from the two summaries."""
     subjects: list[str] = []
     rows: dict[str, dict[str, Any]] = {}

@@ -9,6 +9,7 @@ default off a terminal and with `--json`). No bar while a person answers on this
 
 import json
 import sys
+import time
 from types import TracebackType
 from typing import Any, Literal
 
@@ -31,6 +32,10 @@ from ix.engine.plan import Plan
 
 Mode = Literal["auto", "bar", "json", "none"]
 
+#: The bar is redrawn 8 times a second: its counts are handed to it at most this often, not
+#: on every trial (an update costs more than a mock trial does).
+REDRAW_S = 0.125
+
 
 class RunProgress(Observer):
     """The observer of `ix run` and `ix batch`: the progress, and every warning (design
@@ -47,6 +52,8 @@ class RunProgress(Observer):
         self._experiment = ""
         self._total = 0
         self._done = 0
+        self._pending: dict[str, int] = {}  # subject -> trials not yet shown on its bar
+        self._shown = 0.0  # when the bar was last given its counts (time.monotonic)
 
     def __enter__(self) -> "RunProgress":
         if self.mode == "bar":
@@ -74,6 +81,7 @@ class RunProgress(Observer):
         warn(message)
 
     def on_plan(self, plan: Plan) -> None:
+        self._show()  # the last experiment's bar ends at its final count
         self._experiment = plan.loaded.experiment.name
         self._total, self._done = plan.total, 0
         self._stats = {sp.subject.name: [0, 0, 0, 0.0] for sp in plan.subjects}
@@ -114,12 +122,26 @@ class RunProgress(Observer):
             return
         if self._progress is None or subject not in self._tasks:
             return
-        task_id = self._tasks[subject]
-        speed = self._progress.tasks[task_id].speed
-        usage = f"{int(stats[2]):,} tok ${stats[3]:.4f}" if stats[2] or stats[3] else ""
-        self._progress.update(task_id, advance=1, rate=f"{speed:,.0f}/s" if speed else "",
-                              errors=f"{int(stats[1])} errors" if stats[1] else "",
-                              usage=usage)
+        self._pending[subject] = self._pending.get(subject, 0) + 1
+        if time.monotonic() - self._shown >= REDRAW_S:
+            self._show()
+
+    def _show(self) -> None:
+        """Hand the bars the trials finished since last time."""
+        self._shown = time.monotonic()
+        if self._progress is None:
+            self._pending.clear()
+            return
+        for subject, advance in self._pending.items():
+            task_id = self._tasks[subject]
+            stats = self._stats[subject]
+            speed = self._progress.tasks[task_id].speed
+            usage = f"{int(stats[2]):,} tok ${stats[3]:.4f}" if stats[2] or stats[3] else ""
+            self._progress.update(task_id, advance=advance,
+                                  rate=f"{speed:,.0f}/s" if speed else "",
+                                  errors=f"{int(stats[1])} errors" if stats[1] else "",
+                                  usage=usage)
+        self._pending.clear()
 
     def _emit(self, event: dict[str, Any]) -> None:
         sys.stderr.write(json.dumps(event) + "\n")
@@ -128,4 +150,5 @@ class RunProgress(Observer):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self._progress is not None:
+            self._show()
             self._progress.__exit__(exc_type, exc, tb)

@@ -22,6 +22,7 @@ from ix.domain.redaction import Redactor
 from ix.domain.types import Interaction, Reading
 from ix.engine.plan import TrialKey
 from ix.matrix import Component, Construct
+from ix.store.trial_lines import ErrorRecord, TrialRecord
 
 STIMULUS = "probe.stimulus"
 SUBJECT = "subject.config"
@@ -37,12 +38,12 @@ class TrialOutcome:
     """What the runtime did: an observation, or an error (never both)."""
 
     observation: Any
-    error: dict[str, str] | None
+    error: ErrorRecord | None
     started_at: datetime
     duration_ms: float
 
 
-def error_record(exc: BaseException, redactor: Redactor | None = None) -> dict[str, str]:
+def error_record(exc: BaseException, redactor: Redactor | None = None) -> ErrorRecord:
     """The `error` of a trial line: kind and message (cut short, secrets redacted)."""
     if isinstance(exc, TrialError):
         kind, message = exc.kind, exc.message
@@ -121,7 +122,7 @@ class TrialComponent:
 class SensorFailure:
     """A sensor that could not judge the trial: the trial is recorded as errored."""
 
-    error: dict[str, str]
+    error: ErrorRecord
 
 
 class SensorComponent:
@@ -170,7 +171,7 @@ class ScorerComponent:
         self.run_id = run_id
         self.experiment = experiment
 
-    async def run(self, construct: Construct[TrialKey]) -> dict[str, Any]:
+    async def run(self, construct: Construct[TrialKey]) -> TrialRecord:
         key = construct.subject
         outcome: TrialOutcome = construct.data(OBSERVATION)
         readings = construct.data(READING)
@@ -179,7 +180,7 @@ class ScorerComponent:
             error = readings.error
             readings = ()
         observation = outcome.observation
-        record: dict[str, Any] = {
+        record: TrialRecord = {
             "run_id": self.run_id,
             "experiment": self.experiment,
             "subject": key.subject.subject.name,
@@ -192,11 +193,11 @@ class ScorerComponent:
             .replace("+00:00", "Z"),
             "duration_ms": round(outcome.duration_ms, 3),
             "observation": _dump(observation),
-            "reading": readings[0].model_dump(mode="json") if readings else None,
+            "reading": _reading(readings[0]) if readings else None,
             "error": error,
         }
         if len(readings) > 1:
-            record["readings"] = [r.model_dump(mode="json") for r in readings]
+            record["readings"] = [_reading(r) for r in readings]
         return record
 
 
@@ -205,6 +206,21 @@ def _dump(observation: Any) -> Any:
         return None
     dump = getattr(observation, "model_dump", None)
     return dump(mode="json", exclude_none=True) if dump is not None else observation
+
+
+_SCORE = frozenset({float, type(None)})
+
+
+def _reading(reading: Reading) -> dict[str, Any]:
+    """`reading.model_dump(mode="json")`, built by hand for a plain `Reading` without metrics
+    (the common case: the activation sensor's)."""
+    if type(reading) is Reading and not reading.metrics:
+        fields = reading.__dict__
+        if (type(fields["sensor_name"]) is str and type(fields["passed"]) is bool
+                and type(fields["score"]) in _SCORE and type(fields["details"]) is str):
+            return {"sensor_name": fields["sensor_name"], "passed": fields["passed"],
+                    "score": fields["score"], "metrics": {}, "details": fields["details"]}
+    return reading.model_dump(mode="json")
 
 
 def components(run_id: str, experiment: str, timeout_s: float,

@@ -40,8 +40,12 @@ class ActivationSensor:
         self.skill = skill
         self.mode = mode
         self._suffix = f":{skill}"
-        self._hit = f"{skill} invoked"
+        # the readings of a hit and of a plain miss are the same every trial: made once
+        self._hit = Reading(sensor_name=self.name, passed=True, score=1.0,
+                            details=f"{skill} invoked")
         self._miss = f"{skill} not invoked"
+        self._missed = Reading(sensor_name=self.name, passed=False, score=0.0,
+                               details=self._miss)
 
     def _is_target(self, call: Any) -> bool:
         if call.name != "Skill":
@@ -57,9 +61,11 @@ class ActivationSensor:
         else:
             hit = any(self._is_target(c) for c in calls)
         if hit:
-            return [Reading(sensor_name=self.name, passed=True, score=1.0, details=self._hit)]
+            return [self._hit]
         invoked = [str(c.input.get("skill")) for c in calls if c.name == "Skill"]
-        details = self._miss + (f" (invoked: {', '.join(invoked)})" if invoked else "")
+        if not invoked:
+            return [self._missed]
+        details = f"{self._miss} (invoked: {', '.join(invoked)})"
         return [Reading(sensor_name=self.name, passed=False, score=0.0, details=details)]
 
 

@@ -35,7 +35,14 @@ class MockRuntime:
     def __init__(self, options: MockOptions, context: RuntimeContext):
         self.options = options
         self.skill = options.skill or context.target_skill or "skill"
-        self._call = (ToolCall(name="Skill", input={"skill": self.skill}),)
+        # every trial answers one of two observations: made once (they are frozen), as a
+        # validated model costs more than the rest of a mock trial
+        latency = int(options.latency_ms)
+        self._activated = EvalObservation(
+            content=f"Using the {self.skill} skill.",
+            tool_calls=(ToolCall(name="Skill", input={"skill": self.skill}),),
+            duration_ms=latency)
+        self._direct = EvalObservation(content="Answered directly.", duration_ms=latency)
 
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
@@ -47,12 +54,8 @@ class MockRuntime:
         if uniform(seed, attempt, 0) < opts.error_rates.get(case_id, 0.0):
             raise TrialError("runtime_error", f"mock: simulated error on {case_id}")
         if uniform(seed, attempt, 1) < opts.activation_rates.get(case_id, opts.default_rate):
-            return EvalObservation(
-                content=f"Using the {self.skill} skill.",
-                tool_calls=self._call,
-                duration_ms=int(opts.latency_ms),
-            )
-        return EvalObservation(content="Answered directly.", duration_ms=int(opts.latency_ms))
+            return self._activated
+        return self._direct
 
 
 register(RuntimeKind(

@@ -20,7 +20,7 @@ tests/lab/test_index_hardening.py holds the two to the same answer on every shap
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,6 +30,36 @@ MAX_COUNT = (1 << 63) - 1   # token counts: a DuckDB BIGINT
 LONG_LINE = 1000  # bytes: a shorter line nests too little, and has too few digits, to not decode
 _NESTED = LONG_LINE // 2  # "[" and "{" in a line that may nest deeper than Python decodes
 _DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))  # digits to "0", others " "
+
+
+class ErrorRecord(TypedDict):
+    """A trial line's `error`: why the trial has no verdict."""
+
+    kind: str
+    message: str
+
+
+class TrialRecord(TypedDict):
+    """One line of `trials.jsonl` as the engine writes it (DESIGN.md §3), keys in this order:
+    one `write` of `json.dumps(record, ensure_ascii=False)` plus a newline, the exact bytes
+    the resume reader's byte parser (`ix.engine.resume`) reads.
+    tests/engine/test_trial_line_roundtrip.py writes every kind of it and reads it back."""
+
+    run_id: str
+    experiment: str
+    subject: str
+    probe_id: str
+    trial: int
+    seed: int
+    attempt: int
+    expectation: str
+    started_at: str        # ISO-8601 UTC, milliseconds, `Z`
+    duration_ms: float
+    observation: dict[str, Any] | None  # `EvalObservation` dumped without its None fields
+    reading: dict[str, Any] | None      # the first sensor's `Reading`
+    error: ErrorRecord | None
+    readings: NotRequired[list[dict[str, Any]]]  # every sensor's, when several ran
+    trace: NotRequired[str]  # the gzipped transcript, relative to the experiment's parent
 
 
 class TrialLine(NamedTuple):

@@ -62,20 +62,20 @@ def test_preload_imports_in_the_background_and_a_concurrent_first_use_waits_for_
 
         sys.meta_path.insert(0, Finder())
         slow = _lazy.lazy("slow_ix_test")
-        thread = _lazy.preload("slow_ix_test")
+        loading = _lazy.preload("slow_ix_test")
         assert started.wait(5)
+        again = _lazy.preload("slow_ix_test")  # in flight: waited for, not imported twice
         results = []
         users = [threading.Thread(target=lambda: results.append(slow.value)) for _ in range(4)]
         for u in users:
             u.start()
         for u in users:
             u.join()
-        thread.join()
-        print(results, thread.name, "slow_ix_test" in _lazy._preloading)
-        again = _lazy.preload("slow_ix_test")  # already imported: nothing to do
         again.join()
+        print(results, loading.done(), "slow_ix_test" in _lazy._preloading)
+        _lazy.preload("slow_ix_test").join()  # already imported: nothing to do
     """)
-    assert out == "[42, 42, 42, 42] ix-preload False"
+    assert out == "[42, 42, 42, 42] True False"
 
 
 def test_a_failed_preload_is_silent_and_the_first_use_raises():

@@ -4,7 +4,9 @@ numpy, scipy, duckdb, jinja2, httpx, the model SDKs and ray cost 0.1-2 s to impo
 commands need none of them. A module names such an edge at its top with `lazy("scipy.special")`
 and uses it as the module; the import happens at the first attribute use. `preload` starts
 those imports in a background thread where the wait can overlap with other work (trials
-running, a DuckDB query); a first use meanwhile waits for that import instead of racing it.
+running, a DuckDB query); a first use through `lazy` meanwhile waits for that import instead
+of racing it, and so does an ordinary `import` after the result's `join()` (two threads
+importing one package at once can see it half-initialised).
 ix's own modules are imported at module top, never through here.
 """
 
@@ -16,7 +18,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy", "preload"]
+__all__ = ["Loading", "lazy", "preload"]
 
 _lock = threading.Lock()
 _preloading: dict[str, threading.Event] = {}  # set once the background import of it ended
@@ -62,17 +64,39 @@ def lazy(name: str) -> Any:
     return LazyModule(name)
 
 
-def preload(*names: str) -> threading.Thread:
-    """Import `names` in order in a daemon thread; a module already imported or already
-    being preloaded is skipped. An import that fails here is ignored: the first real use
-    raises it. Returns the thread (joining it is optional: a first use waits by itself)."""
+class Loading:
+    """The imports a `preload` call asked for; `join` waits until each has ended."""
+
+    def __init__(self, events: list[threading.Event]) -> None:
+        self._events = events
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until every module asked for is imported (or its import failed); an ordinary
+        `import` of them after this cannot race the background thread."""
+        for event in self._events:
+            event.wait(timeout)
+
+    def done(self) -> bool:
+        return all(event.is_set() for event in self._events)
+
+
+def preload(*names: str) -> Loading:
+    """Import `names` in order in a daemon thread ("ix-preload"); a module already imported
+    is skipped, one already being preloaded is waited for by the result's `join` but not
+    imported twice. An import that fails here is ignored: the first real use raises it."""
     with _lock:
-        todo = [(n, threading.Event()) for n in names
-                if n not in sys.modules and n not in _preloading]
-        _preloading.update(todo)
-    thread = threading.Thread(target=_preload, args=(todo,), daemon=True, name="ix-preload")
-    thread.start()
-    return thread
+        events: list[threading.Event] = []
+        todo: list[tuple[str, threading.Event]] = []
+        for name in names:
+            if name in _preloading:
+                events.append(_preloading[name])
+            elif name not in sys.modules:
+                todo.append((name, threading.Event()))
+                _preloading[name] = todo[-1][1]
+                events.append(todo[-1][1])
+    if todo:
+        threading.Thread(target=_preload, args=(todo,), daemon=True, name="ix-preload").start()
+    return Loading(events)
 
 
 def _preload(todo: list[tuple[str, threading.Event]]) -> None:

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix._lazy import preload
 from ix.api.executors import executing
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, Mode, find_continuation
-from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.engine.run import STATISTICS, Limits, OnTrial, RunResult, run_plan
 from ix.lab.audit import record
 from ix.lab.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, load_experiment
@@ -85,6 +86,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     or its latest — with the overrides that run was started with. `executor` "ray" runs the
     trials as tasks on the Ray cluster at `address` (None: a private local one).
     """
+    preload(*STATISTICS)  # the summary's numpy and scipy, while the experiments load
     lab_path, paths = resolve(lab, experiments)
     jobs: list[tuple[Plan, Continuation | None]] = []
     for path in paths:

@@ -23,6 +23,7 @@ from ix.eval.estimates import (
 from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
 from ix.eval.routing import case_routes, routing_table
+from ix.eval.schemas import SCHEMA_VERSION
 from ix.eval.scoring import Tally
 
 
@@ -93,8 +94,6 @@ def build_summary(*, experiment_name: str, run_id: str, run_status: str,
                   goal: dict[str, Any] | None = None,
                   prior: str = "uniform") -> dict[str, Any]:
     """Control's block at the top level (the `001_…` shape), every subject under `subjects`."""
-    from ix.eval.schemas import SCHEMA_VERSION  # the models load only when a run ends
-
     control = blocks[0]
     return {
         "schema_version": SCHEMA_VERSION,

@@ -16,9 +16,11 @@ from ix.stats.beta import beta_quantile
 if TYPE_CHECKING:
     import numpy as np
     from scipy import special
+    from scipy import stats as scipy_stats
 else:
     np = lazy("numpy")
     special = lazy("scipy.special")
+    scipy_stats = lazy("scipy.stats")
 
 __all__ = [
     "goal_settle_power",
@@ -169,15 +171,13 @@ def goal_settle_power(n: int, effect: float, *, min_effect: float, sd: float,
     with α = 1 − level. The t quantile, not z, is what keeps small n honest: at n = 5 and
     c = 0.95 it is 2.13, not 1.64. Raises ValueError on n < 2 or sd ≤ 0.
     """
-    from scipy.stats import nct, t
-
     if int(n) != n or n < 2:
         raise ValueError(f"n must be an integer >= 2, got {n}")
     if not (sd > 0 and math.isfinite(sd)):
         raise ValueError(f"sd must be positive, got {sd}")
     shift, level = _goal_shift(effect, min_effect, direction, credibility)
     df = n - 1
-    return float(nct.sf(t.ppf(level, df), df, shift * math.sqrt(n) / sd))
+    return float(scipy_stats.nct.sf(scipy_stats.t.ppf(level, df), df, shift * math.sqrt(n) / sd))
 
 
 def n_for_goal(effect: float, *, min_effect: float, sd: float, credibility: float = 0.95,

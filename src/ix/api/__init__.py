@@ -5,7 +5,7 @@ Bad input raises `ix.domain.errors.ConfigError` before anything is written; ever
 can fix is an `IxError` (the tree is drawn in `ix.domain.errors`).
 
 The names below load their module on first use, so a command pays only for the part of the
-API it calls (`ix validate` never imports the engine's run loop or the query index).
+API it calls (`ix validate` never imports the query index or the results API).
 """
 
 import importlib

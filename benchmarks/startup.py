@@ -23,7 +23,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 IX = str(Path(sys.executable).parent / "ix")
-ENV = {k: v for k, v in os.environ.items() if not k.startswith(("IX_", "PYTHON"))}
+# PYTHONPATH is kept so that a worktree's source (PYTHONPATH=src) is what is measured.
+ENV = {k: v for k, v in os.environ.items()
+       if not k.startswith(("IX_", "PYTHON")) or k == "PYTHONPATH"}
 
 
 def best(argv: list[str], repeat: int, cwd: Path) -> tuple[float, float]:

@@ -4,8 +4,11 @@ when that command runs or its own help is asked for."""
 
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -32,8 +35,11 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 
 
 def imported_by(*args: str) -> tuple[str, set[str]]:
+    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # a checkout's own source, when the tests run on one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,
-                          text=True, timeout=60, env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=60, env=env)
     *said, modules = proc.stderr.strip().splitlines()
     return proc.stdout + "\n".join(said), set(json.loads(modules))
 
@@ -60,6 +66,20 @@ def test_a_commands_help_imports_that_command_only():
     assert "Usage: ix ls" in stdout
     assert "ix.cli.ls" in modules
     assert not {"ix.cli.run", "ix.cli.results", "ix.cli.reports"} & modules
+
+
+def test_validate_imports_no_numbers_library_and_not_the_run_loop(tmp_path):
+    """The design check's Beta quantiles are plain Python, and validating loads only the
+    runtime kinds the lab names: `ix validate` stays well under half a second."""
+    lab = tmp_path / "lab"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "lab", lab,
+                    ignore=shutil.ignore_patterns("results", ".ix"))
+    output, modules = imported_by("validate", "--lab", str(lab))
+    assert "✓ coexistence" in output and "about 381 cases" in output
+    assert not {m.split(".")[0] for m in modules} & {"numpy", "scipy", "duckdb", "httpx"}
+    assert "ix.runtimes.lexical" in modules
+    assert not {"ix.runtimes.anthropic", "ix.runtimes.claude_code", "ix.api.query",
+                "ix.api.results"} & modules
 
 
 @pytest.mark.parametrize("args", [("--version",), ("--version", "ls"), ("-h",)])

@@ -3,39 +3,107 @@
 Every function takes plain arguments and returns plain data or frozen models; none prints.
 Bad input raises `ix.domain.errors.ConfigError` before anything is written; every error a user
 can fix is an `IxError` (the tree is drawn in `ix.domain.errors`).
+
+The names below load their module on first use, so a command pays only for the part of the
+API it calls (`ix validate` never imports the query index or the results API).
 """
 
-from ix.api.design import DesignError, DesignWarning, design_warnings
-from ix.api.experiments import (
-    ExperimentInfo,
-    arun,
-    check,
-    compare_runs,
-    dry_run,
-    failure_exit_code,
-    list_experiments,
-    load,
-    plan,
-    resolve,
-    run,
-    subject_credentials,
-    validate,
-)
-from ix.api.lab import Lab
-from ix.api.options import Observer, RunOptions
-from ix.api.query import QueryResult, run_query
-from ix.api.results import Rate, ResultSet, query_results
-from ix.api.subjects import (
-    SubjectTest,
-    add_subject,
-    get_subject,
-    list_subjects,
-    run_subject_test,
-    subjects_file,
-)
-from ix.domain.errors import ConfigError, IxError, NotFound, RunBusy, StorageError
-from ix.engine.plan import Overrides
-from ix.engine.run import Limits, RunResult
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ix.api.design import DesignError, DesignWarning, design_warnings
+    from ix.api.experiments import (
+        ExperimentInfo,
+        arun,
+        check,
+        compare_runs,
+        dry_run,
+        failure_exit_code,
+        list_experiments,
+        load,
+        plan,
+        resolve,
+        run,
+        subject_credentials,
+        validate,
+    )
+    from ix.api.lab import Lab
+    from ix.api.options import Observer, RunOptions
+    from ix.api.query import QueryResult, run_query
+    from ix.api.results import Rate, ResultSet, query_results
+    from ix.api.subjects import (
+        SubjectTest,
+        add_subject,
+        get_subject,
+        list_subjects,
+        run_subject_test,
+        subjects_file,
+    )
+    from ix.domain.errors import ConfigError, IxError, NotFound, RunBusy, StorageError
+    from ix.engine.plan import Overrides
+    from ix.engine.run import Limits, RunResult
+
+#: Each public name and the module that defines it.
+_WHERE = {
+    "DesignError": "ix.api.design",
+    "DesignWarning": "ix.api.design",
+    "design_warnings": "ix.api.design",
+    "ExperimentInfo": "ix.api.experiments",
+    "arun": "ix.api.experiments",
+    "check": "ix.api.experiments",
+    "compare_runs": "ix.api.experiments",
+    "dry_run": "ix.api.experiments",
+    "failure_exit_code": "ix.api.experiments",
+    "list_experiments": "ix.api.experiments",
+    "load": "ix.api.experiments",
+    "plan": "ix.api.experiments",
+    "resolve": "ix.api.experiments",
+    "run": "ix.api.experiments",
+    "subject_credentials": "ix.api.experiments",
+    "validate": "ix.api.experiments",
+    "Lab": "ix.api.lab",
+    "Observer": "ix.api.options",
+    "RunOptions": "ix.api.options",
+    "QueryResult": "ix.api.query",
+    "run_query": "ix.api.query",
+    "Rate": "ix.api.results",
+    "ResultSet": "ix.api.results",
+    "query_results": "ix.api.results",
+    "SubjectTest": "ix.api.subjects",
+    "add_subject": "ix.api.subjects",
+    "get_subject": "ix.api.subjects",
+    "list_subjects": "ix.api.subjects",
+    "run_subject_test": "ix.api.subjects",
+    "subjects_file": "ix.api.subjects",
+    "ConfigError": "ix.domain.errors",
+    "IxError": "ix.domain.errors",
+    "NotFound": "ix.domain.errors",
+    "RunBusy": "ix.domain.errors",
+    "StorageError": "ix.domain.errors",
+    "Overrides": "ix.engine.plan",
+    "Limits": "ix.engine.run",
+    "RunResult": "ix.engine.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:  # a submodule: `api.design`, ...
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "ConfigError",

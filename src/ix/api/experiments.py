@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix._lazy import preload
 from ix.api.executors import executing
 from ix.api.options import Observer, RunOptions, trial_listener
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, find_continuation
-from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
+from ix.engine.run import STATISTICS, OnTrial, RunResult, arun_plan, run_plan
 from ix.interchange.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
@@ -96,6 +97,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     The keyword arguments of earlier versions (`artifacts=`, `on_trial=`, `warn=`, ...)
     still work and emit a `DeprecationWarning`.
     """
+    preload(*STATISTICS)  # the summary's numpy and scipy, while the experiments load
     options, observer = _settle(options, observer, deprecated)
     lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
     results: list[RunResult] = []
@@ -122,6 +124,7 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     finish) or cancel the awaiting task (the trials in flight are cancelled; either way the
     run is recorded `cancelled` with its completed trials, and `--resume` finishes it).
     """
+    preload(*STATISTICS)  # the summary's numpy and scipy, while the experiments load
     options, observer = _settle(options, observer, {})
     observer = _OnLoop(observer, asyncio.get_running_loop())
     lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides, options,

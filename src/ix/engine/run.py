@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from ix._lazy import preload
 from ix.domain.errors import ConfigError, StorageError
 from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
@@ -85,13 +86,10 @@ class RunResult:
     written: int
 
 
-def _preload_statistics() -> None:
-    """Import what the summary needs (numpy and scipy: ~0.35 s) while the trials run."""
-    import ix.eval.summary
-    import ix.stats.classification
-    import ix.stats.clustered
-    import ix.stats.intervals
-    import ix.stats.passk  # noqa: F401
+#: What the summary needs (numpy and scipy behind them: ~0.35 s), imported while the trials
+#: run.
+STATISTICS = ("ix.eval.summary", "ix.stats.classification", "ix.stats.clustered",
+              "ix.stats.intervals", "ix.stats.passk")
 
 
 @dataclass(frozen=True)
@@ -213,7 +211,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                signals: bool) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
-    threading.Thread(target=_preload_statistics, name="ix-preload", daemon=True).start()
+    preload(*STATISTICS)
     loaded = plan.loaded
     fsync = fsync_policy()
     # a symlink, FIFO or folder where the run writes is refused before anything is written
@@ -434,6 +432,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                started: datetime, finished: datetime,
                stopped: dict[str, dict[str, str]]) -> Summary:
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
+    preload(*STATISTICS).join()  # what `run_plan` started importing: finished, not raced
     from ix.eval.run_summary import summarise_tallies
 
     exp = plan.loaded.experiment

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase, Experiment
 from ix.eval.sensors import target_skill
+from ix.stats.beta import credible_interval
+from ix.stats.power import n_for_interval_width
 
 #: Without a goal (or with `min_effect: 0`), each side's 95% interval should be able to get
 #: this narrow at the worst-case rate 0.5: 10 cases.
@@ -66,17 +68,13 @@ def is_stochastic(runtime: Mapping[str, Any]) -> bool:
 
 def cases_needed(width: float, level: float) -> int:
     """Cases whose worst-case (rate 0.5) credible interval is at most `width` wide."""
-    from ix.stats.power import n_for_interval_width
-
     return n_for_interval_width(width, p=0.5, level=level)
 
 
 def interval_width(n: int, level: float) -> float:
     """The width of the credible interval of a rate over `n` cases at the rate 0.5."""
-    from ix.stats.intervals import beta_interval
-
-    lo, hi = beta_interval(round(n / 2), n, level=level)
-    return float(hi - lo)
+    lo, hi = credible_interval(round(n / 2), n, level=level)
+    return hi - lo
 
 
 def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = None,

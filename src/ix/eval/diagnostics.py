@@ -11,9 +11,12 @@ from typing import TypedDict, cast
 
 import numpy as np
 
-from ix.eval.estimates import LEVEL, num, pair
+from ix.eval.estimates import LEVEL, num, pair, prior_parameters
 from ix.eval.models import EvalCase
 from ix.eval.schemas import Interval, ReliabilityGroupsOut, ReliabilityOut, UnsettledCase
+from ix.stats.intervals import beta_interval
+from ix.stats.reliability import design_effect, icc_oneway
+from ix.stats.sequential import flip_probability
 
 #: A case whose majority vote would flip with more trials with a posterior probability above
 #: this is listed as unsettled.
@@ -38,9 +41,6 @@ def specificity(tn: int, fp: int, level: float = LEVEL,
     Beta(TN+½, FP+½) under `prior: jeffreys`. None for both when the run has no should_not
     case with a valid trial.
     """
-    from ix.eval.estimates import prior_parameters
-    from ix.stats.intervals import beta_interval
-
     if tn + fp == 0:
         return {"specificity": None, "specificity_ci": None}
     lo, hi = beta_interval(tn, tn + fp, level=level, prior=prior_parameters(prior))
@@ -48,7 +48,6 @@ def specificity(tn: int, fp: int, level: float = LEVEL,
 
 
 def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> ReliabilityOut:
-    from ix.stats.reliability import design_effect, icc_oneway
 
     keep = trials > 0
     successes, trials = successes[keep], trials[keep]
@@ -85,8 +84,6 @@ def unsettled(cases: Sequence[EvalCase], passed: np.ndarray,
     trials); the most uncertain first, then by case id. Only must and should_not cases (an
     edge case's vote counts nowhere); cases without a valid trial have no vote.
     """
-    from ix.stats.sequential import flip_probability
-
     if len(valid) == 0:
         return []
     p = flip_probability(passed, valid)

@@ -13,6 +13,11 @@ import numpy as np
 
 from ix.eval.models import EvalCase
 from ix.eval.schemas import TrialLevelOut, TrialRateOut
+from ix.stats.classification import f1_interval, precision_interval, recall_interval
+from ix.stats.clustered import clustered_se, hierarchical_interval
+from ix.stats.intervals import beta_interval
+from ix.stats.passk import pass_hat_k, pass_k_intervals
+from ix.stats.sequential import StoppingRule, unbiased_first_k_cases
 
 LEVEL = 0.95
 
@@ -151,8 +156,6 @@ def score_intervals(passed: np.ndarray, valid: np.ndarray, level: float = LEVEL,
                     prior: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
     """Per-case activation-rate intervals (`beta_interval`'s default rule: equal-tailed,
     one-sided at k = 0 and k = n); cases with no valid trial get NaN."""
-    from ix.stats.intervals import beta_interval
-
     lo = np.full(len(valid), np.nan)
     hi = np.full(len(valid), np.nan)
     has = valid > 0
@@ -168,8 +171,6 @@ def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
     flat: precision and recall are the Dirichlet(1,1,1,1) posterior's exact marginals and
     F1's U is Beta(1, 1) a priori (not the Dirichlet's Beta(1, 2), see `f1_interval`);
     jeffreys puts Beta(½, ½) on precision, recall and U alike."""
-    from ix.stats.classification import f1_interval, precision_interval, recall_interval
-
     ab = prior_parameters(prior)
     return {
         "precision_ci": pair(*precision_interval(tp, fp, level=level, prior=ab)),
@@ -188,8 +189,6 @@ def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
     are the unanimous ones, so pooling trials over-weights the borderline cases), and
     se_clustered the standard error of that mean.
     """
-    from ix.stats.clustered import clustered_se, hierarchical_interval
-
     keep = trials > 0
     successes, trials = successes[keep], trials[keep]
     total = int(trials.sum())
@@ -228,16 +227,12 @@ def _first_k(passed: np.ndarray, valid: np.ndarray, k: int, outcome: bool,
     (`rule`) the Rao-Blackwell estimate given where the case stopped
     (`ix.stats.sequential.unbiased_first_k`), the hypergeometric one where the case did not
     follow the rule (errors, cancelled). nan where the case has fewer than k valid trials."""
-    from ix.stats.passk import pass_hat_k
-
     c = passed if outcome else valid - passed
     out = np.full(len(valid), np.nan)
     has = valid >= k
     if not has.any():
         return out
     if rule is not None and k <= rule.min_trials:
-        from ix.stats.sequential import unbiased_first_k_cases
-
         out[has] = unbiased_first_k_cases(rule, passed[has], valid[has], k, outcome)
     missing = has & np.isnan(out)
     if missing.any():
@@ -253,7 +248,6 @@ def stopping_rule(trials_mode: Mapping[str, Any] | None) -> Any:
     a fixed run."""
     if not trials_mode or trials_mode.get("mode") != "auto":
         return None
-    from ix.stats.sequential import StoppingRule
 
     top = int(trials_mode["max_trials"])
     return StoppingRule(min(int(trials_mode["min_trials"]), top), top,
@@ -293,8 +287,6 @@ def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
     the rule did, and each case's estimate accounts for where it stopped (`_first_k`). A
     larger k would average over the few unsettled cases that reached it (biased, and
     pass@k could fall with k)."""
-    from ix.stats.passk import pass_k_intervals
-
     must = np.array([c.expectation == "must_trigger" for c in cases], dtype=bool)
     right = np.where(must, passed, valid - passed)
     # no k beyond the most valid trials of any case: no case has that many, and a cancelled

@@ -22,6 +22,7 @@ every case at the planned rate with the treatment moved by `shifted`.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ix._lazy import lazy
+from ix.eval import comparisons
+from ix.eval.comparisons import Table
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+from ix.stats.decisions import goal_verdict
+from ix.stats.power import goal_settle_power, n_for_goal
+
+optimize = lazy("scipy.optimize")
+scipy_stats = lazy("scipy.stats")
 
 #: Probability of settling the goal that a suggested size aims for.
 TARGET = 0.8
@@ -113,9 +122,7 @@ def unit(metric: str) -> str:
 
 def _vote(theta: NDArray[np.float64], k: int) -> NDArray[np.float64]:
     """P(majority vote activates) = P(Bin(K, θ) > K/2): ties do not activate."""
-    from scipy.stats import binom
-
-    out: NDArray[np.float64] = binom.sf(k // 2, k, theta)
+    out: NDArray[np.float64] = scipy_stats.binom.sf(k // 2, k, theta)
     return out
 
 
@@ -149,8 +156,6 @@ def shifted(s: Scenario, metric: str, effect: float) -> Scenario:
     rate of being right moves by the same δ (must cases' activation rate up by δ, should-not
     cases' down by δ, clipped to [0, 1]), δ solved so that `true_effect` equals `effect`.
     Raises ValueError when no δ reaches it."""
-    from scipy.optimize import brentq
-
     def moved(delta: float) -> Scenario:
         t = np.clip(np.where(s.must, s.control + delta, s.control - delta), 0.0, 1.0)
         return Scenario(s.must, s.control, t, s.trials)
@@ -166,7 +171,7 @@ def shifted(s: Scenario, metric: str, effect: float) -> Scenario:
         raise ValueError(f"a true effect of {effect:+g} on {metric} is out of reach from "
                          f"these control rates (reachable: {reach[0]:+.3f} to "
                          f"{reach[1]:+.3f})")
-    return moved(brentq(gap, -1.0, 1.0, xtol=1e-10))
+    return moved(optimize.brentq(gap, -1.0, 1.0, xtol=1e-10))
 
 
 def _world_effects(metric: str, must: NDArray[np.bool_], control: NDArray[np.float64],
@@ -244,8 +249,6 @@ def posterior_worlds(must: NDArray[np.bool_],
     the suggested size settled 0.71-0.75: docs/statistics.md, Planning). Worlds where no δ
     reaches the effect are dropped (the effect conditions the posterior), drawing up to
     `4·count`; seeded from the counts. Raises ValueError when fewer than count/8 reach it."""
-    import zlib
-
     kc, nc = (np.asarray(a, dtype=np.int64) for a in control)
     parts = [must.astype(np.int64), kc, nc, np.array([trials], dtype=np.int64)]
     if treatment is not None:
@@ -287,8 +290,6 @@ def _posterior(metric: str, control: Tally, treatment: Tally, cases: Sequence[Ev
     """The goal metric's posterior CDF exactly as a summary computes it (without the
     interval, which the verdict does not need and which costs a root search). `tables`:
     the paired 2×2 tables `paired_tables` would count, when the caller has them."""
-    from ix.eval import comparisons
-
     posterior = getattr(comparisons, "posterior", None) or comparisons._posterior
     e = posterior(metric, control, treatment, cases, control_metrics, treatment_metrics,
                   tables)
@@ -301,8 +302,6 @@ def vote_tables(vote_c: NDArray[np.bool_], vote_t: NDArray[np.bool_],
     """`ix.eval.comparisons.paired_tables`' majority-vote tables (recall: must cases' votes;
     pass_rate: every case's correctness), counted with numpy; roles as there (control
     first). A test checks them against `paired_tables`."""
-    from ix.eval.comparisons import Table
-
     def table(a: NDArray[np.bool_], b: NDArray[np.bool_]) -> Table:
         return Table(both=int(np.sum(a & b)), control_only=int(np.sum(a & ~b)),
                      variant_only=int(np.sum(b & ~a)), neither=int(np.sum(~a & ~b)))
@@ -346,8 +345,6 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
                        replicates: int = FINAL_REPLICATES, seed: int = SEED) -> Settling:
     """Simulate `replicates` runs of n of the goal metric's units and judge each with ix's
     own posterior and `goal_verdict`; seeded, so the answer is reproducible."""
-    from ix.stats.decisions import goal_verdict
-
     metric = goal["metric"]
     n_must, n_not = _counts(s, metric, n)
     must_idx, not_idx = np.flatnonzero(s.must), np.flatnonzero(~s.must)
@@ -445,8 +442,6 @@ def t_start(goal: dict[str, Any], s: Scenario, power: float = TARGET,
             seed: int = SEED) -> int | None:
     """The t-based size (`n_for_goal`) from the scenario's true effect and the spread of one
     unit's difference (from 2,000 vectorised plug-in replicates at 50 units)."""
-    from ix.stats.power import n_for_goal
-
     metric, ref = goal["metric"], 50
     diffs = _observed_diffs(s, metric, ref, 2000, np.random.default_rng([seed, 0]))
     sd = float(np.std(diffs, ddof=1)) * math.sqrt(ref)
@@ -465,16 +460,12 @@ def _recalibrated(goal: dict[str, Any], effect: float, n: int, p: float, target:
                   most: int) -> int | None:
     """The size the t approximation asks for once its standard deviation is set so that it
     predicts the simulated probability `p` at n (None when p is too extreme to invert)."""
-    from scipy.optimize import brentq
-
-    from ix.stats.power import goal_settle_power, n_for_goal
-
     if not 0.03 < p < 0.985 or n < 2:
         return None
     kw = dict(min_effect=float(goal["min_effect"]), credibility=float(goal["credibility"]),
               direction=goal["direction"])
     try:
-        sd = brentq(lambda x: goal_settle_power(n, effect, sd=x, **kw) - p, 1e-6, 1e3)
+        sd = optimize.brentq(lambda x: goal_settle_power(n, effect, sd=x, **kw) - p, 1e-6, 1e3)
         return n_for_goal(effect, sd=sd, power=target, most=10 * most, **kw)
     except ValueError:
         return None

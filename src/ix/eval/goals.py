@@ -12,15 +12,15 @@ from typing import Any
 
 from ix.eval.comparisons import effect
 from ix.eval.estimates import LEVEL, num, pair
+from ix.eval.goal_sizing import suggest
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+from ix.stats.decisions import goal_verdict
 
 
 def evaluate_goal(goal: dict[str, Any], names: Sequence[str], tallies: Sequence[Tally],
                   metrics: Sequence[Mapping[str, Any]], cases: Sequence[EvalCase],
                   trials_per_case: int, level: float = LEVEL) -> dict[str, Any]:
-    from ix.stats.decisions import goal_verdict
-
     control, treatment = goal["compare"][:2]
     ic, it = names.index(control), names.index(treatment)
     metric = goal["metric"]
@@ -52,6 +52,4 @@ def _suggest(goal: dict[str, Any], metric: str, control: Tally, treatment: Tally
              diff: float | None) -> dict[str, Any]:
     """How many cases would settle it, with the simulated probability that they do
     (`ix.eval.goal_sizing`: sized for the goal's own rule, checked by simulating it)."""
-    from ix.eval.goal_sizing import suggest
-
     return suggest(goal, control, treatment, cases, trials_per_case, diff)

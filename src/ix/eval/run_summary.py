@@ -7,9 +7,12 @@ passes what its plan says) and imported ones (`ix import`).
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from ix.eval.comparisons import compare_subjects
+from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary
 from ix.eval.scoring import Tally
+from ix.eval.summary import build_summary, subject_block
 
 
 def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
@@ -24,10 +27,6 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
     trial-level). A goal naming subjects outside the run gets no verdict. `targets` (subject
     -> skill under test, for an activation sensor) adds each subject's routing table."""
-    from ix.eval.comparisons import compare_subjects
-    from ix.eval.goals import evaluate_goal
-    from ix.eval.summary import build_summary, subject_block
-
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     blocks = [subject_block(name, description, tallies[name],

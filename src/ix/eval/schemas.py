@@ -28,9 +28,10 @@ Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
 
 
 class Closed(BaseModel):
-    """An object with exactly these keys (`additionalProperties: false`)."""
+    """An object with exactly these keys (`additionalProperties: false`). Built on first use
+    (`defer_build`): most commands import these models and never validate with them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --------------------------------------------------------------------------- trials.jsonl

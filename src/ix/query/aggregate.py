@@ -18,12 +18,11 @@ default) are over the trials that have the value; a trial with several tags coun
 each of its tags' groups.
 """
 
-import importlib
 import math
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ix._lazy import Loading, preload
 from ix.domain.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,22 +39,10 @@ STATS = ("mean", "std", "p50", "p90", "p99")
 Method = Literal["pearson", "spearman"]
 
 
-_LOADER: threading.Thread | None = None
-
-
-def preload_statistics() -> threading.Thread:
-    """Import the intervals (scipy: ~0.3 s) in a thread, once: started before the query, it
-    overlaps with DuckDB's work, which releases the GIL. Join the thread before using them."""
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = threading.Thread(target=_import_statistics, daemon=True)
-        _LOADER.start()
-    return _LOADER
-
-
-def _import_statistics() -> None:
-    for module in ("ix.stats.intervals", "ix.stats.clustered"):
-        importlib.import_module(module)
+def preload_statistics() -> Loading:
+    """Import the intervals (scipy: ~0.3 s) in the background: started before the query, it
+    overlaps with DuckDB's work, which releases the GIL. Join it before using them."""
+    return preload("ix.stats.intervals", "ix.stats.clustered")
 
 
 def group_columns(by: Sequence[str]) -> list[str]:

@@ -7,6 +7,7 @@ Python and the runtime packages, the lab's `git_commit`, and the model versions 
 `name`, so reordering is not a change.
 """
 
+import difflib
 from typing import Any
 
 KEYS = ("config", "overrides", "seed", "trials", "trials_mode", "concurrency", "versions",
@@ -94,8 +95,6 @@ def skill_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[st
 
 def word_diff(before: str, after: str) -> list[dict[str, str]]:
     """The words that changed, in order: `[{removed, added}]` (either may be empty)."""
-    import difflib
-
     a, b = before.split(), after.split()
     return [{"removed": " ".join(a[i1:i2]), "added": " ".join(b[j1:j2])}
             for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b,

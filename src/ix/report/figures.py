@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from ix.eval.estimates import num
+from ix.stats.intervals import beta_interval
 
 #: Up to this many attempts the timeline keeps each trial; above, it keeps per-bin counts.
 TIMELINE_TRIALS = 600
@@ -108,8 +109,6 @@ def difficulty(summary: Mapping[str, Any],
     """Per subject and difficulty: the share of cases whose majority vote is right, with its
     95% interval (Beta(k+1, n−k+1)); `cases` are the case files' rows (`probe_id`,
     `difficulty`). None when no case of the run has a difficulty."""
-    from ix.stats.intervals import beta_interval
-
     level_of = {str(c["probe_id"]): c.get("difficulty") for c in cases or ()
                 if c.get("difficulty") in LEVELS}
     run_cases = {p["probe_id"] for b in summary["subjects"] for p in b["probe_results"]}

@@ -19,7 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ix.domain.errors import ConfigError, did_you_mean
 from ix.eval.estimates import LEVEL, num, pair
+from ix.stats.classification import f1_interval
+from ix.stats.intervals import beta_interval
+from ix.stats.ranking import rank
 
 METRICS = ("f1", "precision", "recall", "pass_rate", "activation_rate")
 
@@ -31,8 +35,6 @@ METHOD = ("subjects ranked by the observed value (ties and n/a by posterior mean
 
 
 def check_metric(metric: str) -> str:
-    from ix.domain.errors import ConfigError, did_you_mean
-
     if metric == "correct_rate":  # the glossary's word for `pass_rate` (docs/results.md)
         return "pass_rate"
     if metric not in METRICS:
@@ -96,9 +98,6 @@ class Standing:
 
 
 def standing(counts: Counts, metric: str, level: float = LEVEL) -> Standing:
-    from ix.stats.classification import f1_interval
-    from ix.stats.intervals import beta_interval
-
     c = counts
     if metric == "f1":
         denom = 2 * c.tp + c.fp + c.fn
@@ -119,8 +118,6 @@ def leaderboard(entries: Sequence[dict[str, Any]], metric: str,
     Returns `{metric, level, method, rows}`; each row keeps the entry's labels and adds
     `rank`, `value`, `ci`, `n`, `p_rank`, `p_above_next`, `rank_ci`, `p_best`.
     """
-    from ix.stats.ranking import rank
-
     check_metric(metric)
     rows: list[dict[str, Any]] = []
     if entries:

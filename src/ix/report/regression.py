@@ -12,6 +12,9 @@ most `ALPHA`: with no real change, the gate flags anything in at most 5% of runs
 
 from typing import Any
 
+from ix.eval.estimates import num
+from ix.stats.power import holm
+
 ALPHA = 0.05
 
 
@@ -27,9 +30,6 @@ def _p_worse(m: dict[str, Any]) -> float:
 def regressions(comparison: dict[str, Any], alpha: float = ALPHA) -> list[dict[str, Any]]:
     """Every (subject, metric) of a `compare_runs` result that is worse than the baseline
     with Holm-adjusted one-sided p ≤ `alpha` across all subjects × metrics."""
-    from ix.eval.estimates import num
-    from ix.stats.power import holm
-
     tests = [(entry, metric, m) for entry in comparison.get("comparisons", [])
              if "error" not in entry for metric, m in entry["metrics"].items()]
     raw = [_p_worse(m) for _, _, m in tests]

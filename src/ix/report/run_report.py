@@ -12,7 +12,10 @@ from typing import Any
 
 from ix.eval.estimates import num
 from ix.eval.routing import is_target, taken_by
+from ix.report import figures
+from ix.report.answer import answer
 from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
 
 #: How many example messages the failure analysis keeps per error kind.
@@ -99,8 +102,6 @@ def breakdown(standing: dict[tuple[str, str, int], dict[str, Any]],
               order: list[str]) -> list[dict[str, Any]]:
     """Per case and subject: the readings' scores (n, mean, sd, min, max) and the mean of
     each numeric metric the sensor reported (an LLM judge's dimensions, an exit code...)."""
-    from ix.stats.describe import describe
-
     scores: dict[str, dict[str, list[float]]] = {}
     extra: dict[tuple[str, str], dict[str, list[float]]] = {}
     expectations: dict[str, str] = {}
@@ -234,9 +235,6 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
     """The report of one run: `trials` are that run's lines of `trials.jsonl` (all attempts);
     `cases` the experiment's case rows (`probe_id`, `difficulty`), for the difficulty figure;
     `prompts` each case's prompt text, for the failure table."""
-    from ix.report import figures
-    from ix.report.answer import answer
-
     metric = metric or primary_metric(summary)
     table = summary_table(summary)
     points: list[figures.TrialPoint] = []

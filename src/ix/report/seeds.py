@@ -17,6 +17,7 @@ from typing import Any
 
 from ix.eval.estimates import LEVEL, num
 from ix.report.leaderboard import Counts, counts_of, standing
+from ix.stats.clustered import hierarchical_interval
 
 #: The short name of each interval (a table's cell) and what it is (the note under it).
 KINDS = {"votes": "case votes", "clustered": "clustered by case"}
@@ -66,8 +67,6 @@ def pooled(blocks: Sequence[dict[str, Any]], seeds: Sequence[Any], metric: str,
     seed's own value, and their spread (min, max, range, sd)."""
     counts, must_k, must_n = _pooled_counts(blocks)
     if metric == "activation_rate":
-        from ix.stats.clustered import hierarchical_interval
-
         value = counts.must_passed / counts.must_valid if counts.must_valid else None
         interval = (hierarchical_interval(must_k, must_n, level=level) if counts.must_valid
                     else (None, None))

@@ -17,11 +17,21 @@ import functools
 import os
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator
 
+from ix._lazy import lazy
 from ix.domain.errors import TrialError
+
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2 import sandbox as jinja2_sandbox
+    from jinja2 import utils as jinja2_utils
+else:  # imported on first use: only experiments with templates pay for jinja2
+    jinja2 = lazy("jinja2")
+    jinja2_sandbox = lazy("jinja2.sandbox")
+    jinja2_utils = lazy("jinja2.utils")
 
 
 class _Namespace(dict[str, Any]):
@@ -50,12 +60,10 @@ class _Environ:
 
 @functools.cache
 def _jinja() -> SimpleNamespace:
-    """jinja2, imported on first use: only experiments with templates pay for it."""
-    from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
-    from jinja2.sandbox import SandboxedEnvironment
-    from jinja2.utils import missing
+    """The sandboxed environment and its error types, made on first use."""
+    missing = jinja2_utils.missing
 
-    class Undefined(StrictUndefined):
+    class Undefined(jinja2.StrictUndefined):
         """StrictUndefined with messages that name the variable the user wrote."""
 
         __slots__ = ()
@@ -71,10 +79,10 @@ def _jinja() -> SimpleNamespace:
                     return f"{obj.label} has no key {name!r} (keys: {keys})"
             return str(super()._undefined_message)
 
-    env = SandboxedEnvironment(undefined=Undefined, autoescape=False,
+    env = jinja2_sandbox.SandboxedEnvironment(undefined=Undefined, autoescape=False,
                                keep_trailing_newline=True)
-    return SimpleNamespace(env=env, Undefined=Undefined, TemplateError=TemplateError,
-                           TemplateSyntaxError=TemplateSyntaxError)
+    return SimpleNamespace(env=env, Undefined=Undefined, TemplateError=jinja2.TemplateError,
+                           TemplateSyntaxError=jinja2.TemplateSyntaxError)
 
 
 def check(source: str) -> None:

@@ -17,14 +17,13 @@ import asyncio
 import contextlib
 import importlib.util
 import os
-import sys
-import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from ix._lazy import lazy, preload
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
@@ -39,6 +38,10 @@ from ix.runtimes._transport import (
     with_retries,
 )
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+
+#: The SDK (1-2 s to import): imported when a trial first needs it, or in the background
+#: once a runtime is built (`require_sdk`).
+anthropic_sdk = lazy("anthropic")
 
 MAX_ERROR_BODY = 500
 #: `api_key_env` names a variable; a key pasted there by mistake fails validation instead of
@@ -195,14 +198,7 @@ def require_sdk(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise ConfigError(f"the {extra!r} runtime needs the {module} package: "
                           f"pip install 'ix-lab[{extra}]'", field="runtime.kind")
-    if module not in sys.modules:
-        threading.Thread(target=_preload, args=(module,), name=f"ix-preload-{module}",
-                         daemon=True).start()
-
-
-def _preload(module: str) -> None:
-    with contextlib.suppress(Exception):  # a broken install fails the trials, with its error
-        importlib.import_module(module)
+    preload(module)  # a broken install fails the trials, with its error
 
 
 class AnthropicRuntime:
@@ -235,18 +231,14 @@ class AnthropicRuntime:
         return body
 
     def _make_client(self, key: str) -> Any:
-        import anthropic
-
-        return anthropic.AsyncAnthropic(api_key=key, base_url=self.options.base_url,
+        return anthropic_sdk.AsyncAnthropic(api_key=key, base_url=self.options.base_url,
                                         max_retries=0, timeout=self.options.request_timeout_s)
 
     async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
-        import anthropic
-
         kwargs = {k: v for k, v in body.items() if k != "temperature"}
         if "temperature" in body:  # not a typed parameter of every SDK version
             kwargs["extra_body"] = {"temperature": body["temperature"]}
-        return await send_raw(anthropic, lambda: client.messages.with_raw_response.create(
+        return await send_raw(anthropic_sdk, lambda: client.messages.with_raw_response.create(
             **kwargs), self.limiter, self.options.request_timeout_s)
 
     # --- one trial ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from ix._lazy import lazy
 from ix.domain.errors import TrialError
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
@@ -39,6 +40,8 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 if TYPE_CHECKING:
     import httpx
+else:
+    httpx = lazy("httpx")  # on first use: importing ix stays fast for runs that never need it
 
 MIB = 1 << 20
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -108,8 +111,6 @@ class HttpRuntime:
         self._limiter = RateLimiter(requests_per_minute=options.requests_per_minute)
 
     async def _session(self) -> "tuple[httpx.AsyncClient, RateLimiter]":
-        import httpx  # on first use: importing ix stays fast for runs that never need it
-
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             client = httpx.AsyncClient(timeout=httpx.Timeout(self.options.timeout_s),
@@ -179,8 +180,6 @@ class HttpRuntime:
 
     async def _send(self, client: "httpx.AsyncClient", url: str, headers: dict[str, str],
                     content: bytes) -> EvalObservation:
-        import httpx
-
         method = self.options.method
         where = f"{method} {url}"
         t0 = time.perf_counter()

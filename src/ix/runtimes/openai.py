@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from ix._lazy import lazy
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
@@ -41,6 +42,10 @@ from ix.runtimes.anthropic import (
     send_raw,
 )
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+
+#: The SDK: imported when a trial first needs it, or in the background once a runtime is
+#: built (`require_sdk`).
+openai_sdk = lazy("openai")
 
 SEED_RANGE = 2**31  # what every server accepts (llama.cpp and others take 32-bit seeds)
 
@@ -104,15 +109,11 @@ class OpenAIRuntime:
         return body
 
     def _make_client(self, key: str) -> Any:
-        import openai
-
-        return openai.AsyncOpenAI(api_key=key, base_url=self.options.base_url, max_retries=0,
+        return openai_sdk.AsyncOpenAI(api_key=key, base_url=self.options.base_url, max_retries=0,
                                   timeout=self.options.request_timeout_s)
 
     async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
-        import openai
-
-        return await send_raw(openai, lambda: client.chat.completions.with_raw_response.create(
+        return await send_raw(openai_sdk, lambda: client.chat.completions.with_raw_response.create(
             **body), self.limiter, self.options.request_timeout_s)
 
     # --- one trial ------------------------------------------------------------------------

@@ -49,7 +49,10 @@ def available() -> list[str]:
 
 
 def get_kind(name: str) -> RuntimeKind:
-    _load_builtins()
+    if name not in _KINDS and name.replace("-", "_") in BUILTIN_MODULES:
+        importlib.import_module(f"ix.runtimes.{name.replace('-', '_')}")  # that kind only
+    if name not in _KINDS:
+        _load_builtins()
     if name in _KINDS:
         return _KINDS[name]
     raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, available())} (allowed: "
@@ -73,7 +76,8 @@ def build_runtime(spec: Mapping[str, Any], context: RuntimeContext) -> Experimen
 
 _builtins_loaded = False
 
-#: Modules under `ix.runtimes` that register a kind (one per line: add yours).
+#: Modules under `ix.runtimes` that register a kind (one per line: add yours), each named
+#: after its kind ("-" spelled "_"), so that asking for one kind imports only its module.
 BUILTIN_MODULES = (
     "anthropic",
     "claude_code",

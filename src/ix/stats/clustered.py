@@ -18,7 +18,10 @@ from numpy.polynomial import chebyshev as cheb
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import betaln, expit, log_expit, logit
 
+from ix._lazy import lazy
 from ix.stats.paired_probit import chebyshev_coefficients, laplace_fit, sinh_nodes
+
+optimize = lazy("scipy.optimize")  # only a rare fallback needs it, and it is slow to import
 
 __all__ = ["clustered_se", "hierarchical_interval", "hierarchical_mean", "paired_se"]
 
@@ -165,12 +168,11 @@ class _Marginal:
         if len(real) == 1:
             t = float(np.clip(real[0], -1.0, 1.0))
         else:  # ill-conditioned: fall back to bracketing
-            from scipy.optimize import brentq
 
             def f(t: float) -> float:
                 return float(cheb.chebval(t, self.cumulative)) / self.total - q
 
-            t = brentq(f, -1.0, 1.0, xtol=1e-14)
+            t = optimize.brentq(f, -1.0, 1.0, xtol=1e-14)
         return float(expit(self.x0 + self.x_scale * math.sinh(t * self.big_u)))
 
 

@@ -20,9 +20,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from ix._lazy import lazy
+
 __all__ = ["DifferenceInterval", "difference_interval", "posterior_quantile"]
 
 Sided = Literal["two", "lower", "upper"]
+
+optimize = lazy("scipy.optimize")  # slow to import; not needed on every summary's path
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,8 @@ def posterior_quantile(cdf: Callable[[float], float], p: float, lo: float = -1.0
         return lo
     if p >= f_hi:
         return hi
-    from scipy.optimize import brentq  # slow to import; not needed on every summary's path
 
-    return float(brentq(lambda x: float(cdf(x)) - p, lo, hi, xtol=1e-12, rtol=1e-12))
+    return float(optimize.brentq(lambda x: float(cdf(x)) - p, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
 def difference_interval(cdf: Callable[[float], float], estimate: float, level: float = 0.95,

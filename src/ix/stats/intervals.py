@@ -15,6 +15,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from ix._lazy import lazy
+
+optimize = lazy("scipy.optimize")  # only the HPD needs it, and it is slow to import
+
 Scalar = int | float | np.integer[Any] | np.floating[Any]
 Counts = Scalar | npt.NDArray[Any]
 FloatArray = npt.NDArray[np.float64]
@@ -110,7 +114,6 @@ def _hpd(a: float, b: float, level: float) -> tuple[float, float]:
         return 0.0, q(level)
     if log_density_gap(200.0) >= 0:  # likewise for the upper tail
         return q(1 - level), 1.0
-    from scipy import optimize  # only the HPD needs it, and it is slow to import
 
     lo, one_minus_hi = ends(optimize.brentq(log_density_gap, -200.0, 200.0, xtol=1e-12))
     return lo, 1.0 - one_minus_hi

@@ -32,6 +32,10 @@ from numpy.polynomial import chebyshev as cheb
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import log_expit, logit, ndtr, ndtri_exp, owens_t, xlogy
 
+from ix._lazy import lazy
+
+optimize = lazy("scipy.optimize")  # slow to import; most callers never need it
+
 __all__ = ["bivariate_normal_cdf", "probit_diff_cdf", "probit_diff_interval",
            "probit_prob_a_beats_b"]
 
@@ -343,8 +347,7 @@ def probit_diff_interval(both: int, a_only: int, b_only: int, neither: int,
         raise ValueError(f"level must lie in (0, 1), got {level}")
     grid = _grid(_check(both, a_only, b_only, neither))
     tail = (1.0 - level) / 2.0
-    from scipy.optimize import brentq  # slow to import; most callers never get here
 
-    lo = brentq(lambda d: grid.cdf(d) - tail, -1.0, 1.0, xtol=1e-12)
-    hi = brentq(lambda d: grid.cdf(d) - (1.0 - tail), -1.0, 1.0, xtol=1e-12)
+    lo = optimize.brentq(lambda d: grid.cdf(d) - tail, -1.0, 1.0, xtol=1e-12)
+    hi = optimize.brentq(lambda d: grid.cdf(d) - (1.0 - tail), -1.0, 1.0, xtol=1e-12)
     return float(lo), float(hi)

@@ -5,6 +5,7 @@ passes (Chen et al. 2021); pass^k that all k pass (Yao et al. 2024, tau-bench). 
 exact hypergeometric estimators; the plug-ins 1 − (1 − c/n)^k and (c/n)^k are biased.
 """
 
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 
@@ -147,8 +148,6 @@ def pass_k_intervals(right: npt.ArrayLike, valid: npt.ArrayLike, group: npt.Arra
     variance 2·Var f(θ)/(m + 1), exact under the posterior), so the cost does not grow with
     the number of cases. One set of draws serves every k.
     """
-    import hashlib
-
     r = np.asarray(right, dtype=np.int64)
     v = np.asarray(valid, dtype=np.int64)
     g = np.asarray(group, dtype=np.int64)

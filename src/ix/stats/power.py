@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-from scipy.special import betaincinv, ndtri
+from ix._lazy import lazy
+from ix.stats.beta import beta_quantile
+
+if TYPE_CHECKING:
+    import numpy as np
+    from scipy import special
+    from scipy import stats as scipy_stats
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
+    scipy_stats = lazy("scipy.stats")
 
 __all__ = [
     "goal_settle_power",
@@ -40,7 +49,7 @@ def _z_sum(alpha: float, power: float) -> float:
     """z_{α/2} + z_β, the two-sided critical value plus the power quantile."""
     _check_rate("alpha", alpha)
     _check_rate("power", power)
-    return float(ndtri(1.0 - alpha / 2.0) + ndtri(power))
+    return float(special.ndtri(1.0 - alpha / 2.0) + special.ndtri(power))
 
 
 def _ceil(x: float) -> int:
@@ -56,7 +65,7 @@ def _n_two_proportions(p1: float, p2: float, alpha: float, power: float,
         raise ValueError("p1 and p2 must differ: no sample size detects a zero difference")
     _check_rate("alpha", alpha)
     _check_rate("power", power)
-    z_a, z_b = float(ndtri(1.0 - alpha / 2.0)), float(ndtri(power))
+    z_a, z_b = float(special.ndtri(1.0 - alpha / 2.0)), float(special.ndtri(power))
     var_alt = p1 * (1 - p1) + p2 * (1 - p2)
     delta = p1 - p2
     if method == "unpooled":
@@ -162,15 +171,13 @@ def goal_settle_power(n: int, effect: float, *, min_effect: float, sd: float,
     with α = 1 − level. The t quantile, not z, is what keeps small n honest: at n = 5 and
     c = 0.95 it is 2.13, not 1.64. Raises ValueError on n < 2 or sd ≤ 0.
     """
-    from scipy.stats import nct, t
-
     if int(n) != n or n < 2:
         raise ValueError(f"n must be an integer >= 2, got {n}")
     if not (sd > 0 and math.isfinite(sd)):
         raise ValueError(f"sd must be positive, got {sd}")
     shift, level = _goal_shift(effect, min_effect, direction, credibility)
     df = n - 1
-    return float(nct.sf(t.ppf(level, df), df, shift * math.sqrt(n) / sd))
+    return float(scipy_stats.nct.sf(scipy_stats.t.ppf(level, df), df, shift * math.sqrt(n) / sd))
 
 
 def n_for_goal(effect: float, *, min_effect: float, sd: float, credibility: float = 0.95,
@@ -205,13 +212,16 @@ def n_for_goal(effect: float, *, min_effect: float, sd: float, credibility: floa
     return hi
 
 
-def _widths(n: NDArray[np.float64], p: float, level: float,
-            prior: tuple[float, float]) -> NDArray[np.float64]:
-    k = np.rint(p * n)                     # round half to even, like Python's round()
+def _width(n: int, p: float, level: float, prior: tuple[float, float]) -> float:
+    """The equal-tailed interval's width at n (plain Python: `ix validate` asks for it, and
+    must not wait for scipy)."""
+    k = round(p * n)                       # half to even
     a, b = k + prior[0], n - k + prior[1]
     tail = (1.0 - level) / 2.0
-    out: NDArray[np.float64] = betaincinv(a, b, 1.0 - tail) - betaincinv(a, b, tail)
-    return out
+    low = beta_quantile(tail, a, b)
+    if a == b:                             # symmetric: the upper end is 1 − the lower
+        return 1.0 - 2.0 * low
+    return beta_quantile(1.0 - tail, a, b) - low
 
 
 def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
@@ -220,7 +230,7 @@ def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
 
     Answers "how many cases for ±width/2". At n, k = round(p·n) (half to even, as Python's
     round), posterior Beta(k + a, n − k + b), width = q_{(1+level)/2} − q_{(1−level)/2}
-    (`scipy.special.betaincinv`). The width falls roughly as 1/√n but not monotonically (k
+    (`ix.stats.beta.beta_quantile`). The width falls roughly as 1/√n but not monotonically (k
     is rounded), so after doubling and bisection the O(1/(p(1−p))) values of n just below
     are scanned too (the rounding cannot matter further away): width(n) ≤ width <
     width(n − 1), and the tests check it against a full scan. p = 0.5 is the worst case.
@@ -235,7 +245,7 @@ def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
         raise ValueError(f"prior parameters must be positive, got {prior}")
 
     def ok(n: int) -> bool:
-        return bool(_widths(np.array([float(n)]), p, level, prior)[0] <= width)
+        return _width(n, p, level, prior) <= width
 
     hi = 1
     while not ok(hi):
@@ -252,11 +262,11 @@ def n_for_interval_width(width: float, p: float = 0.5, level: float = 0.95,
     best, start = hi, hi
     while start > 1:
         first = max(1, start - min(reach, max(64, start // 4)))
-        window = np.arange(first, start, dtype=float)
-        good = window[_widths(window, p, level, prior) <= width]
-        if good.size == 0:
+        good = next((n for n in range(first, start) if _width(n, p, level, prior) <= width),
+                    None)
+        if good is None:
             break
-        best = int(good[0])
+        best = good
         if best > first:
             break
         start = first

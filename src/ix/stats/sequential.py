@@ -8,6 +8,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ix._lazy import lazy
+
+special = lazy("scipy.special")
+scipy_stats = lazy("scipy.stats")
+
 
 def majority_vote_probability(k: int, n: int, total: int, threshold: float = 0.5,
                               prior: tuple[float, float] = (1.0, 1.0)) -> float:
@@ -140,7 +145,6 @@ def unbiased_first_k(rule: StoppingRule, passes: int, trials: int, k: int,
 def early_vote_error(rule: StoppingRule, theta: float) -> float:
     """P(a case of true rate θ stops early with a majority vote (rate > ½) that differs from
     the vote it would have had after max_trials): the rule's per-case error, exactly."""
-    from scipy.stats import binom
 
     top = rule.max_trials
     prob = stopping_distribution(rule, theta)
@@ -151,7 +155,7 @@ def early_vote_error(rule: StoppingRule, theta: float) -> float:
                 continue
             early = k / n > 0.5
             need = math.floor(top / 2) + 1 - k   # passes still needed for a final majority
-            final_yes = float(binom.sf(need - 1, top - n, theta)) if need > 0 else 1.0
+            final_yes = float(scipy_stats.binom.sf(need - 1, top - n, theta)) if need > 0 else 1.0
             error += prob[n, k] * (1 - final_yes if early else final_yes)
     return error
 
@@ -185,8 +189,6 @@ def flip_probability(passes: np.ndarray, trials: np.ndarray, threshold: float = 
     0.2 is "unsettled" in the summary. Raises ValueError unless 0 ≤ k ≤ n are integers,
     0 < threshold < 1 and the prior is positive.
     """
-    from scipy.special import betainc
-
     k = np.asarray(passes, dtype=float)
     n = np.asarray(trials, dtype=float)
     if k.shape != n.shape or np.any(k != np.round(k)) or np.any(n != np.round(n)) \
@@ -198,6 +200,6 @@ def flip_probability(passes: np.ndarray, trials: np.ndarray, threshold: float = 
     if not (a > 0 and b > 0):
         raise ValueError(f"prior parameters must be positive, got {prior!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
-        below = betainc(k + a, n - k + b, threshold)          # P(θ ≤ threshold)
+        below = special.betainc(k + a, n - k + b, threshold)          # P(θ ≤ threshold)
         out = np.where(k / np.where(n > 0, n, 1) > threshold, below, 1.0 - below)
     return np.asarray(np.where(n > 0, out, np.nan), dtype=float)

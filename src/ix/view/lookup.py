@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ix._lazy import preload
 from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
@@ -107,10 +108,9 @@ class Lookup:
         """Build ahead what the first pages need: the lab's query index, then the report of
         each experiment's latest finished run (newest first, at most `REPORTS_KEPT`). Run in
         a background thread at startup; a page that asks meanwhile waits for the same build."""
-        import importlib
-
-        importlib.import_module("scipy.stats")  # the report's statistics
+        statistics = preload("scipy.stats")  # the reports', while DuckDB builds the index
         self.run_counts()
+        statistics.join()
         latest = [next((r for r in runs if r.has_summary), None)
                   for runs in list_runs(self.lab).values()]
         chosen = sorted((r for r in latest if r is not None), key=lambda r: r.run_id,

@@ -1,0 +1,111 @@
+"""Deferred imports of heavy third-party modules: the one place ix is lazy about imports.
+
+numpy, scipy, duckdb, jinja2, httpx, the model SDKs and ray cost 0.1-2 s to import, and most
+commands need none of them. A module names such an edge at its top with `lazy("scipy.special")`
+and uses it as the module; the import happens at the first attribute use. `preload` starts
+those imports in a background thread where the wait can overlap with other work (trials
+running, a DuckDB query); a first use through `lazy` meanwhile waits for that import instead
+of racing it, and so does an ordinary `import` after the result's `join()` (two threads
+importing one package at once can see it half-initialised).
+ix's own modules are imported at module top, never through here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from types import ModuleType
+from typing import Any
+
+__all__ = ["Loading", "lazy", "preload"]
+
+_lock = threading.Lock()
+_preloading: dict[str, threading.Event] = {}  # set once the background import of it ended
+
+
+def _import(name: str) -> ModuleType:
+    """`name`, imported; first waiting for a background `preload` of it, if one runs."""
+    with _lock:
+        done = _preloading.get(name)
+    if done is not None:
+        done.wait()
+    return importlib.import_module(name)
+
+
+class LazyModule(ModuleType):
+    """A stand-in for the module `name` that imports it at the first attribute use."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__dict__["_ix_module"] = None
+
+    def _ix_load(self) -> ModuleType:
+        module: ModuleType | None = self.__dict__["_ix_module"]
+        if module is None:
+            module = _import(self.__name__)
+            self.__dict__["_ix_module"] = module
+        return module
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._ix_load(), attr)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._ix_load())
+
+    def __repr__(self) -> str:
+        state = "imported" if self.__dict__["_ix_module"] is not None else "not imported yet"
+        return f"<lazy module {self.__name__!r} ({state})>"
+
+
+def lazy(name: str) -> Any:
+    """The module `name`, imported at its first attribute use (typed `Any`: annotate with
+    the real module under `TYPE_CHECKING` where the types matter)."""
+    return LazyModule(name)
+
+
+class Loading:
+    """The imports a `preload` call asked for; `join` waits until each has ended."""
+
+    def __init__(self, events: list[threading.Event]) -> None:
+        self._events = events
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until every module asked for is imported (or its import failed); an ordinary
+        `import` of them after this cannot race the background thread."""
+        for event in self._events:
+            event.wait(timeout)
+
+    def done(self) -> bool:
+        return all(event.is_set() for event in self._events)
+
+
+def preload(*names: str) -> Loading:
+    """Import `names` in order in a daemon thread ("ix-preload"); a module already imported
+    is skipped, one already being preloaded is waited for by the result's `join` but not
+    imported twice. An import that fails here is ignored: the first real use raises it."""
+    with _lock:
+        events: list[threading.Event] = []
+        todo: list[tuple[str, threading.Event]] = []
+        for name in names:
+            if name in _preloading:
+                events.append(_preloading[name])
+            elif name not in sys.modules:
+                todo.append((name, threading.Event()))
+                _preloading[name] = todo[-1][1]
+                events.append(todo[-1][1])
+    if todo:
+        threading.Thread(target=_preload, args=(todo,), daemon=True, name="ix-preload").start()
+    return Loading(events)
+
+
+def _preload(todo: list[tuple[str, threading.Event]]) -> None:
+    for name, done in todo:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the first real use raises it
+            pass
+        finally:
+            with _lock:
+                del _preloading[name]
+            done.set()

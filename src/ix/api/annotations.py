@@ -14,8 +14,11 @@ from ix.api.reports import SUMMARY_FILE, resolve_run, run_trials
 from ix.domain.errors import ConfigError
 from ix.lab.paths import check_tree
 from ix.lab.resolve import find_lab
+from ix.store.annotations import add_annotation, make_annotation, read_annotations
 from ix.store.audit import identity, now_utc, record
 from ix.store.runs import read_spec
+from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
+from ix.store.tags import delete_tag as delete
 
 
 def _run_info(run_dir: Path) -> dict[str, str]:
@@ -25,8 +28,6 @@ def _run_info(run_dir: Path) -> dict[str, str]:
 
 
 def list_tags(lab: str | Path | None = None) -> list[dict[str, Any]]:
-    from ix.store.tags import read_tags
-
     lab_path = find_lab(lab)
     return [{"tag": t.name, **t.as_dict()} for t in sorted(read_tags(lab_path).values(),
                                                            key=lambda t: t.name)]
@@ -36,8 +37,6 @@ def tag_run(lab: str | Path | None, run: str, name: str, *,
             force: bool = False) -> dict[str, Any]:
     """Tag a run; `force` moves a tag that names another run. Returns what happened:
     `{tag, run, experiment, moved_from, unchanged}`."""
-    from ix.store.tags import Tag, check_tag_name, set_tag
-
     lab_path = find_lab(lab)
     check_tag_name(name)
     run_dir = resolve_run(lab_path, run)
@@ -60,8 +59,6 @@ def tag_run(lab: str | Path | None, run: str, name: str, *,
 
 
 def delete_tag(lab: str | Path | None, name: str) -> dict[str, Any]:
-    from ix.store.tags import delete_tag as delete
-
     lab_path = find_lab(lab)
     old = delete(lab_path, name)
     record(lab_path, "untag", tag=name, run=old.run_id, experiment=old.experiment)
@@ -85,8 +82,6 @@ def _case_ids(run_dir: Path) -> set[str]:
 def annotate(lab: str | Path | None, run: str, text: str,
              case: str | None = None) -> dict[str, Any]:
     """Add a note to a run, or to one of its cases; returns the annotation written."""
-    from ix.store.annotations import add_annotation, make_annotation
-
     lab_path = find_lab(lab)
     run_dir = resolve_run(lab_path, run)
     line = make_annotation(text, case)
@@ -106,8 +101,6 @@ def annotate(lab: str | Path | None, run: str, text: str,
 
 def list_annotations(lab: str | Path | None, run: str,
                      warn: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from ix.store.annotations import read_annotations
-
     lab_path = find_lab(lab)
     run_dir = resolve_run(lab_path, run)
     return {**_run_info(run_dir), "annotations": read_annotations(run_dir, warn)}

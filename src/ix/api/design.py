@@ -10,6 +10,7 @@ from ix.domain.errors import ConfigError
 from ix.engine.filters import apply_filters
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
+from ix.interchange.importing import refuse_unrunnable_import
 
 __all__ = ["CODES", "DesignError", "DesignWarning", "design_warnings"]
 
@@ -32,9 +33,6 @@ def design_warnings(plan: Plan) -> list[DesignWarning]:
     None for an experiment `ix import` made that `ix run` refuses (placeholders, no runtime):
     it is a record of trials made elsewhere, not a design to be run.
     """
-    from ix.domain.errors import ConfigError
-    from ix.interchange.importing import refuse_unrunnable_import
-
     try:
         refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,
                                  runtime_override=plan.overrides.runtime)

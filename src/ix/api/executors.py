@@ -29,6 +29,9 @@ def executing(executor: str, address: str | None
     if executor == "local":
         yield None, lambda plan: plan
         return
+
+    # Deferred: the Ray adapter (which imports ray only when it runs) stays off the path of
+    # every local run and of `ix validate`.
     from ix.engine.ray_executor import connect, disconnect, on_ray
 
     where = connect(address)

@@ -11,17 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from ix._lazy import preload
+from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
 from ix.api.options import Observer, RunOptions, trial_listener
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, flatten
+from ix.engine.cache import check_mode, with_cache
+from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, find_continuation
-from ix.engine.run import STATISTICS, OnTrial, RunResult, arun_plan, run_plan
+from ix.engine.run import STATISTICS, OnTrial, RunResult, _spec, arun_plan, run_plan
 from ix.interchange.importing import refuse_unrunnable_import
-from ix.lab.loader import LoadedExperiment, load_experiment
+from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.resolve import list_experiments as _experiment_dirs
+from ix.runtimes import get_kind
+from ix.runtimes.credentials import credentials
 from ix.store.audit import record
+from ix.store.cache import ObservationCache
 from ix.store.runs import RUNS_DIR, read_spec
 from ix.store.trials import LATEST_SUMMARY
 
@@ -58,9 +64,6 @@ def check(path: Path, lab: Path, overrides: Overrides = Overrides()
           ) -> tuple[Plan | None, list[ConfigError]]:
     """Every problem of one experiment (`ix validate`): loading goes past each one, and what
     loads is planned too (runtimes, sensors); the plan when there is none."""
-    from ix.domain.errors import flatten
-    from ix.lab.loader import check_experiment
-
     loaded, problems = check_experiment(path, lab)
     if loaded is None:
         return None, problems
@@ -279,8 +282,6 @@ OnDesign = Callable[[Plan, list[Any]], None]
 
 def _check_designs(plans: Sequence[Plan], strict: bool, observer: Observer) -> None:
     """Design warnings of every new run, reported before any runs; `strict` refuses them."""
-    from ix.api.design import DesignError, design_warnings
-
     found = [(plan, design_warnings(plan)) for plan in plans]
     for plan, said in found:
         observer.on_design(plan, said)
@@ -292,9 +293,6 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
     """Every subject's runtime behind the lab's record/replay cache (`--cache`)."""
     from dataclasses import replace
 
-    from ix.engine.cache import check_mode, with_cache
-    from ix.store.cache import ObservationCache
-
     store = ObservationCache(lab)
     checked = check_mode(mode)
     return replace(plan, subjects=tuple(with_cache(sp, store, checked, plan.redactor)
@@ -303,9 +301,8 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
 
 def _same_experiment(plan: Plan, cont: Continuation) -> None:
     """A run continues only on the cases and subjects it started with."""
-    from ix.engine.run import _spec  # the same digest the run recorded
-
     then = (cont.spec.get("config") or {}).get("cases", {}).get("sha256")
+    # the same digest the run recorded
     now = _spec(plan, cont.run_id, datetime.now(UTC), [])["config"]["cases"]["sha256"]
     if then and then != now:
         raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "
@@ -322,7 +319,7 @@ def _same_experiment(plan: Plan, cont: Continuation) -> None:
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             overrides: Overrides = Overrides()) -> list[dict[str, Any]]:
     """The full plan of each experiment, nothing executed, nothing written."""
-    from ix.runtimes import get_kind
+    # Deferred: the price table builds pydantic models; `ix validate` never needs it.
     from ix.runtimes._prices import estimate_cost
 
     out = []
@@ -413,6 +410,8 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
 
 def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, Any]:
     """Two or more runs of an experiment, each later one against the first."""
+    # Deferred, not a cycle: report.runs loads numpy and scipy, and api.reports (with the
+    # query, report and store modules it loads) would join `ix validate`'s path otherwise.
     from ix.api.reports import config_changes, resolve_run
     from ix.report.runs import compare_runs as compare
 
@@ -443,8 +442,6 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
 def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:
     """The exit code of failed runs (DESIGN.md §5): 2 when every one failed of the lab's
     configuration (a missing key, no skills, a program not found), else 1."""
-    from ix.engine.outcome import is_configuration
-
     return 2 if summaries and all(is_configuration(s.get("failed_subjects") or [])
                                   for s in summaries) else 1
 
@@ -453,8 +450,6 @@ def subject_credentials(plan: Plan) -> list[dict[str, Any]]:
     """For each subject of a plan: its runtime kind, the environment variables its
     credentials come from (any one suffices; none for offline runtimes) and whether one is
     set now — what `ix validate` reports before a run spends anything."""
-    from ix.runtimes.credentials import credentials
-
     out = []
     for sp in plan.subjects:
         found = credentials(sp.runtime_spec)

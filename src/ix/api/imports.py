@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.engine.plan import trial_seed
 from ix.eval.models import EvalCase
 from ix.eval.schemas import RunInfo, RunSpec, Summary
+from ix.eval.scoring import Tally
 from ix.interchange.export import latest_attempts
 from ix.interchange.importing import (
     Imported,
@@ -29,6 +31,8 @@ from ix.interchange.importing import (
 from ix.lab.loader import load_experiment
 from ix.lab.names import name_problem, normalise
 from ix.lab.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
+from ix.lab.yamlio import load_yaml_file
+from ix.store.audit import record
 from ix.store.import_run import add_run, find_import, import_turn, new_experiment, settle, write_run
 from ix.store.runs import RUNS_DIR, environment, iso, new_run_id, run_dir
 from ix.store.storage_faults import storage_faults
@@ -130,8 +134,6 @@ def _target(lab: Path, name: str | None, named_in_file: list[str], source: Path,
 
 
 def _experiment_name(path: Path) -> str | None:
-    from ix.lab.yamlio import load_yaml_file
-
     try:
         data = load_yaml_file(path / EXPERIMENT_FILE)
     except ConfigError:
@@ -142,9 +144,7 @@ def _experiment_name(path: Path) -> str | None:
 def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path, fmt: str,
            command: list[str] | None) -> ImportResult:
     """Make the run — lines, spec, summary — and write it (`ix.store.import_run`)."""
-    from ix.engine.plan import trial_seed
-    from ix.eval.run_summary import summarise_tallies
-    from ix.eval.scoring import Tally
+    from ix.eval.run_summary import summarise_tallies  # numpy and scipy: deferred
 
     known: dict[str, EvalCase] = {}
     subjects = imported.subjects
@@ -221,8 +221,6 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
 def _audit(lab: Path, run_id: str, experiment: str, source: Path, fmt: str,
            trials: int, sha256: str) -> None:
     """Record the import in the lab's audit log (`<lab>/audit.jsonl`)."""
-    from ix.store.audit import record
-
     record(lab, "import", run_id=run_id, experiment=experiment, source=str(source),
            format=fmt, trials=trials, sha256=sha256)
 

@@ -13,16 +13,16 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
+from ix.api.battery import BatteryResult, run_battery
+from ix.api.experiments import compare_runs, run
 from ix.api.options import Observer, RunOptions
 from ix.api.query import QueryResult, Warn, run_query
 from ix.api.results import Results
+from ix.engine.plan import Overrides
+from ix.engine.run import RunResult
 from ix.lab.resolve import find_lab
-
-if TYPE_CHECKING:
-    from ix.api.battery import BatteryResult
-    from ix.engine.run import RunResult
 
 
 def _python_warning(message: str) -> None:
@@ -71,9 +71,6 @@ class Lab:
         `overrides` are those of `ix run`: trials, seed, runtime, concurrency, subjects,
         filters, smoke.
         """
-        from ix.api.experiments import run
-        from ix.engine.plan import Overrides
-
         allowed = [f.name for f in fields(Overrides)]
         unknown = sorted(set(overrides) - set(allowed))
         if unknown:
@@ -92,8 +89,6 @@ class Lab:
 
     def batch(self, battery: str | Path) -> "BatteryResult":
         """Run a battery file (a path, or one relative to the lab), as `ix batch` does."""
-        from ix.api.battery import run_battery
-
         path = Path(battery).expanduser()
         if not path.is_file() and not path.is_absolute() and (self.path / path).is_file():
             path = self.path / path
@@ -105,6 +100,4 @@ class Lab:
 
     def compare(self, run_a: str, run_b: str, *more: str) -> dict[str, Any]:
         """Runs of an experiment side by side, each later one against the first."""
-        from ix.api.experiments import compare_runs
-
         return compare_runs(self.path, [run_a, run_b, *more])

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ix.api.experiments import resolve, validate
 from ix.domain.errors import ConfigError
+from ix.stats.power import (
+    mde_paired,
+    n_for_interval_width,
+    n_paired,
+    paired_variances,
+    sample_size_two_proportions,
+)
 from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:
@@ -58,7 +66,6 @@ def inputs_from_run(experiment_dir: Path) -> PlanningInputs:
     a = _scores(blocks[0])
     if not a:
         raise ConfigError("no case has a valid trial", file=path, field="probe_results")
-    from ix.stats.power import paired_variances
 
     sigma2_a = sum(p * (1 - p) for p, _ in a.values()) / len(a)
     p = sum(p for p, _ in a.values()) / len(a)
@@ -90,8 +97,7 @@ def _scores(block: dict[str, Any]) -> dict[str, tuple[float, int]]:
 
 
 def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> dict[str, Any]:
-    from ix.stats.intervals import beta_interval
-    from ix.stats.power import n_for_interval_width
+    from ix.stats.intervals import beta_interval  # scipy: deferred
 
     _check_rate("--p", p)
     if not 0 < width < 1:
@@ -113,8 +119,6 @@ def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> dict[str, A
 
 def plan_independent(mde: float, p1: float, *, alpha: float = 0.05, power: float = 0.8,
                      method: str = "unpooled") -> dict[str, Any]:
-    from ix.stats.power import sample_size_two_proportions
-
     if not 0 < p1 < 1:
         raise ConfigError(f"the control's rate must lie strictly between 0 and 1 to detect a "
                           f"difference from it, got {p1:g}", field="--p1")
@@ -149,8 +153,6 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
                 omega2: float, trials: int, alpha: float = 0.05,
                 power: float = 0.8,
                 metric: tuple[str, str] = CASE_RATE) -> dict[str, Any]:
-    from ix.stats.power import mde_paired, n_paired
-
     if trials < 1:
         raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
     for name, v, most in (("--sigma2-a", sigma2_a, 0.25), ("--sigma2-b", sigma2_b, 0.25),
@@ -194,7 +196,7 @@ def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
     at 1 − p). The treatment equals the control until `plan_goal` shifts it."""
     import numpy as np
 
-    from ix.eval.goal_sizing import Scenario
+    from ix.eval.goal_sizing import Scenario  # numpy and scipy: deferred
 
     keep = [i for i, e in enumerate(expectations)
             if e in ("must_trigger", "should_not_trigger")]
@@ -215,7 +217,7 @@ def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None
     `counts`: the control's (passed, valid) trials per case of `control` when they come
     from a run: then each simulated run is drawn from a population those counts leave
     plausible (`posterior_worlds`, as the inconclusive goal's suggestion does)."""
-    from ix.eval.goal_sizing import (
+    from ix.eval.goal_sizing import (  # numpy and scipy: deferred
         FINAL_REPLICATES,
         Scenario,
         posterior_worlds,
@@ -302,8 +304,6 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     what the current design can detect. Raises ConfigError naming the flags on any
     impossible combination.
     """
-    from ix.api.experiments import resolve, validate
-
     for name, value in (("--alpha", alpha), ("--power", power), ("--level", level)):
         if not 0 < value < 1:
             raise ConfigError(f"must be between 0 and 1, got {value}", field=name)
@@ -416,7 +416,7 @@ def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | N
         block = blocks.get(goal["compare"][0]) or (summary.get("subjects") or [None])[0]
         probes = [r for r in (block or {}).get("probe_results", [])
                   if r.get("score") is not None and r.get("n")]
-        from ix.eval.goal_sizing import jeffreys_rate
+        from ix.eval.goal_sizing import jeffreys_rate  # numpy and scipy: deferred
 
         k = trials or inputs.trials
         valid = np.array([int(r["n"]) for r in probes])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ix.domain.errors import ConfigError
+from ix.lab.files import shared_mode
 from ix.lab.resolve import find_lab
 from ix.query.index import TrialIndex
 from ix.query.sql_guard import sql_error
@@ -154,7 +155,6 @@ class Table:
                 self._run(con, f"SELECT * FROM ({select}) LIMIT 0")
                 self._execute(con, f"COPY ({select}) TO {literal(tmp)} "
                                    f"({options}, USE_TMP_FILE false)")
-            from ix.lab.files import shared_mode
 
             os.chmod(tmp, shared_mode(dest))  # as every export and report (docs/export.md)
             os.replace(tmp, dest)

@@ -8,9 +8,15 @@ from typing import Any, cast
 
 from ix.domain.errors import ConfigError
 from ix.eval.schemas import SCHEMA_VERSION, Summary, summary_problems
+from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
+from ix.query.case_table import case_prompts, case_rows
+from ix.report.answer import metric_name
+from ix.report.diff import skill_changes, spec_changes
+from ix.store.annotations import read_annotations
 from ix.store.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
+from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
 from ix.store.trials import TRIALS_FILE, read_trials
 
 Warn = Callable[[str], None]
@@ -21,8 +27,6 @@ SUMMARY_FILE = "summary.json"
 def resolve_run(lab: Path, ref: str) -> Path:
     """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
     unique prefix or suffix of one (in any experiment of the lab)."""
-    from ix.store.tags import is_tag_name, read_tags, tag_folder
-
     given = Path(ref)
     if given.is_dir() and (given / SPEC_FILE).is_file():
         return given.resolve()
@@ -100,11 +104,9 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
     is credibly worse than in that run.
     """
-    from ix.query.case_table import case_prompts, case_rows
+    # numpy and scipy come with these: deferred
     from ix.report.leaderboard import check_metric
     from ix.report.run_report import build_report
-    from ix.store.annotations import read_annotations
-    from ix.store.tags import tags_by_run
 
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
@@ -125,6 +127,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
 
 
 def _against(ref: str, base: Summary, summary: Summary) -> dict[str, Any]:
+    # numpy and scipy come with these: deferred
     from ix.report.regression import baseline_section
     from ix.report.runs import compare_runs
 
@@ -144,6 +147,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
     """`ix leaderboard`: per experiment, its subjects ranked (the latest completed run of
     each experiment, or the runs named); and, over several experiments, the subjects ranked
     on their pooled counts."""
+    # numpy and scipy come with these: deferred
     from ix.report.leaderboard import check_metric, counts_of, primary_metric
     from ix.report.leaderboard import leaderboard as rank
 
@@ -193,8 +197,6 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
             notes.append("overall: a subject that did not run every experiment is pooled over "
                          "fewer (and different) cases")
     elif len(boards) > 1:
-        from ix.report.answer import metric_name
-
         names = ", ".join(f"{metric_name(m)} (`{m}`)" for m in sorted(metrics))
         notes.append(f"no overall board: the experiments rank on different metrics ({names}); "
                      "pass --metric to pool them")
@@ -221,8 +223,6 @@ def _latest_completed(experiment: Path) -> Path | None:
 
 def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
     """What changed in configuration from the first run to each later one (`ix compare`)."""
-    from ix.report.diff import skill_changes, spec_changes
-
     specs = [_with_descriptions(read_spec(d)) if (d / SPEC_FILE).is_file() else {}
              for d in run_dirs]
     # descriptions are shown whole under `skills`, not as one more (shortened) change
@@ -250,7 +250,6 @@ def _with_descriptions(spec: Mapping[str, Any]) -> dict[str, Any]:
     import copy
     import hashlib
 
-    from ix.lab.frontmatter import read_frontmatter
 
     out = copy.deepcopy(dict(spec))
     for subject in (out.get("config") or {}).get("subjects") or []:

@@ -14,10 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.api.subjects import list_subjects
+from ix.domain.errors import ConfigError, raise_all
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
+from ix.lab.loader import MissingSkill, check_experiment, missing_skill
 from ix.lab.resolve import find_lab, is_lab
 from ix.lab.yamlio import dump_yaml
+from ix.runtimes import get_kind
 from ix.store.storage_faults import storage_error
 
 #: A name is a folder name: letters, digits, `.`, `_`, `-`; it starts with a letter or digit.
@@ -57,8 +60,6 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
     if skill is not None:
         _check_name(skill, field="--skill", what="skill name")
         if not allow_missing and not _skill_exists(lab_path, skill):
-            from ix.lab.loader import missing_skill
-
             missing = missing_skill(skill, lab_path, "", "--skill")
             raise ConfigError(f"{missing.message}; pass --allow-missing to create the "
                               "experiment anyway and add the skill later", field="--skill")
@@ -124,7 +125,6 @@ def _subjects(names: Sequence[str]) -> list[str]:
 def _runtime(kind: str | None) -> str | None:
     if kind is None or not kind.strip():
         return None
-    from ix.runtimes import get_kind
 
     try:
         get_kind(kind.strip())
@@ -134,8 +134,6 @@ def _runtime(kind: str | None) -> str | None:
 
 
 def _registry_names() -> set[str]:
-    from ix.api.subjects import list_subjects
-
     return {s.name for s in list_subjects()}
 
 
@@ -350,8 +348,5 @@ def _check_loads(path: Path, lab: Path, allow_missing: bool) -> None:
     """The new experiment loads as `ix validate` loads it (planning also needs the runtime's
     tools, e.g. the Claude Code CLI, which are the user's to install); with `allow_missing`
     the skill under test may be missing."""
-    from ix.domain.errors import raise_all
-    from ix.lab.loader import MissingSkill, check_experiment
-
     _, problems = check_experiment(path, lab)
     raise_all([p for p in problems if not (allow_missing and isinstance(p, MissingSkill))])

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ix._version import __version__
+from ix.api.results import query_results
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
 from ix.interchange.export import (
@@ -21,9 +23,10 @@ from ix.interchange.export import (
     write_json,
     write_jsonl,
 )
+from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
-from ix.store.runs import read_spec
+from ix.store.runs import find_run, read_spec
 from ix.store.storage_faults import storage_faults
 from ix.store.trials import TRIALS_FILE, parse_line
 
@@ -59,8 +62,6 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
                force: bool = False, warn: Warn | None = None) -> ExportResult:
     """Write run `run` (an id or unique prefix) as `fmt` to `out` (a folder for inspect)."""
-    from ix.store.runs import find_run
-
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; allowed: "
                           f"{', '.join(EXPORT_FORMATS)}", field="--format")
@@ -96,8 +97,6 @@ def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
 def _write_table(lab: Path, run_id: str, fmt: str, out: Path, warn: Warn | None) -> int:
     """The query layer's flat, typed columns (docs/queries.md), every attempt of the run;
     how many rows were written."""
-    from ix.api.results import query_results
-
     rows = query_results(lab, run=run_id, all_attempts=True, warn=warn)
     with rows.snapshot():
         rows.export(fmt, out)
@@ -109,9 +108,6 @@ def _write_inspect(experiment_dir: Path, lab: Path, run_id: str, experiment: str
                    records: list[dict[str, Any]], out: Path,
                    warn: Warn | None) -> tuple[Path, ...]:
     """One Inspect eval log per subject of the run, in the folder `out`."""
-    from ix._version import __version__
-    from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
-
     cases: dict[str, EvalCase] = {}
     try:
         cases = {c.id: c for c in load_experiment(experiment_dir, lab).experiment.cases}

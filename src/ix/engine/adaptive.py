@@ -58,7 +58,7 @@ class AdaptiveFeed:
     def __init__(self, plan: Plan, make: Callable[[TrialKey], Construct[TrialKey]],
                  continuation: Continuation | None = None,
                  admit: Callable[[TrialKey], bool | None] | None = None):
-        from ix.stats.sequential import majority_vote_probability
+        from ix.stats.sequential import majority_vote_probability  # numpy: deferred
 
         self._vote = majority_vote_probability
         self.plan = plan

@@ -18,6 +18,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.eval.models import EvalCase
 from ix.eval.sensors import build_sensor, target_skill
+from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
@@ -240,8 +241,8 @@ def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target
     if kind != "llm_judge":
         return build_sensor(kind, options, target_skill=target, field=field)
     # the judge's rubric is a file of the experiment, read here (the lab layer) and handed
-    # to the sensor, which lives with the runtimes because it calls one
-    from ix.lab.frontmatter import read_frontmatter
+    # to the sensor, which lives with the runtimes because it calls one (and loads jinja2:
+    # deferred)
     from ix.runtimes.judge import build_judge
 
     agent = options.get("agent")

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
+from ix.engine.pipeline import error_record
+from ix.runtimes import RuntimeContext, build_runtime
 
 if TYPE_CHECKING:
     from ix.engine.plan import Plan, SubjectPlan
@@ -162,8 +164,6 @@ def invoke_on_worker(spec: str, target_skill: str | None, subject: Subject, stim
     clients and connections are reused across the trials the worker runs.
     """
     global _loop
-    from ix.engine.pipeline import error_record
-    from ix.runtimes import RuntimeContext, build_runtime
 
     try:
         runtime = _runtimes.get((spec, target_skill))

@@ -433,7 +433,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                stopped: dict[str, dict[str, str]]) -> Summary:
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
     preload(*STATISTICS).join()  # what `run_plan` started importing: finished, not raced
-    from ix.eval.run_summary import summarise_tallies
+    from ix.eval.run_summary import summarise_tallies  # numpy and scipy: deferred
 
     exp = plan.loaded.experiment
     return summarise_tallies(

@@ -24,6 +24,7 @@ from ix.eval.schemas import TrialLine
 from ix.eval.validation import from_validation_error
 from ix.interchange.inspect_read import log_trials, parse_log
 from ix.lab.names import check_distinct, check_name, file_part
+from ix.lab.schema import GoalSpec
 from ix.lab.yamlio import dump_yaml, read_text
 from ix.store.runs import iso
 
@@ -472,7 +473,6 @@ def importable_goal(goal: Mapping[str, Any] | None, subjects: Sequence[str]
     were imported; else None (a goal about subjects the file lacks cannot be judged)."""
     from pydantic import ValidationError as Invalid
 
-    from ix.lab.schema import GoalSpec
 
     if not goal:
         return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
+from ix.eval.design import SKILL_RUNTIMES
 from ix.eval.models import EvalCase, Experiment
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.frontmatter import read_frontmatter
@@ -199,8 +200,6 @@ def check_skill_names(spec: ExperimentSpec, subjects: Sequence[Subject], lab: Pa
     Runtimes that do not read skills (mock, random, command, http, human) take the name as a
     label. A plugin skill (`plugin:name`) is not looked for.
     """
-    from ix.eval.design import SKILL_RUNTIMES
-
     def kind_of(s: Subject) -> Any:
         return (kinds or {}).get(s.name) or (s.config.get("runtime") or {}).get("kind")
 

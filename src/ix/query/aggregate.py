@@ -159,7 +159,7 @@ def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str
     as clusters (none where nothing counts)."""
     import numpy as np
 
-    from ix.stats.clustered import hierarchical_interval
+    from ix.stats.clustered import hierarchical_interval  # numpy and scipy: deferred
     from ix.stats.intervals import beta_interval
 
     for row in rows:
@@ -187,7 +187,7 @@ def _correlations(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[st
                   level: float, method: Method) -> dict[tuple[Any, ...], Any]:
     import numpy as np
 
-    from ix.stats.describe import correlation
+    from ix.stats.describe import correlation  # scipy: deferred
 
     group = f"GROUP BY {', '.join(keys)}" if keys else ""
     found = {}

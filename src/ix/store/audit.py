@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ix._version import __version__
 from ix.store.appending import append_line
 
 AUDIT_FILE = "audit.jsonl"
@@ -49,8 +50,6 @@ def entry(action: str, **details: Any) -> dict[str, Any]:
 
 
 def _ix_version() -> str:
-    from ix._version import __version__
-
     return __version__
 
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
+from ix._version import __version__
 from ix.domain.errors import ConfigError, RunBusy
 from ix.eval.schemas import RunSpec, SpecVersions
 from ix.lab.files import write_text_atomic
@@ -68,7 +69,6 @@ def environment() -> SpecVersions:
     runtimes use (those installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ix._version import __version__
 
     packages = {}
     for name in _PACKAGES:

@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from ix._version import __version__
 from ix.api.runs import RunInfo
 from ix.report.html import REPORT_CSS, report_body_html
+from ix.report.layout import decimal
 from ix.report.terminal import METRIC_NAMES
 from ix.view.lookup import (
     CASES_PAGE,
@@ -72,7 +73,6 @@ def _num(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "n/a"
-        from ix.report.layout import decimal
 
         return decimal(value, digits, grouping=True)  # one rule with `ix query` (0.750)
     return str(value)

@@ -28,7 +28,7 @@ from ix.runtimes import get_kind
 from ix.runtimes.credentials import credentials
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
-from ix.store.runs import RUNS_DIR, read_spec
+from ix.store.runs import latest_run, read_spec
 from ix.store.trials import LATEST_SUMMARY
 
 
@@ -386,16 +386,13 @@ def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[Experime
 
 
 def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
-    runs = results / RUNS_DIR
-    if not runs.is_dir():
+    folder = latest_run(results)
+    if folder is None:
         return None, None, None
-    ids = sorted(p.name for p in runs.iterdir() if p.is_dir())
-    if not ids:
-        return None, None, None
-    last = ids[-1]
+    last = folder.name
     status: str | None
     try:
-        status = read_spec(runs / last).get("status")
+        status = read_spec(folder).get("status")
     except ConfigError:
         status = "unreadable"
     f1 = None

@@ -15,7 +15,8 @@ from ix.query.case_table import case_prompts, case_rows
 from ix.report.answer import metric_name
 from ix.report.diff import skill_changes, spec_changes
 from ix.store.annotations import read_annotations
-from ix.store.runs import RUNS_DIR, SPEC_FILE, find_run, read_spec
+from ix.store.layout import RESULTS_DIR
+from ix.store.runs import SPEC_FILE, find_run, latest_run, read_spec, run_folders
 from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
 from ix.store.trials import TRIALS_FILE, read_trials
 
@@ -63,13 +64,6 @@ def read_summary(run_dir: Path) -> Summary:
     return cast(Summary, data)
 
 
-def _runs(experiment: Path) -> list[Path]:
-    runs = experiment / "results" / RUNS_DIR
-    if not runs.is_dir():
-        return []
-    return sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
-
-
 def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) -> Path:
     """The latest run (with a summary) of the experiment the working directory is in, or of
     the lab's only experiment."""
@@ -77,15 +71,15 @@ def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) ->
     if len(paths) != 1:
         raise ConfigError(f"lab {lab} has {len(paths)} experiments: name a run or a tag (or "
                           "work inside an experiment's folder)", field="RUN")
-    runs = _runs(paths[0])
-    done = [d for d in runs if (d / SUMMARY_FILE).is_file()]
-    if not done:
+    runs = run_folders(paths[0] / RESULTS_DIR)
+    done = next((d for d in reversed(runs) if (d / SUMMARY_FILE).is_file()), None)
+    if done is None:
         raise ConfigError(f"experiment {paths[0].name} has no finished run yet "
                           "(`ix run` makes one)", field="RUN")
-    if warn is not None and runs[-1] != done[-1]:
-        warn(f"run {runs[-1].name} has no summary yet (still running?); reporting "
-             f"{done[-1].name}")
-    return done[-1]
+    last = runs[-1]
+    if warn is not None and last != done:
+        warn(f"run {last.name} has no summary yet (still running?); reporting {done.name}")
+    return done
 
 
 def run_trials(run_dir: Path, run_id: str,
@@ -213,12 +207,9 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
 
 
 def _latest_completed(experiment: Path) -> Path | None:
-    for run_dir in reversed(_runs(experiment)):
-        if not (run_dir / SUMMARY_FILE).is_file() or not (run_dir / SPEC_FILE).is_file():
-            continue
-        if read_spec(run_dir).get("status") == "completed":
-            return run_dir
-    return None
+    return latest_run(experiment / RESULTS_DIR, lambda d: (d / SUMMARY_FILE).is_file()
+                      and (d / SPEC_FILE).is_file()
+                      and read_spec(d).get("status") == "completed")
 
 
 def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:

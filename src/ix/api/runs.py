@@ -17,7 +17,8 @@ from ix.api.reports import SUMMARY_FILE, resolve_run
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as experiment_dirs
-from ix.store.runs import RUNS_DIR, SPEC_FILE, read_spec
+from ix.store.layout import RESULTS_DIR
+from ix.store.runs import SPEC_FILE, read_spec, run_folders
 from ix.store.trials import TRIALS_FILE
 
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
@@ -68,10 +69,8 @@ def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
     lab_path = find_lab(lab)
     out: dict[Path, list[RunInfo]] = {}
     for experiment in experiment_dirs(lab_path):
-        runs = experiment / "results" / RUNS_DIR
-        folders = sorted((p for p in runs.iterdir() if p.is_dir() and _inside(p, lab_path)),
-                         key=lambda p: p.name, reverse=True) if runs.is_dir() else []
-        out[experiment] = [run_info(p) for p in folders]
+        folders = run_folders(experiment / RESULTS_DIR)
+        out[experiment] = [run_info(p) for p in reversed(folders) if _inside(p, lab_path)]
     return out
 
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start
 
 from ix.domain.errors import ConfigError
 from ix.lab.paths import readable_file
-from ix.store.runs import RUNS_DIR, ambiguous, matching_runs, read_spec
+from ix.store.runs import SPEC_FILE, experiment_run, latest_run, read_spec, run_folders
 from ix.store.trial_lines import (
     LONG_LINE,
     MAX_COUNT,
@@ -585,27 +585,17 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
                       warn: Callable[[str], None] | None = None) -> Continuation:
     """The run to continue: `run_id`, else the experiment's latest run that ix executed
     (an imported run has no plan of its own to continue)."""
-    runs = results / RUNS_DIR
     if run_id is None:
-        ids = sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
-        executed = (i for i in reversed(ids)
-                    if (runs / i / "spec.yaml").is_file()
-                    and not read_spec(runs / i).get("imported_from"))
-        run_id = next(executed, None)
-        if run_id is None:
+        folders = run_folders(results)
+        latest = latest_run(results, lambda p: (p / SPEC_FILE).is_file()
+                            and not read_spec(p).get("imported_from"))
+        if latest is None:
             raise ConfigError("this experiment has no run to continue"
-                              + (" (only imported ones)" if ids else ""), field="--run")
-    elif runs.is_dir():  # a unique prefix or suffix names a run, as everywhere
-        hits = matching_runs((p.name for p in runs.iterdir() if p.is_dir()), run_id)
-        if len(hits) > 1:
-            raise ambiguous(run_id, hits, "--run")
-        run_id = hits[0] if hits else run_id
-    directory = runs / run_id
-    if not (directory / "spec.yaml").is_file():
-        known = ", ".join(sorted(p.name for p in runs.iterdir())[-5:]) if runs.is_dir() else ""
-        raise ConfigError(f"no run {run_id!r} in {results}" + (f" (latest: {known})"
-                                                                if known else ""),
-                          field="--run")
+                              + (" (only imported ones)" if folders else ""), field="--run")
+        directory, run_id = latest, latest.name
+    else:  # a unique prefix or suffix names a run, as everywhere
+        directory = experiment_run(results, run_id, "--run")
+        run_id = directory.name
     spec = read_spec(directory)
     if spec.get("imported_from"):
         raise ConfigError(f"run {run_id} was imported from {spec['imported_from']}; only a run "

@@ -18,7 +18,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.lab.files import write_text_atomic
-from ix.store.trial_lines import trial_line
+from ix.store.trial_lines import standing, trial_line
 from ix.store.trials import parse_line, skipped_line
 
 Warn = Callable[[str], None]
@@ -48,15 +48,10 @@ def run_lines(trials: Path, run_id: str, warn: Warn | None = None) -> list[bytes
 
 
 def latest_attempts(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """One record per (subject, probe_id, trial): the latest attempt (a later line wins a
-    tie), as aggregation counts them; in the order of their first line."""
-    latest: dict[tuple[str, str, int], Mapping[str, Any]] = {}
-    for r in records:
-        key = (str(r.get("subject")), str(r.get("probe_id")), int(r.get("trial") or 0))
-        old = latest.get(key)
-        if old is None or int(r.get("attempt") or 0) >= int(old.get("attempt") or 0):
-            latest[key] = r
-    return list(latest.values())
+    """One record per trial: the attempt that stands (`ix.store.trial_lines.standing`: the
+    latest attempt, a later line on a tie), as aggregation counts them; in the order of their
+    first line. `records` are one run's."""
+    return list(standing(records).values())
 
 
 def check_out(out: Path, *, force: bool, directory: bool = False) -> None:

@@ -17,6 +17,7 @@ from ix.report.answer import answer
 from ix.report.leaderboard import counts_of, leaderboard, primary_metric
 from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
+from ix.store.trial_lines import standing as standing_lines
 
 #: How many example messages the failure analysis keeps per error kind.
 EXAMPLES = 3
@@ -51,36 +52,38 @@ def summary_table(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def _standing_trials(trials: Iterable[dict[str, Any]]) -> tuple[
         dict[tuple[str, str, int], dict[str, Any]], dict[str, Any], dict[str, int]]:
-    """The standing attempt of each trial, the cost of every attempt, and how many errored
-    attempts a retry superseded (per error kind)."""
-    standing: dict[tuple[str, str, int], dict[str, Any]] = {}
+    """The standing attempt of each trial (`ix.store.trial_lines.standing`), the cost of every
+    attempt, and how many errored attempts a retry superseded (per error kind). `trials` are
+    one run's lines."""
     superseded_errors: dict[str, int] = {}
     cost: dict[str, Any] = {"by_subject": {}, "by_case": {}, "total": _usage()}
-    for t in trials:
-        key = (str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0))
+
+    def kept(t: dict[str, Any]) -> dict[str, Any]:
+        """What the report needs of a line, not its observation (contents can be large)."""
         obs = t.get("observation") or {}
-        for bucket in (cost["total"],
-                       cost["by_subject"].setdefault(key[0], _usage()),
-                       cost["by_case"].setdefault(key[1], _usage())):
+        subject, probe_id = str(t.get("subject")), str(t.get("probe_id"))
+        for bucket in (cost["total"], cost["by_subject"].setdefault(subject, _usage()),
+                       cost["by_case"].setdefault(probe_id, _usage())):
             bucket["attempts"] += 1
             bucket["tokens_input"] += int(obs.get("tokens_input") or 0)
             bucket["tokens_output"] += int(obs.get("tokens_output") or 0)
             bucket["cost_usd"] += float(obs.get("cost_usd") or 0.0)
-        old = standing.get(key)
-        if old is not None and int(old.get("attempt") or 0) > int(t.get("attempt") or 0):
-            if t.get("error"):
-                kind = str(t["error"].get("kind"))
-                superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
-            continue
-        if old is not None and old.get("error"):
-            kind = str(old["error"].get("kind"))
-            superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
-        # keep what the report needs, not the observation (contents can be large)
-        standing[key] = {k: t.get(k) for k in ("attempt", "expectation", "error", "reading")}
-        standing[key]["invoked"] = invoked_skills(obs)
+        line = {k: t.get(k) for k in ("run_id", "subject", "probe_id", "trial", "attempt",
+                                      "expectation", "error", "reading")}
+        line["invoked"] = invoked_skills(obs)
         if _wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
                 and not t.get("error"):  # a wrong answer: keep its start, as an example
-            standing[key]["answer"] = str(obs.get("content") or "")[:_MESSAGE_CHARS]
+            line["answer"] = str(obs.get("content") or "")[:_MESSAGE_CHARS]
+        return line
+
+    def count(line: dict[str, Any]) -> None:
+        if line.get("error"):
+            kind = str(line["error"].get("kind"))
+            superseded_errors[kind] = superseded_errors.get(kind, 0) + 1
+
+    standing = {key[1:]: {k: v for k, v in line.items()
+                          if k not in ("run_id", "subject", "probe_id", "trial")}
+                for key, line in standing_lines((kept(t) for t in trials), count).items()}
     for bucket in (cost["total"], *cost["by_subject"].values(), *cost["by_case"].values()):
         bucket["cost_usd"] = num(bucket["cost_usd"])
     return standing, cost, superseded_errors

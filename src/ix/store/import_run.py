@@ -37,7 +37,7 @@ from ix.eval.schemas import RunSpec
 from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
 from ix.store.layout import LATEST_SUMMARY, RESULTS_DIR, ExperimentDir, RunDir
-from ix.store.runs import check_results, read_spec, write_spec
+from ix.store.runs import check_results, read_spec, run_folders, write_spec
 from ix.store.trials import TrialWriter, save_summary, stamp
 
 try:
@@ -182,7 +182,7 @@ def find_import(results: Path, sha256: str) -> str | None:
     runs = ExperimentDir(results).runs
     if not runs.is_dir() or runs.is_symlink():
         return None
-    for folder in sorted(runs.iterdir()):
+    for folder in run_folders(results):
         spec_file = RunDir(folder).spec
         if folder.is_symlink() or not spec_file.is_file() or spec_file.is_symlink():
             continue

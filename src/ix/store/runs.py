@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import cast
 
 from ix._version import __version__
-from ix.domain.errors import ConfigError, RunBusy
+from ix.domain.errors import ConfigError, NotFound, RunBusy
 from ix.eval.schemas import RunSpec, SpecVersions
 from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
@@ -202,6 +202,26 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class RunNotFound(ConfigError, NotFound):
+    """No run answers to a reference: a `ConfigError` as ever (exit 2, the same line), and a
+    `NotFound` for the callers that answer "not found" (the viewer's 404)."""
+
+
+def run_folders(results_dir: Path) -> list[Path]:
+    """The run folders of an experiment's `results/`, oldest first: a run id sorts by its start
+    (to the millisecond), so "the latest run" is the last one. None when there is no `runs/`."""
+    runs = results_dir / RUNS_DIR
+    if not runs.is_dir():
+        return []
+    return sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
+
+
+def latest_run(results_dir: Path, keep: Callable[[Path], bool] | None = None) -> Path | None:
+    """The experiment's last started run folder (that `keep` accepts), or None."""
+    return next((p for p in reversed(run_folders(results_dir)) if keep is None or keep(p)),
+                None)
+
+
 def matching_runs(ids: Iterable[str], ref: str) -> list[str]:
     """The run ids that `ref` names: the id itself if it is one, else every id that `ref`
     begins or ends (`20261126T08`, `b260b6`): any unique prefix or suffix names a run."""
@@ -217,6 +237,25 @@ def ambiguous(ref: str, hits: list[str], field: str = "RUN") -> ConfigError:
                        "the id (any unique prefix or suffix names a run)", field=field)
 
 
+def experiment_run(results_dir: Path, ref: str, field: str = "--run") -> Path:
+    """The run folder (with a `spec.yaml`) that `ref` — a run id, or a unique prefix or
+    suffix of one — names in one experiment's `results/`; `RunNotFound` naming the latest
+    five when none does, the candidates when several do."""
+    runs = results_dir / RUNS_DIR
+    run_id = ref
+    if runs.is_dir():
+        hits = matching_runs((p.name for p in run_folders(results_dir)), ref)
+        if len(hits) > 1:
+            raise ambiguous(ref, hits, field)
+        run_id = hits[0] if hits else ref
+    directory = runs / run_id
+    if not (directory / SPEC_FILE).is_file():
+        known = ", ".join(sorted(p.name for p in runs.iterdir())[-5:]) if runs.is_dir() else ""
+        raise RunNotFound(f"no run {run_id!r} in {results_dir}"
+                          + (f" (latest: {known})" if known else ""), field=field)
+    return directory
+
+
 def find_run(lab: Path, run_id: str) -> Path:
     """The run folder of `run_id` (or a unique prefix or suffix of it) in any experiment of
     the lab; an ambiguous one is a `ConfigError` listing the candidates."""
@@ -229,7 +268,7 @@ def find_run(lab: Path, run_id: str) -> Path:
             folders.setdefault(p.name, []).append(p)
     hits = matching_runs(folders, run_id)
     if not hits:
-        raise ConfigError(f"no run {run_id!r} in lab {lab}", field="RUN")
+        raise RunNotFound(f"no run {run_id!r} in lab {lab}", field="RUN")
     if len(hits) > 1:
         raise ambiguous(run_id, hits)
     return folders[hits[0]][0]

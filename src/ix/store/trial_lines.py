@@ -20,7 +20,8 @@ tests/lab/test_index_hardening.py holds the two to the same answer on every shap
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -250,6 +251,47 @@ def invoked_skills(observation: Any) -> list[str]:
             if isinstance(skill, str) and skill not in found:
                 found.append(skill)
     return found
+
+
+#: The trial a line is an attempt of: (run_id, subject, probe_id, trial).
+TrialKey = tuple[str, str, str, int]
+_Line = TypeVar("_Line", bound=Mapping[str, Any])
+
+
+def trial_key(record: Mapping[str, Any]) -> TrialKey:
+    """(run_id, subject, probe_id, trial) of a trial line: the attempts of one trial share it."""
+    return (str(record.get("run_id")), str(record.get("subject")),
+            str(record.get("probe_id")), int(record.get("trial") or 0))
+
+
+def supersedes(line: Mapping[str, Any], standing_line: Mapping[str, Any]) -> bool:
+    """Whether `line`, read after `standing_line` (an attempt of the same trial), stands in its
+    place: its attempt is no lower (DESIGN.md §3: the latest attempt stands; of two lines of
+    one attempt, the later)."""
+    return int(line.get("attempt") or 0) >= int(standing_line.get("attempt") or 0)
+
+
+def standing(lines: Iterable[_Line],
+             superseded: Callable[[_Line], None] | None = None) -> dict[TrialKey, _Line]:
+    """The line that stands of each trial (`trial_key`) of `lines`, in the log's order:
+    "latest attempt wins", the rule aggregation counts by. Keys in the order of each trial's
+    first line; `superseded` hears every line that a line of the same trial put out of standing
+    (or that came after and stood no chance). The query index's SQL (`ix.query.index_parts.
+    write_superseded`) and the resume reader (`ix.engine.resume`) choose the same lines:
+    tests/store/test_standing.py holds them to it."""
+    out: dict[TrialKey, _Line] = {}
+    for line in lines:
+        key = trial_key(line)
+        old = out.get(key)
+        if old is not None:
+            if not supersedes(line, old):
+                if superseded is not None:
+                    superseded(line)
+                continue
+            if superseded is not None:
+                superseded(old)
+        out[key] = line
+    return out
 
 
 def parsed_select(source: str, name: str, seq: int) -> str:

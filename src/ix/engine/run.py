@@ -706,9 +706,7 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
            record: dict[str, Any]) -> float:
     """Count one trial into its subject's tally from what the pipeline made of it (the
     runtime's outcome, the sensors' readings), not from the line built out of them; the cost
-    it spent. `internal`: a component failed (an errored trial without an observation). An
-    observation that is no `EvalObservation` (a runtime may return anything) is read from
-    the line, as before."""
+    it spent. `internal`: a component failed (an errored trial without an observation)."""
     key = construct.subject
     tally = tallies[key.subject.subject.name]
     outcome: TrialOutcome | None = (construct.data(OBSERVATION)
@@ -719,37 +717,25 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
     first = readings[0] if readings and not isinstance(readings, SensorFailure) else None
     tally.add(key.case.id, None if errored else first is not None and first.passed, key.trial)
     observation = outcome.observation if outcome is not None else None
-    if not isinstance(observation, EvalObservation):
-        return _count_line(tally, record, errored)
-    if not errored:  # which skill took the prompt (the summary's routing)
-        tally.route(key.case.id, next(
+    if isinstance(observation, EvalObservation):
+        taken = None if errored else next(
             (skill for call in observation.tool_calls if call.name == "Skill"
-             and isinstance(skill := call.input.get("skill"), str)), None))
-    meta = observation.meta
-    if meta:
-        for field in ("model", "cli_version", "claude_code_version"):
-            if isinstance(meta.get(field), str):
-                tally.versions.add(f"{field}={meta[field]}")
-    tally.spend(observation.tokens_input, observation.tokens_output, observation.cost_usd)
-    return observation.cost_usd
-
-
-def _count_line(tally: Tally, record: dict[str, Any], errored: bool) -> float:
-    """The route, versions and spending of a trial whose observation is not typed (or none)."""
-    observation = record["observation"]
-    if not errored:
-        invoked = invoked_skills(observation)
-        tally.route(record["probe_id"], invoked[0] if invoked else None)
-    if not observation:
-        return 0.0
-    meta = observation.get("meta")
-    if meta:
-        for field in ("model", "cli_version", "claude_code_version"):
-            if isinstance(meta.get(field), str):
-                tally.versions.add(f"{field}={meta[field]}")
-    cost = observation.get("cost_usd", 0.0)
-    tally.spend(observation.get("tokens_input", 0), observation.get("tokens_output", 0), cost)
-    return float(cost)
+             and isinstance(skill := call.input.get("skill"), str)), None)
+        meta = observation.meta
+        usage = (observation.tokens_input, observation.tokens_output, observation.cost_usd)
+    else:  # a runtime may return anything: read it from the line
+        line = record["observation"] or {}
+        taken = None if errored else next(iter(invoked_skills(line)), None)
+        meta = line.get("meta")
+        usage = (line.get("tokens_input", 0), line.get("tokens_output", 0),
+                 float(line.get("cost_usd", 0.0)))
+    if not errored:  # which skill took the prompt (the summary's routing)
+        tally.route(key.case.id, taken)
+    for field in ("model", "cli_version", "claude_code_version"):
+        if meta and isinstance(meta.get(field), str):
+            tally.versions.add(f"{field}={meta[field]}")
+    tally.spend(*usage)
+    return usage[2]
 
 
 def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,

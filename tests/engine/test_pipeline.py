@@ -72,18 +72,30 @@ def test_a_cancel_that_is_not_the_deadline_goes_through() -> None:
         asyncio.run(main())
 
 
-def test_no_timer_is_left_once_nothing_is_in_flight_and_the_queue_stays_small() -> None:
-    async def main() -> tuple[int, int, bool]:
+def test_one_timer_serves_many_trials_and_the_queue_stays_small() -> None:
+    async def main() -> tuple[int, int, int]:
         loop = asyncio.get_running_loop()
+        set_timers = 0
+        call_at = loop.call_at
+
+        def counted(*args: Any) -> Any:
+            nonlocal set_timers
+            set_timers += 1
+            return call_at(*args)
+
+        loop.call_at = counted  # type: ignore[method-assign]
         deadlines = Deadlines(loop, 60)
         slow = deadlines.start(None)  # a trial that never answers, at the head
         longest = 0
-        for _ in range(5000):
+        for _ in range(5000):  # trials that never wait: each done before the next starts
             entry = deadlines.start(None)
             deadlines.done(entry)
             longest = max(longest, len(deadlines._queue))
         deadlines.done(slow)
-        return longest, len(deadlines._queue), deadlines._timer is None
+        for _ in range(5000):
+            deadlines.done(deadlines.start(None))
+        return longest, len(deadlines._queue), set_timers
 
-    longest, left, no_timer = asyncio.run(main())
-    assert longest <= 70 and left == 0 and no_timer
+    longest, left, set_timers = asyncio.run(main())
+    assert longest <= 70 and left == 0
+    assert set_timers == 1  # not one a trial

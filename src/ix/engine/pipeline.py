@@ -68,8 +68,8 @@ class Deadlines:
     """The trials in flight, oldest first, and one timer, set for the oldest's deadline: each
     trial is cancelled at its deadline as by a timer of its own, without a timer handle made,
     pushed on the loop's heap and cancelled per trial (nor the heap rebuilds that many
-    cancelled handles cause). Every trial gets the same `timeout_s`, so deadlines come in the
-    order trials start and the queue stays sorted."""
+    cancelled handles cause): at most one timer set per `timeout_s`. Every trial gets the same
+    `timeout_s`, so deadlines come in the order trials start and the queue stays sorted."""
 
     __slots__ = ("_live", "_queue", "_timeout_s", "_timer", "loop")
 
@@ -100,11 +100,9 @@ class Deadlines:
         queue = self._queue
         while queue and queue[0][_TASK] is _FINISHED:
             queue.popleft()
-        if not queue:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        elif len(queue) > 2 * self._live + 64:  # one slow trial at the head: keep it small
+        # the timer stays set, even with nothing in flight (a trial that never waits: the
+        # mock's): when it comes, it sets itself for the trial then oldest, if any
+        if len(queue) > 2 * self._live + 64:  # one slow trial at the head: keep it small
             self._queue = deque(e for e in queue if e[_TASK] is not _FINISHED)
 
     def _expire(self) -> None:
@@ -190,6 +188,9 @@ class SensorFailure:
     error: ErrorRecord
 
 
+_READINGS = frozenset({list, tuple})  # what a sensor that does not wait returns
+
+
 class SensorComponent:
     """Reads the observation with every sensor of the subject; no readings for an errored trial."""
 
@@ -211,6 +212,9 @@ class SensorComponent:
         for sensor in key.subject.sensors:
             try:
                 got = sensor.sense(interaction)
+                if type(got) in _READINGS:  # the common case, without asking `inspect`
+                    readings.extend(got)  # type: ignore[arg-type]
+                    continue
                 if inspect.isawaitable(got):  # a sensor that asks a model (llm_judge)
                     got = await got
                 readings.extend(got)

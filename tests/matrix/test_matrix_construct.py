@@ -1,5 +1,7 @@
+import copy
 import os
-from datetime import UTC
+import pickle
+from datetime import UTC, datetime
 
 import pytest
 
@@ -78,3 +80,28 @@ def test_a_forked_process_does_not_repeat_the_parents_artifact_ids() -> None:
     child_id = os.read(read, 100).decode()
     os.close(read)
     assert child_id and child_id != parent_id
+
+
+def test_an_artifacts_stamps_are_taken_when_it_is_made_and_kept() -> None:
+    before = datetime.now(UTC)
+    artifact = Artifact("k", "p", [1])
+    after = datetime.now(UTC)
+    first_id, first_at = artifact.id, artifact.created_at
+    assert before <= first_at <= after
+    assert (artifact.id, artifact.created_at) == (first_id, first_at)  # read twice: the same
+    given = Artifact("k", "p", 1, "my-id", before)
+    assert (given.id, given.created_at) == ("my-id", before)
+
+
+def test_an_artifact_compares_hashes_copies_and_pickles_by_its_five_fields() -> None:
+    artifact = Artifact("k", "p", (1, "x"))
+    same = Artifact("k", "p", (1, "x"), artifact.id, artifact.created_at)
+    assert artifact == same and hash(artifact) == hash(same)
+    assert artifact != Artifact("k", "p", (1, "x"))  # another id
+    for twin in (copy.copy(artifact), copy.deepcopy(artifact),
+                 pickle.loads(pickle.dumps(artifact))):
+        assert twin == artifact
+    assert repr(artifact) == (f"Artifact(kind='k', producer='p', data=(1, 'x'), "
+                              f"id={artifact.id!r}, created_at={artifact.created_at!r})")
+    with pytest.raises(AttributeError):
+        del artifact.kind

@@ -1,6 +1,5 @@
 """Where the command writes: results to stdout, progress and problems to stderr."""
 
-import json
 import os
 import sys
 from typing import Any
@@ -9,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ix.domain.redaction import Redactor, environment_secrets
+from ix.lab.files import indented
 from ix.report.layout import fit
 
 
@@ -32,7 +32,7 @@ err = Console(stderr=True, highlight=False)
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(indented(data, default=str, allow_nan=True) + "\n")
     sys.stdout.flush()
 
 

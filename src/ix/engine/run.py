@@ -709,18 +709,21 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
     it spent. `internal`: a component failed (an errored trial without an observation)."""
     key = construct.subject
     tally = tallies[key.subject.subject.name]
-    outcome: TrialOutcome | None = (construct.data(OBSERVATION)
-                                    if not internal and construct.has(OBSERVATION) else None)
-    readings: tuple[Reading, ...] | SensorFailure = (
-        construct.data(READING) if outcome is not None and construct.has(READING) else ())
+    outcome: TrialOutcome | None = None
+    readings: tuple[Reading, ...] | SensorFailure = ()
+    if not internal:  # every component ran: the observation and the readings are there
+        outcome, readings = construct.data(OBSERVATION), construct.data(READING)
     errored = outcome is None or outcome.error is not None or isinstance(readings, SensorFailure)
     first = readings[0] if readings and not isinstance(readings, SensorFailure) else None
     tally.add(key.case.id, None if errored else first is not None and first.passed, key.trial)
     observation = outcome.observation if outcome is not None else None
     if isinstance(observation, EvalObservation):
-        taken = None if errored else next(
-            (skill for call in observation.tool_calls if call.name == "Skill"
-             and isinstance(skill := call.input.get("skill"), str)), None)
+        taken = None
+        if not errored:
+            for call in observation.tool_calls:
+                if call.name == "Skill" and isinstance(skill := call.input.get("skill"), str):
+                    taken = skill
+                    break
         meta = observation.meta
         usage = (observation.tokens_input, observation.tokens_output, observation.cost_usd)
     else:  # a runtime may return anything: read it from the line
@@ -731,9 +734,10 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
                  float(line.get("cost_usd", 0.0)))
     if not errored:  # which skill took the prompt (the summary's routing)
         tally.route(key.case.id, taken)
-    for field in ("model", "cli_version", "claude_code_version"):
-        if meta and isinstance(meta.get(field), str):
-            tally.versions.add(f"{field}={meta[field]}")
+    if meta:
+        for field in ("model", "cli_version", "claude_code_version"):
+            if isinstance(meta.get(field), str):
+                tally.versions.add(f"{field}={meta[field]}")
     tally.spend(*usage)
     return usage[2]
 

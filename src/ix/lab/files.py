@@ -11,13 +11,97 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
+from json.encoder import encode_basestring
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
 
 def dumps(data: Any) -> str:
     """JSON as ix writes it to files: indented, UTF-8, and never NaN (which JSON lacks)."""
-    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    return indented(data) + "\n"
+
+
+def indented(data: Any, *, default: Callable[[Any], Any] | None = None,
+             allow_nan: bool = False) -> str:
+    """`json.dumps(data, ensure_ascii=False, indent=2, allow_nan=..., default=...)`,
+    byte for byte, at a few times its speed (the stdlib indents in pure Python, a generator
+    per level: 0.1-0.2 s for a 1,000-case summary). Plain JSON types only (exact `dict` with
+    `str` keys, `list`, `tuple`, `str`, `int`, `float`, `bool`, None); anything else (a
+    subclass, a non-str key, a NaN, a cycle, an object for `default`) is left to the stdlib,
+    which then says or does exactly what it always did."""
+    parts: list[str] = []
+    try:
+        _indent(data, parts.append, "\n")
+    except (_Unplain, RecursionError):
+        return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=allow_nan,
+                          default=default)
+    return "".join(parts)
+
+
+class _Unplain(Exception):
+    """A value the fast path does not spell: the stdlib encodes the whole document."""
+
+
+def _scalar(o: Any) -> str:
+    """A leaf's JSON; `_Unplain` for a container or anything the fast path does not spell."""
+    t = type(o)
+    if t is str:
+        return encode_basestring(o)
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if t is int:
+        return int.__repr__(o)
+    if t is float and isfinite(o):
+        return float.__repr__(o)
+    raise _Unplain
+
+
+_CONTAINERS = frozenset({dict, list, tuple})
+
+
+def _indent(o: Any, put: Callable[[str], object], newline: str) -> None:
+    """Append `o`'s JSON at the indentation `newline` ("\\n" and two spaces per level)."""
+    t = type(o)
+    if t is dict:
+        if not o:
+            put("{}")
+            return
+        inner = newline + "  "
+        sep = "{" + inner
+        for k, v in o.items():
+            if type(k) is not str:
+                raise _Unplain
+            if type(v) is str:  # the common leaves inline: a call per value is the cost
+                put(sep + encode_basestring(k) + ": " + encode_basestring(v))
+            elif type(v) in _CONTAINERS:
+                put(sep + encode_basestring(k) + ": ")
+                _indent(v, put, inner)
+            else:
+                put(sep + encode_basestring(k) + ": " + _scalar(v))
+            sep = "," + inner
+        put(newline + "}")
+    elif t is list or t is tuple:
+        if not o:
+            put("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for v in o:
+            if type(v) in _CONTAINERS:
+                put(sep)
+                _indent(v, put, inner)
+            else:
+                put(sep + _scalar(v))
+            sep = "," + inner
+        put(newline + "]")
+    else:
+        put(_scalar(o))
 
 
 def write_json_atomic(path: Path, data: Any, *, shared: bool = False) -> None:
@@ -104,4 +188,4 @@ def located(exc: OSError, path: Path) -> OSError:
     return type(exc)(exc.errno, exc.strerror, str(path))
 
 
-__all__ = ["dumps", "located", "shared_mode", "write_json_atomic", "write_text_atomic"]
+__all__ = ["dumps", "indented", "located", "shared_mode", "write_json_atomic", "write_text_atomic"]

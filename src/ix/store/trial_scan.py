@@ -97,7 +97,54 @@ def read_state(trials: Path, run_id: str, warn: Callable[[str], None] | None = N
 _HEAD_W = 256  # bytes from a line's start: run id, experiment, subject, case, trial, attempt
 _TAIL_W = 320  # bytes before a line's end: usage, reading, error (and a trace's path)
 _WIDE_W = 2048  # the same, for lines that did not fit (several readings, longer observations)
-_ZERO = b'"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0'
+
+
+class _Style:
+    """The bytes around a trial line's keys in one spacing: the stdlib encoder's `", "` and
+    `": "` (the logs of ix before 0.?), or the compact `","` and `":"` of today's encoder.
+    A log may hold both (an old run continued by a newer ix); each line is read by its own."""
+
+    def __init__(self, run_id: str, comma: bytes, colon: bytes):
+        c, k = comma, colon
+        self.comma, self.colon = c, k
+        self.marker = b'"run_id"' + k + json.dumps(run_id, ensure_ascii=False).encode()
+        self.prefix = b"{" + self.marker + c + b'"experiment"' + k + b'"'
+        self.any_run = b'{"run_id"' + k + b'"'
+        self.head: bytes | None = None  # the prefix up to the subject, learned from a line
+        self.subject = b'"' + c + b'"subject"' + k + b'"'
+        self.probe = b'"' + c + b'"probe_id"' + k + b'"'
+        self.trial = b'"' + c + b'"trial"' + k
+        self.seed = c + b'"seed"' + k
+        self.attempt = c + b'"attempt"' + k
+        self.key = c + b'"'
+        self.error = c + b'"error"' + k
+        self.no_error = self.error + b"null}"
+        self.kind = b'{"kind"' + k + b'"'
+        self.trace = b"null" + c + b'"trace"' + k + b'"'
+        self.readings = b"null" + c + b'"readings"' + k + b"[{"
+        self.reading = c + b'"reading"' + k
+        self.sensor = b'{"sensor_name"' + k + b'"'
+        self.passed = b'"' + c + b'"passed"' + k
+        self.zero = (b'"tokens_input"' + k + b"0" + c + b'"tokens_output"' + k + b"0" + c
+                     + b'"cost_usd"' + k + b"0.0}")
+        self.no_observation = b'"observation"' + k + b"null"
+        self.tokens = b'"tokens_input"' + k
+        self.duration = b'"duration_ms"' + k
+
+
+def styles(run_id: str) -> tuple[_Style, _Style]:
+    """The run's line in the stdlib's spacing and in the compact one."""
+    return _Style(run_id, b", ", b": "), _Style(run_id, b",", b":")
+
+
+def run_markers(run_id: str) -> tuple[bytes, ...]:
+    """The bytes of `"run_id": "<run_id>"` as either spacing writes them: a line of the run
+    holds one (a reader that decodes only the run's lines looks for them first)."""
+    return tuple(style.marker for style in styles(run_id))
+
+
+#: `"error": {` in either spacing: a line holding neither recorded no error.
+ERROR_OBJECTS = (b'"error": {', b'"error":{')
 
 
 def _numpy() -> tuple[Any, Any, Any]:
@@ -114,9 +161,7 @@ class _Scan:
     def __init__(self, run_id: str, path: Path, warn: Callable[[str], None] | None,
                  per_case: int | None = None):
         self.run_id, self.path, self.warn, self.per_case = run_id, path, warn, per_case
-        self.marker = b'"run_id": ' + json.dumps(run_id, ensure_ascii=False).encode()
-        self.prefix = b"{" + self.marker + b', "experiment": "'
-        self.head: bytes | None = None  # the prefix up to the subject, learned from a line
+        self.styles = styles(run_id)
         self.ids: dict[tuple[str, str], int] = {}     # (subject, case) -> pair id
         self.names: list[tuple[str, str]] = []
         # per line of the run, in the log's order: pair id << 31 | trial, attempt, outcome
@@ -163,69 +208,39 @@ class _Scan:
         lens = ends - starts
         heads = sliding_window_view(buf, _HEAD_W)[starts]
         hs = heads.view(f"S{_HEAD_W}").ravel()
-        ours = strings.startswith(hs, self.prefix)
-        if self.head is None and ours.any():  # the run's experiment, as its first line has it
-            i = int(np.argmax(ours))
-            line = buf[starts[i]:ends[i]].tobytes()
-            at = line.find(b'", "subject": "', len(self.prefix))
-            if at > 0 and b"\\" not in line[:at]:
-                self.head = line[:at + 15]
-        mine = strings.startswith(hs, self.head) if self.head else np.zeros_like(ours)
+        alone: list[int] = []
+        labelled = np.zeros(len(hs), bool)  # starts with this run's id, in either spacing
+        ix_like = np.zeros(len(hs), bool)   # starts with a run id, as ix writes lines
+        mine = []
+        for style in self.styles:
+            ours = strings.startswith(hs, style.prefix)
+            if style.head is None and ours.any():  # the run's experiment, as its first line has it
+                i = int(np.argmax(ours))
+                line = buf[starts[i]:ends[i]].tobytes()
+                at = line.find(style.subject, len(style.prefix))
+                if at > 0 and b"\\" not in line[:at]:
+                    style.head = line[:at + len(style.subject)]
+            mine.append(strings.startswith(hs, style.head) if style.head
+                        else np.zeros_like(ours))
+            marked = strings.startswith(hs, b"{" + style.marker)
+            alone.extend(np.flatnonzero(marked & ~mine[-1]).tolist())
+            labelled |= marked
+            ix_like |= strings.startswith(hs, style.any_run)
         # another run's line starts with its own run id; any other line may still be ours
-        labelled = strings.startswith(hs, b"{" + self.marker)
-        odd = np.flatnonzero(~labelled & ~strings.startswith(hs, b'{"run_id": "'))
-        alone = [int(i) for i in odd
-                 if self.marker in buf[starts[i]:ends[i] + 1].tobytes()]
-        alone.extend(np.flatnonzero(labelled & ~mine).tolist())
-        rows = np.flatnonzero(mine)
-        if len(rows) < len(mine):
-            heads, hs = heads[rows], hs[rows]
-        s0 = len(self.head or b"")
-        fields = _parse(heads, hs, sliding_window_view(buf, _TAIL_W)[ends[rows] - _TAIL_W],
-                        lens[rows], s0)
-        wide = np.flatnonzero(~fields[0] & (lens[rows] > _TAIL_W))
-        if len(wide):  # lines longer than the tail window, which did not read in it
-            again = _parse(heads[wide], hs[wide],
-                           sliding_window_view(buf, _WIDE_W)[ends[rows[wide]] - _WIDE_W],
-                           lens[rows[wide]], s0)
-            for field, value in zip(fields, again, strict=True):
-                field[wide] = value
-        ok, trial, attempt, code, spent, p1 = fields
-        if (lens[rows] >= LONG_LINE).any():  # nested deep, a number of 5,000 digits: decoded
-            base = int(starts[0])           # in full, alone (few lines, if any)
-            ok &= ~suspects(buf[base:int(ends[-1])], starts[rows] - base, ends[rows] - base)
-        alone.extend(rows[~ok].tolist())
-        fast = rows[ok]
+        odd = np.flatnonzero(~labelled & ~ix_like)
+        alone.extend(int(i) for i in odd if self._marked(buf[starts[i]:ends[i] + 1].tobytes()))
         spending: list[tuple[int, int, int, float]] = []  # (line index, tokens in, out, cost)
-        kept = tuple(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64))
-        if len(fast):
-            trial, attempt, code, spent, p1 = trial[ok], attempt[ok], code[ok], spent[ok], p1[ok]
-            width = max(1, int((p1 - s0).max()))
-            keys = np.where(np.arange(width) < (p1 - s0)[:, None],
-                            heads[ok, s0:s0 + width], 0)
-            pairs, named = self._pairs(np.ascontiguousarray(keys, np.uint8)
-                                       .view(f"S{width}").ravel())
-            for j in np.flatnonzero(spent < 0).tolist():  # usage other than nothing: read it
-                i = int(fast[j])
-                read = _usage(buf[int(ends[i]) + int(spent[j]):ends[i] + 1].tobytes())
-                if read is None:
-                    named[j] = False
-                else:
-                    spending.append((i, *read))
-            if not named.all():
-                alone.extend(fast[~named].tolist())
-                fast, pairs, trial, attempt, code = (
-                    fast[named], pairs[named], trial[named], attempt[named], code[named])
-            kept = (pairs.astype(np.int64) << 31 | trial,
-                    np.minimum(attempt, 255).astype(np.uint8), code.astype(np.uint8),
-                    number + 1 + fast)
-            self.lines += len(fast)
-            subject_of = {int(i): self.names[p][0] for i, p in zip(fast.tolist(),
-                                                                     pairs.tolist(),
-                                                                     strict=True)
-                          } if spending else {}
-            for p in np.unique(pairs).tolist():
-                self.usage.setdefault(self.names[p][0], [0, 0, 0.0])
+        subject_of: dict[int, str] = {}
+        kept = [tuple(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64))]
+        for style, rows in zip(self.styles, mine, strict=True):
+            rows = np.flatnonzero(rows)
+            if len(rows):
+                kept.append(self._rows(style, buf, starts, ends, lens, heads[rows], hs[rows],
+                                       rows, number, alone, spending, subject_of))
+        if len(kept) > 2:  # lines of both spacings: in the log's order
+            merged = [np.concatenate(k) for k in zip(*kept, strict=True)]
+            order = np.argsort(merged[3], kind="stable")
+            kept = [tuple(m[order] for m in merged)]
         # lines read one by one, and what the others spent, in log order: costs add up in the
         # same order, to the same float, as when every line was read one by one
         events = sorted([(i, None) for i in set(alone)]
@@ -238,7 +253,62 @@ class _Scan:
             usage[0] += spend[0]
             usage[1] += spend[1]
             usage[2] += spend[2]
-        self._keep(*kept)
+        self._keep(*kept[-1])
+
+    def _rows(self, style: _Style, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+              lens: np.ndarray, heads: np.ndarray, hs: np.ndarray, rows: np.ndarray,
+              number: int, alone: list[int], spending: list[tuple[int, int, int, float]],
+              subject_of: dict[int, str]) -> tuple[np.ndarray, ...]:
+        """The lines `rows` of a block, which begin as this run's do in `style`: what each
+        keeps (see `_keep`). Those that do not read join `alone`; what lines spent other than
+        nothing joins `spending` (and their subjects `subject_of`)."""
+        np, _, sliding_window_view = _numpy()
+        s0 = len(style.head or b"")
+        fields = _parse(heads, hs, sliding_window_view(buf, _TAIL_W)[ends[rows] - _TAIL_W],
+                        lens[rows], s0, style)
+        wide = np.flatnonzero(~fields[0] & (lens[rows] > _TAIL_W))
+        if len(wide):  # lines longer than the tail window, which did not read in it
+            again = _parse(heads[wide], hs[wide],
+                           sliding_window_view(buf, _WIDE_W)[ends[rows[wide]] - _WIDE_W],
+                           lens[rows[wide]], s0, style)
+            for field, value in zip(fields, again, strict=True):
+                field[wide] = value
+        ok, trial, attempt, code, spent, p1 = fields
+        if (lens[rows] >= LONG_LINE).any():  # nested deep, a number of 5,000 digits: decoded
+            base = int(starts[0])           # in full, alone (few lines, if any)
+            ok &= ~suspects(buf[base:int(ends[-1])], starts[rows] - base, ends[rows] - base)
+        alone.extend(rows[~ok].tolist())
+        fast = rows[ok]
+        if not len(fast):
+            return tuple(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64))
+        spent_before = len(spending)
+        trial, attempt, code, spent, p1 = trial[ok], attempt[ok], code[ok], spent[ok], p1[ok]
+        width = max(1, int((p1 - s0).max()))
+        keys = np.where(np.arange(width) < (p1 - s0)[:, None], heads[ok, s0:s0 + width], 0)
+        pairs, named = self._pairs(np.ascontiguousarray(keys, np.uint8)
+                                   .view(f"S{width}").ravel(), style)
+        for j in np.flatnonzero(spent < 0).tolist():  # usage other than nothing: read it
+            i = int(fast[j])
+            read = _usage(buf[int(ends[i]) + int(spent[j]):ends[i] + 1].tobytes())
+            if read is None:
+                named[j] = False
+            else:
+                spending.append((i, *read))
+        if not named.all():
+            alone.extend(fast[~named].tolist())
+            fast, pairs, trial, attempt, code = (
+                fast[named], pairs[named], trial[named], attempt[named], code[named])
+        self.lines += len(fast)
+        if len(spending) > spent_before:
+            subject_of.update((int(i), self.names[p][0])
+                              for i, p in zip(fast.tolist(), pairs.tolist(), strict=True))
+        for p in np.unique(pairs).tolist():
+            self.usage.setdefault(self.names[p][0], [0, 0, 0.0])
+        return (pairs.astype(np.int64) << 31 | trial, np.minimum(attempt, 255).astype(np.uint8),
+                code.astype(np.uint8), number + 1 + fast)
+
+    def _marked(self, raw: bytes) -> bool:
+        return any(style.marker in raw for style in self.styles)
 
     def _keep(self, keys: np.ndarray, attempts: np.ndarray, codes: np.ndarray,
               lines: np.ndarray) -> None:
@@ -255,7 +325,7 @@ class _Scan:
         if len(keys):
             self.parts.append((keys, attempts, codes))
 
-    def _pairs(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _pairs(self, keys: np.ndarray, style: _Style) -> tuple[np.ndarray, np.ndarray]:
         """The pair id of each `subject", "probe_id": "case`, and whether its names decoded."""
         np = _numpy()[0]
         firsts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # runs of one pair
@@ -263,7 +333,7 @@ class _Scan:
         ids = np.full(len(unique), -1, np.int32)
         for u, key in enumerate(unique.tolist()):
             try:
-                subject, probe_id = key.decode().split('", "probe_id": "')
+                subject, probe_id = key.decode().split(style.probe.decode())
             except (UnicodeDecodeError, ValueError):
                 continue
             ids[u] = self._id(subject, probe_id)
@@ -280,7 +350,7 @@ class _Scan:
     def _line(self, raw: bytes, number: int) -> None:
         """One line read on its own, as every line once was."""
         trials, warn = self.path, self.warn
-        if self.marker not in raw:  # another run's line (ix writes this key verbatim)
+        if not self._marked(raw):  # another run's line (ix writes this key verbatim)
             if raw.strip() and not raw.endswith(b"\n") and warn is not None:
                 warn(f"{trials}: line {number}: skipped torn last line (a run stopped "
                      "mid-write)")
@@ -355,7 +425,7 @@ class _Scan:
 
 
 def _parse(heads: np.ndarray, hs: np.ndarray, tails: np.ndarray, lens: np.ndarray,
-           s0: int) -> list[np.ndarray]:
+           s0: int, style: _Style) -> list[np.ndarray]:
     """Lines that begin like this run's, up to the subject (at `s0`): whether each reads as
     ix writes it, its trial, attempt and outcome, where its usage starts if it spent
     something (bytes before the line's end; 0: nothing), and where its case id ends.
@@ -363,21 +433,22 @@ def _parse(heads: np.ndarray, hs: np.ndarray, tails: np.ndarray, lens: np.ndarra
     Every check is of text ix writes around a key of the line's top-level object (a quote
     inside a string is escaped, so `", "trial": ` and the like only occur as keys); the
     line's last `}` closes that object, so what ends right before it, or before the `, "`
-    of a top-level key, belongs to it.
+    of a top-level key, belongs to it. `style`: the spacing the lines are written in.
     """
+    y = style
     np, strings, _ = _numpy()
     find, rfind = strings.find, strings.rfind
     starts, ends = strings.startswith, strings.endswith
     near = np.minimum(lens, _HEAD_W)  # the head window ends at the line's end
-    s1 = find(hs, b'", "probe_id": "', s0, near)
-    p1 = find(hs, b'", "trial": ', s1 + 16, near)
-    t1 = find(hs, b', "seed": ', p1 + 12, near)
-    d1 = find(hs, b', "attempt": ', t1 + 10, near)
-    a1 = find(hs, b', "', d1 + 13, near)
+    s1 = find(hs, y.probe, s0, near)
+    p1 = find(hs, y.trial, s1 + len(y.probe), near)
+    t1 = find(hs, y.seed, p1 + len(y.trial), near)
+    d1 = find(hs, y.attempt, t1 + len(y.seed), near)
+    a1 = find(hs, y.key, d1 + len(y.attempt), near)
     ok = (s1 >= 0) & (p1 >= 0) & (t1 >= 0) & (d1 >= 0) & (a1 >= 0)
     ok &= find(hs, b"\\", s0, p1) < 0  # names without escapes: their bytes are the names
-    trial = _integer(heads, p1 + 12, t1, ok)
-    attempt = _integer(heads, d1 + 13, a1, ok)
+    trial = _integer(heads, p1 + len(y.trial), t1, ok)
+    attempt = _integer(heads, d1 + len(y.attempt), a1, ok)
 
     width = tails.shape[1]
     ts = tails.view(f"S{width}").ravel()
@@ -385,41 +456,41 @@ def _parse(heads: np.ndarray, hs: np.ndarray, tails: np.ndarray, lens: np.ndarra
     # The line must end as only a whole line of ix's does (a torn one is a prefix of one):
     # `, "error": null}`; an error `{"kind": "…", "message": "…"}}`, a trace's path `"…"}`
     # or several readings `…"}]}` whose last quote is not escaped. Others are read alone.
-    error = np.full(len(ts), width - 16)
+    error = np.full(len(ts), width - len(y.no_error))
     errored = np.zeros(len(ts), bool)
-    other = np.flatnonzero(~ends(ts, b', "error": null}'))  # most lines end so
+    other = np.flatnonzero(~ends(ts, y.no_error))  # most lines end so
     if len(other):
         sub = ts[other]
-        at = rfind(sub, b', "error": ', lo[other], width)
-        v = at + 11
+        at = rfind(sub, y.error, lo[other], width)
+        v = at + len(y.error)
         closed = ~ends(sub, b'\\"}}') & ~ends(sub, b'\\"}') & ~ends(sub, b'\\"}]}')
-        failed = starts(sub, b'{"kind": "', v) & ends(sub, b'"}}') & closed
-        traced = (starts(sub, b'null, "trace": "', v) & ends(sub, b'"}') & closed
-                  & (find(sub, b'"', v + 16, width) == width - 2))
-        several = starts(sub, b'null, "readings": [{', v) & ends(sub, b'"}]}') & closed
+        failed = starts(sub, y.kind, v) & ends(sub, b'"}}') & closed
+        traced = (starts(sub, y.trace, v) & ends(sub, b'"}') & closed
+                  & (find(sub, b'"', v + len(y.trace), width) == width - 2))
+        several = starts(sub, y.readings, v) & ends(sub, b'"}]}') & closed
         ok[other] &= (at >= 0) & (failed | traced | several)
         error[other], errored[other] = at, failed
-    reading = rfind(ts, b', "reading": ', lo, error)
-    r = reading + 13
-    name_end = find(ts, b'", "passed": ', r + 17, error)
-    told = (name_end >= 0) & starts(ts, b'{"sensor_name": "', r) & ends(ts, b"}", 0, error)
-    passed = told & starts(ts, b"true", name_end + 13)
-    ok &= (reading >= 0) & (passed | (told & starts(ts, b"false", name_end + 13))
+    reading = rfind(ts, y.reading, lo, error)
+    r = reading + len(y.reading)
+    name_end = find(ts, y.passed, r + len(y.sensor), error)
+    told = (name_end >= 0) & starts(ts, y.sensor, r) & ends(ts, b"}", 0, error)
+    passed = told & starts(ts, b"true", name_end + len(y.passed))
+    ok &= (reading >= 0) & (passed | (told & starts(ts, b"false", name_end + len(y.passed)))
                             | ((r + 4 == error) & starts(ts, b"null", r)))
     code = np.where(errored, ERRORED, np.where(passed, PASSED, FAILED))
 
     # usage: nothing spent (the mock; no observation) is seen at once; anything else is where
     # the observation's `"duration_ms": N, "tokens_input": ...` (`_USAGE`) is, read after
     spent = np.zeros(len(ts), np.int64)
-    other = np.flatnonzero(ok & ~ends(ts, _ZERO + b"}", 0, reading)
-                           & ~ends(ts, b'"observation": null', 0, reading))
+    other = np.flatnonzero(ok & ~ends(ts, y.zero, 0, reading)
+                           & ~ends(ts, y.no_observation, 0, reading))
     if len(other):
         sub = ts[other]
-        tokens = rfind(sub, b'"tokens_input": ', lo[other], reading[other])
-        duration = rfind(sub, b'"duration_ms": ', lo[other], tokens)
+        tokens = rfind(sub, y.tokens, lo[other], reading[other])
+        duration = rfind(sub, y.duration, lo[other], tokens)
         counted = ((tokens >= 0) & (duration >= 0)
-                   & (find(sub, b",", duration, tokens) == tokens - 2)
-                   & (find(sub, b'"', duration + 15, tokens) < 0))
+                   & (find(sub, b",", duration, tokens) == tokens - len(y.comma))
+                   & (find(sub, b'"', duration + len(y.duration), tokens) < 0))
         ok[other] &= counted
         spent[other] = duration - width
     return [ok, trial, attempt, code, spent, p1]
@@ -447,11 +518,15 @@ Fields = tuple[str, str, int, int, int, int, int, float]
 # ix writes trial lines with one encoder and a fixed key order (engine/pipeline.py), so the
 # few fields a resume needs can be read without decoding the whole line; any line that does
 # not look exactly like that (escapes in names, another writer) is decoded in full instead.
-_HEAD = re.compile(rb'\{"run_id": "([^"\\]*)", "experiment": "(?:[^"\\]|\\.)*", '
-                   rb'"subject": "([^"\\]*)", "probe_id": "([^"\\]*)", "trial": (\d+), '
-                   rb'"seed": \d+, "attempt": (\d+), ')
-_USAGE = re.compile(rb'"duration_ms": -?\d+, "tokens_input": (\d+), "tokens_output": (\d+), '
-                    rb'"cost_usd": (-?[0-9.eE+-]+)')
+# Either spacing reads (`", "` and `": "` of the stdlib encoder, or none: `_Style`).
+_HEAD = re.compile(rb'\{"run_id": ?"([^"\\]*)", ?"experiment": ?"(?:[^"\\]|\\.)*", ?'
+                   rb'"subject": ?"([^"\\]*)", ?"probe_id": ?"([^"\\]*)", ?"trial": ?(\d+), ?'
+                   rb'"seed": ?\d+, ?"attempt": ?(\d+),')
+_USAGE = re.compile(rb'"duration_ms": ?-?\d+, ?"tokens_input": ?(\d+), ?"tokens_output": ?'
+                    rb'(\d+), ?"cost_usd": ?(-?[0-9.eE+-]+)')
+_READING = (b', "reading": ', b',"reading":')
+_NO_ERROR = (', "error": null}\n', ',"error":null}\n')
+_ERROR = re.compile(r', ?"error": ?')
 _DECODER = json.JSONDecoder()
 
 
@@ -461,10 +536,10 @@ def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
         return None
     if head.group(1).decode() != run_id:
         return ()
-    at = raw.rfind(b', "reading": ')
+    at, key = max((raw.rfind(key), key) for key in _READING)
     if at < 0:
         return None
-    text = raw[at + 13:].decode("utf-8", "replace")
+    text = raw[at + len(key):].decode("utf-8", "replace")
     try:
         reading, end = _DECODER.raw_decode(text)
     except ValueError:
@@ -474,16 +549,17 @@ def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
     if type((reading or {}).get("passed", False)) not in (bool, type(None)):
         return None  # as `trial_line` says: decoded in full, it is no trial record
     rest = text[end:]
-    if rest == ', "error": null}\n':
+    if rest in _NO_ERROR:
         errored = False
     else:  # the keys after the reading must close the line's object: a torn line does not
-        if not rest.startswith(', "error": '):
+        if not _ERROR.match(rest):
             return None
+        skip = 2 if rest[1] == " " else 1  # to the key `"error"`
         try:
-            after, end = _DECODER.raw_decode("{" + rest[2:])
+            after, end = _DECODER.raw_decode("{" + rest[skip:])
         except ValueError:
             return None
-        if rest[end + 1:] != "\n" or not isinstance(after, dict):
+        if rest[end - 1 + skip:] != "\n" or not isinstance(after, dict):
             return None
         error = after["error"]
         if error is not None and not (isinstance(error, dict)
@@ -492,7 +568,8 @@ def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
         errored = error is not None
     code = ERRORED if errored else PASSED if (reading or {}).get("passed") else FAILED
     found = _USAGE.search(raw, 0, at)
-    if found is None and not raw.endswith(b'"observation": null', 0, at):
+    if found is None and not (raw.endswith(b'"observation": null', 0, at)
+                              or raw.endswith(b'"observation":null', 0, at)):
         return None  # no usage where ix writes it: the observation is read in full
     usage = _usage(raw, found.start()) if found else (0, 0, 0.0)
     if usage is None:

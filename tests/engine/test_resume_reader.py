@@ -134,7 +134,7 @@ def test_the_block_reader_equals_decoding_every_line(lab, monkeypatch):
                         lambda raw, rid: alone.append(raw) or original(raw, rid))
     expected = _decoded(log, run_id)
     assert expected[1]["ünïcode subject"][2] == 0.0125
-    long = b'"probe_id": "must-' + b"x" * 240
+    long = b"must-" + b"x" * 240  # the long case id, in either spacing
     normal = [x for x in lines if run_id.encode() in x and long not in x]
     assert len(normal) > 20
     warned = []

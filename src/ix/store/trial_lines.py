@@ -42,9 +42,10 @@ class ErrorRecord(TypedDict):
 
 class TrialRecord(TypedDict):
     """One line of `trials.jsonl` as the engine writes it (DESIGN.md §3), keys in this order:
-    one `write` of `json.dumps(record, ensure_ascii=False)` plus a newline, the exact bytes
-    the fast reader (`ix.store.trial_scan`) reads.
-    tests/engine/test_trial_line_roundtrip.py writes every kind of it and reads it back."""
+    one `write` of `ix.store.trials.encode_line(record)` (compact JSON, text as UTF-8) plus a
+    newline, the bytes the fast reader (`ix.store.trial_scan`) reads — as it reads the
+    stdlib's `", "` / `": "` spacing of older logs. tests/engine/test_trial_line_roundtrip.py
+    and tests/store/test_trial_scan.py write every kind of it and read it back."""
 
     run_id: str
     experiment: str

@@ -12,18 +12,22 @@ continues, whether it may, and which trials run again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
+from ix.engine.plan import Plan
+from ix.eval.models import EvalCase
 from ix.store.runs import SPEC_FILE, experiment_run, latest_run, read_spec, run_folders
 from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
 from ix.store.trials import TRIALS_FILE
 
 __all__ = ["ERRORED", "FAILED", "MISSING", "PASSED", "Continuation", "Mode", "RunState",
-           "find_continuation", "per_case", "read_state"]
+           "cases_digest", "check_continuable", "current", "find_continuation", "per_case",
+           "read_state"]
 
 Mode = Literal["resume", "retry_failed"]
 
@@ -96,3 +100,41 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     return Continuation(run_id=run_id, mode=mode, spec=spec,
                         state=read_state(results / TRIALS_FILE, run_id, warn,
                                          per_case=per_case(spec)))
+
+
+def cases_digest(cases: Sequence[EvalCase]) -> str:
+    """The digest of a plan's cases that its run records (`config.cases.sha256` of the spec):
+    a run continues only on the cases it started with."""
+    return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}"
+                                     for c in cases).encode()).hexdigest()
+
+
+def check_continuable(plan: Plan, cont: Continuation) -> None:
+    """Whether `plan` may continue the run `cont` found: only on the cases and the subjects
+    it started with (else `ConfigError`, naming the flag). The one place that decides it."""
+    config = cont.spec.get("config") or {}
+    flag = f"--{cont.mode.replace('_', '-')}"
+    then = config.get("cases", {}).get("sha256")
+    if then and then != cases_digest(plan.cases):
+        raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "
+                          "must run the same cases (start a new run instead)", field=flag)
+    names_then = [s["name"] for s in config.get("subjects", [])]
+    names_now = [sp.subject.name for sp in plan.subjects]
+    if names_then and names_then != names_now:
+        raise ConfigError(f"the subjects changed since run {cont.run_id} started "
+                          f"({', '.join(names_then)} then, {', '.join(names_now)} now)",
+                          field=flag)
+
+
+def current(continuation: Continuation, directory: Path, results: Path) -> Continuation:
+    """The continuation as the log stands now that this process holds the run's lock.
+
+    When the run's spec changed since it was read, or says `running` (a process was executing
+    the run, and may have written lines until it died), the log is read again: with the lock
+    held nobody else writes this run's lines, so nothing is run twice."""
+    spec = read_spec(directory)
+    if spec == continuation.spec and spec.get("status") != "running":
+        return continuation
+    return replace(continuation, spec=spec,
+                   state=read_state(results / TRIALS_FILE, continuation.run_id,
+                                    per_case=per_case(spec)))

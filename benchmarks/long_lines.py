@@ -1,14 +1,15 @@
 """Reading a trial log of long lines (real agents' answers): the resume reader and the index.
 
-    .venv/bin/python benchmarks/long_lines.py [--lines 200000] [--bytes 2000]
+    .venv/bin/python benchmarks/long_lines.py [--lines 200000] [--bytes 2000] [--compact]
 
 Writes a log of `--lines` trial lines of one run, each about `--bytes` long (an observation
 whose content is padded, as a model's answer is), then times the resume reader
-(`ix.engine.resume.read_state`) and a cold build of the query index (`ix.query.index.open_index`)
+(`ix.store.trial_scan.read_state`) and a cold build of the query index (`ix.query.index.open_index`)
 over it, each the best of three. Both must find the lines that Python cannot decode (nested
 thousands deep, a number of thousands of digits) without decoding every long line; this
-measures what that costs. Run it with PYTHONPATH pointing at another checkout's `src` to
-compare.
+measures what that costs. `--compact`: the lines in the compact spacing ix writes since the
+orjson encoder (else the stdlib's `", "` / `": "` of older logs). Run it with PYTHONPATH
+pointing at another checkout's `src` to compare.
 """
 
 import argparse
@@ -22,7 +23,7 @@ from ix.engine.resume import read_state
 from ix.query.index import open_index
 
 
-def line(trial: int, pad: int) -> str:
+def line(trial: int, pad: int, compact: bool = False) -> str:
     """A line as `ix run` writes it (its keys in its order), the answer `pad` characters."""
     record = {
         "run_id": "20261126T000000Z-abcdef", "experiment": "big", "subject": "s",
@@ -37,7 +38,8 @@ def line(trial: int, pad: int) -> str:
                     "metrics": {}, "details": "t invoked"},
         "error": None,
     }
-    return json.dumps(record, ensure_ascii=False)
+    return json.dumps(record, ensure_ascii=False,
+                      separators=(",", ":") if compact else (", ", ": "))
 
 
 def best(fn, times: int = 3) -> float:
@@ -53,6 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--bytes", type=int, default=2000)
+    parser.add_argument("--compact", action="store_true", help="no spaces after , and :")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ix-long-") as tmp:
         lab = Path(tmp) / "lab"
@@ -65,7 +68,7 @@ def main() -> None:
         pad = max(0, args.bytes - len(line(0, 0)))
         with log.open("w") as f:
             for i in range(args.lines):
-                f.write(line(i, pad) + "\n")
+                f.write(line(i, pad, args.compact) + "\n")
         size = log.stat().st_size
         print(f"log: {args.lines:,} lines of ~{size // args.lines:,} bytes "
               f"({size / 2**20:.0f} MiB)")

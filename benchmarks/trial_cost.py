@@ -27,7 +27,7 @@ from ix.engine.pipeline import OBSERVATION, READING, ScorerComponent, TrialOutco
 from ix.engine.plan import Overrides, build_plan
 from ix.lab.loader import load_experiment
 from ix.matrix import Artifact, Construct
-from ix.store.trials import TrialWriter
+from ix.store.trials import TrialWriter, encode_line
 from run_throughput import make_lab
 
 
@@ -106,6 +106,7 @@ def main() -> None:
         each("sensor reads it (activation)", lambda: sensor.sense(interaction))
         each("scorer builds the trial record", score)
         each("trial line encoded (stdlib json, C)", lambda: encoder.encode(record))
+        each("trial line encoded (encode_line: orjson)", lambda: encode_line(record))
         each("3 artifacts appended to the construct", lambda: Construct(key).append(
             Artifact(OBSERVATION, "t", 1)).append(Artifact(READING, "s", 2)).append(
             Artifact("v", "r", 3)))

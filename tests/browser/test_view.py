@@ -162,8 +162,8 @@ def make_lab(root: Path) -> tuple[Path, dict[str, Any]]:
     (traces / "evil-link.jsonl.gz").symlink_to(outside / "secret.txt")
     log = exp / "results" / "trials.jsonl"
     line = next(json.loads(raw) for raw in log.read_text(encoding="utf-8").splitlines()
-                if f'"run_id": "{first}"' in raw and '"probe_id": "must-001"' in raw
-                and '"subject": "control"' in raw)
+                if f'"run_id":"{first}"' in raw and '"probe_id":"must-001"' in raw
+                and '"subject":"control"' in raw)  # as ix writes lines: compact
     with log.open("a", encoding="utf-8") as f:
         for trial, trace in ((90, "../../../../outside/secret.txt"),
                              (91, f"runs/{first}/traces/evil-link.jsonl.gz"),
@@ -517,7 +517,7 @@ def test_the_trace_file_is_a_gzipped_transcript_inside_the_run(viewer: Viewer):
     results = viewer.lab / "traced" / "results"
     line = next(json.loads(raw) for raw in
                 (results / "trials.jsonl").read_text(encoding="utf-8").splitlines()
-                if f'"run_id": "{first}"' in raw and '"probe_id": "must-002"' in raw)
+                if f'"run_id":"{first}"' in raw and '"probe_id":"must-002"' in raw)
     path = results / line["trace"]
     assert path.is_file() and path.name.endswith(".jsonl.gz")
     lines = gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()

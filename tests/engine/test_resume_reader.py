@@ -5,8 +5,8 @@ import json
 from types import SimpleNamespace
 
 from conftest import run_ix, write
-from ix.engine import resume
-from ix.engine.resume import _fast_fields, _json_fields, read_state
+from ix.store import trial_scan
+from ix.store.trial_scan import _fast_fields, _json_fields, read_state
 
 
 def test_the_fast_path_agrees_with_json_on_real_lines(lab):
@@ -129,12 +129,12 @@ def test_the_block_reader_equals_decoding_every_line(lab, monkeypatch):
     torn = line(trial=5, attempt=9)[:-30]
     log.write_bytes(b"".join(lines[:5] + odd + lines[5:]) + torn)
     alone = []
-    original = resume._fast_fields
-    monkeypatch.setattr(resume, "_fast_fields",
+    original = trial_scan._fast_fields
+    monkeypatch.setattr(trial_scan, "_fast_fields",
                         lambda raw, rid: alone.append(raw) or original(raw, rid))
     expected = _decoded(log, run_id)
     assert expected[1]["ünïcode subject"][2] == 0.0125
-    long = b'"probe_id": "must-' + b"x" * 240
+    long = b"must-" + b"x" * 240  # the long case id, in either spacing
     normal = [x for x in lines if run_id.encode() in x and long not in x]
     assert len(normal) > 20
     warned = []
@@ -200,6 +200,6 @@ def test_a_trial_beyond_the_runs_trials_per_case_is_skipped_not_allocated(tmp_pa
     warned: list[str] = []
     state = read_state(log, "R", warned.append, per_case=3)
     assert {k: len(v) for k, v in state.codes.items()} == {("s", "p"): 3}
-    assert state.code("s", "p", 0) == resume.PASSED and state.code("s", "p", 1) == 0
+    assert state.code("s", "p", 0) == trial_scan.PASSED and state.code("s", "p", 1) == 0
     assert len(warned) == 1 and "skipped 2 line(s) of run R naming a trial beyond its 3" \
         in warned[0]

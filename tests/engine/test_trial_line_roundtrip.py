@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 import pytest
 
 from ix.domain.types import Reading, Subject
-from ix.engine import resume
 from ix.engine.pipeline import (
     OBSERVATION,
     READING,
@@ -19,11 +18,12 @@ from ix.engine.pipeline import (
     _reading,
 )
 from ix.engine.plan import SubjectPlan, TrialKey
-from ix.engine.resume import _fast_fields, _json_fields, read_state
 from ix.engine.run import _internal_error_record
 from ix.eval.models import EvalCase, EvalObservation, ToolCall
 from ix.matrix import Artifact, ComponentError, Construct
+from ix.store import trial_scan
 from ix.store.trial_lines import TrialRecord, decode_line, trial_line
+from ix.store.trial_scan import _fast_fields, _json_fields, read_state
 from ix.store.trials import TrialWriter
 
 RUN = "20261126T204500123Z-ab12"
@@ -108,8 +108,9 @@ def test_every_kind_of_trial_line_reads_back_identically(tmp_path, monkeypatch):
         # the line is its type: every required key, no other, in the type's order
         assert TrialRecord.__required_keys__ <= record.keys()
         assert list(record) == [k for k in TrialRecord.__annotations__ if k in record]
-        # the bytes are what the stdlib encoder writes (every reader's assumption)
-        assert raw == (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        # the record's JSON, compact (the fast reader reads this spacing and the stdlib's of
+        # older logs: tests/store/test_trial_scan.py), its text as UTF-8
+        assert raw.startswith(b'{"run_id":"') and b"\\u00e9" not in raw
         assert json.loads(raw) == record
         assert decode_line(raw) == record
         assert trial_line(record) is not None
@@ -121,8 +122,8 @@ def test_every_kind_of_trial_line_reads_back_identically(tmp_path, monkeypatch):
         assert fast in (None, _json_fields(raw, RUN))
 
     alone = []  # lines the block reader gives up on and reads one by one
-    real_line = resume._Scan._line
-    monkeypatch.setattr(resume._Scan, "_line",
+    real_line = trial_scan._Scan._line
+    monkeypatch.setattr(trial_scan._Scan, "_line",
                         lambda self, raw, number: (alone.append(number),
                                                    real_line(self, raw, number))[1])
     state = read_state(log, RUN)
@@ -133,7 +134,8 @@ def test_every_kind_of_trial_line_reads_back_identically(tmp_path, monkeypatch):
     for record in records:
         line = trial_line(record)
         assert line is not None
-        code = resume.ERRORED if line.errored else resume.PASSED if line.passed else resume.FAILED
+        code = (trial_scan.ERRORED if line.errored else trial_scan.PASSED if line.passed
+                else trial_scan.FAILED)
         expected[(line.subject, line.probe_id, line.trial)] = (line.attempt, code)
         spent = usage.setdefault(line.subject, [0, 0, 0.0])
         spent[0] += line.tokens_input

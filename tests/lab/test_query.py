@@ -172,7 +172,7 @@ def test_a_rewritten_log_is_indexed_afresh(lab):
     log = append(exp, [record("r1", "a", "must-001", t, passed=True) for t in range(5)])
     assert rows(lab, "SELECT count(*) FROM trials") == [(5,)]
     lines = log.read_bytes().splitlines(keepends=True)
-    flipped = lines[0].replace(b'"passed": true', b'"passed": false')
+    flipped = lines[0].replace(b'"passed":true', b'"passed":false')  # (as the writer spaces it)
     log.write_bytes(flipped + b"".join(lines[1:]) + json.dumps(
         record("r1", "a", "must-001", 9)).encode() + b"\n")  # same inode, longer, new prefix
     assert rows(lab, "SELECT count(*), count_if(NOT passed) FROM trials") == [(6, 1)]

@@ -6,7 +6,6 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from ix.domain.errors import ConfigError, flatten
 from ix.engine.cache import check_mode, with_cache
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.resume import Continuation, find_continuation
-from ix.engine.run import STATISTICS, OnTrial, RunResult, _spec, arun_plan, run_plan
+from ix.engine.resume import Continuation, check_continuable, find_continuation
+from ix.engine.run import STATISTICS, OnTrial, RunResult, arun_plan, run_plan
 from ix.interchange.importing import refuse_unrunnable_import
 from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
 from ix.lab.resolve import find_lab, is_experiment, select_experiments
@@ -162,7 +161,7 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
         found = find_continuation(loaded.results_dir, options.run_id, options.continue_mode,
                                   observer.on_warning)
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
-        _same_experiment(plan, found)
+        check_continuable(plan, found)
         jobs.append((plan, found))
     _check_designs([plan for plan, cont in jobs if cont is None], options.strict, observer)
     return lab_path, jobs
@@ -297,23 +296,6 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
     checked = check_mode(mode)
     return replace(plan, subjects=tuple(with_cache(sp, store, checked, plan.redactor)
                                         for sp in plan.subjects))
-
-
-def _same_experiment(plan: Plan, cont: Continuation) -> None:
-    """A run continues only on the cases and subjects it started with."""
-    then = (cont.spec.get("config") or {}).get("cases", {}).get("sha256")
-    # the same digest the run recorded
-    now = _spec(plan, cont.run_id, datetime.now(UTC), [])["config"]["cases"]["sha256"]
-    if then and then != now:
-        raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "
-                          "must run the same cases (start a new run instead)",
-                          field=f"--{cont.mode.replace('_', '-')}")
-    names_then = [s["name"] for s in (cont.spec.get("config") or {}).get("subjects", [])]
-    names_now = [sp.subject.name for sp in plan.subjects]
-    if names_then and names_then != names_now:
-        raise ConfigError(f"the subjects changed since run {cont.run_id} started "
-                          f"({', '.join(names_then)} then, {', '.join(names_now)} now)",
-                          field=f"--{cont.mode.replace('_', '-')}")
 
 
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),

@@ -1,82 +1,35 @@
 """Continuing a run: `--resume` runs exactly the trials not yet recorded, `--retry-failed`
 re-runs the ones whose latest attempt errored.
 
-The trial log is the truth: a run's records are read back from `trials.jsonl` (a torn last
-line is skipped with a warning, so that trial runs again), the latest attempt of each
-(subject, probe_id, trial) counts, and the tallies are rebuilt from them before the missing
-trials run — so the final summary equals that of an uninterrupted run. A retried trial keeps
-its trial seed and gets the next attempt number, which runtimes mix into their draws.
-
-What is kept of a run is compact — two bytes per trial (outcome and attempt) in arrays per
-(subject, case), and the usage per subject — so resuming a run of a million trials needs
-a few megabytes, not the records themselves; and the log is read a block of lines at a
-time (`read_state`), so that reading a million of them back takes about a second.
+The trial log is the truth: a run's records are read back from `trials.jsonl` by the store's
+fast reader (`ix.store.trial_scan.read_state`; a torn last line is skipped with a warning, so
+that trial runs again), the latest attempt of each (subject, probe_id, trial) counts, and the
+tallies are rebuilt from them before the missing trials run — so the final summary equals that
+of an uninterrupted run. A retried trial keeps its trial seed and gets the next attempt
+number, which runtimes mix into their draws. This module holds only the policy: which run
+continues, whether it may, and which trials run again.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start faster
-    import numpy as np
+from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
-from ix.lab.paths import readable_file
+from ix.engine.plan import Plan
+from ix.eval.models import EvalCase
 from ix.store.runs import SPEC_FILE, experiment_run, latest_run, read_spec, run_folders
-from ix.store.trial_lines import (
-    LONG_LINE,
-    MAX_COUNT,
-    MAX_TRIAL,
-    decode_line,
-    might_not_decode,
-    suspects,
-    trial_line,
-)
-from ix.store.trials import TRIALS_FILE, skipped_line
+from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
+from ix.store.trials import TRIALS_FILE
+
+__all__ = ["ERRORED", "FAILED", "MISSING", "PASSED", "Continuation", "Mode", "RunState",
+           "cases_digest", "check_continuable", "current", "find_continuation", "per_case",
+           "read_state"]
 
 Mode = Literal["resume", "retry_failed"]
-MISSING, PASSED, FAILED, ERRORED = 0, 1, 2, 3
-
-
-@dataclass
-class RunState:
-    """The latest outcome and attempt of every trial a run recorded, and what it spent."""
-
-    codes: dict[tuple[str, str], bytearray] = field(default_factory=dict)
-    attempts: dict[tuple[str, str], bytearray] = field(default_factory=dict)
-    usage: dict[str, list[float]] = field(default_factory=dict)  # tokens in, out, cost
-    lines: int = 0
-
-    def record(self, subject: str, probe_id: str, trial: int, attempt: int, code: int) -> None:
-        pair = (subject, probe_id)
-        codes = self.codes.setdefault(pair, bytearray())
-        attempts = self.attempts.setdefault(pair, bytearray())
-        if trial >= len(codes):
-            grow = trial + 1 - len(codes)
-            codes.extend(bytes(grow))
-            attempts.extend(bytes(grow))
-        attempt = min(attempt, 255)
-        if codes[trial] == MISSING or attempt >= attempts[trial]:
-            codes[trial], attempts[trial] = code, attempt
-
-    def code(self, subject: str, probe_id: str, trial: int) -> int:
-        codes = self.codes.get((subject, probe_id))
-        return codes[trial] if codes is not None and trial < len(codes) else MISSING
-
-    def attempt(self, subject: str, probe_id: str, trial: int) -> int:
-        return self.attempts[(subject, probe_id)][trial]
-
-    def outcomes(self) -> Iterator[tuple[str, str, int, int]]:
-        for (subject, probe_id), codes in self.codes.items():
-            for trial, code in enumerate(codes):
-                if code != MISSING:
-                    yield subject, probe_id, trial, code
 
 
 @dataclass(frozen=True)
@@ -119,462 +72,6 @@ class Continuation:
         return found
 
 
-def read_state(trials: Path, run_id: str, warn: Callable[[str], None] | None = None, *,
-               block: int = 1 << 22, per_case: int | None = None) -> RunState:
-    """Read the log once, keeping only what continuing the run needs.
-
-    The log is read in blocks of whole lines, each parsed at once with numpy's string
-    functions on a window at the start and one at the end of every line (the run id, subject,
-    case, trial and attempt lead a line ix writes; the usage, reading and error close it):
-    a million lines take about a second, where a loop over lines took six. A line that does
-    not look exactly like ix's own is read on its own as before (`_fast_fields`, then a full
-    JSON decode), so the result is always that of decoding every line.
-
-    `per_case` (the run's trials per case, from its spec) bounds the trial numbers kept: a
-    line naming a later trial was not written by the run (a hand-edited or hostile log), and
-    keeping it would cost a byte per trial up to it (trial 2**31 - 1: gigabytes).
-    """
-    scan = _Scan(run_id, trials, warn, per_case)
-    if readable_file(trials):  # a FIFO is refused, not read (it would block)
-        scan.read(block)
-    return scan.state()
-
-
-_HEAD_W = 256  # bytes from a line's start: run id, experiment, subject, case, trial, attempt
-_TAIL_W = 320  # bytes before a line's end: usage, reading, error (and a trace's path)
-_WIDE_W = 2048  # the same, for lines that did not fit (several readings, longer observations)
-_ZERO = b'"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0'
-
-
-def _numpy() -> tuple[Any, Any, Any]:
-    """numpy, its string functions (numpy >= 2: fast ufuncs) and `sliding_window_view`."""
-    import numpy
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    return numpy, getattr(numpy, "strings", numpy.char), sliding_window_view
-
-
-class _Scan:
-    """The state of one run, gathered from blocks of a trial log (see `read_state`)."""
-
-    def __init__(self, run_id: str, path: Path, warn: Callable[[str], None] | None,
-                 per_case: int | None = None):
-        self.run_id, self.path, self.warn, self.per_case = run_id, path, warn, per_case
-        self.marker = b'"run_id": ' + json.dumps(run_id, ensure_ascii=False).encode()
-        self.prefix = b"{" + self.marker + b', "experiment": "'
-        self.head: bytes | None = None  # the prefix up to the subject, learned from a line
-        self.ids: dict[tuple[str, str], int] = {}     # (subject, case) -> pair id
-        self.names: list[tuple[str, str]] = []
-        # per line of the run, in the log's order: pair id << 31 | trial, attempt, outcome
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.slow: list[tuple[int, int, int, int]] = []  # the same and the line's number, of
-        # lines read alone, until they join `parts` in their place
-        self.usage: dict[str, list[float]] = {}
-        self.lines = 0
-
-    def read(self, block: int) -> None:
-        np = _numpy()[0]
-        lead = _WIDE_W  # room before the data, so that every line's tail window is in bounds
-        buf = np.zeros(lead + 2 * block + _HEAD_W, np.uint8)
-        filled = number = 0  # bytes of a partial line carried over; lines read so far
-        with self.path.open("rb", buffering=0) as f:
-            while True:
-                if lead + filled + block + _HEAD_W > len(buf):  # a very long line
-                    bigger = np.zeros(2 * len(buf), np.uint8)
-                    bigger[:lead + filled] = buf[:lead + filled]
-                    buf = bigger
-                got = f.readinto(buf[lead + filled:lead + filled + block].data)
-                if not got:
-                    break
-                n = filled + got
-                ends = np.flatnonzero(buf[lead:lead + n] == 10)
-                cut = 0
-                if len(ends):
-                    self._block(buf, ends + lead, number)
-                    number += len(ends)
-                    cut = int(ends[-1]) + 1
-                filled = n - cut
-                buf[lead:lead + filled] = buf[lead + cut:lead + n]
-        if filled:  # no newline at the end: a torn last line, or one missing its newline
-            self._line(buf[lead:lead + filled].tobytes(), number + 1)
-        self._keep(*(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64)))
-
-    def _block(self, buf: np.ndarray, ends: np.ndarray, number: int) -> None:
-        """The lines ending at `ends` (positions of their newlines in `buf`), the first of
-        which is line `number + 1` of the log."""
-        np, strings, sliding_window_view = _numpy()
-        starts = np.empty_like(ends)
-        starts[0] = _WIDE_W
-        starts[1:] = ends[:-1] + 1
-        lens = ends - starts
-        heads = sliding_window_view(buf, _HEAD_W)[starts]
-        hs = heads.view(f"S{_HEAD_W}").ravel()
-        ours = strings.startswith(hs, self.prefix)
-        if self.head is None and ours.any():  # the run's experiment, as its first line has it
-            i = int(np.argmax(ours))
-            line = buf[starts[i]:ends[i]].tobytes()
-            at = line.find(b'", "subject": "', len(self.prefix))
-            if at > 0 and b"\\" not in line[:at]:
-                self.head = line[:at + 15]
-        mine = strings.startswith(hs, self.head) if self.head else np.zeros_like(ours)
-        # another run's line starts with its own run id; any other line may still be ours
-        labelled = strings.startswith(hs, b"{" + self.marker)
-        odd = np.flatnonzero(~labelled & ~strings.startswith(hs, b'{"run_id": "'))
-        alone = [int(i) for i in odd
-                 if self.marker in buf[starts[i]:ends[i] + 1].tobytes()]
-        alone.extend(np.flatnonzero(labelled & ~mine).tolist())
-        rows = np.flatnonzero(mine)
-        if len(rows) < len(mine):
-            heads, hs = heads[rows], hs[rows]
-        s0 = len(self.head or b"")
-        fields = _parse(heads, hs, sliding_window_view(buf, _TAIL_W)[ends[rows] - _TAIL_W],
-                        lens[rows], s0)
-        wide = np.flatnonzero(~fields[0] & (lens[rows] > _TAIL_W))
-        if len(wide):  # lines longer than the tail window, which did not read in it
-            again = _parse(heads[wide], hs[wide],
-                           sliding_window_view(buf, _WIDE_W)[ends[rows[wide]] - _WIDE_W],
-                           lens[rows[wide]], s0)
-            for field, value in zip(fields, again, strict=True):
-                field[wide] = value
-        ok, trial, attempt, code, spent, p1 = fields
-        if (lens[rows] >= LONG_LINE).any():  # nested deep, a number of 5,000 digits: decoded
-            base = int(starts[0])           # in full, alone (few lines, if any)
-            ok &= ~suspects(buf[base:int(ends[-1])], starts[rows] - base, ends[rows] - base)
-        alone.extend(rows[~ok].tolist())
-        fast = rows[ok]
-        spending: list[tuple[int, int, int, float]] = []  # (line index, tokens in, out, cost)
-        kept = tuple(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64))
-        if len(fast):
-            trial, attempt, code, spent, p1 = trial[ok], attempt[ok], code[ok], spent[ok], p1[ok]
-            width = max(1, int((p1 - s0).max()))
-            keys = np.where(np.arange(width) < (p1 - s0)[:, None],
-                            heads[ok, s0:s0 + width], 0)
-            pairs, named = self._pairs(np.ascontiguousarray(keys, np.uint8)
-                                       .view(f"S{width}").ravel())
-            for j in np.flatnonzero(spent < 0).tolist():  # usage other than nothing: read it
-                i = int(fast[j])
-                read = _usage(buf[int(ends[i]) + int(spent[j]):ends[i] + 1].tobytes())
-                if read is None:
-                    named[j] = False
-                else:
-                    spending.append((i, *read))
-            if not named.all():
-                alone.extend(fast[~named].tolist())
-                fast, pairs, trial, attempt, code = (
-                    fast[named], pairs[named], trial[named], attempt[named], code[named])
-            kept = (pairs.astype(np.int64) << 31 | trial,
-                    np.minimum(attempt, 255).astype(np.uint8), code.astype(np.uint8),
-                    number + 1 + fast)
-            self.lines += len(fast)
-            subject_of = {int(i): self.names[p][0] for i, p in zip(fast.tolist(),
-                                                                     pairs.tolist(),
-                                                                     strict=True)
-                          } if spending else {}
-            for p in np.unique(pairs).tolist():
-                self.usage.setdefault(self.names[p][0], [0, 0, 0.0])
-        # lines read one by one, and what the others spent, in log order: costs add up in the
-        # same order, to the same float, as when every line was read one by one
-        events = sorted([(i, None) for i in set(alone)]
-                        + [(s[0], s[1:]) for s in spending if s[0] in subject_of])
-        for i, spend in events:
-            if spend is None:
-                self._line(buf[starts[i]:ends[i] + 1].tobytes(), number + 1 + i)
-                continue
-            usage = self.usage[subject_of[i]]
-            usage[0] += spend[0]
-            usage[1] += spend[1]
-            usage[2] += spend[2]
-        self._keep(*kept)
-
-    def _keep(self, keys: np.ndarray, attempts: np.ndarray, codes: np.ndarray,
-              lines: np.ndarray) -> None:
-        """Add lines of the run, with those read alone since, in the log's order."""
-        np = _numpy()[0]
-        if self.slow:
-            slow = np.array(self.slow, np.int64).reshape(-1, 4)
-            self.slow.clear()
-            lines = np.concatenate([lines, slow[:, 3]])
-            order = np.argsort(lines, kind="stable")
-            keys = np.concatenate([keys, slow[:, 0]])[order]
-            attempts = np.concatenate([attempts, slow[:, 1].astype(np.uint8)])[order]
-            codes = np.concatenate([codes, slow[:, 2].astype(np.uint8)])[order]
-        if len(keys):
-            self.parts.append((keys, attempts, codes))
-
-    def _pairs(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The pair id of each `subject", "probe_id": "case`, and whether its names decoded."""
-        np = _numpy()[0]
-        firsts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # runs of one pair
-        unique, inverse = np.unique(keys[firsts], return_inverse=True)
-        ids = np.full(len(unique), -1, np.int32)
-        for u, key in enumerate(unique.tolist()):
-            try:
-                subject, probe_id = key.decode().split('", "probe_id": "')
-            except (UnicodeDecodeError, ValueError):
-                continue
-            ids[u] = self._id(subject, probe_id)
-        pairs = np.repeat(ids[inverse.ravel()], np.diff(np.r_[firsts, len(keys)]))
-        return pairs, pairs >= 0
-
-    def _id(self, subject: str, probe_id: str) -> int:
-        pair = self.ids.get((subject, probe_id))
-        if pair is None:
-            pair = self.ids[(subject, probe_id)] = len(self.names)
-            self.names.append((subject, probe_id))
-        return pair
-
-    def _line(self, raw: bytes, number: int) -> None:
-        """One line read on its own, as every line once was."""
-        trials, warn = self.path, self.warn
-        if self.marker not in raw:  # another run's line (ix writes this key verbatim)
-            if raw.strip() and not raw.endswith(b"\n") and warn is not None:
-                warn(f"{trials}: line {number}: skipped torn last line (a run stopped "
-                     "mid-write)")
-            return
-        try:
-            fields = (_fast_fields(raw, self.run_id)
-                      if raw.endswith(b"\n") and not might_not_decode(raw) else None)
-        except (ValueError, RecursionError):  # what `might_not_decode` did not foresee
-            fields = None
-        if fields is None:
-            fields = _json_fields(raw, self.run_id)
-        if fields and not (0 <= fields[2] <= MAX_TRIAL and 0 <= fields[3] <= MAX_TRIAL):
-            fields = None  # a trial or attempt number no run writes
-        if fields is None:
-            if warn is not None:
-                warn(skipped_line(trials, number, raw))
-            return
-        if not fields:  # another run's line
-            return
-        subject, probe_id, trial, attempt, code, tokens_in, tokens_out, cost = fields
-        self.lines += 1
-        self.slow.append((self._id(subject, probe_id) << 31 | trial, min(attempt, 255), code,
-                          number))
-        usage = self.usage.setdefault(subject, [0, 0, 0.0])
-        usage[0] += tokens_in
-        usage[1] += tokens_out
-        usage[2] += cost
-
-    def state(self) -> RunState:
-        """The latest attempt of each trial: the highest attempt, the later line on a tie."""
-        np = _numpy()[0]
-        state = RunState(usage=self.usage, lines=self.lines)
-        if not self.parts:
-            return state
-        key, attempt, code = (np.concatenate([p[k] for p in self.parts]) for k in range(3))
-        self.parts.clear()
-        if self.per_case is not None:
-            inside = (key & ((1 << 31) - 1)) < self.per_case
-            if not inside.all():
-                if self.warn is not None:
-                    self.warn(f"{self.path}: skipped {int((~inside).sum())} line(s) of run "
-                              f"{self.run_id} naming a trial beyond its {self.per_case} "
-                              "trials per case (not written by the run)")
-                key, attempt, code = key[inside], attempt[inside], code[inside]
-                if not len(key):
-                    return state
-        if len(key) > 1 and not np.all(key[1:] > key[:-1]):  # not each trial once, in order
-            order = np.argsort(key, kind="stable")  # stable: the log's order on a tie
-            ordered = key[order]
-            again = ordered[1:] == ordered[:-1]
-            if again.any():  # a trial recorded more than once (retried): rank its records
-                order = np.lexsort((attempt, key))
-                ordered = key[order]
-                again = ordered[1:] == ordered[:-1]
-            del ordered
-            won = order[np.r_[~again, True]]  # the last of each trial's records
-            key, attempt, code = key[won], attempt[won], code[won]
-        pair, trial = key >> 31, key & ((1 << 31) - 1)
-        firsts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
-        lasts = np.r_[firsts[1:], len(pair)] - 1
-        sizes = trial[lasts].astype(np.int64) + 1
-        offsets = np.r_[0, np.cumsum(sizes)[:-1]]
-        at = np.repeat(offsets, np.diff(np.r_[firsts, len(pair)])) + trial
-        codes = np.zeros(int(sizes.sum()), np.uint8)
-        attempts = np.zeros_like(codes)
-        codes[at], attempts[at] = code, attempt
-        for f, o, size in zip(firsts.tolist(), offsets.tolist(), sizes.tolist(), strict=True):
-            name = self.names[pair[f]]
-            state.codes[name] = bytearray(codes[o:o + size])
-            state.attempts[name] = bytearray(attempts[o:o + size])
-        return state
-
-
-def _parse(heads: np.ndarray, hs: np.ndarray, tails: np.ndarray, lens: np.ndarray,
-           s0: int) -> list[np.ndarray]:
-    """Lines that begin like this run's, up to the subject (at `s0`): whether each reads as
-    ix writes it, its trial, attempt and outcome, where its usage starts if it spent
-    something (bytes before the line's end; 0: nothing), and where its case id ends.
-
-    Every check is of text ix writes around a key of the line's top-level object (a quote
-    inside a string is escaped, so `", "trial": ` and the like only occur as keys); the
-    line's last `}` closes that object, so what ends right before it, or before the `, "`
-    of a top-level key, belongs to it.
-    """
-    np, strings, _ = _numpy()
-    find, rfind = strings.find, strings.rfind
-    starts, ends = strings.startswith, strings.endswith
-    near = np.minimum(lens, _HEAD_W)  # the head window ends at the line's end
-    s1 = find(hs, b'", "probe_id": "', s0, near)
-    p1 = find(hs, b'", "trial": ', s1 + 16, near)
-    t1 = find(hs, b', "seed": ', p1 + 12, near)
-    d1 = find(hs, b', "attempt": ', t1 + 10, near)
-    a1 = find(hs, b', "', d1 + 13, near)
-    ok = (s1 >= 0) & (p1 >= 0) & (t1 >= 0) & (d1 >= 0) & (a1 >= 0)
-    ok &= find(hs, b"\\", s0, p1) < 0  # names without escapes: their bytes are the names
-    trial = _integer(heads, p1 + 12, t1, ok)
-    attempt = _integer(heads, d1 + 13, a1, ok)
-
-    width = tails.shape[1]
-    ts = tails.view(f"S{width}").ravel()
-    lo = np.maximum(width - lens, 0)  # where the line starts in its tail window
-    # The line must end as only a whole line of ix's does (a torn one is a prefix of one):
-    # `, "error": null}`; an error `{"kind": "…", "message": "…"}}`, a trace's path `"…"}`
-    # or several readings `…"}]}` whose last quote is not escaped. Others are read alone.
-    error = np.full(len(ts), width - 16)
-    errored = np.zeros(len(ts), bool)
-    other = np.flatnonzero(~ends(ts, b', "error": null}'))  # most lines end so
-    if len(other):
-        sub = ts[other]
-        at = rfind(sub, b', "error": ', lo[other], width)
-        v = at + 11
-        closed = ~ends(sub, b'\\"}}') & ~ends(sub, b'\\"}') & ~ends(sub, b'\\"}]}')
-        failed = starts(sub, b'{"kind": "', v) & ends(sub, b'"}}') & closed
-        traced = (starts(sub, b'null, "trace": "', v) & ends(sub, b'"}') & closed
-                  & (find(sub, b'"', v + 16, width) == width - 2))
-        several = starts(sub, b'null, "readings": [{', v) & ends(sub, b'"}]}') & closed
-        ok[other] &= (at >= 0) & (failed | traced | several)
-        error[other], errored[other] = at, failed
-    reading = rfind(ts, b', "reading": ', lo, error)
-    r = reading + 13
-    name_end = find(ts, b'", "passed": ', r + 17, error)
-    told = (name_end >= 0) & starts(ts, b'{"sensor_name": "', r) & ends(ts, b"}", 0, error)
-    passed = told & starts(ts, b"true", name_end + 13)
-    ok &= (reading >= 0) & (passed | (told & starts(ts, b"false", name_end + 13))
-                            | ((r + 4 == error) & starts(ts, b"null", r)))
-    code = np.where(errored, ERRORED, np.where(passed, PASSED, FAILED))
-
-    # usage: nothing spent (the mock; no observation) is seen at once; anything else is where
-    # the observation's `"duration_ms": N, "tokens_input": ...` (`_USAGE`) is, read after
-    spent = np.zeros(len(ts), np.int64)
-    other = np.flatnonzero(ok & ~ends(ts, _ZERO + b"}", 0, reading)
-                           & ~ends(ts, b'"observation": null', 0, reading))
-    if len(other):
-        sub = ts[other]
-        tokens = rfind(sub, b'"tokens_input": ', lo[other], reading[other])
-        duration = rfind(sub, b'"duration_ms": ', lo[other], tokens)
-        counted = ((tokens >= 0) & (duration >= 0)
-                   & (find(sub, b",", duration, tokens) == tokens - 2)
-                   & (find(sub, b'"', duration + 15, tokens) < 0))
-        ok[other] &= counted
-        spent[other] = duration - width
-    return [ok, trial, attempt, code, spent, p1]
-
-
-def _integer(rows: np.ndarray, start: Any, stop: Any, ok: np.ndarray, width: int = 7
-             ) -> np.ndarray:
-    """The non-negative integer written at [start, stop) of each row; rows where there is
-    none (or a longer one) are struck from `ok`."""
-    np = _numpy()[0]
-    length = stop - start
-    width = max(1, min(width, int(length[ok].max(initial=1))))  # the digits this block has
-    columns = np.minimum(start[:, None] + np.arange(width), rows.shape[1] - 1)
-    digits = np.take_along_axis(rows, columns, axis=1) - np.uint8(48)  # others wrap past 9
-    inside = np.arange(width) < length[:, None]
-    ok &= (length >= 1) & (length <= width) & ~np.any(inside & (digits > 9), axis=1)
-    value = np.zeros(len(rows), np.int64)
-    for j in range(width):
-        value = np.where(j < length, value * 10 + digits[:, j], value)
-    return value
-
-
-Fields = tuple[str, str, int, int, int, int, int, float]
-
-# ix writes trial lines with one encoder and a fixed key order (engine/pipeline.py), so the
-# few fields a resume needs can be read without decoding the whole line; any line that does
-# not look exactly like that (escapes in names, another writer) is decoded in full instead.
-_HEAD = re.compile(rb'\{"run_id": "([^"\\]*)", "experiment": "(?:[^"\\]|\\.)*", '
-                   rb'"subject": "([^"\\]*)", "probe_id": "([^"\\]*)", "trial": (\d+), '
-                   rb'"seed": \d+, "attempt": (\d+), ')
-_USAGE = re.compile(rb'"duration_ms": -?\d+, "tokens_input": (\d+), "tokens_output": (\d+), '
-                    rb'"cost_usd": (-?[0-9.eE+-]+)')
-_DECODER = json.JSONDecoder()
-
-
-def _fast_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
-    head = _HEAD.match(raw)
-    if head is None:
-        return None
-    if head.group(1).decode() != run_id:
-        return ()
-    at = raw.rfind(b', "reading": ')
-    if at < 0:
-        return None
-    text = raw[at + 13:].decode("utf-8", "replace")
-    try:
-        reading, end = _DECODER.raw_decode(text)
-    except ValueError:
-        return None
-    if reading is not None and not isinstance(reading, dict):
-        return None
-    if type((reading or {}).get("passed", False)) not in (bool, type(None)):
-        return None  # as `trial_line` says: decoded in full, it is no trial record
-    rest = text[end:]
-    if rest == ', "error": null}\n':
-        errored = False
-    else:  # the keys after the reading must close the line's object: a torn line does not
-        if not rest.startswith(', "error": '):
-            return None
-        try:
-            after, end = _DECODER.raw_decode("{" + rest[2:])
-        except ValueError:
-            return None
-        if rest[end + 1:] != "\n" or not isinstance(after, dict):
-            return None
-        error = after["error"]
-        if error is not None and not (isinstance(error, dict)
-                                      and isinstance(error.get("kind"), str)):
-            return None
-        errored = error is not None
-    code = ERRORED if errored else PASSED if (reading or {}).get("passed") else FAILED
-    found = _USAGE.search(raw, 0, at)
-    if found is None and not raw.endswith(b'"observation": null', 0, at):
-        return None  # no usage where ix writes it: the observation is read in full
-    usage = _usage(raw, found.start()) if found else (0, 0, 0.0)
-    if usage is None:
-        return None
-    return (head.group(2).decode(), head.group(3).decode(), int(head.group(4)),
-            int(head.group(5)), code, *usage)
-
-
-def _usage(raw: bytes, at: int = 0) -> tuple[int, int, float] | None:
-    """Tokens in, out and cost as `_USAGE` reads them at `at`; None when they do not read."""
-    match = _USAGE.match(raw, at)
-    if match is None:
-        return None
-    try:
-        cost = float(match.group(3))
-        tokens_in, tokens_out = int(match.group(1)), int(match.group(2))
-        if not (math.isfinite(cost) and tokens_in <= MAX_COUNT and tokens_out <= MAX_COUNT):
-            return None
-        return tokens_in, tokens_out, cost
-    except ValueError:  # a cost like "1-2", which the pattern lets through; 5,000 digits
-        return None
-
-
-def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
-    """A line decoded in full and read by the rule every reader of a log applies
-    (`ix.store.trial_lines`: the query index counts the same lines)."""
-    line = trial_line(decode_line(raw))
-    if line is None:
-        return None
-    if line.run_id != run_id:
-        return ()
-    code = ERRORED if line.errored else PASSED if line.passed else FAILED
-    return (line.subject, line.probe_id, line.trial, line.attempt, code, line.tokens_input,
-            line.tokens_output, line.cost_usd)
-
-
 def per_case(spec: Mapping[str, Any]) -> int | None:
     """The trials per case a run's spec planned (the most, under `trials: auto`)."""
     trials = spec.get("trials")
@@ -603,3 +100,41 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     return Continuation(run_id=run_id, mode=mode, spec=spec,
                         state=read_state(results / TRIALS_FILE, run_id, warn,
                                          per_case=per_case(spec)))
+
+
+def cases_digest(cases: Sequence[EvalCase]) -> str:
+    """The digest of a plan's cases that its run records (`config.cases.sha256` of the spec):
+    a run continues only on the cases it started with."""
+    return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}"
+                                     for c in cases).encode()).hexdigest()
+
+
+def check_continuable(plan: Plan, cont: Continuation) -> None:
+    """Whether `plan` may continue the run `cont` found: only on the cases and the subjects
+    it started with (else `ConfigError`, naming the flag). The one place that decides it."""
+    config = cont.spec.get("config") or {}
+    flag = f"--{cont.mode.replace('_', '-')}"
+    then = config.get("cases", {}).get("sha256")
+    if then and then != cases_digest(plan.cases):
+        raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "
+                          "must run the same cases (start a new run instead)", field=flag)
+    names_then = [s["name"] for s in config.get("subjects", [])]
+    names_now = [sp.subject.name for sp in plan.subjects]
+    if names_then and names_then != names_now:
+        raise ConfigError(f"the subjects changed since run {cont.run_id} started "
+                          f"({', '.join(names_then)} then, {', '.join(names_now)} now)",
+                          field=flag)
+
+
+def current(continuation: Continuation, directory: Path, results: Path) -> Continuation:
+    """The continuation as the log stands now that this process holds the run's lock.
+
+    When the run's spec changed since it was read, or says `running` (a process was executing
+    the run, and may have written lines until it died), the log is read again: with the lock
+    held nobody else writes this run's lines, so nothing is run twice."""
+    spec = read_spec(directory)
+    if spec == continuation.spec and spec.get("status") != "running":
+        return continuation
+    return replace(continuation, spec=spec,
+                   state=read_state(results / TRIALS_FILE, continuation.run_id,
+                                    per_case=per_case(spec)))

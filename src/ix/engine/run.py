@@ -48,7 +48,7 @@ from ix.engine.pipeline import (
     components,
 )
 from ix.engine.plan import Plan, TrialKey
-from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, per_case, read_state
+from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest, current
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
 from ix.eval.schemas import FailedSubjectOut, RunSpec, SpecStatus, Summary
@@ -64,12 +64,12 @@ from ix.store.runs import (
     git_commit,
     iso,
     lock_run,
-    read_spec,
     run_dir,
     write_spec,
 )
 from ix.store.storage_faults import HINT
 from ix.store.trial_lines import invoked_skills
+from ix.store.trial_scan import ERROR_OBJECTS, run_markers
 from ix.store.trials import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
 
 OnTrial = Callable[[dict[str, Any]], None]
@@ -242,7 +242,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             raise _storage_error(exc, f"run {run_id} could not continue; "
                                       f"{_NOTHING}") from None
         try:
-            continuation = _current(continuation, directory, loaded.results_dir)
+            continuation = current(continuation, directory, loaded.results_dir)
             spec = cast(RunSpec, dict(continuation.spec))
             kept = "completed" if spec.get("status") == "completed" else None
             started = _parse_time(spec.get("started_at")) or now
@@ -363,12 +363,13 @@ def _earlier_errors(trials: Path, continuation: Continuation, errlog: ErrorLog,
     only their count): read from the run's errored lines of the log."""
     if not any(t.errors for t in tallies.values()):
         return
-    marker = b'"run_id": ' + json.dumps(continuation.run_id, ensure_ascii=False).encode()
+    markers = run_markers(continuation.run_id)  # in the stdlib's spacing or the compact one
     latest: dict[tuple[str, str, int], tuple[int, str, str]] = {}
     try:
         with trials.open("rb") as f:
             for line in f:
-                if marker not in line or b'"error": {' not in line:
+                if not any(m in line for m in markers) \
+                        or not any(e in line for e in ERROR_OBJECTS):
                     continue
                 try:
                     rec = json.loads(line)
@@ -386,20 +387,6 @@ def _earlier_errors(trials: Path, continuation: Continuation, errlog: ErrorLog,
         if subject in tallies and codes is not None and trial < len(codes) \
                 and codes[trial] == ERRORED:
             errlog.add(subject, kind, message)
-
-
-def _current(continuation: Continuation, directory: Path, results: Path) -> Continuation:
-    """The continuation as the log stands now that this process holds the run's lock.
-
-    When the run's spec changed since it was read, or says `running` (a process was executing
-    the run, and may have written lines until it died), the log is read again: with the lock
-    held nobody else writes this run's lines, so nothing is run twice."""
-    spec = read_spec(directory)
-    if spec == continuation.spec and spec.get("status") != "running":
-        return continuation
-    return replace(continuation, spec=spec,
-                   state=read_state(results / TRIALS_FILE, continuation.run_id,
-                                    per_case=per_case(spec)))
 
 
 def _reason(exc: OSError) -> str:
@@ -816,9 +803,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
             "cases": {
                 "run": len(plan.cases),
                 "skipped_acceptable": [c.id for c in plan.skipped],
-                "sha256": hashlib.sha256("\n".join(
-                    f"{c.id}\t{c.expectation}\t{c.prompt}" for c in plan.cases
-                ).encode()).hexdigest(),
+                "sha256": cases_digest(plan.cases),
             },
         },
     }

@@ -38,6 +38,7 @@ from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
 from ix.store.layout import LATEST_SUMMARY, RESULTS_DIR, ExperimentDir, RunDir
 from ix.store.runs import check_results, read_spec, run_folders, write_spec
+from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, save_summary, stamp
 
 try:
@@ -157,7 +158,7 @@ def _settle_run(results: Path, stage: Path) -> str:
 
 def _count_lines(log: Path, run_id: str) -> int:
     """How many whole lines of `run_id` the log holds (an import's lines begin with it)."""
-    prefix = b'{"run_id": ' + json.dumps(run_id).encode() + b","
+    prefix = tuple(b"{" + marker + b"," for marker in run_markers(run_id))  # either spacing
     count = 0
     with log.open("rb") as f:
         for raw in f:

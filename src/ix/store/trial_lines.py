@@ -1,6 +1,6 @@
 """Which lines of a trial log are trial records: one rule for every reader that counts trials.
 
-The resume reader (`ix.engine.resume`) and the query index (`ix.query.index_parts`) must count
+The resume reader (`ix.store.trial_scan`) and the query index (`ix.query.index_parts`) must count
 the same lines, or `ix results` lists trials a resume does not know of (a garbage log once
 gave 298 phantom rows). A line is a trial record when it is a JSON object whose
 
@@ -42,9 +42,10 @@ class ErrorRecord(TypedDict):
 
 class TrialRecord(TypedDict):
     """One line of `trials.jsonl` as the engine writes it (DESIGN.md §3), keys in this order:
-    one `write` of `json.dumps(record, ensure_ascii=False)` plus a newline, the exact bytes
-    the resume reader's byte parser (`ix.engine.resume`) reads.
-    tests/engine/test_trial_line_roundtrip.py writes every kind of it and reads it back."""
+    one `write` of `ix.store.trials.encode_line(record)` (compact JSON, text as UTF-8) plus a
+    newline, the bytes the fast reader (`ix.store.trial_scan`) reads — as it reads the
+    stdlib's `", "` / `": "` spacing of older logs. tests/engine/test_trial_line_roundtrip.py
+    and tests/store/test_trial_scan.py write every kind of it and read it back."""
 
     run_id: str
     experiment: str
@@ -277,7 +278,7 @@ def standing(lines: Iterable[_Line],
     "latest attempt wins", the rule aggregation counts by. Keys in the order of each trial's
     first line; `superseded` hears every line that a line of the same trial put out of standing
     (or that came after and stood no chance). The query index's SQL (`ix.query.index_parts.
-    write_superseded`) and the resume reader (`ix.engine.resume`) choose the same lines:
+    write_superseded`) and the resume reader (`ix.store.trial_scan`) choose the same lines:
     tests/store/test_standing.py holds them to it."""
     out: dict[TrialKey, _Line] = {}
     for line in lines:

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ix.domain.errors import ConfigError
 from ix.lab.files import dumps, located, write_text_atomic
 from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
@@ -45,8 +47,36 @@ Warn = Callable[[str], None]
 
 _log = logging.getLogger("ix.results")
 
-# One encoder for every trial line: `json.dumps` with options builds a new one per call.
-_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# What orjson does not write as ix always did, the stdlib writes (in the same compact spacing).
+_STDLIB = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _nulls(record: Mapping[str, Any]) -> int:
+    """The `null`s the trial line's own None values write (of the keys whose None is usual)."""
+    n = 0
+    for key in ("observation", "reading", "error"):
+        if key in record and record[key] is None:
+            n += 1
+    for reading in (record.get("reading"), *(record.get("readings") or ())):
+        if type(reading) is dict and "score" in reading and reading["score"] is None:
+            n += 1
+    return n
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One trial line: the record's JSON, compact, keys in its order, text as UTF-8, and a
+    newline — written by orjson (under a microsecond; the stdlib's encoder took 10-18 us of
+    a trial). The same JSON values as ever, with two guards: what orjson refuses (an integer
+    beyond 64 bits, a key that is not a string) the stdlib writes; and a float that is not
+    finite, which orjson would write as `null`, is refused (`ValueError`) as it always was —
+    seen cheaply, as a `null` more than the record's usual None values write (`_nulls`)."""
+    try:
+        data = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return (_STDLIB.encode(record) + "\n").encode("utf-8")
+    if data.count(b"null") != _nulls(record):  # a None elsewhere, a "null" in a text, or NaN
+        _STDLIB.encode(record)  # raises on NaN and infinities
+    return data
 
 
 def stamp(moment: datetime) -> str:
@@ -99,7 +129,7 @@ class TrialWriter:
             raise located(exc, path) from None
 
     def write(self, record: dict[str, Any]) -> None:
-        data = (_LINE.encode(record) + "\n").encode("utf-8")
+        data = encode_line(record)
         fd = self._fd
         if _flock is not None:  # (not `log_lock`: a generator context costs a microsecond)
             _flock(fd, _LOCK_EX)
@@ -139,7 +169,7 @@ class TrialWriter:
         summaries into place, so they appear with the lines (no fsync's wait between), and no
         other writer appends in between. If entering it or the fsync fails, the lines are
         taken back (`along` undoes its own steps when its block raises)."""
-        data = "".join(_LINE.encode(dict(r)) + "\n" for r in records).encode("utf-8")
+        data = b"".join(encode_line(dict(r)) for r in records)
         with self._locked():
             began = -1
             try:

@@ -1,7 +1,9 @@
 """Shared fixtures: the real `ix` command in a subprocess, and labs written to disk."""
 
+import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -142,3 +144,33 @@ def tree_digest(root: Path) -> dict[str, str]:
         if p.is_file() and not p.is_symlink():
             out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+#: What marks a test file whose tests share something made once for several of them.
+_SHARED = re.compile(r"""scope\s*=\s*["'](?:class|module|package|session)["']|\bchromium\b""")
+
+
+@functools.cache
+def _shares_fixtures(path: str) -> bool:
+    try:
+        return bool(_SHARED.search((REPO / path).read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Parallel workers (`-n`, pytest-xdist) take tests one by one, except that the tests of a
+    file holding a fixture wider than one test (a run of ix, a browser, a Ray cluster) go to
+    one worker together: the fixture is made once, and two workers never hold it at the same
+    time (`ray stop --force` stops every cluster on the machine)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if _shares_fixtures(path) else nodeid
+
+    return SharedFixtureScheduling(config, log)

@@ -2,8 +2,9 @@
 
 import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
@@ -19,6 +20,9 @@ from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.terminal import leaderboards_renderable, report_renderable
 from ix.store.storage_faults import storage_error, storage_faults
+
+if TYPE_CHECKING:
+    from ix.report.schemas import ReportOutput
 
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]
@@ -46,7 +50,7 @@ def _check_out(path: Path | None) -> None:
         raise ConfigError("no such directory for the output file", file=path, field="--out")
 
 
-def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
+def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
           path: Path | None) -> None:
     """Print or write `data` as JSON, Markdown or a plain-text table."""
     if fmt == "json":
@@ -73,7 +77,7 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
-def _write_html(data: dict[str, Any], path: Path | None) -> None:
+def _write_html(data: "ReportOutput", path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
     from ix.report.html import render_report_html  # jinja2: only for --format html
 

@@ -52,7 +52,7 @@ def check_text(value: str | None, what: str) -> str:
 
 @dataclass(frozen=True)
 class ReportResult:
-    data: dict[str, Any] | None
+    data: Mapping[str, Any] | None
     note: str | None             # why there is no report (a running run has no summary yet)
 
 
@@ -235,7 +235,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- compare
 
-    def compare(self, a: RunInfo, b: RunInfo) -> tuple[dict[str, Any], str | None]:
+    def compare(self, a: RunInfo, b: RunInfo) -> tuple[Mapping[str, Any], str | None]:
         """`ix compare A B` (None and the reason when the runs cannot be compared)."""
         try:
             return compare_runs(self.lab, [a.run_id, b.run_id]), None

@@ -193,16 +193,16 @@ def tag(
     if len(args) != 2:
         raise ConfigError("usage: ix tag RUN TAG (or ix tag --delete TAG, ix tag --list)",
                           field="TAG")
-    result = api_notes.tag_run(lab, args[0], args[1], force=force)
+    tagged = api_notes.tag_run(lab, args[0], args[1], force=force)
     if json_out:
-        print_json(result)
-    elif result["unchanged"]:
-        out.print(f"tag {result['tag']} already names run {result['run']}", markup=False)
-    elif result["moved_from"]:
-        out.print(f"moved tag {result['tag']} from run {result['moved_from']} to "
-                  f"{result['run']} ({result['experiment']})", markup=False)
+        print_json(tagged)
+    elif tagged["unchanged"]:
+        out.print(f"tag {tagged['tag']} already names run {tagged['run']}", markup=False)
+    elif tagged["moved_from"]:
+        out.print(f"moved tag {tagged['tag']} from run {tagged['moved_from']} to "
+                  f"{tagged['run']} ({tagged['experiment']})", markup=False)
     else:
-        out.print(f"tagged run {result['run']} ({result['experiment']}) as {result['tag']}",
+        out.print(f"tagged run {tagged['run']} ({tagged['experiment']}) as {tagged['tag']}",
                   markup=False)
 
 

@@ -7,7 +7,7 @@ the path and subject/case names in the query string, and are built with `href`.
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -170,7 +170,7 @@ def _cases(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _cases_from_trials(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _cases_from_trials(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The same from the trials recorded so far (a run without a summary yet)."""
     by_case: dict[str, dict[str, Any]] = {}
     for r in rows:

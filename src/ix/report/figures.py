@@ -102,11 +102,11 @@ def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
             lane["bins"][min(bins - 1, int(offset / bin_ms))][p.status] += 1
     start = datetime.fromtimestamp(t0 / 1000.0, tz=UTC).isoformat(timespec="milliseconds")
     # the lanes are filled by key and status above: the checker takes their type from here
-    return cast("Timeline", {"start": start.replace("+00:00", "Z"),
-            "span_ms": num(span), "attempts": len(points),
-            "errors": sum(p.status == "error" for p in points),
-            "mode": "trials" if by_mode else "bins",
-            "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())})
+    return cast("Timeline", {
+        "start": start.replace("+00:00", "Z"), "span_ms": num(span), "attempts": len(points),
+        "errors": sum(p.status == "error" for p in points),
+        "mode": "trials" if by_mode else "bins",
+        "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())})
 
 
 def difficulty(summary: Mapping[str, Any],

@@ -8,7 +8,7 @@ Bad input raises `ConfigError` before anything is written.
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ix.api.reports import SUMMARY_FILE, resolve_run, run_trials
 from ix.domain.errors import ConfigError
@@ -20,21 +20,36 @@ from ix.store.runs import read_spec
 from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
 from ix.store.tags import delete_tag as delete
 
+if TYPE_CHECKING:
+    from ix.api.schemas import (
+        AnnotationAdded,
+        AnnotationLine,
+        AnnotationList,
+        TagDeleted,
+        TagEntry,
+        Tagged,
+    )
 
-def _run_info(run_dir: Path) -> dict[str, str]:
+
+class _RunRef(TypedDict):
+    run: str
+    experiment: str
+
+
+def _run_info(run_dir: Path) -> _RunRef:
     spec = read_spec(run_dir)
     experiment = str(spec.get("experiment") or run_dir.parent.parent.parent.name)
     return {"run": run_dir.name, "experiment": experiment}
 
 
-def list_tags(lab: str | Path | None = None) -> list[dict[str, Any]]:
+def list_tags(lab: str | Path | None = None) -> "list[TagEntry]":
     lab_path = find_lab(lab)
-    return [{"tag": t.name, **t.as_dict()} for t in sorted(read_tags(lab_path).values(),
-                                                           key=lambda t: t.name)]
+    return [cast("TagEntry", {"tag": t.name, **t.as_dict()})
+            for t in sorted(read_tags(lab_path).values(), key=lambda t: t.name)]
 
 
 def tag_run(lab: str | Path | None, run: str, name: str, *,
-            force: bool = False) -> dict[str, Any]:
+            force: bool = False) -> "Tagged":
     """Tag a run; `force` moves a tag that names another run. Returns what happened:
     `{tag, run, experiment, moved_from, unchanged}`."""
     lab_path = find_lab(lab)
@@ -58,7 +73,7 @@ def tag_run(lab: str | Path | None, run: str, name: str, *,
     return {"tag": name, **info, "moved_from": moved_from, "unchanged": unchanged}
 
 
-def delete_tag(lab: str | Path | None, name: str) -> dict[str, Any]:
+def delete_tag(lab: str | Path | None, name: str) -> "TagDeleted":
     lab_path = find_lab(lab)
     old = delete(lab_path, name)
     record(lab_path, "untag", tag=name, run=old.run_id, experiment=old.experiment)
@@ -80,7 +95,7 @@ def _case_ids(run_dir: Path) -> set[str]:
 
 
 def annotate(lab: str | Path | None, run: str, text: str,
-             case: str | None = None) -> dict[str, Any]:
+             case: str | None = None) -> "AnnotationAdded":
     """Add a note to a run, or to one of its cases; returns the annotation written."""
     lab_path = find_lab(lab)
     run_dir = resolve_run(lab_path, run)
@@ -96,11 +111,12 @@ def annotate(lab: str | Path | None, run: str, text: str,
     check_tree(run_dir.parent.parent.parent, run_dir)
     add_annotation(run_dir, line)
     record(lab_path, "annotate", **info, case=case, text=line["text"])
-    return {**info, **line}
+    return cast("AnnotationAdded", {**info, **line})  # line: ix.store.annotations'
 
 
 def list_annotations(lab: str | Path | None, run: str,
-                     warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     warn: Callable[[str], None] | None = None) -> "AnnotationList":
     lab_path = find_lab(lab)
     run_dir = resolve_run(lab_path, run)
-    return {**_run_info(run_dir), "annotations": read_annotations(run_dir, warn)}
+    return {**_run_info(run_dir),
+            "annotations": cast("list[AnnotationLine]", read_annotations(run_dir, warn))}

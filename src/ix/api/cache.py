@@ -5,10 +5,13 @@ The cache lives in `<lab>/.ix/cache/observations/`; `docs/cache.md` describes wh
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ix.lab.resolve import find_lab
 from ix.store.cache import ObservationCache
+
+if TYPE_CHECKING:
+    from ix.api.schemas import CacheClearOutput, CacheStatsOutput
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class CacheStats:
     bytes: int
     shards: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> "CacheStatsOutput":
         return {"lab": str(self.lab), "path": str(self.path), "entries": self.entries,
                 "bytes": self.bytes, "shards": self.shards}
 
@@ -32,7 +35,7 @@ class CacheCleared:
     path: Path
     removed: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> "CacheClearOutput":
         return {"lab": str(self.lab), "path": str(self.path), "removed": self.removed}
 
 

@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix._lazy import preload
 from ix.api.design import DesignError, design_warnings
@@ -29,6 +29,10 @@ from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.runs import latest_run, read_spec
 from ix.store.trials import LATEST_SUMMARY
+
+if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
+    from ix.api.schemas import DryRunPlan, DryRunSubject
+    from ix.report.schemas import CompareOutput
 
 
 def resolve(lab: str | Path | None = None, experiments: Sequence[str] = (),
@@ -299,16 +303,16 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
 
 
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
-            overrides: Overrides = Overrides()) -> list[dict[str, Any]]:
+            overrides: Overrides = Overrides()) -> "list[DryRunPlan]":
     """The full plan of each experiment, nothing executed, nothing written."""
     # Deferred: the price table builds pydantic models; `ix validate` never needs it.
     from ix.runtimes._prices import estimate_cost
 
-    out = []
+    out: list[DryRunPlan] = []
     for plan in validate(lab, experiments, overrides):
         refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,  # as `run` (F)
                                  runtime_override=overrides.runtime)
-        subjects = []
+        subjects: list[DryRunSubject] = []
         for sp in plan.subjects:
             trials = len(plan.cases) * plan.trials
             chars = sum(len(c.prompt) for c in plan.cases) * plan.trials
@@ -387,7 +391,7 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
     return last, status, f1
 
 
-def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, Any]:
+def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutput":
     """Two or more runs of an experiment, each later one against the first."""
     # Deferred, not a cycle: report.runs loads numpy and scipy, and api.reports (with the
     # query, report and store modules it loads) would join `ix validate`'s path otherwise.
@@ -414,8 +418,8 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
         raise ConfigError("the runs share no subject by name", field="RUN")
     if all("error" in c for c in result["comparisons"]):
         raise ConfigError("the runs have no case in common", field="RUN")
-    result["config_changes"] = config_changes([resolve_run(lab_path, r) for r in run_ids])
-    return result
+    return {**result,
+            "config_changes": config_changes([resolve_run(lab_path, r) for r in run_ids])}
 
 
 def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ix.domain.errors import ConfigError
 from ix.engine.plan import trial_seed
@@ -37,6 +37,9 @@ from ix.store.import_run import add_run, find_import, import_turn, new_experimen
 from ix.store.runs import RUNS_DIR, environment, iso, new_run_id, run_dir
 from ix.store.storage_faults import storage_faults
 
+if TYPE_CHECKING:
+    from ix.api.schemas import ImportOutput
+
 IMPORT_FORMATS = ("inspect", "jsonl", "csv")
 Warn = Callable[[str], None]
 
@@ -56,7 +59,7 @@ class ImportResult:
     run_dir: Path
     summary: Summary = field(repr=False)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> "ImportOutput":
         return {"run_id": self.run_id, "experiment": self.experiment,
                 "experiment_dir": str(self.experiment_dir),
                 "created_experiment": self.created_experiment, "format": self.format,

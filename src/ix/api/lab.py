@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ix.api.battery import BatteryResult, run_battery
 from ix.api.experiments import compare_runs, run
@@ -23,6 +23,9 @@ from ix.api.results import Results
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
 from ix.lab.resolve import find_lab
+
+if TYPE_CHECKING:
+    from ix.report.schemas import CompareOutput
 
 
 def _python_warning(message: str) -> None:
@@ -98,6 +101,6 @@ class Lab:
         """Read-only SQL over the views `trials`, `trials_all` and `cases` (docs/queries.md)."""
         return run_query(self.path, sql, self._warn)
 
-    def compare(self, run_a: str, run_b: str, *more: str) -> dict[str, Any]:
+    def compare(self, run_a: str, run_b: str, *more: str) -> "CompareOutput":
         """Runs of an experiment side by side, each later one against the first."""
         return compare_runs(self.path, [run_a, run_b, *more])

@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.experiments import resolve, validate
 from ix.domain.errors import ConfigError
@@ -32,6 +32,7 @@ from ix.stats.power import (
 from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:
+    from ix.api.schemas import GoalAnswer, IndependentAnswer, PairedAnswer, WidthAnswer
     from ix.eval.goal_sizing import Scenario
 
 
@@ -96,7 +97,7 @@ def _scores(block: dict[str, Any]) -> dict[str, tuple[float, int]]:
             for p in block.get("probe_results", []) if p.get("score") is not None and p["n"]}
 
 
-def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> dict[str, Any]:
+def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> "WidthAnswer":
     from ix.stats.intervals import beta_interval  # scipy: deferred
 
     _check_rate("--p", p)
@@ -118,7 +119,7 @@ def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> dict[str, A
 
 
 def plan_independent(mde: float, p1: float, *, alpha: float = 0.05, power: float = 0.8,
-                     method: str = "unpooled") -> dict[str, Any]:
+                     method: str = "unpooled") -> "IndependentAnswer":
     if not 0 < p1 < 1:
         raise ConfigError(f"the control's rate must lie strictly between 0 and 1 to detect a "
                           f"difference from it, got {p1:g}", field="--p1")
@@ -152,7 +153,7 @@ CASE_ACTIVATION_RATE = ("mean per-case activation rate",
 def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2_b: float,
                 omega2: float, trials: int, alpha: float = 0.05,
                 power: float = 0.8,
-                metric: tuple[str, str] = CASE_RATE) -> dict[str, Any]:
+                metric: tuple[str, str] = CASE_RATE) -> "PairedAnswer":
     if trials < 1:
         raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
     for name, v, most in (("--sigma2-a", sigma2_a, 0.25), ("--sigma2-b", sigma2_b, 0.25),
@@ -186,7 +187,7 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
         f"variance of the per-case difference of true rates omega2={omega2:.4g}",
         f"two-sided alpha {alpha:g}, power {power:g}; Miller (2024) paired-difference formula",
     ]
-    return out
+    return cast("PairedAnswer", out)  # filled key by key, in the order of its JSON
 
 
 def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
@@ -210,7 +211,7 @@ def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
 
 def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None = None,
               power: float = 0.8, source: str,
-              counts: "tuple[Any, Any] | None" = None) -> dict[str, Any]:
+              counts: "tuple[Any, Any] | None" = None) -> "GoalAnswer":
     """How many cases settle `goal` (its metric, direction, min_effect, credibility) when the
     treatment differs from `control` by `effect` on the goal's metric (default: twice
     min_effect in the goal's direction), with the simulated probability of settling it.
@@ -343,7 +344,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
             design = {"experiment": planned.loaded.experiment.name, "cases": inputs.cases,
                       "trials": inputs.trials, "notes": list(inputs.notes)}
     rate = p if p is not None else (inputs.p if inputs else 0.5)
-    answers: list[dict[str, Any]] = []
+    answers: list[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer] = []
     goal = _goal(planned)
     if effect is not None and goal is None:
         raise ConfigError(f"{experiment} has no goal to plan for", field="--effect")
@@ -402,7 +403,7 @@ def _goal(planned: Any) -> dict[str, Any] | None:
 
 def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | None, *,
                   p: float | None, trials: int | None, effect: float | None,
-                  power: float) -> dict[str, Any]:
+                  power: float) -> "GoalAnswer":
     """`plan_goal` for an experiment: the control's per-case rates ((k + ½)/(n + 1)) from
     its latest run
     (`inputs`, the goal's control subject), else (or with --p) its design's cases at rate p

@@ -4,7 +4,7 @@
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError
 from ix.eval.schemas import SCHEMA_VERSION, Summary, summary_problems
@@ -19,6 +19,15 @@ from ix.store.layout import RESULTS_DIR
 from ix.store.runs import SPEC_FILE, find_run, latest_run, read_spec, run_folders
 from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
 from ix.store.trials import TRIALS_FILE, read_trials
+
+if TYPE_CHECKING:
+    from ix.report.schemas import (
+        Baseline,
+        ConfigChanges,
+        ExperimentBoard,
+        LeaderboardOutput,
+        ReportOutput,
+    )
 
 Warn = Callable[[str], None]
 FORMATS = ("table", "md", "json")
@@ -92,7 +101,7 @@ def run_trials(run_dir: Path, run_id: str,
 
 def report(lab: str | Path | None = None, run: str | None = None, *,
            metric: str | None = None, baseline: str | None = None,
-           warn: Warn | None = None, cwd: Path | None = None) -> dict[str, Any]:
+           warn: Warn | None = None, cwd: Path | None = None) -> "ReportOutput":
     """The report of one run (`ix report`): JSON data; see docs/reports.md for its sections.
 
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
@@ -113,14 +122,14 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
                         annotations=read_annotations(run_dir, warn),
                         cases=case_rows(run_dir.parent.parent.parent, warn),
-                        prompts=case_prompts(run_dir.parent.parent.parent))
-    data["run"]["folder"] = str(run_dir)
+                        prompts=case_prompts(run_dir.parent.parent.parent),
+                        folder=str(run_dir))
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
     return data
 
 
-def _against(ref: str, base: Summary, summary: Summary) -> dict[str, Any]:
+def _against(ref: str, base: Summary, summary: Summary) -> "Baseline":
     # numpy and scipy come with these: deferred
     from ix.report.regression import baseline_section
     from ix.report.runs import compare_runs
@@ -137,7 +146,7 @@ def _against(ref: str, base: Summary, summary: Summary) -> dict[str, Any]:
 
 def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 runs: Sequence[str] = (), *, metric: str | None = None,
-                cwd: Path | None = None) -> dict[str, Any]:
+                cwd: Path | None = None) -> "LeaderboardOutput":
     """`ix leaderboard`: per experiment, its subjects ranked (the latest completed run of
     each experiment, or the runs named); and, over several experiments, the subjects ranked
     on their pooled counts."""
@@ -163,7 +172,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
     for run_dir in dict.fromkeys(chosen):
         groups.setdefault(run_dir.parent.parent.parent, []).append((run_dir,
                                                                     read_summary(run_dir)))
-    boards = []
+    boards: list[ExperimentBoard] = []
     pooled: dict[str, dict[str, Any]] = {}
     for group in groups.values():
         group.sort(key=lambda item: item[1]["run_id"])
@@ -212,7 +221,7 @@ def _latest_completed(experiment: Path) -> Path | None:
                       and read_spec(d).get("status") == "completed")
 
 
-def config_changes(run_dirs: Sequence[Path]) -> list[dict[str, Any]]:
+def config_changes(run_dirs: Sequence[Path]) -> "list[ConfigChanges]":
     """What changed in configuration from the first run to each later one (`ix compare`)."""
     specs = [_with_descriptions(read_spec(d)) if (d / SPEC_FILE).is_file() else {}
              for d in run_dirs]

@@ -11,7 +11,7 @@ experiment, a malformed date, SQL that does not parse or bind or would write —
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
 from ix.api.timespec import Moment, parse_moment
@@ -25,6 +25,8 @@ from ix.store.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_sp
 
 if TYPE_CHECKING:
     import duckdb
+
+    from ix.api.schemas import AggregateRow
 
 _ORDER = "started_at, experiment, run_id, subject, probe_id, trial, attempt"
 _NUMERIC = {c for c, t, _ in COLUMNS if t in ("INTEGER", "BIGINT", "DOUBLE", "BOOLEAN")}
@@ -129,12 +131,13 @@ class ResultSet(Table):
         value = self._scalar(f"SELECT avg({column}::DOUBLE) FROM {self._source}")
         return float(value) if value is not None else None
 
-    def stats(self, *, level: float = 0.95, correlation: Method | None = None) -> dict[str, Any]:
+    def stats(self, *, level: float = 0.95,
+              correlation: Method | None = None) -> "AggregateRow":
         """The aggregate of every row (see `group_by`)."""
         return self.group_by(level=level, correlation=correlation)[0]
 
     def group_by(self, *keys: str, level: float = 0.95,
-                 correlation: Method | None = None) -> list[dict[str, Any]]:
+                 correlation: Method | None = None) -> "list[AggregateRow]":
         """One aggregate per group of `keys` (experiment, run, subject, case, tag, difficulty,
         expectation): n, errors, valid, passed, cases, activation_rate, votes, correct,
         correct_rate (each rate with _lo/_hi), and mean, std,
@@ -151,7 +154,8 @@ class ResultSet(Table):
 
         with self._connect() as con:
             try:
-                return aggregate(con, self._source, keys, level=level, correlation=correlation)
+                rows = aggregate(con, self._source, keys, level=level, correlation=correlation)
+                return cast("list[AggregateRow]", rows)  # the columns of ix.query.aggregate
             except duckdb.Error as exc:
                 raise sql_error(exc) from None
 

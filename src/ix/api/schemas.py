@@ -1,19 +1,21 @@
-"""Every `--json` output of `ix`, as JSON Schemas generated from pydantic models (`ix schema`).
+"""Every `--json` output of `ix`, as types, and their JSON Schemas (`ix schema`).
 
 `SCHEMAS` names each document: the two files ix writes (`trial`, `summary`) and the output of
-each command. The types of the files live in `ix.eval.schemas` (the summary's are the
-TypedDicts its producers are annotated with), those of the reports in `ix.report.schemas`,
-the rest here. docs/json.md documents them and the versioning rule.
+each command. The types of the files live in `ix.eval.schemas`, those of the reports in
+`ix.report.schemas`, the rest here. The outputs are TypedDicts (`ClosedDict`): the functions
+of `ix.api` that build them return them, so the type checker holds each to its keys, and
+pydantic's `TypeAdapter` generates the schemas from them. docs/json.md documents them and the
+versioning rule.
 """
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field, TypeAdapter
 
 from ix.eval.schemas import (
     SCHEMA_VERSION,
-    Closed,
+    ClosedDict,
     Expectation,
     Interval,
     Summary,
@@ -27,52 +29,52 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # --------------------------------------------------------------------------- run, validate
 
 
-class DryRunSubject(Closed):
+class DryRunSubject(ClosedDict):
     name: str
     runtime: str | None
     model: str | None
     trials: int
-    estimated_input_tokens: int | None = Field(
-        description="null for runtimes that spend no tokens (mock, lexical, command, ...)")
-    estimated_cost_usd: float | None = Field(
-        description="null for runtimes that spend no tokens; 0 when the model's price is "
-                    "unknown")
+    estimated_input_tokens: Annotated[int | None, Field(
+        description="null for runtimes that spend no tokens (mock, lexical, command, ...)")]
+    estimated_cost_usd: Annotated[float | None, Field(
+        description="null for runtimes that spend no tokens; 0 when the model's price is unknown")]
 
 
-class DryRunPlan(Closed):
+class DryRunPlan(ClosedDict):
     experiment: str
     path: str
     cases: int
     skipped_acceptable: int
-    trials_per_case: str = Field(description="a number, or 'auto, up to N'")
+    trials_per_case: Annotated[str, Field(description="a number, or 'auto, up to N'")]
     total_trials: int
     concurrency: int
     filters: list[str]
     subjects: list[DryRunSubject]
 
 
-class DesignWarningOut(Closed):
+class DesignWarningOut(ClosedDict):
     code: Literal["too-few-cases", "no-control", "one-trial-stochastic", "unbalanced",
                   "duplicate-prompt", "unseen-cases"]
     message: str
     field: str
 
 
-class ValidatedSubject(Closed):
+class ValidatedSubject(ClosedDict):
     name: str
     runtime: str
-    runtime_source: str = Field(description="where the runtime kind was chosen: --runtime, "
-                                            "'experiment.yaml <field>', ix.yaml, "
-                                            "'built-in default', ...")
+    runtime_source: Annotated[str, Field(
+        description="where the runtime kind was chosen: --runtime, 'experiment.yaml <field>', "
+                    "ix.yaml, 'built-in default', ...")]
     skills: list[str]
     target_skill: str
-    credentials_env: list[str] = Field(description="the variables the runtime's credentials "
-                                                   "come from (any one); empty: none needed")
-    credentials_present: bool = Field(description="one of them is set (true when none is "
-                                                  "needed)")
+    credentials_env: Annotated[list[str], Field(
+        description="the variables the runtime's credentials come from (any one); empty: none "
+                    "needed")]
+    credentials_present: Annotated[bool, Field(
+        description="one of them is set (true when none is needed)")]
 
 
-class Validated(Closed):
+class Validated(ClosedDict):
     """An experiment that loads and plans; under --strict a design warning makes it fail."""
 
     experiment: str
@@ -85,26 +87,28 @@ class Validated(Closed):
     total_trials: int
     concurrency: int
     warnings: list[DesignWarningOut]
-    error: str | None = Field(None, description="--strict only: why it fails")
+    error: NotRequired[Annotated[str | None, Field(
+        None, description="--strict only: why it fails")]]
 
 
-class NotValid(Closed):
+class NotValid(ClosedDict):
     """An experiment that does not load or plan: its first problem, and all of them."""
 
     experiment: str
     path: str
     ok: Literal[False]
     error: str
-    errors: list[str] = Field(description="every problem found, each 'file: field: message'")
+    errors: Annotated[list[str], Field(
+        description="every problem found, each 'file: field: message'")]
 
 
 # --------------------------------------------------------------------------- ls, plan, new
 
-class ListedExperiment(Closed):
+class ListedExperiment(ClosedDict):
     name: str
     path: str
-    cases: dict[str, int] = Field(description="must_trigger, should_not_trigger, acceptable "
-                                              "(empty when it does not load)")
+    cases: Annotated[dict[str, int], Field(
+        description="must_trigger, should_not_trigger, acceptable (empty when it does not load)")]
     subjects: list[str]
     last_run: str | None
     status: str | None
@@ -112,66 +116,69 @@ class ListedExperiment(Closed):
     error: str | None
 
 
-class LsOutput(Closed):
+class LsOutput(ClosedDict):
     lab: str
     experiments: list[ListedExperiment]
 
 
-class WidthAnswer(Closed):
+class WidthAnswer(ClosedDict):
     question: Literal["width"]
     n: int
     achieved_interval: Interval
     assumptions: list[str]
 
 
-class IndependentAnswer(Closed):
+class IndependentAnswer(ClosedDict):
     question: Literal["independent"]
     n_per_subject: int
     assumptions: list[str]
 
 
-class MdeForCases(Closed):
+class MdeForCases(ClosedDict):
     cases: int
     mde: float
 
 
-class PairedAnswer(Closed):
+class PairedAnswer(ClosedDict):
     question: Literal["paired"]
     trials_per_case: int
-    metric: str = Field(description="what the difference is a difference of, in words")
-    n_cases: int | None = None
-    mde: float | None = None
-    mde_for_cases: MdeForCases | None = None
+    metric: Annotated[str, Field(description="what the difference is a difference of, in words")]
+    n_cases: NotRequired[Annotated[int | None, Field(None)]]
+    mde: NotRequired[Annotated[float | None, Field(None)]]
+    mde_for_cases: NotRequired[Annotated[MdeForCases | None, Field(None)]]
     assumptions: list[str]
 
 
-class GoalAnswer(Closed):
+class GoalAnswer(ClosedDict):
     """How many cases settle the experiment's goal, simulated with ix's own rule (a `note`
     instead when there is nothing to plan: min_effect 0 and no --effect)."""
 
     question: Literal["goal"]
-    cases: int | None = Field(description="the metric's cases (`unit`) that settle the goal "
-                                          "with probability >= target; null: none up to "
-                                          "`simulated_cases`")
+    cases: Annotated[int | None, Field(
+        description="the metric's cases (`unit`) that settle the goal with probability >= target; "
+                    "null: none up to `simulated_cases`")]
     assumptions: list[str]
-    note: str | None = None
-    metric: str | None = None
-    direction: str | None = None
-    min_effect: float | None = None
-    credibility: float | None = None
-    effect: float | None = Field(None, description="the true effect planned for")
-    trials_per_case: int | None = None
-    unit: str | None = None
-    target: float | None = None
-    p_settle: float | None = Field(None, description="P(supported or refuted) at `cases`")
-    p_supported: float | None = None
-    p_refuted: float | None = None
-    simulations: int | None = None
-    simulated_cases: int | None = None
-    t_start: int | None = Field(None, description="the one-sided t approximation's size")
+    note: NotRequired[Annotated[str | None, Field(None)]]
+    metric: NotRequired[Annotated[str | None, Field(None)]]
+    direction: NotRequired[Annotated[str | None, Field(None)]]
+    min_effect: NotRequired[Annotated[float | None, Field(None)]]
+    credibility: NotRequired[Annotated[float | None, Field(None)]]
+    effect: NotRequired[Annotated[float | None, Field(
+        None, description="the true effect planned for")]]
+    trials_per_case: NotRequired[Annotated[int | None, Field(None)]]
+    unit: NotRequired[Annotated[str | None, Field(None)]]
+    target: NotRequired[Annotated[float | None, Field(None)]]
+    p_settle: NotRequired[Annotated[float | None, Field(
+        None, description="P(supported or refuted) at `cases`")]]
+    p_supported: NotRequired[Annotated[float | None, Field(None)]]
+    p_refuted: NotRequired[Annotated[float | None, Field(None)]]
+    simulations: NotRequired[Annotated[int | None, Field(None)]]
+    simulated_cases: NotRequired[Annotated[int | None, Field(None)]]
+    t_start: NotRequired[Annotated[int | None, Field(
+        None, description="the one-sided t approximation's size")]]
 
 
-class FromRun(Closed):
+class FromRun(ClosedDict):
     summary: str
     p: float
     sigma2_a: float
@@ -182,13 +189,13 @@ class FromRun(Closed):
     notes: list[str]
 
 
-class PlanOutput(Closed):
+class PlanOutput(ClosedDict):
     answers: list[Annotated[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer,
                             Field(discriminator="question")]]
-    from_run: FromRun | None = None
+    from_run: NotRequired[Annotated[FromRun | None, Field(None)]]
 
 
-class NewOutput(Closed):
+class NewOutput(ClosedDict):
     name: str
     path: str
     files: list[str]
@@ -196,7 +203,7 @@ class NewOutput(Closed):
 
 # --------------------------------------------------------------------------- results, query
 
-class ResultRow(Closed):
+class ResultRow(ClosedDict):
     """One trial of `ix results --json` (the columns of docs/queries.md)."""
 
     experiment: str
@@ -219,40 +226,40 @@ class ResultRow(Closed):
     cost: float | None
     duration: float | None
     started_at: str | None
-    invoked: list[str] = Field(description="the skills the trial invoked (Skill calls), each "
-                                           "once, in order")
-    first_invoked: str | None = Field(description="the first of them: the skill that took "
-                                                  "the prompt; null when none")
+    invoked: Annotated[list[str], Field(
+        description="the skills the trial invoked (Skill calls), each once, in order")]
+    first_invoked: Annotated[str | None, Field(
+        description="the first of them: the skill that took the prompt; null when none")]
     tags: list[str]
     difficulty: Literal["easy", "medium", "hard"] | None
     difficulty_level: int | None
 
 
-class AggregateRow(Closed):
+class AggregateRow(ClosedDict):
     """One group of `ix results --group-by ... --json` (or `--stats`: one row)."""
 
-    experiment: str | None = None
-    run_id: str | None = None
-    subject: str | None = None
-    probe_id: str | None = None
-    tag: str | None = None
-    difficulty: str | None = None
-    expectation: str | None = None
-    first_invoked: str | None = Field(None, description="--group-by invoked: the first skill "
-                                                        "the trials invoked; null: none")
+    experiment: NotRequired[Annotated[str | None, Field(None)]]
+    run_id: NotRequired[Annotated[str | None, Field(None)]]
+    subject: NotRequired[Annotated[str | None, Field(None)]]
+    probe_id: NotRequired[Annotated[str | None, Field(None)]]
+    tag: NotRequired[Annotated[str | None, Field(None)]]
+    difficulty: NotRequired[Annotated[str | None, Field(None)]]
+    expectation: NotRequired[Annotated[str | None, Field(None)]]
+    first_invoked: NotRequired[Annotated[str | None, Field(
+        None, description="--group-by invoked: the first skill the trials invoked; null: none")]]
     n: int
     errors: int
     valid: int
     passed: int
-    cases: int = Field(description="distinct cases (experiment, case id): the clusters")
-    activation_rate: float | None = Field(
-        description="passed / valid: share of valid trials in which the skill fired")
+    cases: Annotated[int, Field(description="distinct cases (experiment, case id): the clusters")]
+    activation_rate: Annotated[float | None, Field(
+        description="passed / valid: share of valid trials in which the skill fired")]
     activation_rate_lo: float | None
     activation_rate_hi: float | None
-    votes: int = Field(description="majority votes: run x subject x must/should-not case "
-                                   "with a valid trial")
-    correct: int = Field(description="votes that match the expectation")
-    correct_rate: float | None = Field(description="correct / votes")
+    votes: Annotated[int, Field(
+        description="majority votes: run x subject x must/should-not case with a valid trial")]
+    correct: Annotated[int, Field(description="votes that match the expectation")]
+    correct_rate: Annotated[float | None, Field(description="correct / votes")]
     correct_rate_lo: float | None
     correct_rate_hi: float | None
     score_mean: float | None
@@ -277,16 +284,17 @@ class AggregateRow(Closed):
     cost_p99: float | None
     tokens_sum: int | None
     cost_sum: float | None
-    score_difficulty_r: float | None = None
-    score_difficulty_lo: float | None = None
-    score_difficulty_hi: float | None = None
-    score_difficulty_n: int | None = None
-    score_difficulty_method: Literal["pearson", "spearman"] | None = None
+    score_difficulty_r: NotRequired[Annotated[float | None, Field(None)]]
+    score_difficulty_lo: NotRequired[Annotated[float | None, Field(None)]]
+    score_difficulty_hi: NotRequired[Annotated[float | None, Field(None)]]
+    score_difficulty_n: NotRequired[Annotated[int | None, Field(None)]]
+    score_difficulty_method: NotRequired[Annotated[Literal["pearson", "spearman"] | None,
+                                                   Field(None)]]
 
 
 # --------------------------------------------------------------------------- export, import
 
-class ExportOutput(Closed):
+class ExportOutput(ClosedDict):
     run_id: str
     experiment: str
     format: str
@@ -295,7 +303,7 @@ class ExportOutput(Closed):
     trials: int
 
 
-class ImportOutput(Closed):
+class ImportOutput(ClosedDict):
     run_id: str
     experiment: str
     experiment_dir: str
@@ -311,7 +319,7 @@ class ImportOutput(Closed):
 
 # --------------------------------------------------------------------------- tag, annotate
 
-class Tagged(Closed):
+class Tagged(ClosedDict):
     tag: str
     run: str
     experiment: str
@@ -319,7 +327,7 @@ class Tagged(Closed):
     unchanged: bool
 
 
-class TagEntry(Closed):
+class TagEntry(ClosedDict):
     tag: str
     run: str
     experiment: str
@@ -328,32 +336,32 @@ class TagEntry(Closed):
     tagged_by: str
 
 
-class TagDeleted(Closed):
+class TagDeleted(ClosedDict):
     tag: str
     run: str
     experiment: str
     deleted: Literal[True]
 
 
-class AnnotationAdded(Closed):
+class AnnotationAdded(ClosedDict):
     run: str
     experiment: str
     at: str
-    user: str | None = None
-    host: str | None = None
+    user: NotRequired[Annotated[str | None, Field(None)]]
+    host: NotRequired[Annotated[str | None, Field(None)]]
     case: str | None
     text: str
 
 
-class AnnotationLine(Closed):
+class AnnotationLine(ClosedDict):
     at: str
-    user: str | None = None
-    host: str | None = None
+    user: NotRequired[Annotated[str | None, Field(None)]]
+    host: NotRequired[Annotated[str | None, Field(None)]]
     case: str | None
     text: str
 
 
-class AnnotationList(Closed):
+class AnnotationList(ClosedDict):
     run: str
     experiment: str
     annotations: list[AnnotationLine]
@@ -361,19 +369,19 @@ class AnnotationList(Closed):
 
 # --------------------------------------------------------------------------- batch, cache
 
-class BatteryRun(Closed):
+class BatteryRun(ClosedDict):
     experiment: str
     seed: int
     subjects: list[str]
     trials: int
 
 
-class BatteryPlan(Closed):
+class BatteryPlan(ClosedDict):
     battery: str
     runs: list[BatteryRun]
 
 
-class BatteryRow(Closed):
+class BatteryRow(ClosedDict):
     experiment: str
     seed: int | None
     run_id: str
@@ -389,30 +397,30 @@ class BatteryRow(Closed):
     goal: str | None
 
 
-class BatteryVerdict(Closed):
+class BatteryVerdict(ClosedDict):
     experiment: str
     seed: int | None
     run_id: str
     status: str
-    reason: str | None = Field(description="why the run failed or was cancelled")
+    reason: Annotated[str | None, Field(description="why the run failed or was cancelled")]
     goal: Literal["supported", "refuted", "inconclusive"] | None
-    verdict: str | None = Field(description="the goal's verdict line (`REFUTED — goal: …`); "
-                                            "null without a goal")
+    verdict: Annotated[str | None, Field(
+        description="the goal's verdict line (`REFUTED — goal: …`); null without a goal")]
 
 
-class SeedValue(Closed):
+class SeedValue(ClosedDict):
     seed: int | None
     value: float | None
 
 
-class SeedSpread(Closed):
+class SeedSpread(ClosedDict):
     min: float | None
     max: float | None
     range: float | None
-    sd: float | None = Field(description="sample standard deviation of the seeds' values")
+    sd: Annotated[float | None, Field(description="sample standard deviation of the seeds' values")]
 
 
-class PooledSeeds(Closed):
+class PooledSeeds(ClosedDict):
     """One experiment × subject over the battery's seeds (docs/running.md, "Batteries")."""
 
     experiment: str
@@ -429,7 +437,7 @@ class PooledSeeds(Closed):
     spread: SeedSpread
 
 
-class BatteryOutput(Closed):
+class BatteryOutput(ClosedDict):
     folder: str
     battery: str
     runs: int
@@ -439,7 +447,7 @@ class BatteryOutput(Closed):
     rows: list[BatteryRow]
 
 
-class CacheStatsOutput(Closed):
+class CacheStatsOutput(ClosedDict):
     lab: str
     path: str
     entries: int
@@ -447,7 +455,7 @@ class CacheStatsOutput(Closed):
     shards: int
 
 
-class CacheClearOutput(Closed):
+class CacheClearOutput(ClosedDict):
     lab: str
     path: str
     removed: int
@@ -455,7 +463,7 @@ class CacheClearOutput(Closed):
 
 # --------------------------------------------------------------------------- subjects, view
 
-class RegistrySubject(Closed):
+class RegistrySubject(ClosedDict):
     name: str
     source: str
     description: str
@@ -465,7 +473,7 @@ class RegistrySubject(Closed):
     config: dict[str, Any]
 
 
-class SubjectsListOutput(Closed):
+class SubjectsListOutput(ClosedDict):
     file: str
     subjects: list[RegistrySubject]
 
@@ -474,7 +482,7 @@ class SubjectAdded(RegistrySubject):
     replaced: bool
 
 
-class SubjectTestOutput(Closed):
+class SubjectTestOutput(ClosedDict):
     name: str
     runtime: str
     model: str | None
@@ -486,7 +494,7 @@ class SubjectTestOutput(Closed):
     notes: list[str]
 
 
-class ViewOutput(Closed):
+class ViewOutput(ClosedDict):
     url: str
     lab: str
 

@@ -9,7 +9,7 @@ run` — all at once, so a failed or killed import leaves no trace in the lab.
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix._version import __version__
 from ix.api.results import query_results
@@ -30,6 +30,9 @@ from ix.store.runs import find_run, read_spec
 from ix.store.storage_faults import storage_faults
 from ix.store.trials import TRIALS_FILE, parse_line
 
+if TYPE_CHECKING:
+    from ix.api.schemas import ExportOutput
+
 EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet", "inspect")
 Warn = Callable[[str], None]
 
@@ -43,7 +46,7 @@ class ExportResult:
     files: tuple[Path, ...]
     trials: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> "ExportOutput":
         return {"run_id": self.run_id, "experiment": self.experiment, "format": self.format,
                 "out": str(self.out), "files": [str(f) for f in self.files],
                 "trials": self.trials}

@@ -1,5 +1,7 @@
 """`ix ls`: the lab's experiments with their cases and last run."""
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 from rich.text import Text
@@ -8,15 +10,19 @@ from ix import api
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
 
+if TYPE_CHECKING:
+    from ix.api.schemas import LsOutput
+
 
 def list_(lab: Lab = None, json_out: Json = False) -> None:
     """List the lab's experiments with their cases and last run."""
     lab_path, infos = api.list_experiments(lab)
     if json_out:
-        print_json({"lab": str(lab_path), "experiments": [
+        listing: LsOutput = {"lab": str(lab_path), "experiments": [
             {"name": i.name, "path": str(i.path), "cases": i.cases, "subjects": i.subjects,
              "last_run": i.last_run, "status": i.status, "f1": i.f1, "error": i.error}
-            for i in infos]})
+            for i in infos]}
+        print_json(listing)
         return
     table = Table(title=f"lab {lab_path}", title_justify="left", show_edge=False)
     for col in ("experiment", "cases (must/not/edge)", "subjects", "last run", "status", "F1"):

@@ -2,8 +2,9 @@
 
 import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
@@ -19,6 +20,9 @@ from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.terminal import leaderboards_renderable, report_renderable
 from ix.store.storage_faults import storage_error, storage_faults
+
+if TYPE_CHECKING:
+    from ix.report.schemas import ReportOutput
 
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]
@@ -46,7 +50,7 @@ def _check_out(path: Path | None) -> None:
         raise ConfigError("no such directory for the output file", file=path, field="--out")
 
 
-def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
+def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
           path: Path | None) -> None:
     """Print or write `data` as JSON, Markdown or a plain-text table."""
     if fmt == "json":
@@ -73,7 +77,7 @@ def _emit(fmt: str, data: dict[str, Any], renderable: Any, markdown: Any,
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
-def _write_html(data: dict[str, Any], path: Path | None) -> None:
+def _write_html(data: "ReportOutput", path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
     from ix.report.html import render_report_html  # jinja2: only for --format html
 
@@ -189,16 +193,16 @@ def tag(
     if len(args) != 2:
         raise ConfigError("usage: ix tag RUN TAG (or ix tag --delete TAG, ix tag --list)",
                           field="TAG")
-    result = api_notes.tag_run(lab, args[0], args[1], force=force)
+    tagged = api_notes.tag_run(lab, args[0], args[1], force=force)
     if json_out:
-        print_json(result)
-    elif result["unchanged"]:
-        out.print(f"tag {result['tag']} already names run {result['run']}", markup=False)
-    elif result["moved_from"]:
-        out.print(f"moved tag {result['tag']} from run {result['moved_from']} to "
-                  f"{result['run']} ({result['experiment']})", markup=False)
+        print_json(tagged)
+    elif tagged["unchanged"]:
+        out.print(f"tag {tagged['tag']} already names run {tagged['run']}", markup=False)
+    elif tagged["moved_from"]:
+        out.print(f"moved tag {tagged['tag']} from run {tagged['moved_from']} to "
+                  f"{tagged['run']} ({tagged['experiment']})", markup=False)
     else:
-        out.print(f"tagged run {result['run']} ({result['experiment']}) as {result['tag']}",
+        out.print(f"tagged run {tagged['run']} ({tagged['experiment']}) as {tagged['tag']}",
                   markup=False)
 
 

@@ -8,10 +8,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,6 +25,9 @@ from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
 from ix.report.layout import decimal
+
+if TYPE_CHECKING:
+    from ix.api.schemas import AggregateRow
 
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), json or csv.", show_default=False)]
@@ -202,7 +205,7 @@ def _stream(table: api_query.Table, fmt: str) -> None:
         os.unlink(tmp)
 
 
-def _print_aggregates(rows: list[dict[str, Any]], fmt: str) -> None:
+def _print_aggregates(rows: "list[AggregateRow]", fmt: str) -> None:
     if fmt == "json":
         print_json(rows)
     elif fmt == "csv":
@@ -211,7 +214,7 @@ def _print_aggregates(rows: list[dict[str, Any]], fmt: str) -> None:
         out.print(_aggregate_table(rows))
 
 
-def _write_csv(rows: Sequence[dict[str, Any]]) -> None:
+def _write_csv(rows: Sequence[Mapping[str, Any]]) -> None:
     if not rows:
         return
     writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -224,7 +227,7 @@ def _write_csv(rows: Sequence[dict[str, Any]]) -> None:
 _KEY_TITLES = {"probe_id": "case", "run_id": "run", "first_invoked": "invoked"}
 
 
-def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
+def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     keys = [k for k in (rows[0] if rows else {}) if k not in _STAT_KEYS and
             not k.startswith(("score_", "duration_", "tokens_", "cost_", "activation_rate",
                               "correct_rate"))]
@@ -257,14 +260,14 @@ def _aggregate_table(rows: list[dict[str, Any]]) -> Table:
 _STAT_KEYS = {"n", "errors", "valid", "passed", "cases", "votes", "correct"}
 
 
-def _rate(r: dict[str, Any], name: str) -> str:
+def _rate(r: Mapping[str, Any], name: str) -> str:
     """`0.85 [0.62, 0.95]`, or - where no trial counts."""
     if r[name] is None:
         return "-"
     return f"{r[name]:.2f} [{r[f'{name}_lo']:.2f}, {r[f'{name}_hi']:.2f}]"
 
 
-def _correlation(r: dict[str, Any]) -> str:
+def _correlation(r: Mapping[str, Any]) -> str:
     if r["score_difficulty_r"] is None:
         return f"- (n={r['score_difficulty_n']})"
     ci = ""

@@ -4,7 +4,7 @@ import os
 import shlex
 import subprocess
 import sys
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
@@ -16,6 +16,9 @@ from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import summary_renderable
+
+if TYPE_CHECKING:
+    from ix.api.schemas import DryRunPlan
 
 
 def run(
@@ -159,7 +162,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _print_dry_run(plans: list[dict[str, Any]], json_out: bool) -> None:
+def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
     if json_out:
         print_json(plans)
         return

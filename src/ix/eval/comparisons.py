@@ -23,11 +23,14 @@ the number of metrics looked at.
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+
+if TYPE_CHECKING:
+    from ix.eval.schemas import Flip
 
 METRICS = ("activation_rate", "recall", "precision", "f1", "pass_rate")
 PAIRED = ("activation_rate", "recall", "pass_rate")
@@ -182,9 +185,9 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
     )
 
 
-def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> list[dict[str, Any]]:
+def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> "list[Flip]":
     """Cases whose majority vote changed between the control and the variant."""
-    out = []
+    out: list[Flip] = []
     for case in cases:
         va, vb = _votes(control, case), _votes(variant, case)
         if va is None or vb is None or va == vb:

@@ -7,7 +7,10 @@ reads the same everywhere. Plain text, no markup: each renderer escapes and styl
 """
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ix.report.schemas import Answer, SubjectInterpretation
 
 #: The display name of each metric (the JSON keeps the key).
 METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
@@ -117,9 +120,9 @@ def comparison_sentence(c: dict[str, Any], metric: str | None = None) -> str:
             f"{_p(m.get('p_variant_better'))}, p (Holm) {_p(m.get('p_value_holm'))}")
 
 
-def interpretation(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def interpretation(summary: Mapping[str, Any]) -> "list[SubjectInterpretation]":
     """Each subject's status, issues and suggestions, as the run's summary states them."""
-    out = []
+    out: list[SubjectInterpretation] = []
     for block in summary.get("subjects") or []:
         i = block.get("interpretation") or {}
         out.append({"subject": block["name"], "status": i.get("status"),
@@ -128,7 +131,7 @@ def interpretation(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def interpretation_lines(rows: list[dict[str, Any]]) -> list[str]:
+def interpretation_lines(rows: "list[SubjectInterpretation]") -> list[str]:
     """`<subject>: <status>`, then `issue: …` and `suggestion: …` lines for that subject."""
     lines = []
     for row in rows:
@@ -138,7 +141,7 @@ def interpretation_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def answer(summary: Mapping[str, Any], metric: str | None = None) -> dict[str, Any]:
+def answer(summary: Mapping[str, Any], metric: str | None = None) -> "Answer":
     """The answer block of a report: `verdict` (the goal's lines, empty without a goal),
     `comparisons` (one sentence per variant) and `interpretation` (per subject)."""
     return {"verdict": goal_lines(summary.get("goal")),

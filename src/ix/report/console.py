@@ -297,7 +297,7 @@ def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def run_comparison_renderable(result: dict[str, Any]) -> RenderableType:
+def run_comparison_renderable(result: Mapping[str, Any]) -> RenderableType:
     """`ix compare`: one table per (run, subject) against the baseline, and its verdict."""
     parts: list[RenderableType] = []
     for c in result["comparisons"]:

@@ -8,7 +8,10 @@ Python and the runtime packages, the lab's `git_commit`, and the model versions 
 """
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ix.report.schemas import SkillChange, SpecChange
 
 KEYS = ("config", "overrides", "seed", "trials", "trials_mode", "concurrency", "versions",
         "git_commit", "observed")
@@ -16,9 +19,9 @@ KEYS = ("config", "overrides", "seed", "trials", "trials_mode", "concurrency", "
 _MISSING = object()
 
 
-def spec_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+def spec_changes(before: dict[str, Any], after: dict[str, Any]) -> "list[SpecChange]":
     """`[{path, change: added|removed|changed, before, after}]`, in a stable order."""
-    out: list[dict[str, Any]] = []
+    out: list[SpecChange] = []
     for key in KEYS:
         _diff(key, before.get(key, _MISSING), after.get(key, _MISSING), out)
     return out
@@ -34,7 +37,7 @@ def _named(items: Any) -> dict[str, Any] | None:
     return dict(zip(names, items, strict=True))  # type: ignore[arg-type]
 
 
-def _diff(path: str, a: Any, b: Any, out: list[dict[str, Any]]) -> None:
+def _diff(path: str, a: Any, b: Any, out: "list[SpecChange]") -> None:
     if a is _MISSING and b is _MISSING:
         return
     if a is _MISSING or b is _MISSING:
@@ -73,13 +76,13 @@ def _skills(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def skill_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+def skill_changes(before: dict[str, Any], after: dict[str, Any]) -> "list[SkillChange]":
     """The skills whose SKILL.md changed between two runs (by sha256 or description): `{skill,
     subjects, sha256_before, sha256_after, description_before, description_after,
     description_changed}`. A description is None when the run did not record it (runs made
     before ix recorded it)."""
     a, b = _skills(before), _skills(after)
-    out = []
+    out: list[SkillChange] = []
     for name in [n for n in a if n in b]:
         x, y = a[name], b[name]
         if x.get("sha256") == y.get("sha256") and x.get("description") == y.get("description"):

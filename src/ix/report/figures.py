@@ -8,17 +8,21 @@ Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ix.eval.estimates import num
+from ix.eval.models import Difficulty
 from ix.stats.intervals import beta_interval
+
+if TYPE_CHECKING:
+    from ix.report.schemas import DifficultyFigure, DifficultyRow, RateFigure, Timeline
 
 #: Up to this many attempts the timeline keeps each trial; above, it keeps per-bin counts.
 TIMELINE_TRIALS = 600
 #: How many time bins a big run's timeline has.
 TIMELINE_BINS = 80
 #: Difficulty levels in order (DESIGN.md §2).
-LEVELS = ("easy", "medium", "hard")
+LEVELS: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 
 
 class TrialPoint(NamedTuple):
@@ -67,7 +71,7 @@ def recording(trials: Iterable[dict[str, Any]],
 
 
 def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
-             limit: int = TIMELINE_TRIALS, bins: int = TIMELINE_BINS) -> dict[str, Any] | None:
+             limit: int = TIMELINE_TRIALS, bins: int = TIMELINE_BINS) -> "Timeline | None":
     """Every attempt on a time axis from the run's first start, one lane per subject: each
     trial (`marks`) when there are at most `limit`, else counts per status in `bins` equal
     time bins (by start time), so the report stays small. None without timestamps."""
@@ -97,15 +101,16 @@ def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
         else:
             lane["bins"][min(bins - 1, int(offset / bin_ms))][p.status] += 1
     start = datetime.fromtimestamp(t0 / 1000.0, tz=UTC).isoformat(timespec="milliseconds")
-    return {"start": start.replace("+00:00", "Z"),
-            "span_ms": num(span), "attempts": len(points),
-            "errors": sum(p.status == "error" for p in points),
-            "mode": "trials" if by_mode else "bins",
-            "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())}
+    # the lanes are filled by key and status above: the checker takes their type from here
+    return cast("Timeline", {
+        "start": start.replace("+00:00", "Z"), "span_ms": num(span), "attempts": len(points),
+        "errors": sum(p.status == "error" for p in points),
+        "mode": "trials" if by_mode else "bins",
+        "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())})
 
 
 def difficulty(summary: Mapping[str, Any],
-               cases: Sequence[dict[str, Any]] | None) -> dict[str, Any] | None:
+               cases: Sequence[dict[str, Any]] | None) -> "DifficultyFigure | None":
     """Per subject and difficulty: the share of cases whose majority vote is right, with its
     95% interval (Beta(k+1, n−k+1)); `cases` are the case files' rows (`probe_id`,
     `difficulty`). None when no case of the run has a difficulty."""
@@ -116,9 +121,9 @@ def difficulty(summary: Mapping[str, Any],
     if not rated:
         return None
     levels = [lvl for lvl in LEVELS if lvl in rated.values()]
-    by_subject: dict[str, list[dict[str, Any]]] = {}
+    by_subject: dict[str, list[DifficultyRow]] = {}
     for block in summary["subjects"]:
-        rows = []
+        rows: list[DifficultyRow] = []
         for lvl in levels:
             votes = [p.get("correct") for p in block["probe_results"]
                      if rated.get(p["probe_id"]) == lvl and p.get("correct") is not None]
@@ -128,7 +133,7 @@ def difficulty(summary: Mapping[str, Any],
                          "rate": num(k / n) if n else None,
                          "ci": [num(lo), num(hi)] if n else None})
         by_subject[block["name"]] = rows
-    return {"levels": levels,
+    return {"levels": list(levels),
             "cases": {lvl: sum(v == lvl for v in rated.values()) for lvl in levels},
             "unrated": len(run_cases - set(rated)), "by_subject": by_subject,
             "method": "share of the level's cases whose majority vote is right; 95% "
@@ -136,10 +141,10 @@ def difficulty(summary: Mapping[str, Any],
                       "k = n"}
 
 
-def subject_rates(summary: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def subject_rates(summary: Mapping[str, Any]) -> "dict[str, dict[str, RateFigure]]":
     """Each subject's trial-level rates by expectation (`must_trigger`, `should_not_trigger`,
     `correct`): `rate`, `ci` (clustered by case), `n_trials`, from the summary."""
-    out = {}
+    out: dict[str, dict[str, RateFigure]] = {}
     for block in summary["subjects"]:
         levels = block.get("trial_level") or {}
         out[block["name"]] = {k: {"rate": v.get("rate"), "ci": v.get("ci"),

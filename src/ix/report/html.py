@@ -10,6 +10,7 @@ Safety: jinja2 autoescapes every value; the only markup marked safe is the SVG o
 image or stylesheet from anywhere) and its Content-Security-Policy forbids it anyway.
 """
 
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,7 +45,7 @@ def _env() -> Environment:
     return env
 
 
-def render_report_html(report: dict[str, Any]) -> str:
+def render_report_html(report: Mapping[str, Any]) -> str:
     """The report as one HTML page that needs nothing else: no network, no script."""
     run = report["run"]
     return _env().get_template("report.html.j2").render(
@@ -52,7 +53,7 @@ def render_report_html(report: dict[str, Any]) -> str:
         body=Markup(report_body_html(report)))
 
 
-def report_body_html(report: dict[str, Any]) -> str:
+def report_body_html(report: Mapping[str, Any]) -> str:
     """The report's sections in a `<div class="ix-report">`, to embed in a page that
     inlines `REPORT_CSS`."""
     return _env().get_template("report_body.html.j2").render(**_context(report))
@@ -88,7 +89,7 @@ def _svg(text: str) -> Markup:
     return Markup(text)
 
 
-def _context(report: dict[str, Any]) -> dict[str, Any]:
+def _context(report: Mapping[str, Any]) -> dict[str, Any]:
     subjects = report["summary"]["subjects"]
     colors = {s: charts.color(i) for i, s in enumerate(subjects)}
     return {"r": report, "run": report["run"], "summary": report["summary"],
@@ -99,7 +100,7 @@ def _context(report: dict[str, Any]) -> dict[str, Any]:
             "top": TOP_FAILURES}
 
 
-def _heatmap(report: dict[str, Any]) -> Markup | None:
+def _heatmap(report: Mapping[str, Any]) -> Markup | None:
     s = report["summary"]
     if not s["cases"] or not s["subjects"]:
         return None
@@ -123,7 +124,7 @@ def _heatmap(report: dict[str, Any]) -> Markup | None:
                                "subject", show_values=len(s["subjects"]) <= 12))
 
 
-def _bars(report: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:
+def _bars(report: Mapping[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:
     subjects = report["summary"]["subjects"]
     metric = report["metric"]
     name = METRIC_NAMES.get(metric, metric)
@@ -154,7 +155,7 @@ def _bars(report: dict[str, Any], colors: dict[str, str]) -> list[dict[str, Any]
     return out
 
 
-def _histogram(report: dict[str, Any], colors: dict[str, str]) -> Markup | None:
+def _histogram(report: Mapping[str, Any], colors: dict[str, str]) -> Markup | None:
     series: dict[str, list[float]] = {s: [] for s in report["summary"]["subjects"]}
     for row in report["breakdown"]:
         for s, b in row["by_subject"].items():
@@ -170,7 +171,7 @@ def _histogram(report: dict[str, Any], colors: dict[str, str]) -> Markup | None:
                                          for i, s in enumerate(series)]))
 
 
-def _difficulty(report: dict[str, Any], colors: dict[str, str]) -> Markup | None:
+def _difficulty(report: Mapping[str, Any], colors: dict[str, str]) -> Markup | None:
     d = report.get("difficulty")
     if not d:
         return None
@@ -185,7 +186,7 @@ def _difficulty(report: dict[str, Any], colors: dict[str, str]) -> Markup | None
                                  y_label="correct rate"))
 
 
-def _timeline(report: dict[str, Any]) -> Markup | None:
+def _timeline(report: Mapping[str, Any]) -> Markup | None:
     t = report.get("timeline")
     if not t:
         return None
@@ -204,7 +205,7 @@ def _timeline(report: dict[str, Any]) -> Markup | None:
                                 label="trials over time"))
 
 
-def _comparisons(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _comparisons(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for c in report.get("comparisons") or []:
         metrics = c.get("metrics") or {}
@@ -225,5 +226,5 @@ def _comparisons(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _failing(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _failing(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(report["failures"].get("cases") or [])[:TOP_FAILURES]

@@ -17,13 +17,16 @@ Counts add up, so a subject's standing over several experiments pools them (micr
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.eval.estimates import LEVEL, num, pair
 from ix.stats.classification import f1_interval
 from ix.stats.intervals import beta_interval
 from ix.stats.ranking import rank
+
+if TYPE_CHECKING:
+    from ix.report.schemas import Leaderboard, LeaderboardRow
 
 METRICS = ("f1", "precision", "recall", "pass_rate", "activation_rate")
 
@@ -112,26 +115,26 @@ def standing(counts: Counts, metric: str, level: float = LEVEL) -> Standing:
 
 
 def leaderboard(entries: Sequence[dict[str, Any]], metric: str,
-                level: float = LEVEL) -> dict[str, Any]:
+                level: float = LEVEL) -> "Leaderboard":
     """Rank `entries` (each with `counts` and any labels: subject, experiment, run, ...).
 
     Returns `{metric, level, method, rows}`; each row keeps the entry's labels and adds
     `rank`, `value`, `ci`, `n`, `p_rank`, `p_above_next`, `rank_ci`, `p_best`.
     """
     check_metric(metric)
-    rows: list[dict[str, Any]] = []
+    rows: list[LeaderboardRow] = []
     if entries:
         stands = [standing(e["counts"], metric, level) for e in entries]
         ranking = rank([s.beta for s in stands], [s.estimate for s in stands], level=level)
         for place, i in enumerate(ranking.order):
             s = stands[i]
             labels = {k: v for k, v in entries[i].items() if k != "counts"}
-            rows.append({
+            rows.append(cast("LeaderboardRow", {  # the entry's labels: subject, run, ...
                 "rank": place + 1, **labels, "value": num(s.estimate),
                 "ci": pair(*s.interval), "n": s.n,
                 "p_rank": num(ranking.p_rank[place]),
                 "p_above_next": num(ranking.p_above_next[place]),
                 "rank_ci": list(ranking.rank_interval[place]),
                 "p_best": num(float(ranking.probabilities[i, 0])),
-            })
+            }))
     return {"metric": metric, "level": level, "method": METHOD, "rows": rows}

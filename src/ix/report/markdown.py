@@ -9,6 +9,7 @@ emphasis or a table cell of its own.
 
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ix.report.terminal import METRIC_NAMES, TOP, ci, fmt
@@ -73,7 +74,7 @@ def _cell(cell: dict[str, Any] | None) -> str:
            f"{errors}"
 
 
-def report_markdown(report: dict[str, Any]) -> str:
+def report_markdown(report: Mapping[str, Any]) -> str:
     r, s = report["run"], report["summary"]
     lines = [f"# {md_text(r['experiment'])} · run {md_text(r['run_id'])}", "",
              f"Status **{md_text(r['status'])}** · {md_text(r['started_at'])} → "
@@ -295,7 +296,7 @@ def _baseline(b: dict[str, Any]) -> list[str]:
     return lines
 
 
-def leaderboards_markdown(result: dict[str, Any]) -> str:
+def leaderboards_markdown(result: Mapping[str, Any]) -> str:
     lines = ["# Leaderboard", ""]
     for board in result["boards"]:
         runs = sorted({row["run"] for row in board["rows"]})

@@ -10,15 +10,17 @@ one-sided p-value's Bayesian twin). A metric regressed when its Holm-adjusted p-
 most `ALPHA`: with no real change, the gate flags anything in at most 5% of runs.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ix.eval.estimates import num
 from ix.stats.power import holm
+
+if TYPE_CHECKING:
+    from ix.report.schemas import Baseline, Regression, RunComparisons, RunMetricChange
 
 ALPHA = 0.05
 
 
-def _p_worse(m: dict[str, Any]) -> float:
+def _p_worse(m: "RunMetricChange") -> float:
     """One-sided p-value of "the run is worse than the baseline" on one metric."""
     diff, p = m.get("diff"), m.get("p_value")
     if p is not None:
@@ -27,24 +29,27 @@ def _p_worse(m: dict[str, Any]) -> float:
     return 1.0 if better is None else min(1.0, max(0.0, float(better)))
 
 
-def regressions(comparison: dict[str, Any], alpha: float = ALPHA) -> list[dict[str, Any]]:
+def regressions(comparison: "RunComparisons", alpha: float = ALPHA) -> "list[Regression]":
     """Every (subject, metric) of a `compare_runs` result that is worse than the baseline
     with Holm-adjusted one-sided p ≤ `alpha` across all subjects × metrics."""
     tests = [(entry, metric, m) for entry in comparison.get("comparisons", [])
              if "error" not in entry for metric, m in entry["metrics"].items()]
     raw = [_p_worse(m) for _, _, m in tests]
     adjusted = holm(raw)
-    out = []
+    out: list[Regression] = []
     for (entry, metric, m), p, adj in zip(tests, raw, adjusted, strict=True):
         if adj <= alpha and m["diff"] is not None and m["diff"] < 0:
             out.append({"subject": entry["subject"], "metric": metric,
                         "before": m["before"], "after": m["after"], "diff": m["diff"],
                         "diff_ci": m["diff_ci"], "p_better": m["p_better"],
-                        "p_worse": num(p), "p_worse_holm": num(adj), "paired": m["paired"]})
+                        # finite: _p_worse is in [0, 1] (compare_runs's p-values are num()'d)
+                        "p_worse": round(float(p), 6), "p_worse_holm": round(float(adj), 6),
+                        "paired": m["paired"]})
     return out
 
 
-def baseline_section(tag: str, baseline_run: str, comparison: dict[str, Any]) -> dict[str, Any]:
+def baseline_section(tag: str, baseline_run: str,
+                     comparison: "RunComparisons") -> "Baseline":
     """The report's `baseline` block: what was compared, and what regressed."""
     found = regressions(comparison)
     n = sum(len(e["metrics"]) for e in comparison.get("comparisons", []) if "error" not in e)

@@ -8,7 +8,7 @@ The result is plain JSON data; `ix.report.terminal` and `ix.report.markdown` ren
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.estimates import num
 from ix.eval.routing import is_target, taken_by
@@ -19,12 +19,25 @@ from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_lines import standing as standing_lines
 
+if TYPE_CHECKING:
+    from ix.report.schemas import (
+        Annotation,
+        AstrayCase,
+        BreakdownRow,
+        Cost,
+        Failures,
+        ReportOutput,
+        ScoreStats,
+        SubjectRouting,
+        SummaryTable,
+    )
+
 #: How many example messages the failure analysis keeps per error kind.
 EXAMPLES = 3
 _MESSAGE_CHARS = 300
 
 
-def summary_table(summary: Mapping[str, Any]) -> dict[str, Any]:
+def summary_table(summary: Mapping[str, Any]) -> "SummaryTable":
     """Subjects × cases: each case's activation rate with its interval, and each subject's
     metrics."""
     names = [b["name"] for b in summary["subjects"]]
@@ -47,7 +60,9 @@ def summary_table(summary: Mapping[str, Any]) -> dict[str, Any]:
             "status": (block.get("interpretation") or {}).get("status"),
             "specificity": m.get("specificity"), "specificity_ci": m.get("specificity_ci"),
             "reliability": block.get("reliability"), "unsettled": block.get("unsettled")}
-    return {"subjects": names, "cases": list(cases.values()), "metrics": metrics}
+    # rows and cells are filled by key above: the checker takes their type from here
+    return cast("SummaryTable", {"subjects": names, "cases": list(cases.values()),
+                                  "metrics": metrics})
 
 
 def _standing_trials(trials: Iterable[dict[str, Any]]) -> tuple[
@@ -102,7 +117,7 @@ def _wrong(expectation: str, passed: bool) -> bool:
 
 
 def breakdown(standing: dict[tuple[str, str, int], dict[str, Any]],
-              order: list[str]) -> list[dict[str, Any]]:
+              order: list[str]) -> "list[BreakdownRow]":
     """Per case and subject: the readings' scores (n, mean, sd, min, max) and the mean of
     each numeric metric the sensor reported (an LLM judge's dimensions, an exit code...)."""
     scores: dict[str, dict[str, list[float]]] = {}
@@ -121,9 +136,9 @@ def breakdown(standing: dict[tuple[str, str, int], dict[str, Any]],
             if _number(v):
                 extra.setdefault((case, subject), {}).setdefault(k, []).append(float(v))
     rank = {case: i for i, case in enumerate(order)}
-    out = []
+    out: list[BreakdownRow] = []
     for case in sorted(expectations, key=lambda c: (rank.get(c, len(rank)), c)):
-        by_subject = {}
+        by_subject: dict[str, ScoreStats] = {}
         for subject, values in sorted(scores[case].items()):
             d = describe(values)
             by_subject[subject] = {
@@ -142,7 +157,7 @@ def _number(x: Any) -> bool:
 
 def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
              superseded: dict[str, int],
-             prompts: dict[str, str] | None = None) -> dict[str, Any]:
+             prompts: dict[str, str] | None = None) -> "Failures":
     """Errored trials grouped by error kind (with example messages), and the cases that fail
     most: a trial fails when it errored or its outcome contradicts the case's expectation.
     Each failing case carries its prompt (`prompts`: case id -> text, from the case files)
@@ -198,22 +213,23 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
         if failed:
             failing.append({**row, "failed": failed, "fail_rate": num(failed / row["trials"])})
     failing.sort(key=lambda r: (-r["fail_rate"], -r["failed"], r["probe_id"]))
-    return {"errored_trials": sum(g["count"] for g in kinds.values()), "errors": errors,
-            "cases": failing}
+    # groups and rows are filled by key above: the checker takes their type from here
+    return cast("Failures", {"errored_trials": sum(g["count"] for g in kinds.values()),
+                             "errors": errors, "cases": failing})
 
 
-def routing(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def routing(summary: Mapping[str, Any]) -> "list[SubjectRouting]":
     """Which skill took the prompts, per subject whose summary says (an activation sensor):
     its routing table, and the cases whose trials went elsewhere than expected — a
     must_trigger case's to another skill or none, a should_not_trigger case's to the skill
     under test — each with `taken_by` ("pdf 4/9, none 2/9")."""
-    out = []
+    out: list[SubjectRouting] = []
     for block in summary["subjects"]:
         table = block.get("routing")
         if not table:
             continue
         target = table["target"]
-        astray = []
+        astray: list[AstrayCase] = []
         for p in block["probe_results"]:
             routes = p.get("routes") or []
             if not p["n"] or not routes:
@@ -234,10 +250,11 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
                  tags: list[str] | None = None,
                  annotations: list[dict[str, Any]] | None = None,
                  cases: list[dict[str, Any]] | None = None,
-                 prompts: dict[str, str] | None = None) -> dict[str, Any]:
+                 prompts: dict[str, str] | None = None,
+                 folder: str = "") -> "ReportOutput":
     """The report of one run: `trials` are that run's lines of `trials.jsonl` (all attempts);
     `cases` the experiment's case rows (`probe_id`, `difficulty`), for the difficulty figure;
-    `prompts` each case's prompt text, for the failure table."""
+    `prompts` each case's prompt text, for the failure table; `folder` the run's folder."""
     metric = metric or primary_metric(summary)
     table = summary_table(summary)
     points: list[figures.TrialPoint] = []
@@ -257,6 +274,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
             "description": (spec.get("config") or {}).get("description"),
             "sensor": summary.get("sensor"),
             "prior": (summary.get("statistics") or {}).get("prior") or "uniform",
+            "folder": folder,
         },
         "metric": metric,
         "answer": answer(summary, metric),
@@ -267,8 +285,9 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         "breakdown": breakdown(standing, case_order),
         "failures": failures(standing, superseded, prompts),
         "routing": routing(summary),
-        "cost": {**cost, "note": "every attempt counts, retried ones included"},
-        "annotations": list(annotations or []),
+        "cost": cast("Cost", {**cost, "note": "every attempt counts, retried ones included"}),
+        # the lines of annotations.jsonl (ix.store.annotations reads them, below these types)
+        "annotations": cast("list[Annotation]", list(annotations or [])),
         "baseline": None,
         "goal": summary.get("goal"),
         "comparisons": summary.get("comparisons") or [],

@@ -10,12 +10,15 @@ exists (McNemar, the case-level t-test), null for precision and F1.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix.eval.comparisons import effect, flips
 from ix.eval.estimates import num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+
+if TYPE_CHECKING:
+    from ix.report.schemas import RunComparisons, RunSubjectComparison
 
 RUN_METRICS = ("recall", "precision", "f1", "pass_rate", "activation_rate")
 
@@ -30,11 +33,11 @@ def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
     return tally
 
 
-def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
     """The first summary is the baseline; every other is compared with it."""
     base = summaries[0]
-    out: dict[str, Any] = {"baseline": base["run_id"], "experiment": base["experiment_name"],
-                           "comparisons": []}
+    out: RunComparisons = {"baseline": base["run_id"], "experiment": base["experiment_name"],
+                          "comparisons": []}
     for other in summaries[1:]:
         for block_b in other["subjects"]:
             block_a = next((b for b in base["subjects"] if b["name"] == block_b["name"]), None)
@@ -54,9 +57,9 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             mb = tb.results("")
             metrics_a = {"tp": ma.tp, "fp": ma.fp, "fn": ma.fn, "f1": ma.f1}
             metrics_b = {"tp": mb.tp, "fp": mb.fp, "fn": mb.fn, "f1": mb.f1}
-            entry: dict[str, Any] = {"run": other["run_id"], "subject": block_b["name"],
-                                     "cases": len(shared), "metrics": {},
-                                     "flips": flips(ta, tb, cases)}
+            entry: RunSubjectComparison = {
+                "run": other["run_id"], "subject": block_b["name"], "cases": len(shared),
+                "metrics": {}, "flips": flips(ta, tb, cases), "verdict": ""}
             for metric in RUN_METRICS:
                 e = effect(metric, ta, tb, cases, metrics_a, metrics_b)
                 if metric == "activation_rate" and e.n == 0:
@@ -71,7 +74,7 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _verdict(entry: dict[str, Any]) -> str:
+def _verdict(entry: "RunSubjectComparison") -> str:
     """One line: which metrics credibly moved (their 95% interval excludes 0)."""
     up, down = [], []
     for metric, m in entry["metrics"].items():

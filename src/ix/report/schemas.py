@@ -1,16 +1,17 @@
 """The JSON of `ix report --format json`, `ix compare --json` and `ix leaderboard --json`, as
-pydantic models (docs/json.md; `ix schema report|compare|leaderboard`).
+TypedDicts (docs/json.md; `ix schema report|compare|leaderboard`).
 
-They describe what `ix.report.run_report`, `ix.report.runs` and `ix.report.leaderboard`
-return; the tests validate real outputs against them.
+They are the return types of `ix.report.run_report`, `ix.report.runs` and
+`ix.report.leaderboard` (the type checker holds those to every key); pydantic generates their
+JSON Schemas, and the tests validate real outputs against those.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 
 from ix.eval.schemas import (
-    Closed,
+    ClosedDict,
     Expectation,
     GoalOut,
     Interval,
@@ -22,70 +23,72 @@ from ix.eval.schemas import (
 # --------------------------------------------------------------------------- ix compare
 
 
-class RunMetricChange(Closed):
+class RunMetricChange(ClosedDict):
     before: float | None
     after: float | None
     diff: float | None
-    diff_median: float | None = Field(description="posterior median of after − before")
-    diff_ci: Interval = Field(description="contains `diff` (one-sided on its side when the "
-                                          "equal-tailed interval would not)")
+    diff_median: Annotated[float | None, Field(description="posterior median of after − before")]
+    diff_ci: Annotated[Interval, Field(
+        description="contains `diff` (one-sided on its side when the equal-tailed interval would "
+                    "not)")]
     p_better: float | None
-    p_value: float | None = Field(description="two-sided test of no change: exact McNemar "
-                                              "(recall, pass_rate), case-level t-test "
-                                              "(activation_rate), null for precision/F1")
+    p_value: Annotated[float | None, Field(
+        description="two-sided test of no change: exact McNemar (recall, pass_rate), case-level "
+                    "t-test (activation_rate), null for precision/F1")]
     paired: bool
 
 
-class RunFlip(Closed):
+class RunFlip(ClosedDict):
     probe_id: str
     expectation: Expectation
-    control_score: float | None = Field(description="the baseline run's score")
-    variant_score: float | None = Field(description="this run's score")
+    control_score: Annotated[float | None, Field(description="the baseline run's score")]
+    variant_score: Annotated[float | None, Field(description="this run's score")]
     now: Literal["correct", "wrong"]
 
 
-class RunSubjectComparison(Closed):
+class RunSubjectComparison(ClosedDict):
     run: str
     subject: str
-    cases: int = Field(description="cases the two runs share")
+    cases: Annotated[int, Field(description="cases the two runs share")]
     metrics: dict[str, RunMetricChange]
     flips: list[RunFlip]
     verdict: str
 
 
-class RunSubjectMismatch(Closed):
+class RunSubjectMismatch(ClosedDict):
     run: str
     subject: str
     error: str
 
 
-class SpecChange(Closed):
+class SpecChange(ClosedDict):
     path: str
     change: Literal["added", "removed", "changed"]
     before: Any
     after: Any
 
 
-class SkillChange(Closed):
+class SkillChange(ClosedDict):
     skill: str
     subjects: list[str | None]
     sha256_before: str | None
     sha256_after: str | None
-    description_before: str | None = Field(description="null: the run did not record it")
+    description_before: Annotated[str | None, Field(description="null: the run did not record it")]
     description_after: str | None
-    description_changed: bool | None = Field(description="null when a description is unknown")
-    description_diff: list[dict[str, str]] = Field(description="the words that changed, in "
-                                                               "order: {removed, added}")
+    description_changed: Annotated[bool | None, Field(
+        description="null when a description is unknown")]
+    description_diff: Annotated[list[dict[str, str]], Field(
+        description="the words that changed, in order: {removed, added}")]
 
 
-class ConfigChanges(Closed):
+class ConfigChanges(ClosedDict):
     run: str
     changes: list[SpecChange]
-    skills: list[SkillChange] = Field(description="skills whose SKILL.md changed, with the "
-                                                  "description before and after")
+    skills: Annotated[list[SkillChange], Field(
+        description="skills whose SKILL.md changed, with the description before and after")]
 
 
-class RunComparisons(Closed):
+class RunComparisons(ClosedDict):
     """Every later run against the first (the baseline), subject by subject."""
 
     baseline: str
@@ -101,11 +104,13 @@ class CompareOutput(RunComparisons):
 
 # --------------------------------------------------------------------------- leaderboards
 
-class LeaderboardRow(Closed):
+class LeaderboardRow(ClosedDict):
     rank: int
     subject: str
-    run: str | None = Field(None, description="per experiment: the run ranked")
-    experiments: str | None = Field(None, description="overall: experiments pooled, k/n")
+    run: NotRequired[Annotated[str | None, Field(
+        None, description="per experiment: the run ranked")]]
+    experiments: NotRequired[Annotated[str | None, Field(
+        None, description="overall: experiments pooled, k/n")]]
     value: float | None
     ci: Interval
     n: int
@@ -115,19 +120,20 @@ class LeaderboardRow(Closed):
     p_best: float | None
 
 
-class Leaderboard(Closed):
+class Leaderboard(ClosedDict):
     metric: str
     level: float
     method: str
     rows: list[LeaderboardRow]
-    note: str | None = Field(None, description="why there are no rows (one subject)")
+    note: NotRequired[Annotated[str | None, Field(
+        None, description="why there are no rows (one subject)")]]
 
 
 class ExperimentBoard(Leaderboard):
     experiment: str
 
 
-class LeaderboardOutput(Closed):
+class LeaderboardOutput(ClosedDict):
     """`ix leaderboard --json`."""
 
     lab: str
@@ -138,12 +144,12 @@ class LeaderboardOutput(Closed):
 
 # --------------------------------------------------------------------------- ix report
 
-class RunInfo(Closed):
+class RunInfo(ClosedDict):
     run_id: str
     experiment: str
     status: str | None
-    reason: str | None = Field(None, description="why a failed run failed (what to do), or "
-                                                 "why a cancelled one stopped")
+    reason: NotRequired[Annotated[str | None, Field(
+        None, description="why a failed run failed (what to do), or why a cancelled one stopped")]]
     started_at: str | None
     finished_at: str | None
     seed: int | None
@@ -152,12 +158,12 @@ class RunInfo(Closed):
     tags: list[str]
     description: str | None
     sensor: str | None
-    prior: str | None = Field(None, description="the Beta prior of the intervals: uniform or "
-                                                "jeffreys")
+    prior: NotRequired[Annotated[str | None, Field(
+        None, description="the Beta prior of the intervals: uniform or jeffreys")]]
     folder: str
 
 
-class CaseCell(Closed):
+class CaseCell(ClosedDict):
     score: float | None
     score_ci: Interval | None
     passed: int
@@ -166,13 +172,13 @@ class CaseCell(Closed):
     correct: bool | None
 
 
-class CaseRow(Closed):
+class CaseRow(ClosedDict):
     probe_id: str
     expectation: Expectation
     by_subject: dict[str, CaseCell]
 
 
-class SubjectMetrics(Closed):
+class SubjectMetrics(ClosedDict):
     precision: float | None
     precision_ci: Interval | None
     recall: float | None
@@ -186,22 +192,22 @@ class SubjectMetrics(Closed):
     errors: int
     trials: int | None
     status: str | None
-    specificity: float | None = Field(None, description="TN/(TN+FP); null without should_not "
-                                                        "cases or in older summaries")
-    specificity_ci: Interval | None = None
-    reliability: ReliabilityGroupsOut | None = Field(
-        None, description="between-case ICC and design effect; null in older summaries")
-    unsettled: list[UnsettledCase] | None = Field(
-        None, description="cases whose majority vote could flip; null in older summaries")
+    specificity: NotRequired[Annotated[float | None, Field(
+        None, description="TN/(TN+FP); null without should_not cases or in older summaries")]]
+    specificity_ci: NotRequired[Annotated[Interval | None, Field(None)]]
+    reliability: NotRequired[Annotated[ReliabilityGroupsOut | None, Field(
+        None, description="between-case ICC and design effect; null in older summaries")]]
+    unsettled: NotRequired[Annotated[list[UnsettledCase] | None, Field(
+        None, description="cases whose majority vote could flip; null in older summaries")]]
 
 
-class SummaryTable(Closed):
+class SummaryTable(ClosedDict):
     subjects: list[str]
     cases: list[CaseRow]
     metrics: dict[str, SubjectMetrics]
 
 
-class ScoreStats(Closed):
+class ScoreStats(ClosedDict):
     n: int
     mean: float | None
     sd: float | None
@@ -210,20 +216,20 @@ class ScoreStats(Closed):
     metrics: dict[str, float | None]
 
 
-class BreakdownRow(Closed):
+class BreakdownRow(ClosedDict):
     probe_id: str
     expectation: str
     by_subject: dict[str, ScoreStats]
 
 
-class ErrorExample(Closed):
+class ErrorExample(ClosedDict):
     subject: str
     probe_id: str
     trial: int
     message: str
 
 
-class ErrorGroup(Closed):
+class ErrorGroup(ClosedDict):
     kind: str
     count: int
     subjects: dict[str, int]
@@ -232,40 +238,40 @@ class ErrorGroup(Closed):
     superseded: int
 
 
-class SubjectFailures(Closed):
+class SubjectFailures(ClosedDict):
     trials: int
     failed: int
 
 
-class WrongExample(Closed):
+class WrongExample(ClosedDict):
     subject: str
     trial: int
     answer: str
     details: str
-    invoked: list[str] = Field(description="the skills the trial invoked, in order")
+    invoked: Annotated[list[str], Field(description="the skills the trial invoked, in order")]
 
 
-class FailingCase(Closed):
+class FailingCase(ClosedDict):
     probe_id: str
     expectation: str
     trials: int
     errored: int
     wrong: int
     by_subject: dict[str, SubjectFailures]
-    prompt: str | None = Field(description="the case's prompt as its file reads now; null "
-                                           "when the file is gone")
-    examples: list[WrongExample] = Field(description="one wrong trial of every subject that "
-                                                     "answered the case wrongly")
+    prompt: Annotated[str | None, Field(
+        description="the case's prompt as its file reads now; null when the file is gone")]
+    examples: Annotated[list[WrongExample], Field(
+        description="one wrong trial of every subject that answered the case wrongly")]
     failed: int
     fail_rate: float | None
 
 
-class RouteOut(Closed):
-    skill: str | None = Field(description="the first skill invoked; null: none")
+class RouteOut(ClosedDict):
+    skill: Annotated[str | None, Field(description="the first skill invoked; null: none")]
     trials: int
 
 
-class RoutingRow(Closed):
+class RoutingRow(ClosedDict):
     expectation: str
     cases: int
     trials: int
@@ -274,51 +280,51 @@ class RoutingRow(Closed):
     none: int
 
 
-class AstrayCase(Closed):
+class AstrayCase(ClosedDict):
     probe_id: str
     expectation: str
     n: int
     routes: list[RouteOut]
-    taken_by: str = Field(description='"pdf 4/9, none 2/9"')
+    taken_by: Annotated[str, Field(description="\"pdf 4/9, none 2/9\"")]
 
 
-class SubjectRouting(Closed):
+class SubjectRouting(ClosedDict):
     subject: str
-    target: str = Field(description="the skill under test")
+    target: Annotated[str, Field(description="the skill under test")]
     expectations: list[RoutingRow]
-    cases: list[AstrayCase] = Field(description="the cases whose trials went elsewhere than "
-                                                "expected")
+    cases: Annotated[list[AstrayCase], Field(
+        description="the cases whose trials went elsewhere than expected")]
 
 
-class Failures(Closed):
+class Failures(ClosedDict):
     errored_trials: int
     errors: list[ErrorGroup]
     cases: list[FailingCase]
 
 
-class CostBucket(Closed):
+class CostBucket(ClosedDict):
     attempts: int
     tokens_input: int
     tokens_output: int
     cost_usd: float | None
 
 
-class Cost(Closed):
+class Cost(ClosedDict):
     by_subject: dict[str, CostBucket]
     by_case: dict[str, CostBucket]
     total: CostBucket
     note: str
 
 
-class Annotation(Closed):
+class Annotation(ClosedDict):
     at: str
-    user: str | None = None
-    host: str | None = None
+    user: NotRequired[Annotated[str | None, Field(None)]]
+    host: NotRequired[Annotated[str | None, Field(None)]]
     case: str | None
     text: str
 
 
-class Regression(Closed):
+class Regression(ClosedDict):
     subject: str
     metric: str
     before: float | None
@@ -326,12 +332,13 @@ class Regression(Closed):
     diff: float | None
     diff_ci: Interval
     p_better: float | None
-    p_worse: float = Field(description="one-sided p-value of 'the run is worse'")
-    p_worse_holm: float = Field(description="p_worse, Holm-adjusted across subjects x metrics")
+    p_worse: Annotated[float, Field(description="one-sided p-value of 'the run is worse'")]
+    p_worse_holm: Annotated[float, Field(
+        description="p_worse, Holm-adjusted across subjects x metrics")]
     paired: bool
 
 
-class Baseline(Closed):
+class Baseline(ClosedDict):
     tag: str
     run: str
     comparison: RunComparisons
@@ -340,14 +347,14 @@ class Baseline(Closed):
     rule: str
 
 
-class RateFigure(Closed):
+class RateFigure(ClosedDict):
     rate: float | None
     ci: Interval | None
     n_trials: int | None
     n_cases: int | None
 
 
-class DifficultyRow(Closed):
+class DifficultyRow(ClosedDict):
     level: Literal["easy", "medium", "hard"]
     k: int
     n: int
@@ -355,7 +362,7 @@ class DifficultyRow(Closed):
     ci: Interval | None
 
 
-class DifficultyFigure(Closed):
+class DifficultyFigure(ClosedDict):
     levels: list[str]
     cases: dict[str, int]
     unrated: int
@@ -363,9 +370,9 @@ class DifficultyFigure(Closed):
     method: str
 
 
-class TimelineMark(Closed):
-    t: float | None = Field(description="ms since the run's first start")
-    d: float | None = Field(description="duration in ms")
+class TimelineMark(ClosedDict):
+    t: Annotated[float | None, Field(description="ms since the run's first start")]
+    d: Annotated[float | None, Field(description="duration in ms")]
     status: Literal["ok", "wrong", "error"]
     probe_id: str
     trial: int
@@ -373,21 +380,21 @@ class TimelineMark(Closed):
     error: str | None
 
 
-class TimelineBin(Closed):
+class TimelineBin(ClosedDict):
     ok: int
     wrong: int
     error: int
 
 
-class TimelineLane(Closed):
+class TimelineLane(ClosedDict):
     subject: str
     trials: int
     errors: int
-    marks: list[TimelineMark] | None = Field(None, description="mode trials")
-    bins: list[TimelineBin] | None = Field(None, description="mode bins")
+    marks: NotRequired[Annotated[list[TimelineMark] | None, Field(None, description="mode trials")]]
+    bins: NotRequired[Annotated[list[TimelineBin] | None, Field(None, description="mode bins")]]
 
 
-class Timeline(Closed):
+class Timeline(ClosedDict):
     start: str
     span_ms: float | None
     attempts: int
@@ -397,36 +404,37 @@ class Timeline(Closed):
     lanes: list[TimelineLane]
 
 
-class SubjectInterpretation(Closed):
+class SubjectInterpretation(ClosedDict):
     subject: str
     status: str | None
     issues: list[str]
     suggestions: list[str]
 
 
-class Answer(Closed):
+class Answer(ClosedDict):
     """The run's answer in sentences (`ix.report.answer`), the same in every format."""
 
-    verdict: list[str] = Field(description="the goal's verdict line first, then its effect, "
-                                           "evidence and what would settle it; [] without a "
-                                           "goal")
-    comparisons: list[str] = Field(description="one sentence per variant against the control")
+    verdict: Annotated[list[str], Field(
+        description="the goal's verdict line first, then its effect, evidence and what would "
+                    "settle it; [] without a goal")]
+    comparisons: Annotated[list[str], Field(
+        description="one sentence per variant against the control")]
     interpretation: list[SubjectInterpretation]
 
 
-class ReportOutput(Closed):
+class ReportOutput(ClosedDict):
     """`ix report --format json`: one run (docs/reports.md has what each section means)."""
 
     run: RunInfo
     metric: str
     answer: Answer
     summary: SummaryTable
-    leaderboard: Leaderboard = Field(description="no rows (and a note) with a single "
-                                                 "subject: nothing to rank")
+    leaderboard: Annotated[Leaderboard, Field(
+        description="no rows (and a note) with a single subject: nothing to rank")]
     breakdown: list[BreakdownRow]
     failures: Failures
-    routing: list[SubjectRouting] = Field(description="which skill took the prompts, per "
-                                                      "subject with an activation sensor")
+    routing: Annotated[list[SubjectRouting], Field(
+        description="which skill took the prompts, per subject with an activation sensor")]
     cost: Cost
     annotations: list[Annotation]
     baseline: Baseline | None

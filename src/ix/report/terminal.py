@@ -1,6 +1,7 @@
 """Rich renderables for `ix report`, `ix leaderboard` and the configuration diff of
 `ix compare` (the `table` format)."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -67,7 +68,7 @@ def _cell(cell: dict[str, Any] | None) -> Text:
     return text
 
 
-def summary_tables(report: dict[str, Any]) -> list[RenderableType]:
+def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
     s = report["summary"]
     table = _table("summary: activation rate [95% CI] passed/valid per case, ✓ majority vote right",
                    "case", "expect", *s["subjects"])
@@ -114,7 +115,7 @@ def reliability_parts(metrics: dict[str, dict[str, Any]]) -> list[RenderableType
     return [Text(""), table, lines] if lines else [Text(""), table]
 
 
-def breakdown_table(report: dict[str, Any]) -> Table:
+def breakdown_table(report: Mapping[str, Any]) -> Table:
     names = report["summary"]["subjects"]
     table = _table("score breakdown per case: mean ± sd (min–max) of the readings' scores",
                    "case", *names)
@@ -135,7 +136,7 @@ def breakdown_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def failure_parts(report: dict[str, Any]) -> list[RenderableType]:
+def failure_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     f = report["failures"]
     parts: list[RenderableType] = []
     if f["errors"]:
@@ -175,7 +176,7 @@ def failure_parts(report: dict[str, Any]) -> list[RenderableType]:
     return parts
 
 
-def example_text(report: dict[str, Any]) -> Text | None:
+def example_text(report: Mapping[str, Any]) -> Text | None:
     """Each failing case's prompt and one wrong trial of every subject that got it wrong."""
     shown = [row for row in report["failures"]["cases"][:TOP] if row.get("examples")]
     if not shown:
@@ -193,7 +194,7 @@ def example_text(report: dict[str, Any]) -> Text | None:
     return text
 
 
-def routing_parts(report: dict[str, Any]) -> list[RenderableType]:
+def routing_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """Which skill took the prompts: per subject and expectation, the trials the skill
     under test took first, that no skill took, and that each other skill took; then the cases
     whose trials went astray ("must-003: taken by pdf 4/9, none 2/9")."""
@@ -222,7 +223,7 @@ def routing_parts(report: dict[str, Any]) -> list[RenderableType]:
     return [*parts, Text("")]
 
 
-def cost_parts(report: dict[str, Any]) -> list[RenderableType]:
+def cost_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     c = report["cost"]
     total = c["total"]
     if not (total["tokens_input"] or total["tokens_output"] or total["cost_usd"]):
@@ -288,7 +289,7 @@ def verdict_text(lines: list[str]) -> Text:
     return text
 
 
-def answer_parts(report: dict[str, Any]) -> list[RenderableType]:
+def answer_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """The answer first, where the eye lands: the goal's verdict and each variant's sentence."""
     a = report.get("answer") or {}
     parts: list[RenderableType] = []
@@ -302,7 +303,7 @@ def answer_parts(report: dict[str, Any]) -> list[RenderableType]:
     return parts
 
 
-def interpretation_parts(report: dict[str, Any]) -> list[RenderableType]:
+def interpretation_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """Each subject's status, issues and suggestions (`ix.report.answer.interpretation`)."""
     rows = (report.get("answer") or {}).get("interpretation") or []
     if not any(r["issues"] or r["suggestions"] for r in rows):
@@ -317,7 +318,7 @@ def interpretation_parts(report: dict[str, Any]) -> list[RenderableType]:
     return [text, Text("")]
 
 
-def comparison_parts(report: dict[str, Any]) -> list[RenderableType]:
+def comparison_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """The variants against the control, as the run's summary shows them."""
     if not report.get("comparisons"):
         return []
@@ -327,7 +328,7 @@ def comparison_parts(report: dict[str, Any]) -> list[RenderableType]:
     return [comparison_table(block), flips_text(block)]
 
 
-def report_renderable(report: dict[str, Any]) -> RenderableType:
+def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     r = report["run"]
     head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
     if r.get("reason"):
@@ -354,7 +355,7 @@ def report_renderable(report: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
-def leaderboards_renderable(result: dict[str, Any]) -> RenderableType:
+def leaderboards_renderable(result: Mapping[str, Any]) -> RenderableType:
     """`ix leaderboard`: one board per experiment, and the pooled board when there is one."""
     parts: list[RenderableType] = []
     for board in result["boards"]:

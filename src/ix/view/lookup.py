@@ -52,7 +52,7 @@ def check_text(value: str | None, what: str) -> str:
 
 @dataclass(frozen=True)
 class ReportResult:
-    data: dict[str, Any] | None
+    data: Mapping[str, Any] | None
     note: str | None             # why there is no report (a running run has no summary yet)
 
 
@@ -147,7 +147,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- trials
 
-    def case_table(self, run: RunInfo) -> list[dict[str, Any]]:
+    def case_table(self, run: RunInfo) -> list[Mapping[str, Any]]:
         """Per case and subject of the run: n, errors, activation rate with its interval."""
         try:
             rows = query_results(self.lab, run=run.run_id,
@@ -156,7 +156,7 @@ class Lookup:
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
-    def case_stats(self, run: RunInfo, case: str) -> list[dict[str, Any]]:
+    def case_stats(self, run: RunInfo, case: str) -> list[Mapping[str, Any]]:
         """The case's aggregate per subject (every attempt that stands)."""
         try:
             rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
@@ -235,7 +235,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- compare
 
-    def compare(self, a: RunInfo, b: RunInfo) -> tuple[dict[str, Any], str | None]:
+    def compare(self, a: RunInfo, b: RunInfo) -> tuple[Mapping[str, Any], str | None]:
         """`ix compare A B` (None and the reason when the runs cannot be compared)."""
         try:
             return compare_runs(self.lab, [a.run_id, b.run_id]), None

@@ -7,7 +7,7 @@ the path and subject/case names in the query string, and are built with `href`.
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -130,7 +130,7 @@ def _run(request: Request, name: str = "run") -> RunInfo:
     return _lookup(request).run(ref)
 
 
-def report_html(report: dict[str, Any]) -> Markup:
+def report_html(report: Mapping[str, Any]) -> Markup:
     """The HTML report's sections and charts (`ix report --format html`), to embed."""
     return Markup(report_body_html(report))  # the report escapes every string it embeds
 
@@ -158,7 +158,7 @@ def run_page(request: Request) -> HTMLResponse:
                  case_count=len(cases))
 
 
-def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _cases(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The run's cases from the report's summary table: per subject score, interval, n."""
     out = []
     for row in report["summary"]["cases"]:
@@ -170,7 +170,7 @@ def _cases(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _cases_from_trials(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _cases_from_trials(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The same from the trials recorded so far (a run without a summary yet)."""
     by_case: dict[str, dict[str, Any]] = {}
     for r in rows:
@@ -270,7 +270,7 @@ def _side_by_side(sa: Mapping[str, Any] | None, sb: Mapping[str, Any] | None) ->
     return {"subjects": subjects, "rows": [rows[k] for k in sorted(rows)]}
 
 
-def _flipped(result: dict[str, Any]) -> set[tuple[str, str]]:
+def _flipped(result: Mapping[str, Any]) -> set[tuple[str, str]]:
     return {(c["subject"], f["probe_id"]) for c in result.get("comparisons", [])
             for f in c.get("flips", [])}
 

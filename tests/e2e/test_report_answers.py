@@ -178,6 +178,8 @@ def test_compare_shows_how_a_skill_description_changed(lab):
     assert s["skill"] == "target" and s["description_changed"] is True
     assert s["description_before"] == "Summarise CSV files."
     assert s["description_after"] == "Summarise CSV and TSV files; not for Excel workbooks."
+    # said once, in `skills`: the spec's own changes leave the description out
+    assert not [c for c in change["changes"] if "description" in c["path"]], change["changes"]
     text = run_ix("compare", before, after, "--lab", str(lab), env={"COLUMNS": "80"}).stdout
     flat = _flat(text)
     assert "skill target changed" in flat

@@ -240,7 +240,7 @@ def _without_descriptions(spec: dict[str, Any]) -> dict[str, Any]:
         for skill in subject.get("skills") or []:
             if isinstance(skill, dict):
                 skill.pop("description", None)
-    return spec
+    return out
 
 
 def _with_descriptions(spec: Mapping[str, Any]) -> dict[str, Any]:

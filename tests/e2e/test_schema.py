@@ -141,6 +141,10 @@ def test_plan_tags_annotations_and_the_rest(made, tmp_path):
     new_lab = tmp_path / "fresh"
     new_lab.mkdir()
     check("new", ok_json("new", "x", "--lab", str(new_lab), "--runtime", "mock", "--json"))
+    # before its first run, an experiment is planned from its design (`from_design`, 1.2)
+    planned = ok_json("plan", "x", "--lab", str(new_lab), "--width", "0.2", "--json")
+    assert "from_design" in planned
+    check("plan", planned)
 
 
 def test_a_drifted_output_fails_its_schema(made):

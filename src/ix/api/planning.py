@@ -32,7 +32,14 @@ from ix.stats.power import (
 from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:
-    from ix.api.schemas import GoalAnswer, IndependentAnswer, PairedAnswer, WidthAnswer
+    from ix.api.schemas import (
+        FromDesign,
+        GoalAnswer,
+        IndependentAnswer,
+        PairedAnswer,
+        PlanOutput,
+        WidthAnswer,
+    )
     from ix.eval.goal_sizing import Scenario
 
 
@@ -295,7 +302,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                sigma2_a: float | None = None, sigma2_b: float | None = None,
                omega2: float | None = None, alpha: float = 0.05, power: float = 0.8,
                level: float = 0.95, method: str = "unpooled",
-               effect: float | None = None) -> dict[str, Any]:
+               effect: float | None = None) -> "PlanOutput":
     """What `ix plan` answers, as data: `{"answers": [...], "from_run" | "from_design": ...}`.
 
     With `experiment`, the planning values come from its latest run; before its first run,
@@ -326,7 +333,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         raise ConfigError(f"{', '.join(paired_only)} describe(s) the paired design: add "
                           "--paired", field=paired_only[0])
     inputs: PlanningInputs | None = None
-    design: dict[str, Any] | None = None
+    design: FromDesign | None = None
     planned: Any = None
     if experiment is not None:
         lab_path, paths = resolve(lab, [experiment])
@@ -378,7 +385,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     if not answers:
         raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
                           "between subjects), optionally --paired", field="ix plan")
-    result: dict[str, Any] = {"answers": answers}
+    result: PlanOutput = {"answers": answers}
     if design is not None:
         result["from_design"] = design
     elif inputs is not None:

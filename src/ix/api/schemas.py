@@ -189,10 +189,20 @@ class FromRun(ClosedDict):
     notes: list[str]
 
 
+class FromDesign(ClosedDict):
+    """Before an experiment's first run, `ix plan` plans from its design (since 1.2)."""
+
+    experiment: str
+    cases: int
+    trials: int
+    notes: list[str]
+
+
 class PlanOutput(ClosedDict):
     answers: list[Annotated[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer,
                             Field(discriminator="question")]]
     from_run: NotRequired[Annotated[FromRun | None, Field(None)]]
+    from_design: NotRequired[Annotated[FromDesign | None, Field(None)]]
 
 
 class NewOutput(ClosedDict):

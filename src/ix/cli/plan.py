@@ -100,8 +100,8 @@ def plan(
                 out.print(f"[bold]{a['n_cases']}[/] shared cases ({a['trials_per_case']} "
                           f"trial(s) each) to detect a difference of {a['mde']:g} in the "
                           f"{escape(a['metric'])}")
-            if "mde_for_cases" in a:
-                m = a["mde_for_cases"]
+            m = a.get("mde_for_cases")
+            if m is not None:
                 out.print(f"with {m['cases']} shared cases ({a['trials_per_case']} trial(s) "
                           f"each) the smallest detectable difference in the "
                           f"{escape(a['metric'])} is [bold]{m['mde']:.3f}[/]")
@@ -117,10 +117,9 @@ def plan(
     if design is not None:
         out.print(f"[dim]planning values from the design of {design['experiment']}: "
                   f"{design['cases']} cases × {design['trials']} trials[/]")
-    for note in (source or design or {}).get("notes", []):
+    notes = source["notes"] if source is not None else design["notes"] if design else []
+    for note in notes:
         out.print(f"[dim]  note: {note}[/]")
-
-
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ix.api.experiments import resolve, validate
+from ix.api.loading import resolve, validate
 from ix.domain.errors import ConfigError
 from ix.stats.power import (
     mde_paired,

@@ -48,7 +48,9 @@ class LazyModule(ModuleType):
         return module
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(self._ix_load(), attr)
+        value = getattr(self._ix_load(), attr)
+        self.__dict__[attr] = value  # the next use is a plain module attribute lookup
+        return value
 
     def __dir__(self) -> list[str]:
         return dir(self._ix_load())

@@ -80,6 +80,10 @@ def test_validate_imports_no_numbers_library_and_not_the_run_loop(tmp_path):
     assert "ix.runtimes.lexical" in modules
     assert not {"ix.runtimes.anthropic", "ix.runtimes.claude_code", "ix.api.query",
                 "ix.api.results"} & modules
+    # load and plan checks only: not the run loop, the executors, the resume reader or the
+    # importer (ix.api.loading, not ix.api.experiments)
+    assert not {"ix.api.experiments", "ix.engine.run", "ix.api.executors", "ix.engine.resume",
+                "ix.interchange.importing", "asyncio"} & modules
 
 
 @pytest.mark.parametrize("args", [("--version",), ("--version", "ls"), ("-h",)])

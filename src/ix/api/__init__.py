@@ -16,21 +16,16 @@ if TYPE_CHECKING:
     from ix.api.experiments import (
         ExperimentInfo,
         arun,
-        check,
-        compare_runs,
         dry_run,
         failure_exit_code,
         list_experiments,
-        load,
-        plan,
-        resolve,
         run,
-        subject_credentials,
-        validate,
     )
     from ix.api.lab import Lab
+    from ix.api.loading import check, load, plan, resolve, subject_credentials, validate
     from ix.api.options import Observer, RunOptions
     from ix.api.query import QueryResult, run_query
+    from ix.api.reports import compare_runs
     from ix.api.results import Rate, ResultSet, query_results
     from ix.api.subjects import (
         SubjectTest,
@@ -51,17 +46,17 @@ _WHERE = {
     "design_warnings": "ix.api.design",
     "ExperimentInfo": "ix.api.experiments",
     "arun": "ix.api.experiments",
-    "check": "ix.api.experiments",
-    "compare_runs": "ix.api.experiments",
+    "check": "ix.api.loading",
+    "compare_runs": "ix.api.reports",
     "dry_run": "ix.api.experiments",
     "failure_exit_code": "ix.api.experiments",
     "list_experiments": "ix.api.experiments",
-    "load": "ix.api.experiments",
-    "plan": "ix.api.experiments",
-    "resolve": "ix.api.experiments",
+    "load": "ix.api.loading",
+    "plan": "ix.api.loading",
+    "resolve": "ix.api.loading",
     "run": "ix.api.experiments",
-    "subject_credentials": "ix.api.experiments",
-    "validate": "ix.api.experiments",
+    "subject_credentials": "ix.api.loading",
+    "validate": "ix.api.loading",
     "Lab": "ix.api.lab",
     "Observer": "ix.api.options",
     "RunOptions": "ix.api.options",

@@ -26,7 +26,9 @@ from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.schema import BatterySpec, validate
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 from ix.report.answer import goal_verdict, metric_name
+from ix.report.leaderboard import primary_metric
 from ix.report.markdown import md_text
+from ix.report.seeds import KINDS, METHODS, pooled
 from ix.store.audit import record
 from ix.store.storage_faults import storage_error, storage_faults
 
@@ -151,10 +153,6 @@ def combined_report(name: str, results: list[RunResult]) -> dict[str, Any]:
     """The battery's report: one row per run × subject, each run's verdict (status, reason,
     the goal's verdict line), and per experiment × subject the primary metric pooled across
     the seeds with how much the seeds disagree (`ix.report.seeds`)."""
-    # numpy and scipy come with these: only a battery's report needs them
-    from ix.report.leaderboard import primary_metric
-    from ix.report.seeds import pooled
-
     rows = []
     verdicts = []
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -253,7 +251,6 @@ def report_markdown(report: dict[str, Any]) -> str:
                      f"| {md_text(p['interval'])} | {p['cases']} | {p['seeds']} | "
                      f"{md_text(per_seed)} | {_f(sp['range'])} | {_f(sp['sd'])} |")
     lines.append("")
-    from ix.report.seeds import KINDS, METHODS  # numpy and scipy: deferred
 
     used = {p["interval"] for p in report["pooled"]}
     lines += [f"- *{md_text(KINDS[k])}*: {md_text(METHODS[k])}." for k in KINDS

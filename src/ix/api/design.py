@@ -10,7 +10,7 @@ from ix.domain.errors import ConfigError
 from ix.engine.filters import apply_filters
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
-from ix.interchange.importing import refuse_unrunnable_import
+from ix.lab.schema import refuse_unrunnable_import
 
 __all__ = ["CODES", "DesignError", "DesignWarning", "design_warnings"]
 

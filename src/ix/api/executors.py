@@ -6,6 +6,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan
+from ix.engine.ray_executor import connect, disconnect, on_ray  # imports ray when it runs
 
 #: Where trials can run (`--executor`).
 EXECUTORS = ("local", "ray")
@@ -29,10 +30,6 @@ def executing(executor: str, address: str | None
     if executor == "local":
         yield None, lambda plan: plan
         return
-
-    # Deferred: the Ray adapter (which imports ray only when it runs) stays off the path of
-    # every local run and of `ix validate`.
-    from ix.engine.ray_executor import connect, disconnect, on_ray
 
     where = connect(address)
     try:

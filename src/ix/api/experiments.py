@@ -1,4 +1,5 @@
-"""Find, check, run and list experiments."""
+"""Run, dry-run and list experiments (finding, loading and checking them: `ix.api.loading`,
+re-exported here)."""
 
 import asyncio
 import json
@@ -12,19 +13,21 @@ from typing import TYPE_CHECKING, Any
 from ix._lazy import preload
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
+from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
-from ix.domain.errors import ConfigError, flatten
+from ix.api.reports import compare_runs  # its old home: `ix.api.experiments.compare_runs`
+from ix.domain.errors import ConfigError
 from ix.engine.cache import check_mode, with_cache
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, check_continuable, find_continuation
 from ix.engine.run import STATISTICS, OnTrial, RunResult, arun_plan, run_plan
-from ix.interchange.importing import refuse_unrunnable_import
-from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
-from ix.lab.resolve import find_lab, is_experiment, select_experiments
+from ix.lab.loader import load_experiment
+from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
+from ix.lab.schema import refuse_unrunnable_import
 from ix.runtimes import get_kind
-from ix.runtimes.credentials import credentials
+from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.runs import latest_run, read_spec
@@ -32,50 +35,9 @@ from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
     from ix.api.schemas import DryRunPlan, DryRunSubject
-    from ix.report.schemas import CompareOutput
 
-
-def resolve(lab: str | Path | None = None, experiments: Sequence[str] = (),
-            cwd: Path | None = None) -> tuple[Path, list[Path]]:
-    """The lab and the experiment directories a command means (DESIGN.md §5)."""
-    cwd = (cwd or Path.cwd()).resolve()
-    if lab is None and experiments:
-        first = Path(experiments[0]).expanduser()
-        first = first if first.is_absolute() else cwd / first
-        if first.is_dir() and is_experiment(first):
-            lab = first.resolve().parent
-    lab_path = find_lab(lab, cwd=cwd)
-    return lab_path, select_experiments(lab_path, experiments, cwd=cwd)
-
-
-def load(path: Path, lab: Path | None = None) -> LoadedExperiment:
-    return load_experiment(path, lab)
-
-
-def plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> Plan:
-    return build_plan(loaded, overrides)
-
-
-def validate(lab: str | Path | None = None, experiments: Sequence[str] = (),
-             overrides: Overrides = Overrides()) -> list[Plan]:
-    """Load and plan every chosen experiment without running anything."""
-    lab_path, paths = resolve(lab, experiments)
-    return [build_plan(load_experiment(p, lab_path), overrides) for p in paths]
-
-
-def check(path: Path, lab: Path, overrides: Overrides = Overrides()
-          ) -> tuple[Plan | None, list[ConfigError]]:
-    """Every problem of one experiment (`ix validate`): loading goes past each one, and what
-    loads is planned too (runtimes, sensors); the plan when there is none."""
-    loaded, problems = check_experiment(path, lab)
-    if loaded is None:
-        return None, problems
-    try:
-        planned = build_plan(loaded, overrides)
-    except ConfigError as exc:
-        return None, flatten([*problems, exc])
-    return (None, problems) if problems else (planned, [])
-
+__all__ = ["ExperimentInfo", "arun", "check", "compare_runs", "dry_run", "failure_exit_code",
+           "list_experiments", "load", "resolve", "run", "subject_credentials", "validate"]
 
 Job = tuple[Plan, Continuation | None]
 
@@ -305,9 +267,6 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             overrides: Overrides = Overrides()) -> "list[DryRunPlan]":
     """The full plan of each experiment, nothing executed, nothing written."""
-    # Deferred: the price table builds pydantic models; `ix validate` never needs it.
-    from ix.runtimes._prices import estimate_cost
-
     out: list[DryRunPlan] = []
     for plan in validate(lab, experiments, overrides):
         refuse_unrunnable_import(plan.loaded.spec, plan.loaded.config_file,  # as `run` (F)
@@ -391,51 +350,8 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
     return last, status, f1
 
 
-def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutput":
-    """Two or more runs of an experiment, each later one against the first."""
-    # Deferred, not a cycle: report.runs loads numpy and scipy, and api.reports (with the
-    # query, report and store modules it loads) would join `ix validate`'s path otherwise.
-    from ix.api.reports import config_changes, resolve_run
-    from ix.report.runs import compare_runs as compare
-
-    if len(run_ids) < 2:
-        raise ConfigError("give at least two runs to compare (the first is the baseline)",
-                          field="RUN")
-    lab_path = find_lab(lab)
-    summaries = []
-    for run_id in run_ids:
-        directory = resolve_run(lab_path, run_id)
-        path = directory / "summary.json"
-        try:
-            summaries.append(json.loads(path.read_text(encoding="utf-8")))
-        except OSError:
-            raise ConfigError("this run has no summary (it is still running, or it died "
-                              "before writing one)", file=path) from None
-        except ValueError:
-            raise ConfigError("not valid JSON", file=path) from None
-    result = compare(summaries)
-    if not result["comparisons"]:
-        raise ConfigError("the runs share no subject by name", field="RUN")
-    if all("error" in c for c in result["comparisons"]):
-        raise ConfigError("the runs have no case in common", field="RUN")
-    return {**result,
-            "config_changes": config_changes([resolve_run(lab_path, r) for r in run_ids])}
-
-
 def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:
     """The exit code of failed runs (DESIGN.md §5): 2 when every one failed of the lab's
     configuration (a missing key, no skills, a program not found), else 1."""
     return 2 if summaries and all(is_configuration(s.get("failed_subjects") or [])
                                   for s in summaries) else 1
-
-
-def subject_credentials(plan: Plan) -> list[dict[str, Any]]:
-    """For each subject of a plan: its runtime kind, the environment variables its
-    credentials come from (any one suffices; none for offline runtimes) and whether one is
-    set now — what `ix validate` reports before a run spends anything."""
-    out = []
-    for sp in plan.subjects:
-        found = credentials(sp.runtime_spec)
-        out.append({"subject": sp.subject.name, "runtime": found.kind,
-                    "credentials_env": list(found.env), "credentials_present": found.present})
-    return out

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ix.domain.errors import ConfigError
 from ix.engine.plan import trial_seed
 from ix.eval.models import EvalCase
+from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import RunInfo, RunSpec, Summary
 from ix.eval.scoring import Tally
 from ix.interchange.export import latest_attempts
@@ -147,8 +148,6 @@ def _experiment_name(path: Path) -> str | None:
 def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path, fmt: str,
            command: list[str] | None) -> ImportResult:
     """Make the run — lines, spec, summary — and write it (`ix.store.import_run`)."""
-    from ix.eval.run_summary import summarise_tallies  # numpy and scipy: deferred
-
     known: dict[str, EvalCase] = {}
     subjects = imported.subjects
     name, prior = exp_dir.name, "uniform"

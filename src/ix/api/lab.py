@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from ix.api.battery import BatteryResult, run_battery
-from ix.api.experiments import compare_runs, run
+from ix.api.experiments import run
 from ix.api.options import Observer, RunOptions
 from ix.api.query import QueryResult, Warn, run_query
+from ix.api.reports import compare_runs
 from ix.api.results import Results
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult

@@ -14,16 +14,14 @@ argument, as in `validate` and `dry_run`; `RunOptions` say how and where it runs
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from ix.api.design import DesignWarning
 from ix.api.executors import check_executor
 from ix.domain.errors import ConfigError
 from ix.engine.cache import check_mode
+from ix.engine.plan import Plan
 from ix.engine.run import Limits
-
-if TYPE_CHECKING:
-    from ix.api.design import DesignWarning
-    from ix.engine.plan import Plan
 
 #: `RunOptions.continue_mode`: what continuing a run does (`ix run --resume/--retry-failed`).
 CONTINUE_MODES = ("resume", "retry_failed")
@@ -93,12 +91,12 @@ class Observer:
     `on_plan`: before its run starts).
     """
 
-    def on_design(self, plan: "Plan", warnings: "list[DesignWarning]") -> None:
+    def on_design(self, plan: Plan, warnings: list[DesignWarning]) -> None:
         """The design warnings of a new run's experiment (may be empty), before any runs."""
         for w in warnings:
             self.on_warning(f"{plan.loaded.config_file}: {w.field}: {w.message} [{w.code}]")
 
-    def on_plan(self, plan: "Plan") -> None:
+    def on_plan(self, plan: Plan) -> None:
         """An experiment's run is about to start (`plan.total` trials are planned)."""
 
     def on_trial(self, record: dict[str, Any]) -> None:

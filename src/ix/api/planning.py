@@ -20,8 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ix.api.experiments import resolve, validate
+from ix.api.loading import resolve, validate
 from ix.domain.errors import ConfigError
+from ix.eval.goal_sizing import (
+    FINAL_REPLICATES,
+    Scenario,
+    jeffreys_rate,
+    posterior_worlds,
+    shifted,
+    size_goal,
+    unit,
+)
+from ix.stats.intervals import beta_interval
 from ix.stats.power import (
     mde_paired,
     n_for_interval_width,
@@ -40,7 +50,6 @@ if TYPE_CHECKING:
         PlanOutput,
         WidthAnswer,
     )
-    from ix.eval.goal_sizing import Scenario
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,6 @@ def _scores(block: dict[str, Any]) -> dict[str, tuple[float, int]]:
 
 
 def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> "WidthAnswer":
-    from ix.stats.intervals import beta_interval  # scipy: deferred
-
     _check_rate("--p", p)
     if not 0 < width < 1:
         raise ConfigError(f"must be between 0 and 1, got {width}", field="--width")
@@ -198,13 +205,11 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
 
 
 def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
-                  trials: int) -> "Scenario":
+                  trials: int) -> Scenario:
     """The control's cases to plan a goal on: its per-case rates from a run, or (`rates`
     None) every case right with probability p (must cases activate at p, should-not cases
     at 1 − p). The treatment equals the control until `plan_goal` shifts it."""
     import numpy as np
-
-    from ix.eval.goal_sizing import Scenario  # numpy and scipy: deferred
 
     keep = [i for i, e in enumerate(expectations)
             if e in ("must_trigger", "should_not_trigger")]
@@ -216,7 +221,7 @@ def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
     return Scenario(must, control, control.copy(), trials)
 
 
-def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None = None,
+def plan_goal(goal: dict[str, Any], control: Scenario, *, effect: float | None = None,
               power: float = 0.8, source: str,
               counts: "tuple[Any, Any] | None" = None) -> "GoalAnswer":
     """How many cases settle `goal` (its metric, direction, min_effect, credibility) when the
@@ -225,15 +230,6 @@ def plan_goal(goal: dict[str, Any], control: "Scenario", *, effect: float | None
     `counts`: the control's (passed, valid) trials per case of `control` when they come
     from a run: then each simulated run is drawn from a population those counts leave
     plausible (`posterior_worlds`, as the inconclusive goal's suggestion does)."""
-    from ix.eval.goal_sizing import (  # numpy and scipy: deferred
-        FINAL_REPLICATES,
-        Scenario,
-        posterior_worlds,
-        shifted,
-        size_goal,
-        unit,
-    )
-
     metric, direction = goal["metric"], goal["direction"]
     m, c = float(goal["min_effect"]), float(goal["credibility"])
     if effect is None:
@@ -424,7 +420,6 @@ def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | N
         block = blocks.get(goal["compare"][0]) or (summary.get("subjects") or [None])[0]
         probes = [r for r in (block or {}).get("probe_results", [])
                   if r.get("score") is not None and r.get("n")]
-        from ix.eval.goal_sizing import jeffreys_rate  # numpy and scipy: deferred
 
         k = trials or inputs.trials
         valid = np.array([int(r["n"]) for r in probes])

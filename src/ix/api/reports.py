@@ -1,5 +1,5 @@
-"""Reports, leaderboards and run lookup: `ix report`, `ix leaderboard`, the config diff of
-`ix compare`. Everything here reads; nothing writes into the lab."""
+"""Reports, leaderboards and run lookup: `ix report`, `ix leaderboard`, `ix compare` (the
+runs' statistics and their config diff). Everything here reads; nothing writes into the lab."""
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,6 +14,11 @@ from ix.lab.resolve import list_experiments as experiment_dirs
 from ix.query.case_table import case_prompts, case_rows
 from ix.report.answer import metric_name
 from ix.report.diff import skill_changes, spec_changes
+from ix.report.leaderboard import check_metric, counts_of, primary_metric
+from ix.report.leaderboard import leaderboard as rank
+from ix.report.regression import baseline_section
+from ix.report.run_report import build_report
+from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.layout import RESULTS_DIR
 from ix.store.runs import SPEC_FILE, find_run, latest_run, read_spec, run_folders
@@ -23,6 +28,7 @@ from ix.store.trials import TRIALS_FILE, read_trials
 if TYPE_CHECKING:
     from ix.report.schemas import (
         Baseline,
+        CompareOutput,
         ConfigChanges,
         ExperimentBoard,
         LeaderboardOutput,
@@ -107,10 +113,6 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
     is credibly worse than in that run.
     """
-    # numpy and scipy come with these: deferred
-    from ix.report.leaderboard import check_metric
-    from ix.report.run_report import build_report
-
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
         metric = check_metric(metric)
@@ -130,11 +132,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
 
 
 def _against(ref: str, base: Summary, summary: Summary) -> "Baseline":
-    # numpy and scipy come with these: deferred
-    from ix.report.regression import baseline_section
-    from ix.report.runs import compare_runs
-
-    comparison = compare_runs([base, summary])
+    comparison = compare_summaries([base, summary])
     usable = [c for c in comparison["comparisons"] if "error" not in c]
     if not usable:
         why = "no subject in common" if not comparison["comparisons"] else "no case in common"
@@ -150,10 +148,6 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
     """`ix leaderboard`: per experiment, its subjects ranked (the latest completed run of
     each experiment, or the runs named); and, over several experiments, the subjects ranked
     on their pooled counts."""
-    # numpy and scipy come with these: deferred
-    from ix.report.leaderboard import check_metric, counts_of, primary_metric
-    from ix.report.leaderboard import leaderboard as rank
-
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
         metric = check_metric(metric)
@@ -219,6 +213,32 @@ def _latest_completed(experiment: Path) -> Path | None:
     return latest_run(experiment / RESULTS_DIR, lambda d: (d / SUMMARY_FILE).is_file()
                       and (d / SPEC_FILE).is_file()
                       and read_spec(d).get("status") == "completed")
+
+
+def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutput":
+    """Two or more runs of an experiment, each later one against the first."""
+    if len(run_ids) < 2:
+        raise ConfigError("give at least two runs to compare (the first is the baseline)",
+                          field="RUN")
+    lab_path = find_lab(lab)
+    summaries = []
+    for run_id in run_ids:
+        directory = resolve_run(lab_path, run_id)
+        path = directory / "summary.json"
+        try:
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        except OSError:
+            raise ConfigError("this run has no summary (it is still running, or it died "
+                              "before writing one)", file=path) from None
+        except ValueError:
+            raise ConfigError("not valid JSON", file=path) from None
+    result = compare_summaries(summaries)
+    if not result["comparisons"]:
+        raise ConfigError("the runs share no subject by name", field="RUN")
+    if all("error" in c for c in result["comparisons"]):
+        raise ConfigError("the runs have no case in common", field="RUN")
+    return {**result,
+            "config_changes": config_changes([resolve_run(lab_path, r) for r in run_ids])}
 
 
 def config_changes(run_dirs: Sequence[Path]) -> "list[ConfigChanges]":

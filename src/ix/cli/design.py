@@ -5,22 +5,20 @@ Each is one line on stderr, `ix: warning: <experiment.yaml>: <field>: <message> 
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 
 from ix.api.design import DesignWarning, design_warnings
 from ix.cli.output import err
-
-if TYPE_CHECKING:
-    from ix.engine.plan import Plan
+from ix.engine.plan import Plan
 
 
 def _line(file: Any, w: DesignWarning) -> str:
     return f"{file}: {w.field}: {w.message} [{w.code}]"
 
 
-def report(plan: "Plan", strict: bool) -> dict[str, Any]:
+def report(plan: Plan, strict: bool) -> dict[str, Any]:
     """The `warnings` of one experiment in `ix validate --json`; under --strict a warning
     makes the experiment fail (`ok: false`, with an `error`)."""
     found = design_warnings(plan)
@@ -39,9 +37,9 @@ def show(report: dict[str, Any], strict: bool) -> None:
         _say(_line(file, DesignWarning(**raw)), strict)
 
 
-def printer(strict: bool) -> Callable[["Plan", list[DesignWarning]], None]:
+def printer(strict: bool) -> Callable[[Plan, list[DesignWarning]], None]:
     """`on_design` for `ix.api.run`: each warning of each experiment, before anything runs."""
-    def on_design(plan: "Plan", warnings: list[DesignWarning]) -> None:
+    def on_design(plan: Plan, warnings: list[DesignWarning]) -> None:
         for w in warnings:
             _say(_line(plan.loaded.config_file, w), strict)
     return on_design

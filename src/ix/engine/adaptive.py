@@ -28,6 +28,7 @@ from ix.engine.plan import Plan, SubjectPlan, TrialKey, trial_seed
 from ix.engine.resume import ERRORED, FAILED, MISSING, PASSED, Continuation
 from ix.eval.models import EvalCase
 from ix.matrix import Construct
+from ix.stats.sequential import majority_vote_probability
 
 SETTLED = "settled"
 MAX_TRIALS = "max_trials"
@@ -58,8 +59,6 @@ class AdaptiveFeed:
     def __init__(self, plan: Plan, make: Callable[[TrialKey], Construct[TrialKey]],
                  continuation: Continuation | None = None,
                  admit: Callable[[TrialKey], bool | None] | None = None):
-        from ix.stats.sequential import majority_vote_probability  # numpy: deferred
-
         self._vote = majority_vote_probability
         self.plan = plan
         self.make = make

@@ -22,6 +22,7 @@ from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
+from ix.runtimes.judge import build_judge
 
 
 def trial_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
@@ -241,10 +242,7 @@ def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target
     if kind != "llm_judge":
         return build_sensor(kind, options, target_skill=target, field=field)
     # the judge's rubric is a file of the experiment, read here (the lab layer) and handed
-    # to the sensor, which lives with the runtimes because it calls one (and loads jinja2:
-    # deferred)
-    from ix.runtimes.judge import build_judge
-
+    # to the sensor, which lives with the runtimes because it calls one
     agent = options.get("agent")
     if not isinstance(agent, str) or not agent:
         raise ConfigError("needs 'agent': the path of the rubric file, relative to the "

@@ -51,6 +51,7 @@ from ix.engine.plan import Plan, TrialKey
 from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest, current
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
+from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, RunSpec, SpecStatus, Summary
 from ix.eval.scoring import Tally
 from ix.lab.names import file_part
@@ -88,8 +89,8 @@ class RunResult:
 
 #: What the summary needs (numpy and scipy behind them: ~0.35 s), imported while the trials
 #: run.
-STATISTICS = ("ix.eval.summary", "ix.stats.classification", "ix.stats.clustered",
-              "ix.stats.intervals", "ix.stats.passk")
+STATISTICS = ("numpy", "scipy.special", "ix.eval.summary", "ix.stats.classification",
+              "ix.stats.clustered", "ix.stats.intervals", "ix.stats.passk")
 
 
 @dataclass(frozen=True)
@@ -420,8 +421,6 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                stopped: dict[str, dict[str, str]]) -> Summary:
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
     preload(*STATISTICS).join()  # what `run_plan` started importing: finished, not raced
-    from ix.eval.run_summary import summarise_tallies  # numpy and scipy: deferred
-
     exp = plan.loaded.experiment
     return summarise_tallies(
         experiment_name=exp.name, run_id=run_id, run_status=status,

@@ -28,6 +28,17 @@ from typing import TYPE_CHECKING, Any
 from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+from ix.stats.case_level import case_level_difference
+from ix.stats.classification import f1_diff_cdf, f1_prob_a_beats_b
+from ix.stats.comparisons import (
+    diff_cdf,
+    mcnemar_exact,
+    paired_diff_cdf,
+    paired_prob_a_beats_b,
+    prob_a_beats_b,
+)
+from ix.stats.difference import difference_interval, posterior_quantile
+from ix.stats.power import holm
 
 if TYPE_CHECKING:
     from ix.eval.schemas import Flip
@@ -106,8 +117,6 @@ def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase
     observed difference, the posterior median and the two-sided p-value (where one exists)."""
     from dataclasses import replace
 
-    from ix.stats.difference import difference_interval, posterior_quantile
-
     e = _posterior(metric, control, variant, cases, control_metrics, variant_metrics, tables)
     if e.n == 0:
         return e
@@ -127,16 +136,6 @@ def _case_counts(tally: Tally, cases: Sequence[EvalCase]) -> list[tuple[int, int
 def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
                control_metrics: Mapping[str, Any], variant_metrics: Mapping[str, Any],
                tables: dict[str, Table] | None) -> Effect:
-    from ix.stats.case_level import case_level_difference
-    from ix.stats.classification import f1_diff_cdf, f1_prob_a_beats_b
-    from ix.stats.comparisons import (
-        diff_cdf,
-        mcnemar_exact,
-        paired_diff_cdf,
-        paired_prob_a_beats_b,
-        prob_a_beats_b,
-    )
-
     if metric == "activation_rate":
         must = [c for c in cases if c.expectation == "must_trigger"]
         m = case_level_difference(_case_counts(control, must), _case_counts(variant, must))
@@ -209,8 +208,6 @@ def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
 
     `primary` is the goal's metric (role "primary"); every other metric is "exploratory":
     its interval, P(better) and p-value are unadjusted for the number of metrics read."""
-    from ix.stats.power import holm
-
     if len(names) < 2:
         return []
     out = []

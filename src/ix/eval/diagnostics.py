@@ -6,17 +6,23 @@ turns NaN into None). The statistics live in `ix.stats.reliability` and
 `ix.stats.sequential`.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
-from typing import TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
-import numpy as np
-
+from ix._lazy import lazy
 from ix.eval.estimates import LEVEL, num, pair, prior_parameters
 from ix.eval.models import EvalCase
 from ix.eval.schemas import Interval, ReliabilityGroupsOut, ReliabilityOut, UnsettledCase
 from ix.stats.intervals import beta_interval
 from ix.stats.reliability import design_effect, icc_oneway
 from ix.stats.sequential import flip_probability
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")
 
 #: A case whose majority vote would flip with more trials with a posterior probability above
 #: this is listed as unsettled.

@@ -5,12 +5,13 @@ well under two seconds. The statistics themselves live in `ix.stats`; this modul
 which counts feed which method, and turns the results into JSON-safe numbers (no NaN).
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-import numpy as np
-
+from ix._lazy import lazy
 from ix.eval.models import EvalCase
 from ix.eval.schemas import TrialLevelOut, TrialRateOut
 from ix.stats.classification import f1_interval, precision_interval, recall_interval
@@ -18,6 +19,11 @@ from ix.stats.clustered import clustered_se, hierarchical_interval
 from ix.stats.intervals import beta_interval
 from ix.stats.passk import pass_hat_k, pass_k_intervals
 from ix.stats.sequential import StoppingRule, unbiased_first_k_cases
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")
 
 LEVEL = 0.95
 

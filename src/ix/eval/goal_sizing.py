@@ -25,10 +25,7 @@ import math
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from ix._lazy import lazy
 from ix.eval import comparisons
@@ -37,6 +34,12 @@ from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
 from ix.stats.decisions import goal_verdict
 from ix.stats.power import goal_settle_power, n_for_goal
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    np = lazy("numpy")
 
 optimize = lazy("scipy.optimize")
 scipy_stats = lazy("scipy.stats")

@@ -5,11 +5,12 @@ same block for every subject. `probe_results[].trials` stays an empty list: the 
 themselves live in `trials.jsonl`, and a summary must stay small whatever the trial count.
 """
 
+from __future__ import annotations
+
 from collections import Counter
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import numpy as np
-
+from ix._lazy import lazy
 from ix.eval import diagnostics
 from ix.eval.estimates import (
     LEVEL,
@@ -38,6 +39,11 @@ from ix.eval.schemas import (
     TrialsMode,
 )
 from ix.eval.scoring import Tally
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")
 
 
 def subject_block(name: str, description: str, tally: Tally, results: ExperimentResults,

@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ix._lazy import Loading, preload
 from ix.domain.errors import ConfigError
+from ix.stats.clustered import hierarchical_interval
+from ix.stats.describe import correlation
+from ix.stats.intervals import beta_interval
 
 if TYPE_CHECKING:
     import duckdb
@@ -42,7 +45,7 @@ Method = Literal["pearson", "spearman"]
 def preload_statistics() -> Loading:
     """Import the intervals (scipy: ~0.3 s) in the background: started before the query, it
     overlaps with DuckDB's work, which releases the GIL. Join it before using them."""
-    return preload("ix.stats.intervals", "ix.stats.clustered")
+    return preload("numpy", "scipy.special", "ix.stats.intervals", "ix.stats.clustered")
 
 
 def group_columns(by: Sequence[str]) -> list[str]:
@@ -159,9 +162,6 @@ def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str
     as clusters (none where nothing counts)."""
     import numpy as np
 
-    from ix.stats.clustered import hierarchical_interval  # numpy and scipy: deferred
-    from ix.stats.intervals import beta_interval
-
     for row in rows:
         counts = np.array(per_case.get(tuple(row[k] for k in keys), []), dtype=float)
         if counts.size:
@@ -186,8 +186,6 @@ def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str
 def _correlations(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str],
                   level: float, method: Method) -> dict[tuple[Any, ...], Any]:
     import numpy as np
-
-    from ix.stats.describe import correlation  # scipy: deferred
 
     group = f"GROUP BY {', '.join(keys)}" if keys else ""
     found = {}

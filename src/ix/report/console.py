@@ -10,7 +10,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ix.report.answer import metric_name
+from ix.report.answer import goal_lines, metric_name
+from ix.report.terminal import comparison_table, config_changes_text, flips_text, verdict_text
 
 _STATUS_STYLE = {"excellent": "bold green", "good": "green", "needs_work": "yellow",
                  "poor": "bold red"}
@@ -155,65 +156,9 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
 
 
 
-def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
-    """Each variant against the control, one table per variant: the goal's (primary) metric
-    first, then the exploratory ones under a row saying their intervals and P(better) are
-    unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
-    case-level t), Holm across variants. Fits 80 columns."""
-    tables: list[RenderableType] = [Text("variants against the control (p: two-sided test, "
-                                         "Holm across variants)", style="bold")]
-    for comp in summary["comparisons"]:
-        table = Table(title=f"{comp['variant']} vs {comp['control']} (control)",
-                      title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("metric", "control", "variant", "delta [95% CI]", "P(better)", "p Holm"):
-            table.add_column(col, justify="left" if col == "metric" else "right",
-                             no_wrap=True)
-        roles = {m.get("role", "exploratory") for m in comp["metrics"].values()}
-        for role in ("primary", "exploratory"):
-            if role not in roles:
-                continue
-            label = Text(role, style="dim italic")
-            if role == "primary":
-                table.add_row(label, "", "", Text("goal's metric", style="dim italic"))
-            else:
-                table.add_row(label, "", "", Text("unadjusted", style="dim italic"),
-                              Text("unadjusted", style="dim italic"))
-            for metric, m in comp["metrics"].items():
-                if m.get("role", "exploratory") != role:
-                    continue
-                delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
-                delta.append(_ci(m["diff_ci"]), style="dim")
-                if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0
-                                                    or m["diff_ci"][1] < 0):
-                    delta.stylize("bold")
-                p = m.get("p_value_holm")
-                table.add_row(metric_name(metric), _fmt(m["control"]),
-                              _fmt(m["variant"]), delta, _fmt(m["p_variant_better"]),
-                              "-" if p is None else f"{p:.3f}")
-        tables.append(table)
-    return Group(*tables)
-
-
-def flips_text(summary: Mapping[str, Any]) -> Text:
-    text = Text()
-    for comp in summary["comparisons"]:
-        flips = comp["flips"]
-        if not flips:
-            text.append(f"{comp['variant']}: no case changed its majority vote\n", style="dim")
-            continue
-        shown = ", ".join(f"{f['probe_id']} ({f['control_score']:.2f}→{f['variant_score']:.2f}, "
-                          f"now {f['now']})" for f in flips[:8])
-        more = f", +{len(flips) - 8} more" if len(flips) > 8 else ""
-        text.append(f"{comp['variant']}: {len(flips)} case(s) flipped: {shown}{more}\n")
-    return text
-
-
 def goal_text(goal: dict[str, Any]) -> Text:
     """The goal's verdict in words, with the evidence and, if inconclusive, what would settle
     it: the sentences of `ix.report.answer`, as `ix report` prints them."""
-    from ix.report.answer import goal_lines
-    from ix.report.terminal import verdict_text
-
     return verdict_text(goal_lines(goal))
 
 
@@ -318,7 +263,5 @@ def run_comparison_renderable(result: Mapping[str, Any]) -> RenderableType:
         parts += [table, flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
                   Text(c["verdict"], style="bold"), Text("")]
     if "config_changes" in result:
-        from ix.report.terminal import config_changes_text
-
         parts.append(config_changes_text(result["config_changes"]))
     return Group(*parts)

@@ -10,16 +10,23 @@ Safety: jinja2 autoescapes every value; the only markup marked safe is the SVG o
 image or stylesheet from anywhere) and its Content-Security-Policy forbids it anyway.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import ChainableUndefined, Environment, PackageLoader, Undefined
 from markupsafe import Markup
 
+from ix._lazy import lazy
 from ix.report import charts
 from ix.report.terminal import METRIC_NAMES, ci, fmt
+
+if TYPE_CHECKING:
+    import jinja2
+else:  # imported when a page is rendered
+    jinja2 = lazy("jinja2")
 
 #: The report's stylesheet, to inline in a `<style>` element.
 REPORT_CSS: str = resources.files("ix.report").joinpath("templates/report.css").read_text(
@@ -36,10 +43,10 @@ _RATES = (("must_trigger", "Trials that passed, must_trigger cases (higher is be
 
 
 @cache
-def _env() -> Environment:
+def _env() -> jinja2.Environment:
     # a key missing from older or imported data renders as empty or n/a, never fails
-    env = Environment(loader=PackageLoader("ix.report", "templates"), autoescape=True,
-                      undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ix.report", "templates"), autoescape=True,
+                      undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(fmt=_fmt, ci=_ci, p=_p, expect=lambda e: _EXPECT.get(e, e),
                        metric=lambda m: METRIC_NAMES.get(m, m))
     return env
@@ -79,7 +86,7 @@ def _ci(x: Any) -> str:
 
 
 def _p(x: Any) -> str:
-    if not _number(x) or isinstance(x, Undefined):
+    if not _number(x) or isinstance(x, jinja2.Undefined):
         return "n/a"
     return "< 0.001" if 0 < x < 0.001 else f"{x:.3f}"
 

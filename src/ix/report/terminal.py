@@ -1,5 +1,6 @@
 """Rich renderables for `ix report`, `ix leaderboard` and the configuration diff of
-`ix compare` (the `table` format)."""
+`ix compare` (the `table` format), and the variants-against-control tables that `ix run`'s
+summary (`ix.report.console`) shows too."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -8,7 +9,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ix.report.answer import METRIC_NAMES  # one table of display names
+from ix.report import layout
+from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 #: Rows of the long tables shown on a terminal (the JSON keeps them all).
@@ -32,9 +34,7 @@ PROSE = ("subjects", "cases", "example", "examples", "by subject", "prompt", "me
 def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
     """A table that is never cut when printed (`ix.report.layout`): ids and numbers stay on
     one line, the `PROSE` columns wrap at spaces."""
-    from ix.report.layout import table
-
-    return table(title, *columns, right=right, prose=[c for c in columns if c in PROSE])
+    return layout.table(title, *columns, right=right, prose=[c for c in columns if c in PROSE])
 
 
 def leaderboard_table(board: dict[str, Any], title: str, labels: tuple[str, ...] = ()) -> Table:
@@ -42,9 +42,7 @@ def leaderboard_table(board: dict[str, Any], title: str, labels: tuple[str, ...]
     table = _table(title, "rank", *labels, "subject", f"{name} [95% CI]", "n",
                    "P(rank right)", "P(beats next)", "rank range", "P(best)",
                    right=("rank", "n", "P(rank right)", "P(beats next)", "P(best)"))
-    from ix.report.layout import key
-
-    key(table, 1 + len(labels))  # too narrow for a table: one record per subject
+    layout.key(table, 1 + len(labels))  # too narrow for a table: one record per subject
     for row in board["rows"]:
         lo, hi = row["rank_ci"]
         table.add_row(str(row["rank"]), *(str(row.get(k, "")) for k in labels), row["subject"],
@@ -318,12 +316,63 @@ def interpretation_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     return [text, Text("")]
 
 
+def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
+    """Each variant against the control, one table per variant: the goal's (primary) metric
+    first, then the exploratory ones under a row saying their intervals and P(better) are
+    unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
+    case-level t), Holm across variants. Fits 80 columns."""
+    tables: list[RenderableType] = [Text("variants against the control (p: two-sided test, "
+                                         "Holm across variants)", style="bold")]
+    for comp in summary["comparisons"]:
+        table = Table(title=f"{comp['variant']} vs {comp['control']} (control)",
+                      title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("metric", "control", "variant", "delta [95% CI]", "P(better)", "p Holm"):
+            table.add_column(col, justify="left" if col == "metric" else "right",
+                             no_wrap=True)
+        roles = {m.get("role", "exploratory") for m in comp["metrics"].values()}
+        for role in ("primary", "exploratory"):
+            if role not in roles:
+                continue
+            label = Text(role, style="dim italic")
+            if role == "primary":
+                table.add_row(label, "", "", Text("goal's metric", style="dim italic"))
+            else:
+                table.add_row(label, "", "", Text("unadjusted", style="dim italic"),
+                              Text("unadjusted", style="dim italic"))
+            for metric, m in comp["metrics"].items():
+                if m.get("role", "exploratory") != role:
+                    continue
+                delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
+                delta.append(ci(m["diff_ci"]), style="dim")
+                if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0
+                                                    or m["diff_ci"][1] < 0):
+                    delta.stylize("bold")
+                p = m.get("p_value_holm")
+                table.add_row(metric_name(metric), fmt(m["control"]),
+                              fmt(m["variant"]), delta, fmt(m["p_variant_better"]),
+                              "-" if p is None else f"{p:.3f}")
+        tables.append(table)
+    return Group(*tables)
+
+
+def flips_text(summary: Mapping[str, Any]) -> Text:
+    text = Text()
+    for comp in summary["comparisons"]:
+        flips = comp["flips"]
+        if not flips:
+            text.append(f"{comp['variant']}: no case changed its majority vote\n", style="dim")
+            continue
+        shown = ", ".join(f"{f['probe_id']} ({f['control_score']:.2f}→{f['variant_score']:.2f}, "
+                          f"now {f['now']})" for f in flips[:8])
+        more = f", +{len(flips) - 8} more" if len(flips) > 8 else ""
+        text.append(f"{comp['variant']}: {len(flips)} case(s) flipped: {shown}{more}\n")
+    return text
+
+
 def comparison_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """The variants against the control, as the run's summary shows them."""
     if not report.get("comparisons"):
         return []
-    from ix.report.console import comparison_table, flips_text
-
     block = {"comparisons": report["comparisons"]}
     return [comparison_table(block), flips_text(block)]
 

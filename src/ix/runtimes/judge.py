@@ -26,17 +26,22 @@ error of kind `judge_unparseable`, not a silent fail. One sensor gives one readi
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from jinja2 import TemplateError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ix._lazy import lazy
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Interaction, Reading, Subject
 from ix.eval.models import EvalCase
 from ix.eval.validation import from_validation_error
 from ix.runtimes import _templates
 from ix.runtimes.registry import RuntimeContext, build_runtime
+
+if TYPE_CHECKING:
+    import jinja2
+else:  # imported when a rubric is parsed
+    jinja2 = lazy("jinja2")
 
 
 class JudgeOptions(BaseModel):
@@ -84,7 +89,7 @@ def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, s
                           field="body")
     try:
         _templates._jinja().env.parse(body)
-    except TemplateError as exc:
+    except jinja2.TemplateError as exc:
         raise ConfigError(f"invalid template: {exc}", file=path, field="body") from None
     return rubric, body
 
@@ -113,7 +118,7 @@ class LLMJudgeSensor:
         seen = dump(mode="json") if dump is not None else observation
         try:
             prompt = self.template.render(observation=seen, probe=probe, case=probe)
-        except TemplateError as exc:
+        except jinja2.TemplateError as exc:
             raise TrialError("judge_template", f"{self.source}: {exc}") from None
         stimulus = EvalCase(id=f"{case.id}:judge", prompt=prompt, expectation="acceptable")
         answer = await self.runtime.invoke(self.judge, stimulus,

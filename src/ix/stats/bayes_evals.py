@@ -11,14 +11,19 @@ are plain dicts and arrays (subject order = column order).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-from numpy.typing import NDArray
-from scipy.special import betaincinv
-
+from ix._lazy import lazy
 from ix.stats.comparisons import paired_prob_a_beats_b, prob_a_beats_b
 from ix.stats.paired_probit import probit_prob_a_beats_b
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from scipy import special
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
 
 __all__ = ["independent_comparisons", "independent_intervals", "paired_comparisons"]
 
@@ -75,7 +80,7 @@ def independent_intervals(df: Table, alpha: float = 0.05,
     n = data.shape[1]
     out: dict[str, tuple[float, float]] = {}
     for name, k in zip(names, data.sum(axis=1), strict=True):
-        lo, hi = betaincinv(k + a, n - k + b, [alpha / 2.0, 1.0 - alpha / 2.0])
+        lo, hi = special.betaincinv(k + a, n - k + b, [alpha / 2.0, 1.0 - alpha / 2.0])
         out[name] = (float(lo), float(hi))
     return out
 

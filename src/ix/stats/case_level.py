@@ -34,8 +34,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from scipy import stats as sps
+from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    from scipy import stats as sps
+else:
+    sps = lazy("scipy.stats")
 
 __all__ = ["CaseLevelDifference", "case_level_difference"]
 

@@ -22,11 +22,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
-from scipy import special
-
+from ix._lazy import lazy
+from ix.stats.comparisons import (
+    _cdf,
+    _containing,
+    _expectation,
+    _invert,
+    _quantiles,
+    prob_a_beats_b,
+)
 from ix.stats.difference import DifferenceInterval
 from ix.stats.intervals import (
     Counts,
@@ -38,6 +44,13 @@ from ix.stats.intervals import (
     _whole,
     beta_interval,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    from scipy import special
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
 
 #: The default prior of U = θ_TP/(θ_TP + θ_FP + θ_FN) for F1's interval: flat on U.
 #: The Dirichlet(1, 1, 1, 1) prior implies Beta(1, 2) (`DIRICHLET_F1_PRIOR`), which pulls a
@@ -165,8 +178,6 @@ def f1_prob_a_beats_b(tp_a: int, fp_a: int, fn_a: int, tp_b: int, fp_b: int, fn_
     the prior's comparison. Raises ValueError unless all six counts are non-negative whole
     numbers.
     """
-    from ix.stats.comparisons import prob_a_beats_b
-
     tpa, fpa, fna, tpb, fpb, fnb = _f1_counts(tp_a, fp_a, fn_a, tp_b, fp_b, fn_b)
     return prob_a_beats_b(tpa, tpa + fpa + fna + 1, tpb, tpb + fpb + fnb + 1)
 
@@ -179,8 +190,6 @@ def _to_u(f: float) -> float:
 def _f1_cdf(tp_a: int, fp_a: int, fn_a: int, tp_b: int, fp_b: int,
             fn_b: int) -> Callable[[float], float]:
     """d ↦ P(F1_A − F1_B ≤ d) = E_{U_A}[P(U_B ≥ g⁻¹(g(U_A) − d))], g(u) = 2u/(1 + u)."""
-    from ix.stats.comparisons import _cdf, _expectation, _quantiles
-
     a_a, b_a = tp_a + 1.0, fp_a + fn_a + 2.0
     a_b, b_b = tp_b + 1.0, fp_b + fn_b + 2.0
     q_b = _quantiles(a_b, b_b)
@@ -249,8 +258,6 @@ def f1_diff_interval(tp_a: int, fp_a: int, fn_a: int, tp_b: int, fp_b: int, fn_b
     within [−1, 1]. Swapping A and B negates the interval. Raises ValueError on bad counts
     or unless 0 < level < 1.
     """
-    from ix.stats.comparisons import _containing, _invert
-
     level = _check_level(level)
     counts = _f1_counts(tp_a, fp_a, fn_a, tp_b, fp_b, fn_b)
     if estimate is not None:

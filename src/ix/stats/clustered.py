@@ -11,21 +11,26 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
-
-import numpy as np
-from numpy.polynomial import chebyshev as cheb
-from numpy.typing import ArrayLike, NDArray
-from scipy.special import betaln, expit, log_expit, logit
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ix._lazy import lazy
 from ix.stats.paired_probit import chebyshev_coefficients, laplace_fit, sinh_nodes
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.polynomial import chebyshev as cheb
+    from numpy.typing import ArrayLike, NDArray
+    from scipy import special
+else:
+    np = lazy("numpy")
+    cheb = lazy("numpy.polynomial.chebyshev")
+    special = lazy("scipy.special")
 
 optimize = lazy("scipy.optimize")  # only a rare fallback needs it, and it is slow to import
 
 __all__ = ["clustered_se", "hierarchical_interval", "hierarchical_mean", "paired_se"]
 
-FloatArray = NDArray[np.float64]
+FloatArray: TypeAlias = "NDArray[np.float64]"
 
 #: Grid size: logit θ on Chebyshev points (interpolated), log d on Gauss–Legendre points.
 NODES: tuple[int, int] = (64, 48)
@@ -133,9 +138,9 @@ def _loglik(k: FloatArray, n: FloatArray,
 
     def by_pair(log_a: FloatArray, log_b: FloatArray) -> FloatArray:
         alpha, beta = np.exp(log_a)[..., None], np.exp(log_b)[..., None]
-        out = -total * betaln(alpha[..., 0], beta[..., 0])
+        out = -total * special.betaln(alpha[..., 0], beta[..., 0])
         for j in _chunks(len(n)):
-            out = out + betaln(k[j] + alpha, n[j] - k[j] + beta) @ mult[j]
+            out = out + special.betaln(k[j] + alpha, n[j] - k[j] + beta) @ mult[j]
         return np.asarray(out, dtype=float)
 
     return by_pair
@@ -173,7 +178,7 @@ class _Marginal:
                 return float(cheb.chebval(t, self.cumulative)) / self.total - q
 
             t = optimize.brentq(f, -1.0, 1.0, xtol=1e-14)
-        return float(expit(self.x0 + self.x_scale * math.sinh(t * self.big_u)))
+        return float(special.expit(self.x0 + self.x_scale * math.sinh(t * self.big_u)))
 
 
 @lru_cache(maxsize=32)
@@ -185,7 +190,7 @@ def _marginal(key: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]
     a, b = prior
 
     def log_density(x: FloatArray, y: FloatArray) -> FloatArray:
-        lt, lnt = log_expit(x), log_expit(-x)
+        lt, lnt = special.log_expit(x), special.log_expit(-x)
         # θ ~ Beta(a, b) (default U(0,1)) in logit coordinates; d ~ Gamma(1, 1) in log
         # coordinates
         return np.asarray(loglik(y + lt, y + lnt) + a * lt + b * lnt + y - np.exp(y),
@@ -195,7 +200,7 @@ def _marginal(key: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]
         return log_density(p[..., 0], p[..., 1])
 
     total_k, total_n = float(k @ mult), float(n @ mult)
-    start = np.array([float(logit((total_k + a) / (total_n + a + b))), 0.0])
+    start = np.array([float(special.logit((total_k + a) / (total_n + a + b))), 0.0])
     mode, cov = laplace_fit(logpost, start)
     chol = np.linalg.cholesky(cov)
     t1, c1, big_u = sinh_nodes(nodes[0], _REACH, "chebyshev")
@@ -205,7 +210,7 @@ def _marginal(key: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]
     logp = log_density(x[:, None], y)
     dens = np.exp(logp - np.max(logp))
     slab = (dens @ w2) * c1                               # density of u₁, up to a constant
-    coef = chebyshev_coefficients(np.stack([slab, slab * expit(x)]))
+    coef = chebyshev_coefficients(np.stack([slab, slab * special.expit(x)]))
     integral = np.asarray(cheb.chebint(coef.T, lbnd=-1, scl=big_u), dtype=float)  # (N1+1, 2)
     mass, first = (float(v) for v in cheb.chebval(1.0, integral))
     return _Marginal(x0=float(mode[0]), x_scale=float(chol[0, 0]), big_u=big_u,

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
-import numpy as np
-from scipy.integrate import quad
-from scipy.optimize import brentq
-from scipy.special import (
-    bdtr,
-    betainc,
-    betaincc,
-    betaincinv,
-    betaln,
-    logsumexp,
-)
-
+from ix._lazy import lazy
 from ix.stats.difference import DifferenceInterval, difference_interval
 from ix.stats.paired_probit import probit_diff_cdf, probit_diff_interval, probit_prob_a_beats_b
+
+if TYPE_CHECKING:
+    import numpy as np
+    from scipy import integrate, optimize, special
+else:
+    np = lazy("numpy")
+    integrate = lazy("scipy.integrate")
+    optimize = lazy("scipy.optimize")
+    special = lazy("scipy.special")
 
 __all__ = [
     "diff_cdf",
@@ -60,7 +58,7 @@ Integrand = Callable[[float, float], float]
 
 def _cdf(a: float, b: float, x: float, xc: float) -> float:
     """I_x(a, b), from whichever of x and 1 − x = xc is smaller (no cancellation)."""
-    return float(betainc(a, b, x)) if x <= 0.5 else float(betaincc(b, a, xc))
+    return float(special.betainc(a, b, x)) if x <= 0.5 else float(special.betaincc(b, a, xc))
 
 
 def _expectation(g: Integrand, a: float, b: float, kinks: list[float]) -> float:
@@ -73,7 +71,7 @@ def _expectation(g: Integrand, a: float, b: float, kinks: list[float]) -> float:
     """
     inside = sorted({x for x in (*kinks, *_quantiles(a, b)) if 0.0 < x < 1.0})
     if a >= 1.0 and b >= 1.0:
-        const = float(betaln(a, b))
+        const = float(special.betaln(a, b))
 
         def weighted(x: float) -> float:
             if not 0.0 < x < 1.0:
@@ -82,17 +80,17 @@ def _expectation(g: Integrand, a: float, b: float, kinks: list[float]) -> float:
             return math.exp(log_f) * g(x, 1.0 - x)
 
         return _quad(weighted, 0.0, 1.0, inside)
-    lower = [u for u in (float(betainc(a, b, x)) for x in inside) if 0.0 < u < 0.5]
-    upper = [v for v in (float(betaincc(a, b, x)) for x in inside) if 0.0 < v < 0.5]
+    lower = [u for u in (float(special.betainc(a, b, x)) for x in inside) if 0.0 < u < 0.5]
+    upper = [v for v in (float(special.betaincc(a, b, x)) for x in inside) if 0.0 < v < 0.5]
 
     def low(u: float) -> float:
-        x = float(betaincinv(a, b, u))
+        x = float(special.betaincinv(a, b, u))
         return g(x, 1.0 - x)
 
     def high(v: float) -> float:
         # F⁻¹(1 − v) for Beta(a, b) is 1 − F⁻¹(v) for Beta(b, a); scipy's betainccinv is
         # inaccurate for small parameters
-        xc = float(betaincinv(b, a, v))
+        xc = float(special.betaincinv(b, a, v))
         return g(1.0 - xc, xc)
 
     return _quad(low, 0.0, 0.5, lower) + _quad(high, 0.0, 0.5, upper)
@@ -102,12 +100,13 @@ def _quad(f: Callable[[float], float], lo: float, hi: float, points: list[float]
     """QUADPACK (QAGS/QAGP) to ~1e-12 absolute. Integrands with algebraic end-point
     singularities (priors below 1) may stop short of that and settle for ~1e-9; QUADPACK's
     warning is not raised (`full_output`), the estimate is kept."""
-    value, *_ = quad(f, lo, hi, points=sorted(set(points)) or None, full_output=1, **_QUAD)
+    value, *_ = integrate.quad(f, lo, hi, points=sorted(set(points)) or None, full_output=1,
+                               **_QUAD)
     return float(value)
 
 
 def _quantiles(a: float, b: float) -> list[float]:
-    return [float(x) for x in betaincinv(a, b, [1e-9, 1e-4, 0.05, 0.5, 0.95, 1 - 1e-4,
+    return [float(x) for x in special.betaincinv(a, b, [1e-9, 1e-4, 0.05, 0.5, 0.95, 1 - 1e-4,
                                                1 - 1e-9])]
 
 
@@ -118,9 +117,9 @@ def _closed_form_sum(a_x: float, b_x: float, a_y: float, b_y: float) -> float:
     summed in log space. All terms are positive, so there is no cancellation.
     """
     i = np.arange(int(a_y), dtype=float)
-    terms = (betaln(a_x + i, b_x + b_y) - np.log(b_y + i) - betaln(1.0 + i, b_y)
-             - betaln(a_x, b_x))
-    return float(np.exp(logsumexp(terms)))
+    terms = (special.betaln(a_x + i, b_x + b_y) - np.log(b_y + i) - special.betaln(1.0 + i, b_y)
+             - special.betaln(a_x, b_x))
+    return float(np.exp(special.logsumexp(terms)))
 
 
 def _quad_greater(a_x: float, b_x: float, a_y: float, b_y: float) -> float:
@@ -199,8 +198,8 @@ def _invert(cdf: Callable[[float], float], level: float) -> tuple[float, float]:
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     tail = (1.0 - level) / 2.0
-    lo = brentq(lambda d: cdf(d) - tail, -1.0, 1.0, xtol=1e-12, rtol=1e-12)
-    hi = brentq(lambda d: cdf(d) - (1.0 - tail), -1.0, 1.0, xtol=1e-12, rtol=1e-12)
+    lo = optimize.brentq(lambda d: cdf(d) - tail, -1.0, 1.0, xtol=1e-12, rtol=1e-12)
+    hi = optimize.brentq(lambda d: cdf(d) - (1.0 - tail), -1.0, 1.0, xtol=1e-12, rtol=1e-12)
     return float(lo), float(hi)
 
 
@@ -271,7 +270,7 @@ def paired_prob_a_beats_b(both: int, a_only: int, b_only: int, neither: int,
     s, t, u, v = _table(both, a_only, b_only, neither)
     if _model(model) == "probit":
         return probit_prob_a_beats_b(s, t, u, v)
-    return float(betainc(u + 1.0, t + 1.0, 0.5))
+    return float(special.betainc(u + 1.0, t + 1.0, 0.5))
 
 
 def _dirichlet_diff_cdf(s: int, t: int, u: int, v: int) -> Callable[[float], float]:
@@ -292,7 +291,7 @@ def _dirichlet_diff_cdf(s: int, t: int, u: int, v: int) -> Callable[[float], flo
 
         def given_sigma(sigma: float, _: float) -> float:
             x = min(max(0.5 * (1.0 + d / sigma), 0.0), 1.0)
-            return float(betainc(a_r, b_r, x))
+            return float(special.betainc(a_r, b_r, x))
 
         value = _expectation(given_sigma, a_s, b_s, [abs(d)])
         return min(max(value, 0.0), 1.0)
@@ -364,4 +363,4 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     t, u = int(a_only), int(b_only)
     if t == u:
         return 1.0
-    return min(1.0, 2.0 * float(bdtr(min(t, u), t + u, 0.5)))
+    return min(1.0, 2.0 * float(special.bdtr(min(t, u), t + u, 0.5)))

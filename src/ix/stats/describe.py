@@ -4,13 +4,22 @@ Inputs must be finite (drop missing values before calling); undefined results ar
 an exception, so a report can print them.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
-from scipy import special, stats
+from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from scipy import special, stats
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
+    stats = lazy("scipy.stats")
 
 
 @dataclass(frozen=True)

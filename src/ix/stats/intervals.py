@@ -9,19 +9,25 @@ returns a pair of floats, or takes numpy arrays (broadcast together) and returns
 arrays. Counts must be whole numbers with 0 <= k <= n; n = 0 is allowed.
 """
 
-from typing import Any, Literal, overload
+from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-from scipy import special
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ix._lazy import lazy
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from scipy import special
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
+
 optimize = lazy("scipy.optimize")  # only the HPD needs it, and it is slow to import
 
-Scalar = int | float | np.integer[Any] | np.floating[Any]
-Counts = Scalar | npt.NDArray[Any]
-FloatArray = npt.NDArray[np.float64]
+Scalar: TypeAlias = "int | float | np.integer[Any] | np.floating[Any]"
+Counts: TypeAlias = "Scalar | npt.NDArray[Any]"
+FloatArray: TypeAlias = "npt.NDArray[np.float64]"
 Method = Literal["boundary", "equal_tailed", "hpd"]
 
 #: The named priors of `prior:` in experiment.yaml, as Beta(a, b) parameters.

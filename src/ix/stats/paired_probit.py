@@ -26,20 +26,26 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-
-import numpy as np
-from numpy.polynomial import chebyshev as cheb
-from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_expit, logit, ndtr, ndtri_exp, owens_t, xlogy
+from typing import TYPE_CHECKING, TypeAlias
 
 from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.polynomial import chebyshev as cheb
+    from numpy.typing import ArrayLike, NDArray
+    from scipy import special
+else:
+    np = lazy("numpy")
+    cheb = lazy("numpy.polynomial.chebyshev")
+    special = lazy("scipy.special")
 
 optimize = lazy("scipy.optimize")  # slow to import; most callers never need it
 
 __all__ = ["bivariate_normal_cdf", "probit_diff_cdf", "probit_diff_interval",
            "probit_prob_a_beats_b"]
 
-FloatArray = NDArray[np.float64]
+FloatArray: TypeAlias = "NDArray[np.float64]"
 
 #: Grid size (m: Gauss–Legendre, e: Chebyshev, z: Gauss–Legendre). CDF values agree with a
 #: grid three times as fine to ~1e-6 (tests check a grid twice as fine).
@@ -68,11 +74,11 @@ def bivariate_normal_cdf(h: ArrayLike, k: ArrayLike, rho: ArrayLike) -> FloatArr
     inner = np.abs(r_) < 1
     hi, ki = np.clip(h_[inner], -40.0, 40.0), np.clip(k_[inner], -40.0, 40.0)
     z = np.arctanh(r_[inner])
-    out[inner] = _cells(hi, ki, z, ndtr(hi), ndtr(ki))[0]
+    out[inner] = _cells(hi, ki, z, special.ndtr(hi), special.ndtr(ki))[0]
     up = r_ == 1
-    out[up] = ndtr(np.minimum(h_[up], k_[up]))
+    out[up] = special.ndtr(np.minimum(h_[up], k_[up]))
     down = r_ == -1
-    out[down] = np.maximum(0.0, ndtr(h_[down]) - ndtr(-k_[down]))
+    out[down] = np.maximum(0.0, special.ndtr(h_[down]) - special.ndtr(-k_[down]))
     result: FloatArray = np.clip(out, 0.0, 1.0)
     return result
 
@@ -93,7 +99,7 @@ def _cells(h: FloatArray, k: FloatArray, z: FloatArray, phi_h: FloatArray,
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a_h = ((k - sign * h) + sign * gap * h) / (h * s)
         a_k = ((h - sign * k) + sign * gap * k) / (k * s)
-    t = owens_t(h, a_h) + owens_t(k, a_k)
+    t = special.owens_t(h, a_h) + special.owens_t(k, a_k)
     same = np.where((h > 0) == (k > 0), 0.0, 0.5)
     other = 0.5 - same
     p_s = 0.5 * (phi_h + phi_k) - t - same
@@ -119,13 +125,15 @@ def _log_density(m: ArrayLike, e: ArrayLike, z: ArrayLike, n_s: int, n_t: int, n
     a = np.asarray(m) + 0.5 * np.asarray(e)
     b = np.asarray(m) - 0.5 * np.asarray(e)
     zz = np.asarray(z, float)
-    la, lna, lb, lnb = log_expit(a), log_expit(-a), log_expit(b), log_expit(-b)
-    h, k = ndtri_exp(la), ndtri_exp(lb)
+    la, lna = special.log_expit(a), special.log_expit(-a)
+    lb, lnb = special.log_expit(b), special.log_expit(-b)
+    h, k = special.ndtri_exp(la), special.ndtri_exp(lb)
     p_s, p_t, p_u, p_v = _cells(h, k, zz, np.exp(la), np.exp(lb))
-    loglik = (xlogy(n_s, np.maximum(p_s, 0.0)) + xlogy(n_t, np.maximum(p_t, 0.0))
-              + xlogy(n_u, np.maximum(p_u, 0.0)) + xlogy(n_v, np.maximum(p_v, 0.0)))
+    loglik = (special.xlogy(n_s, np.maximum(p_s, 0.0)) + special.xlogy(n_t, np.maximum(p_t, 0.0))
+              + special.xlogy(n_u, np.maximum(p_u, 0.0)) + special.xlogy(n_v, np.maximum(p_v, 0.0)))
     # uniform θ_A, θ_B in logit coordinates; ρ = tanh z with (1+ρ)/2 ~ Beta(4, 2)
-    prior = la + lna + lb + lnb + 4.0 * log_expit(2.0 * zz) + 2.0 * log_expit(-2.0 * zz)
+    prior = (la + lna + lb + lnb + 4.0 * special.log_expit(2.0 * zz)
+             + 2.0 * special.log_expit(-2.0 * zz))
     out: FloatArray = np.where(np.isnan(loglik), -np.inf, loglik + prior)
     return out
 
@@ -268,8 +276,8 @@ def _logit_gap(m: FloatArray, d: float) -> FloatArray:
 def _start(counts: tuple[int, int, int, int]) -> FloatArray:
     n_s, n_t, n_u, n_v = (c + 0.5 for c in counts)
     n = n_s + n_t + n_u + n_v
-    a = float(logit((n_s + n_t) / n))
-    b = float(logit((n_s + n_u) / n))
+    a = float(special.logit((n_s + n_t) / n))
+    b = float(special.logit((n_s + n_u) / n))
     phi = (n_s * n_v - n_t * n_u) / math.sqrt((n_s + n_t) * (n_u + n_v) * (n_s + n_u)
                                               * (n_t + n_v))
     return np.array([(a + b) / 2.0, a - b, math.atanh(min(max(phi, -0.9), 0.9))])

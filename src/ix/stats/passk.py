@@ -5,12 +5,20 @@ passes (Chen et al. 2021); pass^k that all k pass (Yao et al. 2024, tau-bench). 
 exact hypergeometric estimators; the plug-ins 1 − (1 − c/n)^k and (c/n)^k are biased.
 """
 
+from __future__ import annotations
+
 import hashlib
 import math
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    np = lazy("numpy")
 
 
 def _check(n: int, c: int, k: int) -> tuple[int, int, int]:

@@ -22,22 +22,37 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
-from scipy.special import betainc, betaincinv
+from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from scipy import special
+else:
+    np = lazy("numpy")
+    special = lazy("scipy.special")
 
 __all__ = ["Ranking", "pairwise_greater", "rank", "rank_probabilities"]
 
-FloatArray = npt.NDArray[np.float64]
+FloatArray: TypeAlias = "npt.NDArray[np.float64]"
 
-#: Quantile levels of every subject that become panel breaks in the others' integrals.
-_LEVELS = np.array([1e-6, 1e-3, 0.05, 0.5, 0.95, 0.999, 1 - 1e-6])
 _PANELS = 32    # uniform panels in u, before the breaks
-#: Geometric breaks towards both ends of u, where the quantile function F_i⁻¹ is singular.
-_ENDS = np.concatenate([10.0 ** -np.arange(1, 16), 1 - 10.0 ** -np.arange(1, 16)])
 _ORDER = 12     # Gauss–Legendre points per panel
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(_ORDER)
+
+
+@lru_cache(maxsize=1)
+def _grid() -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """`_nodes`' fixed levels, tail breaks and Gauss–Legendre rule (built at first use: numpy
+    is imported when a ranking is computed, not when this module is)."""
+    # quantile levels of every subject that become panel breaks in the others' integrals
+    levels = np.array([1e-6, 1e-3, 0.05, 0.5, 0.95, 0.999, 1 - 1e-6])
+    # geometric breaks towards both ends of u, where the quantile function F_i⁻¹ is singular
+    ends = np.concatenate([10.0 ** -np.arange(1, 16), 1 - 10.0 ** -np.arange(1, 16)])
+    gl_x, gl_w = np.polynomial.legendre.leggauss(_ORDER)
+    return levels, ends, gl_x, gl_w
 
 
 def _params(params: Sequence[tuple[float, float]]) -> tuple[FloatArray, FloatArray]:
@@ -53,19 +68,20 @@ def _params(params: Sequence[tuple[float, float]]) -> tuple[FloatArray, FloatArr
 
 def _nodes(i: int, a: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Points x (in θ) and weights for ∫₀¹ g(F_i⁻¹(u)) du."""
+    levels, ends, gl_x, gl_w = _grid()
     others = [j for j in range(len(a)) if j != i]
-    breaks = [np.linspace(0.0, 1.0, _PANELS + 1), _ENDS]
+    breaks = [np.linspace(0.0, 1.0, _PANELS + 1), ends]
     for j in others:
-        q = betaincinv(a[j], b[j], _LEVELS)
-        breaks.append(betainc(a[i], b[i], q))
+        q = special.betaincinv(a[j], b[j], levels)
+        breaks.append(special.betainc(a[i], b[i], q))
     u = np.unique(np.clip(np.concatenate(breaks), 0.0, 1.0))
     lo, hi = u[:-1], u[1:]
     keep = hi > lo
     lo, hi = lo[keep], hi[keep]
     half = (hi - lo)[:, None] / 2.0
-    points = (lo[:, None] + half * (_GL_X[None, :] + 1.0)).ravel()
-    weights = (half * _GL_W[None, :]).ravel()
-    return betaincinv(a[i], b[i], points), weights
+    points = (lo[:, None] + half * (gl_x[None, :] + 1.0)).ravel()
+    weights = (half * gl_w[None, :]).ravel()
+    return special.betaincinv(a[i], b[i], points), weights
 
 
 def rank_probabilities(params: Sequence[tuple[float, float]]) -> FloatArray:
@@ -84,7 +100,7 @@ def rank_probabilities(params: Sequence[tuple[float, float]]) -> FloatArray:
         for j in range(n):
             if j == i:
                 continue
-            above = 1.0 - betainc(a[j], b[j], x)   # P(θ_j > x)
+            above = 1.0 - special.betainc(a[j], b[j], x)   # P(θ_j > x)
             shifted = np.zeros_like(poly)
             shifted[:, 1:] = poly[:, :-1]
             poly = poly * (1.0 - above)[:, None] + shifted * above[:, None]
@@ -101,7 +117,7 @@ def pairwise_greater(params: Sequence[tuple[float, float]]) -> FloatArray:
         x, w = _nodes(i, a, b)
         for j in range(n):
             if j != i:
-                out[i, j] = float(w @ betainc(a[j], b[j], x))
+                out[i, j] = float(w @ special.betainc(a[j], b[j], x))
     return np.clip(out, 0.0, 1.0)
 
 

@@ -12,9 +12,15 @@ estimator ICC(1) of Fisher and Snedecor, with Snedecor's n₀ for unequal trial 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike
+from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = lazy("numpy")
 
 __all__ = ["design_effect", "icc_oneway"]
 

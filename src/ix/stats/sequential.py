@@ -2,13 +2,19 @@
 the exact behaviour of `trials: auto`'s stopping rule (its paths, stopping distribution,
 unbiased estimators under it, and its per-case error)."""
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ix._lazy import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")
 
 special = lazy("scipy.special")
 scipy_stats = lazy("scipy.stats")

@@ -28,8 +28,8 @@ from ix.runtimes import get_kind
 from ix.runtimes.credentials import credentials
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
+from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import latest_run, read_spec
-from ix.store.trials import LATEST_SUMMARY
 
 
 def resolve(lab: str | Path | None = None, experiments: Sequence[str] = (),
@@ -371,7 +371,7 @@ def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[Experime
     lab_path = find_lab(lab)
     infos = []
     for path in _experiment_dirs(lab_path):
-        last_run, status, f1 = _last_run(path / "results")
+        last_run, status, f1 = _last_run(ExperimentDir.at(path).results)
         try:
             exp = load_experiment(path, lab_path).experiment
         except ConfigError as exc:
@@ -397,7 +397,7 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
         status = "unreadable"
     f1 = None
     try:
-        summary = json.loads((results / LATEST_SUMMARY).read_text(encoding="utf-8"))
+        summary = json.loads(ExperimentDir(results).latest_summary.read_text(encoding="utf-8"))
         if summary.get("run_id") == last:
             f1 = summary.get("metrics", {}).get("f1")
     except (OSError, ValueError):
@@ -419,7 +419,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> dict[str, An
     summaries = []
     for run_id in run_ids:
         directory = resolve_run(lab_path, run_id)
-        path = directory / "summary.json"
+        path = RunDir(directory).summary
         try:
             summaries.append(json.loads(path.read_text(encoding="utf-8")))
         except OSError:

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start
 
 from ix.domain.errors import ConfigError
 from ix.lab.paths import readable_file
-from ix.store.runs import SPEC_FILE, experiment_run, latest_run, read_spec, run_folders
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import experiment_run, latest_run, read_spec, run_folders
 from ix.store.trial_lines import (
     LONG_LINE,
     MAX_COUNT,
@@ -38,7 +39,7 @@ from ix.store.trial_lines import (
     suspects,
     trial_line,
 )
-from ix.store.trials import TRIALS_FILE, skipped_line
+from ix.store.trials import skipped_line
 
 Mode = Literal["resume", "retry_failed"]
 MISSING, PASSED, FAILED, ERRORED = 0, 1, 2, 3
@@ -587,7 +588,7 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     (an imported run has no plan of its own to continue)."""
     if run_id is None:
         folders = run_folders(results)
-        latest = latest_run(results, lambda p: (p / SPEC_FILE).is_file()
+        latest = latest_run(results, lambda p: RunDir(p).spec.is_file()
                             and not read_spec(p).get("imported_from"))
         if latest is None:
             raise ConfigError("this experiment has no run to continue"
@@ -601,5 +602,5 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
         raise ConfigError(f"run {run_id} was imported from {spec['imported_from']}; only a run "
                           "ix executed can be continued", field="--run")
     return Continuation(run_id=run_id, mode=mode, spec=spec,
-                        state=read_state(results / TRIALS_FILE, run_id, warn,
+                        state=read_state(ExperimentDir(results).trials, run_id, warn,
                                          per_case=per_case(spec)))

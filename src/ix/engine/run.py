@@ -57,6 +57,7 @@ from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import (
     check_results,
     create_run,
@@ -65,12 +66,11 @@ from ix.store.runs import (
     iso,
     lock_run,
     read_spec,
-    run_dir,
     write_spec,
 )
 from ix.store.storage_faults import HINT
 from ix.store.trial_lines import invoked_skills
-from ix.store.trials import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
+from ix.store.trials import TrialWriter, fsync_policy, save_summary
 
 OnTrial = Callable[[dict[str, Any]], None]
 
@@ -213,6 +213,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
     preload(*STATISTICS)
     loaded = plan.loaded
+    place = ExperimentDir(loaded.results_dir)
     fsync = fsync_policy()
     # a symlink, FIFO or folder where the run writes is refused before anything is written
     check_results(loaded.results_dir, continuation.run_id if continuation else None)
@@ -235,7 +236,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         spec = specs[run_id]
     else:
         run_id = continuation.run_id
-        directory = run_dir(loaded.results_dir, run_id)
+        directory = place.run(run_id).path
         try:
             lock = lock_run(directory)
         except OSError as exc:
@@ -252,7 +253,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                                   "executor": executor or LOCAL}]
             _preload(tallies, continuation, plan)
             # which skill took each recorded trial's prompt (the summary's routing)
-            recorded_routes(loaded.results_dir / TRIALS_FILE, continuation, tallies,
+            recorded_routes(place.trials, continuation, tallies,
                             {c.id for c in plan.cases})
             spec["trials_written"] = continuation.recorded
             write_spec(directory, {**spec, "status": "running"}, create=False)
@@ -274,9 +275,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
     gc.freeze()
     try:
-        writer = TrialWriter(loaded.results_dir / TRIALS_FILE, fsync=fsync, warn=warn)
+        writer = TrialWriter(place.trials, fsync=fsync, warn=warn)
         if continuation is not None and continuation.keeps(ERRORED):
-            _earlier_errors(loaded.results_dir / TRIALS_FILE, continuation, errlog, tallies)
+            _earlier_errors(place.trials, continuation, errlog, tallies)
         stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
                                      stopped, continuation, limits, broken, errlog, signals)
         status = "completed" if stop_reason is None else "cancelled"
@@ -314,7 +315,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["circuit_breaker"] = broken or None
             # never recreated: a lab deleted under a run stays deleted
             summary_path = save_summary(loaded.results_dir, summary, finished,
-                                        also=(directory / "summary.json",), parents=False)
+                                        also=(RunDir(directory).summary,), parents=False)
             write_spec(directory, {**spec, "status": cast(SpecStatus, kept or status),
                                    "finished_at": iso(finished), "stop_reason": stop_reason,
                                    "stop_cause": summary["stop_cause"], "reason": reason,
@@ -398,7 +399,7 @@ def _current(continuation: Continuation, directory: Path, results: Path) -> Cont
     if spec == continuation.spec and spec.get("status") != "running":
         return continuation
     return replace(continuation, spec=spec,
-                   state=read_state(results / TRIALS_FILE, continuation.run_id,
+                   state=read_state(ExperimentDir(results).trials, continuation.run_id,
                                     per_case=per_case(spec)))
 
 
@@ -574,7 +575,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def construct(key: TrialKey) -> Construct[TrialKey]:
         return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
 
-    traces = run_dir(plan.loaded.results_dir, run_id) / "traces"
+    traces = ExperimentDir(plan.loaded.results_dir).run(run_id).traces
     deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 
@@ -692,7 +693,7 @@ def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Pa
         for line in lines:
             text = line if isinstance(line, str) else json.dumps(line, default=str)
             f.write(redactor.text(text) + "\n")
-    record["trace"] = str(path.relative_to(root.parent.parent.parent))
+    record["trace"] = str(path.relative_to(RunDir(root.parent).experiment.results))
 
 
 def trace_name(subject: str, case_id: str, trial: int, attempt: int) -> str:

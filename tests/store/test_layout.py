@@ -34,3 +34,23 @@ def test_an_import_writes_where_the_layout_says(tmp_path: Path):
     assert folder == run.path
     assert run.spec.is_file() and run.summary.is_file()
     assert experiment.trials.is_file() and experiment.latest_summary.is_file()
+
+
+def test_a_run_folder_knows_its_experiment(tmp_path: Path):
+    experiment = ExperimentDir.at(tmp_path / "exp")
+    run = experiment.run("20261126T000000Z-abc123")
+    assert run.experiment == experiment
+    assert run.experiment.name == "exp"
+    assert run.experiment.trials == tmp_path / "exp" / "results" / "trials.jsonl"
+
+
+def test_the_file_names_are_defined_in_the_layout_only():
+    import ix.store.annotations
+    import ix.store.runs
+    import ix.store.trials
+
+    for module in (ix.store.annotations, ix.store.runs, ix.store.trials):
+        source = Path(module.__file__ or "").read_text(encoding="utf-8")
+        for name in ('"trials.jsonl"', '"summary-latest.json"', '"spec.yaml"', '"run.lock"',
+                     '"summary.json"', '"annotations.jsonl"', '"traces"'):
+            assert name not in source, (module.__name__, name)

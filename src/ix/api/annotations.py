@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from ix.api.reports import SUMMARY_FILE, resolve_run, run_trials
+from ix.api.reports import resolve_run, run_trials
 from ix.domain.errors import ConfigError
 from ix.lab.paths import check_tree
 from ix.lab.resolve import find_lab
 from ix.store.annotations import add_annotation, make_annotation, read_annotations
 from ix.store.audit import identity, now_utc, record
+from ix.store.layout import RunDir
 from ix.store.runs import read_spec
 from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
 from ix.store.tags import delete_tag as delete
@@ -38,7 +39,7 @@ class _RunRef(TypedDict):
 
 def _run_info(run_dir: Path) -> _RunRef:
     spec = read_spec(run_dir)
-    experiment = str(spec.get("experiment") or run_dir.parent.parent.parent.name)
+    experiment = str(spec.get("experiment") or RunDir(run_dir).experiment.name)
     return {"run": run_dir.name, "experiment": experiment}
 
 
@@ -82,7 +83,7 @@ def delete_tag(lab: str | Path | None, name: str) -> "TagDeleted":
 
 def _case_ids(run_dir: Path) -> set[str]:
     """The cases a run ran (from its summary, else from its trial lines)."""
-    path = run_dir / SUMMARY_FILE
+    path = RunDir(run_dir).summary
     if path.is_file():
         try:
             summary = json.loads(path.read_text(encoding="utf-8"))
@@ -108,7 +109,7 @@ def annotate(lab: str | Path | None, run: str, text: str,
                               f"{shown or 'none'})", field="CASE")
     info = _run_info(run_dir)
     # `results/`, `runs/` and the run folder are real folders: never a symlink out of the lab
-    check_tree(run_dir.parent.parent.parent, run_dir)
+    check_tree(RunDir(run_dir).experiment.path, run_dir)
     add_annotation(run_dir, line)
     record(lab_path, "annotate", **info, case=case, text=line["text"])
     return cast("AnnotationAdded", {**info, **line})  # line: ix.store.annotations'

@@ -30,8 +30,8 @@ from ix.runtimes import get_kind
 from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
+from ix.store.layout import ExperimentDir
 from ix.store.runs import latest_run, read_spec
-from ix.store.trials import LATEST_SUMMARY
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
     from ix.api.schemas import DryRunPlan, DryRunSubject
@@ -316,7 +316,7 @@ def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[Experime
     lab_path = find_lab(lab)
     infos = []
     for path in _experiment_dirs(lab_path):
-        last_run, status, f1 = _last_run(path / "results")
+        last_run, status, f1 = _last_run(ExperimentDir.at(path).results)
         try:
             exp = load_experiment(path, lab_path).experiment
         except ConfigError as exc:
@@ -342,7 +342,7 @@ def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
         status = "unreadable"
     f1 = None
     try:
-        summary = json.loads((results / LATEST_SUMMARY).read_text(encoding="utf-8"))
+        summary = json.loads(ExperimentDir(results).latest_summary.read_text(encoding="utf-8"))
         if summary.get("run_id") == last:
             f1 = summary.get("metrics", {}).get("f1")
     except (OSError, ValueError):

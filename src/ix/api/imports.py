@@ -34,8 +34,10 @@ from ix.lab.names import name_problem, normalise
 from ix.lab.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
 from ix.lab.yamlio import load_yaml_file
 from ix.store.audit import record
-from ix.store.import_run import add_run, find_import, import_turn, new_experiment, settle, write_run
-from ix.store.runs import RUNS_DIR, environment, iso, new_run_id, run_dir
+from ix.store.import_run import find_import, import_turn, new_experiment, settle
+from ix.store.layout import ExperimentDir
+from ix.store.recorder import RunRecorder
+from ix.store.runs import environment, iso, new_run_id
 from ix.store.storage_faults import storage_faults
 
 if TYPE_CHECKING:
@@ -86,11 +88,12 @@ def import_results(lab: str | Path | None, source: Path | str, fmt: str, *,
         settle(lab_path, warn)
         exp_dir, new = _target(lab_path, experiment, imported.experiments, source)
         if not new and not force:
-            earlier = find_import(exp_dir / "results", imported.sha256)
+            place = ExperimentDir.at(exp_dir)
+            earlier = find_import(place.results, imported.sha256)
             if earlier is not None:
                 raise ConfigError(
                     f"was imported before, as run {earlier} of {exp_dir.name} "
-                    f"({exp_dir / 'results' / RUNS_DIR / earlier}); importing it again "
+                    f"({place.run(earlier).path}); importing it again "
                     "would count its trials twice. Pass --force to import it anyway",
                     file=source)
         result = _write(lab_path, exp_dir, new, imported, source, fmt, command)
@@ -205,19 +208,26 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
                    "cases": {"run": len(cases)}},
         "trials_written": len(lines),
     }
+
+    def record(results: Path, fresh: bool) -> None:
+        recorder = RunRecorder.whole(results, run_id, fresh=fresh)
+        for line in lines:
+            recorder.record(line)
+        recorder.finish(summary, spec, now)
+
     if new:
         def build(folder: Path) -> None:
             write_experiment(folder, name=name, source=source, fmt=fmt, subjects=subjects,
                              cases=[(c.id, c.expectation, imported.prompts.get(c.id, ""))
                                     for c in cases], goal=goal, trials=trials_per_case)
-            write_run(folder / "results", run_id, spec, summary, lines, now)
+            record(ExperimentDir.at(folder).results, fresh=True)
 
         new_experiment(lab, exp_dir.name, build)
     else:
-        add_run(exp_dir / "results", run_id, spec, summary, lines, now)
+        record(ExperimentDir.at(exp_dir).results, fresh=False)
     unknown = tuple(c.id for c in cases if not new and c.id not in known)
     return ImportResult(run_id, name, exp_dir, new, fmt, source, len(lines), tuple(subjects),
-                        len(cases), unknown, run_dir(exp_dir / "results", run_id), summary)
+                        len(cases), unknown, ExperimentDir.at(exp_dir).run(run_id).path, summary)
 
 
 def _audit(lab: Path, run_id: str, experiment: str, source: Path, fmt: str,

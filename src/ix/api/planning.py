@@ -39,7 +39,7 @@ from ix.stats.power import (
     paired_variances,
     sample_size_two_proportions,
 )
-from ix.store.trials import LATEST_SUMMARY
+from ix.store.layout import ExperimentDir
 
 if TYPE_CHECKING:
     from ix.api.schemas import (
@@ -68,7 +68,7 @@ class PlanningInputs:
 
 def inputs_from_run(experiment_dir: Path) -> PlanningInputs:
     """Planning values from `results/summary-latest.json` (control, and first variant if any)."""
-    path = experiment_dir / "results" / LATEST_SUMMARY
+    path = ExperimentDir.at(experiment_dir).latest_summary
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
@@ -333,7 +333,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     planned: Any = None
     if experiment is not None:
         lab_path, paths = resolve(lab, [experiment])
-        if (paths[0] / "results" / LATEST_SUMMARY).is_file():
+        if ExperimentDir.at(paths[0]).latest_summary.is_file():
             inputs = inputs_from_run(paths[0])
             planned = validate(lab_path, [str(paths[0])])[0]
         else:

@@ -20,10 +20,10 @@ from ix.report.regression import baseline_section
 from ix.report.run_report import build_report
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
-from ix.store.layout import RESULTS_DIR
-from ix.store.runs import SPEC_FILE, find_run, latest_run, read_spec, run_folders
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import find_run, latest_run, read_spec, run_folders
 from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
-from ix.store.trials import TRIALS_FILE, read_trials
+from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
     from ix.report.schemas import (
@@ -37,14 +37,13 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 FORMATS = ("table", "md", "json")
-SUMMARY_FILE = "summary.json"
 
 
 def resolve_run(lab: Path, ref: str) -> Path:
     """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
     unique prefix or suffix of one (in any experiment of the lab)."""
     given = Path(ref)
-    if given.is_dir() and (given / SPEC_FILE).is_file():
+    if given.is_dir() and RunDir(given).spec.is_file():
         return given.resolve()
     if is_tag_name(ref):
         tag = read_tags(lab).get(ref)
@@ -61,7 +60,7 @@ def resolve_run(lab: Path, ref: str) -> Path:
 def read_summary(run_dir: Path) -> Summary:
     """The run's `summary.json`, checked against its type (`ix.eval.schemas.Summary`); a
     `ConfigError` naming the file and what is wrong with it if it is none."""
-    path = run_dir / SUMMARY_FILE
+    path = RunDir(run_dir).summary
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -86,8 +85,8 @@ def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) ->
     if len(paths) != 1:
         raise ConfigError(f"lab {lab} has {len(paths)} experiments: name a run or a tag (or "
                           "work inside an experiment's folder)", field="RUN")
-    runs = run_folders(paths[0] / RESULTS_DIR)
-    done = next((d for d in reversed(runs) if (d / SUMMARY_FILE).is_file()), None)
+    runs = run_folders(ExperimentDir.at(paths[0]).results)
+    done = next((d for d in reversed(runs) if RunDir(d).summary.is_file()), None)
     if done is None:
         raise ConfigError(f"experiment {paths[0].name} has no finished run yet "
                           "(`ix run` makes one)", field="RUN")
@@ -101,7 +100,7 @@ def run_trials(run_dir: Path, run_id: str,
                warn: Warn | None = None) -> Iterator[dict[str, Any]]:
     """Every trial record of `trials.jsonl` that belongs to the run (all attempts), streamed;
     lines that are none (the resume reader and the index skip them too) with a warning."""
-    path = run_dir.parent.parent / TRIALS_FILE
+    path = RunDir(run_dir).experiment.trials
     return (t for t in read_trials(path, warn, trials_only=True) if t.get("run_id") == run_id)
 
 
@@ -118,13 +117,13 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
         metric = check_metric(metric)
     run_dir = resolve_run(lab_path, run) if run else default_run(lab_path, cwd, warn)
     summary = read_summary(run_dir)
-    spec: Mapping[str, Any] = read_spec(run_dir) if (run_dir / SPEC_FILE).is_file() else {}
+    spec: Mapping[str, Any] = read_spec(run_dir) if RunDir(run_dir).spec.is_file() else {}
     base_dir = resolve_run(lab_path, baseline) if baseline else None
     data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
                         annotations=read_annotations(run_dir, warn),
-                        cases=case_rows(run_dir.parent.parent.parent, warn),
-                        prompts=case_prompts(run_dir.parent.parent.parent),
+                        cases=case_rows(RunDir(run_dir).experiment.path, warn),
+                        prompts=case_prompts(RunDir(run_dir).experiment.path),
                         folder=str(run_dir))
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
@@ -164,8 +163,8 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 chosen.append(found)
     groups: dict[Path, list[tuple[Path, Summary]]] = {}
     for run_dir in dict.fromkeys(chosen):
-        groups.setdefault(run_dir.parent.parent.parent, []).append((run_dir,
-                                                                    read_summary(run_dir)))
+        groups.setdefault(RunDir(run_dir).experiment.path, []).append(
+            (run_dir, read_summary(run_dir)))
     boards: list[ExperimentBoard] = []
     pooled: dict[str, dict[str, Any]] = {}
     for group in groups.values():
@@ -210,8 +209,8 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
 
 
 def _latest_completed(experiment: Path) -> Path | None:
-    return latest_run(experiment / RESULTS_DIR, lambda d: (d / SUMMARY_FILE).is_file()
-                      and (d / SPEC_FILE).is_file()
+    return latest_run(ExperimentDir.at(experiment).results,
+                      lambda d: RunDir(d).summary.is_file() and RunDir(d).spec.is_file()
                       and read_spec(d).get("status") == "completed")
 
 
@@ -224,7 +223,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutp
     summaries = []
     for run_id in run_ids:
         directory = resolve_run(lab_path, run_id)
-        path = directory / "summary.json"
+        path = RunDir(directory).summary
         try:
             summaries.append(json.loads(path.read_text(encoding="utf-8")))
         except OSError:
@@ -243,7 +242,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutp
 
 def config_changes(run_dirs: Sequence[Path]) -> "list[ConfigChanges]":
     """What changed in configuration from the first run to each later one (`ix compare`)."""
-    specs = [_with_descriptions(read_spec(d)) if (d / SPEC_FILE).is_file() else {}
+    specs = [_with_descriptions(read_spec(d)) if RunDir(d).spec.is_file() else {}
              for d in run_dirs]
     # descriptions are shown whole under `skills`, not as one more (shortened) change
     bare = [_without_descriptions(spec) for spec in specs]

@@ -21,7 +21,8 @@ from ix.query.aggregate import Method, aggregate, group_columns, preload_statist
 from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.sql_guard import sql_error
 from ix.query.views import COLUMN_NAMES, COLUMNS, TrialFilter, connect
-from ix.store.runs import RUNS_DIR, SPEC_FILE, ambiguous, matching_runs, read_spec
+from ix.store.layout import ExperimentDir
+from ix.store.runs import ambiguous, matching_runs, read_spec
 
 if TYPE_CHECKING:
     import duckdb
@@ -285,10 +286,10 @@ def _scope(con: "duckdb.DuckDBPyConnection", lab: Path, *, latest: bool) -> Scop
                     "ORDER BY run_id").fetchall()
     specs: dict[str, tuple[str, Mapping[str, Any]]] = {}
     for source, run_id in pairs:
-        folder = lab / source / "results" / RUNS_DIR / run_id
+        run = ExperimentDir.at(lab / source).run(run_id)
         spec: Mapping[str, Any]
         try:
-            spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
+            spec = read_spec(run.path) if run.spec.is_file() else {}
         except ConfigError:
             spec = {"status": "unreadable"}
         specs[run_id] = (source, spec)

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ix.api.reports import SUMMARY_FILE, resolve_run
+from ix.api.reports import resolve_run
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as experiment_dirs
-from ix.store.layout import RESULTS_DIR
-from ix.store.runs import SPEC_FILE, read_spec, run_folders
-from ix.store.trials import TRIALS_FILE
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import read_spec, run_folders
 
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
 RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -43,13 +42,14 @@ class RunInfo:
 
 def run_info(folder: Path) -> RunInfo:
     """A run folder's facts; an unreadable `spec.yaml` gives status `unreadable`."""
+    run = RunDir(folder)
     spec: Mapping[str, Any]
     try:
-        spec = read_spec(folder) if (folder / SPEC_FILE).is_file() else {}
+        spec = read_spec(folder) if run.spec.is_file() else {}
         status = spec.get("status")
     except ConfigError:
         spec, status = {}, "unreadable"
-    experiment_dir = folder.parent.parent.parent
+    experiment_dir = run.experiment.path
     return RunInfo(run_id=folder.name, experiment=str(spec.get("experiment")
                                                       or experiment_dir.name),
                    experiment_dir=experiment_dir, folder=folder,
@@ -57,7 +57,7 @@ def run_info(folder: Path) -> RunInfo:
                    started_at=_text(spec.get("started_at")),
                    finished_at=_text(spec.get("finished_at")), seed=spec.get("seed"),
                    trials_per_case=spec.get("trials"),
-                   has_summary=(folder / SUMMARY_FILE).is_file())
+                   has_summary=run.summary.is_file())
 
 
 def _text(value: Any) -> str | None:
@@ -69,7 +69,7 @@ def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
     lab_path = find_lab(lab)
     out: dict[Path, list[RunInfo]] = {}
     for experiment in experiment_dirs(lab_path):
-        folders = run_folders(experiment / RESULTS_DIR)
+        folders = run_folders(ExperimentDir.at(experiment).results)
         out[experiment] = [run_info(p) for p in reversed(folders) if _inside(p, lab_path)]
     return out
 
@@ -91,8 +91,8 @@ def lab_run(lab: Path, ref: str) -> RunInfo:
 def fingerprint(run: RunInfo) -> tuple[Any, ...]:
     """Changes whenever the run's summary, spec or trial log changes (a cache key)."""
     stamps: list[Any] = [str(run.folder)]
-    for path in (run.folder / SUMMARY_FILE, run.folder / SPEC_FILE,
-                 run.experiment_dir / "results" / TRIALS_FILE):
+    folder = RunDir(run.folder)
+    for path in (folder.summary, folder.spec, ExperimentDir.at(run.experiment_dir).trials):
         try:
             st = path.stat()
             stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))

@@ -26,9 +26,10 @@ from ix.interchange.export import (
 from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
+from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import find_run, read_spec
 from ix.store.storage_faults import storage_faults
-from ix.store.trials import TRIALS_FILE, parse_line
+from ix.store.trials import parse_line
 
 if TYPE_CHECKING:
     from ix.api.schemas import ExportOutput
@@ -73,27 +74,27 @@ def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
     lab_path = find_lab(lab)
     directory = find_run(lab_path, run)
     run_id = directory.name
-    results = directory.parent.parent
+    place = RunDir(directory).experiment
     spec = read_spec(directory)
-    experiment = str(spec.get("experiment") or results.parent.name)
+    experiment = str(spec.get("experiment") or place.name)
     files: tuple[Path, ...] = (out,)
     # a full disk or a read-only folder: a `StorageError`, and no partial file or folder left
     with storage_faults("nothing was exported"):
         if fmt in ("csv", "parquet"):  # straight from the query layer: no line decoded here
             count = _write_table(lab_path, run_id, fmt, out, warn)
             return ExportResult(run_id, experiment, fmt, out, files, count)
-        lines = run_lines(results / TRIALS_FILE, run_id, warn)
+        lines = run_lines(place.trials, run_id, warn)
         # decoded as `run_lines` read them (a key given twice: the first, as the index)
         records = [r for r in map(parse_line, lines) if r is not None]
         if fmt == "jsonl":
             write_jsonl(lines, out)
         elif fmt == "json":
             write_json({"run_id": run_id, "experiment": experiment, "spec": spec,
-                        "summary": _load_json(directory / "summary.json"), "trials": records},
+                        "summary": _load_json(RunDir(directory).summary), "trials": records},
                        out)
         else:
-            files = _write_inspect(results.parent, lab_path, run_id, experiment, spec,
-                                   _load_json(directory / "summary.json"), records, out, warn)
+            files = _write_inspect(place.path, lab_path, run_id, experiment, spec,
+                                   _load_json(RunDir(directory).summary), records, out, warn)
     return ExportResult(run_id, experiment, fmt, out, files, len(records))
 
 
@@ -121,7 +122,7 @@ def _write_inspect(experiment_dir: Path, lab: Path, run_id: str, experiment: str
     latest = latest_attempts(records)
     subjects = list(dict.fromkeys([*blocks, *(str(r["subject"]) for r in latest)]))
     if not records:
-        trials = experiment_dir / "results" / TRIALS_FILE
+        trials = ExperimentDir.at(experiment_dir).trials
         raise ConfigError(f"run {run_id} has no trials in {trials}: there is nothing to put "
                           "in a log", field="RUN")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ix.api.runs import RunInfo
 from ix.domain.errors import ConfigError
-from ix.store.trials import TRIALS_FILE, parse_line
+from ix.store.layout import ExperimentDir
+from ix.store.trials import parse_line
 
 #: How much of a transcript is read (decompressed bytes) before the rest is left out.
 TRACE_BYTES = 8 * 1024 * 1024
@@ -24,7 +25,7 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
                  attempt: int | None = None) -> dict[str, Any] | None:
     """The run's line for (subject, case, trial): that `attempt`, else the latest; None if
     there is none. Lines are matched on their bytes first, so only candidates are parsed."""
-    path = run.experiment_dir / "results" / TRIALS_FILE
+    path = ExperimentDir.at(run.experiment_dir).trials
     if not path.is_file():
         return None
     run_needle = json.dumps(run.run_id, ensure_ascii=False).encode("utf-8")
@@ -82,7 +83,7 @@ def read_trace(run: RunInfo, record: dict[str, Any], limit: int = TRACE_BYTES) -
         return None
     if not isinstance(ref, str) or not ref or "\x00" in ref or os.path.isabs(ref):
         raise ConfigError(f"the trace path {ref!r} is not a relative path", field="trace")
-    results = run.experiment_dir / "results"
+    results = ExperimentDir.at(run.experiment_dir).results
     path = os.path.realpath(results / ref)
     base = os.path.realpath(run.folder).rstrip(os.sep) + os.sep
     if not path.startswith(base) or not os.path.isfile(path):

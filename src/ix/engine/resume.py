@@ -21,9 +21,9 @@ from typing import Any, Literal
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan
 from ix.eval.models import EvalCase
-from ix.store.runs import SPEC_FILE, experiment_run, latest_run, read_spec, run_folders
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import experiment_run, latest_run, read_spec, run_folders
 from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
-from ix.store.trials import TRIALS_FILE
 
 __all__ = ["ERRORED", "FAILED", "MISSING", "PASSED", "Continuation", "Mode", "RunState",
            "cases_digest", "check_continuable", "current", "find_continuation", "per_case",
@@ -84,7 +84,7 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     (an imported run has no plan of its own to continue)."""
     if run_id is None:
         folders = run_folders(results)
-        latest = latest_run(results, lambda p: (p / SPEC_FILE).is_file()
+        latest = latest_run(results, lambda p: RunDir(p).spec.is_file()
                             and not read_spec(p).get("imported_from"))
         if latest is None:
             raise ConfigError("this experiment has no run to continue"
@@ -98,7 +98,7 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
         raise ConfigError(f"run {run_id} was imported from {spec['imported_from']}; only a run "
                           "ix executed can be continued", field="--run")
     return Continuation(run_id=run_id, mode=mode, spec=spec,
-                        state=read_state(results / TRIALS_FILE, run_id, warn,
+                        state=read_state(ExperimentDir(results).trials, run_id, warn,
                                          per_case=per_case(spec)))
 
 
@@ -136,5 +136,5 @@ def current(continuation: Continuation, directory: Path, results: Path) -> Conti
     if spec == continuation.spec and spec.get("status") != "running":
         return continuation
     return replace(continuation, spec=spec,
-                   state=read_state(results / TRIALS_FILE, continuation.run_id,
+                   state=read_state(ExperimentDir(results).trials, continuation.run_id,
                                     per_case=per_case(spec)))

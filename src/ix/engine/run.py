@@ -58,20 +58,18 @@ from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.recorder import RunRecorder
 from ix.store.runs import (
     check_results,
-    create_run,
     environment,
     git_commit,
     iso,
-    lock_run,
-    run_dir,
-    write_spec,
 )
 from ix.store.storage_faults import HINT
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_scan import ERROR_OBJECTS, run_markers
-from ix.store.trials import TRIALS_FILE, TrialWriter, fsync_policy, save_summary
+from ix.store.trials import TrialWriter, fsync_policy
 
 OnTrial = Callable[[dict[str, Any]], None]
 
@@ -214,6 +212,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
     preload(*STATISTICS)
     loaded = plan.loaded
+    place = ExperimentDir(loaded.results_dir)
     fsync = fsync_policy()
     # a symlink, FIFO or folder where the run writes is refused before anything is written
     check_results(loaded.results_dir, continuation.run_id if continuation else None)
@@ -230,15 +229,16 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             return specs[new_id]
 
         try:
-            run_id, directory, lock = create_run(loaded.results_dir, started, spec_for)
+            recorder = RunRecorder.start(loaded.results_dir, started, spec_for)
         except OSError as exc:
             raise _storage_error(exc, f"the run could not start; {_NOTHING}") from None
+        run_id, directory = recorder.run_id, recorder.run.path
         spec = specs[run_id]
     else:
         run_id = continuation.run_id
-        directory = run_dir(loaded.results_dir, run_id)
+        directory = place.run(run_id).path
         try:
-            lock = lock_run(directory)
+            recorder = RunRecorder.reopen(loaded.results_dir, run_id)
         except OSError as exc:
             raise _storage_error(exc, f"run {run_id} could not continue; "
                                       f"{_NOTHING}") from None
@@ -253,16 +253,16 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                                   "executor": executor or LOCAL}]
             _preload(tallies, continuation, plan)
             # which skill took each recorded trial's prompt (the summary's routing)
-            recorded_routes(loaded.results_dir / TRIALS_FILE, continuation, tallies,
+            recorded_routes(place.trials, continuation, tallies,
                             {c.id for c in plan.cases})
             spec["trials_written"] = continuation.recorded
-            write_spec(directory, {**spec, "status": "running"}, create=False)
+            recorder.write_spec({**spec, "status": "running"})
         except OSError as exc:
-            lock.release()
+            recorder.release()
             raise _storage_error(exc, f"run {run_id} could not continue; "
                                       f"{_NOTHING}") from None
         except BaseException:
-            lock.release()
+            recorder.release()
             raise
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
@@ -270,14 +270,13 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     status, stop_reason = "failed", None
     reason: str | None = None                 # why the run failed, in words
     fault: OSError | None = None              # the results could not be written
-    writer: TrialWriter | None = None
     # Everything alive now (modules, the plan, the cases) lives for the whole run: keep the
     # cyclic garbage collector from re-scanning it on every collection of per-trial garbage.
     gc.freeze()
     try:
-        writer = TrialWriter(loaded.results_dir / TRIALS_FILE, fsync=fsync, warn=warn)
+        writer = recorder.open_log(fsync=fsync, warn=warn)
         if continuation is not None and continuation.keeps(ERRORED):
-            _earlier_errors(loaded.results_dir / TRIALS_FILE, continuation, errlog, tallies)
+            _earlier_errors(place.trials, continuation, errlog, tallies)
         stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
                                      stopped, continuation, limits, broken, errlog, signals)
         status = "completed" if stop_reason is None else "cancelled"
@@ -287,10 +286,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     except OSError as exc:  # a full disk, a read-only folder, a deleted lab
         fault, stop_reason = exc, f"the results could not be written: {_reason(exc)}"
     finally:
-        written = writer.written if writer is not None else 0
+        written = recorder.written
         try:
-            if writer is not None:
-                writer.close()
+            recorder.close_log()
         except OSError as exc:
             if fault is None:
                 fault, status = exc, "failed"
@@ -313,28 +311,25 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["failed_subjects"] = failed
             summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
-            # never recreated: a lab deleted under a run stays deleted
-            summary_path = save_summary(loaded.results_dir, summary, finished,
-                                        also=(directory / "summary.json",), parents=False)
-            write_spec(directory, {**spec, "status": cast(SpecStatus, kept or status),
-                                   "finished_at": iso(finished), "stop_reason": stop_reason,
-                                   "stop_cause": summary["stop_cause"], "reason": reason,
-                                   "observed": {name: sorted(t.versions)
-                                                for name, t in tallies.items() if t.versions},
-                                   "trials_written": trials_written}, create=False)
+            summary_path = recorder.finish(summary, {
+                **spec, "status": cast(SpecStatus, kept or status),
+                "finished_at": iso(finished), "stop_reason": stop_reason,
+                "stop_cause": summary["stop_cause"], "reason": reason,
+                "observed": {name: sorted(t.versions)
+                             for name, t in tallies.items() if t.versions},
+                "trials_written": trials_written}, finished)
         except BaseException as exc:
             # the trials are safe on disk; the run folder must not claim to be running
-            with contextlib.suppress(OSError):
-                write_spec(directory, {**spec, "status": cast(SpecStatus, kept or "failed"),
-                                       "finished_at": iso(finished), "stop_reason": stop_reason,
-                                       "reason": reason or stop_reason,
-                                       "trials_written": trials_written}, create=False)
-            lock.release()
+            recorder.abandon({**spec, "status": cast(SpecStatus, kept or "failed"),
+                              "finished_at": iso(finished), "stop_reason": stop_reason,
+                              "reason": reason or stop_reason,
+                              "trials_written": trials_written})
+            recorder.release()
             if isinstance(exc, OSError):
                 raise _storage_error(fault or exc,
                                      _stopped(run_id, written, fault or exc, False)) from None
             raise
-        lock.release()
+        recorder.release()
     if fault is not None:
         raise _storage_error(fault, _stopped(run_id, written, fault, True, kept or "failed"))
     return RunResult(run_id, status, summary, summary_path, directory, plan, written)
@@ -560,7 +555,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def construct(key: TrialKey) -> Construct[TrialKey]:
         return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
 
-    traces = run_dir(plan.loaded.results_dir, run_id) / "traces"
+    traces = ExperimentDir(plan.loaded.results_dir).run(run_id).traces
     deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 
@@ -678,7 +673,7 @@ def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Pa
         for line in lines:
             text = line if isinstance(line, str) else json.dumps(line, default=str)
             f.write(redactor.text(text) + "\n")
-    record["trace"] = str(path.relative_to(root.parent.parent.parent))
+    record["trace"] = str(path.relative_to(RunDir(root.parent).experiment.results))
 
 
 def trace_name(subject: str, case_id: str, trial: int, attempt: int) -> str:

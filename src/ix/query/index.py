@@ -48,7 +48,7 @@ from ix.query.index_parts import (
     write_part,
     write_superseded,
 )
-from ix.store.trials import TRIALS_FILE
+from ix.store.layout import ExperimentDir
 
 if TYPE_CHECKING:
     import duckdb
@@ -98,7 +98,7 @@ def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
     """The lab's index, brought up to date with every `trials.jsonl` (and case file) first."""
     lab = Path(lab).resolve()
     root = index_root(lab, warn)
-    experiments = [p for p in list_experiments(lab) if (p / "results" / TRIALS_FILE).is_file()]
+    experiments = [p for p in list_experiments(lab) if ExperimentDir.at(p).trials.is_file()]
     manifest = _read_manifest(root, warn)
     if not _stale(lab, root, manifest, experiments):
         return _as_index(lab, root, manifest)
@@ -201,7 +201,7 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         return True
     for exp in experiments:
         e = entries[exp.name]
-        if e["state"] != file_state(exp / "results" / TRIALS_FILE):
+        if e["state"] != file_state(ExperimentDir.at(exp).trials):
             return True
         if e["cases_signature"] != cases_signature(exp):
             return True
@@ -238,7 +238,7 @@ def _refresh(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[
 
 def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp: Path,
                     old: dict[str, Any] | None, warn: Warn | None) -> dict[str, Any]:
-    log = exp / "results" / TRIALS_FILE
+    log = ExperimentDir.at(exp).trials
     state = file_state(log)
     entry = dict(old) if old else None
     if entry is not None and not all(intact(root, f) for f in

@@ -12,14 +12,14 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.store.appending import append_line
 from ix.store.audit import identity, now_utc
+from ix.store.layout import RunDir
 from ix.store.storage_faults import storage_faults
 
-ANNOTATIONS_FILE = "annotations.jsonl"
 MAX_TEXT = 10_000
 
 
 def annotations_path(run_dir: Path) -> Path:
-    return run_dir / ANNOTATIONS_FILE
+    return RunDir(run_dir).annotations
 
 
 def make_annotation(text: str, case: str | None = None) -> dict[str, Any]:

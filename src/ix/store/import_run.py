@@ -36,7 +36,7 @@ from ix.domain.errors import ConfigError
 from ix.eval.schemas import RunSpec
 from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.store.layout import LATEST_SUMMARY, RESULTS_DIR, ExperimentDir, RunDir
+from ix.store.layout import LATEST_SUMMARY, ExperimentDir, RunDir
 from ix.store.runs import check_results, read_spec, run_folders, write_spec
 from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, save_summary, stamp
@@ -108,7 +108,7 @@ def settle(lab: Path, warn: Warn | None = None) -> list[str]:
         done.append(f"removed {entry}: an import of a new experiment that was stopped "
                      "before it was in place")
     for experiment in list_experiments(lab):
-        results = experiment / RESULTS_DIR
+        results = ExperimentDir.at(experiment).results
         if results.is_symlink() or not results.is_dir():
             continue
         for entry in _staged_in(results):

@@ -13,21 +13,24 @@
 ```
 
 `ExperimentDir` and `RunDir` are these paths as objects: `ExperimentDir.at(folder)
-.run(run_id).spec` instead of `folder / "results" / RUNS_DIR / run_id / SPEC_FILE`. They only
-name paths; nothing here touches the disk. The names are those of the modules that write each
-file (`trials`, `runs`, `annotations`), gathered here; `store/import_run.py` builds its paths
-with these objects, and the other writers can follow.
+.run(run_id).spec` instead of `folder / "results" / "runs" / run_id / "spec.yaml"`, and
+`RunDir(folder).experiment` instead of `folder.parent.parent`. They only name paths; nothing
+here touches the disk. Every module of ix that reads or writes these files names them here:
+the file names are defined in this module only (the writers' modules re-export theirs).
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from ix.store.annotations import ANNOTATIONS_FILE
-from ix.store.runs import LOCK_FILE, RUNS_DIR, SPEC_FILE, TRACES_DIR
-from ix.store.trials import LATEST_SUMMARY, TRIALS_FILE
-
 RESULTS_DIR = "results"
+TRIALS_FILE = "trials.jsonl"
+LATEST_SUMMARY = "summary-latest.json"
+RUNS_DIR = "runs"
+SPEC_FILE = "spec.yaml"
+LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
+ANNOTATIONS_FILE = "annotations.jsonl"
+TRACES_DIR = "traces"
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,11 @@ class RunDir:
     def traces(self) -> Path:
         return self.path / TRACES_DIR
 
+    @property
+    def experiment(self) -> "ExperimentDir":
+        """The experiment whose `results/runs/` holds this run."""
+        return ExperimentDir(self.path.parent.parent)
+
 
 @dataclass(frozen=True)
 class ExperimentDir:
@@ -91,6 +99,11 @@ class ExperimentDir:
 
     def run(self, run_id: str) -> RunDir:
         return RunDir(self.runs / run_id)
+
+    @property
+    def name(self) -> str:
+        """The experiment's folder name."""
+        return self.path.name
 
 
 __all__ = ["ANNOTATIONS_FILE", "LATEST_SUMMARY", "LOCK_FILE", "RESULTS_DIR", "RUNS_DIR",

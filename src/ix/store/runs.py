@@ -25,17 +25,13 @@ from ix.eval.schemas import RunSpec, SpecVersions
 from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
 from ix.lab.yamlio import dump_yaml, load_yaml_file
-from ix.store.trials import LATEST_SUMMARY, TRIALS_FILE, stamp
+from ix.store.layout import RESULTS_DIR, RUNS_DIR, ExperimentDir, RunDir
+from ix.store.trials import stamp
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no run locks
     fcntl = None  # type: ignore[assignment]
-
-RUNS_DIR = "runs"
-SPEC_FILE = "spec.yaml"
-LOCK_FILE = "run.lock"
-TRACES_DIR = "traces"
 
 
 def new_run_id(started: datetime) -> str:
@@ -46,7 +42,7 @@ def new_run_id(started: datetime) -> str:
 
 
 def run_dir(results_dir: Path, run_id: str) -> Path:
-    return results_dir / RUNS_DIR / run_id
+    return ExperimentDir(results_dir).run(run_id).path
 
 
 def git_commit(path: Path) -> str | None:
@@ -84,7 +80,7 @@ def environment() -> SpecVersions:
 def write_spec(directory: Path, spec: RunSpec, *, create: bool = True) -> Path:
     """`spec.yaml`, atomically. `create=False`: the run folder must exist (one deleted
     during the run is an error, not recreated)."""
-    path = directory / SPEC_FILE
+    path = RunDir(directory).spec
     write_text_atomic(path, dump_yaml(spec), parents=create, shared=True)
     return path
 
@@ -103,7 +99,7 @@ class RunLock:
 
 def lock_run(directory: Path) -> RunLock:
     """Hold the run's lock, or raise `RunBusy` at once if another process holds it."""
-    fd = open_regular(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)  # no symlink
+    fd = open_regular(RunDir(directory).lock, os.O_RDWR | os.O_CREAT, 0o666)  # no symlink
     try:
         if fcntl is not None:
             try:
@@ -116,7 +112,7 @@ def lock_run(directory: Path) -> RunLock:
     except OSError as exc:
         os.close(fd)
         if exc.filename is None and exc.errno is not None:  # (a full disk: name the file)
-            raise type(exc)(exc.errno, exc.strerror, str(directory / LOCK_FILE)) from None
+            raise type(exc)(exc.errno, exc.strerror, str(RunDir(directory).lock)) from None
         raise
     except BaseException:
         os.close(fd)
@@ -128,12 +124,13 @@ def check_results(results_dir: Path, run_id: str | None = None) -> None:
     """Before a run (new, or `run_id` continued) writes anything: what stands where it will
     write is missing or of the kind it writes, never a symlink (a lab cloned from elsewhere
     may carry one pointing at the user's files), a FIFO or a device. `UnsafePath` if not."""
-    entries = [(results_dir, FOLDER), (results_dir / TRIALS_FILE, FILE),
-               (results_dir / LATEST_SUMMARY, FILE), (results_dir / RUNS_DIR, FOLDER)]
+    place = ExperimentDir(results_dir)
+    entries = [(results_dir, FOLDER), (place.trials, FILE), (place.latest_summary, FILE),
+               (place.runs, FOLDER)]
     if run_id is not None:
-        folder = run_dir(results_dir, run_id)
-        entries += [(folder, FOLDER), (folder / SPEC_FILE, FILE), (folder / LOCK_FILE, FILE),
-                    (folder / "summary.json", FILE), (folder / TRACES_DIR, FOLDER)]
+        run = place.run(run_id)
+        entries += [(run.path, FOLDER), (run.spec, FILE), (run.lock, FILE),
+                    (run.summary, FILE), (run.traces, FOLDER)]
     check_entries(entries)
 
 
@@ -146,9 +143,10 @@ def create_run(results_dir: Path, started: datetime,
     exists fails, so a colliding id is drawn again instead of shared. On failure nothing
     is left behind (the folders this call made are removed again).
     """
-    made = [d for d in (results_dir, results_dir / RUNS_DIR) if not d.is_dir()]
+    runs = ExperimentDir(results_dir).runs
+    made = [d for d in (results_dir, runs) if not d.is_dir()]
     try:
-        (results_dir / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+        runs.mkdir(parents=True, exist_ok=True)
         for _ in range(100):
             run_id = new_run_id(started)
             final = run_dir(results_dir, run_id)
@@ -183,7 +181,7 @@ def create_run(results_dir: Path, started: datetime,
                 raise
             return run_id, final, lock
         raise FileExistsError(errno.EEXIST, "no free run id after 100 tries",
-                              str(results_dir / RUNS_DIR))
+                              str(runs))
     except BaseException:
         for d in reversed(made):
             with contextlib.suppress(OSError):
@@ -194,7 +192,7 @@ def create_run(results_dir: Path, started: datetime,
 def read_spec(directory: Path) -> RunSpec:
     """`spec.yaml` as ix wrote it (not validated: a reader takes each key with `.get`, as an
     older ix may not have written it); `{}` when the file holds no mapping."""
-    data = load_yaml_file(directory / SPEC_FILE)
+    data = load_yaml_file(RunDir(directory).spec)
     return cast(RunSpec, data if isinstance(data, dict) else {})
 
 
@@ -210,7 +208,7 @@ class RunNotFound(ConfigError, NotFound):
 def run_folders(results_dir: Path) -> list[Path]:
     """The run folders of an experiment's `results/`, oldest first: a run id sorts by its start
     (to the millisecond), so "the latest run" is the last one. None when there is no `runs/`."""
-    runs = results_dir / RUNS_DIR
+    runs = ExperimentDir(results_dir).runs
     if not runs.is_dir():
         return []
     return sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
@@ -241,7 +239,7 @@ def experiment_run(results_dir: Path, ref: str, field: str = "--run") -> Path:
     """The run folder (with a `spec.yaml`) that `ref` — a run id, or a unique prefix or
     suffix of one — names in one experiment's `results/`; `RunNotFound` naming the latest
     five when none does, the candidates when several do."""
-    runs = results_dir / RUNS_DIR
+    runs = ExperimentDir(results_dir).runs
     run_id = ref
     if runs.is_dir():
         hits = matching_runs((p.name for p in run_folders(results_dir)), ref)
@@ -249,7 +247,7 @@ def experiment_run(results_dir: Path, ref: str, field: str = "--run") -> Path:
             raise ambiguous(ref, hits, field)
         run_id = hits[0] if hits else ref
     directory = runs / run_id
-    if not (directory / SPEC_FILE).is_file():
+    if not RunDir(directory).spec.is_file():
         known = ", ".join(sorted(p.name for p in runs.iterdir())[-5:]) if runs.is_dir() else ""
         raise RunNotFound(f"no run {run_id!r} in {results_dir}"
                           + (f" (latest: {known})" if known else ""), field=field)
@@ -260,10 +258,10 @@ def find_run(lab: Path, run_id: str) -> Path:
     """The run folder of `run_id` (or a unique prefix or suffix of it) in any experiment of
     the lab; an ambiguous one is a `ConfigError` listing the candidates."""
     given = Path(run_id)
-    if given.is_dir() and (given / SPEC_FILE).is_file():
+    if given.is_dir() and RunDir(given).spec.is_file():
         return given.resolve()
     folders: dict[str, list[Path]] = {}
-    for p in sorted(lab.glob(f"*/results/{RUNS_DIR}/*")):
+    for p in sorted(lab.glob(f"*/{RESULTS_DIR}/{RUNS_DIR}/*")):
         if p.is_dir():
             folders.setdefault(p.name, []).append(p)
     hits = matching_runs(folders, run_id)

@@ -20,6 +20,7 @@ from ix.lab.files import write_text_atomic
 from ix.lab.names import name_problem
 from ix.lab.paths import UnsafePath, inside
 from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.store.layout import RESULTS_DIR, RUNS_DIR
 from ix.store.storage_faults import storage_faults
 
 TAGS_FILE = "tags.yaml"
@@ -104,7 +105,7 @@ def tag_folder(lab: Path, tag: Tag) -> Path:
             raise ConfigError(f"tag {tag.name!r} names the folder {tag.folder!r}, which is "
                               "not inside the lab", file=tags_path(lab), field=tag.name) from None
     if folder is None or not folder.is_dir():
-        hits = [p for p in lab.glob(f"*/results/runs/{tag.run_id}") if p.is_dir()]
+        hits = [p for p in lab.glob(f"*/{RESULTS_DIR}/{RUNS_DIR}/{tag.run_id}") if p.is_dir()]
         if not hits:
             raise ConfigError(f"tag {tag.name!r} names run {tag.run_id}, which is no longer "
                               "in the lab", file=tags_path(lab), field=tag.name)

@@ -23,6 +23,7 @@ import orjson
 from ix.domain.errors import ConfigError
 from ix.lab.files import dumps, located, write_text_atomic
 from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
+from ix.store.layout import ExperimentDir
 from ix.store.trial_lines import decode_line, trial_line
 
 try:
@@ -32,9 +33,6 @@ except ImportError:  # pragma: no cover - Windows: appends are still single writ
 _flock = fcntl.flock if fcntl is not None else None
 _LOCK_EX = fcntl.LOCK_EX if fcntl is not None else 0
 _LOCK_UN = fcntl.LOCK_UN if fcntl is not None else 0
-
-TRIALS_FILE = "trials.jsonl"
-LATEST_SUMMARY = "summary-latest.json"
 
 #: `IX_FSYNC`: when the trial log is forced to the disk. `end` (the default): every line is
 #: handed to the operating system as it is written (it survives the process being killed)
@@ -343,6 +341,6 @@ def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: dateti
     while archived.exists():
         archived = results_dir / f"{name}-{n}.json"
         n += 1
-    for path in (archived, results_dir / LATEST_SUMMARY, *also):
+    for path in (archived, ExperimentDir(results_dir).latest_summary, *also):
         write_text_atomic(path, text, parents=parents, shared=True)
     return archived

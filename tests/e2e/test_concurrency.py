@@ -149,8 +149,14 @@ def test_one_run_is_executed_by_one_process_and_its_lock_dies_with_it(lab, tmp_p
     # the lock of the killed run died with it: a resume proceeds ...
     resuming = start(lab, "run", "--resume")
     wait_for_lines(d, len(lines(d)) + 4)
-    # ... and while it runs, a second one is refused instead of running trials twice
-    second = run_ix("run", "--lab", str(lab), "--resume")
+    # ... and while it runs, a second one is refused instead of running trials twice. The
+    # resume is paused (it keeps its lock) so that it cannot finish before the second starts,
+    # however slow the machine.
+    resuming.send_signal(signal.SIGSTOP)
+    try:
+        second = run_ix("run", "--lab", str(lab), "--resume")
+    finally:
+        resuming.send_signal(signal.SIGCONT)
     assert second.code == 2, second.output
     assert "is being executed by another ix process" in second.stderr
     assert "Traceback" not in second.stderr

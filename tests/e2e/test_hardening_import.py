@@ -287,6 +287,9 @@ def kill_import(lab: Path, source: Path, point: KillPoint) -> None:
     proc.communicate(timeout=60)
 
 
+# ~40 `ix` processes (12 kills, each checked with `ix query` and a re-import): 100 s on a
+# quiet box, ~300 s with four test workers on two loaded cores — more than the default limit.
+@pytest.mark.timeout(900)
 def test_a_killed_import_leaves_no_trace_or_the_whole_run_and_is_made_once(
         tmp_path: Path) -> None:
     """SIGKILL `ix import` at 12 seeded points; each time the lab is unchanged, holds the

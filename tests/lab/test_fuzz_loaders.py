@@ -11,6 +11,7 @@ import json
 import string
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -263,6 +264,7 @@ def state_of(state) -> tuple[dict, dict, int]:
             state.usage, state.lines)
 
 
+@pytest.mark.timeout(900)  # 400 examples: 130-200 s with four workers on two busy cores
 @settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(logs(), st.sampled_from([64, 97, 1024, 1 << 22]))

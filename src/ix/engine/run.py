@@ -85,10 +85,11 @@ class RunResult:
     written: int
 
 
-#: What the summary needs (numpy and scipy behind them: ~0.35 s), imported while the trials
-#: run.
-STATISTICS = ("numpy", "scipy.special", "ix.eval.summary", "ix.stats.classification",
-              "ix.stats.clustered", "ix.stats.intervals", "ix.stats.passk")
+#: What the summary computes with, imported while the trials run. The ix modules of the
+#: statistics are imported with this one and take these on first use (`ix._lazy`), so only
+#: the libraries are named: scipy.stats for the comparisons' tests, which a run of several
+#: subjects would otherwise import on the main thread after its last trial.
+STATISTICS = ("numpy", "scipy.special", "scipy.stats")
 
 
 @dataclass(frozen=True)

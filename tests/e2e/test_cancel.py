@@ -72,8 +72,14 @@ def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them
     assert len(trials.read_text().splitlines()) == 2
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     assert "in flight were finished" in summary["stop_reason"]
-    # impatient: a second Ctrl-C cancels the trials in flight at once, and no line is torn
+    # impatient: a second Ctrl-C cancels the trials in flight at once, and no line is torn.
+    # Trials now take 60 s, so an exit well inside that can only be a cancellation, however
+    # loaded the machine (a 1.2 s bound against 1.5 s trials flaked with four test workers).
     trials.unlink()
+    config = exp / "experiment.yaml"
+    text = config.read_text()
+    assert "latency_ms: 1500" in text
+    config.write_text(text.replace("latency_ms: 1500", "latency_ms: 60000"))
     proc = subprocess.Popen([*_ix(), "run", "--lab", str(lab)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_until_running(exp / "results", 1)
@@ -83,7 +89,7 @@ def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130 and time.monotonic() - t0 < 1.2, out + err
+    assert proc.returncode == 130 and time.monotonic() - t0 < 20, out + err
     assert not trials.exists() or trials.read_text() == ""
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     assert summary["run_status"] == "cancelled" and "cancelled" in summary["stop_reason"]

@@ -2,7 +2,6 @@
 beta-binomial interval against the pooled Beta interval, brute-force integration and a clock."""
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -161,19 +160,16 @@ def test_no_data_and_empty_clusters_leave_the_uniform_prior():
     assert hierarchical_mean([], []) == pytest.approx(0.5, abs=1e-9)
 
 
-def test_ten_thousand_clusters_take_milliseconds_and_repeat_exactly():
-    """Timing noted: ~10–15 ms on a laptop-class CPU for 10,000 clusters (target < 50 ms)."""
+def test_ten_thousand_clusters_repeat_exactly_from_a_cold_cache():
+    """Its speed (~10–15 ms for 10,000 clusters) is measured by benchmarks/summary_stats.py."""
     rng = np.random.default_rng(0)
     n = rng.integers(1, 31, size=10_000)
     k = rng.binomial(n, rng.beta(2, 3, size=10_000))
     clustered._marginal.cache_clear()
-    start = time.perf_counter()
     first = hierarchical_interval(k, n)
-    elapsed = time.perf_counter() - start
     clustered._marginal.cache_clear()
     assert hierarchical_interval(k, n) == first
     assert first[0] < k.sum() / n.sum() < first[1]
-    assert elapsed < 0.25  # generous for loaded CI machines; typically ~0.015 s
 
 
 def test_clusters_with_many_trials_use_the_grouped_betaln_form_and_agree():

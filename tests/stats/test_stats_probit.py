@@ -2,7 +2,6 @@
 fixed-seed importance-sampling estimate from the prior (what `bayes_evals` does), symmetry,
 and convergence of the quadrature grid."""
 
-import time
 
 import numpy as np
 import pytest
@@ -138,15 +137,12 @@ def test_at_large_n_the_probit_and_dirichlet_intervals_nearly_agree():
     assert probit == pytest.approx(dirichlet, abs=1e-4)
 
 
-def test_one_call_is_deterministic_and_well_under_half_a_second():
+def test_one_call_is_deterministic_from_a_cold_cache():
     table = (412, 37, 21, 530)
     paired_probit._grid.cache_clear()
-    start = time.perf_counter()
     first = probit_prob_a_beats_b(*table), probit_diff_interval(*table)
-    elapsed = time.perf_counter() - start
     paired_probit._grid.cache_clear()
     assert (probit_prob_a_beats_b(*table), probit_diff_interval(*table)) == first
-    assert elapsed < 0.5
 
 
 def test_probit_rejects_bad_counts_and_levels():

@@ -85,11 +85,20 @@ class RunResult:
     written: int
 
 
-#: What the summary computes with, imported while the trials run. The ix modules of the
+#: What every summary computes with, imported while the trials run. The ix modules of the
 #: statistics are imported with this one and take these on first use (`ix._lazy`), so only
-#: the libraries are named: scipy.stats for the comparisons' tests, which a run of several
-#: subjects would otherwise import on the main thread after its last trial.
-STATISTICS = ("numpy", "scipy.special", "scipy.stats")
+#: the libraries are named.
+STATISTICS = ("numpy", "scipy.special")
+
+
+def statistics(plan: Plan) -> tuple[str, ...]:
+    """The libraries `plan`'s summary needs: scipy.stats (~0.5 s to import, more than numpy
+    and scipy.special together) only for the comparisons of several subjects, a goal's
+    verdict or the stopping rule of `trials: auto` — else a one-subject run would import it
+    for nothing, and one of several subjects on the main thread after its last trial."""
+    if len(plan.subjects) > 1 or plan.adaptive or plan.loaded.experiment.goal is not None:
+        return (*STATISTICS, "scipy.stats")
+    return STATISTICS
 
 
 @dataclass(frozen=True)
@@ -211,7 +220,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                signals: bool) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
-    preload(*STATISTICS)
+    preload(*statistics(plan))
     loaded = plan.loaded
     place = ExperimentDir(loaded.results_dir)
     fsync = fsync_policy()
@@ -416,7 +425,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                started: datetime, finished: datetime,
                stopped: dict[str, dict[str, str]]) -> Summary:
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
-    preload(*STATISTICS).join()  # what `run_plan` started importing: finished, not raced
+    preload(*statistics(plan)).join()  # what `run_plan` started importing: finished, not raced
     exp = plan.loaded.experiment
     return summarise_tallies(
         experiment_name=exp.name, run_id=run_id, run_status=status,

@@ -1,0 +1,48 @@
+"""What a run imports for its summary while the trials run: scipy.stats (the heaviest of
+the statistics' libraries) only when the summary compares or decides something."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import comparison_experiment, mock_experiment
+
+# A fresh interpreter (sys.modules is shared in-process) runs the experiment through the API
+# and says which of the libraries were imported, and on which thread scipy.stats was.
+PROBE = textwrap.dedent("""
+    import sys, threading
+    from ix.api.experiments import run
+    where = []
+    class Watch:
+        def find_spec(self, name, path, target=None):
+            if name == "scipy.stats":
+                where.append(threading.current_thread().name)
+    sys.meta_path.insert(0, Watch())
+    [result] = run(sys.argv[1])
+    print(result.status, "scipy.special" in sys.modules, "scipy.stats" in sys.modules, where)
+""")
+
+
+def _imports(lab: Path) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE, str(lab)], capture_output=True,
+                          text=True, timeout=120, check=True).stdout.strip()
+
+
+def test_a_run_of_one_subject_without_a_goal_imports_no_scipy_stats(tmp_path):
+    mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=3)
+    assert _imports(tmp_path) == "completed True False []"
+
+
+def test_a_run_that_compares_subjects_imports_scipy_stats_off_the_main_thread(tmp_path):
+    comparison_experiment(tmp_path, n_must=3, n_not=3, trials=3, control=0.9,
+                          variants={"b": 0.5},
+                          goal="goal: {hypothesis: h, compare: [control, b]}\n")
+    assert _imports(tmp_path) == "completed True True ['ix-preload']"
+
+
+def test_a_run_of_one_subject_under_trials_auto_preloads_scipy_stats(tmp_path):
+    """The stopping rule's estimates (`ix.stats.sequential`) use it."""
+    mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=None,
+                    extra_yaml="trials: auto\nmin_trials: 3\nmax_trials: 5\n")
+    assert _imports(tmp_path) == "completed True True ['ix-preload']"

@@ -54,3 +54,24 @@ def test_the_file_names_are_defined_in_the_layout_only():
         for name in ('"trials.jsonl"', '"summary-latest.json"', '"spec.yaml"', '"run.lock"',
                      '"summary.json"', '"annotations.jsonl"', '"traces"'):
             assert name not in source, (module.__name__, name)
+
+
+def test_archived_summaries_of_one_second_never_overwrite_each_other(tmp_path: Path):
+    """The engine's `save_summary` and an import's publication take the same names: the
+    first free of summary-<stamp>.json, summary-<stamp>-2.json, ..."""
+    from ix.store.trials import save_summary
+
+    experiment = ExperimentDir.at(tmp_path / "exp")
+    finished = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
+    first = save_summary(experiment.results, {"n": 1}, finished)
+    second = save_summary(experiment.results, {"n": 2}, finished)
+    add_run(experiment.results, "20261126T120000Z-abc123", {"run_id": "x"}, {"n": 3},
+            [{"run_id": "20261126T120000Z-abc123", "trial": 0}], finished)
+    names = sorted(p.name for p in experiment.results.glob("summary-2*.json"))
+    assert names == ["summary-20261126T120000Z-2.json", "summary-20261126T120000Z-3.json",
+                     "summary-20261126T120000Z.json"]
+    assert (first.name, second.name) == (names[2], names[0])
+    assert [ExperimentDir.archived_stamp(experiment.results / n) for n in names] == \
+        ["20261126T120000Z-2", "20261126T120000Z-3", "20261126T120000Z"]
+    assert experiment.latest_summary.read_text() == \
+        (experiment.results / names[1]).read_text()

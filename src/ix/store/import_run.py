@@ -36,7 +36,7 @@ from ix.domain.errors import ConfigError
 from ix.eval.schemas import RunSpec
 from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.store.layout import LATEST_SUMMARY, ExperimentDir, RunDir
+from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
 from ix.store.runs import check_results, read_spec, run_folders, write_spec
 from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, save_summary, stamp
@@ -276,7 +276,7 @@ def _prepare(stage: Path, spec: RunSpec, summary: Mapping[str, Any],
     write_spec(run.path, spec, create=False)
     text = dumps(summary)
     write_text_atomic(run.summary, text, parents=False, shared=True)
-    write_text_atomic(stage / f"summary-{stamp(finished)}.json", text, parents=False,
+    write_text_atomic(next(staged.archived_summaries(stamp(finished))), text, parents=False,
                       shared=True)
     write_text_atomic(staged.latest_summary, text, parents=False, shared=True)
     write_text_atomic(staged.trials, "".join(
@@ -296,7 +296,7 @@ def _published(results: Path, stage: Path, run_id: str, *,
         if staged_run.is_dir():
             os.rename(staged_run, final)
             undo.append(lambda: os.rename(final, staged_run))
-        for archive in sorted(stage.glob("summary-*.json")):
+        for archive in sorted(stage.glob(ARCHIVED_SUMMARIES)):
             if archive.name == LATEST_SUMMARY:
                 continue
             placed = _place(archive, results)
@@ -322,10 +322,9 @@ def _published(results: Path, stage: Path, run_id: str, *,
 
 def _place(archive: Path, results: Path) -> Path:
     """Rename a staged `summary-<stamp>.json` into `results/`, never over an older one."""
-    name = archive.name.removesuffix(".json")
-    target, n = results / archive.name, 2
-    while target.exists():
-        target, n = results / f"{name}-{n}.json", n + 1
+    place = ExperimentDir(results)
+    target = next(p for p in place.archived_summaries(place.archived_stamp(archive))
+                  if not p.exists())
     os.rename(archive, target)
     return target
 

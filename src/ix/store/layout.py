@@ -19,12 +19,15 @@ here touches the disk. Every module of ix that reads or writes these files names
 the file names are defined in this module only (the writers' modules re-export theirs).
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import count
 from pathlib import Path
 
 RESULTS_DIR = "results"
 TRIALS_FILE = "trials.jsonl"
 LATEST_SUMMARY = "summary-latest.json"
+ARCHIVED_SUMMARIES = "summary-*.json"  # summary-<stamp>.json, or -2, -3, ... (and the latest)
 RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
@@ -93,6 +96,19 @@ class ExperimentDir:
     def latest_summary(self) -> Path:
         return self.results / LATEST_SUMMARY
 
+    def archived_summaries(self, name: str) -> Iterator[Path]:
+        """Where the summary of a run finished at `name` (its `stamp`) may be archived, in
+        order: `summary-<stamp>.json`, then `summary-<stamp>-2.json`, ... — the writer takes
+        the first that does not exist, so no archived summary is overwritten."""
+        yield self.results / f"summary-{name}.json"
+        for n in count(2):
+            yield self.results / f"summary-{name}-{n}.json"
+
+    @staticmethod
+    def archived_stamp(path: Path) -> str:
+        """The stamp an archived summary's name was made of (`archived_summaries`' `name`)."""
+        return path.name.removeprefix("summary-").removesuffix(".json")
+
     @property
     def runs(self) -> Path:
         return self.results / RUNS_DIR
@@ -106,5 +122,6 @@ class ExperimentDir:
         return self.path.name
 
 
-__all__ = ["ANNOTATIONS_FILE", "LATEST_SUMMARY", "LOCK_FILE", "RESULTS_DIR", "RUNS_DIR",
-           "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir", "RunDir"]
+__all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "LATEST_SUMMARY", "LOCK_FILE",
+           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE",
+           "ExperimentDir", "RunDir"]

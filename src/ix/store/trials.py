@@ -335,12 +335,8 @@ def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: dateti
     the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an
     error (`FileNotFoundError`), not recreated."""
     text = dumps(summary)
-    name = f"summary-{stamp(finished)}"
-    archived = results_dir / f"{name}.json"
-    n = 2
-    while archived.exists():
-        archived = results_dir / f"{name}-{n}.json"
-        n += 1
-    for path in (archived, ExperimentDir(results_dir).latest_summary, *also):
+    place = ExperimentDir(results_dir)
+    archived = next(p for p in place.archived_summaries(stamp(finished)) if not p.exists())
+    for path in (archived, place.latest_summary, *also):
         write_text_atomic(path, text, parents=parents, shared=True)
     return archived

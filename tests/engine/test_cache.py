@@ -26,6 +26,7 @@ from ix.engine.cache import (
 from ix.eval.models import EvalCase, EvalObservation
 from ix.runtimes import RuntimeContext, build_runtime
 from ix.store.cache import CACHE_DIR, ObservationCache, entry_key
+from ix.store.layout import ExperimentDir
 
 SUBJECT = Subject(name="s")
 CASE = EvalCase(id="must-001", prompt="Use the skill, please.", expectation="must_trigger")
@@ -326,7 +327,7 @@ def test_a_cached_run_reproduces_the_run_without_calling_the_subject(lab):
             subjects.append(with_cache(dataclasses.replace(sp, runtime=counting), cache,
                                        mode))  # type: ignore[arg-type]
         plan = dataclasses.replace(plan, subjects=tuple(subjects))
-        trials = plan.loaded.results_dir / "trials.jsonl"
+        trials = ExperimentDir.at(plan.loaded.path).trials
         before = len(trials.read_text().splitlines()) if trials.exists() else 0
         result = run_plan(plan, command=["test"])
         assert result.status == "completed"

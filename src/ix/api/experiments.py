@@ -124,8 +124,8 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
         if options.continue_mode is None:
             jobs.append((build_plan(loaded, overrides), None))
             continue
-        found = find_continuation(loaded.results_dir, options.run_id, options.continue_mode,
-                                  observer.on_warning)
+        found = find_continuation(ExperimentDir.at(loaded.path).results, options.run_id,
+                                  options.continue_mode, observer.on_warning)
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         check_continuable(plan, found)
         jobs.append((plan, found))

@@ -16,6 +16,7 @@ from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import summary_renderable
+from ix.store.layout import RunDir
 
 if TYPE_CHECKING:
     from ix.api.schemas import DryRunPlan
@@ -134,7 +135,7 @@ def run(
     else:
         for r in results:
             out.print(summary_renderable(r.summary))
-            out.print(Text(f"trials: {r.plan.loaded.results_dir / 'trials.jsonl'}\n"
+            out.print(Text(f"trials: {RunDir(r.run_dir).experiment.trials}\n"
                            f"summary: {r.summary_path}", style="dim"), soft_wrap=True)
     for r in results:
         for name, why in (r.summary.get("circuit_breaker") or {}).items():

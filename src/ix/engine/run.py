@@ -222,10 +222,10 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
     preload(*statistics(plan))
     loaded = plan.loaded
-    place = ExperimentDir(loaded.results_dir)
+    place = ExperimentDir.at(loaded.path)
     fsync = fsync_policy()
     # a symlink, FIFO or folder where the run writes is refused before anything is written
-    check_results(loaded.results_dir, continuation.run_id if continuation else None)
+    check_results(place.results, continuation.run_id if continuation else None)
     now = datetime.now(UTC)
     tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
     kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
@@ -239,7 +239,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             return specs[new_id]
 
         try:
-            recorder = RunRecorder.start(loaded.results_dir, started, spec_for)
+            recorder = RunRecorder.start(place.results, started, spec_for)
         except OSError as exc:
             raise _storage_error(exc, f"the run could not start; {_NOTHING}") from None
         run_id, directory = recorder.run_id, recorder.run.path
@@ -248,12 +248,12 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         run_id = continuation.run_id
         directory = place.run(run_id).path
         try:
-            recorder = RunRecorder.reopen(loaded.results_dir, run_id)
+            recorder = RunRecorder.reopen(place.results, run_id)
         except OSError as exc:
             raise _storage_error(exc, f"run {run_id} could not continue; "
                                       f"{_NOTHING}") from None
         try:
-            continuation = current(continuation, directory, loaded.results_dir)
+            continuation = current(continuation, directory, place.results)
             spec = cast(RunSpec, dict(continuation.spec))
             kept = "completed" if spec.get("status") == "completed" else None
             started = _parse_time(spec.get("started_at")) or now
@@ -565,7 +565,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def construct(key: TrialKey) -> Construct[TrialKey]:
         return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
 
-    traces = ExperimentDir(plan.loaded.results_dir).run(run_id).traces
+    traces = ExperimentDir.at(plan.loaded.path).run(run_id).traces
     deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 

@@ -35,10 +35,6 @@ class LoadedExperiment:
     defaults: Defaults
 
     @property
-    def results_dir(self) -> Path:
-        return self.path / "results"
-
-    @property
     def config_file(self) -> Path:
         return self.path / EXPERIMENT_FILE
 

@@ -3,6 +3,8 @@ fixed-seed importance-sampling estimate from the prior (what `bayes_evals` does)
 and convergence of the quadrature grid."""
 
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -63,6 +65,16 @@ def test_bivariate_cdf_broadcasts_and_rejects_an_impossible_correlation():
     assert out.shape == (3, 4)
     with pytest.raises(ValueError):
         bivariate_normal_cdf(0.0, 0.0, 1.5)
+
+
+@pytest.mark.parametrize("h, k", [(5e-324, 5e-324), (-5e-324, 5e-324), (1e-310, -1e-310),
+                                  (2.2e-308, 0.0), (-1e-250, -1e-250)])
+@pytest.mark.parametrize("rho", [-0.999, -0.3, 0.0, 0.875, 0.999999])
+def test_subnormal_thresholds_give_the_orthant_probability_not_nan(h, k, rho):
+    """At h, k ~ 0 (below 1e-200, where h·√(1−ρ²) underflowed to a 0/0 — found by hypothesis
+    at h = k = 5e-324), Φ₂ is the orthant probability ¼ + asin(ρ)/2π."""
+    assert float(bivariate_normal_cdf(h, k, rho)) == pytest.approx(
+        0.25 + math.asin(rho) / (2 * math.pi), abs=1e-12)
 
 
 @settings(max_examples=100, deadline=None)

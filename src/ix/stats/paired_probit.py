@@ -90,8 +90,9 @@ def _cells(h: FloatArray, k: FloatArray, z: FloatArray, phi_h: FloatArray,
     With s = √(1−ρ²) and 1 − |ρ| computed from z without cancellation, all four cells share
     T(h, a_h) and T(k, a_k): p_V = Φ₂(−h, −k; ρ), p_T = Φ₂(h, −k; −ρ), p_U = Φ₂(−h, k; −ρ).
     """
-    h = np.where(h == 0, _TINY, h)
-    k = np.where(k == 0, _TINY, k)
+    # 0 and the subnormals (whose h·s underflows to 0, a 0/0 below) as the nearest of ±_TINY
+    h = np.where(np.abs(h) < _TINY, np.where(h < 0, -_TINY, _TINY), h)
+    k = np.where(np.abs(k) < _TINY, np.where(k < 0, -_TINY, _TINY), k)
     q = np.exp(-2.0 * np.abs(z))
     s = 2.0 * np.sqrt(q) / (1.0 + q)              # √(1−ρ²) = sech z
     gap = 2.0 * q / (1.0 + q)                      # 1 − |ρ|

@@ -69,7 +69,7 @@ except SystemExit:
 whole = time.perf_counter() - t0
 sys.stdout = out
 marks["the rest (printing, audit, exit)"] = (time.perf_counter() - begun) - sum(
-    v for k, v in marks.items() if k != "start-up and imports")
+    v for k, v in marks.items() if k != "imports (ix, the run command)")
 marks["whole (in the child)"] = whole
 import json
 print(json.dumps(marks))

@@ -46,3 +46,27 @@ def test_a_run_of_one_subject_under_trials_auto_preloads_scipy_stats(tmp_path):
     mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=None,
                     extra_yaml="trials: auto\nmin_trials: 3\nmax_trials: 5\n")
     assert _imports(tmp_path) == "completed True True ['ix-preload']"
+
+
+def test_the_experiments_load_before_the_statistics_start_importing(tmp_path):
+    """The background import begins when the run opens, where the trials' waiting hides it,
+    not while the case files load: that is CPU-bound work, which the import (holding the GIL)
+    would only slow down."""
+    mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=3)
+    probe = textwrap.dedent("""
+        import sys
+        from ix import _lazy
+        from ix.api import experiments
+        seen = []
+        prepare = experiments._prepare
+        def watched(*args, **kwargs):
+            jobs = prepare(*args, **kwargs)
+            seen.append(("numpy" in sys.modules, sorted(_lazy._preloading)))
+            return jobs
+        experiments._prepare = watched
+        [result] = experiments.run(sys.argv[1])
+        print(result.status, seen, "numpy" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.strip()
+    assert out == "completed [(False, [])] True"

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ix._lazy import preload
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
 from ix.api.loading import check, load, resolve, subject_credentials, validate
@@ -21,7 +20,7 @@ from ix.engine.cache import check_mode, with_cache
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, check_continuable, find_continuation
-from ix.engine.run import STATISTICS, OnTrial, RunResult, arun_plan, run_plan
+from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
@@ -65,7 +64,6 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     The keyword arguments of earlier versions (`artifacts=`, `on_trial=`, `warn=`, ...)
     still work and emit a `DeprecationWarning`.
     """
-    preload(*STATISTICS)  # the summary's numpy and scipy, while the experiments load
     options, observer = _settle(options, observer, deprecated)
     lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
     results: list[RunResult] = []
@@ -92,7 +90,6 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     finish) or cancel the awaiting task (the trials in flight are cancelled; either way the
     run is recorded `cancelled` with its completed trials, and `--resume` finishes it).
     """
-    preload(*STATISTICS)  # the summary's numpy and scipy, while the experiments load
     options, observer = _settle(options, observer, {})
     observer = _OnLoop(observer, asyncio.get_running_loop())
     lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides, options,

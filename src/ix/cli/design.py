@@ -5,7 +5,7 @@ Each is one line on stderr, `ix: warning: <experiment.yaml>: <field>: <message> 
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from rich.markup import escape
 
@@ -13,27 +13,39 @@ from ix.api.design import DesignWarning, design_warnings
 from ix.cli.output import err
 from ix.engine.plan import Plan
 
+if TYPE_CHECKING:  # the output types (ix.api.schemas): not imported by `ix validate` itself
+    from ix.api.schemas import DesignWarningOut, Validated
+
+
+class DesignReport(TypedDict):
+    """An experiment's design warnings in `ix validate --json`; under --strict with a
+    warning, the experiment fails (`ok` false, and why)."""
+
+    ok: bool
+    warnings: "list[DesignWarningOut]"
+    error: NotRequired[str]
+
 
 def _line(file: Any, w: DesignWarning) -> str:
     return f"{file}: {w.field}: {w.message} [{w.code}]"
 
 
-def report(plan: Plan, strict: bool) -> dict[str, Any]:
-    """The `warnings` of one experiment in `ix validate --json`; under --strict a warning
-    makes the experiment fail (`ok: false`, with an `error`)."""
+def report(plan: Plan, strict: bool) -> DesignReport:
+    """The design warnings of one experiment in `ix validate --json`; under --strict a
+    warning makes the experiment fail (`ok: false`, with an `error`)."""
     found = design_warnings(plan)
-    out: dict[str, Any] = {"warnings": [w.model_dump() for w in found]}
+    out: DesignReport = {"ok": not (strict and found),
+                         "warnings": [cast("DesignWarningOut", w.model_dump()) for w in found]}
     if strict and found:
-        out["ok"] = False
         out["error"] = (f"{plan.loaded.config_file}: design: {len(found)} design check(s) "
                         "failed under --strict")
     return out
 
 
-def show(report: dict[str, Any], strict: bool) -> None:
+def show(report: "Validated", strict: bool) -> None:
     """Print one experiment's design warnings (from `report`) on stderr."""
     file = f"{report['path']}/experiment.yaml"
-    for raw in report.get("warnings") or ():
+    for raw in report["warnings"]:
         _say(_line(file, DesignWarning(**raw)), strict)
 
 

@@ -1,7 +1,7 @@
 """`ix validate`: load and check experiments without running anything."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.markup import escape
@@ -10,6 +10,9 @@ from ix import api
 from ix.cli import design as design_cli
 from ix.cli.options import Experiments, Json, Lab, Strict, trial_count
 from ix.cli.output import fail, out, print_json, warn
+
+if TYPE_CHECKING:  # the output types: `ix validate` stays clear of ix.api.schemas' import
+    from ix.api.schemas import NotValid, Validated
 
 
 def validate(
@@ -30,7 +33,7 @@ def validate(
     """
     lab_path, paths = api.resolve(lab, experiments or ())
     overrides = api.Overrides(trials=trial_count(trials), runtime=runtime)
-    reports: list[dict[str, Any]] = []
+    reports: list[Validated | NotValid] = []
     for path in paths:
         plan, problems = api.check(path, lab_path, overrides)
         if plan is None:  # every problem of the experiment, each on its own line
@@ -40,8 +43,9 @@ def validate(
             continue
         exp = plan.loaded.experiment
         creds = {c["subject"]: c for c in api.subject_credentials(plan)}
-        reports.append({
-            "experiment": exp.name, "path": str(path), "ok": True,
+        design = design_cli.report(plan, strict)
+        validated: Validated = {
+            "experiment": exp.name, "path": str(path), "ok": design["ok"],
             "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
             "subjects": [{"name": s.subject.name, "runtime": s.runtime_spec["kind"],
                           "runtime_source": _runtime_source(plan, s.subject, runtime),
@@ -51,9 +55,11 @@ def validate(
                           "credentials_present": creds[s.subject.name]["credentials_present"]}
                          for s in plan.subjects],
             "trials_per_case": plan.trials, "total_trials": plan.total,
-            "concurrency": plan.concurrency,
-            **design_cli.report(plan, strict),
-        })
+            "concurrency": plan.concurrency, "warnings": design["warnings"],
+        }
+        if "error" in design:
+            validated["error"] = design["error"]
+        reports.append(validated)
     if json_out:
         print_json(reports)
     else:
@@ -62,12 +68,14 @@ def validate(
         raise typer.Exit(2)
 
 
-def _print_validated(reports: list[dict[str, Any]], strict: bool) -> None:
+def _print_validated(reports: "list[Validated | NotValid]", strict: bool) -> None:
     """✓ and each subject's runtime on stdout; every problem one line on stderr."""
     said: set[str] = set()  # a problem of ix.yaml is every experiment's: say it once
     for r in reports:
-        if not r["ok"]:
-            for line in r.get("errors") or [r["error"]]:
+        if not r["ok"]:  # it did not load (every problem), or failed --strict (why)
+            lines = (cast("NotValid", r)["errors"] if "errors" in r
+                     else [cast("Validated", r).get("error") or ""])
+            for line in lines:
                 if line not in said:
                     said.add(line)
                     fail(line)
@@ -89,7 +97,8 @@ def _print_validated(reports: list[dict[str, Any]], strict: bool) -> None:
                      "every trial would fail: set it, or choose `runtime: lexical` for an "
                      "offline baseline")
     for r in reports:
-        design_cli.show(r, strict)
+        if "errors" not in r:  # it loaded: its design was checked
+            design_cli.show(cast("Validated", r), strict)
 
 
 def _runtime_source(plan: Any, subject: Any, flag: str | None) -> str:

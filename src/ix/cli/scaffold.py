@@ -1,12 +1,15 @@
 """`ix new NAME`: scaffold an experiment (from flags, or by asking on a terminal)."""
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ix.api.scaffold import create_experiment
 from ix.cli.output import out, print_json
+
+if TYPE_CHECKING:
+    from ix.api.schemas import NewOutput
 
 Lab = Annotated[str | None, typer.Option(
     "--lab", help="The lab: a path, or a name searched from the project root. Default: the "
@@ -56,7 +59,8 @@ def new(
                              runtime=runtime, allow_missing=allow_missing)
     files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
     if json_out:
-        print_json({"name": name, "path": str(path), "files": files})
+        answer: NewOutput = {"name": name, "path": str(path), "files": files}
+        print_json(answer)
         return
     out.print(f"created experiment [bold]{name}[/] in {path}", soft_wrap=True)
     for f in files:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import Redactor, environment_secrets
@@ -22,6 +22,9 @@ from ix.lab.subjects import RegisteredSubject
 from ix.lab.yamlio import parse_yaml
 from ix.runtimes import RuntimeContext, get_kind, validate_options
 
+if TYPE_CHECKING:
+    from ix.api.schemas import RegistrySubject, SubjectAdded, SubjectsListOutput
+
 TEST_PROMPT = "Reply with OK."
 TEST_CASE_ID = "ix-subjects-test"
 ANSWER_CHARS = 200
@@ -35,6 +38,28 @@ def subjects_file() -> Path:
 def list_subjects() -> list[RegisteredSubject]:
     """Built-in profiles and the user's subjects (which override built-ins of the same name)."""
     return list(registry.load_registry(subjects_file()).values())
+
+
+def registry_entry(subject: RegisteredSubject) -> "RegistrySubject":
+    """A subject of the registry as `ix subjects list --json` prints it."""
+    spec = subject.spec
+    return {"name": subject.name, "source": subject.source, "description": spec.description,
+            "runtime": dict(spec.runtime), "model": spec.model, "skills": list(spec.skills),
+            "config": dict(spec.config)}
+
+
+def registry_listing(subjects: Sequence[RegisteredSubject]) -> "SubjectsListOutput":
+    """`ix subjects list --json`: where your subjects live, and every subject."""
+    return {"file": str(subjects_file()), "subjects": [registry_entry(s) for s in subjects]}
+
+
+def added_entry(subject: RegisteredSubject, replaced: bool) -> "SubjectAdded":
+    """`ix subjects add --json`: the subject as listed, and whether it replaced yours."""
+    entry = registry_entry(subject)
+    return {"name": entry["name"], "source": entry["source"],
+            "description": entry["description"], "runtime": entry["runtime"],
+            "model": entry["model"], "skills": entry["skills"], "config": entry["config"],
+            "replaced": replaced}
 
 
 def get_subject(name: str) -> RegisteredSubject:

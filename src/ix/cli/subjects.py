@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix import api
+from ix.api.subjects import added_entry, registry_listing
 from ix.cli.options import SETTINGS, Json, Lab
 from ix.cli.output import err, out, print_json
 
@@ -27,8 +28,7 @@ def subjects_list(lab: Lab = None, json_out: Json = False) -> None:
     """List the registry: built-in profiles and your subjects (yours override built-ins)."""
     subjects = api.list_subjects()
     if json_out:
-        print_json({"file": str(api.subjects_file()),
-                    "subjects": [s.as_dict() for s in subjects]})
+        print_json(registry_listing(subjects))
         return
     table = Table(title=f"subjects (yours: {api.subjects_file()})", title_justify="left",
                   show_edge=False)
@@ -71,7 +71,7 @@ def subjects_add(
     added = api.add_subject(name, runtime, model=model, description=description,
                             options=option or (), api_key_env=api_key_env, skills=skill or ())
     if json_out:
-        print_json({**added.as_dict(), "replaced": replaced})
+        print_json(added_entry(added, replaced))
         return
     verb = "replaced" if replaced else "added"
     out.print(f"{verb} subject [bold]{name}[/] ({added.kind}"

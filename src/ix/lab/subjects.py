@@ -88,9 +88,6 @@ class RegisteredSubject:
             spec["model"] = self.spec.model
         return spec
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source,
-                **self.spec.model_dump(exclude_defaults=False)}
 
 
 def subjects_path(env: Mapping[str, str] | None = None) -> Path:

@@ -121,6 +121,27 @@ def test_the_settling_probability_is_seeded():
     assert settle_probability(goal, s, 40, 50) == settle_probability(goal, s, 40, 50)
 
 
+@pytest.mark.parametrize("metric", ["f1", "precision"])
+def test_f1_and_precision_verdicts_are_reused_only_for_the_same_vote_counts(metric,
+                                                                          monkeypatch):
+    """A simulated run's f1 (precision) posterior reads only each subject's TP, FP, FN (TP,
+    FP): a verdict remembered under those counts is the one a fresh judgement gives."""
+    from ix.eval import goal_sizing as g
+
+    rng = np.random.default_rng(3)
+    s = g.Scenario(np.array([True] * 14 + [False] * 7), rng.uniform(0.2, 0.95, 21),
+                   rng.uniform(0.1, 0.9, 21), 3)
+    goal = {"metric": metric, "direction": "decrease", "min_effect": 0.05,
+            "credibility": 0.95}
+    g._VERDICTS.clear()
+    remembered = [g.settle_probability(goal, s, n, 120) for n in (21, 21, 30)]
+    monkeypatch.setattr(g, "_VOTE_COUNTS", {})  # judge every simulated run afresh
+    g._VERDICTS.clear()
+    fresh = [g.settle_probability(goal, s, n, 120) for n in (21, 21, 30)]
+    assert remembered == fresh
+    assert any(0 < r.p_settle < 1 for r in fresh)
+
+
 @pytest.mark.parametrize("metric", ["activation_rate", "recall", "pass_rate", "precision",
                                     "f1"])
 def test_a_shifted_treatment_has_the_requested_true_effect(metric):

@@ -59,6 +59,9 @@ _MUST_ONLY = ("activation_rate", "recall")
 _VERDICTS: dict[tuple[Any, ...], str] = {}
 #: Metrics whose posterior reads only the paired majority-vote table (`vote_tables`).
 _VOTE_TABLES = ("recall", "pass_rate")
+#: Metrics whose posterior reads only each subject's vote counts: f1 (TP, FP, FN) and
+#: precision (TP, FP) — independent posteriors (`ix.eval.comparisons`), no tally needed.
+_VOTE_COUNTS = {"f1": ("tp", "fp", "fn"), "precision": ("tp", "fp")}
 
 
 @dataclass(frozen=True)
@@ -383,15 +386,21 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
                  for theta in (control[idx], treatment[idx])]
         votes = [2 * d.sum(axis=1) > k for d in draws]   # the majority vote: score > 0.5
         tables = vote_tables(votes[0], votes[1], is_must) if metric in _VOTE_TABLES else None
-        key = None
+        key: tuple[Any, ...] | None = None
+        mc = mt = None
         if tables is not None:    # the posterior reads only this table: judge it once
             t = tables[metric]
             key = (metric, t.both, t.control_only, t.variant_only, t.neither, rule)
-            verdict = _VERDICTS.get(key)
-        if key is None or verdict is None:
-            for tally, d in zip(tallies, draws, strict=True):
-                _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
+        elif metric in _VOTE_COUNTS:  # ... or only these counts of each subject's votes
             mc, mt = (_metrics(v, is_must) for v in votes)
+            key = (metric, *(m[c] for m in (mc, mt) for c in _VOTE_COUNTS[metric]), rule)
+        verdict = _VERDICTS.get(key) if key is not None else None
+        if verdict is None:
+            if metric not in _VOTE_COUNTS:  # the case-level posterior reads the tallies
+                for tally, d in zip(tallies, draws, strict=True):
+                    _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
+            if mc is None or mt is None:
+                mc, mt = (_metrics(v, is_must) for v in votes)
             cdf = _posterior(metric, tallies[0], tallies[1], cases, mc, mt, tables)
             verdict = goal_verdict(cdf, direction=rule[0], min_effect=rule[1],
                                    credibility=rule[2]).verdict

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, tree_digest, write
 
 # Not in alphabetical order: an import must not sort them.
 SUBJECTS = ["zeta-control", "alpha-variant", "mid"]
@@ -30,7 +30,8 @@ def prompt(case_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One completed mock run of three subjects with a goal, exported in every format."""
+    """One completed mock run of three subjects with a goal, exported in every format (set-up
+    for the imports under test: in process)."""
     root = tmp_path_factory.mktemp("import-exp")
     lab = root / "lab"
     rates = "{" + ", ".join(f"{c}: 0.5" for c in CASES) + "}"
@@ -42,21 +43,24 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for case_id, expectation in CASES.items():
         write(lab / "transfer" / "cases" / f"{case_id}.md",
               f"---\nexpectation: {expectation}\n---\n{prompt(case_id)}\n")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code in (0, 1), r.output
     run_id = json.loads(r.stdout)["run_id"]
     out = {"lab": lab, "run": run_id}
     for fmt, name in (("inspect", "logs"), ("jsonl", "run.jsonl"), ("csv", "run.csv")):
-        r = run_ix("export", run_id, "--lab", str(lab), "--format", fmt,
+        r = ix_in_process("export", run_id, "--lab", str(lab), "--format", fmt,
                    "--out", str(root / name))
         assert r.code == 0, r.output
         out[fmt] = root / name
     return out
 
 
-def imported(source: dict[str, Any], fmt: str, fresh: Path) -> Path:
+def imported(source: dict[str, Any], fmt: str, fresh: Path, *, setup: bool = False) -> Path:
+    """`ix import` of the source in `fmt` into the empty lab `fresh`: the real command, or, as
+    `setup` for a test of what another command then does with it, in process."""
     fresh.mkdir()
-    r = run_ix("import", str(source[fmt]), "--format", fmt, "--lab", str(fresh), "--json")
+    command = ix_in_process if setup else run_ix
+    r = command("import", str(source[fmt]), "--format", fmt, "--lab", str(fresh), "--json")
     assert r.code == 0, r.output
     return Path(json.loads(r.stdout)["experiment_dir"])
 
@@ -120,7 +124,7 @@ def test_an_import_without_prompts_is_marked_and_its_placeholders_differ(source,
 @pytest.mark.parametrize("args", [(), ("transfer",), ("transfer", "--runtime", "mock"),
                                   ("--dry-run",)])
 def test_ix_run_refuses_an_imported_experiment_without_prompts(source, tmp_path, args):
-    experiment = imported(source, "jsonl", tmp_path / "fresh")
+    experiment = imported(source, "jsonl", tmp_path / "fresh", setup=True)
     lab = experiment.parent
     before = tree_digest(lab)
     r = run_ix("run", "--lab", str(lab), *args)
@@ -133,7 +137,7 @@ def test_ix_run_refuses_an_imported_experiment_without_prompts(source, tmp_path,
 
 def test_ix_run_refuses_an_imported_experiment_with_no_runtime_unless_one_is_given(
         source, tmp_path):
-    experiment = imported(source, "inspect", tmp_path / "fresh")
+    experiment = imported(source, "inspect", tmp_path / "fresh", setup=True)
     lab = experiment.parent
     before = tree_digest(lab)
     r = run_ix("run", "--lab", str(lab), "transfer")
@@ -149,7 +153,7 @@ def test_ix_run_refuses_an_imported_experiment_with_no_runtime_unless_one_is_giv
 
 
 def test_an_imported_experiment_trips_no_design_check_of_ix_validate(source, tmp_path):
-    experiment = imported(source, "jsonl", tmp_path / "fresh")
+    experiment = imported(source, "jsonl", tmp_path / "fresh", setup=True)
     r = run_ix("validate", "--lab", str(experiment.parent))
     assert r.code == 0, r.output
     assert "[" not in r.stderr.replace("[kind", ""), r.stderr  # no "[design-code]" warning

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import comparison_experiment, mock_experiment, run_ix, write
+from conftest import comparison_experiment, ix_in_process, mock_experiment, run_ix, write
 
 
 def experiment(lab: Path, *, variant: float, **kw) -> Path:
@@ -26,7 +26,8 @@ GOAL = """goal:
 
 
 def _run(lab: Path, *args: str) -> str:
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """Set-up: the run a report, compare or plan then reads (in process)."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code in (0, 1), r.output
     return json.loads(r.stdout)["run_id"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import integrate, stats
 
-from conftest import case, mock_experiment, run_ix, tree_digest, write
+from conftest import case, ix_in_process, mock_experiment, run_ix, tree_digest, write
 
 
 def two_subjects(lab: Path, name: str = "exp", *, a: dict[str, float], b: dict[str, float],
@@ -34,7 +34,9 @@ def two_subjects(lab: Path, name: str = "exp", *, a: dict[str, float], b: dict[s
 
 
 def run_id(lab: Path, *args: str) -> str:
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """Set-up: the run a test's report, leaderboard or compare then reads (in process: the
+    command under test is the one after it)."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)["run_id"]
 
@@ -154,7 +156,7 @@ def test_cost_is_summed_by_subject_case_and_in_total(lab):
 def test_retried_attempts_are_costed_but_only_the_latest_one_is_scored(lab):
     exp = two_subjects(lab, a=A, b=B, errors_b={"must-001": 0.6, "not-001": 0.6}, trials=6)
     rid = run_id(lab)
-    r = run_ix("run", "--lab", str(lab), "--retry-failed", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--retry-failed", "--json")  # set-up
     assert r.code == 0, r.output
     records = [t for t in lines(exp / "results" / "trials.jsonl") if t["run_id"] == rid]
     kept = standing(records, rid)
@@ -243,7 +245,7 @@ def regression_lab(lab: Path) -> tuple[Path, str]:
     exp = mock_experiment(lab, rates={f"must-{i:03d}": 0.95 for i in range(1, 11)},
                           n_must=10, n_not=4, trials=5)
     base = run_id(lab)
-    r = run_ix("tag", base, "baseline", "--lab", str(lab))
+    r = ix_in_process("tag", base, "baseline", "--lab", str(lab))
     assert r.code == 0, r.output
     return exp, base
 
@@ -327,7 +329,8 @@ def test_leaderboard_takes_each_experiments_latest_completed_run_and_pools_them(
     two_subjects(lab, "two", a=A, b=B, n_must=3, n_not=2)
     done_one = run_id(lab, "one")
     done_two = run_id(lab, "two")
-    assert run_ix("run", "one", "--lab", str(lab), "--max-trials", "3").code == 130
+    # set-up: a cancelled run, newer than the completed one, that the leaderboard must pass over
+    assert ix_in_process("run", "one", "--lab", str(lab), "--max-trials", "3").code == 130
     data = leaderboard(lab)
     boards = {b["experiment"]: b for b in data["boards"]}
     assert {r["run"] for r in boards["one"]["rows"]} == {done_one}   # not the cancelled run

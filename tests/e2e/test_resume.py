@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, tree_digest, write
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 
@@ -44,9 +44,11 @@ def trials(d: Path) -> list[dict]:
 
 
 def uninterrupted(tmp_path: Path) -> dict:
+    """The summary of the same experiment run whole: a reference to compare with, made in
+    process (the interrupted and resumed runs under test are real commands)."""
     ref = tmp_path / "reference"
     d = experiment(ref)
-    assert run_ix("run", "--lab", str(ref)).code == 0
+    assert ix_in_process("run", "--lab", str(ref)).code == 0
     return stable(summary(d))
 
 
@@ -91,7 +93,8 @@ def test_a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_pa
 
 def test_a_torn_last_line_is_reported_and_that_trial_runs_again(lab, tmp_path):
     d = experiment(lab, latency=0)
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "50").code == 130
+    # set-up: a stopped run to tear (the resume after it is what is tested)
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "50").code == 130
     path = d / "results" / "trials.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a crash mid-line
@@ -105,7 +108,7 @@ def test_a_torn_last_line_is_reported_and_that_trial_runs_again(lab, tmp_path):
 
 def test_retry_failed_reruns_only_errored_trials_with_the_next_attempt(lab):
     d = experiment(lab, latency=0)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run to retry
     first = trials(d)
     errored = {(x["probe_id"], x["trial"]): x for x in first if x["error"]}
     assert errored
@@ -190,7 +193,8 @@ def test_on_complete_runs_a_command_with_the_summary_path(lab, tmp_path):
 
 def test_resume_refuses_a_changed_experiment_and_bad_flag_combinations(lab):
     d = experiment(lab, latency=0)
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "10").code == 130
+    # set-up: a stopped run to continue (the refusals after it are what is tested)
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "10").code == 130
     write(d / "cases" / "c99.md", "---\nexpectation: must_trigger\n---\nnew\n")
     r = run_ix("run", "--lab", str(lab), "--resume")
     assert r.code == 2 and "cases changed" in r.stderr
@@ -221,7 +225,7 @@ def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(la
                                                                               sig):
     ref = tmp_path / "reference"
     whole = adaptive(ref, latency=0)
-    assert run_ix("run", "--lab", str(ref)).code == 0
+    assert ix_in_process("run", "--lab", str(ref)).code == 0  # the reference, run whole
     d = adaptive(lab)
     proc = start(lab)
     wait_for_lines(d, 30)
@@ -242,7 +246,7 @@ def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(la
 def test_limits_stop_an_adaptive_run_as_cancelled_and_resume_finishes_it(lab, tmp_path):
     ref = tmp_path / "reference"
     whole = adaptive(ref, latency=0)
-    assert run_ix("run", "--lab", str(ref)).code == 0
+    assert ix_in_process("run", "--lab", str(ref)).code == 0  # the reference, run whole
     d = adaptive(lab, latency=0)
     r = run_ix("run", "--lab", str(lab), "--max-trials", "30", "--json")
     assert r.code == 130 and "--max-trials 30 reached" in r.stderr
@@ -303,7 +307,7 @@ def test_retry_failed_on_an_adaptive_run_reruns_errored_trials_and_reapplies_the
     write(d / "experiment.yaml", f"name: e\nskill: t\ntrials: auto\n{AUTO}seed: 1\n"
           "runtime: {kind: mock, default_rate: 0.5, error_rates: {c00: 0.5, c01: 0.5, "
           "c02: 0.5, c03: 0.5, c04: 0.5, c05: 0.5}}\n")
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run to retry
     first = trials(d)
     errored = {(x["probe_id"], x["trial"]) for x in first if x["error"]}
     r = run_ix("run", "--lab", str(lab), "--retry-failed", "--json")
@@ -329,7 +333,8 @@ def test_retry_failed_on_an_adaptive_run_reruns_errored_trials_and_reapplies_the
 
 def test_a_continued_run_keeps_its_trials_rule(lab):
     d = adaptive(lab, latency=0)
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "10").code == 130
+    # set-up: a stopped run to continue (the refusal after it is what is tested)
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "10").code == 130
     (d / "experiment.yaml").write_text((d / "experiment.yaml").read_text()
                                        .replace("max_trials: 10", "max_trials: 12"))
     r = run_ix("run", "--lab", str(lab), "--resume")

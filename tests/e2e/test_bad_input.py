@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, case, mock_experiment, run_ix, tree_digest, write
+from conftest import Result, case, ix_in_process, mock_experiment, run_ix, tree_digest, write
 from ix.runtimes import available
 
 EXP = "exp"
@@ -399,7 +399,9 @@ def test_one_bad_experiment_stops_the_whole_run(lab: Path, tmp_path: Path) -> No
 
 def test_earlier_results_are_untouched_by_a_bad_run(lab: Path, tmp_path: Path) -> None:
     exp = mock_experiment(lab, EXP, trials=2, rates={"must-001": 1.0, "not-001": 0.5})
-    first = run_ix("run", "--lab", str(lab), cwd=tmp_path)
+    # set-up: the earlier results the bad commands below must leave alone (the command under
+    # test is the bad `ix run`/`ix validate` further down, through the real subprocess)
+    first = ix_in_process("run", "--lab", str(lab), cwd=tmp_path)
     assert first.code == 0, first.output
     results_before = tree_digest(exp / "results")
     assert "trials.jsonl" in results_before and "summary-latest.json" in results_before

@@ -76,7 +76,10 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
     full_env["COLUMNS"] = "200"
     full_env.update(env or {})
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
-    stdout, stderr = io.StringIO(), io.StringIO()
+    # text over bytes, as a real stdout is: some commands write bytes to `sys.stdout.buffer`
+    raw_out, raw_err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(raw_out, encoding="utf-8", write_through=True)
+    stderr = io.TextIOWrapper(raw_err, encoding="utf-8", write_through=True)
     code = 0
     try:
         os.environ.clear()
@@ -94,7 +97,9 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
         sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
-    return Result(code, stdout.getvalue(), stderr.getvalue())
+    stdout.flush()
+    stderr.flush()
+    return Result(code, raw_out.getvalue().decode("utf-8"), raw_err.getvalue().decode("utf-8"))
 
 
 @pytest.fixture

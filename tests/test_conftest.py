@@ -52,3 +52,13 @@ def test_the_test_process_is_left_as_it_was(tmp_path, monkeypatch):
     r = ix_in_process("ls", cwd=tmp_path, env={"IX_SOMETHING": "x"})
     assert r.code == 0 and "exp" in r.stdout, r.output
     assert (dict(os.environ), os.getcwd(), list(sys.argv)) == before
+
+
+def test_a_command_that_writes_bytes_is_captured_in_order(tmp_path):
+    """`ix results --format json` writes its rows to `sys.stdout.buffer`."""
+    mock_experiment(tmp_path, n_must=2, n_not=1, n_edge=0, trials=2)
+    assert ix_in_process("run", "--lab", str(tmp_path)).code == 0
+    inner = ix_in_process("results", "--lab", str(tmp_path), "--format", "json")
+    real = run_ix("results", "--lab", str(tmp_path), "--format", "json")
+    assert inner.code == real.code == 0, inner.output + real.output
+    assert json.loads(inner.stdout) == json.loads(real.stdout) and len(json.loads(real.stdout)) == 6

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, mock_experiment, run_ix
+from conftest import _ix_argv, ix_in_process, mock_experiment, run_ix
 from faults_support import faulty
 
 BIG = "9" * 5000
@@ -24,8 +24,10 @@ DEEP = "[" * 50_000 + "]" * 50_000
 
 
 def _completed_run(lab: Path) -> tuple[Path, str]:
+    """The set-up of every test: a completed run (`ix run` in this process, `ix_in_process`;
+    the commands under test, which meet the corrupt line, run as subprocesses)."""
     exp = mock_experiment(lab, rates={"must-001": 1.0, "must-002": 0.5}, trials=2)
-    r = run_ix("run", "--lab", str(lab), "exp", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "exp", "--json")
     assert r.code == 0, r.output
     return exp / "results" / "trials.jsonl", json.loads(r.stdout)["run_id"]
 
@@ -158,7 +160,7 @@ def test_a_resume_that_fails_leaves_a_completed_run_completed(lab: Path):
 @pytest.mark.parametrize("kind", ["big", "deep"])
 def test_a_corrupt_annotation_line_is_skipped_by_the_report(lab: Path, kind: str):
     log, run_id = _completed_run(lab)
-    assert run_ix("annotate", "--lab", str(lab), run_id, "first note").code == 0
+    assert ix_in_process("annotate", "--lab", str(lab), run_id, "first note").code == 0
     notes = log.parent / "runs" / run_id / "annotations.jsonl"
     with notes.open("ab") as f:
         f.write(_hostile(log, kind) + b"\n")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _ix_argv, mock_experiment
+from conftest import Result, _ix_argv, ix_in_process, mock_experiment
 from faults_support import faulty as fault
 from faults_support import set_writable
 
@@ -48,6 +48,17 @@ class Place:
         return subprocess.run([*_ix_argv(), *argv, "--lab", str(self.lab)], env=env,
                               preexec_fn=pre, capture_output=True, text=True, timeout=180,
                               cwd=self.root)
+
+    def prepare(self, *args: str) -> Result:
+        """`ix` for a test's set-up (no fault; not the command under test): the same argv,
+        environment and working folder as `ix`, run in this process (`ix_in_process`)."""
+        names = {"lab": self.lab, "out": self.out, "root": self.root}
+        if any("{run}" in a for a in args):
+            names["run"] = self.run_id
+        argv = [a.format(**names) for a in args]
+        return ix_in_process(*argv, "--lab", str(self.lab), cwd=self.root,
+                             env={"XDG_CONFIG_HOME": str(self.config),
+                                  "TMPDIR": str(self.root / "tmp")})
 
     @property
     def run_id(self) -> str:
@@ -88,8 +99,8 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     place.config.mkdir()
     for args in (("run", "--cache"), ("tag", "{run}", "baseline"),
                  ("annotate", "{run}", "a first note")):
-        r = place.ix(*args)
-        assert r.returncode == 0, r.stderr
+        r = place.prepare(*args)
+        assert r.code == 0, r.stderr
     shutil.copy(place.lab / "exp" / "results" / "trials.jsonl", root / "import.jsonl")
     shutil.rmtree(place.lab / INDEX, ignore_errors=True)
     return root
@@ -212,7 +223,7 @@ def test_an_up_to_date_index_is_read_on_a_full_disk(populated, tmp_path):
     `--format json`, which DuckDB writes through a temporary file, is one clean error."""
     shutil.copytree(populated, tmp_path / "case", symlinks=True)
     place = Place(tmp_path / "case")
-    assert place.ix("results").returncode == 0  # the index, brought up to date
+    assert place.prepare("results").code == 0  # the index, brought up to date
     before = place.state()
     full = fault(file_size=0)
     table = place.ix("results", pre=full)

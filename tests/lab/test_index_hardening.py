@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 from ix.engine.resume import read_state
 from ix.query.index import FORMAT, open_index
 from ix.query.views import connect
@@ -216,10 +216,14 @@ def test_the_rule_in_python_and_in_sql_keep_the_same_records_with_the_same_value
 # --------------------------------------------------------------------------- the folder (3b)
 
 def _lab_with_a_run(lab: Path) -> str:
+    """Set-up: a lab with a run (`ix run` in this process, `ix_in_process`), its index, and
+    what `ix results --format json` says of it (a subprocess: in process its stdout has no
+    byte stream to copy the rows to)."""
     write(lab / "exp" / "experiment.yaml",
           "name: exp\nskill: t\ntrials: 3\nruntime: {kind: mock, default_rate: 0.5}\n")
     write(lab / "exp" / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nhi\n")
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    r = ix_in_process("run", "--lab", str(lab))
+    assert r.code == 0, r.output
     r = run_ix("results", "--lab", str(lab), "--format", "json")
     assert r.code == 0, r.output
     return r.stdout

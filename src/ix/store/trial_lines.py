@@ -14,7 +14,7 @@ gave 298 phantom rows). A line is a trial record when it is a JSON object whose
 Of a key written twice the first value counts, as DuckDB reads it. `trial_line` applies the
 rule in Python (to the lines a fast reader does not read on its own); `parsed_select` applies
 it in DuckDB to the columns of `read_json(..., columns = JSON_COLUMNS)`.
-tests/lab/test_index_hardening.py holds the two to the same answer on every shape of line.
+tests/query/test_index_hardening.py holds the two to the same answer on every shape of line.
 """
 
 import json

@@ -9,6 +9,7 @@ nothing read (the secret is in no output, the server saw no request) and nothing
 """
 
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import mock_experiment, run_ix, tree_digest
+from conftest import ix_in_process, mock_experiment, run_ix, tree_digest
 from ix.domain.errors import ConfigError
 from ix.query.sql_guard import check_read_only, sql_error
 from ix.query.views import connect
@@ -120,12 +121,34 @@ def server() -> Iterator[tuple[str, list[str]]]:
         httpd.shutdown()
 
 
-@pytest.fixture
-def indexed(lab: Path) -> Path:
-    """A lab with a run, its index built (so a refused query has nothing left to write)."""
+def _build_index(lab: Path) -> None:
+    r = ix_in_process("query", "--lab", str(lab), "SELECT count(*) FROM trials")
+    assert r.code == 0, r.output
+
+
+@pytest.fixture(scope="module")
+def _ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The lab every test reads, made once: a run (set-up, in process), kept as a pristine
+    copy beside it."""
+    root = tmp_path_factory.mktemp("lockdown")
+    lab, pristine = root / "lab", root / "pristine"
     mock_experiment(lab, trials=2)
-    assert run_ix("run", "--lab", str(lab)).code == 0
-    assert run_ix("query", "--lab", str(lab), "SELECT count(*) FROM trials").code == 0
+    r = ix_in_process("run", "--lab", str(lab))
+    assert r.code == 0, r.output
+    shutil.copytree(lab, pristine, symlinks=True)
+    return lab, pristine
+
+
+@pytest.fixture
+def indexed(_ran: tuple[Path, Path]) -> Path:
+    """A lab with a run, its index built (so a refused query has nothing left to write):
+    the module's run, restored at its own path (spec.yaml records it) from the pristine copy,
+    and its index built afresh for this test (the index keys a log by its inode, which the
+    copy changes)."""
+    lab, pristine = _ran
+    shutil.rmtree(lab)
+    shutil.copytree(pristine, lab, symlinks=True)
+    _build_index(lab)
     return lab
 
 

@@ -7,6 +7,7 @@ from the query layer itself.
 import csv
 import io
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from conftest import case, run_ix, tree_digest, write
+from conftest import case, ix_in_process, run_ix, tree_digest, write
 from ix.store.trials import read_trials
 
 CASES = {  # id: (expectation, frontmatter extra)
@@ -56,6 +57,19 @@ def run(lab: Path, *args: str) -> str:
     return json.loads(ix_ok("run", "--lab", str(lab), "--json", *args))["run_id"]
 
 
+def in_process_ok(*args: str) -> str:
+    """`ix_ok` for set-up: the same command, in the test process."""
+    r = ix_in_process(*args)
+    assert r.code == 0, r.output
+    assert "Traceback" not in r.output
+    return r.stdout
+
+
+def run_in_process(lab: Path, *args: str) -> str:
+    """`run` for set-up."""
+    return json.loads(in_process_ok("run", "--lab", str(lab), "--json", *args))["run_id"]
+
+
 def latest(lab: Path) -> list[dict]:
     """The latest attempt of each (run, subject, case, trial) of every log in the lab."""
     best: dict = {}
@@ -75,10 +89,25 @@ def key(r: dict) -> tuple:
     return r["run_id"], r["subject"], r["probe_id"], r["trial"]
 
 
-@pytest.fixture
-def ran(lab: Path) -> Path:
+@pytest.fixture(scope="module")
+def _ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One run of two subjects, made once (set-up, in process), kept as a pristine copy."""
+    root = tmp_path_factory.mktemp("ran")
+    lab, pristine = root / "lab", root / "pristine"
+    lab.mkdir()
     two_subjects(lab)
-    run(lab)
+    run_in_process(lab)
+    shutil.copytree(lab, pristine, symlinks=True)
+    return lab, pristine
+
+
+@pytest.fixture
+def ran(_ran: tuple[Path, Path]) -> Path:
+    """A lab with one run and no index yet: the module's, restored at its own path
+    (spec.yaml records it) from the pristine copy, so each test changes only its own."""
+    lab, pristine = _ran
+    shutil.rmtree(lab)
+    shutil.copytree(pristine, lab, symlinks=True)
     return lab
 
 
@@ -266,8 +295,10 @@ def indexed(tmp_path_factory) -> Path:
     """One lab for every bad-input case: a run, and its index up to date."""
     lab = tmp_path_factory.mktemp("bad") / "lab"
     two_subjects(lab)
-    run(lab)
-    results(lab)
+    run_in_process(lab)
+    # builds the index (`ix results --json` writes bytes to stdout, which ix_in_process's
+    # capture has no buffer for; `ix query` opens the same index)
+    in_process_ok("query", "SELECT count(*) FROM trials", "--lab", str(lab))
     return lab
 
 
@@ -285,7 +316,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(indexed, args, mess
 
 def test_bad_sql_on_a_never_indexed_lab_writes_nothing(lab):
     two_subjects(lab)
-    run(lab)
+    run_in_process(lab)
     before = tree_digest(lab)
     r = run_ix("query", "SELECT missing FROM trials", "--lab", str(lab))
     assert r.code == 2 and "missing" in r.stderr

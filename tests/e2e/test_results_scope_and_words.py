@@ -8,13 +8,14 @@ neither. Every expected number is recomputed here from the raw trial lines.
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 from scipy import stats as sps
 
-from conftest import REPO, mock_experiment, run_ix
+from conftest import REPO, ix_in_process, mock_experiment, run_ix
 from ix.stats.clustered import hierarchical_interval
 from ix.store.trials import read_trials
 
@@ -33,25 +34,49 @@ def ok_json(*args: str):
     return json.loads(ok(*args, "--json"))
 
 
-def run(lab: Path, *args: str) -> str:
-    return ok_json("run", "--lab", str(lab), *args)["run_id"]
-
-
 def lines(lab: Path, experiment: str = "exp") -> list[dict]:
     return read_trials(lab / experiment / "results" / "trials.jsonl")
 
 
-@pytest.fixture
-def two_experiments(lab: Path) -> dict[str, str]:
+def run_in_process(lab: Path, *args: str) -> str:
+    """`run` for set-up: the same `ix run`, in the test process."""
+    r = ix_in_process("run", "--lab", str(lab), *args, "--json")
+    assert r.code == 0, r.output
+    assert "Traceback" not in r.output
+    return json.loads(r.stdout)["run_id"]
+
+
+@pytest.fixture(scope="module")
+def _two_experiments(tmp_path_factory: pytest.TempPathFactory,
+                     ) -> tuple[Path, Path, dict[str, str]]:
+    """Three runs of two experiments, made once (set-up, in process), kept as a pristine
+    copy beside the lab."""
+    root = tmp_path_factory.mktemp("two-experiments")
+    lab, pristine = root / "lab", root / "pristine"
+    lab.mkdir()
     mock_experiment(lab, "exp", rates=RATES, trials=9, n_must=3, n_not=2, n_edge=0)
     mock_experiment(lab, "other", rates={"must-001": 0.5}, trials=3, n_must=1, n_not=1,
                     n_edge=0)
-    return {"exp-1": run(lab, "exp"), "exp-2": run(lab, "exp", "--seed", "1"),
-            "other": run(lab, "other")}
+    runs = {"exp-1": run_in_process(lab, "exp"),
+            "exp-2": run_in_process(lab, "exp", "--seed", "1"),
+            "other": run_in_process(lab, "other")}
+    shutil.copytree(lab, pristine, symlinks=True)
+    return lab, pristine, runs
 
 
-def test_default_scope_is_the_latest_completed_run_of_each_experiment(lab, two_experiments):
-    runs = two_experiments
+@pytest.fixture
+def two_experiments(_two_experiments: tuple[Path, Path, dict[str, str]],
+                    ) -> tuple[Path, dict[str, str]]:
+    """The lab and its runs: the module's, restored at its own path (spec.yaml records it)
+    from the pristine copy, so each test changes only its own."""
+    lab, pristine, runs = _two_experiments
+    shutil.rmtree(lab)
+    shutil.copytree(pristine, lab, symlinks=True)
+    return lab, dict(runs)
+
+
+def test_default_scope_is_the_latest_completed_run_of_each_experiment(two_experiments):
+    lab, runs = two_experiments
     got = ok_json("results", "--lab", str(lab))
     assert {r["run_id"] for r in got} == {runs["exp-2"], runs["other"]}
     assert len(got) == 5 * 9 + 2 * 3
@@ -84,8 +109,8 @@ def test_all_runs_is_in_help_and_docs():
     assert "--all-runs" in cli_doc
 
 
-def test_an_imported_copy_of_a_run_is_counted_once(lab, two_experiments, tmp_path):
-    runs = two_experiments
+def test_an_imported_copy_of_a_run_is_counted_once(two_experiments, tmp_path):
+    lab, runs = two_experiments
     before = ok_json("results", "--lab", str(lab), "--all-runs", "--stats")[0]
     export = tmp_path / "exp-2.jsonl"
     ok("export", runs["exp-2"], "--lab", str(lab), "--format", "jsonl", "--out", str(export))
@@ -103,8 +128,8 @@ def test_an_imported_copy_of_a_run_is_counted_once(lab, two_experiments, tmp_pat
     assert len(ok_json("results", "--lab", str(lab), "--run", copy_id)) == 5 * 9
 
 
-def test_intervals_treat_the_trials_of_a_case_as_a_cluster(lab, two_experiments):
-    runs = two_experiments
+def test_intervals_treat_the_trials_of_a_case_as_a_cluster(two_experiments):
+    lab, runs = two_experiments
     (row,) = ok_json("results", "--lab", str(lab), "--run", runs["exp-2"], "--case", "must-*",
                      "--stats")
     raw = [r for r in lines(lab) if r["run_id"] == runs["exp-2"]
@@ -121,8 +146,8 @@ def test_intervals_treat_the_trials_of_a_case_as_a_cluster(lab, two_experiments)
     assert row["activation_rate_hi"] - row["activation_rate_lo"] > 1.5 * (naive[1] - naive[0])
 
 
-def test_correct_rate_counts_majority_votes_as_the_summary_does(lab, two_experiments):
-    runs = two_experiments
+def test_correct_rate_counts_majority_votes_as_the_summary_does(two_experiments):
+    lab, runs = two_experiments
     (row,) = ok_json("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats")
     summary = json.loads((lab / "exp" / "results" / "runs" / runs["exp-2"] /
                           "summary.json").read_text())
@@ -144,8 +169,8 @@ def test_correct_rate_counts_majority_votes_as_the_summary_does(lab, two_experim
     assert row["activation_rate"] != pytest.approx(row["correct_rate"])
 
 
-def test_one_word_one_meaning_in_results_compare_report_and_glossary(lab, two_experiments):
-    runs = two_experiments
+def test_one_word_one_meaning_in_results_compare_report_and_glossary(two_experiments):
+    lab, runs = two_experiments
     for columns in (80, 200):
         table = ok("results", "--lab", str(lab), "--group-by", "experiment", columns=columns)
         flat = " ".join(table.split())
@@ -165,10 +190,10 @@ def test_one_word_one_meaning_in_results_compare_report_and_glossary(lab, two_ex
         assert glossary.count(word) == 1, word
 
 
-def test_mcp_query_results_has_the_same_scope_and_words(lab, two_experiments):
+def test_mcp_query_results_has_the_same_scope_and_words(two_experiments):
     from ix.mcp.tools import LabTools
 
-    runs = two_experiments
+    lab, runs = two_experiments
     tools = LabTools(lab)
     shown = tools.query_results(limit=3)
     assert len(shown["rows"]) == 3 and shown["total"] == 5 * 9 + 2 * 3
@@ -182,7 +207,8 @@ def test_mcp_query_results_has_the_same_scope_and_words(lab, two_experiments):
     assert {g["run_id"] for g in pooled["groups"]} == set(runs.values())
 
 
-def test_correct_rate_is_accepted_where_pass_rate_is(lab, two_experiments):
+def test_correct_rate_is_accepted_where_pass_rate_is(two_experiments):
+    lab, _ = two_experiments
     board = run_ix("leaderboard", "--lab", str(lab), "--metric", "correct_rate")
     assert board.code == 0 and "Traceback" not in board.output, board.output
     wrong = run_ix("leaderboard", "--lab", str(lab), "--metric", "correct_rat")

@@ -3,6 +3,7 @@
 import getpass
 import json
 import platform
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import mock_experiment, run_ix, tree_digest, write
+from conftest import ix_in_process, mock_experiment, run_ix, tree_digest, write
 
 
 def run_id(lab: Path, *args: str) -> str:
@@ -39,14 +40,37 @@ def audit(lab: Path) -> list[dict]:
     return [json.loads(line) for line in (lab / "audit.jsonl").read_text().splitlines()]
 
 
-@pytest.fixture
-def two_runs(lab):
+def run_in_process(lab: Path, *args: str) -> str:
+    """`run_id` for set-up: the same `ix run`, in the test process."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
+    assert r.code == 0, r.output
+    return json.loads(r.stdout)["run_id"]
+
+
+@pytest.fixture(scope="module")
+def _two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    """Two runs of one experiment, made once (set-up, in process), kept as a pristine copy."""
+    root = tmp_path_factory.mktemp("two-runs")
+    lab, pristine = root / "lab", root / "pristine"
+    lab.mkdir()
     mock_experiment(lab, rates={"must-001": 0.8}, trials=2)
-    return run_id(lab), run_id(lab, "--seed", "1")
+    first, second = run_in_process(lab), run_in_process(lab, "--seed", "1")
+    shutil.copytree(lab, pristine, symlinks=True)
+    return lab, pristine, first, second
 
 
-def test_a_tag_names_one_run_and_moves_only_with_force(lab, two_runs):
-    first, second = two_runs
+@pytest.fixture
+def two_runs(_two_runs: tuple[Path, Path, str, str]) -> tuple[Path, str, str]:
+    """A lab with two runs: the module's, restored at its own path (spec.yaml records it)
+    from the pristine copy, so each test changes only its own."""
+    lab, pristine, first, second = _two_runs
+    shutil.rmtree(lab)
+    shutil.copytree(pristine, lab, symlinks=True)
+    return lab, first, second
+
+
+def test_a_tag_names_one_run_and_moves_only_with_force(two_runs):
+    lab, first, second = two_runs
     assert f"tagged run {first}" in ix_ok(lab, "tag", first, "baseline")
     tags = yaml.safe_load((lab / "tags.yaml").read_text())
     assert tags["baseline"]["run"] == first and tags["baseline"]["experiment"] == "exp"
@@ -73,8 +97,8 @@ def test_a_tag_names_one_run_and_moves_only_with_force(lab, two_runs):
     assert audit(lab)[3]["details"]["moved_from"] == first
 
 
-def test_a_tag_works_wherever_a_run_is_named(lab, two_runs):
-    first, second = two_runs
+def test_a_tag_works_wherever_a_run_is_named(two_runs):
+    lab, first, second = two_runs
     ix_ok(lab, "tag", first, "before")
     ix_ok(lab, "tag", second, "after")
     assert json.loads(ix_ok(lab, "report", "after", "--json"))["run"]["run_id"] == second
@@ -101,8 +125,9 @@ def test_a_tag_works_wherever_a_run_is_named(lab, two_runs):
     (["annotate", "RUN", "no-such-case", "text"], "has no case 'no-such-case'"),
     (["annotate", "nosuchrun", "text"], "no run or tag 'nosuchrun'"),
 ])
-def test_bad_tag_and_annotation_input_changes_nothing(lab, two_runs, args, message):
-    args = [two_runs[0] if a == "RUN" else a for a in args]
+def test_bad_tag_and_annotation_input_changes_nothing(two_runs, args, message):
+    lab, first, _ = two_runs
+    args = [first if a == "RUN" else a for a in args]
     before = tree_digest(lab)
     r = run_ix(*args, "--lab", str(lab))
     assert r.code == 2, r.output
@@ -110,8 +135,8 @@ def test_bad_tag_and_annotation_input_changes_nothing(lab, two_runs, args, messa
     assert tree_digest(lab) == before
 
 
-def test_a_malformed_tags_file_or_a_vanished_run_is_named(lab, two_runs):
-    first, _ = two_runs
+def test_a_malformed_tags_file_or_a_vanished_run_is_named(two_runs):
+    lab, first, _ = two_runs
     ix_ok(lab, "tag", first, "baseline")
     tags = lab / "tags.yaml"
     good = tags.read_text()
@@ -126,8 +151,8 @@ def test_a_malformed_tags_file_or_a_vanished_run_is_named(lab, two_runs):
     refused(lab, "report", "baseline", message=f"names run {first}, which is no longer")
 
 
-def test_annotations_are_kept_with_the_run_listed_and_reported(lab, two_runs):
-    first, _ = two_runs
+def test_annotations_are_kept_with_the_run_listed_and_reported(two_runs):
+    lab, first, _ = two_runs
     ix_ok(lab, "annotate", first, "the prompt of must-002 changed mid-run")
     ix_ok(lab, "annotate", first, "must-001", "flaky | check the description")
     listed = json.loads(ix_ok(lab, "annotate", first, "--list", "--json"))
@@ -177,7 +202,7 @@ def test_the_audit_log_records_runs_batteries_tags_and_annotations_append_only(l
 
 def test_concurrent_tags_and_annotations_are_all_kept(lab):
     mock_experiment(lab, trials=1)
-    rid = run_id(lab)
+    rid = run_in_process(lab)  # set-up: the concurrency under test is of the tag commands
     jobs = [("tag", rid, f"t{i}") for i in range(6)] + \
            [("annotate", rid, f"note {i}") for i in range(6)]
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -191,8 +216,8 @@ def test_concurrent_tags_and_annotations_are_all_kept(lab):
     assert sorted(e["action"] for e in audit(lab)) == ["annotate"] * 6 + ["run"] + ["tag"] * 6
 
 
-def test_unreadable_annotation_lines_are_skipped_with_a_warning_naming_them(lab, two_runs):
-    first, _ = two_runs
+def test_unreadable_annotation_lines_are_skipped_with_a_warning_naming_them(two_runs):
+    lab, first, _ = two_runs
     ix_ok(lab, "annotate", first, "kept")
     path = lab / "exp" / "results" / "runs" / first / "annotations.jsonl"
     good = path.read_text()

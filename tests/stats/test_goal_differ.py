@@ -29,3 +29,27 @@ def test_differ_at_a_true_effect_of_zero_is_falsely_supported_at_most_one_minus_
     supported = sum(goal_verdict(stats.norm(x, 1).cdf, direction="differ", min_effect=0.0,
                                  credibility=0.95).verdict == "supported" for x in d)
     assert supported / len(d) <= 0.06
+
+
+def test_differ_at_min_effect_zero_reads_the_cdf_once_and_judges_as_with_two_reads():
+    """At m = 0, F(−m) and F(m) are both F(0): one evaluation (a quadrature each, thousands
+    of them when a goal is sized), the verdict of reading it twice."""
+    from ix.stats.classification import f1_diff_cdf
+
+    for counts in [(12, 3, 2, 5, 6, 7), (0, 0, 0, 9, 1, 0), (20, 1, 1, 20, 1, 2)]:
+        reads: list[float] = []
+
+        def cdf(d: float, counts: tuple[int, ...] = counts,
+                reads: list[float] = reads) -> float:
+            reads.append(d)
+            return f1_diff_cdf(*counts, d)
+
+        once = goal_verdict(cdf, direction="differ", min_effect=0.0, credibility=0.9)
+        assert reads == [-0.0]
+        twice = (f1_diff_cdf(*counts, -0.0), f1_diff_cdf(*counts, 0.0))
+        assert twice[0] == twice[1]
+        p = twice[0]
+        assert once.p_supported == max(p, 1.0 - p) and once.p_refuted == 0.0
+        reads.clear()
+        goal_verdict(cdf, direction="differ", min_effect=0.05, credibility=0.9)
+        assert reads == [-0.05, 0.05]

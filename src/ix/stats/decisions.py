@@ -99,7 +99,10 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
         p_supported = _probability(cdf, -m)
         event, complement = f"effect < {-m:g}", f"effect >= {-m:g}"
     else:
-        below, above = _probability(cdf, -m), _probability(cdf, m)
+        # at m = 0 both are F(0): one evaluation (each may be a quadrature; goal sizing
+        # judges thousands of simulated runs, and m = 0 is the default)
+        below = _probability(cdf, -m)
+        above = below if m == 0.0 else _probability(cdf, m)
         if below > above + _SLACK:
             raise ValueError(f"cdf must be non-decreasing; got cdf({-m:g}) = {below!r} > "
                              f"cdf({m:g}) = {above!r}")

@@ -43,16 +43,22 @@ class Result:
         return self.stdout + self.stderr
 
 
-def run_ix(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-           timeout: float = 120) -> Result:
-    """Run the real `ix` command; the environment is clean of the user's ix settings."""
+def _ix_env(cwd: Path | None, env: Mapping[str, str] | None) -> dict[str, str]:
+    """This process's environment without the user's ix settings (no `IX_*`, no user
+    config), plain wide output, then `env`."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
     full_env["XDG_CONFIG_HOME"] = str(Path(cwd or REPO) / ".no-user-config")
     full_env["NO_COLOR"] = "1"
     full_env["COLUMNS"] = "200"
     full_env.update(env or {})
-    proc = subprocess.run([*_ix_argv(), *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return full_env
+
+
+def run_ix(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+           timeout: float = 120) -> Result:
+    """Run the real `ix` command; the environment is clean of the user's ix settings."""
+    proc = subprocess.run([*_ix_argv(), *args], cwd=cwd, env=_ix_env(cwd, env),
+                          capture_output=True, text=True, timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -70,11 +76,7 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
 
     from ix.cli.main import main
 
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
-    full_env["XDG_CONFIG_HOME"] = str(Path(cwd or REPO) / ".no-user-config")
-    full_env["NO_COLOR"] = "1"
-    full_env["COLUMNS"] = "200"
-    full_env.update(env or {})
+    full_env = _ix_env(cwd, env)
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
     # text over bytes, as a real stdout is: some commands write bytes to `sys.stdout.buffer`
     raw_out, raw_err = io.BytesIO(), io.BytesIO()

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from conftest import case, ix_in_process, run_ix, tree_digest, write
+from conftest import Result, case, ix_in_process, run_ix, tree_digest, write
 from ix.store.trials import read_trials
 
 CASES = {  # id: (expectation, frontmatter extra)
@@ -46,28 +47,18 @@ def two_subjects(lab: Path, name: str = "exp", trials: int = 6) -> Path:
     return d
 
 
-def ix_ok(*args: str) -> str:
-    r = run_ix(*args)
+def ix_ok(*args: str, runner: Callable[..., Result] = run_ix) -> str:
+    """The command's stdout, after checking it succeeded; `runner=ix_in_process` for
+    set-up."""
+    r = runner(*args)
     assert r.code == 0, r.output
     assert "Traceback" not in r.output
     return r.stdout
 
 
-def run(lab: Path, *args: str) -> str:
-    return json.loads(ix_ok("run", "--lab", str(lab), "--json", *args))["run_id"]
-
-
-def in_process_ok(*args: str) -> str:
-    """`ix_ok` for set-up: the same command, in the test process."""
-    r = ix_in_process(*args)
-    assert r.code == 0, r.output
-    assert "Traceback" not in r.output
-    return r.stdout
-
-
-def run_in_process(lab: Path, *args: str) -> str:
-    """`run` for set-up."""
-    return json.loads(in_process_ok("run", "--lab", str(lab), "--json", *args))["run_id"]
+def run(lab: Path, *args: str, runner: Callable[..., Result] = run_ix) -> str:
+    return json.loads(ix_ok("run", "--lab", str(lab), "--json", *args,
+                            runner=runner))["run_id"]
 
 
 def latest(lab: Path) -> list[dict]:
@@ -96,7 +87,7 @@ def _ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     lab, pristine = root / "lab", root / "pristine"
     lab.mkdir()
     two_subjects(lab)
-    run_in_process(lab)
+    run(lab, runner=ix_in_process)
     shutil.copytree(lab, pristine, symlinks=True)
     return lab, pristine
 
@@ -295,10 +286,10 @@ def indexed(tmp_path_factory) -> Path:
     """One lab for every bad-input case: a run, and its index up to date."""
     lab = tmp_path_factory.mktemp("bad") / "lab"
     two_subjects(lab)
-    run_in_process(lab)
+    run(lab, runner=ix_in_process)
     # builds the index (`ix results --json` writes bytes to stdout, which ix_in_process's
     # capture has no buffer for; `ix query` opens the same index)
-    in_process_ok("query", "SELECT count(*) FROM trials", "--lab", str(lab))
+    ix_ok("query", "SELECT count(*) FROM trials", "--lab", str(lab), runner=ix_in_process)
     return lab
 
 
@@ -316,7 +307,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(indexed, args, mess
 
 def test_bad_sql_on_a_never_indexed_lab_writes_nothing(lab):
     two_subjects(lab)
-    run_in_process(lab)
+    run(lab, runner=ix_in_process)
     before = tree_digest(lab)
     r = run_ix("query", "SELECT missing FROM trials", "--lab", str(lab))
     assert r.code == 2 and "missing" in r.stderr

@@ -55,11 +55,7 @@ def registry_listing(subjects: Sequence[RegisteredSubject]) -> "SubjectsListOutp
 
 def added_entry(subject: RegisteredSubject, replaced: bool) -> "SubjectAdded":
     """`ix subjects add --json`: the subject as listed, and whether it replaced yours."""
-    entry = registry_entry(subject)
-    return {"name": entry["name"], "source": entry["source"],
-            "description": entry["description"], "runtime": entry["runtime"],
-            "model": entry["model"], "skills": entry["skills"], "config": entry["config"],
-            "replaced": replaced}
+    return {**registry_entry(subject), "replaced": replaced}
 
 
 def get_subject(name: str) -> RegisteredSubject:

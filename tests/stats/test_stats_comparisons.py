@@ -1,6 +1,9 @@
 """ix.stats.comparisons against references computed here: scipy quadrature, fixed-seed Monte
 Carlo, numpy's Dirichlet and scipy's binomtest."""
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -351,6 +354,28 @@ def test_one_minus_diff_cdf_at_zero_is_prob_a_beats_b(counts):
         prob_a_beats_b(*counts, prior=(0.5, 0.5)), abs=1e-8)
 
 
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 0.5)])
+@pytest.mark.parametrize("counts", EDGES)
+def test_diff_cdf_at_zero_is_the_exact_value_and_meets_the_quadrature_beside_it(counts, prior):
+    # at d = 0 the CDF is P(θ_B > θ_A), exactly (a goal at min_effect 0 reads only this);
+    # beside it, the quadrature: the two must be one continuous function
+    at_zero = diff_cdf(*counts, 0.0, prior=prior)
+    if prior == (1.0, 1.0):  # (the reference's density is unbounded below a prior of 1)
+        assert at_zero == pytest.approx(_reference_diff_cdf(*counts, 0.0), abs=1e-9)
+    accuracy = 1e-9 if prior == (1.0, 1.0) else 1e-7  # diff_cdf's, with priors below 1
+    for beside in (-1e-12, 1e-12):
+        assert diff_cdf(*counts, beside, prior=prior) == pytest.approx(at_zero, abs=accuracy)
+
+
+def test_diff_cdf_at_zero_keeps_a_far_tail_to_its_relative_precision():
+    # A at 60/60 against B at 0/60: P(θ_A ≤ θ_B) = P(Y ≤ X) for Y ~ Beta(61, 1),
+    # X ~ Beta(1, 61) is 61·B(62, 61) = 61·61!·60!/122!, about 3e-36: the closed-form sum
+    # holds it to 12 digits (the quadrature beside 0 to ~1e-11 relative)
+    exact = Fraction(61 * math.factorial(61) * math.factorial(60), math.factorial(122))
+    assert diff_cdf(60, 60, 0, 60, 0.0) == pytest.approx(float(exact), rel=1e-12)
+    assert paired_diff_cdf(0, 60, 0, 0, 0.0) == pytest.approx(0.5 ** 61, rel=1e-12)
+
+
 def test_diff_cdf_rejects_bad_counts_and_a_nan_threshold():
     with pytest.raises(ValueError):
         diff_cdf(6, 5, 0, 5, 0.0)
@@ -387,6 +412,9 @@ def test_paired_diff_interval_endpoints_invert_the_dirichlet_cdf(table, level):
 def test_one_minus_paired_dirichlet_cdf_at_zero_is_paired_prob_a_beats_b(table):
     assert 1 - paired_diff_cdf(*table, 0.0) == pytest.approx(paired_prob_a_beats_b(*table),
                                                              abs=1e-10)
+    for beside in (-1e-12, 1e-12):  # the exact value at 0 meets the quadrature beside it
+        assert paired_diff_cdf(*table, beside) == pytest.approx(
+            paired_diff_cdf(*table, 0.0), abs=1e-9)
 
 
 @pytest.mark.parametrize("table", [(3, 4, 1, 2), (10, 0, 5, 10), (40, 6, 6, 48), (0, 7, 0, 0)])

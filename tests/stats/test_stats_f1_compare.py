@@ -129,6 +129,8 @@ def test_f1_diff_cdf_is_non_decreasing_from_zero_to_one_and_mirrors_under_a_swap
 @pytest.mark.parametrize("pair", PAIRS)
 def test_one_minus_f1_diff_cdf_at_zero_is_f1_prob(pair):
     assert 1 - f1_diff_cdf(*pair, 0.0) == pytest.approx(f1_prob_a_beats_b(*pair), abs=1e-10)
+    for beside in (-1e-12, 1e-12):  # the exact value at 0 meets the quadrature beside it
+        assert f1_diff_cdf(*pair, beside) == pytest.approx(f1_diff_cdf(*pair, 0.0), abs=1e-9)
 
 
 # ---------------------------------------------------------------- f1_diff_interval

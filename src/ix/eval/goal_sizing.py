@@ -396,7 +396,7 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
             key = (metric, *(m[c] for m in (mc, mt) for c in _VOTE_COUNTS[metric]), rule)
         verdict = _VERDICTS.get(key) if key is not None else None
         if verdict is None:
-            if metric not in _VOTE_COUNTS:  # the case-level posterior reads the tallies
+            if key is None:  # only the case-level posterior reads the tallies
                 for tally, d in zip(tallies, draws, strict=True):
                     _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
             if mc is None or mt is None:

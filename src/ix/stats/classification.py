@@ -30,6 +30,7 @@ from ix.stats.comparisons import (
     _containing,
     _expectation,
     _invert,
+    _prob_greater,
     _quantiles,
     prob_a_beats_b,
 )
@@ -199,6 +200,8 @@ def _f1_cdf(tp_a: int, fp_a: int, fn_a: int, tp_b: int, fp_b: int,
             return 0.0
         if d >= 1.0:
             return 1.0
+        if d == 0.0:  # F1 is increasing in U: P(U_B ≥ U_A), exact (`f1_prob_a_beats_b`'s sum)
+            return _prob_greater(a_b, b_b, a_a, b_a)
 
         def survival_b(x: float, xc: float) -> float:
             """P(g(U_B) ≥ g(x) − d), given x and 1 − x."""
@@ -228,8 +231,9 @@ def f1_diff_cdf(tp_a: int, fp_a: int, fn_a: int, tp_b: int, fp_b: int, fn_b: int
     With U ~ Beta(TP + 1, FP + FN + 2) and g(u) = 2u/(1 + u) = F1 (increasing, inverse
     g⁻¹(f) = f/(2 − f)): ∫ f_{U_A}(u) P(U_B ≥ g⁻¹(g(u) − d)) du, where the inner probability
     is 1 when g(u) − d ≤ 0 and 0 when it is ≥ 1; 1-D adaptive quadrature split where the
-    integrand bends, accurate to ~1e-10. Non-decreasing in d; d ≤ −1 gives 0, d ≥ 1 gives 1;
-    1 − cdf(0) = `f1_prob_a_beats_b`. Raises ValueError on bad counts or d = NaN.
+    integrand bends, accurate to ~1e-10. At d = 0, P(U_B ≥ U_A) by `f1_prob_a_beats_b`'s
+    exact sum (what a goal at min_effect 0 reads). Non-decreasing in d; d ≤ −1 gives 0,
+    d ≥ 1 gives 1. Raises ValueError on bad counts or d = NaN.
     """
     counts = _f1_counts(tp_a, fp_a, fn_a, tp_b, fp_b, fn_b)
     point = float(d)

@@ -13,9 +13,11 @@ from scipy.special import betaln
 
 from ix.stats.comparisons import (
     diff_cdf,
+    diff_cdf_bounds,
     diff_interval,
     mcnemar_exact,
     paired_diff_cdf,
+    paired_diff_cdf_bounds,
     paired_diff_interval,
     paired_prob_a_beats_b,
     prob_a_beats_b,
@@ -472,3 +474,15 @@ def test_paired_diff_cdf_delegates_and_rejects_bad_input():
         paired_diff_cdf(1, 2, 3, 4, float("nan"))
     with pytest.raises(ValueError):
         probit_diff_cdf(1, 2, 3, 4, float("nan"))
+
+
+# ---------------------------------------------------------------- bounds without quadrature
+
+@pytest.mark.parametrize("d", [-0.6, -0.1, -0.02, 0.0, 0.03, 0.2, 0.9])
+def test_the_cdf_bounds_enclose_the_quadrature_and_are_narrow(d):
+    for table in TABLES:
+        lo, hi = paired_diff_cdf_bounds(*table, d)
+        assert lo <= paired_diff_cdf(*table, d) <= hi and hi - lo < 0.03, (table, d)
+    for counts in EDGES:
+        lo, hi = diff_cdf_bounds(*counts, d)
+        assert lo <= diff_cdf(*counts, d) <= hi and hi - lo < 0.03, (counts, d)

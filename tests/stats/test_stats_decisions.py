@@ -1,13 +1,20 @@
 """ix.stats.decisions.goal_verdict on constructed posteriors (normal CDFs from scipy) with
-known probabilities, its boundaries, and its argument checks."""
+known probabilities, its boundaries, and its argument checks; goal_outcome against it."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 from scipy import stats
 
-from ix.stats.comparisons import diff_cdf
-from ix.stats.decisions import Verdict, goal_verdict
+from ix.stats.classification import f1_diff_cdf, f1_diff_cdf_bounds
+from ix.stats.comparisons import (
+    diff_cdf,
+    diff_cdf_bounds,
+    paired_diff_cdf,
+    paired_diff_cdf_bounds,
+)
+from ix.stats.decisions import Verdict, goal_outcome, goal_verdict
 
 
 def normal(mean, sd):
@@ -184,3 +191,61 @@ def test_a_cdf_that_decreases_raises_and_a_non_callable_raises():
     with pytest.raises(ValueError, match="callable"):
         goal_verdict(0.5, direction="increase", min_effect=0.1,  # type: ignore[arg-type]
                      credibility=0.9)
+
+
+# ---------------------------------------------------------------- goal_outcome
+
+def _tables(seed: int, count: int) -> list[tuple[int, int, int, int]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(int(x) for x in rng.integers(0, high, 4))
+            for high in (4, 12, 40, 150) for _ in range(count)]
+
+
+@pytest.mark.parametrize("direction", ["increase", "decrease", "differ"])
+@pytest.mark.parametrize("min_effect", [0.02, 0.05, 0.1])
+def test_goal_outcome_reaches_goal_verdicts_verdict_with_or_without_bounds(direction,
+                                                                        min_effect):
+    # the paired Dirichlet posterior (recall, pass_rate), the independent one (precision)
+    # and F1's, on tables of 4 to 150 cases: the verdict read from the bounds where they
+    # settle it is the quadrature's, every time (the next test puts a value on a threshold)
+    exact_needed = 0
+    posteriors = []
+    for s, t, u, v in _tables(seed=int(min_effect * 1000), count=6):
+        posteriors.append((lambda d, a=(s, t, u, v): paired_diff_cdf(*a, d),
+                           lambda d, a=(s, t, u, v): paired_diff_cdf_bounds(*a, d)))
+        posteriors.append((lambda d, a=(s, s + t, u, u + v): diff_cdf(*a, d),
+                           lambda d, a=(s, s + t, u, u + v): diff_cdf_bounds(*a, d)))
+        posteriors.append((lambda d, a=(s, t, u, v, t, s): f1_diff_cdf(*a, d),
+                           lambda d, a=(s, t, u, v, t, s): f1_diff_cdf_bounds(*a, d)))
+    for credibility in (0.8, 0.95):
+        rule = {"direction": direction, "min_effect": min_effect, "credibility": credibility}
+        for cdf, bounds in posteriors:
+            calls = []
+
+            def counted(d, cdf=cdf, calls=calls):
+                calls.append(d)
+                return cdf(d)
+
+            expected = goal_verdict(cdf, **rule).verdict
+            assert goal_outcome(counted, bounds, **rule) == expected
+            assert goal_outcome(cdf, None, **rule) == expected
+            exact_needed += bool(calls)
+    assert exact_needed < len(posteriors) // 2  # the bounds settle most
+
+
+def test_goal_outcome_asks_the_cdf_when_the_value_sits_on_a_threshold():
+    # F(−0.05) is 0.95 to the digit: no box around it settles "decrease" at 0.95
+    cdf = normal(-0.05 - stats.norm.ppf(0.95) * 0.02, 0.02)
+    calls = []
+
+    def counted(d):
+        calls.append(d)
+        return cdf(d)
+
+    rule = {"direction": "decrease", "min_effect": 0.05, "credibility": 0.95}
+    assert goal_outcome(counted, lambda d: (cdf(d) - 0.01, cdf(d) + 0.01), **rule) \
+        == goal_verdict(cdf, **rule).verdict
+    assert calls == [-0.05]
+    calls.clear()  # ... and a box far from every threshold is enough
+    assert goal_outcome(counted, lambda d: (0.40, 0.45), **rule) == "inconclusive"
+    assert calls == []

@@ -11,6 +11,7 @@ from scipy import integrate, stats
 from ix.stats.classification import (
     DIRICHLET_F1_PRIOR,
     f1_diff_cdf,
+    f1_diff_cdf_bounds,
     f1_diff_interval,
     f1_interval,
     f1_prob_a_beats_b,
@@ -242,3 +243,10 @@ def test_f1_comparison_is_well_formed(pair):
     lo, hi = f1_diff_interval(*pair)
     assert -1.0 <= lo <= hi <= 1.0
     assert 1 - f1_diff_cdf(*pair, 0.0) == pytest.approx(p, abs=1e-9)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_the_f1_cdf_bounds_enclose_the_quadrature_and_are_narrow(pair):
+    for d in (-0.6, -0.1, -0.02, 0.0, 0.03, 0.2, 0.9):
+        lo, hi = f1_diff_cdf_bounds(*pair, d)
+        assert lo <= f1_diff_cdf(*pair, d) <= hi and hi - lo < 0.03, d

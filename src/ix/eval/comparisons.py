@@ -29,11 +29,13 @@ from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
 from ix.stats.case_level import case_level_difference
-from ix.stats.classification import f1_diff_cdf, f1_prob_a_beats_b
+from ix.stats.classification import f1_diff_cdf, f1_diff_cdf_bounds, f1_prob_a_beats_b
 from ix.stats.comparisons import (
     diff_cdf,
+    diff_cdf_bounds,
     mcnemar_exact,
     paired_diff_cdf,
+    paired_diff_cdf_bounds,
     paired_prob_a_beats_b,
     prob_a_beats_b,
 )
@@ -108,6 +110,9 @@ class Effect:
     diff: float | None = None
     median: float | None = None
     p_value: float | None = None
+    #: d ↦ (lo, hi) around cdf(d) without quadrature, where the posterior has them
+    #: (`ix.stats.decisions.goal_outcome` reads them first)
+    bounds: Callable[[float], tuple[float, float]] | None = None
 
 
 def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
@@ -160,6 +165,7 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
             interval=(float("nan"), float("nan")),
             p_better=paired_prob_a_beats_b(*args),
             mcnemar_p=p, n=t.n, paired=True, p_value=p,
+            bounds=lambda d: paired_diff_cdf_bounds(*args, d),
         )
     tp_c, fp_c, fn_c = (int(control_metrics[k]) for k in ("tp", "fp", "fn"))
     tp_v, fp_v, fn_v = (int(variant_metrics[k]) for k in ("tp", "fp", "fn"))
@@ -171,6 +177,7 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
             interval=(float("nan"), float("nan")),
             p_better=f1_prob_a_beats_b(*v_args), mcnemar_p=None,
             n=tp_c + fp_c + fn_c + tp_v + fp_v + fn_v, paired=False,
+            bounds=lambda d: f1_diff_cdf_bounds(*v_args, d),
         )
     if metric == "precision":
         kv, nv, kc, nc = tp_v, tp_v + fp_v, tp_c, tp_c + fp_c
@@ -181,6 +188,7 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
         cdf=lambda d: diff_cdf(kv, nv, kc, nc, d),
         interval=(float("nan"), float("nan")),
         p_better=prob_a_beats_b(kv, nv, kc, nc), mcnemar_p=None, n=nv + nc, paired=False,
+        bounds=lambda d: diff_cdf_bounds(kv, nv, kc, nc, d),
     )
 
 

@@ -4,7 +4,8 @@ A *scenario* is a population of cases to plan on: each reference case's expectat
 true activation rate of the control and of the treatment on it. A future run of n cases
 resamples the reference cases (keeping the must/should-not mix), draws K trials per case
 and subject, and is judged by ix itself: the goal metric's posterior exactly as a summary
-computes it (`ix.eval.comparisons`) and `ix.stats.decisions.goal_verdict`. The probability
+computes it (`ix.eval.comparisons`) and `ix.stats.decisions.goal_verdict` (through
+`goal_outcome`, which skips the quadrature where cheap bounds settle the verdict). The probability
 of settling the goal (supported or refuted) at n is the share of seeded replicates that do.
 
 The size is found in two steps: a start from the one-sided t-test power of the per-case
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from ix.eval import comparisons
 from ix.eval.comparisons import Table
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
-from ix.stats.decisions import goal_verdict
+from ix.stats.decisions import goal_outcome
 from ix.stats.power import goal_settle_power, n_for_goal
 
 if TYPE_CHECKING:
@@ -290,17 +291,17 @@ def posterior_worlds(must: NDArray[np.bool_],
                   effect=effect)
 
 
-def _posterior(metric: str, control: Tally, treatment: Tally, cases: Sequence[EvalCase],
-               control_metrics: dict[str, Any], treatment_metrics: dict[str, Any],
-               tables: dict[str, Any] | None = None) -> Callable[[float], float]:
-    """The goal metric's posterior CDF exactly as a summary computes it (without the
-    interval, which the verdict does not need and which costs a root search). `tables`:
+def _outcome(metric: str, rule: tuple[Any, float, float], control: Tally, treatment: Tally,
+             cases: Sequence[EvalCase], control_metrics: dict[str, Any],
+             treatment_metrics: dict[str, Any], tables: dict[str, Any] | None = None) -> str:
+    """The goal's verdict on the metric's posterior exactly as a summary computes it
+    (without the interval, which the verdict does not need and which costs a root search),
+    read from the posterior's cheap bounds where they settle it (`goal_outcome`). `tables`:
     the paired 2×2 tables `paired_tables` would count, when the caller has them."""
-    posterior = getattr(comparisons, "posterior", None) or comparisons._posterior
-    e = posterior(metric, control, treatment, cases, control_metrics, treatment_metrics,
-                  tables)
-    cdf: Callable[[float], float] = e.cdf
-    return cdf
+    e = comparisons._posterior(metric, control, treatment, cases, control_metrics,
+                               treatment_metrics, tables)
+    return goal_outcome(e.cdf, e.bounds, direction=rule[0], min_effect=rule[1],
+                        credibility=rule[2])
 
 
 def vote_tables(vote_c: NDArray[np.bool_], vote_t: NDArray[np.bool_],
@@ -401,9 +402,7 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
                     _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
             if mc is None or mt is None:
                 mc, mt = (_metrics(v, is_must) for v in votes)
-            cdf = _posterior(metric, tallies[0], tallies[1], cases, mc, mt, tables)
-            verdict = goal_verdict(cdf, direction=rule[0], min_effect=rule[1],
-                                   credibility=rule[2]).verdict
+            verdict = _outcome(metric, rule, tallies[0], tallies[1], cases, mc, mt, tables)
             if key is not None:
                 if len(_VERDICTS) > 200_000:
                     _VERDICTS.clear()

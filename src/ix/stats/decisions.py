@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Literal
 
-__all__ = ["Verdict", "goal_verdict"]
+__all__ = ["Verdict", "goal_outcome", "goal_verdict"]
 
 Direction = Literal["increase", "decrease", "differ"]
 Outcome = Literal["supported", "refuted", "inconclusive"]
@@ -125,3 +125,31 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
             + f", refuted if P({complement}) >= {c:g}, "
             f"else inconclusive (effect = treatment - control)")
     return Verdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)
+
+
+def goal_outcome(cdf: Callable[[float], float],
+                 bounds: Callable[[float], tuple[float, float]] | None, *,
+                 direction: Direction, min_effect: float, credibility: float) -> Outcome:
+    """`goal_verdict(cdf, ...).verdict`, read from cheap bounds on F where they settle it.
+
+    `bounds(d)` gives (lo, hi) with lo ≤ F(d) ≤ hi (e.g. `ix.stats.comparisons.
+    paired_diff_cdf_bounds`), rigorous to more than `cdf`'s own accuracy. The verdict reads
+    F at −m and m; it is judged at each corner of the box those bounds draw, and where
+    every corner gets the same verdict every F inside does too (each verdict's region is
+    an interval of F(±m), or for "differ" a union or intersection of half-planes that a
+    box's corners decide), so `cdf` — a quadrature — is called only near a threshold.
+    Used where thousands of simulated runs are judged (`ix.eval.goal_sizing`)."""
+    m = float(min_effect)
+    if bounds is not None and m > 0.0:
+        points = (-m, m) if direction == "differ" else (m if direction == "increase" else -m,)
+        boxes = [bounds(d) for d in points]
+        if direction != "differ" or boxes[0][1] <= boxes[1][0]:  # corners that can be F
+            corners = ([(x,) for x in boxes[0]] if len(boxes) == 1
+                       else [(x, y) for x in boxes[0] for y in boxes[1]])
+            outcomes = {goal_verdict(dict(zip(points, c, strict=True)).__getitem__,
+                                     direction=direction, min_effect=m,
+                                     credibility=credibility).verdict for c in corners}
+            if len(outcomes) == 1:
+                return outcomes.pop()
+    return goal_verdict(cdf, direction=direction, min_effect=min_effect,
+                        credibility=credibility).verdict

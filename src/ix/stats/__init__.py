@@ -16,16 +16,18 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "intervals": ("beta_interval", "wilson_interval", "clopper_pearson_interval",
                   "jeffreys_interval", "wald_interval"),
     "classification": ("precision_interval", "recall_interval", "f1_interval",
-                       "f1_prob_a_beats_b", "f1_diff_cdf", "f1_diff_interval"),
+                       "f1_prob_a_beats_b", "f1_diff_cdf", "f1_diff_interval",
+                       "f1_diff_cdf_bounds"),
     "passk": ("pass_at_k", "pass_hat_k", "mean_pass_at_k", "mean_pass_hat_k",
               "pass_k_intervals"),
     "difference": ("difference_interval", "DifferenceInterval"),
     "case_level": ("case_level_difference", "CaseLevelDifference"),
     "describe": ("describe", "correlation", "Description", "Correlation"),
     "comparisons": ("prob_a_beats_b", "diff_interval", "paired_prob_a_beats_b",
-                    "paired_diff_interval", "mcnemar_exact", "diff_cdf", "paired_diff_cdf"),
+                    "paired_diff_interval", "mcnemar_exact", "diff_cdf", "paired_diff_cdf",
+                    "diff_cdf_bounds", "paired_diff_cdf_bounds"),
     "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval", "probit_diff_cdf"),
-    "decisions": ("goal_verdict", "Verdict"),
+    "decisions": ("goal_verdict", "goal_outcome", "Verdict"),
     "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
     "sequential": ("majority_vote_probability", "flip_probability", "StoppingRule",
                    "path_counts", "stopping_distribution", "unbiased_first_k",
@@ -52,14 +54,17 @@ __all__ = [
     "describe",
     "design_effect",
     "diff_cdf",
+    "diff_cdf_bounds",
     "diff_interval",
     "difference_interval",
     "early_vote_error",
     "f1_diff_cdf",
+    "f1_diff_cdf_bounds",
     "f1_diff_interval",
     "f1_interval",
     "f1_prob_a_beats_b",
     "flip_probability",
+    "goal_outcome",
     "goal_verdict",
     "hierarchical_interval",
     "hierarchical_mean",
@@ -77,6 +82,7 @@ __all__ = [
     "n_paired",
     "paired_comparisons",
     "paired_diff_cdf",
+    "paired_diff_cdf_bounds",
     "paired_diff_interval",
     "paired_prob_a_beats_b",
     "paired_se",
@@ -121,6 +127,7 @@ if TYPE_CHECKING:
     from ix.stats.case_level import CaseLevelDifference, case_level_difference
     from ix.stats.classification import (
         f1_diff_cdf,
+        f1_diff_cdf_bounds,
         f1_diff_interval,
         f1_interval,
         f1_prob_a_beats_b,
@@ -135,14 +142,16 @@ if TYPE_CHECKING:
     )
     from ix.stats.comparisons import (
         diff_cdf,
+        diff_cdf_bounds,
         diff_interval,
         mcnemar_exact,
         paired_diff_cdf,
+        paired_diff_cdf_bounds,
         paired_diff_interval,
         paired_prob_a_beats_b,
         prob_a_beats_b,
     )
-    from ix.stats.decisions import Verdict, goal_verdict
+    from ix.stats.decisions import Verdict, goal_outcome, goal_verdict
     from ix.stats.describe import Correlation, Description, correlation, describe
     from ix.stats.difference import DifferenceInterval, difference_interval
     from ix.stats.intervals import (

@@ -1,5 +1,6 @@
 """What a run imports for its summary while the trials run: scipy.stats (the heaviest of
-the statistics' libraries) only when the summary compares or decides something."""
+the statistics' libraries) only when the summary decides something: a goal, or when to stop
+adding trials."""
 
 import subprocess
 import sys
@@ -34,7 +35,15 @@ def test_a_run_of_one_subject_without_a_goal_imports_no_scipy_stats(tmp_path):
     assert _imports(tmp_path) == "completed True False []"
 
 
-def test_a_run_that_compares_subjects_imports_scipy_stats_off_the_main_thread(tmp_path):
+def test_a_run_that_compares_subjects_without_a_goal_imports_no_scipy_stats(tmp_path):
+    """The comparisons' Student t comes from scipy.special (`ix.stats.case_level`)."""
+    comparison_experiment(tmp_path, n_must=3, n_not=3, trials=3, control=0.9,
+                          variants={"b": 0.5, "c": 0.7})
+    assert _imports(tmp_path) == "completed True False []"
+
+
+def test_a_run_with_a_goal_imports_scipy_stats_off_the_main_thread(tmp_path):
+    """Sizing a goal that ends inconclusive uses it (`ix.stats.power`, `ix.eval.goal_sizing`)."""
     comparison_experiment(tmp_path, n_must=3, n_not=3, trials=3, control=0.9,
                           variants={"b": 0.5},
                           goal="goal: {hypothesis: h, compare: [control, b]}\n")

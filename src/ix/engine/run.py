@@ -93,10 +93,11 @@ STATISTICS = ("numpy", "scipy.special")
 
 def statistics(plan: Plan) -> tuple[str, ...]:
     """The libraries `plan`'s summary needs: scipy.stats (~0.5 s to import, more than numpy
-    and scipy.special together) only for the comparisons of several subjects, a goal's
-    verdict or the stopping rule of `trials: auto` — else a one-subject run would import it
-    for nothing, and one of several subjects on the main thread after its last trial."""
-    if len(plan.subjects) > 1 or plan.adaptive or plan.loaded.experiment.goal is not None:
+    and scipy.special together) only for a goal (sizing it when it ends inconclusive) or the
+    stopping rule of `trials: auto` — else a run would import it for nothing (comparisons
+    of several subjects take Student's t from scipy.special), or on the main thread after
+    its last trial."""
+    if plan.adaptive or plan.loaded.experiment.goal is not None:
         return (*STATISTICS, "scipy.stats")
     return STATISTICS
 

@@ -39,9 +39,11 @@ from typing import TYPE_CHECKING
 from ix._lazy import lazy
 
 if TYPE_CHECKING:
-    from scipy import stats as sps
+    from scipy import special
 else:
-    sps = lazy("scipy.stats")
+    # Student's t from scipy.special (`stdtr`, `stdtrit`): the functions scipy.stats.t
+    # calls, bit for bit, without importing scipy.stats (~0.5 s) for every comparison
+    special = lazy("scipy.special")
 
 __all__ = ["CaseLevelDifference", "case_level_difference"]
 
@@ -69,7 +71,7 @@ class CaseLevelDifference:
     n: int
 
     def _t(self, d: float) -> float:
-        return float(sps.t.cdf((d - self.estimate) / self.se, self.df))
+        return float(special.stdtr(self.df, (d - self.estimate) / self.se))
 
     def cdf(self, d: float) -> float:
         if d < -1.0:
@@ -87,7 +89,7 @@ class CaseLevelDifference:
             return -1.0
         if u >= 1.0:
             return 1.0
-        q = self.estimate + self.se * float(sps.t.ppf(u, self.df))
+        q = self.estimate + self.se * float(special.stdtrit(self.df, u))
         return min(1.0, max(-1.0, q))
 
     @property
@@ -96,7 +98,7 @@ class CaseLevelDifference:
 
     @property
     def p_value(self) -> float:
-        return float(min(1.0, 2.0 * sps.t.sf(abs(self.estimate) / self.se, self.df)))
+        return float(min(1.0, 2.0 * special.stdtr(self.df, -abs(self.estimate) / self.se)))
 
 
 def case_level_difference(control: Sequence[tuple[int, int]],

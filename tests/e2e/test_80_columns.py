@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 
 SUBJECTS = ["xlsx-only", "xlsx-plus-docx", "xlsx-plus-docx-pdf", "xlsx-plus-docx-pdf-pptx"]
 CASES = ["must-quarterly-revenue-pivot-table-by-region", "must-002", "must-003", "must-004",
@@ -55,10 +55,10 @@ def wide_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
           "---\nname: xlsx\ndescription: Spreadsheets: pivot tables, formulas, charts.\n---\n")
     for name in EXPERIMENTS:
         _experiment(lab, name)
-    runs = []
+    runs = []  # set-up, in process: the commands under test are the ones below
     for seed in ("1", "2"):
-        r = run_ix("run", EXPERIMENTS[0], "--lab", str(lab), "--seed", seed, "--progress",
-                   "none", "--json")
+        r = ix_in_process("run", EXPERIMENTS[0], "--lab", str(lab), "--seed", seed,
+                          "--progress", "none", "--json")
         assert r.code in (0, 1), r.output
         runs.append(RUN_ID.search(r.stdout).group(0))
     write(lab / "nightly.yaml", f"""
@@ -68,10 +68,11 @@ def wide_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         trials: 3
         output: batteries/{{date}}_{{seq}}
         """)
-    tag = run_ix("tag", runs[0], "before-the-docx-skill-was-installed", "--lab", str(lab))
+    tag = ix_in_process("tag", runs[0], "before-the-docx-skill-was-installed",
+                        "--lab", str(lab))
     assert tag.code == 0, tag.output
-    note = run_ix("annotate", runs[0], CASES[0], "xlsx-plus-docx-pdf-pptx took it to pdf",
-                  "--lab", str(lab))
+    note = ix_in_process("annotate", runs[0], CASES[0],
+                         "xlsx-plus-docx-pdf-pptx took it to pdf", "--lab", str(lab))
     assert note.code == 0, note.output
     return {"lab": lab, "runs": runs}
 

@@ -127,6 +127,8 @@ def test_the_corpus_is_large_and_well_formed():
         assert expect.setup is None or expect.setup in SETUPS, name
     big = [p for p in CORPUS.rglob("*") if p.is_file() and p.stat().st_size > 64 * 1024]
     assert big == [], "huge files are made at test time, not committed"
+    written = [p for p in CORPUS.rglob("*") if p.name in ("results", "batteries", "audit.jsonl")]
+    assert written == [], "what ix writes in a lab is not part of the corpus (an `ix` run there?)"
 
 
 def argv(command: str, root: Path, expect: Expect) -> list[str]:

@@ -114,7 +114,7 @@ def _quantiles(a: float, b: float) -> list[float]:
 
 #: Bins of the variable a CDF integrates over, for `_monotone_bounds`: a grid of its mean
 #: ± 8 standard deviations (no quantile inversions: they would cost more than the bounds
-#: save), which keeps each bin's mass, and so the bounds' gap, below ~0.01.
+#: save), which keeps the bounds < 0.03 apart (median ~0.001 on the test grids).
 _BOUND_GRID = 256
 #: Widening of those bounds: covers rounding in them and the quadrature's own error (~1e-10),
 #: so a value they place on one side of a threshold is on that side by the quadrature too.
@@ -238,7 +238,7 @@ def diff_cdf(k_a: int, n_a: int, k_b: int, n_b: int, d: float,
 
 def diff_cdf_bounds(k_a: int, n_a: int, k_b: int, n_b: int, d: float,
                     prior: tuple[float, float] = (1.0, 1.0)) -> Bounds:
-    """Bounds (lo, hi) on `diff_cdf(k_a, n_a, k_b, n_b, d)`, ~0.01 apart at most, without
+    """Bounds (lo, hi) on `diff_cdf(k_a, n_a, k_b, n_b, d)`, < 0.03 apart, without
     quadrature: E_A[P(θ_B ≥ θ_A − d)] has an integrand decreasing in θ_A
     (`_monotone_bounds`). A decision whose threshold lies outside them needs no more."""
     a_a, b_a = _posterior(k_a, n_a, prior, "A")
@@ -376,7 +376,7 @@ def paired_diff_cdf(both: int, a_only: int, b_only: int, neither: int, d: float,
 
 def paired_diff_cdf_bounds(both: int, a_only: int, b_only: int, neither: int,
                            d: float) -> Bounds:
-    """Bounds (lo, hi) on the Dirichlet `paired_diff_cdf(S, T, U, V, d)`, ~0.01 apart at
+    """Bounds (lo, hi) on the Dirichlet `paired_diff_cdf(S, T, U, V, d)`, < 0.03 apart at
     most, without quadrature: P(D ≤ d) = E_σ[I_{(1 + d/σ)/2}(T+1, U+1)] with σ ~
     Beta(T+U+2, S+V+2), whose integrand is monotone in σ (`_monotone_bounds`)."""
     s, t, u, v = _table(both, a_only, b_only, neither)

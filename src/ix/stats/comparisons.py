@@ -376,8 +376,8 @@ def paired_diff_cdf(both: int, a_only: int, b_only: int, neither: int, d: float,
 
 def paired_diff_cdf_bounds(both: int, a_only: int, b_only: int, neither: int,
                            d: float) -> Bounds:
-    """Bounds (lo, hi) on the Dirichlet `paired_diff_cdf(S, T, U, V, d)`, < 0.03 apart at
-    most, without quadrature: P(D ≤ d) = E_σ[I_{(1 + d/σ)/2}(T+1, U+1)] with σ ~
+    """Bounds (lo, hi) on the Dirichlet `paired_diff_cdf(S, T, U, V, d)`, < 0.03 apart,
+    without quadrature: P(D ≤ d) = E_σ[I_{(1 + d/σ)/2}(T+1, U+1)] with σ ~
     Beta(T+U+2, S+V+2), whose integrand is monotone in σ (`_monotone_bounds`)."""
     s, t, u, v = _table(both, a_only, b_only, neither)
     point = _point(d)

@@ -17,26 +17,21 @@ import time
 
 import numpy as np
 
+import goal_sizing  # its K trials a case, and how it fills two subjects' tallies
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally, compute_metrics
 
-K, N = 5, 10
+K, N = goal_sizing.K, 10
 METRICS = ("f1", "precision", "recall", "pass_rate")
 DIRECTIONS = ("increase", "decrease", "differ")
 
 
 def tallies(cases: list[EvalCase], rng: np.random.Generator) -> list[Tally]:
+    """Two subjects' tallies: the control's rates drawn, the variant's moved from them."""
     control = np.r_[rng.uniform(0.3, 1, N), rng.uniform(0, 0.4, N)]
     variant = np.clip(control + rng.normal(-0.05, 0.1, 2 * N), 0, 1)
-    out = []
-    for p in (control, variant):
-        t = Tally(cases)
-        for c, row in zip(cases, rng.random((2 * N, K)) < p[:, None], strict=True):
-            for j, passed in enumerate(row):
-                t.add(c.id, bool(passed), j)
-        out.append(t)
-    return out
+    return goal_sizing.tallies(cases, rng, control, variant)
 
 
 def main() -> None:

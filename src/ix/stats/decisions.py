@@ -13,6 +13,7 @@ scipy.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,11 +145,10 @@ def goal_outcome(cdf: Callable[[float], float],
         points = (-m, m) if direction == "differ" else (m if direction == "increase" else -m,)
         boxes = [bounds(d) for d in points]
         if direction != "differ" or boxes[0][1] <= boxes[1][0]:  # corners that can be F
-            corners = ([(x,) for x in boxes[0]] if len(boxes) == 1
-                       else [(x, y) for x in boxes[0] for y in boxes[1]])
-            outcomes = {goal_verdict(dict(zip(points, c, strict=True)).__getitem__,
+            outcomes = {goal_verdict(dict(zip(points, corner, strict=True)).__getitem__,
                                      direction=direction, min_effect=m,
-                                     credibility=credibility).verdict for c in corners}
+                                     credibility=credibility).verdict
+                        for corner in itertools.product(*boxes)}
             if len(outcomes) == 1:
                 return outcomes.pop()
     return goal_verdict(cdf, direction=direction, min_effect=min_effect,

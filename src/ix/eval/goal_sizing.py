@@ -35,6 +35,7 @@ from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
 from ix.stats.decisions import goal_outcome
 from ix.stats.power import goal_settle_power, n_for_goal
+from ix.stats.tails import binom_sf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,7 +44,6 @@ else:
     np = lazy("numpy")
 
 optimize = lazy("scipy.optimize")
-scipy_stats = lazy("scipy.stats")
 
 #: Probability of settling the goal that a suggested size aims for.
 TARGET = 0.8
@@ -129,7 +129,7 @@ def unit(metric: str) -> str:
 
 def _vote(theta: NDArray[np.float64], k: int) -> NDArray[np.float64]:
     """P(majority vote activates) = P(Bin(K, θ) > K/2): ties do not activate."""
-    out: NDArray[np.float64] = scipy_stats.binom.sf(k // 2, k, theta)
+    out: NDArray[np.float64] = binom_sf(k // 2, k, theta)
     return out
 
 

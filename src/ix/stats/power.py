@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING
 
 from ix._lazy import lazy
 from ix.stats.beta import beta_quantile
+from ix.stats.tails import nct_sf, t_ppf
 
 if TYPE_CHECKING:
     import numpy as np
     from scipy import special
-    from scipy import stats as scipy_stats
 else:
     np = lazy("numpy")
     special = lazy("scipy.special")
-    scipy_stats = lazy("scipy.stats")
 
 __all__ = [
     "goal_settle_power",
@@ -177,7 +176,7 @@ def goal_settle_power(n: int, effect: float, *, min_effect: float, sd: float,
         raise ValueError(f"sd must be positive, got {sd}")
     shift, level = _goal_shift(effect, min_effect, direction, credibility)
     df = n - 1
-    return float(scipy_stats.nct.sf(scipy_stats.t.ppf(level, df), df, shift * math.sqrt(n) / sd))
+    return float(nct_sf(t_ppf(level, df), df, shift * math.sqrt(n) / sd))
 
 
 def n_for_goal(effect: float, *, min_effect: float, sd: float, credibility: float = 0.95,

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ix._lazy import lazy
+from ix.stats.tails import binom_sf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,7 +18,6 @@ else:
     np = lazy("numpy")
 
 special = lazy("scipy.special")
-scipy_stats = lazy("scipy.stats")
 
 
 def majority_vote_probability(k: int, n: int, total: int, threshold: float = 0.5,
@@ -161,7 +161,7 @@ def early_vote_error(rule: StoppingRule, theta: float) -> float:
                 continue
             early = k / n > 0.5
             need = math.floor(top / 2) + 1 - k   # passes still needed for a final majority
-            final_yes = float(scipy_stats.binom.sf(need - 1, top - n, theta)) if need > 0 else 1.0
+            final_yes = float(binom_sf(need - 1, top - n, theta)) if need > 0 else 1.0
             error += prob[n, k] * (1 - final_yes if early else final_yes)
     return error
 

@@ -1,6 +1,7 @@
-"""What a run imports for its summary while the trials run: numpy and scipy.special, never
-scipy.stats (~0.5 s, the heaviest of the statistics' libraries) — not for comparisons, a
-goal's verdict and sizing, or when to stop adding trials."""
+"""What a run imports for its summary while the trials run: numpy and scipy.special, and
+for comparisons scipy.integrate and scipy.optimize; never scipy.stats (~0.5 s, the heaviest
+of the statistics' libraries) — not for comparisons, a goal's verdict and sizing, or when to
+stop adding trials."""
 
 import json
 import subprocess
@@ -11,18 +12,19 @@ from pathlib import Path
 from conftest import comparison_experiment, mock_experiment
 
 # A fresh interpreter (sys.modules is shared in-process) runs the experiment through the API
-# and says which of the libraries were imported, and on which thread scipy.stats was.
+# and says, for each of the statistics' libraries, the thread that imported it ("-": none).
 PROBE = textwrap.dedent("""
     import sys, threading
     from ix.api.experiments import run
-    where = []
+    NAMES = ("scipy.special", "scipy.stats", "scipy.integrate", "scipy.optimize")
+    where = {}
     class Watch:
         def find_spec(self, name, path, target=None):
-            if name == "scipy.stats":
-                where.append(threading.current_thread().name)
+            if name in NAMES:
+                where.setdefault(name, threading.current_thread().name)
     sys.meta_path.insert(0, Watch())
     [result] = run(sys.argv[1])
-    print(result.status, "scipy.special" in sys.modules, "scipy.stats" in sys.modules, where)
+    print(result.status, *(f"{n}:{where.get(n, '-')}" for n in NAMES))
 """)
 
 
@@ -31,16 +33,27 @@ def _imports(lab: Path) -> str:
                           text=True, timeout=120, check=True).stdout.strip()
 
 
+#: One subject: numpy and scipy.special, imported while the trials run; nothing else.
+ALONE = ("completed scipy.special:ix-preload scipy.stats:- scipy.integrate:- "
+         "scipy.optimize:-")
+#: Several: the comparisons' quadrature and root finder too, also while the trials run.
+COMPARED = ("completed scipy.special:ix-preload scipy.stats:- scipy.integrate:ix-preload "
+            "scipy.optimize:ix-preload")
+
+
 def test_a_run_of_one_subject_without_a_goal_imports_no_scipy_stats(tmp_path):
     mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=3)
-    assert _imports(tmp_path) == "completed True False []"
+    assert _imports(tmp_path) == ALONE
 
 
-def test_a_run_that_compares_subjects_without_a_goal_imports_no_scipy_stats(tmp_path):
-    """The comparisons' Student t comes from scipy.special (`ix.stats.case_level`)."""
+def test_a_run_that_compares_subjects_imports_what_comparing_needs_off_the_main_thread(
+        tmp_path):
+    """The comparisons' Student t comes from scipy.special (`ix.stats.case_level`); their
+    difference intervals need scipy.integrate and scipy.optimize, which load in the
+    background rather than after the last trial."""
     comparison_experiment(tmp_path, n_must=3, n_not=3, trials=3, control=0.9,
                           variants={"b": 0.5, "c": 0.7})
-    assert _imports(tmp_path) == "completed True False []"
+    assert _imports(tmp_path) == COMPARED
 
 
 def test_a_run_with_a_goal_sized_imports_no_scipy_stats(tmp_path):
@@ -49,7 +62,7 @@ def test_a_run_with_a_goal_sized_imports_no_scipy_stats(tmp_path):
     comparison_experiment(tmp_path, n_must=3, n_not=3, trials=3, control=0.9,
                           variants={"b": 0.5},
                           goal="goal: {hypothesis: h, compare: [control, b]}\n")
-    assert _imports(tmp_path) == "completed True False []"
+    assert _imports(tmp_path) == COMPARED
     summary = json.loads((tmp_path / "e" / "results" / "summary-latest.json").read_text())
     goal = summary["goal"]
     assert goal["verdict"] == "inconclusive" and goal["suggestion"]["cases"] > 3, goal
@@ -59,7 +72,7 @@ def test_a_run_of_one_subject_under_trials_auto_imports_no_scipy_stats(tmp_path)
     """The stopping rule's estimates (`ix.stats.sequential`) need only scipy.special."""
     mock_experiment(tmp_path, n_must=3, n_not=3, n_edge=0, trials=None,
                     extra_yaml="trials: auto\nmin_trials: 3\nmax_trials: 5\n")
-    assert _imports(tmp_path) == "completed True False []"
+    assert _imports(tmp_path) == ALONE
 
 
 def test_the_experiments_load_before_the_statistics_start_importing(tmp_path):

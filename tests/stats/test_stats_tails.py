@@ -39,3 +39,17 @@ def test_the_tails_do_not_import_scipy_stats():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60).stdout.strip()
     assert out == "False"
+
+
+
+def test_on_a_scipy_without_the_ufuncs_the_tails_are_scipy_stats():
+    """scipy moves its private ufuncs (before 1.14 they sat in scipy.stats._boost): where
+    scipy.special has none by these names, the tails go through scipy.stats."""
+    probe = ("import types, scipy.special, scipy.stats as st\n"
+             "scipy.special._ufuncs = types.SimpleNamespace()  # a scipy that moved them\n"
+             "from ix.stats.tails import binom_sf, nct_sf\n"
+             "print(binom_sf(4, 9, 0.3) == st.binom.sf(4, 9, 0.3),"
+             " nct_sf(1.7, 9, 2.5) == st.nct.sf(1.7, 9, 2.5), binom_sf(9, 9, 0.3))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split()
+    assert out == ["True", "True", "0.0"]

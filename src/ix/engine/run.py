@@ -91,12 +91,16 @@ class RunResult:
 STATISTICS = ("numpy", "scipy.special")
 
 
+#: What comparing subjects adds: the difference's posterior CDF by quadrature and its
+#: quantiles by brentq (~0.5 s to import together, on top of the above).
+COMPARISONS = ("scipy.integrate", "scipy.optimize")
+
+
 def statistics(plan: Plan) -> tuple[str, ...]:
-    """The libraries `plan`'s summary needs. Not scipy.stats (~0.5 s to import, more than
-    numpy and scipy.special together): comparisons take Student's t from scipy.special, and a
-    goal's sizing its tails (`ix.stats.tails`)."""
-    del plan  # every plan's summary needs the same; kept for the day one does not
-    return STATISTICS
+    """The libraries `plan`'s summary needs, to import while its trials run. Never scipy.stats
+    (~0.5 s, more than numpy and scipy.special together): comparisons take Student's t from
+    scipy.special, and a goal's sizing its tails (`ix.stats.tails`)."""
+    return (*STATISTICS, *COMPARISONS) if len(plan.subjects) > 1 else STATISTICS
 
 
 @dataclass(frozen=True)

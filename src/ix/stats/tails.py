@@ -2,10 +2,11 @@
 
 scipy.stats takes ~0.5 s to import — more than numpy and scipy.special together — and a run
 with a goal needs only the binomial survival function, the noncentral t's and Student's t
-quantile from it. Those are ufuncs of scipy.special (Boost's, since scipy 1.12), which
-scipy.stats' `binom.sf`, `nct.sf` and `t.ppf` call after checking their arguments; calling
-them here gives the same bits (the tests compare with scipy.stats). On a scipy that keeps
-them elsewhere, these fall back to scipy.stats.
+quantile from it. Those are ufuncs of scipy.special, which scipy.stats' `binom.sf`, `nct.sf`
+and `t.ppf` call after checking their arguments; calling them here gives the same bits (the
+tests compare with scipy.stats). The first two are private (in scipy.special since 1.14,
+scipy.stats._boost before): on a scipy that keeps them elsewhere, these fall back to
+scipy.stats.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from ix._lazy import lazy
 if TYPE_CHECKING:
     import numpy as np
     from scipy import special
+    from scipy import stats as scipy_stats
 else:
     np = lazy("numpy")
     special = lazy("scipy.special")
+    scipy_stats = lazy("scipy.stats")  # only on a scipy without the ufuncs below
 
 __all__ = ["binom_sf", "nct_sf", "t_ppf"]
 
@@ -33,8 +36,7 @@ def binom_sf(k: Any, n: Any, p: Any) -> Any:
     """P(Bin(n, p) > k) for integer k, as `scipy.stats.binom.sf(k, n, p)`."""
     sf = _ufunc("_binom_sf")
     if sf is None:
-        from scipy import stats  # older scipy: its own wrapper (slow import, same values)
-        return stats.binom.sf(k, n, p)
+        return scipy_stats.binom.sf(k, n, p)
     k = np.floor(k)
     inside = sf(np.clip(k, 0, np.maximum(n - 1, 0)), n, p)  # the ufunc is nan off its support
     return np.where(k < 0, 1.0, np.where(k >= n, 0.0, inside))[()]
@@ -45,8 +47,7 @@ def nct_sf(x: Any, df: Any, nc: Any) -> Any:
     `scipy.stats.nct.sf(x, df, nc)`."""
     sf = _ufunc("_nct_sf")
     if sf is None:
-        from scipy import stats
-        return stats.nct.sf(x, df, nc)
+        return scipy_stats.nct.sf(x, df, nc)
     with np.errstate(over="ignore"):
         return np.clip(sf(x, df, nc), 0, 1)
 

@@ -24,7 +24,7 @@ from fake_llm_servers import (
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase, ToolCall
+from ix.eval.models import EvalCase, HistoryToolCall, ToolCall, Turn
 from ix.runtimes import RuntimeContext, build_runtime
 from ix.runtimes._skills import skill_listing
 
@@ -116,6 +116,86 @@ def test_options_reach_the_request(api):
     body = api.api_requests()[0].body
     assert body["temperature"] == 0.0 and body["max_tokens"] == 64
     assert body["system"] == "Be brief." and body["tool_choice"] == {"type": "any"}
+
+
+# --- a case's history at the wire ---------------------------------------------------------
+
+HISTORY_CASE = EvalCase(
+    id="must-014", prompt="Now give me a profile of q3.csv.", expectation="must_trigger",
+    history=(Turn(role="user", content="Let's clean up the Q3 numbers."),
+             Turn(role="assistant", content="Sure. Which file?",
+                  tool_calls=(HistoryToolCall(name="Read", input={"file_path": "q3.csv"},
+                                              result="region,amount\nnorth,120\n"),
+                              HistoryToolCall(name="Glob", input={"pattern": "*.csv"},
+                                              result="q3.csv"))),
+             Turn(role="assistant", content="Found it."),
+             Turn(role="user", content="That one. Thanks.")))
+
+
+def messages_api_problems(body: dict) -> list[str]:
+    """What the Messages API would refuse in `body`: roles alternate from a user message;
+    every tool_use is answered, first thing in the next user message, by a tool_result with
+    its id; every tool called is defined."""
+    problems, messages = [], body["messages"]
+    tools = {t["name"] for t in body.get("tools", ())}
+    for i, m in enumerate(messages):
+        if m["role"] != ("user" if i % 2 == 0 else "assistant"):
+            problems.append(f"message {i} is {m['role']}")
+        uses = [b for b in m["content"] if b["type"] == "tool_use"]
+        problems += [f"{b['name']} is not a defined tool" for b in uses
+                     if b["name"] not in tools]
+        if uses:
+            answer = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            results = [b["tool_use_id"] for b in answer[:len(uses)]
+                       if b["type"] == "tool_result"]
+            if results != [b["id"] for b in uses]:
+                problems.append(f"message {i}'s tool calls are not answered in order")
+    return problems
+
+
+def test_a_history_becomes_the_prior_messages_the_api_accepts(api):
+    asyncio.run(runtime(api).invoke(WITH_SKILLS, HISTORY_CASE, seed=7))
+    body = api.api_requests()[0].body
+    assert messages_api_problems(body) == []
+    listing = skill_listing([(s["name"], s["description"]) for s in SKILLS])
+    read = {"type": "tool_use", "id": "toolu_ix_1_0", "name": "Read",
+            "input": {"file_path": "q3.csv"}}
+    glob = {"type": "tool_use", "id": "toolu_ix_1_1", "name": "Glob",
+            "input": {"pattern": "*.csv"}}
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": listing},
+                                     {"type": "text", "text": "Let's clean up the Q3 numbers."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Sure. Which file?"},
+                                          read, glob]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_ix_1_0",
+             "content": "region,amount\nnorth,120\n"},
+            {"type": "tool_result", "tool_use_id": "toolu_ix_1_1", "content": "q3.csv"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Found it."}]},
+        {"role": "user", "content": [{"type": "text", "text": "That one. Thanks."},
+                                     {"type": "text", "text": HISTORY_CASE.prompt}]},
+    ]
+    # the tools the history called are offered after the Skill tool, and nothing else changes
+    assert [t["name"] for t in body["tools"]] == ["Skill", "Read", "Glob"]
+    assert body["tool_choice"] == {"type": "auto"}
+
+
+def test_a_history_without_skills_still_defines_the_tools_it_called(api):
+    asyncio.run(runtime(api).invoke(CONTROL, HISTORY_CASE, seed=7))
+    body = api.api_requests()[0].body
+    assert messages_api_problems(body) == []
+    assert [t["name"] for t in body["tools"]] == ["Read", "Glob"]
+    assert "tool_choice" not in body
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "Let's clean up the Q3 numbers."}]
+
+
+def test_a_case_without_history_sends_what_it_always_sent(api):
+    """One user message: [listing, prompt] (the captured form above), no extra tools."""
+    invoke(runtime(api))
+    body = api.api_requests()[0].body
+    assert len(body["messages"]) == 1 and [t["name"] for t in body["tools"]] == ["Skill"]
+    assert messages_api_problems(body) == []
 
 
 # --- what comes back ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from fake_llm_servers import (
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase, ToolCall
+from ix.eval.models import EvalCase, HistoryToolCall, ToolCall, Turn
 from ix.runtimes import RuntimeContext, build_runtime
 from ix.runtimes._skills import SKILL_TOOL, skill_listing
 from ix.runtimes.openai import request_seed
@@ -84,6 +84,49 @@ def test_a_subject_without_skills_gets_no_tool_and_no_listing(api):
     assert "tools" not in body and "tool_choice" not in body
     assert body["messages"] == [{"role": "user", "content": CASE.prompt}]
     assert obs.meta["skills_offered"] == []
+
+
+def chat_problems(body: dict) -> list[str]:
+    """What Chat Completions would refuse: every assistant tool call answered by a `tool`
+    message with its id, right after it and in order; no `tool` message unasked."""
+    problems, messages, i = [], body["messages"], 0
+    while i < len(messages):
+        m = messages[i]
+        if m["role"] == "tool":
+            problems.append(f"message {i} answers no tool call")
+        calls = [c["id"] for c in m.get("tool_calls", ())]
+        answers = [a.get("tool_call_id") for a in messages[i + 1:i + 1 + len(calls)]
+                   if a["role"] == "tool"]
+        if answers != calls:
+            problems.append(f"message {i}'s tool calls are not answered in order")
+        i += 1 + len(answers)
+    return problems
+
+
+def test_a_history_becomes_prior_chat_messages_with_tool_calls_answered(api):
+    case = EvalCase(
+        id="must-014", prompt="Now give me a profile of q3.csv.", expectation="must_trigger",
+        history=(Turn(role="user", content="Let's clean up the Q3 numbers."),
+                 Turn(role="assistant", content="",
+                      tool_calls=(HistoryToolCall(name="Read", input={"file_path": "q3.csv"},
+                                                  result="region,amount\n"),)),
+                 Turn(role="assistant", content="Which columns?"),
+                 Turn(role="user", content="All of them.")))
+    asyncio.run(runtime(api).invoke(WITH_SKILLS, case, seed=7))
+    body = api.api_requests()[0].body
+    assert chat_problems(body) == []
+    listing = skill_listing([(s["name"], s["description"]) for s in SKILLS])
+    assert body["messages"] == [
+        {"role": "user", "content": f"{listing}\n\nLet's clean up the Q3 numbers."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_ix_1_0", "type": "function",
+             "function": {"name": "Read", "arguments": '{"file_path": "q3.csv"}'}}]},
+        {"role": "tool", "tool_call_id": "call_ix_1_0", "content": "region,amount\n"},
+        {"role": "assistant", "content": "Which columns?"},
+        {"role": "user", "content": "All of them."},
+        {"role": "user", "content": case.prompt},
+    ]
+    assert [t["function"]["name"] for t in body["tools"]] == ["Skill", "Read"]
 
 
 def test_options_reach_the_request(api):

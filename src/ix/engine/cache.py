@@ -90,9 +90,11 @@ def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode,
 
 def stimulus_of(stimulus: Any) -> dict[str, Any]:
     """What of a stimulus goes into the key: a case's every field (id, prompt, expectation,
-    and what templates may render: rationale, tags, difficulty, metadata)."""
+    its history, and what templates may render: rationale, tags, difficulty, metadata)."""
     if isinstance(stimulus, BaseModel):
         dumped: dict[str, Any] = stimulus.model_dump(mode="json")
+        if dumped.get("history") == []:  # a case without one keys as before history existed
+            del dumped["history"]
         return dumped
     if isinstance(stimulus, Mapping):
         return dict(stimulus)

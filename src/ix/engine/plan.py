@@ -177,6 +177,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                               field="--filter")
         raise ConfigError("every case is 'acceptable', so nothing would run; add "
                           "must_trigger or should_not_trigger cases", file=file, field="cases")
+    _check_history(run_cases, plans, loaded, overridden=overrides.runtime is not None)
     if overrides.smoke:  # one trial of a few cases: the first of each expectation, then more
         firsts = [next(c for c in run_cases if c.expectation == e)
                   for e in ("must_trigger", "should_not_trigger")
@@ -191,6 +192,29 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
                 overrides=overrides, redactor=run_redactor(plans, loaded.lab))
+
+
+def _check_history(cases: Sequence[EvalCase], plans: Sequence[SubjectPlan],
+                   loaded: LoadedExperiment, *, overridden: bool) -> None:
+    """Refuse to run cases with a `history` on a runtime that would drop it (the answers
+    would be to the prompt alone, reported as answers to the conversation)."""
+    talked = [c.id for c in cases if c.history]
+    if not talked:
+        return
+    shown = ", ".join(talked[:3]) + (f" and {len(talked) - 3} more" if len(talked) > 3 else "")
+    problems = []
+    for p in plans:
+        kind = p.runtime_spec["kind"]
+        if get_kind(kind).history == "refused":
+            exc = ConfigError(
+                f"subject {p.subject.name!r}: the {kind} runtime does not send a case's "
+                f"history yet, and {len(talked)} case(s) have one ({shown}); run them on "
+                "an anthropic or openai subject, or take the history out",
+                field="runtime.kind")
+            origins = ({"kind": ["", "--runtime"]} if overridden
+                       else dict(p.subject.config.get("runtime_origins", {})))
+            problems.append(_located(exc, origins, loaded.config_file))
+    raise_all(problems)
 
 
 def _located(exc: ConfigError, origins: dict[str, list[str]], file: Any) -> ConfigError:

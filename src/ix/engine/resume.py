@@ -13,6 +13,7 @@ continues, whether it may, and which trials run again.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -104,9 +105,11 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
 
 def cases_digest(cases: Sequence[EvalCase]) -> str:
     """The digest of a plan's cases that its run records (`config.cases.sha256` of the spec):
-    a run continues only on the cases it started with."""
-    return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}"
-                                     for c in cases).encode()).hexdigest()
+    a run continues only on the cases it started with. A case's history counts where it has
+    one (a case without keeps the digest it had before histories existed)."""
+    return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}" + (
+        "\t" + json.dumps([t.model_dump(mode="json") for t in c.history], sort_keys=True)
+        if c.history else "") for c in cases).encode()).hexdigest()
 
 
 def check_continuable(plan: Plan, cont: Continuation) -> None:

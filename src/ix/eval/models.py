@@ -29,14 +29,37 @@ class ToolCall(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class HistoryToolCall(BaseModel):
+    """A tool call the assistant made earlier in a case's conversation, with its result."""
+
+    model_config = _frozen
+
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+
+
+class Turn(BaseModel):
+    """One turn of the conversation before a case's prompt (DESIGN.md §7): the user's text,
+    or the assistant's text and the tool calls it made."""
+
+    model_config = _frozen
+
+    role: Literal["user", "assistant"]
+    content: str = ""
+    tool_calls: tuple[HistoryToolCall, ...] = ()
+
+
 class EvalCase(BaseModel):
-    """One case: the prompt sent verbatim and the behaviour expected of the subject."""
+    """One case: the prompt sent verbatim and the behaviour expected of the subject, after
+    the conversation in `history` (none: the prompt opens it)."""
 
     model_config = _frozen
 
     id: str
     prompt: str
     expectation: Expectation
+    history: tuple[Turn, ...] = ()
     rationale: str = ""
     tags: tuple[str, ...] = ()
     difficulty: Difficulty | None = None

@@ -193,9 +193,27 @@ class ExperimentSpec(_Strict):
         return value
 
 
+class HistoryToolCallSpec(_Strict):
+    """A tool call of an assistant turn in a case's `history`: its name, input and result."""
+
+    name: Annotated[str, Field(min_length=1)]
+    input: dict[str, Any] = Field(default_factory=dict)
+    result: str
+
+
+class TurnSpec(_Strict):
+    """One turn of a case's `history`: `user: text`, or `assistant: text` with optional
+    `tool_calls` (the loader checks which, and their order)."""
+
+    user: str | None = None
+    assistant: str | None = None
+    tool_calls: list[HistoryToolCallSpec] | None = None
+
+
 class CaseSpec(_Strict):
     id: Annotated[str, Field(min_length=1)] | None = None
     expectation: Expectation
+    history: list[TurnSpec] = Field(default_factory=list)
     rationale: str = ""
     tags: list[str] = Field(default_factory=list)
     difficulty: Difficulty | None = None

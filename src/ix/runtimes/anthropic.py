@@ -18,7 +18,7 @@ import contextlib
 import importlib.util
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -26,7 +26,8 @@ from pydantic import ConfigDict, Field
 from ix._lazy import lazy, preload
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalObservation, ToolCall
+from ix.eval.models import EvalObservation, ToolCall, Turn
+from ix.runtimes._conversation import anthropic_history_tools, anthropic_messages, history_of
 from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
 from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
 from ix.runtimes._transport import (
@@ -212,19 +213,21 @@ class AnthropicRuntime:
 
     # --- the request ----------------------------------------------------------------------
 
-    def request_body(self, subject: Subject, prompt: str) -> dict[str, Any]:
-        """The JSON body sent for `prompt` (what the trace records; no headers, no key)."""
+    def request_body(self, subject: Subject, prompt: str,
+                     history: Sequence[Turn] = ()) -> dict[str, Any]:
+        """The JSON body sent for `prompt` after `history` (what the trace records; no
+        headers, no key)."""
         opts = self.options
         skills = subject_skills(subject.config)
-        listing = skill_listing(skills)
-        content = [{"type": "text", "text": listing}] if listing else []
-        content.append({"type": "text", "text": prompt})
-        body: dict[str, Any] = {"model": opts.model, "max_tokens": opts.max_tokens,
-                                "messages": [{"role": "user", "content": content}]}
+        body: dict[str, Any] = {
+            "model": opts.model, "max_tokens": opts.max_tokens,
+            "messages": anthropic_messages(history, prompt, skill_listing(skills))}
         if opts.system is not None:
             body["system"] = opts.system
+        tools = ([anthropic_skill_tool()] if skills else []) + anthropic_history_tools(history)
+        if tools:
+            body["tools"] = tools
         if skills:
-            body["tools"] = [anthropic_skill_tool()]
             body["tool_choice"] = {"type": opts.tool_choice}
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
@@ -248,7 +251,7 @@ class AnthropicRuntime:
         opts = self.options
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
-        body = self.request_body(subject, stimulus.prompt)
+        body = self.request_body(subject, stimulus.prompt, history_of(stimulus))
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
             body, opts, seed=seed, attempt=attempt,
@@ -307,6 +310,7 @@ class AnthropicRuntime:
 register(RuntimeKind(
     name="anthropic",
     spends_tokens=True,
+    history="sent",
     options=AnthropicOptions,
     build=AnthropicRuntime,
     default_concurrency=8,

@@ -60,6 +60,7 @@ class MockRuntime:
 
 register(RuntimeKind(
     name="mock",
+    history="unused",
     options=MockOptions,
     build=MockRuntime,
     default_concurrency=100,

@@ -16,6 +16,7 @@ on a best-effort basis.
 """
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -23,7 +24,8 @@ from pydantic import ConfigDict, Field
 from ix._lazy import lazy
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalObservation, ToolCall
+from ix.eval.models import EvalObservation, ToolCall, Turn
+from ix.runtimes._conversation import history_of, openai_history_tools, openai_messages
 from ix.runtimes._prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes._seeding import uniform
 from ix.runtimes._skills import openai_skill_tool, skill_listing, subject_skills
@@ -82,25 +84,26 @@ class OpenAIRuntime:
 
     # --- the request ----------------------------------------------------------------------
 
-    def request_body(self, subject: Subject, prompt: str, *, seed: int = 0,
-                     attempt: int = 0) -> dict[str, Any]:
-        """The JSON body sent for `prompt` (what the trace records; no headers, no key)."""
+    def request_body(self, subject: Subject, prompt: str, history: Sequence[Turn] = (), *,
+                     seed: int = 0, attempt: int = 0) -> dict[str, Any]:
+        """The JSON body sent for `prompt` after `history` (what the trace records; no
+        headers, no key)."""
         opts = self.options
         skills = subject_skills(subject.config)
-        listing = skill_listing(skills)
         messages: list[dict[str, Any]] = []
         if opts.system is not None:
             messages.append({"role": "system", "content": opts.system})
-        # one string (every compatible server takes it): the listing, a blank line, the prompt
-        messages.append({"role": "user",
-                         "content": f"{listing}\n\n{prompt}" if listing else prompt})
+        # strings (every compatible server takes them): the listing, a blank line, the text
+        messages += openai_messages(history, prompt, skill_listing(skills))
         body: dict[str, Any] = {"model": opts.model, "messages": messages}
         field = opts.max_tokens_field
         if field == "auto":  # OpenAI's newer models refuse max_tokens; local servers know it
             field = "max_completion_tokens" if opts.base_url is None else "max_tokens"
         body[field] = opts.max_tokens
+        tools = ([openai_skill_tool()] if skills else []) + openai_history_tools(history)
+        if tools:
+            body["tools"] = tools
         if skills:
-            body["tools"] = [openai_skill_tool()]
             body["tool_choice"] = opts.tool_choice
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
@@ -123,7 +126,8 @@ class OpenAIRuntime:
         opts = self.options
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
-        body = self.request_body(subject, stimulus.prompt, seed=seed, attempt=attempt)
+        body = self.request_body(subject, stimulus.prompt, history_of(stimulus), seed=seed,
+                                 attempt=attempt)
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body),
             f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts, seed=seed,
@@ -203,6 +207,7 @@ def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
 register(RuntimeKind(
     name="openai",
     spends_tokens=True,
+    history="sent",
     options=OpenAIOptions,
     build=OpenAIRuntime,
     default_concurrency=8,

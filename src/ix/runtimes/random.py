@@ -38,6 +38,7 @@ class RandomRuntime:
 
 register(RuntimeKind(
     name="random",
+    history="unused",
     options=RandomOptions,
     build=RandomRuntime,
     default_concurrency=100,

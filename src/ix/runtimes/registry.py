@@ -7,7 +7,7 @@ Options are validated when a run is planned (and by `ix validate`), so a typo in
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -33,6 +33,10 @@ class RuntimeKind:
     #: Whether a trial sends the prompt to a model that bills tokens: `ix run --dry-run`
     #: estimates input tokens and cost only for these (not for mock, lexical, command, ...).
     spends_tokens: bool = False
+    #: What a trial does with a case's `history` (DESIGN.md §7): "sent" with the prompt,
+    #: "unused" (the answer never depends on the text: mock, random), or "refused" — the
+    #: runtime would drop it, so a plan whose cases have one is refused (exit 2).
+    history: Literal["sent", "unused", "refused"] = "refused"
 
 
 _KINDS: dict[str, RuntimeKind] = {}

@@ -1,0 +1,109 @@
+"""A case's `history` (DESIGN.md §7): the turns before its prompt, loaded as typed turns in
+an order a conversation can have, or refused naming the file and the turn."""
+
+import hashlib
+
+import pytest
+
+from conftest import case, write
+from ix.domain.errors import ConfigError
+from ix.engine.cache import stimulus_of
+from ix.engine.plan import Overrides, build_plan
+from ix.engine.resume import cases_digest
+from ix.eval.models import EvalCase, HistoryToolCall, Turn
+from ix.lab.loader import load_experiment
+
+HISTORY = """history:
+  - user: "Let's clean up the Q3 numbers."
+  - assistant: "Sure. Which file?"
+    tool_calls:
+      - {name: Read, input: {file_path: q3.csv}, result: "region,amount"}
+  - assistant: "Found it."
+  - user: "That one. Thanks."
+"""
+
+
+def experiment(lab, history: str):
+    exp = lab / "exp"
+    write(exp / "experiment.yaml", "name: exp\nskill: t\nruntime: mock\n")
+    case(exp, "must-001", "must_trigger", prompt="Now profile q3.csv.", extra=history)
+    case(exp, "not-001", "should_not_trigger")
+    return exp
+
+
+def test_a_history_loads_as_turns_before_the_prompt(lab):
+    loaded = load_experiment(experiment(lab, HISTORY), lab)
+    must, plain = loaded.experiment.cases
+    assert must.prompt == "Now profile q3.csv."
+    assert must.history == (
+        Turn(role="user", content="Let's clean up the Q3 numbers."),
+        Turn(role="assistant", content="Sure. Which file?", tool_calls=(
+            HistoryToolCall(name="Read", input={"file_path": "q3.csv"},
+                            result="region,amount"),)),
+        Turn(role="assistant", content="Found it."),
+        Turn(role="user", content="That one. Thanks."))
+    assert plain.history == ()
+
+
+@pytest.mark.parametrize(("history", "field", "words"), [
+    ("  - {user: a, assistant: b}\n", "history[0]", "not both"),
+    ("  - tool_calls: []\n", "history[0]", "not neither"),
+    ("  - {user: a, tool_calls: [{name: R, result: x}]}\n", "history[0].tool_calls",
+     "only an assistant turn"),
+    ("  - user: '  '\n", "history[0].user", "empty user turn"),
+    ("  - assistant: hi\n", "history[0]", "opens with a user turn"),
+    ("  - user: a\n  - assistant: b\n  - assistant: c\n", "history[2]",
+     "two assistant turns in a row"),
+    ("  - user: a\n  - assistant: ''\n", "history[1].assistant", "empty assistant turn"),
+    ("  - user: a\n  - {assistant: b, tool_calls: [{name: R}]}\n",
+     "history[1].tool_calls[0].result", "missing"),
+    ("  - user: 3\n", "history[0].user", "valid string"),
+    ("  - usr: a\n", "history[0].usr", "did you mean 'user'"),
+    ("  user: a\n", "history", "valid list"),
+])
+def test_a_bad_history_names_the_file_and_the_turn(lab, history, field, words):
+    exp = experiment(lab, "history:\n" + history)
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    assert caught.value.field == field and words in caught.value.message
+    assert str(caught.value.file).endswith("must-001.md")
+
+
+def test_an_assistant_turn_of_tool_calls_alone_is_a_turn(lab):
+    history = ("history:\n  - user: a\n  - assistant: ''\n    tool_calls: "
+               "[{name: Read, result: x}]\n")
+    [must, _] = load_experiment(experiment(lab, history), lab).experiment.cases
+    assert must.history[1] == Turn(role="assistant", content="",
+                                   tool_calls=(HistoryToolCall(name="Read", result="x"),))
+
+
+def test_the_history_is_part_of_a_case_for_the_cache_and_for_resuming():
+    """A changed history is another stimulus (no answer replayed from the cache) and other
+    cases (no run continued on them); a case without one keys and digests as it did before
+    histories existed, so caches and runs of earlier versions stay usable."""
+    plain = EvalCase(id="must-001", prompt="p", expectation="must_trigger")
+    talked = plain.model_copy(update={"history": (Turn(role="user", content="hi"),)})
+    assert stimulus_of(plain) == {"id": "must-001", "prompt": "p", "expectation": "must_trigger",
+                                  "rationale": "", "tags": [], "difficulty": None,
+                                  "metadata": {}}
+    assert stimulus_of(talked)["history"] == [{"role": "user", "content": "hi",
+                                               "tool_calls": []}]
+    assert cases_digest([plain]) == hashlib.sha256(b"must-001\tmust_trigger\tp").hexdigest()
+    assert cases_digest([talked]) != cases_digest([plain])
+
+
+def test_a_runtime_that_would_drop_the_history_is_refused_at_plan_time(lab):
+    """mock and random never read the text (the history changes nothing); anthropic and
+    openai send it; every other runtime would answer the prompt alone, so it is refused,
+    naming the subject and the cases, before a trial runs."""
+    exp = experiment(lab, HISTORY)
+    build_plan(load_experiment(exp, lab))  # mock: nothing to refuse
+    build_plan(load_experiment(exp, lab), Overrides(runtime="random"))
+    write(exp / "experiment.yaml",
+          "name: exp\nskill: t\nruntime: {kind: command, argv: [echo, hi]}\n")
+    with pytest.raises(ConfigError) as caught:
+        build_plan(load_experiment(exp, lab))
+    assert caught.value.message.startswith(
+        "subject 't': the command runtime does not send a case's history yet, and 1 case(s) "
+        "have one (must-001)")
+    assert str(caught.value.file).endswith("experiment.yaml")

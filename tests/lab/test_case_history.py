@@ -1,7 +1,9 @@
 """A case's `history` (DESIGN.md §7): the turns before its prompt, loaded as typed turns in
 an order a conversation can have, or refused naming the file and the turn."""
 
+import asyncio
 import hashlib
+import json
 
 import pytest
 
@@ -94,16 +96,52 @@ def test_the_history_is_part_of_a_case_for_the_cache_and_for_resuming():
 
 def test_a_runtime_that_would_drop_the_history_is_refused_at_plan_time(lab):
     """mock and random never read the text (the history changes nothing); anthropic and
-    openai send it; every other runtime would answer the prompt alone, so it is refused,
-    naming the subject and the cases, before a trial runs."""
+    openai send it; command and http send it where a template uses it; any other runtime
+    would answer the prompt alone, so it is refused, naming the subject and the cases,
+    before a trial runs."""
     exp = experiment(lab, HISTORY)
     build_plan(load_experiment(exp, lab))  # mock: nothing to refuse
     build_plan(load_experiment(exp, lab), Overrides(runtime="random"))
+    with pytest.raises(ConfigError) as caught:
+        build_plan(load_experiment(exp, lab), Overrides(runtime="human"))
+    assert caught.value.message.startswith(
+        "subject 't': the human runtime does not send a case's history yet, and 1 case(s) "
+        "have one (must-001)") and caught.value.field == "--runtime"
     write(exp / "experiment.yaml",
-          "name: exp\nskill: t\nruntime: {kind: command, argv: [echo, hi]}\n")
+          "name: exp\nskill: t\nruntime: {kind: command, argv: [echo, '{{ prompt }}']}\n")
     with pytest.raises(ConfigError) as caught:
         build_plan(load_experiment(exp, lab))
     assert caught.value.message.startswith(
-        "subject 't': the command runtime does not send a case's history yet, and 1 case(s) "
-        "have one (must-001)")
+        "subject 't': 1 case(s) have a history (must-001) and no template of the command "
+        "runtime uses it")
     assert str(caught.value.file).endswith("experiment.yaml")
+    for template in ("'{{ history }}'", "'{% for t in case.history %}{{ t.role }}{% endfor %}'"):
+        write(exp / "experiment.yaml",
+              f"name: exp\nskill: t\nruntime: {{kind: command, argv: [echo, {template}]}}\n")
+        build_plan(load_experiment(exp, lab))
+
+
+def test_a_command_template_gets_the_history_as_json(lab):
+    """`{{ history }}` renders the turns as JSON; `case.history` is the same list."""
+    exp = experiment(lab, HISTORY)
+    write(exp / "experiment.yaml", "name: exp\nskill: t\nruntime: {kind: command, "
+          "argv: [python3, -c, 'import sys; print(sys.argv[1])', '{{ history }}']}\n")
+    plan = build_plan(load_experiment(exp, lab))
+    [must] = [c for c in plan.cases if c.id == "must-001"]
+    [sp] = plan.subjects
+    obs = asyncio.run(sp.runtime.invoke(sp.subject, must))
+    assert json.loads(obs.stdout) == [t.model_dump(mode="json") for t in must.history]
+    assert json.loads(obs.stdout)[1]["tool_calls"][0] == {
+        "name": "Read", "input": {"file_path": "q3.csv"}, "result": "region,amount"}
+
+
+def test_an_http_runtime_sends_the_history_where_its_body_uses_it(lab):
+    exp = experiment(lab, HISTORY)
+    runtime = "runtime: {kind: http, url: 'http://127.0.0.1:9/x', body: {q: '{{ prompt }}'%s}}"
+    write(exp / "experiment.yaml", "name: exp\nskill: t\n" + runtime % "" + "\n")
+    with pytest.raises(ConfigError) as caught:
+        build_plan(load_experiment(exp, lab))
+    assert "no template of the http runtime uses it" in caught.value.message
+    write(exp / "experiment.yaml",
+          "name: exp\nskill: t\n" + runtime % ", turns: '{{ history }}'" + "\n")
+    assert build_plan(load_experiment(exp, lab)).subjects[0].runtime.reads_history

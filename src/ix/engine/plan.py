@@ -205,15 +205,24 @@ def _check_history(cases: Sequence[EvalCase], plans: Sequence[SubjectPlan],
     problems = []
     for p in plans:
         kind = p.runtime_spec["kind"]
-        if get_kind(kind).history == "refused":
+        policy = get_kind(kind).history
+        if policy == "refused":
             exc = ConfigError(
                 f"subject {p.subject.name!r}: the {kind} runtime does not send a case's "
                 f"history yet, and {len(talked)} case(s) have one ({shown}); run them on "
                 "an anthropic or openai subject, or take the history out",
                 field="runtime.kind")
-            origins = ({"kind": ["", "--runtime"]} if overridden
-                       else dict(p.subject.config.get("runtime_origins", {})))
-            problems.append(_located(exc, origins, loaded.config_file))
+        elif policy == "template" and not getattr(p.runtime, "reads_history", False):
+            exc = ConfigError(
+                f"subject {p.subject.name!r}: {len(talked)} case(s) have a history ({shown}) "
+                f"and no template of the {kind} runtime uses it: add `{{{{ history }}}}` (the "
+                "turns as JSON) where the program or service should get them, or take the "
+                "history out", field="runtime.kind")
+        else:
+            continue
+        origins = ({"kind": ["", "--runtime"]} if overridden
+                   else dict(p.subject.config.get("runtime_origins", {})))
+        problems.append(_located(exc, origins, loaded.config_file))
     raise_all(problems)
 
 

@@ -8,14 +8,18 @@ configuration error, found when the run is planned.
 Variables (DESIGN.md §2):
 
 - `prompt`: the case's prompt;
-- `case`: `id`, `prompt`, `expectation`, `rationale`, `tags` (a list), `difficulty`, `metadata`;
+- `history`: the turns before the prompt (DESIGN.md §7), as JSON text: a list of
+  `{"role", "content", "tool_calls": [{"name", "input", "result"}]}`; `[]` without one;
+- `case`: `id`, `prompt`, `expectation`, `rationale`, `tags` (a list), `difficulty`, `metadata`,
+  `history` (the same turns as a list, to loop over);
 - `subject`: `name`, `description`, `model`;
 - `env`: the environment variables, only where a runtime allows them (`env.NAME`).
 """
 
 import functools
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,10 +30,12 @@ from ix.domain.errors import TrialError
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2 import nodes as jinja2_nodes
     from jinja2 import sandbox as jinja2_sandbox
     from jinja2 import utils as jinja2_utils
 else:  # imported on first use: only experiments with templates pay for jinja2
     jinja2 = lazy("jinja2")
+    jinja2_nodes = lazy("jinja2.nodes")
     jinja2_sandbox = lazy("jinja2.sandbox")
     jinja2_utils = lazy("jinja2.utils")
 
@@ -108,10 +114,11 @@ TemplateStr = Annotated[str, AfterValidator(_checked)]
 class Template:
     """One option's template, compiled once; `render` raises `TrialError('template_error')`."""
 
-    __slots__ = ("_literal", "_template", "where")
+    __slots__ = ("_literal", "_template", "source", "where")
 
     def __init__(self, source: str, where: str):
         self.where = where
+        self.source = source
         # Most argv items are plain words: no need to run jinja for them.
         if "{" not in source:
             self._literal: str | None = source
@@ -142,6 +149,31 @@ def compile_tree(value: Any, where: str) -> Any:
     if isinstance(value, list | tuple):
         return [compile_tree(v, f"{where}[{i}]") for i, v in enumerate(value)]
     return value
+
+
+def templates_in(value: Any) -> list[Template]:
+    """Every `Template` in a value `compile_tree` made."""
+    if isinstance(value, Template):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in templates_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in templates_in(v)]
+    return []
+
+
+def reads_history(templates: Iterable[Template]) -> bool:
+    """Whether any of `templates` uses `history` or `case.history`: a runtime whose templates
+    do not would drop a case's history (the plan refuses it then)."""
+    for t in templates:
+        if "{" not in t.source:
+            continue
+        tree = _jinja().env.parse(t.source)
+        if any(n.name == "history" for n in tree.find_all(jinja2_nodes.Name)) or any(
+                n.attr == "history" and isinstance(n.node, jinja2_nodes.Name)
+                and n.node.name == "case" for n in tree.find_all(jinja2_nodes.Getattr)):
+            return True
+    return False
 
 
 def render_tree(value: Any, context: Mapping[str, Any]) -> Any:
@@ -181,6 +213,7 @@ def context(subject: Any, stimulus: Any, *,
             env_hint: str = "environment variables are not available here") -> dict[str, Any]:
     """The variables of one trial's templates, without `env` (see `with_env`)."""
     prompt = getattr(stimulus, "prompt", stimulus if isinstance(stimulus, str) else "")
+    turns = [t.model_dump(mode="json") for t in getattr(stimulus, "history", ()) or ()]
     case = _Namespace("case", {
         "id": getattr(stimulus, "id", ""),
         "prompt": prompt,
@@ -189,6 +222,7 @@ def context(subject: Any, stimulus: Any, *,
         "tags": list(getattr(stimulus, "tags", ()) or ()),
         "difficulty": getattr(stimulus, "difficulty", None),
         "metadata": _namespace("case.metadata", getattr(stimulus, "metadata", None) or {}),
+        "history": turns,
     })
     config = getattr(subject, "config", None) or {}
     subj = _Namespace("subject", {
@@ -198,6 +232,7 @@ def context(subject: Any, stimulus: Any, *,
     })
     return {
         "prompt": prompt,
+        "history": json.dumps(turns, ensure_ascii=False),
         "case": case,
         "subject": subj,
         "env": _jinja().Undefined(hint=env_hint, name="env"),

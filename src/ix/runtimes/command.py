@@ -92,6 +92,9 @@ class CommandRuntime:
                        if options.stdin is not None else None)
         self._env = {k: _templates.Template(v, f"env.{k}") for k, v in options.env.items()}
         self._cwd = options.cwd
+        #: whether a case's history reaches the program (`ix.engine.plan` refuses it if not)
+        self.reads_history = _templates.reads_history(
+            [*self._argv, *([self._stdin] if self._stdin else []), *self._env.values()])
 
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
@@ -217,6 +220,7 @@ def _default_concurrency() -> int:
 
 register(RuntimeKind(
     name="command",
+    history="template",
     options=CommandOptions,
     build=CommandRuntime,
     default_concurrency=_default_concurrency(),

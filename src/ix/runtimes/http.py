@@ -97,6 +97,9 @@ class HttpRuntime:
                          for k, v in options.headers.items()}
         self._json = options.body is not None and not isinstance(options.body, str)
         self._body = _templates.compile_tree(options.body, "body")
+        #: whether a case's history reaches the service (`ix.engine.plan` refuses it if not)
+        self.reads_history = _templates.reads_history(
+            [self._url, *self._headers.values(), *_templates.templates_in(self._body)])
         self._has_content_type = any(k.lower() == "content-type" for k in options.headers)
         # Headers named like a secret or reading the environment: their values are redacted
         # from error messages and from an answer that echoes them.
@@ -278,6 +281,7 @@ def _text(data: bytes, response: "httpx.Response", *, cut: bool) -> str:
 
 register(RuntimeKind(
     name="http",
+    history="template",
     options=HttpOptions,
     build=HttpRuntime,
     default_concurrency=16,

@@ -34,9 +34,10 @@ class RuntimeKind:
     #: estimates input tokens and cost only for these (not for mock, lexical, command, ...).
     spends_tokens: bool = False
     #: What a trial does with a case's `history` (DESIGN.md §7): "sent" with the prompt,
+    #: "template" (sent where the runtime's templates use `history`: its `reads_history`),
     #: "unused" (the answer never depends on the text: mock, random), or "refused" — the
     #: runtime would drop it, so a plan whose cases have one is refused (exit 2).
-    history: Literal["sent", "unused", "refused"] = "refused"
+    history: Literal["sent", "template", "unused", "refused"] = "refused"
 
 
 _KINDS: dict[str, RuntimeKind] = {}

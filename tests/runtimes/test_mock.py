@@ -63,3 +63,35 @@ def test_random_runtime_ignores_the_prompt_and_hits_at_p():
     rt = build_runtime({"kind": "random", "p": 0.7}, RuntimeContext(target_skill="t"))
     hits = sum(bool(invoke(rt, "a", seed).tool_calls) for seed in range(4000))
     assert abs(hits / 4000 - 0.7) < 0.03
+
+
+def test_context_decay_halves_the_rate_every_half_life_turns_of_history():
+    from ix.eval.models import Turn
+
+    rt = build_runtime({"kind": "mock", "activation_rates": {"a": 0.8},
+                        "context_decay": {"half_life": 2}}, RuntimeContext(target_skill="s"))
+
+    def talked(turns: int) -> EvalCase:
+        history = tuple(Turn(role="user" if i % 2 == 0 else "assistant", content="x")
+                        for i in range(turns))
+        return EvalCase(id="a", prompt="p", expectation="must_trigger", history=history)
+
+    assert [rt.rate(talked(n)) for n in (0, 1, 2, 4, 8)] == pytest.approx(
+        [0.8, 0.8 / 2 ** 0.5, 0.4, 0.2, 0.05])
+    for turns, rate in ((0, 0.8), (4, 0.2)):
+        case = talked(turns)
+        hits = sum(bool(asyncio.run(rt.invoke(SUBJECT, case, seed=s)).tool_calls)
+                   for s in range(4000))
+        assert abs(hits / 4000 - rate) < 4 * (rate * (1 - rate) / 4000) ** 0.5
+    # without context_decay the history changes nothing: the same draws as before
+    plain = build_runtime({"kind": "mock", "activation_rates": {"a": 0.8}},
+                          RuntimeContext(target_skill="s"))
+    assert [bool(asyncio.run(plain.invoke(SUBJECT, talked(8), seed=s)).tool_calls)
+            for s in range(200)] == [bool(invoke(plain, "a", s).tool_calls) for s in range(200)]
+
+
+@pytest.mark.parametrize("decay", [{"half_life": 0}, {"half_life": -1}, {"halflife": 2}, 3])
+def test_a_bad_context_decay_is_a_config_error(decay):
+    with pytest.raises(ConfigError) as caught:
+        build_runtime({"kind": "mock", "context_decay": decay}, RuntimeContext())
+    assert caught.value.field.startswith("runtime.context_decay")

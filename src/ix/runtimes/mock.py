@@ -1,7 +1,9 @@
 """`mock`: a deterministic stand-in subject for tests and demos (DESIGN.md §2).
 
 Each trial draws, with its trial seed, whether it errors (`error_rates`) and whether the Skill
-tool is called (`activation_rates`), so a run is reproducible to the byte.
+tool is called (`activation_rates`), so a run is reproducible to the byte. With
+`context_decay`, the activation probability halves every `half_life` turns of the case's
+`history` (DESIGN.md §7): a known degradation curve, for offline demos and tests.
 """
 
 import asyncio
@@ -18,6 +20,15 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
+class ContextDecay(BaseModel):
+    """How fast a mock subject forgets its skills as the conversation grows."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    half_life: float = Field(gt=0, allow_inf_nan=False,
+                             description="turns of history that halve the activation rate")
+
+
 class MockOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -26,6 +37,7 @@ class MockOptions(BaseModel):
     error_rates: dict[str, Rate] = Field(default_factory=dict)
     latency_ms: float = Field(0, ge=0)
     skill: str | None = None
+    context_decay: ContextDecay | None = None
 
 
 
@@ -53,9 +65,19 @@ class MockRuntime:
         case_id = stimulus.id
         if uniform(seed, attempt, 0) < opts.error_rates.get(case_id, 0.0):
             raise TrialError("runtime_error", f"mock: simulated error on {case_id}")
-        if uniform(seed, attempt, 1) < opts.activation_rates.get(case_id, opts.default_rate):
+        if uniform(seed, attempt, 1) < self.rate(stimulus):
             return self._activated
         return self._direct
+
+    def rate(self, stimulus: Any) -> float:
+        """The probability that a trial of `stimulus` calls the Skill tool: its case's rate,
+        halved every `context_decay.half_life` turns of its history."""
+        opts = self.options
+        rate = opts.activation_rates.get(stimulus.id, opts.default_rate)
+        if opts.context_decay is not None:
+            turns = len(getattr(stimulus, "history", ()) or ())
+            rate *= 0.5 ** (turns / opts.context_decay.half_life)
+        return rate
 
 
 register(RuntimeKind(
@@ -64,5 +86,6 @@ register(RuntimeKind(
     options=MockOptions,
     build=MockRuntime,
     default_concurrency=100,
-    summary="deterministic stand-in: per-case activation and error rates, simulated latency",
+    summary="deterministic stand-in: per-case activation and error rates, simulated latency, "
+            "decay with the conversation's length",
 ))

@@ -41,7 +41,7 @@ def batch(
             for row in rows:
                 out.print(f"{row['experiment']} seed {row['seed']}: {row['trials']} trials, "
                           f"subjects {', '.join(row['subjects'])}")
-            out.print(f"[dim]{len(rows)} runs; dry run: nothing executed[/]")
+            out.print(f"[dim]{len(rows)} runs; dry run: nothing executed[/]", markup=True)
         return
     with RunProgress(enabled=not json_out) as progress:
         result = run_battery(battery, lab, command=["ix", *sys.argv[1:]],
@@ -52,7 +52,7 @@ def batch(
     else:
         out.print((result.folder / "report.md").read_text(encoding="utf-8"), markup=False,
                   highlight=False, soft_wrap=True)  # names in it are text, not rich markup
-        out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True)
+        out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True, markup=True)
     for line in outcome_lines(result.report):  # why it exits non-zero, even with --json
         err.print(line, markup=False, highlight=False, soft_wrap=True)
     if any(r.status == "cancelled" for r in result.runs):

@@ -27,7 +27,7 @@ class _Out(Console):
         super().print(*objects, **kwargs)
 
 
-out = _Out(highlight=False, soft_wrap=False)
+out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
 err = Console(stderr=True, highlight=False)
 
 

@@ -80,46 +80,46 @@ def plan(
             if a["cases"] is None:
                 out.print(f"no run up to [bold]{a['simulated_cases']}[/] {a['unit']} settles "
                           f"the goal ({rule}) with probability {a['target']:g}: "
-                          f"{a['p_settle']:.2f} at that size")
+                          f"{a['p_settle']:.2f} at that size", markup=True)
             else:
                 out.print(f"[bold]{a['cases']}[/] {a['unit']} ({a['trials_per_case']} "
                           f"trial(s) each) settle the goal ({rule}) with probability "
                           f"[bold]{a['p_settle']:.2f}[/] (supported {a['p_supported']:.2f}, "
                           f"refuted {a['p_refuted']:.2f}; {a['simulations']} simulated runs "
                           f"judged by ix's own rule; the t approximation said "
-                          f"{a['t_start'] if a['t_start'] is not None else 'n/a'})")
+                          f"{a['t_start'] if a['t_start'] is not None else 'n/a'})", markup=True)
         elif a["question"] == "width":
             lo, hi = a["achieved_interval"]
             out.print(f"[bold]{a['n']}[/] units give an interval of width ≤ {width:g} "
-                      f"(at the planning rate: [{lo:.3f}, {hi:.3f}])")
+                      f"(at the planning rate: [{lo:.3f}, {hi:.3f}])", markup=True)
         elif a["question"] == "independent":
             out.print(f"[bold]{a['n_per_subject']}[/] cases per subject to detect a "
-                      f"difference of {mde:g}")
+                      f"difference of {mde:g}", markup=True)
         else:
             if "n_cases" in a:
                 out.print(f"[bold]{a['n_cases']}[/] shared cases ({a['trials_per_case']} "
                           f"trial(s) each) to detect a difference of {a['mde']:g} in the "
-                          f"{escape(a['metric'])}")
+                          f"{escape(a['metric'])}", markup=True)
             m = a.get("mde_for_cases")
             if m is not None:
                 out.print(f"with {m['cases']} shared cases ({a['trials_per_case']} trial(s) "
                           f"each) the smallest detectable difference in the "
-                          f"{escape(a['metric'])} is [bold]{m['mde']:.3f}[/]")
+                          f"{escape(a['metric'])} is [bold]{m['mde']:.3f}[/]", markup=True)
         for assumption in a["assumptions"]:
-            out.print(f"  [dim]assuming {assumption}[/]")
+            out.print(f"  [dim]assuming {assumption}[/]", markup=True)
     source = result.get("from_run")
     if source is not None:
         out.print(f"[dim]planning values from {source['summary']}: p={source['p']:.3f}, "
                   f"sigma2_a={source['sigma2_a']:.4f}, sigma2_b={source['sigma2_b']:.4f}, "
                   f"omega2={source['omega2']:.4f}, {source['cases']} cases × "
-                  f"{source['trials']} trials[/]")
+                  f"{source['trials']} trials[/]", markup=True)
     design = result.get("from_design")
     if design is not None:
         out.print(f"[dim]planning values from the design of {design['experiment']}: "
-                  f"{design['cases']} cases × {design['trials']} trials[/]")
+                  f"{design['cases']} cases × {design['trials']} trials[/]", markup=True)
     notes = source["notes"] if source is not None else design["notes"] if design else []
     for note in notes:
-        out.print(f"[dim]  note: {note}[/]")
+        out.print(f"[dim]  note: {note}[/]", markup=True)
 
 
 def register(app: typer.Typer) -> None:

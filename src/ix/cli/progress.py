@@ -13,6 +13,7 @@ import time
 from types import TracebackType
 from typing import Any, Literal
 
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -98,7 +99,7 @@ class RunProgress(Observer):
             self._progress.update(task, visible=False)
         per_subject = plan.total // max(len(plan.subjects), 1)
         self._tasks = {
-            name: self._progress.add_task(f"{self._experiment} · {name}", total=per_subject,
+            name: self._progress.add_task(escape(f"{self._experiment} · {name}"), total=per_subject,
                                           rate="", errors="", usage="")
             for name in self._stats
         }

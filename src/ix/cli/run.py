@@ -170,7 +170,8 @@ def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
     for p in plans:
         out.print(f"[bold]{p['experiment']}[/]: {p['cases']} cases × {p['trials_per_case']} "
                   f"trials = {p['total_trials']} trials, concurrency {p['concurrency']}"
-                  + (f", filters {' AND '.join(p['filters'])}" if p["filters"] else ""))
+                  + (f", filters {escape(' AND '.join(p['filters']))}" if p["filters"] else ""),
+                  markup=True)
         for sub in p["subjects"]:
             out.print(f"  {sub['name']}: {sub['trials']} trials on {sub['runtime']}"
                       + (f" ({sub['model']})" if sub["model"] else "")
@@ -178,7 +179,7 @@ def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
                          if sub["estimated_input_tokens"] is not None else "")
                       + (f", ~${sub['estimated_cost_usd']:.2f}"
                          if sub["estimated_cost_usd"] else ""))
-    out.print("[dim]dry run: nothing executed, nothing written[/]")
+    out.print("[dim]dry run: nothing executed, nothing written[/]", markup=True)
 
 
 def _notify(command: str, results: list[api.RunResult]) -> None:

@@ -62,7 +62,7 @@ def new(
         answer: NewOutput = {"name": name, "path": str(path), "files": files}
         print_json(answer)
         return
-    out.print(f"created experiment [bold]{name}[/] in {path}", soft_wrap=True)
+    out.print(f"created experiment [bold]{name}[/] in {path}", soft_wrap=True, markup=True)
     for f in files:
         out.print(f"  {f}", markup=False)
     out.print(f"next: write the cases (replace the templates), then `ix validate {name}` and "

@@ -76,7 +76,7 @@ def subjects_add(
     verb = "replaced" if replaced else "added"
     out.print(f"{verb} subject [bold]{name}[/] ({added.kind}"
               f"{', model ' + added.spec.model if added.spec.model else ''}) in {added.source}",
-              soft_wrap=True)
+              soft_wrap=True, markup=True)
 
 
 @app.command("test")
@@ -100,7 +100,7 @@ def subjects_test(
         model = f", model {result.model}" if result.model else ""
         if result.ok:
             out.print(f"[green]✓[/] {name} ({result.runtime}{model}): answered in "
-                      f"{result.latency_ms:.0f} ms", soft_wrap=True)
+                      f"{result.latency_ms:.0f} ms", soft_wrap=True, markup=True)
             out.print(Text(f"  answer: {result.answer!r}"), soft_wrap=True)
             for call in result.tool_calls:
                 out.print(Text(f"  tool call: {call['name']} {call.get('input', {})}"),

@@ -83,7 +83,7 @@ def _print_validated(reports: "list[Validated | NotValid]", strict: bool) -> Non
         out.print(f"[green]✓[/] {escape(r['experiment'])}: {r['cases']} cases "
                   f"(+{r['skipped_acceptable']} acceptable, not run) × "
                   f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
-                  f"{r['total_trials']} trials", soft_wrap=True)
+                  f"{r['total_trials']} trials", soft_wrap=True, markup=True)
         for s in r["subjects"]:
             env = s["credentials_env"]
             creds = ("no credentials needed" if not env else

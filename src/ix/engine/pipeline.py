@@ -162,8 +162,12 @@ class TrialComponent:
             deadlines = self._deadlines = Deadlines(asyncio.get_running_loop(), self.timeout_s)
         entry = deadlines.start(task)
         try:
+            stimulus = key.case
+            if key.subject.context:  # `context:`'s prefix, before the case's own history
+                stimulus = stimulus.model_copy(
+                    update={"history": key.subject.context + stimulus.history})
             observation = await key.subject.runtime.invoke(
-                key.subject.subject, key.case, seed=key.seed, attempt=key.attempt)
+                key.subject.subject, stimulus, seed=key.seed, attempt=key.attempt)
         except asyncio.CancelledError:
             if not entry[_EXPIRED]:
                 raise

@@ -16,8 +16,9 @@ from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
-from ix.eval.models import EvalCase
+from ix.eval.models import EvalCase, Turn
 from ix.eval.sensors import build_sensor, target_skill
+from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
@@ -66,6 +67,8 @@ class SubjectPlan:
     sensors: tuple[Sensor | AsyncSensor, ...]
     target_skill: str
     limit: int = 0   # the most trials of this subject in flight at once (0: no own limit)
+    #: `context:`'s prefix at this subject's length: the turns before every case's own
+    context: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +139,9 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         if overrides.runtime is not None and overrides.runtime != spec.get("kind"):
             spec = {"kind": overrides.runtime}
             origins = {"kind": ["", "--runtime"]}
-        target = target_skill(exp.sensor_options, exp.skill, s.name)
+        expanded = s.config.get(CONTEXT_KEY)  # `<subject>[ctx=N]`: its subject's skill
+        target = target_skill(exp.sensor_options, exp.skill,
+                              expanded["of"] if expanded else s.name)
         try:
             runtime = build_runtime(spec, RuntimeContext(target_skill=target))
         except ConfigError as exc:
@@ -148,7 +153,9 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
             problems.append(exc.at(file))
             continue
         limit = s.config.get("concurrency") or get_kind(spec["kind"]).default_concurrency
-        plans.append(SubjectPlan(s, spec, runtime, sensors, target, limit))
+        prefix = (loaded.context.cut(expanded["length"])
+                  if expanded and loaded.context is not None else ())
+        plans.append(SubjectPlan(s, spec, runtime, sensors, target, limit, prefix))
     if overrides.runtime is not None and not problems:  # a skill-reading runtime now
         problems += check_skill_names(loaded.spec, exp.subjects, loaded.lab, file,
                                       {p.subject.name: p.runtime_spec["kind"] for p in plans})
@@ -196,28 +203,30 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
 
 def _check_history(cases: Sequence[EvalCase], plans: Sequence[SubjectPlan],
                    loaded: LoadedExperiment, *, overridden: bool) -> None:
-    """Refuse to run cases with a `history` on a runtime that would drop it (the answers
-    would be to the prompt alone, reported as answers to the conversation)."""
+    """Refuse to run cases with a `history` (or `context:`'s prefix) on a runtime that would
+    drop it: the answers would be to the prompt alone, reported as answers to the
+    conversation."""
     talked = [c.id for c in cases if c.history]
-    if not talked:
-        return
     shown = ", ".join(talked[:3]) + (f" and {len(talked) - 3} more" if len(talked) > 3 else "")
     problems = []
     for p in plans:
+        if not (talked or p.context):
+            continue
+        what = (f"{len(talked)} case(s) have a history ({shown})" if talked
+                else "the context's prefix comes before every case")
         kind = p.runtime_spec["kind"]
         policy = get_kind(kind).history
         if policy == "refused":
             exc = ConfigError(
                 f"subject {p.subject.name!r}: the {kind} runtime does not send a case's "
-                f"history yet, and {len(talked)} case(s) have one ({shown}); run them on "
-                "an anthropic or openai subject, or take the history out",
+                f"history yet, and {what.replace('have a history', 'have one')}; run them "
+                "on an anthropic or openai subject, or take the history out",
                 field="runtime.kind")
         elif policy == "template" and not getattr(p.runtime, "reads_history", False):
             exc = ConfigError(
-                f"subject {p.subject.name!r}: {len(talked)} case(s) have a history ({shown}) "
-                f"and no template of the {kind} runtime uses it: add `{{{{ history }}}}` (the "
-                "turns as JSON) where the program or service should get them, or take the "
-                "history out", field="runtime.kind")
+                f"subject {p.subject.name!r}: {what} and no template of the {kind} runtime "
+                "uses it: add `{{ history }}` (the turns as JSON) where the program or service "
+                "should get them, or take the history out", field="runtime.kind")
         else:
             continue
         origins = ({"kind": ["", "--runtime"]} if overridden

@@ -14,9 +14,11 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.eval.design import SKILL_RUNTIMES
-from ix.eval.models import EvalCase, Experiment, HistoryToolCall, Turn
+from ix.eval.models import EvalCase, Experiment
 from ix.lab.config import Defaults, resolve_defaults
+from ix.lab.context import Context, load_context
 from ix.lab.frontmatter import read_frontmatter
+from ix.lab.history import turns_of
 from ix.lab.names import check_distinct, check_name, shown, skeleton
 from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.schema import (
@@ -24,7 +26,6 @@ from ix.lab.schema import (
     ExperimentSpec,
     SkillFrontmatter,
     SubjectSpec,
-    TurnSpec,
     validate,
 )
 from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
@@ -40,6 +41,8 @@ class LoadedExperiment:
     experiment: Experiment
     spec: ExperimentSpec
     defaults: Defaults
+    #: `context:`: the prefix and its lengths (the subjects are expanded already)
+    context: Context | None = None
 
     @property
     def config_file(self) -> Path:
@@ -105,6 +108,14 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
         runtime, origin = dict(defaults.runtime), (defaults.sources["runtime"], "runtime")
     subjects = _subjects(spec, path, lab, file, runtime, origin, problems)
     subjects_ok = len(subjects) == max(1, len(spec.subjects))  # none refused (else the goal
+    context: Context | None = None
+    if spec.context is not None:
+        with problems.each():
+            context = load_context(spec.context, path, file)
+        if context is None:
+            subjects_ok = False
+        else:
+            subjects = context.expand(subjects)
     cases: list[EvalCase] = []
     with problems.each():
         cases = _cases(spec.cases.suite, path, file, problems)
@@ -134,7 +145,7 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
         prior=spec.prior,
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
-                            defaults=defaults)
+                            defaults=defaults, context=context)
 
 
 #: Keys the checks after the schema's depend on: when one is wrong, they are not made.
@@ -492,45 +503,9 @@ def _case(case_file: Path, origin: dict[str, Path],
                           file=case_file, field="body")
     return EvalCase(
         id=case_id, prompt=prompt, expectation=c.expectation,
-        history=_history(c.history, case_file), rationale=c.rationale,
+        history=turns_of(c.history, case_file), rationale=c.rationale,
         tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
     )
-
-
-def _history(turns: list[TurnSpec], file: Path) -> tuple[Turn, ...]:
-    """A case's `history` as turns, in an order a conversation can have: it opens with the
-    user; each turn is the user's or the assistant's, never empty; only the assistant makes
-    tool calls; and the assistant speaks twice in a row only when the first time made tool
-    calls (their results come in between)."""
-    out: list[Turn] = []
-    for i, t in enumerate(turns):
-        field = f"history[{i}]"
-        if (t.user is None) == (t.assistant is None):
-            raise ConfigError("a turn is either `user: <text>` or `assistant: <text>`, not "
-                              f"{'both' if t.user is not None else 'neither'}",
-                              file=file, field=field)
-        calls = tuple(HistoryToolCall(name=c.name, input=c.input, result=c.result)
-                      for c in t.tool_calls or ())
-        if t.user is not None:
-            if t.tool_calls is not None:
-                raise ConfigError("only an assistant turn makes tool calls", file=file,
-                                  field=f"{field}.tool_calls")
-            if not t.user.strip():
-                raise ConfigError("an empty user turn", file=file, field=f"{field}.user")
-            out.append(Turn(role="user", content=t.user))
-            continue
-        assert t.assistant is not None
-        if not t.assistant.strip() and not calls:
-            raise ConfigError("an empty assistant turn: give its text or its tool_calls",
-                              file=file, field=f"{field}.assistant")
-        if not out:
-            raise ConfigError("the conversation opens with a user turn", file=file,
-                              field=field)
-        if out[-1].role == "assistant" and not out[-1].tool_calls:
-            raise ConfigError("two assistant turns in a row: the first must have made tool "
-                              "calls (their results come in between)", file=file, field=field)
-        out.append(Turn(role="assistant", content=t.assistant, tool_calls=calls))
-    return tuple(out)
 
 
 def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:

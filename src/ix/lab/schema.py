@@ -5,6 +5,7 @@ is an error naming the file and the field, never silently ignored. A runtime's a
 own options are checked by their registries once the kind is known.
 """
 
+import itertools
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -140,6 +141,22 @@ class ImportedSpec(_Strict):
     prompts: bool = False
 
 
+class ContextSpec(_Strict):
+    """`context:` (DESIGN.md §7): a shared prefix of turns before every case, at several
+    lengths; every subject runs at every length."""
+
+    prefix: Annotated[str, Field(min_length=1)]
+    lengths: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    unit: Literal["turns", "tool_calls", "tokens"] = "turns"
+
+    @field_validator("lengths")
+    @classmethod
+    def _increasing(cls, v: list[int]) -> list[int]:
+        if any(b <= a for a, b in itertools.pairwise(v)):
+            raise ValueError(f"lengths must increase, each once (got {v})")
+        return v
+
+
 class ExperimentSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
@@ -158,6 +175,8 @@ class ExperimentSpec(_Strict):
     goal: GoalSpec | None = None
     #: the Beta prior of every rate interval in the summary (statistics.md)
     prior: Literal["uniform", "jeffreys"] = "uniform"
+    #: a shared prefix before every case at several lengths (DESIGN.md §7)
+    context: ContextSpec | None = None
     #: set by `ix import` on an experiment it creates (docs/export.md)
     imported: ImportedSpec | None = None
 
@@ -221,6 +240,12 @@ class CaseSpec(_Strict):
 
     _id = field_validator("id")(_named("case id"))
     _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])
+
+
+class PrefixSpec(_Strict):
+    """A context prefix file: turns in the format of a case's `history`."""
+
+    history: list[TurnSpec]
 
 
 class LabDefaults(_Strict):

@@ -145,3 +145,50 @@ def test_an_http_runtime_sends_the_history_where_its_body_uses_it(lab):
     write(exp / "experiment.yaml",
           "name: exp\nskill: t\n" + runtime % ", turns: '{{ history }}'" + "\n")
     assert build_plan(load_experiment(exp, lab)).subjects[0].runtime.reads_history
+
+
+@pytest.mark.parametrize(("context", "field", "words"), [
+    ("{prefix: builtin:nope, lengths: [0]}", "context.prefix", "no built-in prefix 'nope'"),
+    ("{prefix: missing.yaml, lengths: [0]}", "context.prefix", "no prefix file"),
+    ("{prefix: builtin:coding-session, lengths: [8, 0]}", "context.lengths", "must increase"),
+    ("{prefix: builtin:coding-session, lengths: [0, 0]}", "context.lengths", "must increase"),
+    ("{prefix: builtin:coding-session, lengths: []}", "context.lengths", "at least 1"),
+    ("{prefix: builtin:coding-session, lengths: [-1]}", "context.lengths[0]", "greater than"),
+    ("{prefix: builtin:coding-session, lengths: [0, 9999]}", "context.lengths",
+     "more than the prefix holds (174 turns"),
+    ("{prefix: builtin:coding-session, lengths: [0], unit: words}", "context.unit",
+     "'tokens' (got 'words')"),
+    ("{prefix: builtin:coding-session}", "context.lengths", "missing"),
+])
+def test_a_bad_context_block_names_the_field(lab, context, field, words):
+    exp = experiment(lab, "")
+    write(exp / "experiment.yaml", f"name: exp\nskill: t\nruntime: mock\ncontext: {context}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    assert caught.value.field == field and words in caught.value.message, caught.value
+    assert str(caught.value.file).endswith("experiment.yaml")
+
+
+def test_a_bad_turn_in_a_prefix_file_names_the_prefix_file(lab):
+    exp = experiment(lab, "")
+    write(exp / "prefixes" / "p.yaml", "- user: hi\n- assistant: a\n- assistant: b\n")
+    write(exp / "experiment.yaml",
+          "name: exp\nskill: t\nruntime: mock\ncontext: {prefix: prefixes/p.yaml, lengths: [0]}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    assert caught.value.field == "history[2]" and str(caught.value.file).endswith("p.yaml")
+
+
+def test_context_expands_every_subject_at_every_length_the_first_the_control(lab):
+    exp = experiment(lab, "")
+    write(exp / "prefixes" / "p.yaml", "- user: hi\n- assistant: hello\n- user: more\n")
+    write(exp / "experiment.yaml", "name: exp\nsensor: {kind: activation, skill: t}\n"
+          "subjects: [{name: a, runtime: mock}, {name: b, runtime: mock}]\n"
+          "context: {prefix: prefixes/p.yaml, lengths: [0, 2, 3]}\n"
+          "goal: {hypothesis: h, compare: ['a[ctx=0]', 'a[ctx=3]'], direction: decrease}\n")
+    loaded = load_experiment(exp, lab)
+    assert [s.name for s in loaded.experiment.subjects] == [
+        "a[ctx=0]", "a[ctx=2]", "a[ctx=3]", "b[ctx=0]", "b[ctx=2]", "b[ctx=3]"]
+    plan = build_plan(loaded)
+    assert [len(p.context) for p in plan.subjects] == [0, 2, 3, 0, 2, 3]
+    assert {p.target_skill for p in plan.subjects} == {"t"}

@@ -1,0 +1,107 @@
+"""`context:` end to end in process: every subject at every length, the prefix reaching the
+runtime before each case, and the answers falling as the conversation grows."""
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_llm_servers import FAKE_KEY, FakeLLMServer, skill_call, text_reply
+
+from conftest import write
+from ix.api.experiments import run
+from ix.eval.models import EvalCase
+from ix.lab.loader import load_experiment
+from ix.runtimes._conversation import anthropic_messages
+from ix.runtimes._skills import skill_listing
+
+KEY_ENV = "IX_TEST_ANTHROPIC_KEY"
+pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+LENGTHS = [0, 8, 32]
+
+
+def lab_with_context(lab: Path, runtime: str, lengths=LENGTHS, unit: str = "turns") -> Path:
+    exp = lab / "e"
+    write(lab / "skills" / "csv" / "SKILL.md",
+          "---\nname: csv\ndescription: Profile CSV files. Use for any .csv question.\n---\nx\n")
+    write(exp / "experiment.yaml", f"""
+        name: e
+        trials: 2
+        sensor: {{kind: activation, skill: csv}}
+        subjects:
+          - name: base
+            skills: [csv]
+            runtime: {runtime}
+        context:
+          prefix: builtin:coding-session
+          lengths: {lengths}
+          unit: {unit}
+        """)
+    for i in range(6):
+        write(exp / "cases" / f"must-{i:03d}.md",
+              f"---\nexpectation: must_trigger\n---\nProfile data{i}.csv for me.\n")
+        write(exp / "cases" / f"not-{i:03d}.md",
+              f"---\nexpectation: should_not_trigger\n---\nWrite a haiku about rain {i}.\n")
+    return exp
+
+
+def test_every_request_carries_exactly_the_prefix_at_its_length_and_routing_falls(
+        lab, monkeypatch):
+    """A loopback API that calls the skill only while few messages precede the last user
+    message: the run gives a decline, and each request it received is the prefix cut at the
+    subject's length, then the case — message for message."""
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+
+    def router(request):
+        prompt = request.body["messages"][-1]["content"][-1]["text"]
+        near = len(request.body["messages"]) <= 20  # ctx=8: 13 messages, ctx=32: 45
+        return skill_call("csv") if near and "csv" in prompt else text_reply()
+
+    with FakeLLMServer("anthropic", router=router) as api:
+        exp = lab_with_context(lab, "{kind: anthropic, model: claude-sonnet-4-5, "
+                               f"base_url: '{api.base_url}', api_key_env: {KEY_ENV}}}")
+        [result] = run(lab)
+        requests = api.api_requests()
+    assert result.status == "completed"
+    loaded = load_experiment(exp, lab)
+    context, cases = loaded.context, {c.prompt: c for c in loaded.experiment.cases}
+    assert [s.name for s in loaded.experiment.subjects] == [
+        "base[ctx=0]", "base[ctx=8]", "base[ctx=32]"]
+    listing = skill_listing([("csv", "Profile CSV files. Use for any .csv question.")])
+    seen: dict[int, int] = {}
+    for request in requests:
+        messages = request.body["messages"]
+        case: EvalCase = cases[messages[-1]["content"][-1]["text"]]
+        matches = [n for n in LENGTHS
+                   if messages == anthropic_messages(context.cut(n), case.prompt, listing)]
+        assert len(matches) == 1, json.dumps(messages)[:300]
+        seen[matches[0]] = seen.get(matches[0], 0) + 1
+    assert seen == {n: 12 * 2 for n in LENGTHS}  # 12 cases x 2 trials at every length
+    assert len(context.cut(8)) == 8 and len(context.cut(32)) == 32
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    rates = {s["name"]: s["trial_level"]["must_trigger"]["rate"] for s in summary["subjects"]}
+    assert rates == {"base[ctx=0]": 1.0, "base[ctx=8]": 1.0, "base[ctx=32]": 0.0}
+
+
+@pytest.mark.parametrize(("unit", "length", "check"), [
+    ("turns", 8, lambda cut: len(cut) == 8),
+    ("tool_calls", 5, lambda cut: sum(len(t.tool_calls) for t in cut) == 5
+     and cut[-1].tool_calls),
+    ("tokens", 200, lambda cut: True),
+])
+def test_a_length_counts_its_unit_from_the_start_of_the_prefix(lab, unit, length, check):
+    from ix.lab.context import tokens
+
+    exp = lab_with_context(lab, "{kind: mock}", lengths=[0, length], unit=unit)
+    context = load_experiment(exp, lab).context
+    cut = context.cut(length)
+    assert context.cut(0) == () and check(cut)
+    if unit == "tokens":  # the shortest start reaching the length
+        assert sum(tokens(t) for t in cut) >= length > sum(tokens(t) for t in cut[:-1])
+
+
+def test_a_mock_with_context_decay_declines_with_the_length(lab):
+    exp = lab_with_context(lab, "{kind: mock, default_rate: 1.0, context_decay: {half_life: 4}}")
+    [result] = run(lab)
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    rates = [s["trial_level"]["must_trigger"]["rate"] for s in summary["subjects"]]
+    assert rates[0] == 1.0 and rates[0] > rates[1] > rates[2]

@@ -102,6 +102,7 @@ def test_a_length_counts_its_unit_from_the_start_of_the_prefix(lab, unit, length
 def test_a_mock_with_context_decay_declines_with_the_length(lab):
     exp = lab_with_context(lab, "{kind: mock, default_rate: 1.0, context_decay: {half_life: 4}}")
     [result] = run(lab)
+    assert result.status == "completed"
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     rates = [s["trial_level"]["must_trigger"]["rate"] for s in summary["subjects"]]
     assert rates[0] == 1.0 and rates[0] > rates[1] > rates[2]

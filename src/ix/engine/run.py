@@ -54,6 +54,7 @@ from ix.eval.models import EvalObservation
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, RunSpec, SpecStatus, Summary
 from ix.eval.scoring import Tally
+from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
@@ -434,7 +435,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
         tallies=tallies, cases=plan.cases, trials_per_case=plan.trials, goal=exp.goal,
         stopped=stopped if plan.adaptive else None, prior=exp.prior,
-        targets=_targets(plan),
+        targets=_targets(plan), context=_context(plan),
         info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
               "seed": plan.seed, "trials_per_case": plan.trials,
               "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
@@ -443,6 +444,18 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
               "started_at": iso(started), "finished_at": iso(finished),
               "skipped_cases": [c.id for c in plan.skipped]},
     )
+
+
+def _context(plan: Plan) -> dict[str, Any] | None:
+    """What the summary's `context` block needs of an experiment with `context:`."""
+    context = plan.loaded.context
+    if context is None:
+        return None
+    of = {sp.subject.name: [sp.subject.config[CONTEXT_KEY]["of"],
+                            sp.subject.config[CONTEXT_KEY]["length"]]
+          for sp in plan.subjects if CONTEXT_KEY in sp.subject.config}
+    return {"prefix": context.source, "unit": context.unit, "lengths": list(context.lengths),
+            "of": of}
 
 
 def _targets(plan: Plan) -> dict[str, str] | None:

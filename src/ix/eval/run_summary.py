@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ix.eval.comparisons import compare_subjects
+from ix.eval.context_summary import context_block
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary
@@ -21,12 +22,15 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       goal: dict[str, Any] | None = None,
                       stopped: Mapping[str, dict[str, str]] | None = None,
                       prior: str = "uniform",
-                      targets: Mapping[str, str] | None = None) -> Summary:
+                      targets: Mapping[str, str] | None = None,
+                      context: Mapping[str, Any] | None = None) -> Summary:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
     trial-level). A goal naming subjects outside the run gets no verdict. `targets` (subject
-    -> skill under test, for an activation sensor) adds each subject's routing table."""
+    -> skill under test, for an activation sensor) adds each subject's routing table.
+    `context` ({prefix, unit, lengths, of: {subject: [its subject, length]}}) adds the
+    `context` block (`ix.eval.context_summary`)."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     blocks = [subject_block(name, description, tallies[name],
@@ -48,7 +52,10 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
             verdict = {**goal, "verdict": None,
                        "note": "the goal's subjects were not all part of this run"}
     # comparisons and goals build plain dicts; their types are those of the summary
-    return build_summary(experiment_name=experiment_name, run_id=run_id,
-                         run_status=run_status, blocks=blocks,
-                         comparisons=cast(list[SubjectComparison], comparisons),
-                         goal=cast(GoalOut | None, verdict), info=info, prior=prior)
+    summary = build_summary(experiment_name=experiment_name, run_id=run_id,
+                            run_status=run_status, blocks=blocks,
+                            comparisons=cast(list[SubjectComparison], comparisons),
+                            goal=cast(GoalOut | None, verdict), info=info, prior=prior)
+    if context is not None:
+        summary["context"] = context_block(context, blocks, tallies, cases)
+    return summary

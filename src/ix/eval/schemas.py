@@ -21,7 +21,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ix.eval.models import Expectation
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
@@ -446,6 +446,66 @@ class Summary(ClosedDict):
     circuit_breaker: NotRequired[Annotated[dict[str, str] | None, Field(None)]]
     imported_from: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
     format: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
+    context: NotRequired[Annotated["ContextOut", Field(
+        description="experiments with `context:` only: each subject's metrics by conversation "
+                    "length, against the shortest, and the trend; absent before 1.3")]]
+
+
+class ContextLength(ClosedDict):
+    """One subject at one length: its expanded subject and its metrics with intervals."""
+
+    length: int
+    subject: Annotated[str, Field(description="the expanded subject, `<subject>[ctx=<length>]`")]
+    activation_rate: Annotated[float | None, Field(
+        description="share of trials on must_trigger cases that activated")]
+    activation_rate_ci: Interval
+    recall: float | None
+    recall_ci: Interval
+    precision: float | None
+    precision_ci: Interval
+    f1: float | None
+    f1_ci: Interval
+
+
+class ContextVersus(ClosedDict):
+    """A length against the subject's shortest: the case-level paired comparison."""
+
+    length: int
+    subject: str
+    metric: Literal["activation_rate"]
+    diff: Annotated[float | None, Field(description="this length − the shortest")]
+    diff_ci: Interval
+    p_lower: Annotated[float | None, Field(description="P(lower than at the shortest length)")]
+
+
+class ContextTrend(ClosedDict):
+    """The mean per-case slope of the activation rate against log2(1 + length)."""
+
+    metric: Literal["activation_rate"]
+    x: Literal["log2(1 + length)"]
+    slope: Annotated[float | None, Field(
+        description="change of the rate per doubling of (1 + length)")]
+    slope_ci: Interval
+    p_decline: Annotated[float | None, Field(description="P(slope < 0)")]
+    n_cases: Annotated[int, Field(description="must_trigger cases with trials at every length")]
+
+
+class ContextSubject(ClosedDict):
+    subject: Annotated[str, Field(description="the subject as the experiment names it")]
+    lengths: list[ContextLength]
+    versus_shortest: list[ContextVersus]
+    trend: Annotated[ContextTrend | None, Field(
+        description="null with one length or no must_trigger case")]
+
+
+class ContextOut(ClosedDict):
+    """The summary's `context` block (DESIGN.md §7)."""
+
+    prefix: str
+    unit: Literal["turns", "tool_calls", "tokens"]
+    lengths: list[int]
+    level: float
+    subjects: list[ContextSubject]
 
 
 class RunInfo(TypedDict):

@@ -11,7 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.report.answer import goal_lines, metric_name
-from ix.report.terminal import comparison_table, config_changes_text, flips_text, verdict_text
+from ix.report.terminal import (
+    comparison_table,
+    config_changes_text,
+    context_parts,
+    flips_text,
+    verdict_text,
+)
 
 _STATUS_STYLE = {"excellent": "bold green", "good": "green", "needs_work": "yellow",
                  "poor": "bold red"}
@@ -221,6 +227,7 @@ def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
         parts.append(errors_text(summary))
     if summary.get("comparisons"):
         parts += [comparison_table(summary), flips_text(summary)]
+    parts += context_parts(summary.get("context"))
     if summary.get("goal"):
         parts += [goal_text(summary["goal"]), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")

@@ -101,6 +101,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines += _reliability(s["metrics"])
     lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
     lines += _comparisons(report.get("comparisons") or [])
+    lines += _context(report.get("context"))
     board = report.get("leaderboard") or {}
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}",
@@ -280,6 +281,40 @@ def _comparisons(comparisons: list[dict[str, Any]]) -> list[str]:
         lines += [f"### {md_text(c['variant'])} vs {md_text(c['control'])} (control)", ""]
         lines += _table(["metric", "control", "variant", "delta [95% CI]", "P(better)",
                          "p (Holm)"], rows)
+    return lines
+
+
+def _context(context: Mapping[str, Any] | None) -> list[str]:
+    """An experiment with `context:`: each subject's metrics by length, the change from the
+    shortest and the trend."""
+    if not context:
+        return []
+    unit = str(context["unit"]).replace("_", " ")
+    lines = ["## By context length", "",
+             f"Every case ran after the first *length* {unit} of {md_code(context['prefix'])}. "
+             "The change from the shortest length is the case-level paired difference of the "
+             "activation rate; the trend is the mean per-case slope of the activation rate "
+             "against log2(1 + length), with its 95% credible interval.", ""]
+    for s in context["subjects"]:
+        shortest = s["lengths"][0]["length"]
+        versus = {v["length"]: v for v in s["versus_shortest"]}
+        rows = []
+        for row in s["lengths"]:
+            v = versus.get(row["length"])
+            rows.append([row["length"], f"{fmt(row['activation_rate'])} "
+                         f"{ci(row['activation_rate_ci'])}",
+                         "" if v is None else f"{fmt(v['diff'])} {ci(v['diff_ci'])}",
+                         "" if v is None else fmt(v["p_lower"]),
+                         f"{fmt(row['recall'])} {ci(row['recall_ci'])}",
+                         f"{fmt(row['f1'])} {ci(row['f1_ci'])}"])
+        lines += [f"### {md_text(s['subject'])}", ""]
+        lines += _table(["length", "activation rate", f"vs {shortest}", "P(lower)", "recall",
+                         "F1"], rows)
+        t = s.get("trend")
+        if t is not None:
+            lines += [f"Trend: the activation rate changes by **{fmt(t['slope'])}** per "
+                      f"doubling of (1 + {unit}) {ci(t['slope_ci'])}; P(declines) "
+                      f"{fmt(t['p_decline'])} ({t['n_cases']} must_trigger cases).", ""]
     return lines
 
 

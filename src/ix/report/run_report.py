@@ -261,7 +261,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
     standing, cost, superseded = _standing_trials(figures.recording(trials, points))
     entries = [{"subject": b["name"], "counts": counts_of(b)} for b in summary["subjects"]]
     case_order = [c["probe_id"] for c in table["cases"]]
-    return {
+    out: ReportOutput = {
         "run": {
             "run_id": summary["run_id"], "experiment": summary["experiment_name"],
             "status": summary.get("run_status"), "started_at": summary.get("started_at"),
@@ -295,3 +295,6 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         "difficulty": figures.difficulty(summary, cases),
         "timeline": figures.timeline(points, table["subjects"]),
     }
+    if summary.get("context"):
+        out["context"] = summary["context"]
+    return out

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from ix.eval.schemas import (
     ClosedDict,
+    ContextOut,
     Expectation,
     GoalOut,
     Interval,
@@ -443,3 +444,6 @@ class ReportOutput(ClosedDict):
     rates: dict[str, dict[str, RateFigure]]
     difficulty: DifficultyFigure | None
     timeline: Timeline | None
+    context: NotRequired[Annotated[ContextOut | None, Field(
+        None, description="the summary's `context` block: experiments with `context:` only; "
+                          "absent before 1.3")]]

@@ -377,6 +377,40 @@ def comparison_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     return [comparison_table(block), flips_text(block)]
 
 
+def context_parts(context: Mapping[str, Any] | None) -> list[RenderableType]:
+    """An experiment with `context:`: per subject, the metrics at every length with the
+    change from the shortest, then the trend, in words."""
+    if not context:
+        return []
+    parts: list[RenderableType] = []
+    unit = str(context["unit"]).replace("_", " ")
+    for s in context["subjects"]:
+        rows = s["lengths"]
+        shortest = rows[0]["length"]
+        versus = {v["length"]: v for v in s["versus_shortest"]}
+        table = _table(f"{s['subject']} by context length ({unit} of {context['prefix']})",
+                       "length", "activation rate", f"vs {shortest}", "P(lower)", "recall",
+                       right=("length", "activation rate", f"vs {shortest}", "P(lower)",
+                              "recall"))
+        for row in rows:
+            v = versus.get(row["length"])
+            diff = "" if v is None else (
+                "n/a" if v["diff"] is None else f"{v['diff']:+.2f} {ci(v['diff_ci'])}")
+            table.add_row(str(row["length"]),
+                          f"{fmt(row['activation_rate'], 2)} {ci(row['activation_rate_ci'])}",
+                          diff, "" if v is None else fmt(v["p_lower"]),
+                          f"{fmt(row['recall'], 2)} {ci(row['recall_ci'])}")
+        parts.append(table)
+        t = s.get("trend")
+        if t is not None:
+            parts.append(Text(
+                f"trend: activation rate {t['slope']:+.3f} per doubling of (1 + {unit}) "
+                f"{ci(t['slope_ci'])}, P(declines) {fmt(t['p_decline'])} "
+                f"({t['n_cases']} must_trigger cases)", style="bold"))
+        parts.append(Text(""))
+    return parts
+
+
 def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     r = report["run"]
     head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
@@ -390,7 +424,8 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     board = report.get("leaderboard") or {}
     parts: list[RenderableType] = [head, Text(""), *answer_parts(report),
                                    *summary_tables(report), Text(""),
-                                   *interpretation_parts(report), *comparison_parts(report)]
+                                   *interpretation_parts(report), *comparison_parts(report),
+                                   *context_parts(report.get("context"))]
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         name = METRIC_NAMES.get(board["metric"], board["metric"])
         parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]

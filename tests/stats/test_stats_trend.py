@@ -1,0 +1,73 @@
+"""`case_level_trend`: the mean per-case slope of a rate against log2(1 + length), against
+independent references (scipy's linregress per case, Student t for the mean) and against
+known truth by simulation (coverage, and P(decline) under no trend)."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ix.stats.trend import case_level_trend, length_axis
+
+LENGTHS = [0, 8, 32, 128]
+
+
+def test_the_slope_is_the_mean_of_each_cases_least_squares_slope_with_a_t_interval():
+    rng = np.random.default_rng(3)
+    n_cases, k = 12, 10
+    passed = rng.integers(0, k + 1, (n_cases, len(LENGTHS)))
+    counts = [[(int(p), k) for p in row] for row in passed]
+    got = case_level_trend(counts, LENGTHS)
+    x = np.log2(1 + np.array(LENGTHS))
+    slopes = [stats.linregress(x, row / k).slope for row in passed]
+    assert got.slope == pytest.approx(np.mean(slopes), abs=1e-12)
+    se = np.std(slopes, ddof=1) / np.sqrt(n_cases)
+    assert got.se == pytest.approx(se, rel=1e-12)  # the floor is far below here
+    lo, hi = got.interval(0.95)
+    t = stats.t.ppf(0.975, n_cases - 1)
+    assert (lo, hi) == pytest.approx((np.mean(slopes) - t * se, np.mean(slopes) + t * se))
+    assert got.p_decline == pytest.approx(stats.t.cdf(-np.mean(slopes) / se, n_cases - 1))
+    assert length_axis([0, 1, 3]) == [0.0, 1.0, 2.0]
+
+
+def test_equal_slopes_keep_a_positive_se_and_cases_without_trials_are_left_out():
+    flat = case_level_trend([[(5, 5)] * 4] * 6, LENGTHS)
+    assert flat.slope == pytest.approx(0.0, abs=1e-15) and flat.se > 0
+    assert flat.p_decline == pytest.approx(0.5)
+    some = case_level_trend([[(5, 5), (0, 0), (1, 5), (0, 5)], [(5, 5), (4, 5), (1, 5), (0, 5)]],
+                            LENGTHS)
+    assert some.n == 1
+    assert case_level_trend([[(1, 1), (0, 0)]], [0, 8]) is None
+    for bad in (([[(1, 2)]], [0]), ([[(3, 2), (1, 2)]], [0, 8]), ([[(1, 2)]], [0, 8])):
+        with pytest.raises(ValueError):
+            case_level_trend(*bad)
+
+
+def _simulate(slope: float, n_cases: int, k: int, reps: int, seed: int):
+    """Cases whose true rate falls by `slope` per doubling from a rate of their own, clipped
+    to [0, 1]; the truth is the mean over cases of the clipped rates' slopes."""
+    rng = np.random.default_rng(seed)
+    x = np.array(length_axis(LENGTHS))
+    covered, declines = 0, []
+    for _ in range(reps):
+        start = rng.uniform(0.55, 0.95, n_cases)
+        theta = np.clip(start[:, None] + slope * x[None, :] + rng.normal(0, 0.03, (n_cases, 1)),
+                        0, 1)
+        truth = np.mean([np.polyfit(x, t, 1)[0] for t in theta])
+        passed = rng.binomial(k, theta)
+        trend = case_level_trend([[(int(p), k) for p in row] for row in passed], LENGTHS)
+        lo, hi = trend.interval(0.95)
+        covered += lo <= truth <= hi
+        declines.append(trend.p_decline)
+    return covered / reps, np.array(declines)
+
+
+@pytest.mark.parametrize(("n_cases", "k"), [(10, 3), (20, 5)])
+def test_the_interval_covers_the_true_mean_slope(n_cases, k):
+    coverage, _ = _simulate(-0.06, n_cases, k, reps=600, seed=n_cases * k)
+    assert coverage >= 0.93  # 95% nominal; 600 replicates: sd ~0.009
+
+
+def test_p_decline_under_no_trend_is_not_overconfident():
+    """With no trend, P(decline) ≥ 0.95 should happen in about 5% of runs, not more."""
+    _, p = _simulate(0.0, 15, 5, reps=600, seed=11)
+    assert np.mean(p >= 0.95) <= 0.075

@@ -3,8 +3,14 @@ the summary's `context` block (schema-valid), the curve and the trend printed at
 columns by `ix run` and `ix report`, and a goal on two lengths."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 from ix.eval.schemas import summary_problems
 
 
@@ -71,3 +77,54 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     assert md.code == 0 and "## By context length" in md.stdout and "### haiku" in md.stdout
     js = run_ix("report", "--lab", str(lab), "--json", cwd=exp, env=env)
     assert json.loads(js.stdout)["context"] == context
+
+
+def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, tmp_path):
+    """SIGKILL while the expanded subjects run, then `--resume`: every (subject, case, trial)
+    once, and the summary — context block included — that a run never interrupted has."""
+    def experiment(root):
+        exp = root / "e"
+        write(exp / "experiment.yaml", """
+            name: e
+            trials: 4
+            concurrency: 4
+            seed: 5
+            sensor: {kind: activation, skill: t}
+            subjects:
+              - name: s
+                runtime: {kind: mock, default_rate: 0.9, latency_ms: 15,
+                          context_decay: {half_life: 8}}
+            context: {prefix: builtin:coding-session, lengths: [0, 4, 16]}
+            """)
+        for i in range(8):
+            write(exp / "cases" / f"c{i}.md",
+                  f"---\nexpectation: {'must_trigger' if i % 2 else 'should_not_trigger'}\n"
+                  f"---\nprompt {i}\n")
+        return exp
+
+    def stable(root):
+        s = json.loads((root / "e" / "results" / "summary-latest.json").read_text())
+        return {k: v for k, v in s.items() if k not in {"run_id", "started_at", "finished_at"}}
+
+    ref = tmp_path / "reference"
+    experiment(ref)
+    assert ix_in_process("run", "--lab", str(ref)).code == 0  # the reference, in process
+    exp = experiment(lab)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "ix"), "run", "--lab", str(lab)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = exp / "results" / "trials.jsonl"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and len(log.read_bytes().splitlines()) >= 30):
+        assert time.monotonic() < deadline, "too few trials written"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert 30 <= len(log.read_bytes().splitlines()) < 96
+    r = run_ix("run", "--lab", str(lab), "--resume")
+    assert r.code == 0, r.output
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.endswith("}")]
+    keys = [(x["subject"], x["probe_id"], x["trial"]) for x in lines]
+    assert len(keys) == len(set(keys)) == 3 * 8 * 4
+    assert stable(lab) == stable(ref)
+    assert stable(lab)["context"]["subjects"][0]["subject"] == "s"

@@ -106,3 +106,22 @@ def test_a_mock_with_context_decay_declines_with_the_length(lab):
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     rates = [s["trial_level"]["must_trigger"]["rate"] for s in summary["subjects"]]
     assert rates[0] == 1.0 and rates[0] > rates[1] > rates[2]
+
+
+def test_the_dry_run_estimate_counts_the_prefix_and_the_history(lab):
+    """~one token per four characters of everything a trial sends: the prefix at the
+    subject's length, the case's own history, the prompt, the skill listing."""
+    from ix.api.experiments import dry_run
+    from ix.lab.context import chars
+
+    exp = lab_with_context(lab, "{kind: anthropic, model: claude-sonnet-4-5}")
+    [plan] = dry_run(lab)
+    by_name = {s["name"]: s["estimated_input_tokens"] for s in plan["subjects"]}
+    context = load_experiment(exp, lab).context
+    cases = load_experiment(exp, lab).experiment.cases
+    listing = len("csv") + len("Profile CSV files. Use for any .csv question.") + 4
+    for n in LENGTHS:
+        before = sum(chars(t) for t in context.cut(n))
+        sent = sum(len(c.prompt) + before for c in cases) * 2 + listing * len(cases) * 2
+        assert by_name[f"base[ctx={n}]"] == sent // 4
+    assert by_name["base[ctx=0]"] < by_name["base[ctx=8]"] < by_name["base[ctx=32]"]

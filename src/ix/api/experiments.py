@@ -21,6 +21,7 @@ from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, check_continuable, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
+from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
@@ -271,7 +272,10 @@ def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
         subjects: list[DryRunSubject] = []
         for sp in plan.subjects:
             trials = len(plan.cases) * plan.trials
-            chars = sum(len(c.prompt) for c in plan.cases) * plan.trials
+            # the prompt, the case's history and the context's prefix before it: all sent
+            before = sum(turn_chars(t) for t in sp.context)
+            chars = sum(len(c.prompt) + before + sum(turn_chars(t) for t in c.history)
+                        for c in plan.cases) * plan.trials
             listing = sum(len(k["name"]) + len(k["description"]) + 4
                           for k in sp.subject.config.get("skills", []))
             model = sp.runtime_spec.get("model")

@@ -27,7 +27,7 @@ from ix.lab.history import turns_of
 from ix.lab.schema import ContextSpec, PrefixSpec, validate
 from ix.lab.yamlio import load_yaml_file, parse_yaml
 
-__all__ = ["BUILTIN", "Context", "expanded_name", "load_context"]
+__all__ = ["BUILTIN", "Context", "chars", "expanded_name", "load_context", "tokens"]
 
 Unit = Literal["turns", "tool_calls", "tokens"]
 #: `prefix: builtin:<name>`: the prefixes shipped with ix (`ix/lab/prefixes/<name>.yaml`).
@@ -40,11 +40,16 @@ def expanded_name(subject: str, length: int) -> str:
     return f"{subject}[ctx={length}]"
 
 
+def chars(turn: Turn) -> int:
+    """The characters a turn sends: its text, and each tool call's name, input (JSON) and
+    result."""
+    return len(turn.content) + sum(len(c.name) + len(json.dumps(c.input)) + len(c.result)
+                                   for c in turn.tool_calls)
+
+
 def tokens(turn: Turn) -> int:
     """The documented estimate: one token per four characters, rounded up."""
-    chars = len(turn.content) + sum(len(c.name) + len(json.dumps(c.input)) + len(c.result)
-                                    for c in turn.tool_calls)
-    return math.ceil(chars / 4)
+    return math.ceil(chars(turn) / 4)
 
 
 def _units(turn: Turn, unit: Unit) -> int:

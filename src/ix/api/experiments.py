@@ -21,11 +21,13 @@ from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, check_continuable, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
+from ix.lab.context import ORIGIN
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.lab.schema import refuse_unrunnable_import
+from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.runtimes import get_kind
 from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
@@ -290,14 +292,40 @@ def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
                                        if model and tokens is not None else
                                        None if tokens is None else 0.0),
             })
-        out.append({
+        row: DryRunPlan = {
             "experiment": plan.loaded.experiment.name, "path": str(plan.loaded.path),
             "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),
             "trials_per_case": ("auto, up to " if plan.adaptive else "") + str(plan.trials),
             "total_trials": plan.total, "concurrency": plan.concurrency,
             "filters": list(plan.overrides.filters), "subjects": subjects,
-        })
+        }
+        grid = _grid(plan)
+        if grid is not None:
+            row["grid"] = grid
+        out.append(row)
     return out
+
+
+def _grid(plan: Plan) -> str | None:
+    """How `sweep:` and `context:` expanded the subjects, in words; None if neither."""
+    spec, parts = plan.loaded.spec, []
+    if spec.sweep:
+        factors = [f"{len(v)} {k}" for k, v in spec.sweep.items() if k != "ablate"]
+        if spec.sweep.get("ablate") == "skills":
+            n = len(plan.loaded.experiment.subjects[0].config.get("skills") or [])
+            factors.append(f"(all skills, or {n} left out)")
+        first = plan.loaded.experiment.subjects[0]
+        base = first.config.get(ORIGIN, first.name)
+        swept = sum(1 for sp in plan.subjects if sp.subject.config.get(SWEEP_KEY))
+        if plan.loaded.context is not None:
+            swept //= len(plan.loaded.context.lengths)
+        parts.append(f"sweep of {base}: {' × '.join(factors)} = {swept} condition(s) + {base}")
+    if plan.loaded.context is not None:
+        c = plan.loaded.context
+        parts.append(f"context: every subject at {len(c.lengths)} lengths "
+                     f"({', '.join(map(str, c.lengths))} {c.unit.replace('_', ' ')} of "
+                     f"{c.source})")
+    return "; ".join(parts) + f": {len(plan.subjects)} subjects" if parts else None
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,10 @@ class DryRunPlan(ClosedDict):
     concurrency: int
     filters: list[str]
     subjects: list[DryRunSubject]
+    grid: NotRequired[Annotated[str | None, Field(
+        None, description="with `sweep:` or `context:`: how the subjects were expanded, in "
+                          "words (e.g. '2 model × 2 temperature = 4 conditions + base'); "
+                          "absent before 1.3")]]
 
 
 class DesignWarningOut(ClosedDict):

@@ -172,6 +172,8 @@ def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
                   f"trials = {p['total_trials']} trials, concurrency {p['concurrency']}"
                   + (f", filters {escape(' AND '.join(p['filters']))}" if p["filters"] else ""),
                   markup=True)
+        if p.get("grid"):
+            out.print(f"  {p['grid']}")
         for sub in p["subjects"]:
             out.print(f"  {sub['name']}: {sub['trials']} trials on {sub['runtime']}"
                       + (f" ({sub['model']})" if sub["model"] else "")

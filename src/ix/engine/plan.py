@@ -19,6 +19,7 @@ from ix.engine.redactor import run_redactor
 from ix.eval.models import EvalCase, Turn
 from ix.eval.sensors import build_sensor, target_skill
 from ix.lab.context import KEY as CONTEXT_KEY
+from ix.lab.context import ORIGIN
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
@@ -139,9 +140,9 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         if overrides.runtime is not None and overrides.runtime != spec.get("kind"):
             spec = {"kind": overrides.runtime}
             origins = {"kind": ["", "--runtime"]}
-        expanded = s.config.get(CONTEXT_KEY)  # `<subject>[ctx=N]`: its subject's skill
-        target = target_skill(exp.sensor_options, exp.skill,
-                              expanded["of"] if expanded else s.name)
+        expanded = s.config.get(CONTEXT_KEY)
+        # a condition (`<subject>[ctx=N]`, `<subject>[model=…]`) tests its subject's skill
+        target = target_skill(exp.sensor_options, exp.skill, s.config.get(ORIGIN, s.name))
         try:
             runtime = build_runtime(spec, RuntimeContext(target_skill=target))
         except ConfigError as exc:

@@ -52,12 +52,21 @@ from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
 from ix.eval.run_summary import summarise_tallies
-from ix.eval.schemas import FailedSubjectOut, RunSpec, SpecStatus, Summary
+from ix.eval.schemas import (
+    FailedSubjectOut,
+    RunSpec,
+    SpecStatus,
+    Summary,
+    SweepCondition,
+    SweepOut,
+)
 from ix.eval.scoring import Tally
 from ix.lab.context import KEY as CONTEXT_KEY
+from ix.lab.context import ORIGIN
 from ix.lab.names import file_part
 from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
+from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
@@ -435,7 +444,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
         tallies=tallies, cases=plan.cases, trials_per_case=plan.trials, goal=exp.goal,
         stopped=stopped if plan.adaptive else None, prior=exp.prior,
-        targets=_targets(plan), context=_context(plan),
+        targets=_targets(plan), context=_context(plan), sweep=_sweep(plan),
         info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
               "seed": plan.seed, "trials_per_case": plan.trials,
               "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
@@ -456,6 +465,29 @@ def _context(plan: Plan) -> dict[str, Any] | None:
           for sp in plan.subjects if CONTEXT_KEY in sp.subject.config}
     return {"prefix": context.source, "unit": context.unit, "lengths": list(context.lengths),
             "of": of}
+
+
+def _sweep(plan: Plan) -> SweepOut | None:
+    """The summary's `sweep` block: the grid of the first subject's conditions (each at
+    every context length too, when the experiment has both)."""
+    sweep = plan.loaded.spec.sweep
+    if sweep is None:
+        return None
+    first = plan.loaded.experiment.subjects[0]  # the control: the subject swept, as written
+    base = first.config.get(ORIGIN, first.name)
+    conditions: list[SweepCondition] = []
+    for sp in plan.subjects:
+        config = sp.subject.config
+        if config.get(ORIGIN, sp.subject.name) != base:
+            continue
+        swept = config.get(SWEEP_KEY) or {}
+        conditions.append({"subject": sp.subject.name, "values": dict(swept.get("values") or {}),
+                           "without": swept.get("without")})
+    skills = [s["name"] for s in first.config.get("skills") or []]
+    return {"subject": base,
+            "keys": {k: list(v) for k, v in sweep.items() if k != "ablate"},
+            "ablate": skills if sweep.get("ablate") == "skills" else [],
+            "conditions": conditions}
 
 
 def _targets(plan: Plan) -> dict[str, str] | None:

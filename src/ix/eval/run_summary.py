@@ -11,7 +11,7 @@ from ix.eval.comparisons import compare_subjects
 from ix.eval.context_summary import context_block
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
-from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary
+from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary, SweepOut
 from ix.eval.scoring import Tally
 from ix.eval.summary import build_summary, subject_block
 
@@ -23,14 +23,15 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       stopped: Mapping[str, dict[str, str]] | None = None,
                       prior: str = "uniform",
                       targets: Mapping[str, str] | None = None,
-                      context: Mapping[str, Any] | None = None) -> Summary:
+                      context: Mapping[str, Any] | None = None,
+                      sweep: SweepOut | None = None) -> Summary:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
     trial-level). A goal naming subjects outside the run gets no verdict. `targets` (subject
     -> skill under test, for an activation sensor) adds each subject's routing table.
     `context` ({prefix, unit, lengths, of: {subject: [its subject, length]}}) adds the
-    `context` block (`ix.eval.context_summary`)."""
+    `context` block (`ix.eval.context_summary`); `sweep` is the `sweep` block, the grid."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     blocks = [subject_block(name, description, tallies[name],
@@ -58,4 +59,6 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                             goal=cast(GoalOut | None, verdict), info=info, prior=prior)
     if context is not None:
         summary["context"] = context_block(context, blocks, tallies, cases)
+    if sweep is not None:
+        summary["sweep"] = sweep
     return summary

@@ -449,6 +449,9 @@ class Summary(ClosedDict):
     context: NotRequired[Annotated["ContextOut", Field(
         description="experiments with `context:` only: each subject's metrics by conversation "
                     "length, against the shortest, and the trend; absent before 1.3")]]
+    sweep: NotRequired[Annotated["SweepOut", Field(
+        description="experiments with `sweep:` only: the grid of conditions the first "
+                    "subject expanded into; absent before 1.3")]]
 
 
 class ContextLength(ClosedDict):
@@ -506,6 +509,25 @@ class ContextOut(ClosedDict):
     lengths: list[int]
     level: float
     subjects: list[ContextSubject]
+
+
+class SweepCondition(ClosedDict):
+    subject: Annotated[str, Field(description="the condition, `<subject>[key=value,…,-skill]`; "
+                                              "the control under the subject's own name")]
+    values: Annotated[dict[str, Any], Field(description="the swept keys it sets (none: the "
+                                                         "subject's own)")]
+    without: Annotated[str | None, Field(description="the skill left out (`ablate: skills`)")]
+
+
+class SweepOut(ClosedDict):
+    """The summary's `sweep` block (DESIGN.md §7): the grid; each condition's metrics are
+    its subject block's."""
+
+    subject: Annotated[str, Field(description="the subject swept (the experiment's first)")]
+    keys: Annotated[dict[str, list[Any]], Field(description="each swept key's values")]
+    ablate: Annotated[list[str], Field(description="the skills left out in turn; [] without "
+                                                   "`ablate: skills`")]
+    conditions: list[SweepCondition]
 
 
 class RunInfo(TypedDict):

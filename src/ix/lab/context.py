@@ -27,13 +27,16 @@ from ix.lab.history import turns_of
 from ix.lab.schema import ContextSpec, PrefixSpec, validate
 from ix.lab.yamlio import load_yaml_file, parse_yaml
 
-__all__ = ["BUILTIN", "Context", "chars", "expanded_name", "load_context", "tokens"]
+__all__ = ["BUILTIN", "ORIGIN", "Context", "chars", "expanded_name", "load_context", "tokens"]
 
 Unit = Literal["turns", "tool_calls", "tokens"]
 #: `prefix: builtin:<name>`: the prefixes shipped with ix (`ix/lab/prefixes/<name>.yaml`).
 BUILTIN = ("coding-session",)
 #: The subject config key that holds an expanded subject's length and its base's name.
 KEY = "context"
+#: The subject config key of an expanded subject (by `context:` or `sweep:`): the name of
+#: the subject the experiment lists, whose skill it tests.
+ORIGIN = "origin"
 
 
 def expanded_name(subject: str, length: int) -> str:
@@ -81,7 +84,8 @@ class Context:
     def expand(self, subjects: Sequence[Subject]) -> list[Subject]:
         """Every subject at every length: `<subject>[ctx=<length>]`, subject by subject."""
         return [Subject(name=expanded_name(s.name, n), description=s.description,
-                        config={**s.config, KEY: {"of": s.name, "length": n}})
+                        config={**s.config, KEY: {"of": s.name, "length": n},
+                                ORIGIN: s.config.get(ORIGIN, s.name)})
                 for s in subjects for n in self.lengths]
 
 

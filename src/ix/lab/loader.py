@@ -29,6 +29,7 @@ from ix.lab.schema import (
     validate,
 )
 from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
+from ix.lab.sweep import expand_sweep
 from ix.lab.yamlio import load_yaml_file
 
 
@@ -108,6 +109,9 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
         runtime, origin = dict(defaults.runtime), (defaults.sources["runtime"], "runtime")
     subjects = _subjects(spec, path, lab, file, runtime, origin, problems)
     subjects_ok = len(subjects) == max(1, len(spec.subjects))  # none refused (else the goal
+    if spec.sweep is not None and subjects_ok:
+        with problems.each():
+            subjects = [*expand_sweep(subjects[0], spec.sweep, file), *subjects[1:]]
     context: Context | None = None
     if spec.context is not None:
         with problems.each():
@@ -116,6 +120,12 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
             subjects_ok = False
         else:
             subjects = context.expand(subjects)
+    if len(subjects) > spec.max_subjects:
+        problems.add(ConfigError(
+            f"the sweep and context make {len(subjects)} subjects, more than max_subjects "
+            f"({spec.max_subjects}): narrow them, or raise max_subjects if you mean it",
+            file=file, field="sweep" if spec.sweep else "context"))
+        subjects_ok = False
     cases: list[EvalCase] = []
     with problems.each():
         cases = _cases(spec.cases.suite, path, file, problems)

@@ -157,6 +157,29 @@ class ContextSpec(_Strict):
         return v
 
 
+#: What a swept value may be: a scalar of YAML.
+SweepValue = str | int | float | bool
+
+
+def _sweep(value: Any) -> Any:
+    """`sweep:`: each key a non-empty list of distinct scalars, or `ablate: skills`."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError("a mapping of keys to lists of values (and `ablate: skills`), "
+                         "e.g. {model: [claude-sonnet-4-5, claude-haiku-4-5]}")
+    for key, values in value.items():
+        if key == "ablate":
+            if values != "skills":
+                raise ValueError(f"ablate takes `skills` (got {values!r})")
+            continue
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{key}: a non-empty list of values (got {values!r})")
+        if not all(isinstance(v, SweepValue) for v in values):
+            raise ValueError(f"{key}: each value is a string, number or boolean")
+        if len({repr(v) for v in values}) != len(values):
+            raise ValueError(f"{key}: a value is listed twice")
+    return value
+
+
 class ExperimentSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
@@ -177,6 +200,11 @@ class ExperimentSpec(_Strict):
     prior: Literal["uniform", "jeffreys"] = "uniform"
     #: a shared prefix before every case at several lengths (DESIGN.md §7)
     context: ContextSpec | None = None
+    #: expand the first subject into a grid of conditions (DESIGN.md §7)
+    sweep: Annotated[dict[str, Any] | None, AfterValidator(lambda v: v if v is None
+                                                           else _sweep(v))] = None
+    #: the most subjects the expansions may make (a larger grid is refused)
+    max_subjects: Annotated[int, Field(ge=1)] = 50
     #: set by `ix import` on an experiment it creates (docs/export.md)
     imported: ImportedSpec | None = None
 

@@ -11,11 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.report.answer import goal_lines, metric_name
+from ix.report.sweep import sweep_report
 from ix.report.terminal import (
     comparison_table,
     config_changes_text,
     context_parts,
     flips_text,
+    sweep_parts,
     verdict_text,
 )
 
@@ -228,6 +230,7 @@ def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
     if summary.get("comparisons"):
         parts += [comparison_table(summary), flips_text(summary)]
     parts += context_parts(summary.get("context"))
+    parts += sweep_parts(sweep_report(summary))
     if summary.get("goal"):
         parts += [goal_text(summary["goal"]), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")

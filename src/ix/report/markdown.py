@@ -102,6 +102,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
     lines += _comparisons(report.get("comparisons") or [])
     lines += _context(report.get("context"))
+    lines += _sweep(report.get("sweep"))
     board = report.get("leaderboard") or {}
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}",
@@ -315,6 +316,26 @@ def _context(context: Mapping[str, Any] | None) -> list[str]:
             lines += [f"Trend: the activation rate changes by **{fmt(t['slope'])}** per "
                       f"doubling of (1 + {unit}) {ci(t['slope_ci'])}; P(declines) "
                       f"{fmt(t['p_decline'])} ({t['n_cases']} must_trigger cases).", ""]
+    return lines
+
+
+def _sweep(sweep: Mapping[str, Any] | None) -> list[str]:
+    """A `sweep:`: every condition on the report's metric with P(best)."""
+    if not sweep:
+        return []
+    name = METRIC_NAMES.get(sweep["metric"], sweep["metric"])
+    where = (f" (at context length {sweep['at_length']})" if sweep["at_length"] is not None
+             else "")
+    keys = sorted(sweep["keys"])
+    rows = [[r["subject"], *(r["values"].get(k, "") for k in keys), r["without"] or "",
+             f"{fmt(r['value'])} {ci(r['ci'])}", fmt(r["p_best"])] for r in sweep["rows"]]
+    lines = [f"## Sweep of {md_text(sweep['subject'])}{where}", "",
+             f"Every condition on {name} with its 95% credible interval, and the probability "
+             "that it is the best of them (the leaderboard's posteriors).", ""]
+    lines += _table(["condition", *keys, "without", f"{name} [95% CI]", "P(best)"], rows)
+    if sweep.get("best"):
+        lines += [f"Best by {name}: **{md_text(sweep['best']['subject'])}**, P(best) "
+                  f"{fmt(sweep['best']['p_best'])}.", ""]
     return lines
 
 

@@ -15,6 +15,7 @@ from ix.eval.routing import is_target, taken_by
 from ix.report import figures
 from ix.report.answer import answer
 from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+from ix.report.sweep import sweep_report
 from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_lines import standing as standing_lines
@@ -297,4 +298,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
     }
     if summary.get("context"):
         out["context"] = summary["context"]
+    swept = sweep_report(summary, metric)
+    if swept is not None:
+        out["sweep"] = swept
     return out

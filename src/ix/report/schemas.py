@@ -121,6 +121,34 @@ class LeaderboardRow(ClosedDict):
     p_best: float | None
 
 
+class SweepRow(ClosedDict):
+    subject: str
+    values: dict[str, Any]
+    without: str | None
+    value: float | None
+    ci: Interval
+    p_best: Annotated[float | None, Field(description="P(this condition is the best of the "
+                                                       "sweep's), on the report's metric")]
+
+
+class SweepBest(ClosedDict):
+    subject: str
+    p_best: float | None
+
+
+class SweepReport(ClosedDict):
+    """A report's sweep table: every condition on the report's metric, with P(best)."""
+
+    subject: str
+    metric: str
+    keys: dict[str, list[Any]]
+    ablate: list[str]
+    at_length: Annotated[int | None, Field(
+        description="with `context:` too: the context length the conditions are read at")]
+    rows: list[SweepRow]
+    best: SweepBest | None
+
+
 class Leaderboard(ClosedDict):
     metric: str
     level: float
@@ -447,3 +475,6 @@ class ReportOutput(ClosedDict):
     context: NotRequired[Annotated[ContextOut | None, Field(
         None, description="the summary's `context` block: experiments with `context:` only; "
                           "absent before 1.3")]]
+    sweep: NotRequired[Annotated[SweepReport | None, Field(
+        None, description="experiments with `sweep:` only: every condition on the report's "
+                          "metric with P(best); absent before 1.3")]]

@@ -411,6 +411,29 @@ def context_parts(context: Mapping[str, Any] | None) -> list[RenderableType]:
     return parts
 
 
+def sweep_parts(sweep: Mapping[str, Any] | None) -> list[RenderableType]:
+    """A `sweep:`: every condition on the metric with its interval and P(best), in grid
+    order, then the best condition in words."""
+    if not sweep:
+        return []
+    name = METRIC_NAMES.get(sweep["metric"], sweep["metric"])
+    grid = " × ".join(f"{len(v)} {k}" for k, v in sweep["keys"].items())
+    if sweep["ablate"]:
+        grid += (" × " if grid else "") + f"(all skills, or {len(sweep['ablate'])} left out)"
+    where = f", at context length {sweep['at_length']}" if sweep["at_length"] is not None else ""
+    table = _table(f"sweep of {sweep['subject']}: {grid}{where}", "condition",
+                   f"{name} [95% CI]", "P(best)", right=(f"{name} [95% CI]", "P(best)"))
+    for row in sweep["rows"]:
+        table.add_row(row["subject"], f"{fmt(row['value'])} {ci(row['ci'])}",
+                      fmt(row["p_best"]))
+    parts: list[RenderableType] = [table]
+    best = sweep.get("best")
+    if best is not None:
+        parts.append(Text(f"best by {name}: {best['subject']}, P(best) {fmt(best['p_best'])}",
+                          style="bold"))
+    return [*parts, Text("")]
+
+
 def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     r = report["run"]
     head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
@@ -425,7 +448,8 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [head, Text(""), *answer_parts(report),
                                    *summary_tables(report), Text(""),
                                    *interpretation_parts(report), *comparison_parts(report),
-                                   *context_parts(report.get("context"))]
+                                   *context_parts(report.get("context")),
+                                   *sweep_parts(report.get("sweep"))]
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         name = METRIC_NAMES.get(board["metric"], board["metric"])
         parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]

@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, skill_call, text_reply
 
-from conftest import write
+from conftest import run_ix, write
 from ix.api.experiments import run
-from ix.eval.models import EvalCase
 from ix.lab.loader import load_experiment
-from ix.runtimes._conversation import anthropic_messages
+from ix.runtimes._conversation import anthropic_messages, openai_messages
 from ix.runtimes._skills import skill_listing
 
 KEY_ENV = "IX_TEST_ANTHROPIC_KEY"
@@ -44,35 +43,40 @@ def lab_with_context(lab: Path, runtime: str, lengths=LENGTHS, unit: str = "turn
     return exp
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_every_request_carries_exactly_the_prefix_at_its_length_and_routing_falls(
-        lab, monkeypatch):
-    """A loopback API that calls the skill only while few messages precede the last user
-    message: the run gives a decline, and each request it received is the prefix cut at the
-    subject's length, then the case — message for message."""
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+        lab, provider):
+    """Through the real `ix`: a loopback API that calls the skill only while few messages
+    precede the last user message gives a credible decline in the summary's context block,
+    and each request it received is the prefix cut at the subject's length, then the case —
+    message for message."""
+    def last_text(body):
+        content = body["messages"][-1]["content"]
+        return content if isinstance(content, str) else content[-1]["text"]
 
     def router(request):
-        prompt = request.body["messages"][-1]["content"][-1]["text"]
         near = len(request.body["messages"]) <= 20  # ctx=8: 13 messages, ctx=32: 45
-        return skill_call("csv") if near and "csv" in prompt else text_reply()
+        return skill_call("csv") if near and "csv" in last_text(request.body) else text_reply()
 
-    with FakeLLMServer("anthropic", router=router) as api:
-        exp = lab_with_context(lab, "{kind: anthropic, model: claude-sonnet-4-5, "
+    model = "claude-sonnet-4-5" if provider == "anthropic" else "gpt-4.1"
+    with FakeLLMServer(provider, router=router) as api:
+        exp = lab_with_context(lab, f"{{kind: {provider}, model: {model}, "
                                f"base_url: '{api.base_url}', api_key_env: {KEY_ENV}}}")
-        [result] = run(lab)
+        r = run_ix("run", "--lab", str(lab), env={KEY_ENV: FAKE_KEY})
         requests = api.api_requests()
-    assert result.status == "completed"
+    assert r.code == 0, r.output
     loaded = load_experiment(exp, lab)
     context, cases = loaded.context, {c.prompt: c for c in loaded.experiment.cases}
     assert [s.name for s in loaded.experiment.subjects] == [
         "base[ctx=0]", "base[ctx=8]", "base[ctx=32]"]
     listing = skill_listing([("csv", "Profile CSV files. Use for any .csv question.")])
+    sent = anthropic_messages if provider == "anthropic" else openai_messages
     seen: dict[int, int] = {}
     for request in requests:
         messages = request.body["messages"]
-        case: EvalCase = cases[messages[-1]["content"][-1]["text"]]
-        matches = [n for n in LENGTHS
-                   if messages == anthropic_messages(context.cut(n), case.prompt, listing)]
+        # the prompt ends the last user message (after the listing, at length 0 in OpenAI's)
+        [case] = [c for p, c in cases.items() if last_text(request.body).endswith(p)]
+        matches = [n for n in LENGTHS if messages == sent(context.cut(n), case.prompt, listing)]
         assert len(matches) == 1, json.dumps(messages)[:300]
         seen[matches[0]] = seen.get(matches[0], 0) + 1
     assert seen == {n: 12 * 2 for n in LENGTHS}  # 12 cases x 2 trials at every length
@@ -80,6 +84,9 @@ def test_every_request_carries_exactly_the_prefix_at_its_length_and_routing_fall
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     rates = {s["name"]: s["trial_level"]["must_trigger"]["rate"] for s in summary["subjects"]}
     assert rates == {"base[ctx=0]": 1.0, "base[ctx=8]": 1.0, "base[ctx=32]": 0.0}
+    [base] = summary["context"]["subjects"]
+    assert base["trend"]["slope"] < 0 and base["trend"]["p_decline"] > 0.99
+    assert base["versus_shortest"][-1]["p_lower"] > 0.99
 
 
 @pytest.mark.parametrize(("unit", "length", "check"), [

@@ -96,7 +96,7 @@ def test_the_whole_example_lab_validates(example_lab):
     r = run_ix("validate", "--lab", str(example_lab), "--json")
     assert r.code == 0, r.output
     reports = {rep["experiment"]: rep for rep in json.loads(r.stdout)}
-    assert set(reports) == {"skill-activation", "coexistence"}
+    assert set(reports) == {"skill-activation", "coexistence", "context-degradation"}
     assert all(rep["ok"] for rep in reports.values())
     coexistence = reports["coexistence"]
     assert coexistence["cases"] >= 20
@@ -129,3 +129,22 @@ def test_competing_skills_have_valid_frontmatter_and_a_body(skill):
     assert 0 < len(meta["description"]) <= 1024
     assert "<" not in meta["description"] and ">" not in meta["description"]
     assert body.strip().startswith("# ") and len(body.split()) >= 50
+
+
+def test_the_context_degradation_example_shows_a_credible_decline_offline(example_lab):
+    """The bundled context example: two stand-in models (mock half-lives 32 and 8 turns),
+    each at four lengths of the built-in coding session; the decline is credible for both,
+    steeper for the one that forgets fast, and the goal on 0 vs 128 turns is supported."""
+    r = run_ix("run", "--lab", str(example_lab), "context-degradation", "--json")
+    assert r.code == 0, r.output
+    summary = json.loads(r.stdout)  # one experiment named: its summary
+    slow, fast = summary["context"]["subjects"]
+    assert slow["subject"] == "assistant"
+    assert fast["subject"] == "assistant[context_decay.half_life=8]"
+    for s in (slow, fast):
+        assert s["trend"]["p_decline"] > 0.99
+    # the fast forgetter has already lost most of it by 8 turns
+    assert fast["versus_shortest"][0]["diff"] < slow["versus_shortest"][0]["diff"]
+    assert summary["goal"]["verdict"] == "supported"
+    assert [c["subject"] for c in summary["sweep"]["conditions"]] == [
+        "assistant", "assistant[context_decay.half_life=8]"]

@@ -101,3 +101,19 @@ def test_a_sweep_with_context_runs_each_condition_at_each_length(lab):
     names = [s.name for s in load_experiment(exp, lab).experiment.subjects]
     assert names == ["base[ctx=0]", "base[ctx=4]", "base[default_rate=0.9][ctx=0]",
                      "base[default_rate=0.9][ctx=4]", "other[ctx=0]", "other[ctx=4]"]
+
+
+def test_a_dotted_key_sweeps_an_option_inside_a_mapping_option(lab):
+    exp = lab_with(lab, "{context_decay.half_life: [32, 4]}",
+                   subjects="  - name: base\n    runtime: {kind: mock, default_rate: 0.9, "
+                            "context_decay: {half_life: 32}}\n")
+    loaded = load_experiment(exp, lab)
+    assert [s.name for s in loaded.experiment.subjects] == [
+        "base", "base[context_decay.half_life=4]"]
+    fast = build_plan(loaded).subjects[1].runtime
+    assert fast.options.context_decay.half_life == 4 and fast.options.default_rate == 0.9
+    exp = lab_with(lab, "{context_decay.half_life: [0]}",
+                   subjects="  - name: base\n    runtime: {kind: mock}\n")
+    with pytest.raises(ConfigError) as caught:
+        build_plan(load_experiment(exp, lab))
+    assert caught.value.field == "sweep.context_decay.half_life"

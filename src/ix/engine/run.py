@@ -480,8 +480,12 @@ def _sweep(plan: Plan) -> SweepOut | None:
         config = sp.subject.config
         if config.get(ORIGIN, sp.subject.name) != base:
             continue
+        # with `context:` too, a condition is the subject its lengths were expanded from
+        name = (config.get(CONTEXT_KEY) or {}).get("of", sp.subject.name)
+        if any(c["subject"] == name for c in conditions):
+            continue
         swept = config.get(SWEEP_KEY) or {}
-        conditions.append({"subject": sp.subject.name, "values": dict(swept.get("values") or {}),
+        conditions.append({"subject": name, "values": dict(swept.get("values") or {}),
                            "without": swept.get("without")})
     skills = [s["name"] for s in first.config.get("skills") or []]
     return {"subject": base,

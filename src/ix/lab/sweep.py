@@ -5,8 +5,9 @@ subject, named `<subject>[model=b,temperature=1]`; with `ablate: skills` each co
 also runs without each of the subject's skills in turn (`<subject>[-data-cleaning]`,
 `<subject>[model=b,-data-cleaning]`). The subject as written comes first, under its own
 name: the control. A key is a subject key (`model`, `concurrency`) or else an option of the
-subject's runtime (`temperature`, `max_tokens`, …), checked by the runtime when the run is
-planned; `skills` is swept with `ablate`.
+subject's runtime (`temperature`, `max_tokens`, …; `a.b` for a key inside a mapping option,
+`context_decay.half_life`), checked by the runtime when the run is planned; `skills` is
+swept with `ablate`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,26 @@ def condition_name(subject: str, values: Mapping[str, Any], without: str | None)
     return f"{subject}[{','.join(parts)}]"
 
 
+def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
+    """`mapping`'s value at `a.b.c`, or None."""
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _set(mapping: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `a.b.c` in `mapping`, making (or copying) the mappings on the way."""
+    *path, last = dotted.split(".")
+    for part in path:
+        inner = mapping.get(part)
+        mapping[part] = inner = dict(inner) if isinstance(inner, Mapping) else {}
+        mapping = inner
+    mapping[last] = value
+
+
 def _apply(base: Subject, values: Mapping[str, Any], without: str | None,
            file: Path) -> Subject:
     config = copy.deepcopy(dict(base.config))
@@ -57,8 +78,9 @@ def _apply(base: Subject, values: Mapping[str, Any], without: str | None,
         elif key in SUBJECT_KEYS:
             config[key] = value
             continue
-        runtime[key] = value
-        origins[key] = [str(file), f"sweep.{key}"]
+        _set(runtime, key, value)  # a runtime option; `a.b` one inside a mapping option
+        top = key.split(".")[0]
+        origins[top] = [str(file), f"sweep.{top}"]
     config["runtime"], config["runtime_origins"] = runtime, origins
     if without is not None:
         config["skills"] = [s for s in config.get("skills", []) if s["name"] != without]
@@ -84,11 +106,15 @@ def expand_sweep(base: Subject, sweep: Mapping[str, Any], file: Path) -> list[Su
                               "out", file=file, field="sweep.ablate")
         ablated += skills
     current = {**base.config.get("runtime", {}), **{k: base.config.get(k) for k in SUBJECT_KEYS}}
+
+    def own(key: str, value: Any) -> bool:
+        have = _get(current, key)
+        return have == value and type(have) is type(value)
+
     out = [base]
     for combo in itertools.product(*(sweep[k] for k in keys)):
         values = dict(zip(keys, combo, strict=True))
-        if all(current.get(k) == v and type(current.get(k)) is type(v)
-               for k, v in values.items()):
+        if all(own(k, v) for k, v in values.items()):
             values = {}  # the subject's own values: named as the subject
         for without in ablated:
             if values or without is not None:  # else the subject as written, already first

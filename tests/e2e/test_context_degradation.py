@@ -77,6 +77,16 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     assert md.code == 0 and "## By context length" in md.stdout and "### haiku" in md.stdout
     js = run_ix("report", "--lab", str(lab), "--json", cwd=exp, env=env)
     assert json.loads(js.stdout)["context"] == context
+    page = lab / "report.html"
+    html = run_ix("report", "--lab", str(lab), "--format", "html", "--out", str(page), cwd=exp)
+    assert html.code == 0, html.output
+    text = page.read_text()
+    section = text[text.index('<section id="context">'):]
+    section = section[:section.index("</section>")]
+    assert 'aria-label="activation rate by context length"' in section or \
+        "activation rate by context length" in section
+    assert section.count("<circle") == 6  # two subjects x three lengths
+    assert "<h3>haiku</h3>" in section and "P(declines)" in section
 
 
 def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, tmp_path):

@@ -65,5 +65,13 @@ def test_a_sweep_is_planned_run_summarised_and_reported(lab):
     low = next(row for row in table["rows"] if row["subject"] == "base[default_rate=0.1]")
     assert table["best"]["subject"].startswith("base[default_rate=0.95")
     assert low["p_best"] < 0.01
+    page = lab / "report.html"
+    assert run_ix("report", "--lab", str(lab), "--format", "html", "--out", str(page),
+                  cwd=exp).code == 0
+    text = page.read_text()
+    section = text[text.index('<section id="sweep">'):]
+    section = section[:section.index("</section>")]
+    assert section.count('class="bar"') == 7
+    assert all(f"<td>{row['subject']}</td>" in section for row in table["rows"])
     md = run_ix("report", "--lab", str(lab), "--format", "md", cwd=exp)
     assert "## Sweep of base" in md.stdout and "| base[default\\_rate=0.1,-csv] |" in md.stdout

@@ -104,7 +104,42 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "bars": _bars(report, colors), "histogram": _histogram(report, colors),
             "difficulty": _difficulty(report, colors), "timeline": _timeline(report),
             "comparisons": _comparisons(report), "failing": _failing(report),
+            "context_curve": _context_curve(report), "sweep_bars": _sweep_bars(report),
             "top": TOP_FAILURES}
+
+
+def _context_curve(report: Mapping[str, Any]) -> Markup | None:
+    """`context:`: each subject's activation rate by length, with its 95% interval."""
+    c = report.get("context")
+    if not c:
+        return None
+    unit = str(c["unit"]).replace("_", " ")
+    series = []
+    for i, s in enumerate(c["subjects"]):
+        rows = {row["length"]: row for row in s["lengths"]}
+        points = [charts.Point(rows[n]["activation_rate"], *_ends(rows[n]["activation_rate_ci"]),
+                               title=f"{s['subject']} after {n} {unit}: activation rate "
+                                     f"{fmt(rows[n]['activation_rate'])} "
+                                     f"{ci(rows[n]['activation_rate_ci'])}")
+                  if n in rows and rows[n]["activation_rate"] is not None else None
+                  for n in c["lengths"]]
+        series.append(charts.Series(s["subject"], points, charts.color(i)))
+    return _svg(charts.line_plot([f"{n} {unit}" for n in c["lengths"]], series,
+                                 label="activation rate by context length",
+                                 y_label="activation rate"))
+
+
+def _sweep_bars(report: Mapping[str, Any]) -> Markup | None:
+    """`sweep:`: every condition on the report's metric, with its 95% interval."""
+    sw = report.get("sweep")
+    if not sw or not sw["rows"]:
+        return None
+    name = METRIC_NAMES.get(sw["metric"], sw["metric"])
+    bars = [charts.Bar(row["subject"], row["value"], *_ends(row["ci"]),
+                       title=f"{row['subject']}: {name} {fmt(row['value'])} {ci(row['ci'])}, "
+                             f"P(best) {fmt(row['p_best'])}", color=charts.color(i))
+            for i, row in enumerate(sw["rows"])]
+    return _svg(charts.bar_chart(bars, label=f"{name} per condition"))
 
 
 def _heatmap(report: Mapping[str, Any]) -> Markup | None:

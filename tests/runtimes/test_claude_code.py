@@ -416,3 +416,48 @@ def test_a_control_subject_gets_an_empty_project_home_and_tmp(env, tmp_path):
     seen = json.loads(run(runtime(cli_path=fake_cli(tmp_path, LISTER)),
                           Subject(name="control"), "Hi").content)
     assert seen == {"project": [], "home": [], "tmp": [], "skills": None}
+
+
+# --- a case's history ----------------------------------------------------------------------
+
+
+def test_a_history_reaches_the_real_cli_as_prior_turns_with_the_listing(api, env, skills):
+    """The REAL CLI resumes the session ix wrote into the trial's HOME: the request carries
+    the history's turns in order — text, tool_use, tool_result with paired ids — then the
+    prompt, and the skill listing is still there (with the resumed turn's context, where the
+    CLI puts it when the transcript has none)."""
+    from ix.eval.models import HistoryToolCall, Turn
+
+    case = EvalCase(
+        id="c", prompt="Now give me a profile of q3.csv.", expectation="must_trigger",
+        history=(Turn(role="user", content="Let's clean up the Q3 numbers."),
+                 Turn(role="assistant", content="Sure. Which file?",
+                      tool_calls=(HistoryToolCall(name="Read", input={"file_path": "q3.csv"},
+                                                  result="region,amount"),)),
+                 Turn(role="assistant", content="Found it."),
+                 Turn(role="user", content="That one. Thanks.")))
+    before = len(api.requests)
+    obs = asyncio.run(runtime().invoke(Subject(name="s", config={"skills": skills}), case))
+    assert obs.meta["exit_code"] == 0, obs.meta
+    [request] = [r for r in api.requests[before:] if r.path.startswith("/v1/messages")][-1:]
+    messages = request.body["messages"]
+
+    def texts(m):
+        c = m["content"]
+        return [c] if isinstance(c, str) else [
+            b.get("text") or f"{b['type']}:{b.get('name') or b.get('tool_use_id')}" for b in c]
+
+    flat = [(m["role"], t) for m in messages for t in texts(m)]
+    history = [("user", "Let's clean up the Q3 numbers."), ("assistant", "Sure. Which file?"),
+               ("assistant", "tool_use:Read"), ("user", "tool_result:toolu_ix_1_0"),
+               ("assistant", "Found it."), ("user", "That one. Thanks.")]
+    assert flat[:len(history)] == history
+    [use] = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
+             for b in m["content"] if b["type"] == "tool_use"]
+    assert use == {"type": "tool_use", "id": "toolu_ix_1_0", "name": "Read",
+                   "input": {"file_path": "q3.csv"}}
+    [last_user] = [m for m in messages if m["role"] == "user"][-1:]
+    assert texts(last_user)[-1] == case.prompt
+    after = [t for m in messages[len(history):] for t in texts(m)]
+    assert any("The following skills are available for use with the Skill tool" in t
+               and "- csv-summary: Summarize CSV files" in t for t in after)

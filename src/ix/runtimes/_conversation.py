@@ -20,8 +20,8 @@ from typing import Any
 from ix.eval.models import Turn
 from ix.runtimes._skills import SKILL_TOOL_NAME
 
-__all__ = ["anthropic_history_tools", "anthropic_messages", "history_of", "history_tools",
-           "openai_history_tools", "openai_messages"]
+__all__ = ["anthropic_history", "anthropic_history_tools", "anthropic_messages", "history_of",
+           "history_tools", "openai_history_tools", "openai_messages"]
 
 #: What an offered history tool says of itself: the model should know it exists, no more.
 _HISTORY_TOOL = "A tool used earlier in this conversation."
@@ -45,13 +45,30 @@ def anthropic_messages(history: Sequence[Turn], prompt: str,
                        listing: str | None) -> list[dict[str, Any]]:
     """The Messages API's `messages`: the history, then the prompt as the last user
     message; the listing first. Without history: one user message, [listing, prompt]."""
+    messages = _anthropic(history, listing)
+    _user(messages, [{"type": "text", "text": prompt}])
+    return messages
+
+
+def anthropic_history(history: Sequence[Turn]) -> list[dict[str, Any]]:
+    """The history alone as Messages API messages (what a Claude Code session transcript
+    holds before the prompt)."""
+    return _anthropic(history, None)
+
+
+def _user(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    """Add user content: to the last message if it is the user's (roles alternate)."""
+    if messages and messages[-1]["role"] == "user":
+        messages[-1]["content"].extend(blocks)
+    else:
+        messages.append({"role": "user", "content": blocks})
+
+
+def _anthropic(history: Sequence[Turn], listing: str | None) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
 
     def user(blocks: list[dict[str, Any]]) -> None:
-        if messages and messages[-1]["role"] == "user":
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": "user", "content": blocks})
+        _user(messages, blocks)
 
     if listing:
         user([{"type": "text", "text": listing}])
@@ -68,7 +85,6 @@ def anthropic_messages(history: Sequence[Turn], prompt: str,
         if turn.tool_calls:
             user([{"type": "tool_result", "tool_use_id": id_, "content": c.result}
                   for id_, c in zip(ids, turn.tool_calls, strict=True)])
-    user([{"type": "text", "text": prompt}])
     return messages
 
 

@@ -6,7 +6,9 @@ Per trial: a fresh temporary folder with a project that holds only the subject's
     claude -p --output-format stream-json --verbose --no-session-persistence
            --setting-sources project --allowedTools Skill --max-turns 2 [--model M]
 
-with the prompt on stdin, run without a shell in its own process group, and the environment
+with the prompt on stdin (a case with a `history`: written first as a session transcript of
+that HOME, and `--resume <its id>` added), run without a shell in its own process group, and
+the environment
 built from an allowlist: the CLI sees `PATH`, locale, proxy and certificate settings,
 `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (and the `pass_env` names) from ix's
 environment, the isolation switches (`CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1`, no telemetry,
@@ -23,12 +25,14 @@ kind `api_error:<status>` unless a tool call had already been observed (see `_cl
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import re
 import shutil
 import signal
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,7 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalObservation, ToolCall
+from ix.eval.models import EvalObservation, ToolCall, Turn
+from ix.runtimes._conversation import anthropic_history, history_of
 from ix.runtimes.claude_stream import StreamResult, parse_stream
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
@@ -150,6 +155,36 @@ def find_cli(cli_path: str | None = None) -> Path:
                       "runtime option cli_path", field="runtime")
 
 
+def _write_session(history: Sequence[Turn], project: Path, home: Path) -> str:
+    """The case's history as a session transcript of the trial's HOME, where `--resume`
+    finds it (`~/.claude/projects/<project path, non-alphanumerics as '-'>/<id>.jsonl`): one
+    line per message, chained by `parentUuid`, tool calls as `tool_use` blocks answered by
+    `tool_result` blocks. Returns the session id."""
+    session = str(uuid.uuid4())
+    folder = home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project))
+    folder.mkdir(parents=True, exist_ok=True)
+    lines, parent = [], None
+    for i, m in enumerate(anthropic_history(history)):
+        message = m if m["role"] == "user" else {
+            "id": f"msg_ix_{i}", "type": "message", "role": "assistant", "model": "ix-history",
+            "content": m["content"], "stop_sequence": None,
+            "stop_reason": ("tool_use" if any(b["type"] == "tool_use" for b in m["content"])
+                            else "end_turn"),
+            "usage": {"input_tokens": 0, "output_tokens": 0}}
+        line_id = str(uuid.uuid4())
+        lines.append({"parentUuid": parent, "isSidechain": False, "type": m["role"],
+                      "message": message, "uuid": line_id, "timestamp": _HISTORY_TIME,
+                      "userType": "external", "cwd": str(project), "sessionId": session})
+        parent = line_id
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines),
+                                             encoding="utf-8")
+    return session
+
+
+#: The time written on a history's transcript lines (the CLI wants one; none is true).
+_HISTORY_TIME = "2000-01-01T00:00:00.000Z"
+
+
 class ClaudeCodeRuntime:
     """Runs each trial's prompt through a fresh, isolated headless Claude Code session."""
 
@@ -160,10 +195,14 @@ class ClaudeCodeRuntime:
 
     # --- the command ------------------------------------------------------------------------
 
-    def argv(self) -> list[str]:
+    def argv(self, resume: str | None = None) -> list[str]:
+        """The command line; `resume`: the id of the session transcript that holds the
+        case's history (`_write_session`)."""
         o = self.options
         argv = [str(self.cli), "-p", "--output-format", "stream-json", "--verbose",
                 "--no-session-persistence", "--max-turns", str(o.max_turns)]
+        if resume is not None:
+            argv += ["--resume", resume]
         argv += (["--setting-sources", ",".join(o.setting_sources)] if o.setting_sources
                  else ["--setting-sources="])
         if o.allowed_tools:
@@ -214,8 +253,10 @@ class ClaudeCodeRuntime:
                                  "environment (each trial runs with an empty HOME, so a "
                                  "login stored there is not used)")
             secrets = self.secrets(env)
+            history = history_of(stimulus)
+            session = _write_session(history, project, home) if history else None
             t0 = time.perf_counter()
-            code, stdout, stderr = await _run(self.argv(), project, env,
+            code, stdout, stderr = await _run(self.argv(session), project, env,
                                               str(stimulus.prompt).encode("utf-8"))
             wall_ms = int((time.perf_counter() - t0) * 1000)
         finally:
@@ -395,6 +436,7 @@ def _redact(text: str, secrets: Sequence[str]) -> str:
 
 register(RuntimeKind(
     name="claude-code",
+    history="sent",
     spends_tokens=True,
     options=ClaudeCodeOptions,
     build=ClaudeCodeRuntime,

@@ -232,3 +232,30 @@ def test_each_skill_is_tokenized_once_and_scored_once_per_prompt():
         invoke(rt, UNRELATED_PROMPT, seed=seed)
     assert lexical._document.cache_info().misses == 3
     assert lexical.skill_score.cache_info().misses == 6
+
+
+def test_earlier_user_text_dilutes_a_skills_score_by_its_length():
+    """The word-weighted average over the user's messages: unrelated earlier text lowers
+    the score in proportion to its words; without history the score is the prompt's."""
+    from ix.eval.models import Turn
+    from ix.runtimes.lexical import skill_score, tokenize
+
+    rt = build_runtime({"kind": "lexical", "temperature": 0}, RuntimeContext())
+    subject = Subject(name="s", config={"skills": [
+        {"name": "csv-summary", "description": "Summarize CSV files: columns and means."}]})
+    prompt = "Summarize the columns of sales.csv"
+    alone = rt.scores(subject, prompt)["csv-summary"]
+    assert alone == skill_score("csv-summary", "Summarize CSV files: columns and means.", prompt)
+    earlier = ["Let us fix the failing login test in the auth module first"]
+    diluted = rt.scores(subject, prompt, earlier)["csv-summary"]
+    n_prompt, n_earlier = len(tokenize(prompt)), len(tokenize(earlier[0]))
+    assert diluted == pytest.approx(alone * n_prompt / (n_prompt + n_earlier))
+    case = EvalCase(id="c", prompt=prompt, expectation="must_trigger",
+                    history=(Turn(role="user", content=earlier[0]),
+                             Turn(role="assistant", content="Summarize CSV columns, sure.")))
+    # the assistant's words are not read; the earlier user words are
+    assert rt.scores(subject, prompt, [earlier[0]]) == rt.scores(subject, prompt, earlier)
+    obs_plain = asyncio.run(rt.invoke(subject, EvalCase(id="c", prompt=prompt,
+                                                        expectation="must_trigger")))
+    obs_talked = asyncio.run(rt.invoke(subject, case))
+    assert obs_plain.tool_calls and not obs_talked.tool_calls  # below the threshold now

@@ -5,6 +5,10 @@ words, plus its description) with Okapi BM25, then samples one choice among the 
 "no skill" option whose score is `threshold`, with probability proportional to
 exp(score / temperature), drawn from the trial seed. `temperature: 0` is a deterministic argmax.
 
+With a history before the prompt (a case's `history`, a `context:` prefix), a skill's score
+is the word-weighted average of its scores for each of the user's messages, the prompt
+included: earlier text about other things dilutes it (`LexicalRuntime.scores`).
+
 A skill's score depends on that skill and the prompt alone: words weigh by their rarity in
 ordinary English (a fixed table shipped with ix, `lexical_background.tsv`), BM25's average
 length is fixed, and words in the description's exclusion clauses ("Do NOT use for ...",
@@ -31,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
+from ix.runtimes._conversation import history_of
 from ix.runtimes._seeding import trial_rng
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
@@ -240,10 +245,28 @@ class LexicalRuntime:
     def __init__(self, options: LexicalOptions, context: RuntimeContext):
         self.options = options
 
-    def scores(self, subject: Subject, prompt: str) -> dict[str, float]:
-        """Score of each skill considered, plus `NO_SKILL` at `threshold`, sorted by name."""
+    def scores(self, subject: Subject, prompt: str,
+               earlier: Sequence[str] = ()) -> dict[str, float]:
+        """Score of each skill considered, plus `NO_SKILL` at `threshold`, sorted by name.
+
+        `earlier`: the user's messages before the prompt (a case's history). Then a skill's
+        score is the average of its scores for each user message, weighted by the message's
+        words: text about something else dilutes it, in proportion to its length, while the
+        threshold stays put. Assistant turns and tool results are not read."""
         k1, b = self.options.k1, self.options.b
-        out = {name: skill_score(name, description, prompt, k1, b)
+        messages = [m for m in earlier if tokenize(m)]
+        weights = [len(tokenize(m)) for m in messages]
+        total = sum(weights) + len(tokenize(prompt))
+
+        def score(name: str, description: str) -> float:
+            alone = skill_score(name, description, prompt, k1, b)
+            if not messages or not total:
+                return alone
+            return (alone * len(tokenize(prompt)) + sum(
+                w * skill_score(name, description, m, k1, b)
+                for w, m in zip(weights, messages, strict=True))) / total
+
+        out = {name: score(name, description)
                for name, description in sorted(self._skills(subject))}
         out[NO_SKILL] = self.options.threshold
         return out
@@ -260,7 +283,8 @@ class LexicalRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
-        scores = self.scores(subject, stimulus.prompt)
+        earlier = [t.content for t in history_of(stimulus) if t.role == "user"]
+        scores = self.scores(subject, stimulus.prompt, earlier)
         if self.options.temperature == 0:
             choice = self._argmax(scores)
         else:
@@ -325,6 +349,7 @@ def _name_and_description(entry: Any) -> tuple[str, str]:
 
 register(RuntimeKind(
     name="lexical",
+    history="sent",
     options=LexicalOptions,
     build=LexicalRuntime,
     default_concurrency=100,

@@ -106,3 +106,27 @@ def test_trials_are_paged_and_filtered(lab: Path, client: TestClient):
     none = client.get(f"/runs/{first}/trials", params={"case": "must-001",
                                                        "outcome": "failed"})
     assert "No trial matches" in none.text
+
+
+def test_a_context_and_sweep_run_page_shows_the_curve_and_the_sweep(tmp_path: Path):
+    """`ix view` shows a run as its report does: the context curve and the sweep table."""
+    lab = tmp_path / "lab"
+    exp = lab / "ctx"
+    _shared.write(exp / "experiment.yaml", """
+        name: ctx
+        trials: 2
+        sensor: {kind: activation, skill: t}
+        subjects:
+          - {name: s, runtime: {kind: mock, default_rate: 0.9, context_decay: {half_life: 4}}}
+        sweep: {context_decay.half_life: [4, 16]}
+        context: {prefix: builtin:coding-session, lengths: [0, 8]}
+        """)
+    for i in range(3):
+        _shared.case(exp, f"must-{i}", "must_trigger")
+        _shared.case(exp, f"not-{i}", "should_not_trigger")
+    assert _shared.ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run shown
+    [run] = [p.name for p in (exp / "results" / "runs").iterdir()]
+    page = TestClient(create_app(lab), base_url="http://127.0.0.1").get(f"/runs/{run}")
+    assert page.status_code == 200
+    assert '<section id="context">' in page.text and '<section id="sweep">' in page.text
+    assert "s[context_decay.half_life=16]" in page.text and "P(declines)" in page.text

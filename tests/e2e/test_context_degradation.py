@@ -10,8 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from fake_messages_sse import FAKE_KEY, FakeMessages
+
 from conftest import ix_in_process, run_ix, write
 from ix.eval.schemas import summary_problems
+from ix.lab.loader import load_experiment
+from ix.runtimes._conversation import anthropic_history
 
 
 def lab_with_decay(lab):
@@ -138,3 +142,43 @@ def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, t
     assert len(keys) == len(set(keys)) == 3 * 8 * 4
     assert stable(lab) == stable(ref)
     assert stable(lab)["context"]["subjects"][0]["subject"] == "s"
+
+
+def test_a_context_run_on_the_real_claude_code_cli_sends_the_prefix_at_each_length(lab):
+    """`ix run` with a claude-code subject against a loopback Messages API: at length 0 the
+    request has no prior turns, at length 4 exactly the prefix's first four turns (as the
+    Messages API sees them) before the prompt."""
+    exp = lab / "e"
+    write(lab / "skills" / "csv" / "SKILL.md",
+          "---\nname: csv\ndescription: Profile CSV files.\n---\nx\n")
+    write(exp / "experiment.yaml", """
+        name: e
+        trials: 1
+        sensor: {kind: activation, skill: csv}
+        subjects:
+          - name: cc
+            skills: [csv]
+            runtime: {kind: claude-code, max_turns: 1, env: {CLAUDE_CODE_MAX_RETRIES: 0}}
+        context: {prefix: builtin:coding-session, lengths: [0, 4]}
+        """)
+    write(exp / "cases" / "must-0.md", "---\nexpectation: must_trigger\n---\nProfile a.csv\n")
+    write(exp / "cases" / "not-0.md", "---\nexpectation: should_not_trigger\n---\nA haiku\n")
+    with FakeMessages() as api:
+        r = run_ix("run", "--lab", str(lab), timeout=300,
+                   env={"ANTHROPIC_API_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": api.url})
+        requests = [q for q in api.requests if q.path.startswith("/v1/messages")]
+    assert r.code == 0, r.output
+
+    def turns(body):  # the conversation's messages before the prompt's, system ones aside
+        messages = [m for m in body["messages"] if m["role"] != "system"]
+        return messages[:-1]
+
+    prefix = load_experiment(exp, lab).context.cut(4)
+    expected = anthropic_history(prefix)
+    by_length = sorted(len(turns(q.body)) for q in requests)
+    assert by_length == [0, 0, len(expected), len(expected)]  # 2 cases at each length
+    for q in requests:
+        got = turns(q.body)
+        if got:
+            assert [m["role"] for m in got] == [m["role"] for m in expected]
+            assert json.dumps(got[0]["content"]).count(prefix[0].content[:30]) == 1

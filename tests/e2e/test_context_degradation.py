@@ -90,6 +90,7 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     assert 'aria-label="activation rate by context length"' in section or \
         "activation rate by context length" in section
     assert section.count("<circle") == 6  # two subjects x three lengths
+    assert section.count('class="band"') == 2  # each curve with its interval band
     assert "<h3>haiku</h3>" in section and "P(declines)" in section
 
 

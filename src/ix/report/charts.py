@@ -317,9 +317,10 @@ class Series:
 
 
 def line_plot(categories: Sequence[str], series: Sequence[Series], *,
-              label: str = "line plot", y_label: str = "") -> str:
+              label: str = "line plot", y_label: str = "", bands: bool = False) -> str:
     """Each series as a line across the categories (y in [0, 1]), with interval whiskers;
-    series are nudged sideways so their whiskers do not hide each other."""
+    series are nudged sideways so their whiskers do not hide each other. `bands` also
+    shades each series' intervals between its points (a curve's uncertainty)."""
     left, plot_w, plot_h, top = 44.0, 400.0, 170.0, 12.0
     legend, legend_h = _legend([s.name for s in series], [s.color for s in series], left,
                                top + plot_h + 40, plot_w)
@@ -345,6 +346,13 @@ def line_plot(categories: Sequence[str], series: Sequence[Series], *,
     for s_i, s in enumerate(series):
         nudge = (s_i - (len(series) - 1) / 2) * (spread / max(1, len(series)))
         xy = [(left + slot * (k + 0.5) + nudge, p) for k, p in enumerate(s.points)]
+        run = [(x, p.lo, p.hi) for x, p in xy
+               if p is not None and p.lo is not None and p.hi is not None]
+        if bands and len(run) > 1:
+            edge = [f"{_n(x)} {_n(y(hi))}" for x, _, hi in run]
+            edge += [f"{_n(x)} {_n(y(lo))}" for x, lo, _ in reversed(run)]
+            out.append(f'<path class="band" d="M{"L".join(edge)}Z" fill="{s.color}" '
+                       'fill-opacity="0.15" stroke="none"/>')
         path, pen = [], "M"
         for x, p in xy:
             if p is None:

@@ -126,7 +126,7 @@ def _context_curve(report: Mapping[str, Any]) -> Markup | None:
         series.append(charts.Series(s["subject"], points, charts.color(i)))
     return _svg(charts.line_plot([f"{n} {unit}" for n in c["lengths"]], series,
                                  label="activation rate by context length",
-                                 y_label="activation rate"))
+                                 y_label="activation rate", bands=True))
 
 
 def _sweep_bars(report: Mapping[str, Any]) -> Markup | None:

@@ -20,7 +20,7 @@ from fake_messages_sse import FAKE_KEY, FakeMessages, MarkerRouter
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase
+from ix.eval.models import EvalCase, HistoryToolCall, Turn
 from ix.runtimes import RuntimeContext, build_runtime, get_kind
 from ix.runtimes.claude_code import ISOLATION_ENV, REDACTED, ClaudeCodeRuntime, find_cli
 
@@ -426,8 +426,6 @@ def test_a_history_reaches_the_real_cli_as_prior_turns_with_the_listing(api, env
     the history's turns in order — text, tool_use, tool_result with paired ids — then the
     prompt, and the skill listing is still there (with the resumed turn's context, where the
     CLI puts it when the transcript has none)."""
-    from ix.eval.models import HistoryToolCall, Turn
-
     case = EvalCase(
         id="c", prompt="Now give me a profile of q3.csv.", expectation="must_trigger",
         history=(Turn(role="user", content="Let's clean up the Q3 numbers."),

@@ -8,7 +8,8 @@ import pytest
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, skill_call, text_reply
 
 from conftest import run_ix, write
-from ix.api.experiments import run
+from ix.api.experiments import dry_run, run
+from ix.lab.context import chars, tokens
 from ix.lab.loader import load_experiment
 from ix.runtimes._conversation import anthropic_messages, openai_messages
 from ix.runtimes._skills import skill_listing
@@ -96,8 +97,6 @@ def test_every_request_carries_exactly_the_prefix_at_its_length_and_routing_fall
     ("tokens", 200, lambda cut: True),
 ])
 def test_a_length_counts_its_unit_from_the_start_of_the_prefix(lab, unit, length, check):
-    from ix.lab.context import tokens
-
     exp = lab_with_context(lab, "{kind: mock}", lengths=[0, length], unit=unit)
     context = load_experiment(exp, lab).context
     cut = context.cut(length)
@@ -118,9 +117,6 @@ def test_a_mock_with_context_decay_declines_with_the_length(lab):
 def test_the_dry_run_estimate_counts_the_prefix_and_the_history(lab):
     """~one token per four characters of everything a trial sends: the prefix at the
     subject's length, the case's own history, the prompt, the skill listing."""
-    from ix.api.experiments import dry_run
-    from ix.lab.context import chars
-
     exp = lab_with_context(lab, "{kind: anthropic, model: claude-sonnet-4-5}")
     [plan] = dry_run(lab)
     by_name = {s["name"]: s["estimated_input_tokens"] for s in plan["subjects"]}

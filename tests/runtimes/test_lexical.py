@@ -6,8 +6,15 @@ import pytest
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase, EvalObservation
-from ix.runtimes.lexical import NO_SKILL, LexicalOptions, LexicalRuntime, stem, tokenize
+from ix.eval.models import EvalCase, EvalObservation, Turn
+from ix.runtimes.lexical import (
+    NO_SKILL,
+    LexicalOptions,
+    LexicalRuntime,
+    skill_score,
+    stem,
+    tokenize,
+)
 from ix.runtimes.registry import RuntimeContext, build_runtime, get_kind, validate_options
 
 CSV = {
@@ -237,9 +244,6 @@ def test_each_skill_is_tokenized_once_and_scored_once_per_prompt():
 def test_earlier_user_text_dilutes_a_skills_score_by_its_length():
     """The word-weighted average over the user's messages: unrelated earlier text lowers
     the score in proportion to its words; without history the score is the prompt's."""
-    from ix.eval.models import Turn
-    from ix.runtimes.lexical import skill_score, tokenize
-
     rt = build_runtime({"kind": "lexical", "temperature": 0}, RuntimeContext())
     subject = Subject(name="s", config={"skills": [
         {"name": "csv-summary", "description": "Summarize CSV files: columns and means."}]})

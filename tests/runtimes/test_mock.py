@@ -6,7 +6,7 @@ import pytest
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase
+from ix.eval.models import EvalCase, Turn
 from ix.runtimes import RuntimeContext, build_runtime
 
 SUBJECT = Subject(name="s")
@@ -66,8 +66,6 @@ def test_random_runtime_ignores_the_prompt_and_hits_at_p():
 
 
 def test_context_decay_halves_the_rate_every_half_life_turns_of_history():
-    from ix.eval.models import Turn
-
     rt = build_runtime({"kind": "mock", "activation_rates": {"a": 0.8},
                         "context_decay": {"half_life": 2}}, RuntimeContext(target_skill="s"))
 

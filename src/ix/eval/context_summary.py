@@ -68,13 +68,15 @@ def context_block(context: Mapping[str, Any], blocks: Sequence[SubjectBlock],
 def _length(length: int, block: SubjectBlock) -> ContextLength:
     """A rate without a denominator (precision with no activation) is null, not 0."""
     m, must = block["metrics"], block["trial_level"]["must_trigger"]
+    correct = block["trial_level"]["correct"]
     tp, fp, fn = m["tp"], m["fp"], m["fn"]
     return {"length": length, "subject": block["name"],
             "activation_rate": must["rate"], "activation_rate_ci": must["ci"],
             "recall": m["recall"] if tp + fn else None, "recall_ci": m["recall_ci"],
             "precision": m["precision"] if tp + fp else None,
             "precision_ci": m["precision_ci"],
-            "f1": m["f1"] if 2 * tp + fp + fn else None, "f1_ci": m["f1_ci"]}
+            "f1": m["f1"] if 2 * tp + fp + fn else None, "f1_ci": m["f1_ci"],
+            "correct_rate": correct["rate"], "correct_rate_ci": correct["ci"]}
 
 
 def _trend(lengths: list[int], tallies: list[Tally], must: Sequence[EvalCase],

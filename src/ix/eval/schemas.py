@@ -468,6 +468,9 @@ class ContextLength(ClosedDict):
     precision_ci: Interval
     f1: float | None
     f1_ci: Interval
+    correct_rate: Annotated[float | None, Field(
+        description="share of trials whose outcome matches the case's expectation")]
+    correct_rate_ci: Interval
 
 
 class ContextVersus(ClosedDict):

@@ -7,6 +7,7 @@ walk of the data — validation, an error message, JSON — would blow up) or th
 itself (a recursive alias).
 """
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,11 @@ def parse_yaml(text: str, *, file: Path | str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+        if "']'" in problem and re.search(r"[\w-]\[[^\]\s]*=", line):
+            # `compare: [base[ctx=0], ...]`: a bracket in a name starts a list in YAML
+            problem += ('; a name with brackets inside [ ] must be quoted, e.g. '
+                        '["base[ctx=0]", "base[ctx=128]"]')
         raise ConfigError(f"{where}invalid YAML: {problem}", file=file) from None
     except RecursionError:
         raise ConfigError("invalid YAML: nested too deeply", file=file) from None

@@ -307,10 +307,11 @@ def _context(context: Mapping[str, Any] | None) -> list[str]:
                          "" if v is None else f"{fmt(v['diff'])} {ci(v['diff_ci'])}",
                          "" if v is None else fmt(v["p_lower"]),
                          f"{fmt(row['recall'])} {ci(row['recall_ci'])}",
-                         f"{fmt(row['f1'])} {ci(row['f1_ci'])}"])
+                         f"{fmt(row['f1'])} {ci(row['f1_ci'])}",
+                         f"{fmt(row.get('correct_rate'))} {ci(row.get('correct_rate_ci'))}"])
         lines += [f"### {md_text(s['subject'])}", ""]
         lines += _table(["length", "activation rate", f"vs {shortest}", "P(lower)", "recall",
-                         "F1"], rows)
+                         "F1", "correct rate"], rows)
         t = s.get("trend")
         if t is not None:
             lines += [f"Trend: the activation rate changes by **{fmt(t['slope'])}** per "

@@ -50,6 +50,8 @@ def lab_with_decay(lab):
 def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     exp = lab_with_decay(lab)
     env = {"COLUMNS": "80"}
+    v = run_ix("validate", "--lab", str(lab), env=env)
+    assert v.code == 0 and "\n  sonnet[ctx=0]: runtime mock" in v.stdout, v.output
     r = run_ix("run", "--lab", str(lab), env=env)
     assert r.code == 0, r.output
     # every line fits (a path is printed whole, however long)

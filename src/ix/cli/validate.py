@@ -90,7 +90,7 @@ def _print_validated(reports: "list[Validated | NotValid]", strict: bool) -> Non
                      f"{env[0]} is set" if s["credentials_present"] else
                      f"[red]{env[0]} is not set[/]")
             out.print(f"  {escape(s['name'])}: runtime {s['runtime']} "
-                      f"({escape(s['runtime_source'])}), {creds}", soft_wrap=True)
+                      f"({escape(s['runtime_source'])}), {creds}", soft_wrap=True, markup=True)
             if env and not s["credentials_present"]:
                 warn(f"{r['path']}/experiment.yaml: runtime: subject {s['name']!r} runs on "
                      f"{s['runtime']} ({s['runtime_source']}) and {env[0]} is not set, so "

@@ -185,3 +185,22 @@ def test_a_context_run_on_the_real_claude_code_cli_sends_the_prefix_at_each_leng
         if got:
             assert [m["role"] for m in got] == [m["role"] for m in expected]
             assert json.dumps(got[0]["content"]).count(prefix[0].content[:30]) == 1
+
+
+def test_the_cache_the_index_and_the_results_work_on_the_expanded_subjects(lab):
+    """Each length is its own stimulus for the cache (a replay hits at every length and
+    gives the same answers), and `ix query`/`ix results` count the expanded subjects."""
+    exp = lab_with_decay(lab)
+    first = run_ix("run", "--lab", str(lab), "--cache")
+    assert first.code == 0, first.output
+    summary = json.loads((exp / "results" / "summary-latest.json").read_text())
+    replay = run_ix("run", "--lab", str(lab), "--cache", "--cache-mode", "replay", "--json")
+    assert replay.code == 0, replay.output
+    again = json.loads(replay.stdout)
+    assert again["context"] == summary["context"]  # every length answered from the cache
+    q = run_ix("query", "--lab", str(lab), "--json",
+               "SELECT subject, count(*) AS n FROM trials GROUP BY subject ORDER BY subject")
+    assert q.code == 0, q.output
+    rows = {r["subject"]: r["n"] for r in json.loads(q.stdout)}
+    assert set(rows) == {f"{s}[ctx={n}]" for s in ("sonnet", "haiku") for n in (0, 8, 32)}
+    assert set(rows.values()) == {2 * 20 * 5}  # two runs (recorded, replayed) of 20 x 5 each

@@ -20,14 +20,13 @@ from ix.engine.cache import check_mode, with_cache
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, check_continuable, find_continuation
-from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan
-from ix.lab.context import ORIGIN
+from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.lab.schema import refuse_unrunnable_import
-from ix.lab.sweep import KEY as SWEEP_KEY
+from ix.lab.sweep import grid_words
 from ix.runtimes import get_kind
 from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
@@ -308,18 +307,12 @@ def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
 
 def _grid(plan: Plan) -> str | None:
     """How `sweep:` and `context:` expanded the subjects, in words; None if neither."""
-    spec, parts = plan.loaded.spec, []
-    if spec.sweep:
-        factors = [f"{len(v)} {k}" for k, v in spec.sweep.items() if k != "ablate"]
-        if spec.sweep.get("ablate") == "skills":
-            n = len(plan.loaded.experiment.subjects[0].config.get("skills") or [])
-            factors.append(f"(all skills, or {n} left out)")
-        first = plan.loaded.experiment.subjects[0]
-        base = first.config.get(ORIGIN, first.name)
-        swept = sum(1 for sp in plan.subjects if sp.subject.config.get(SWEEP_KEY))
-        if plan.loaded.context is not None:
-            swept //= len(plan.loaded.context.lengths)
-        parts.append(f"sweep of {base}: {' × '.join(factors)} = {swept} condition(s) + {base}")
+    parts = []
+    sweep = sweep_block(plan)
+    if sweep is not None:
+        base = sweep["subject"]
+        parts.append(f"sweep of {base}: {grid_words(sweep['keys'], len(sweep['ablate']))} = "
+                     f"{len(sweep['conditions']) - 1} condition(s) + {base}")
     if plan.loaded.context is not None:
         c = plan.loaded.context
         parts.append(f"context: every subject at {len(c.lengths)} lengths "

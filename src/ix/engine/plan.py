@@ -140,7 +140,6 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         if overrides.runtime is not None and overrides.runtime != spec.get("kind"):
             spec = {"kind": overrides.runtime}
             origins = {"kind": ["", "--runtime"]}
-        expanded = s.config.get(CONTEXT_KEY)
         # a condition (`<subject>[ctx=N]`, `<subject>[model=…]`) tests its subject's skill
         target = target_skill(exp.sensor_options, exp.skill, s.config.get(ORIGIN, s.name))
         try:
@@ -154,6 +153,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
             problems.append(exc.at(file))
             continue
         limit = s.config.get("concurrency") or get_kind(spec["kind"]).default_concurrency
+        expanded = s.config.get(CONTEXT_KEY)  # `<subject>[ctx=N]`: the prefix's first N
         prefix = (loaded.context.cut(expanded["length"])
                   if expanded and loaded.context is not None else ())
         plans.append(SubjectPlan(s, spec, runtime, sensors, target, limit, prefix))
@@ -213,19 +213,19 @@ def _check_history(cases: Sequence[EvalCase], plans: Sequence[SubjectPlan],
     for p in plans:
         if not (talked or p.context):
             continue
-        what = (f"{len(talked)} case(s) have a history ({shown})" if talked
-                else "the context's prefix comes before every case")
+        prefix = "the context's prefix comes before every case"
         kind = p.runtime_spec["kind"]
         policy = get_kind(kind).history
         if policy == "refused":
+            some = f"{len(talked)} case(s) have one ({shown})" if talked else prefix
             exc = ConfigError(
                 f"subject {p.subject.name!r}: the {kind} runtime does not send a case's "
-                f"history yet, and {what.replace('have a history', 'have one')}; run them "
-                "on an anthropic or openai subject, or take the history out",
-                field="runtime.kind")
+                f"history yet, and {some}; run them on an anthropic or openai subject, or "
+                "take the history out", field="runtime.kind")
         elif policy == "template" and not getattr(p.runtime, "reads_history", False):
+            some = f"{len(talked)} case(s) have a history ({shown})" if talked else prefix
             exc = ConfigError(
-                f"subject {p.subject.name!r}: {what} and no template of the {kind} runtime "
+                f"subject {p.subject.name!r}: {some} and no template of the {kind} runtime "
                 "uses it: add `{{ history }}` (the turns as JSON) where the program or service "
                 "should get them, or take the history out", field="runtime.kind")
         else:

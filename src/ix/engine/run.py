@@ -444,7 +444,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
         tallies=tallies, cases=plan.cases, trials_per_case=plan.trials, goal=exp.goal,
         stopped=stopped if plan.adaptive else None, prior=exp.prior,
-        targets=_targets(plan), context=_context(plan), sweep=_sweep(plan),
+        targets=_targets(plan), context=_context(plan), sweep=sweep_block(plan),
         info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
               "seed": plan.seed, "trials_per_case": plan.trials,
               "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
@@ -467,7 +467,7 @@ def _context(plan: Plan) -> dict[str, Any] | None:
             "of": of}
 
 
-def _sweep(plan: Plan) -> SweepOut | None:
+def sweep_block(plan: Plan) -> SweepOut | None:
     """The summary's `sweep` block: the grid of the first subject's conditions (each at
     every context length too, when the experiment has both)."""
     sweep = plan.loaded.spec.sweep

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ix.domain.errors import ConfigError
 from ix.domain.types import Subject
 from ix.lab.context import ORIGIN
 
-__all__ = ["KEY", "SUBJECT_KEYS", "expand_sweep"]
+__all__ = ["KEY", "SUBJECT_KEYS", "expand_sweep", "grid_words"]
 
 #: The subject config key that holds a condition's subject, values and ablated skill.
 KEY = "sweep"
@@ -34,6 +34,14 @@ _NOT_SWEPT = {"skills": "leave skills out in turn with `ablate: skills`",
               "name": "a condition's name is made from its values",
               "profile": "list another subject instead", "runtime": "sweep its options",
               "config": "sweep its keys one by one", "description": "it changes nothing run"}
+
+
+def grid_words(keys: Mapping[str, Sequence[Any]], ablated: int) -> str:
+    """The grid in words: `2 model × 2 temperature × (all skills, or 3 left out)`."""
+    factors = [f"{len(v)} {k}" for k, v in keys.items()]
+    if ablated:
+        factors.append(f"(all skills, or {ablated} left out)")
+    return " × ".join(factors)
 
 
 def _shown(value: Any) -> str:

@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ix.lab.sweep import grid_words
 from ix.report import layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 
@@ -417,9 +418,7 @@ def sweep_parts(sweep: Mapping[str, Any] | None) -> list[RenderableType]:
     if not sweep:
         return []
     name = METRIC_NAMES.get(sweep["metric"], sweep["metric"])
-    grid = " × ".join(f"{len(v)} {k}" for k, v in sweep["keys"].items())
-    if sweep["ablate"]:
-        grid += (" × " if grid else "") + f"(all skills, or {len(sweep['ablate'])} left out)"
+    grid = grid_words(sweep["keys"], len(sweep["ablate"]))
     where = f", at context length {sweep['at_length']}" if sweep["at_length"] is not None else ""
     table = _table(f"sweep of {sweep['subject']}: {grid}{where}", "condition",
                    f"{name} [95% CI]", "P(best)", right=(f"{name} [95% CI]", "P(best)"))

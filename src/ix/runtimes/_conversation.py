@@ -66,15 +66,11 @@ def _user(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
 
 def _anthropic(history: Sequence[Turn], listing: str | None) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
-
-    def user(blocks: list[dict[str, Any]]) -> None:
-        _user(messages, blocks)
-
     if listing:
-        user([{"type": "text", "text": listing}])
+        _user(messages, [{"type": "text", "text": listing}])
     for i, turn in enumerate(history):
         if turn.role == "user":
-            user([{"type": "text", "text": turn.content}])
+            _user(messages, [{"type": "text", "text": turn.content}])
             continue
         ids = [f"toolu_ix_{i}_{j}" for j in range(len(turn.tool_calls))]
         content: list[dict[str, Any]] = (
@@ -83,8 +79,8 @@ def _anthropic(history: Sequence[Turn], listing: str | None) -> list[dict[str, A
                     for id_, c in zip(ids, turn.tool_calls, strict=True)]
         messages.append({"role": "assistant", "content": content})
         if turn.tool_calls:
-            user([{"type": "tool_result", "tool_use_id": id_, "content": c.result}
-                  for id_, c in zip(ids, turn.tool_calls, strict=True)])
+            _user(messages, [{"type": "tool_result", "tool_use_id": id_, "content": c.result}
+                             for id_, c in zip(ids, turn.tool_calls, strict=True)])
     return messages
 
 

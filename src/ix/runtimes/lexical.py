@@ -254,17 +254,17 @@ class LexicalRuntime:
         words: text about something else dilutes it, in proportion to its length, while the
         threshold stays put. Assistant turns and tool results are not read."""
         k1, b = self.options.k1, self.options.b
-        messages = [m for m in earlier if tokenize(m)]
-        weights = [len(tokenize(m)) for m in messages]
-        total = sum(weights) + len(tokenize(prompt))
+        # (words, text) of each earlier message with a word in it; none: the prompt alone
+        before = [(n, m) for m in earlier if (n := len(tokenize(m)))]
+        words = len(tokenize(prompt)) if before else 0
+        total = words + sum(n for n, _ in before)
 
         def score(name: str, description: str) -> float:
             alone = skill_score(name, description, prompt, k1, b)
-            if not messages or not total:
+            if not before:
                 return alone
-            return (alone * len(tokenize(prompt)) + sum(
-                w * skill_score(name, description, m, k1, b)
-                for w, m in zip(weights, messages, strict=True))) / total
+            return (alone * words + sum(n * skill_score(name, description, m, k1, b)
+                                        for n, m in before)) / total
 
         out = {name: score(name, description)
                for name, description in sorted(self._skills(subject))}

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from conftest import _ix_argv, mock_experiment
+from optimize_lab import make_lab
 
 pytest.importorskip("mcp")
 
@@ -24,7 +25,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 TOOLS = {"list_experiments", "show_experiment", "create_experiment", "validate_experiment",
-         "plan_power", "run_experiment", "get_summary", "compare_runs", "query_results"}
+         "plan_power", "run_experiment", "get_summary", "compare_runs", "query_results",
+         "optimize_description"}
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -423,3 +425,33 @@ def test_sigterm_mid_run_records_it_cancelled_and_stdout_is_only_the_protocol(la
         assert json.loads(line)["jsonrpc"] == "2.0", line  # nothing else on stdout
     spec = yaml.safe_load(next((exp / "results" / "runs").glob("*/spec.yaml")).read_text())
     assert spec["status"] == "cancelled" and spec["trials_written"] >= 3
+
+
+def test_optimize_description_recommends_applies_and_reports_progress(tmp_path: Path) -> None:
+    lab = make_lab(tmp_path / "lab")
+    skill = lab / "skills" / "table-profile" / "SKILL.md"
+    before = skill.read_bytes()
+    steps: list[str] = []
+
+    async def body(session) -> None:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            steps.append(message or "")
+
+        result = await session.call_tool("optimize_description", {
+            "experiment": "profiling", "rounds": 2, "apply": True},
+            progress_callback=progress)
+        assert not result.is_error, result.content[0].text
+        state = result.structured_content
+        assert state["holdout"]["verdict"] == "recommended"
+        assert state["applied"]["backup"].endswith(".bak")
+        message = await error(session, "optimize_description", experiment="profiling",
+                              holdout=2)
+        assert "holdout" in message
+        listed = await call(session, "list_experiments")
+        assert listed
+
+    serve(lab, tmp_path / "stderr.txt", body)
+    assert any(s.startswith("round 0") for s in steps) and any("holdout" in s for s in steps)
+    assert skill.read_bytes() != before
+    backups = list(skill.parent.glob("SKILL.md.*.bak"))
+    assert len(backups) == 1 and backups[0].read_bytes() == before

@@ -105,6 +105,9 @@ class Observer:
     def on_warning(self, message: str) -> None:
         """Something the command line prints as `ix: warning:` (a repaired torn line, ...)."""
 
+    def on_step(self, message: str) -> None:
+        """A step of a command made of several runs begins (`ix optimize`'s rounds)."""
+
 
 def trial_listener(observer: Observer) -> "Callable[[dict[str, Any]], None] | None":
     """`observer.on_trial`, or None when it does nothing (the engine then makes no call per

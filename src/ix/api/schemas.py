@@ -513,6 +513,145 @@ class ViewOutput(ClosedDict):
     lab: str
 
 
+# --------------------------------------------------------------------------- optimize
+
+class OptimizeMetrics(ClosedDict):
+    f1: float | None
+    f1_ci: Interval | None
+    precision: float | None
+    recall: float | None
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+
+
+class OptimizeSubjectScore(OptimizeMetrics):
+    subject: str
+
+
+class OptimizeMiss(ClosedDict):
+    id: str
+    prompt: str
+    expectation: Expectation
+    activation_rate: float
+    took: str | None
+
+
+class OptimizeScore(ClosedDict):
+    f1: float
+    subjects: list[OptimizeSubjectScore]
+    misses: list[OptimizeMiss]
+
+
+class OptimizeOriginal(ClosedDict):
+    id: Literal["original"]
+    description: str
+    train: OptimizeScore | None
+    run_id: NotRequired[str]
+
+
+class OptimizeCandidate(ClosedDict):
+    id: str
+    description: str
+    round: int
+    file: str
+    train: OptimizeScore | None
+
+
+class OptimizeRejected(ClosedDict):
+    text: str
+    reason: str
+
+
+class OptimizeRound(ClosedDict):
+    round: int
+    candidates: list[OptimizeCandidate]
+    rejected: list[OptimizeRejected]
+    best: str | None
+    improved: bool
+    run_ids: dict[str, str]
+
+
+class OptimizeHoldoutSubject(ClosedDict):
+    subject: str
+    original: OptimizeMetrics
+    candidate: OptimizeMetrics
+    difference: float
+    difference_ci: Interval
+    difference_sided: Literal["two", "lower", "upper"]
+    median: float
+    prob_better: float
+    mc_error: float
+    pairs: dict[str, list[int]]
+
+
+class OptimizeHoldout(ClosedDict):
+    run_id: str | None
+    verdict: Literal["recommended", "not recommended", "no candidate"]
+    why: str
+    subjects: list[OptimizeHoldoutSubject]
+    prob_better: float | None
+    credibility: float
+    candidate: NotRequired[str]
+    candidate_run_id: NotRequired[str]
+
+
+class OptimizeSettings(ClosedDict):
+    rounds: int
+    candidates: int
+    holdout: float
+    seed: int
+    credibility: float
+    max_cost_usd: float | None
+    trials: int
+
+
+class OptimizeSplit(ClosedDict):
+    seed: int
+    fraction: float
+    train: list[str]
+    holdout: list[str]
+
+
+class OptimizeApplied(ClosedDict):
+    at: str
+    file: str
+    backup: str
+
+
+class OptimizeSession(ClosedDict):
+    """`<experiment>/results/optimize/<id>/optimize.json`, and `ix optimize --json`."""
+
+    schema_version: str
+    id: str
+    key: str
+    folder: str
+    experiment: str
+    experiment_dir: str
+    skill: str
+    skill_file: str
+    skill_sha256: str
+    subjects: list[str]
+    proposer: dict[str, str]
+    settings: OptimizeSettings
+    split: OptimizeSplit
+    status: Literal["running", "completed", "cancelled", "failed"]
+    reason: str | None
+    stopped_early: str | None
+    started_at: str
+    finished_at: str | None
+    command: list[str] | None
+    original: OptimizeOriginal
+    rounds: list[OptimizeRound]
+    best: str
+    holdout: OptimizeHoldout | None
+    recommended: bool
+    recommended_file: str | None
+    cost_usd: float
+    applied: OptimizeApplied | None
+
+
 # --------------------------------------------------------------------------- the registry
 
 @dataclass(frozen=True)
@@ -554,6 +693,8 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
     SchemaEntry("subjects-add", "ix subjects add --json", SubjectAdded),
     SchemaEntry("subjects-test", "ix subjects test --json", SubjectTestOutput),
     SchemaEntry("view", "ix view --json: the line printed once listening", ViewOutput),
+    SchemaEntry("optimize", "ix optimize --json, and results/optimize/<id>/optimize.json",
+                OptimizeSession),
 )}
 
 

@@ -31,6 +31,9 @@ COMMANDS: dict[str, Entry] = {
     "compare": Entry("ix.cli.compare",
         "Compare runs of an experiment: metric deltas with intervals, flipped cases, a "
         "verdict."),
+    "optimize": Entry("ix.cli.optimize",
+        "Improve a skill's description with held-out evidence: propose, test on train cases,"
+        " judge the best on held-out cases."),
     "plan": Entry("ix.cli.plan",
         "Power analysis: how many cases and trials for a target interval width or "
         "difference, or, for an experiment with a goal, how many cases settle the goal."),

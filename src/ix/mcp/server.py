@@ -7,6 +7,7 @@ naming the argument; an unexpected one also names its exception, its traceback g
 stderr. A malformed message gets the JSON-RPC error the spec defines (`ix.mcp.stdio`).
 """
 
+import contextlib
 import json
 import logging
 import re
@@ -30,6 +31,7 @@ from ix import api
 from ix._version import __version__
 from ix.mcp import cap
 from ix.mcp.inputs import (
+    NOT_A_BOOL,
     TRIALS_HELP,
     Budget,
     Concurrency,
@@ -54,14 +56,16 @@ Analysis: turn the user's hypothesis into a `goal` (metric, control vs treatment
 min_effect); design cases (must_trigger / should_not_trigger / acceptable) and a control
 subject (create_experiment, validate_experiment); size it with plan_power; run it
 (run_experiment: progress is streamed, cancelling keeps the completed trials); then read
-get_summary, compare_runs and query_results. Report every estimate with its credible
+get_summary, compare_runs and query_results. To improve a skill's description, use
+optimize_description: it proposes on train cases and judges on held-out ones; recommend a
+description only when it says `recommended`. Report every estimate with its credible
 interval, say when a verdict is inconclusive and what more data would settle it, and do not
 call a difference real when its interval includes zero."""
 
 #: The tools in the order a client lists them (the lifecycle's order).
 TOOL_NAMES = ("list_experiments", "show_experiment", "create_experiment",
               "validate_experiment", "plan_power", "run_experiment", "get_summary",
-              "compare_runs", "query_results")
+              "compare_runs", "query_results", "optimize_description")
 
 #: Fields named by `ix.api` errors (command-line spellings) that a tool calls otherwise.
 _ALIASES = {"p1": "p", "max_cost": "budget.max_cost", "max_trials": "budget.max_trials",
@@ -137,6 +141,98 @@ class IxTools(LabTools):
                 check_plan=partial(cap.check, budget=budget.max_trials, limit=self.max_trials))
         finally:
             del self.running[path]
+
+
+    async def optimize_description(
+        self,
+        experiment: ExperimentName,
+        ctx: Context,
+        skill: Annotated[Text | None, Field(description=(
+            "The skill whose description to improve; default: the experiment's skill under "
+            "test."))] = None,
+        proposer: Annotated[Text, Field(description=(
+            "Who writes candidates: 'keywords' (offline baseline), a subject profile, or a "
+            "runtime kind such as 'anthropic'."))] = "keywords",
+        rounds: Annotated[int, Field(ge=1, le=50, description="Rounds at most."),
+                          NOT_A_BOOL] = 5,
+        candidates: Annotated[int, Field(ge=1, le=20, description=(
+            "Candidates per round."))] = 3,
+        holdout: Annotated[float, Field(gt=0, lt=1, description=(
+            "Share of the cases held out to judge the final candidate."))] = 0.4,
+        seed: Seed | None = None,
+        credibility: Annotated[float, Field(ge=0.5, lt=1, description=(
+            "Recommend only if P(holdout F1 better) reaches this."))] = 0.9,
+        apply: Annotated[bool, Field(description=(
+            "Write a recommended description into SKILL.md (the old file is kept as a "
+            ".bak beside it; the audit log records it)."))] = False,
+        budget: Budget | None = None,
+    ) -> dict[str, Any]:
+        """Improve a skill's description with held-out evidence (`ix optimize`): the cases
+        are split into train and holdout; each round a proposer sees only train prompts the
+        description gets wrong and proposes candidates, which run on the train cases; the
+        best by train F1 and the original then run on the holdout cases, compared case by
+        case. Returns the session (optimize.json): `holdout.verdict` is `recommended` only
+        if P(holdout F1 better) reaches the credibility — otherwise say there is no credible
+        improvement. Streams a progress notification per step; a client cancel stops it
+        (calling again with the same arguments continues it). Each run may start at most
+        the server's limit of trials."""
+        from ix.api.optimize import Settings, optimize
+
+        path = self.experiment_dir(experiment)
+        if path in self.running:
+            raise ConfigError(f"a run of {path.name} is already going on in this server; "
+                              "wait for it or cancel it first", field="experiment")
+        budget = budget or Budget()
+        stop, interrupts = threading.Event(), threading.Semaphore(0)
+        limits = api.Limits(max_trials=budget.max_trials, time_limit_s=budget.time_limit,
+                            stop=stop, interrupts=interrupts)
+        settings = Settings(skill=skill, rounds=rounds, candidates=candidates,
+                            holdout=holdout, seed=seed, credibility=credibility,
+                            max_cost_usd=budget.max_cost)
+        observer = _Steps(ctx, partial(cap.check, budget=budget.max_trials,
+                                       limit=self.max_trials))
+
+        def call() -> Any:
+            return optimize(self.lab, str(path), settings, proposer=proposer, apply=apply,
+                            limits=limits, observer=observer,
+                            command=["ix", "mcp", "optimize_description", path.name])
+
+        self.running[path] = interrupts
+        try:
+            async with anyio.create_task_group() as tg:
+                async def watch() -> None:
+                    try:
+                        await anyio.sleep_forever()
+                    finally:
+                        stop.set()  # the client's cancel: stop scheduling, keep the trials
+                tg.start_soon(watch)
+                with anyio.CancelScope(shield=True):
+                    try:
+                        result = await anyio.to_thread.run_sync(call)
+                    finally:
+                        tg.cancel_scope.cancel()
+        finally:
+            del self.running[path]
+        return {"folder": str(result.folder), "reused": result.reused, **result.state}
+
+
+class _Steps(api.Observer):
+    """`optimize_description` as the client hears it: a progress notification per step (sent
+    from the worker thread the session runs in), each run's plan checked against the cap."""
+
+    def __init__(self, ctx: Context, check_plan: Any):
+        self._ctx, self._check_plan, self._steps = ctx, check_plan, 0
+
+    def on_plan(self, plan: Any) -> None:
+        self._check_plan(plan)
+
+    def on_step(self, message: str) -> None:
+        self._steps += 1
+        with contextlib.suppress(Exception):  # a lost notification stops nothing
+            anyio.from_thread.run(self._ctx.report_progress, self._steps, None, message)
+
+    def on_warning(self, message: str) -> None:
+        print(f"ix: warning: {message}", file=sys.stderr, flush=True)
 
 
 class _Arguments:

@@ -93,9 +93,14 @@ def stem(word: str) -> str:
 
 
 @lru_cache(maxsize=4096)
+def words(text: str) -> list[str]:
+    """Lowercase `[a-z0-9]+` words, stop words dropped, as written (`tokenize` stems them)."""
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
 def tokenize(text: str) -> tuple[str, ...]:
     """Lowercase `[a-z0-9]+` words, stop words dropped, stemmed; the same for prompts and skills."""
-    return tuple(stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP)
+    return tuple(stem(w) for w in words(text))
 
 
 def skill_document(name: str, description: str) -> str:

@@ -10,6 +10,14 @@
         summary.json            its summary
         annotations.jsonl       notes on it (`store/annotations.py`)
         traces/                 its trials' traces
+    optimize/<id>/              one `ix optimize` session (`OptimizeDir`)
+        optimize.json           its state and outcome, rewritten after each step
+        proposer.jsonl          every request a proposer got and its answer
+        candidates/<cid>/<skill>/SKILL.md
+        rounds/<r>/<cid>/results/   candidate cid's run on the train cases (round 0: original)
+        holdout/<cid>/results/  the original's and the best candidate's on the holdout cases
+        SKILL.md                the recommended SKILL.md, when one is recommended
+        report.md, report.html
 ```
 
 `ExperimentDir` and `RunDir` are these paths as objects: `ExperimentDir.at(folder)
@@ -34,6 +42,9 @@ LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
 ANNOTATIONS_FILE = "annotations.jsonl"
 TRACES_DIR = "traces"
+OPTIMIZE_DIR = "optimize"
+OPTIMIZE_FILE = "optimize.json"
+PROPOSER_LOG = "proposer.jsonl"
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,59 @@ class ExperimentDir:
         """The experiment's folder name."""
         return self.path.name
 
+    @property
+    def optimize(self) -> Path:
+        return self.results / OPTIMIZE_DIR
+
+    def session(self, session_id: str) -> "OptimizeDir":
+        return OptimizeDir(self.optimize / session_id)
+
+
+@dataclass(frozen=True)
+class OptimizeDir:
+    """`<experiment>/results/optimize/<id>/`: one `ix optimize` session. Its runs are ordinary
+    runs, each in a folder that stands where an experiment would (`round(r) / cid`,
+    `holdout / cid`), so `ExperimentDir.at(session.round(1) / "r1c1")` reads like any
+    experiment's results."""
+
+    path: Path
+
+    @property
+    def session_id(self) -> str:
+        return self.path.name
+
+    @property
+    def state(self) -> Path:
+        return self.path / OPTIMIZE_FILE
+
+    @property
+    def proposer_log(self) -> Path:
+        return self.path / PROPOSER_LOG
+
+    def candidate(self, candidate_id: str, skill: str) -> Path:
+        """The candidate's SKILL.md, in a folder named after the skill (as Claude Code wants)."""
+        return self.path / "candidates" / candidate_id / skill / "SKILL.md"
+
+    def round(self, number: int) -> Path:
+        return self.path / "rounds" / str(number)
+
+    @property
+    def holdout(self) -> Path:
+        return self.path / "holdout"
+
+    @property
+    def recommended(self) -> Path:
+        return self.path / "SKILL.md"
+
+    def report(self, suffix: str) -> Path:
+        return self.path / f"report.{suffix}"
+
+    @property
+    def experiment(self) -> ExperimentDir:
+        return ExperimentDir(self.path.parent.parent)
+
 
 __all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "LATEST_SUMMARY", "LOCK_FILE",
-           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE",
-           "ExperimentDir", "RunDir"]
+           "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PROPOSER_LOG", "RESULTS_DIR", "RUNS_DIR",
+           "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir",
+           "OptimizeDir", "RunDir"]

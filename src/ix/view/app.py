@@ -111,6 +111,7 @@ def create_app(lab: Path, *, hosts: Sequence[str] | None = None) -> Starlette:
         Route("/runs/{run}/trial", pages.trial_page, methods=["GET"]),
         Route("/runs/{run}/trace", pages.trace_page, methods=["GET"]),
         Route("/compare", pages.compare_page, methods=["GET"]),
+        Route("/optimize/{session}", pages.optimize_page, methods=["GET"]),
         Route("/static/{name}", pages.static, methods=["GET"]),
         Route("/favicon.ico", pages.favicon, methods=["GET"]),
     ]

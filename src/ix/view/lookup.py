@@ -18,6 +18,7 @@ from ix._lazy import preload
 from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
+from ix.api.optimize import list_sessions
 from ix.api.query import run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import query_results
@@ -31,6 +32,9 @@ CASES_PAGE = 200
 #: Reports kept in memory (the latest ones asked for).
 REPORTS_KEPT = 8
 OUTCOMES = ("all", "passed", "failed", "errors")
+#: An optimize session's id as `ix optimize` makes it (its UTC start, 6 hex digits): the
+#: only shape of `/optimize/{session}` that is looked up.
+SESSION_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}")
 
 
 def sql_text(value: str) -> str:
@@ -89,8 +93,31 @@ class Lookup:
         for info in infos:
             out.append({"info": info, "runs": [
                 {"run": r, "counts": counts.get(r.run_id), "tags": tags.get(r.run_id, [])}
-                for r in runs.get(info.path, [])]})
+                for r in runs.get(info.path, [])], "sessions": self._sessions(info.path)})
         return out
+
+    # --------------------------------------------------------------------------- optimize
+
+    def _sessions(self, experiment: Path) -> list[dict[str, Any]]:
+        """The experiment's optimize sessions, newest first; none (and a warning) when one
+        of their files cannot be read."""
+        try:
+            return list_sessions(self.lab, [str(experiment)])
+        except (IxError, OSError, ValueError) as exc:
+            if self._warn is not None:
+                self._warn(f"optimize sessions of {experiment.name}: {exc}")
+            return []
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        """The optimize session with exactly this id (`SESSION_ID`), in any experiment."""
+        if not SESSION_ID.fullmatch(session_id):
+            raise NotFound("no such optimize session")
+        _, infos = list_experiments(self.lab)
+        for info in infos:
+            for state in self._sessions(info.path):
+                if state.get("id") == session_id:
+                    return state
+        raise NotFound(f"no optimize session {session_id} in this lab")
 
     def run_counts(self, *run_ids: str) -> dict[str, dict[str, Any]]:
         """Run id -> trials, errors, valid, passed, judged (valid trials of must/should-not
@@ -249,5 +276,5 @@ class Lookup:
             return None
 
 
-__all__ = ["CASES_PAGE", "OUTCOMES", "PAGE_SIZE", "Lookup", "NotFound", "ReportResult",
-           "check_text", "exact_glob", "sql_text"]
+__all__ = ["CASES_PAGE", "OUTCOMES", "PAGE_SIZE", "SESSION_ID", "Lookup", "NotFound",
+           "ReportResult", "check_text", "exact_glob", "sql_text"]

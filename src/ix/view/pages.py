@@ -1,5 +1,5 @@
 """The viewer's pages: experiments and runs → a run (the report's charts, its cases) → a case's
-trials (paged) → one trial → its trace; and two runs side by side.
+trials (paged) → one trial → its trace; two runs side by side; an `ix optimize` session.
 
 Pages are server-rendered by Jinja with autoescape on: every string of the lab (a model's
 answer, a case's prompt, an error message) reaches the browser escaped. URLs carry run ids in
@@ -24,6 +24,7 @@ from ix._version import __version__
 from ix.api.runs import RunInfo
 from ix.report.html import REPORT_CSS, report_body_html
 from ix.report.layout import decimal
+from ix.report.optimize import OPTIMIZE_CSS, optimize_body_html, verdict_line
 from ix.report.terminal import METRIC_NAMES
 from ix.view.lookup import (
     CASES_PAGE,
@@ -49,6 +50,11 @@ def href(path: str, **query: Any) -> str:
 def run_href(run_id: str, view: str = "", **query: Any) -> str:
     """A URL of a run's page: the run itself, or its `trials`, `trial` or `trace` view."""
     return href(f"/runs/{quote(run_id, safe='')}" + (f"/{view}" if view else ""), **query)
+
+
+def session_href(session_id: str) -> str:
+    """A URL of an optimize session's page."""
+    return href(f"/optimize/{quote(session_id, safe='')}")
 
 
 def _pct(value: Any, digits: int = 1) -> str:
@@ -93,7 +99,8 @@ def environment() -> Environment:
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty,
                        metric=lambda key: METRIC_NAMES.get(key, str(key).replace("_", " ")))
-    env.globals.update(href=href, run_href=run_href, version=__version__)
+    env.globals.update(href=href, run_href=run_href, session_href=session_href,
+                       version=__version__)
     return env
 
 
@@ -138,7 +145,25 @@ def report_html(report: Mapping[str, Any]) -> Markup:
 # --------------------------------------------------------------------------- pages
 
 def experiments(request: Request) -> HTMLResponse:
-    return _page(request, "experiments.html", experiments=_lookup(request).experiments())
+    found = _lookup(request).experiments()
+    for e in found:
+        e["sessions"] = [_session_row(s) for s in e["sessions"]]
+    return _page(request, "experiments.html", experiments=found)
+
+
+def _session_row(state: Mapping[str, Any]) -> dict[str, Any]:
+    """An optimize session as the experiments page lists it."""
+    kind, verdict = verdict_line(state)
+    return {"id": str(state.get("id")), "status": state.get("status"), "kind": kind,
+            "verdict": verdict, "skill": state.get("skill"), "applied": bool(state.get("applied")),
+            "started_at": state.get("started_at")}
+
+
+def optimize_page(request: Request) -> HTMLResponse:
+    """An `ix optimize` session: its report (`ix.report.optimize`), as `report.html` has it."""
+    state = _lookup(request).session(str(request.path_params.get("session") or ""))
+    return _page(request, "optimize.html", s=state,
+                 body=Markup(optimize_body_html(state)))  # escapes every string it embeds
 
 
 def run_page(request: Request) -> HTMLResponse:
@@ -287,6 +312,8 @@ def static(request: Request) -> Response:
     name = request.path_params["name"]
     if name == "report.css":
         return Response(REPORT_CSS, media_type="text/css; charset=utf-8")
+    if name == "optimize.css":
+        return Response(OPTIMIZE_CSS, media_type="text/css; charset=utf-8")
     if name not in STATIC_TYPES:
         raise HTTPException(404)
     return Response(_asset(name), media_type=STATIC_TYPES[name])

@@ -1,0 +1,160 @@
+"""`ix optimize`, its sessions, and applying what it recommends (`ix.engine.optimize`).
+
+`optimize` resolves the experiment and the proposer, runs (or continues) the session with
+the observer hearing every run, writes the session's reports, and with `apply=True` puts a
+recommended description into the skill: atomically, the old file kept beside it
+(`SKILL.md.<stamp>.bak`), a line in the lab's audit log. Nothing touches the skill otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ix.api.loading import resolve
+from ix.api.options import Observer, trial_listener
+from ix.domain.errors import ConfigError, NotFound, did_you_mean
+from ix.engine.optimize import Hooks, Outcome, Settings, read_session, sessions
+from ix.engine.optimize import optimize as run_session
+from ix.engine.proposers import KEYWORDS, KeywordsProposer, Proposer, RuntimeProposer
+from ix.engine.run import Limits
+from ix.lab.files import write_json_atomic, write_text_atomic
+from ix.lab.loader import LoadedExperiment, load_experiment
+from ix.lab.resolve import find_lab, list_experiments
+from ix.lab.subjects import load_registry
+from ix.lab.yamlio import read_text
+from ix.report.optimize import optimize_html, optimize_markdown
+from ix.runtimes.registry import available
+from ix.store.audit import record
+from ix.store.layout import OptimizeDir
+from ix.store.runs import iso
+
+__all__ = ["OptimizeResult", "Settings", "apply_session", "list_sessions", "make_proposer",
+           "optimize", "session"]
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """A session as it ended this time: its folder and `optimize.json`'s content."""
+
+    folder: Path
+    state: dict[str, Any]
+    reused: bool = False
+
+    @property
+    def status(self) -> str:
+        return str(self.state["status"])
+
+
+def make_proposer(name: str, loaded: LoadedExperiment) -> Proposer:
+    """`keywords`, a registry profile (`claude-sonnet-api`, one added with `ix subjects add`)
+    or a runtime kind (`anthropic`, taking the experiment's own options of that kind, such as
+    `model` and `base_url`, when its runtime is that kind)."""
+    if name == KEYWORDS:
+        return KeywordsProposer()
+    registry = load_registry()
+    if name in registry:
+        spec = registry[name].runtime_spec()
+    elif name in available():
+        own = loaded.experiment.runtime
+        spec = dict(own) if own.get("kind") == name else {"kind": name}
+    else:
+        known = [KEYWORDS, *registry, *available()]
+        raise ConfigError(f"unknown proposer {name!r}{did_you_mean(name, known)}: give "
+                          f"`{KEYWORDS}` (offline), a subject profile ({', '.join(registry)}) "
+                          f"or a runtime kind ({', '.join(available())})", field="--proposer")
+    try:
+        return RuntimeProposer(name, spec)
+    except ConfigError as exc:
+        raise ConfigError(f"proposer {name!r}: {exc.message}", field="--proposer") from None
+
+
+def optimize(lab: str | Path | None, experiment: str, settings: Settings = Settings(), *,
+             proposer: str = KEYWORDS, apply: bool = False, limits: Limits = Limits(),
+             observer: Observer | None = None,
+             command: Sequence[str] | None = None) -> OptimizeResult:
+    """Improve the experiment's skill description (see `ix optimize --help`); the session
+    is continued when the same arguments left one unfinished, and shown again when they
+    completed one. `apply` writes a recommended description into the skill."""
+    observer = observer or Observer()
+    lab_path, paths = resolve(lab, [experiment])
+    loaded = load_experiment(paths[0], lab_path)
+    chosen = make_proposer(proposer, loaded)
+    hooks = Hooks(on_plan=observer.on_plan, on_trial=trial_listener(observer),
+                  warn=observer.on_warning, say=observer.on_step)
+    outcome: Outcome = run_session(loaded, chosen, settings, hooks=hooks, limits=limits,
+                                   command=None if command is None else list(command))
+    if not outcome.reused:
+        write_reports(outcome.folder, outcome.state)
+        record(lab_path, "optimize", experiment=loaded.experiment.name,
+               session=outcome.folder.session_id, status=outcome.status,
+               recommended=outcome.state.get("recommended"),
+               command=None if command is None else list(command))
+    result = OptimizeResult(outcome.folder.path, outcome.state, outcome.reused)
+    if apply and outcome.status == "completed" and outcome.state.get("recommended"):
+        result = OptimizeResult(result.folder, apply_session(lab_path, outcome.folder),
+                                outcome.reused)
+    return result
+
+
+def write_reports(folder: OptimizeDir, state: Mapping[str, Any]) -> None:
+    write_text_atomic(folder.report("md"), optimize_markdown(state), shared=True)
+    write_text_atomic(folder.report("html"), optimize_html(state), shared=True)
+
+
+def apply_session(lab: Path, folder: OptimizeDir) -> dict[str, Any]:
+    """Write the session's recommended SKILL.md over the skill: refused unless one is
+    recommended and the skill is still the file the session started from. The old file is
+    kept as `SKILL.md.<stamp>.bak` beside it; the audit log records both."""
+    state = read_session(folder)
+    if state.get("applied"):
+        return state
+    if not state.get("recommended") or not folder.recommended.is_file():
+        raise ConfigError("this session recommends no description, so there is nothing to "
+                          "apply", field="--apply")
+    target = Path(state["skill_file"])
+    old = read_text(target)
+    if hashlib.sha256(old.encode()).hexdigest() != state["skill_sha256"]:
+        raise ConfigError(f"{target} changed since the session started; run ix optimize "
+                          "again on the skill as it is now", field="--apply")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    backup = target.with_name(f"{target.name}.{stamp}.bak")
+    shutil.copy2(target, backup)
+    write_text_atomic(target, read_text(folder.recommended), shared=True)
+    state["applied"] = {"at": iso(datetime.now(UTC)), "file": str(target),
+                        "backup": str(backup)}
+    write_json_atomic(folder.state, state, shared=True)
+    write_reports(folder, state)
+    record(lab, "optimize-apply", experiment=state["experiment"], session=state["id"],
+           skill=state["skill"], file=str(target), backup=str(backup),
+           candidate=(state.get("holdout") or {}).get("candidate"))
+    return state
+
+
+def list_sessions(lab: str | Path | None = None,
+                  experiments: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every optimize session of the chosen experiments (all: the lab's), newest first; one
+    whose `optimize.json` cannot be read is left out."""
+    paths = resolve(lab, experiments)[1] if experiments else list_experiments(find_lab(lab))
+    out = []
+    for path in paths:
+        for folder in sessions(path):
+            try:
+                out.append({**read_session(folder), "folder": str(folder.path)})
+            except ConfigError:
+                continue
+    return sorted(out, key=lambda s: str(s["id"]), reverse=True)
+
+
+def session(lab: str | Path | None, session_id: str) -> dict[str, Any]:
+    """One session by its id (or a unique prefix), with its folder."""
+    hits = [s for s in list_sessions(lab) if str(s["id"]).startswith(session_id)]
+    if len(hits) != 1:
+        raise NotFound(f"{'no' if not hits else 'more than one'} optimize session "
+                       f"{session_id!r}", field="SESSION")
+    return hits[0]

@@ -1,0 +1,119 @@
+"""`ix optimize`: improve a skill's description on train cases, judge it on held-out ones."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ix.cli.options import Json, Lab
+from ix.cli.output import err, out, print_json
+from ix.cli.progress import RunProgress
+
+
+class _Steps(RunProgress):
+    """`ix run`'s progress, plus each step of the session on stderr."""
+
+    def on_step(self, message: str) -> None:
+        if self.mode != "json":
+            err.print(f"ix optimize: {message}", style="dim", markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+def optimize(
+    experiment: Annotated[str, typer.Argument(
+        help="The experiment whose cases judge the description: a name in the lab, or a "
+             "path.", show_default=False)],
+    lab: Lab = None,
+    skill: Annotated[str | None, typer.Option(
+        "--skill", help="The skill whose description to improve (default: the activation "
+                        "sensor's skill, else the experiment's).", show_default=False)] = None,
+    proposer: Annotated[str, typer.Option(
+        "--proposer", help="Who writes candidates: `keywords` (offline baseline: adds the "
+                           "distinctive words of missed prompts, excludes those of false "
+                           "positives), a subject profile (claude-sonnet-api, or one added "
+                           "with `ix subjects add`) or a runtime kind (anthropic, openai, "
+                           "claude-code, command, ...; with the experiment's options of that "
+                           "kind).")] = "keywords",
+    rounds: Annotated[int, typer.Option(
+        "--rounds", min=1, help="Rounds of proposals at most (fewer when every train case is "
+                                "right or nothing new is proposed).")] = 5,
+    candidates: Annotated[int, typer.Option(
+        "--candidates", min=1, help="Candidate descriptions asked for per round.")] = 3,
+    holdout: Annotated[float, typer.Option(
+        "--holdout", help="Share of the cases held out (stratified by expectation) to judge "
+                          "the final candidate; never shown to the proposer.")] = 0.4,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Seed of the train/holdout split (default: the experiment's seed); "
+                       "another seed starts another session.", show_default=False)] = None,
+    credibility: Annotated[float, typer.Option(
+        "--credibility", help="Recommend the candidate only if P(holdout F1 better than the "
+                              "original) reaches this.")] = 0.9,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Write a recommended description into the skill's SKILL.md "
+                        "(atomically; the old file is kept as SKILL.md.<stamp>.bak and the "
+                        "lab's audit log records it). Without it the skill is never "
+                        "touched.")] = False,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", min=0, help="Stop once the session's runs and proposals spent this many "
+                                  "USD (run the same command again to continue).",
+        show_default=False)] = None,
+    progress_mode: Annotated[str, typer.Option(
+        "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
+                           "stderr) or none.")] = "auto",
+    json_out: Json = False,
+) -> None:
+    """Improve a skill's description with held-out evidence: propose, test on train cases,
+    judge the best on held-out cases.
+
+    The cases are split (stratified, seeded) into train and holdout. Round 0 runs the
+    original description on the train cases; each round a proposer gets the train cases it
+    gets wrong and the descriptions tried, and its candidates run on the train cases with
+    the experiment's subjects, trials and seeds; the best by train F1 goes on. Finally the
+    best candidate and the original run on the holdout cases, compared case by case (paired
+    F1); the candidate is recommended only if P(holdout F1 better) reaches --credibility.
+
+    Everything lands in <experiment>/results/optimize/<id>/ (the split, every candidate, its
+    scores with intervals, the proposer's requests and answers, the recommended SKILL.md,
+    report.md and report.html); `ix view` shows it. Killed or cancelled, the same command
+    continues the session; completed, it shows it again.
+
+    Exit codes: 0 done (whatever the verdict), 1 a run of the session failed, 2 bad input,
+    130 cancelled or stopped by --max-cost (run the same command to continue).
+    """
+    from ix.api.optimize import Settings
+    from ix.api.optimize import optimize as run_optimize
+    from ix.engine.run import Limits
+    from ix.report.optimize import optimize_renderable
+
+    if progress_mode not in ("auto", "bar", "json", "none"):
+        from ix.domain.errors import ConfigError
+        raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
+                          "none", field="--progress")
+    settings = Settings(skill=skill, rounds=rounds, candidates=candidates, holdout=holdout,
+                        seed=seed, credibility=credibility, max_cost_usd=max_cost)
+    with _Steps(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
+        result = run_optimize(lab, experiment, settings, proposer=proposer, apply=apply,
+                              limits=Limits(), observer=progress,
+                              command=["ix", *sys.argv[1:]])
+    state = result.state
+    if json_out:
+        print_json(state)
+    else:
+        out.print(optimize_renderable(state))
+    if apply and state["status"] == "completed" and not state.get("recommended"):
+        err.print("ix optimize: --apply: nothing applied, the session recommends no "
+                  "description; the skill is unchanged", markup=False, soft_wrap=True)
+    if state["status"] == "failed":
+        err.print(f"ix optimize: session {state['id']} failed: {state.get('reason')}",
+                  markup=False, soft_wrap=True)
+        raise typer.Exit(1)
+    if state["status"] == "cancelled":
+        err.print(f"ix optimize: session {state['id']} stopped ({state.get('reason')}); "
+                  "completed trials are kept; run the same command again to continue",
+                  markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the `ix` application."""
+    app.command("optimize")(optimize)

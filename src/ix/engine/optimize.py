@@ -1,0 +1,511 @@
+"""`ix optimize`: a skill's description improved on train cases, judged on held-out ones.
+
+The session (`OptimizeDir`) is a folder of ordinary runs plus `optimize.json`, rewritten
+after every step, so a killed session is continued by running the same command: a step whose
+run completed is read back, a run left `running` or `cancelled` is resumed (its trials kept),
+and a proposer's answer already logged is never asked for again (an LLM would answer
+differently). Steps:
+
+1. split the cases (`ix.eval.optimize.split_cases`), once, recorded;
+2. round 0: the original description on the train cases;
+3. each round: the proposer hears of the current best's wrong train cases and the
+   descriptions tried; its candidates (checked by `ix.lab.skill_file.check_description`)
+   run on the train cases under the experiment's subjects, trials and seeds, each subject
+   that has the skill, one run per candidate under the subjects' own names (so each trial
+   draws the seed the original's drew: a description that changes nothing scores exactly
+   the same, and no candidate wins on noise alone); the best by train F1 goes on if it
+   beats the current one;
+4. the best candidate and the original on the holdout cases; the paired,
+   case-level F1 comparison (`ix.stats.paired_f1`) recommends it only if P(holdout F1
+   better) reaches the credibility for every subject that has the skill.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ix.domain.errors import ConfigError
+from ix.domain.types import Subject
+from ix.engine.plan import build_plan
+from ix.engine.proposers import Answer, Proposer
+from ix.engine.resume import cases_digest, check_continuable, find_continuation
+from ix.engine.run import Limits, OnTrial, RunResult, run_plan
+from ix.eval.models import EvalCase
+from ix.eval.optimize import Miss, ProposalRequest, body_summary, misses, parse_answer, split_cases
+from ix.eval.schemas import SCHEMA_VERSION
+from ix.eval.sensors import target_skill
+from ix.lab.files import write_json_atomic, write_text_atomic
+from ix.lab.frontmatter import split_frontmatter
+from ix.lab.loader import LoadedExperiment
+from ix.lab.skill_file import check_description, with_description
+from ix.lab.yamlio import read_text
+from ix.stats.paired_f1 import paired_f1
+from ix.store.appending import append_line
+from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
+from ix.store.runs import iso, latest_run, read_spec
+
+__all__ = ["ORIGINAL", "SCHEMA_VERSION", "Hooks", "Outcome", "Settings", "optimize",
+           "read_session", "sessions"]
+
+#: The candidate id of the description as it was.
+ORIGINAL = "original"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line says (`ix optimize --help` explains each)."""
+
+    skill: str | None = None
+    rounds: int = 5
+    candidates: int = 3
+    holdout: float = 0.4
+    seed: int | None = None          # the split's seed; None: the experiment's
+    credibility: float = 0.9
+    max_cost_usd: float | None = None
+
+    def check(self) -> None:
+        for name, value, low in (("--rounds", self.rounds, 1), ("--candidates",
+                                                                self.candidates, 1)):
+            if value < low:
+                raise ConfigError(f"must be at least {low}, got {value}", field=name)
+        if not 0.5 <= self.credibility < 1:
+            raise ConfigError(f"must be in [0.5, 1), got {self.credibility}",
+                              field="--credibility")
+        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
+            raise ConfigError(f"must be positive, got {self.max_cost_usd}", field="--max-cost")
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """Who hears of the session's progress: each run's plan and trials, each step, warnings."""
+
+    on_plan: Callable[[Any], None] | None = None
+    on_trial: OnTrial | None = None
+    warn: Callable[[str], None] | None = None
+    say: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    folder: OptimizeDir
+    state: dict[str, Any]
+    #: The same arguments on the same files had completed a session already: that one.
+    reused: bool = False
+
+    @property
+    def status(self) -> str:
+        return str(self.state["status"])
+
+
+class _Stopped(Exception):
+    """A run of the session did not complete (cancelled, failed)."""
+
+    def __init__(self, result: RunResult):
+        super().__init__(result.status)
+        self.result = result
+
+
+def sessions(experiment: Path) -> list[OptimizeDir]:
+    """The experiment's optimize sessions, oldest first (ids start with their UTC start)."""
+    root = ExperimentDir.at(experiment).optimize
+    if not root.is_dir():
+        return []
+    return [OptimizeDir(p) for p in sorted(root.iterdir())
+            if p.is_dir() and OptimizeDir(p).state.is_file()]
+
+
+def read_session(folder: OptimizeDir) -> dict[str, Any]:
+    """A session's `optimize.json`; ConfigError naming the file when it cannot be read."""
+    try:
+        data: dict[str, Any] = json.loads(read_text(folder.state))
+    except ValueError as exc:
+        raise ConfigError(f"not a readable optimize session: {exc}", file=folder.state) from None
+    if not isinstance(data, dict):
+        raise ConfigError("not a readable optimize session (not a JSON object)",
+                          file=folder.state)
+    return data
+
+
+def optimize(loaded: LoadedExperiment, proposer: Proposer, settings: Settings, *,
+             hooks: Hooks = Hooks(), limits: Limits = Limits(),
+             command: list[str] | None = None) -> Outcome:
+    """Run (or continue) the session these arguments describe; see the module's docstring."""
+    settings.check()
+    session = _Session(loaded, proposer, settings, hooks, limits, command)
+    if session.reused:
+        return Outcome(session.folder, session.state, reused=True)
+    try:
+        session.run()
+    except _Stopped as stop:
+        result = stop.result
+        session.state["status"] = result.status
+        session.state["reason"] = (result.summary.get("stop_reason")
+                                   or result.summary.get("reason"))
+        session.save()
+    except ConfigError as exc:
+        session.state["status"] = "failed"
+        session.state["reason"] = str(exc)
+        session.save()
+        raise
+    return Outcome(session.folder, session.state)
+
+
+class _Session:
+    def __init__(self, loaded: LoadedExperiment, proposer: Proposer, settings: Settings,
+                 hooks: Hooks, limits: Limits, command: list[str] | None):
+        self.loaded, self.proposer, self.settings = loaded, proposer, settings
+        self.hooks, self.limits, self.command = hooks, limits, command
+        exp = loaded.experiment
+        if loaded.context is not None or loaded.spec.sweep is not None:
+            raise ConfigError("ix optimize runs the experiment's subjects as written; take "
+                              "`context:` and `sweep:` out (in a copy of the experiment)",
+                              file=loaded.config_file, field="context" if loaded.context
+                              else "sweep")
+        if exp.sensor != "activation":
+            raise ConfigError(f"ix optimize improves activation F1; the sensor is "
+                              f"{exp.sensor!r}", file=loaded.config_file, field="sensor")
+        self.skill = settings.skill or target_skill(exp.sensor_options, exp.skill,
+                                                    exp.subjects[0].name)
+        self.carriers = [s for s in exp.subjects
+                         if any(k.get("name") == self.skill for k in s.config.get("skills")
+                                or [])]
+        if not self.carriers:
+            raise ConfigError(
+                f"no subject of the experiment has the skill {self.skill!r}; its subjects: "
+                f"{', '.join(s.name for s in exp.subjects)}",
+                file=loaded.config_file, field="--skill" if settings.skill else "subjects")
+        entry = next(k for k in self.carriers[0].config["skills"] if k["name"] == self.skill)
+        self.skill_file = Path(entry["path"])
+        self.skill_text = read_text(self.skill_file)
+        self.description = str(entry["description"])
+        _, body = split_frontmatter(self.skill_text, file=self.skill_file)
+        self.body = body
+        self.cases = {c.id: c for c in exp.cases}
+        seed = exp.seed if settings.seed is None else settings.seed
+        self.split = split_cases(exp.cases, settings.holdout, seed)
+        key = _key(exp.name, self.skill, self.skill_text, [s.name for s in self.carriers],
+                   proposer.name, settings, seed, cases_digest(exp.cases))
+        found = next((s for s in reversed(sessions(loaded.path))
+                      if _key_of(s) == key), None)
+        self.reused = False
+        if found is not None:
+            self.folder, self.state = found, read_session(found)
+            if self.state.get("status") == "completed":
+                self.reused = True
+                self._say(f"session {found.session_id} already ran these arguments on these "
+                          "files; showing it (another --seed starts a new one)")
+                return
+            self.state["status"] = "running"
+            self.state["reason"] = None
+            self._say(f"continuing optimize session {found.session_id}")
+        else:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            self.folder = ExperimentDir.at(loaded.path).session(
+                f"{stamp}-{secrets.token_hex(3)}")
+            self.state = self._new_state(key, seed)
+        self.save()
+
+    # --- the state ----------------------------------------------------------------------
+
+    def _new_state(self, key: str, seed: int) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "schema_version": SCHEMA_VERSION, "id": self.folder.session_id, "key": key,
+            "folder": str(self.folder.path),
+            "experiment": self.loaded.experiment.name, "experiment_dir": str(self.loaded.path),
+            "skill": self.skill, "skill_file": str(self.skill_file),
+            "skill_sha256": hashlib.sha256(self.skill_text.encode()).hexdigest(),
+            "subjects": [c.name for c in self.carriers],
+            "proposer": {"name": self.proposer.name, "kind": self.proposer.kind},
+            "settings": {"rounds": s.rounds, "candidates": s.candidates,
+                         "holdout": s.holdout, "seed": seed, "credibility": s.credibility,
+                         "max_cost_usd": s.max_cost_usd,
+                         "trials": self.loaded.experiment.trials},
+            "split": self.split.as_dict(),
+            "status": "running", "reason": None, "stopped_early": None,
+            "started_at": iso(datetime.now(UTC)), "finished_at": None,
+            "command": self.command,
+            "original": {"id": ORIGINAL, "description": self.description, "train": None},
+            "rounds": [], "best": ORIGINAL, "holdout": None, "recommended": False,
+            "recommended_file": None, "cost_usd": 0.0, "applied": None,
+        }
+
+    def save(self) -> None:
+        write_json_atomic(self.folder.state, self.state, shared=True)
+
+    def _say(self, text: str) -> None:
+        if self.hooks.say is not None:
+            self.hooks.say(text)
+
+    # --- the steps ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        st = self.state
+        train = [self.cases[i] for i in self.split.train]
+        if st["original"]["train"] is None:
+            self._say(f"round 0: the original description on {len(train)} train cases")
+            summary = self._evaluate(self.folder.round(0) / ORIGINAL, list(self.carriers),
+                                     train)
+            st["original"]["train"] = self._score(summary)
+            st["original"]["run_id"] = summary["run_id"]
+            self.save()
+        while len(st["rounds"]) < self.settings.rounds and st["stopped_early"] is None:
+            self._round(len(st["rounds"]) + 1, train)
+        if st["holdout"] is None:
+            self._holdout()
+        st["status"] = "completed"
+        st["finished_at"] = iso(datetime.now(UTC))
+        self.save()
+
+    def _candidate(self, cid: str) -> dict[str, Any]:
+        if cid == ORIGINAL:
+            return dict(self.state["original"])
+        return next(c for r in self.state["rounds"] for c in r["candidates"] if c["id"] == cid)
+
+    def _round(self, number: int, train: list[EvalCase]) -> None:
+        st = self.state
+        best = self._candidate(st["best"])
+        if not best["train"]["misses"]:
+            st["stopped_early"] = f"before round {number}: every train case is right"
+            self.save()
+            return
+        tried = [(ORIGINAL, st["original"])] + [(c["id"], c) for r in st["rounds"]
+                                                for c in r["candidates"]]
+        request = ProposalRequest(
+            skill=self.skill, description=best["description"],
+            body_summary=body_summary(self.body),
+            misses=tuple(Miss(**m) for m in best["train"]["misses"]),
+            tried=tuple(sorted(((c["description"], c["train"]["f1"]) for _, c in tried),
+                               key=lambda t: -t[1])),
+            count=self.settings.candidates, round=number,
+            other_skills=tuple(sorted({k["name"] for s in self.carriers
+                                       for k in s.config.get("skills") or []
+                                       if k["name"] != self.skill})))
+        answer = self._answer(request)
+        seen = {c["description"] for _, c in tried}
+        accepted: list[str] = []
+        rejected: list[dict[str, str]] = []
+        try:
+            texts = parse_answer(answer.answer)
+        except ValueError as exc:
+            texts, rejected = [], [{"text": answer.answer, "reason": str(exc)}]
+        for text in texts:
+            reason = check_description(text)
+            if reason is None and (text in seen or text in accepted):
+                reason = "was tried already"
+            if reason is None and len(accepted) >= self.settings.candidates:
+                reason = f"more than the {self.settings.candidates} asked for"
+            if reason is not None:
+                rejected.append({"text": text, "reason": reason})
+            else:
+                accepted.append(text)
+        record: dict[str, Any] = {"round": number, "candidates": [], "rejected": rejected,
+                                  "best": None, "improved": False, "run_ids": {}}
+        if not accepted:
+            st["rounds"].append(record)
+            st["stopped_early"] = f"after round {number}: the proposer gave no new valid " \
+                                  "description"
+            self.save()
+            return
+        candidates: list[dict[str, Any]] = []
+        for i, text in enumerate(accepted, 1):
+            cid = f"r{number}c{i}"
+            path = self.folder.candidate(cid, self.skill)
+            write_text_atomic(path, with_description(self.skill_text, text,
+                                                     file=self.skill_file), shared=True)
+            candidates.append({"id": cid, "description": text, "round": number,
+                               "file": str(path), "train": None})
+        record["run_ids"] = {}
+        for c in candidates:  # one run each: the subjects' own names, so their own seeds
+            self._say(f"round {number}: {c['id']} on {len(train)} train cases")
+            summary = self._evaluate(self.folder.round(number) / c["id"],
+                                     self._with(c["description"], Path(c["file"])), train)
+            c["train"] = self._score(summary)
+            record["run_ids"][c["id"]] = summary["run_id"]
+        record["candidates"] = candidates
+        top = max(candidates, key=lambda c: c["train"]["f1"])  # ties: the first proposed
+        record["best"] = top["id"]
+        if top["train"]["f1"] > best["train"]["f1"]:
+            st["best"], record["improved"] = top["id"], True
+        st["rounds"].append(record)
+        self.save()
+
+    def _answer(self, request: ProposalRequest) -> Answer:
+        """The proposer's answer for this round: from the log if it was asked already."""
+        log = self.folder.proposer_log
+        if log.is_file():
+            for line in read_text(log).splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue  # a line torn by a crash: ask again
+                if entry.get("round") == request.round:
+                    return Answer(entry["request"], entry["answer"], entry.get("cost_usd", 0.0))
+        self._say(f"round {request.round}: asking the {self.proposer.name} proposer")
+        seed = int.from_bytes(hashlib.sha256(
+            f"{self.state['key']}:propose:{request.round}".encode()).digest()[:8], "big") >> 1
+        answer = self.proposer.propose(request, seed=seed)
+        append_line(log, json.dumps({
+            "round": request.round, "proposer": self.proposer.name, "at": iso(datetime.now(UTC)),
+            "request": answer.request, "answer": answer.answer, "cost_usd": answer.cost_usd,
+            "tokens_input": answer.tokens_input, "tokens_output": answer.tokens_output},
+            ensure_ascii=False))
+        self.state["cost_usd"] = round(self.state["cost_usd"] + answer.cost_usd, 6)
+        return answer
+
+    def _holdout(self) -> None:
+        st = self.state
+        holdout = [self.cases[i] for i in self.split.holdout]
+        if st["best"] == ORIGINAL:
+            st["holdout"] = {"run_id": None, "verdict": "no candidate",
+                             "credibility": self.settings.credibility,
+                             "why": "no candidate beat the original description's train F1; "
+                                    "nothing to judge on the holdout cases",
+                             "subjects": [], "prob_better": None}
+            self.save()
+            return
+        best = self._candidate(st["best"])
+        path = Path(best["file"])
+        self._say(f"holdout: the original and {best['id']} on {len(holdout)} held-out cases")
+        original = self._evaluate(self.folder.holdout / ORIGINAL, list(self.carriers), holdout)
+        candidate = self._evaluate(self.folder.holdout / best["id"],
+                                   self._with(best["description"], path), holdout)
+        theirs = {b["name"]: b for b in candidate["subjects"]}
+        per_subject: list[dict[str, Any]] = []
+        for block in original["subjects"]:
+            other = theirs[block["name"]]
+            must, not_ = _tables(block["probe_results"], other["probe_results"])
+            result = paired_f1(must, not_, level=0.95)
+            per_subject.append({
+                "subject": block["name"],
+                "original": _metrics(block), "candidate": _metrics(other),
+                "difference": result.difference, "difference_ci": [result.lo, result.hi],
+                "difference_sided": result.sided, "median": result.median,
+                "prob_better": result.prob_b_better, "mc_error": result.mc_error,
+                "pairs": {"must": list(must), "not": list(not_)}})
+        prob = min(float(p["prob_better"]) for p in per_subject)
+        recommended = prob >= self.settings.credibility
+        st["holdout"] = {
+            "run_id": original["run_id"], "candidate_run_id": candidate["run_id"],
+            "candidate": best["id"], "subjects": per_subject,
+            "prob_better": prob, "credibility": self.settings.credibility,
+            "verdict": "recommended" if recommended else "not recommended",
+            "why": (f"P(holdout F1 better) = {prob:.3f} ≥ {self.settings.credibility}"
+                    if recommended else
+                    f"no credible improvement: P(holdout F1 better) = {prob:.3f} < "
+                    f"{self.settings.credibility}")}
+        st["recommended"] = recommended
+        if recommended:
+            write_text_atomic(self.folder.recommended, read_text(path), shared=True)
+            st["recommended_file"] = str(self.folder.recommended)
+        self.save()
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def _with(self, description: str, path: Path) -> list[Subject]:
+        """The subjects that have the skill, with `description` (in the SKILL.md at `path`):
+        under their own names, so that their trials draw the seeds the original's drew."""
+        out = []
+        for s in self.carriers:
+            skills = [dict(k, description=description, path=str(path))
+                      if k["name"] == self.skill else k for k in s.config["skills"]]
+            out.append(s.model_copy(update={"config": {**s.config, "skills": skills}}))
+        return out
+
+    def _evaluate(self, folder: Path, subjects: list[Subject],
+                  cases: Sequence[EvalCase]) -> dict[str, Any]:
+        """The summary of `subjects` on `cases`, run in `folder` — read back if that run
+        completed, resumed if it did not."""
+        results = ExperimentDir.at(folder).results
+        latest = latest_run(results) if results.is_dir() else None
+        if latest is not None:
+            spec = read_spec(latest)
+            done = RunDir(latest).summary
+            if spec.get("status") == "completed" and done.is_file():
+                summary: dict[str, Any] = json.loads(read_text(done))
+                return summary
+        exp = self.loaded.experiment.model_copy(update={
+            "subjects": tuple(subjects), "cases": tuple(cases), "goal": None})
+        loaded = replace(self.loaded, path=folder, experiment=exp,
+                         spec=self.loaded.spec.model_copy(update={"goal": None}))
+        plan = build_plan(loaded)
+        cont = None
+        if latest is not None:
+            cont = find_continuation(results, latest.name, "resume", self.hooks.warn)
+            check_continuable(plan, cont)
+        if self.hooks.on_plan is not None:
+            self.hooks.on_plan(plan)
+        limits = self.limits
+        if self.settings.max_cost_usd is not None:
+            left = max(0.0, self.settings.max_cost_usd - self.state["cost_usd"])
+            limits = replace(limits, max_cost_usd=left)
+        result = run_plan(plan, command=self.command, on_trial=self.hooks.on_trial,
+                          continuation=cont, limits=limits, warn=self.hooks.warn)
+        cost = float((result.summary.get("usage") or {}).get("cost_usd") or 0.0)
+        self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 6)
+        if result.status != "completed":
+            raise _Stopped(result)
+        return dict(result.summary)
+
+    def _score(self, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """Train F1 of one description: per subject that has the skill, and their mean (what
+        chooses); the wrong cases, from the first subject (what the proposer hears)."""
+        blocks = summary["subjects"]
+        per = [{"subject": b["name"], **_metrics(b)} for b in blocks]
+        wrong = misses(blocks[0]["probe_results"], self.cases, self.split.train)
+        return {"f1": round(sum(p["f1"] for p in per) / len(per), 6), "subjects": per,
+                "misses": [m.as_dict() for m in wrong]}
+
+
+def _key_of(folder: OptimizeDir) -> str | None:
+    """A session's key, or None when its file is unreadable (it is then never continued)."""
+    try:
+        return str(read_session(folder).get("key"))
+    except ConfigError:
+        return None
+
+
+def _metrics(block: Mapping[str, Any]) -> dict[str, Any]:
+    m = block["metrics"]
+    return {"f1": m["f1"], "f1_ci": m.get("f1_ci"), "precision": m["precision"],
+            "recall": m["recall"], "tp": m["tp"], "fp": m["fp"], "fn": m["fn"], "tn": m["tn"]}
+
+
+def _fired(probe: Mapping[str, Any]) -> bool | None:
+    """A case's majority vote: fired (activation rate above ½), or None without a valid trial."""
+    valid = int(probe.get("n", 0)) - int(probe.get("errors", 0))
+    return None if valid <= 0 else float(probe.get("score") or 0.0) > 0.5
+
+
+def _tables(original: Sequence[Mapping[str, Any]], candidate: Sequence[Mapping[str, Any]]
+            ) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """(both fired, original only, candidate only, neither) over must cases and over not
+    cases; a case without a vote from both is left out."""
+    votes = {p["probe_id"]: (p["expectation"], _fired(p)) for p in original}
+    cells = {"must_trigger": [0, 0, 0, 0], "should_not_trigger": [0, 0, 0, 0]}
+    for p in candidate:
+        expectation, a = votes.get(p["probe_id"], (None, None))
+        b = _fired(p)
+        if a is None or b is None or expectation not in cells:
+            continue
+        cells[expectation][0 if a and b else 1 if a else 2 if b else 3] += 1
+    must, not_ = cells["must_trigger"], cells["should_not_trigger"]
+    return (must[0], must[1], must[2], must[3]), (not_[0], not_[1], not_[2], not_[3])
+
+
+def _key(experiment: str, skill: str, text: str, subjects: list[str], proposer: str,
+         settings: Settings, seed: int, cases: str) -> str:
+    """What makes two invocations the same session (the same command on the same files)."""
+    data = {"experiment": experiment, "skill": skill,
+            "skill_sha256": hashlib.sha256(text.encode()).hexdigest(), "subjects": subjects,
+            "proposer": proposer, "rounds": settings.rounds, "candidates": settings.candidates,
+            "holdout": settings.holdout, "seed": seed, "credibility": settings.credibility,
+            "cases": cases}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

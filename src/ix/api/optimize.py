@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,17 +37,9 @@ __all__ = ["OptimizeResult", "Settings", "apply_session", "list_sessions", "make
            "optimize", "session"]
 
 
-@dataclass(frozen=True)
-class OptimizeResult:
-    """A session as it ended this time: its folder and `optimize.json`'s content."""
-
-    folder: Path
-    state: dict[str, Any]
-    reused: bool = False
-
-    @property
-    def status(self) -> str:
-        return str(self.state["status"])
+#: What `optimize` returns: the session's folder and `optimize.json`'s content, and whether
+#: a completed session was shown again (`reused`).
+OptimizeResult = Outcome
 
 
 def make_proposer(name: str, loaded: LoadedExperiment) -> Proposer:
@@ -95,11 +86,10 @@ def optimize(lab: str | Path | None, experiment: str, settings: Settings = Setti
                session=outcome.folder.session_id, status=outcome.status,
                recommended=outcome.state.get("recommended"),
                command=None if command is None else list(command))
-    result = OptimizeResult(outcome.folder.path, outcome.state, outcome.reused)
     if apply and outcome.status == "completed" and outcome.state.get("recommended"):
-        result = OptimizeResult(result.folder, apply_session(lab_path, outcome.folder),
-                                outcome.reused)
-    return result
+        return Outcome(outcome.folder, apply_session(lab_path, outcome.folder),
+                       outcome.reused)
+    return outcome
 
 
 def write_reports(folder: OptimizeDir, state: Mapping[str, Any]) -> None:

@@ -213,7 +213,7 @@ class IxTools(LabTools):
                         tg.cancel_scope.cancel()
         finally:
             del self.running[path]
-        return {"folder": str(result.folder), "reused": result.reused, **result.state}
+        return {**result.state, "folder": str(result.folder.path), "reused": result.reused}
 
 
 class _Steps(api.Observer):

@@ -239,3 +239,56 @@ def test_bad_input_is_named_and_writes_nothing(example_lab: Path, args: list[str
     assert r.code == 2, r.output
     assert field in r.stderr and "Traceback" not in r.stderr
     assert tree_digest(example_lab) == before
+
+
+def test_max_cost_stops_the_session_and_a_larger_budget_continues_it(profiling: Path,
+                                                                     tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "OPT_KEY": FAKE_KEY}
+    with FakeLLMServer("anthropic") as api:
+        api.router = lambda request: text_reply(json.dumps({"descriptions": [
+            "Profile spreadsheets: columns, nulls, dtypes.", "Checks nulls in spreadsheets."]}))
+        # 1,200 input and 40 output tokens at $1,000 per million: $1.24 an answer
+        write(tmp_path / "config" / "ix" / "subjects.yaml", f"""
+            pricey:
+              runtime:
+                kind: anthropic
+                base_url: "{api.base_url}"
+                api_key_env: OPT_KEY
+                prices: {{claude-test: {{input_per_mtok: 1000, output_per_mtok: 1000}}}}
+              model: claude-test
+            """)
+        args = ("optimize", "profiling", "--lab", str(profiling), "--proposer", "pricey",
+                "--json")
+        stopped = run_ix(*args, "--max-cost", "0.5", env=env)
+        assert stopped.code == 130, stopped.output
+        state = json.loads(stopped.stdout)
+        assert state["status"] == "cancelled" and "--max-cost 0.5" in state["reason"]
+        assert state["cost_usd"] == pytest.approx(1.24) and state["rounds"] == []
+        assert "run the same command again" in stopped.stderr
+        done = run_ix(*args, "--max-cost", "5", env=env)
+        asked = len(api.requests)
+    assert done.code == 0, done.output
+    final = json.loads(done.stdout)
+    assert final["id"] == state["id"] and final["status"] == "completed"
+    assert asked == 1  # the answer paid for was logged, not bought again
+    assert final["cost_usd"] == pytest.approx(1.24)
+
+
+def test_cached_runs_replay_a_description_tried_before(example_lab: Path) -> None:
+    first = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--cache",
+                   "--json")
+    assert first.code == 0, first.output
+    # fewer rounds: another session; every description it tries ran before, on the same
+    # cases and seeds, so replay (which never calls a subject) answers every trial
+    again = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--rounds", "2",
+                   "--cache-mode", "replay", "--json")
+    assert again.code == 0, again.output
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["id"] != b["id"]
+    assert b["original"]["train"] == a["original"]["train"]
+    for old, new in zip(a["rounds"], b["rounds"], strict=False):
+        assert [c["train"] for c in new["candidates"]] == [c["train"] for c in old["candidates"]]
+    trials = (example_lab / "skill-activation" / "results" / "optimize").glob(
+        f"{b['id']}/**/trials.jsonl")
+    lines = [json.loads(x) for t in trials for x in t.read_text().splitlines()]
+    assert lines and all(x["error"] is None for x in lines)

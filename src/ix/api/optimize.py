@@ -67,11 +67,12 @@ def make_proposer(name: str, loaded: LoadedExperiment) -> Proposer:
 
 def optimize(lab: str | Path | None, experiment: str, settings: Settings = Settings(), *,
              proposer: str = KEYWORDS, apply: bool = False, limits: Limits = Limits(),
-             observer: Observer | None = None,
-             command: Sequence[str] | None = None) -> OptimizeResult:
+             observer: Observer | None = None, command: Sequence[str] | None = None,
+             cache: str | None = None) -> OptimizeResult:
     """Improve the experiment's skill description (see `ix optimize --help`); the session
     is continued when the same arguments left one unfinished, and shown again when they
-    completed one. `apply` writes a recommended description into the skill."""
+    completed one. `apply` writes a recommended description into the skill; `cache` (use,
+    refresh, replay) puts the runs behind the lab's observation cache."""
     observer = observer or Observer()
     lab_path, paths = resolve(lab, [experiment])
     loaded = load_experiment(paths[0], lab_path)
@@ -79,7 +80,8 @@ def optimize(lab: str | Path | None, experiment: str, settings: Settings = Setti
     hooks = Hooks(on_plan=observer.on_plan, on_trial=trial_listener(observer),
                   warn=observer.on_warning, say=observer.on_step)
     outcome: Outcome = run_session(loaded, chosen, settings, hooks=hooks, limits=limits,
-                                   command=None if command is None else list(command))
+                                   command=None if command is None else list(command),
+                                   cache=cache)
     if not outcome.reused:
         write_reports(outcome.folder, outcome.state)
         record(lab_path, "optimize", experiment=loaded.experiment.name,

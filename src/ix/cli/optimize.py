@@ -1,17 +1,30 @@
 """`ix optimize`: improve a skill's description on train cases, judge it on held-out ones."""
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from ix.cli.options import Json, Lab
 from ix.cli.output import err, out, print_json
 from ix.cli.progress import RunProgress
 
+if TYPE_CHECKING:
+    from ix.engine.plan import Plan
+
 
 class _Steps(RunProgress):
-    """`ix run`'s progress, plus each step of the session on stderr."""
+    """`ix run`'s progress, each bar named after the description it runs (the run's folder:
+    `original`, `r1c2`), plus each step of the session on stderr."""
+
+    def on_plan(self, plan: "Plan") -> None:
+        super().on_plan(plan)
+        if self._progress is not None:
+            which = plan.loaded.path.name
+            for name, task in self._tasks.items():
+                self._progress.update(task, description=escape(
+                    f"{plan.loaded.experiment.name} · {which} · {name}"))
 
     def on_step(self, message: str) -> None:
         if self.mode != "json":
@@ -57,6 +70,14 @@ def optimize(
         "--max-cost", min=0, help="Stop once the session's runs and proposals spent this many "
                                   "USD (run the same command again to continue).",
         show_default=False)] = None,
+    cache: Annotated[bool, typer.Option(
+        "--cache", help="Record the runs' observations in the lab's cache and replay them "
+                        "when the same description meets the same case and seed again (see "
+                        "--cache-mode).")] = False,
+    cache_mode: Annotated[str, typer.Option(
+        "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
+                             "replay: never call a subject (a miss is an errored trial).")
+    ] = "use",
     progress_mode: Annotated[str, typer.Option(
         "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
                            "stderr) or none.")] = "auto",
@@ -94,7 +115,8 @@ def optimize(
     with _Steps(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
         result = run_optimize(lab, experiment, settings, proposer=proposer, apply=apply,
                               limits=Limits(), observer=progress,
-                              command=["ix", *sys.argv[1:]])
+                              command=["ix", *sys.argv[1:]],
+                              cache=cache_mode if cache or cache_mode != "use" else None)
     state = result.state
     if json_out:
         print_json(state)

@@ -33,6 +33,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.types import Subject
+from ix.engine.cache import CacheMode, check_mode, with_cache
 from ix.engine.plan import build_plan
 from ix.engine.proposers import Answer, Proposer
 from ix.engine.resume import cases_digest, check_continuable, find_continuation
@@ -48,6 +49,7 @@ from ix.lab.skill_file import check_description, with_description
 from ix.lab.yamlio import read_text
 from ix.stats.paired_f1 import paired_f1
 from ix.store.appending import append_line
+from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
 from ix.store.runs import iso, latest_run, read_spec
 
@@ -105,11 +107,17 @@ class Outcome:
 
 
 class _Stopped(Exception):
-    """A run of the session did not complete (cancelled, failed)."""
+    """The session stops before its end: a run did not complete (cancelled, failed), or the
+    budget is spent."""
 
-    def __init__(self, result: RunResult):
-        super().__init__(result.status)
-        self.result = result
+    def __init__(self, status: str, reason: str | None):
+        super().__init__(status)
+        self.status, self.reason = status, reason
+
+    @classmethod
+    def of(cls, result: RunResult) -> _Stopped:
+        return cls(result.status, result.summary.get("stop_reason")
+                   or result.summary.get("reason"))
 
 
 def sessions(experiment: Path) -> list[OptimizeDir]:
@@ -135,19 +143,19 @@ def read_session(folder: OptimizeDir) -> dict[str, Any]:
 
 def optimize(loaded: LoadedExperiment, proposer: Proposer, settings: Settings, *,
              hooks: Hooks = Hooks(), limits: Limits = Limits(),
-             command: list[str] | None = None) -> Outcome:
-    """Run (or continue) the session these arguments describe; see the module's docstring."""
+             command: list[str] | None = None, cache: str | None = None) -> Outcome:
+    """Run (or continue) the session these arguments describe; see the module's docstring.
+    `cache` (a mode of `ix run --cache-mode`) puts every run behind the lab's observation
+    cache: a description tried before, on the same case and seed, is not run again."""
     settings.check()
-    session = _Session(loaded, proposer, settings, hooks, limits, command)
+    mode = None if cache is None else check_mode(cache, field="--cache-mode")
+    session = _Session(loaded, proposer, settings, hooks, limits, command, mode)
     if session.reused:
         return Outcome(session.folder, session.state, reused=True)
     try:
         session.run()
     except _Stopped as stop:
-        result = stop.result
-        session.state["status"] = result.status
-        session.state["reason"] = (result.summary.get("stop_reason")
-                                   or result.summary.get("reason"))
+        session.state["status"], session.state["reason"] = stop.status, stop.reason
         session.save()
     except ConfigError as exc:
         session.state["status"] = "failed"
@@ -159,9 +167,10 @@ def optimize(loaded: LoadedExperiment, proposer: Proposer, settings: Settings, *
 
 class _Session:
     def __init__(self, loaded: LoadedExperiment, proposer: Proposer, settings: Settings,
-                 hooks: Hooks, limits: Limits, command: list[str] | None):
+                 hooks: Hooks, limits: Limits, command: list[str] | None,
+                 cache: CacheMode | None):
         self.loaded, self.proposer, self.settings = loaded, proposer, settings
-        self.hooks, self.limits, self.command = hooks, limits, command
+        self.hooks, self.limits, self.command, self.cache = hooks, limits, command, cache
         exp = loaded.experiment
         if loaded.context is not None or loaded.spec.sweep is not None:
             raise ConfigError("ix optimize runs the experiment's subjects as written; take "
@@ -348,6 +357,7 @@ class _Session:
                     continue  # a line torn by a crash: ask again
                 if entry.get("round") == request.round:
                     return Answer(entry["request"], entry["answer"], entry.get("cost_usd", 0.0))
+        self._check_budget()
         self._say(f"round {request.round}: asking the {self.proposer.name} proposer")
         seed = int.from_bytes(hashlib.sha256(
             f"{self.state['key']}:propose:{request.round}".encode()).digest()[:8], "big") >> 1
@@ -419,6 +429,11 @@ class _Session:
             out.append(s.model_copy(update={"config": {**s.config, "skills": skills}}))
         return out
 
+    def _check_budget(self) -> None:
+        limit, spent = self.settings.max_cost_usd, self.state["cost_usd"]
+        if limit is not None and spent >= limit:
+            raise _Stopped("cancelled", f"--max-cost {limit:g} USD reached (spent {spent:.4f})")
+
     def _evaluate(self, folder: Path, subjects: list[Subject],
                   cases: Sequence[EvalCase]) -> dict[str, Any]:
         """The summary of `subjects` on `cases`, run in `folder` — read back if that run
@@ -436,10 +451,15 @@ class _Session:
         loaded = replace(self.loaded, path=folder, experiment=exp,
                          spec=self.loaded.spec.model_copy(update={"goal": None}))
         plan = build_plan(loaded)
+        if self.cache is not None:
+            store = ObservationCache(self.loaded.lab)
+            plan = replace(plan, subjects=tuple(with_cache(sp, store, self.cache, plan.redactor)
+                                                for sp in plan.subjects))
         cont = None
         if latest is not None:
             cont = find_continuation(results, latest.name, "resume", self.hooks.warn)
             check_continuable(plan, cont)
+        self._check_budget()
         if self.hooks.on_plan is not None:
             self.hooks.on_plan(plan)
         limits = self.limits
@@ -451,7 +471,7 @@ class _Session:
         cost = float((result.summary.get("usage") or {}).get("cost_usd") or 0.0)
         self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 6)
         if result.status != "completed":
-            raise _Stopped(result)
+            raise _Stopped.of(result)
         return dict(result.summary)
 
     def _score(self, summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from ix.report.optimize import (
     optimize_body_html,
     optimize_html,
     optimize_markdown,
-    optimize_renderable,
     word_diff,
 )
+from ix.report.optimize_terminal import optimize_renderable
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 MARKUP = ("Handle [bold]CSV[/bold] files | tables <script>alert(1)</script> & "

@@ -104,7 +104,7 @@ def optimize(
     from ix.api.optimize import Settings
     from ix.api.optimize import optimize as run_optimize
     from ix.engine.run import Limits
-    from ix.report.optimize import optimize_renderable
+    from ix.report.optimize_terminal import optimize_renderable
 
     if progress_mode not in ("auto", "bar", "json", "none"):
         from ix.domain.errors import ConfigError

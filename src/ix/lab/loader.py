@@ -30,6 +30,7 @@ from ix.lab.schema import (
 )
 from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
 from ix.lab.sweep import expand_sweep
+from ix.lab.variants import expand_variants
 from ix.lab.yamlio import load_yaml_file
 
 
@@ -479,13 +480,13 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems) -> list
     looks: dict[str, tuple[str, Path]] = {}
     for case_file in files:
         with problems.each():
-            case = _case(case_file, origin, looks)
-            cases.append(case)
+            cases += _case(case_file, origin, looks)
     return cases
 
 
 def _case(case_file: Path, origin: dict[str, Path],
-          looks: dict[str, tuple[str, Path]]) -> EvalCase:
+          looks: dict[str, tuple[str, Path]]) -> list[EvalCase]:
+    """The case a file holds, or with `variants:` the cases it expands into."""
     meta, body = read_frontmatter(case_file)
     if not meta:
         raise ConfigError("no frontmatter: a case starts with '---', then at least "
@@ -511,11 +512,20 @@ def _case(case_file: Path, origin: dict[str, Path],
     if not prompt:
         raise ConfigError("the prompt (the body after the frontmatter) is empty",
                           file=case_file, field="body")
-    return EvalCase(
+    case = EvalCase(
         id=case_id, prompt=prompt, expectation=c.expectation,
         history=turns_of(c.history, case_file), rationale=c.rationale,
         tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
     )
+    if c.variants is None:
+        return [case]
+    expanded = expand_variants(case, c.variants, case_file)
+    for variant in expanded:  # `must-001~2` may not be another file's id too
+        if variant.id in origin:
+            raise ConfigError(f"variant {variant.id!r} has the id of a case in "
+                              f"{origin[variant.id].name}", file=case_file, field="variants")
+        origin[variant.id] = case_file
+    return expanded
 
 
 def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:

@@ -265,6 +265,8 @@ class CaseSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     difficulty: Difficulty | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: values that expand the case into several (`ix.lab.variants`)
+    variants: dict[str, list[Any]] | list[dict[str, Any]] | None = None
 
     _id = field_validator("id")(_named("case id"))
     _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])

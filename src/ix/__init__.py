@@ -1,6 +1,7 @@
 """ix: experiments on stochastic subjects, with statistics that are right at small N.
 
-`import ix` is cheap; `ix.Lab`, `ix.ResultSet`, ... import the API on first use:
+`import ix` is cheap; `ix.Lab`, `ix.Experiment`, `ix.ResultSet`, ... import the API on first
+use:
 
     lab = ix.Lab("my-lab")
     lab.results.query(subject="claude-sonnet", since="7d").activation_rate()
@@ -10,10 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from ix._version import __version__
 
-_API = ("Lab", "QueryResult", "Rate", "ResultSet", "query_results", "run_query")
+_API = ("Experiment", "ExperimentRun", "Lab", "QueryResult", "Rate", "ResultSet",
+        "query_results", "run_query")
 
 if TYPE_CHECKING:
-    from ix.api import Lab, QueryResult, Rate, ResultSet, query_results, run_query
+    from ix.api import (
+        Experiment,
+        ExperimentRun,
+        Lab,
+        QueryResult,
+        Rate,
+        ResultSet,
+        query_results,
+        run_query,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -28,5 +39,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
 
 
-__all__ = ["Lab", "QueryResult", "Rate", "ResultSet", "__version__", "query_results",
-           "run_query"]
+__all__ = ["Experiment", "ExperimentRun", "Lab", "QueryResult", "Rate", "ResultSet",
+           "__version__", "query_results", "run_query"]

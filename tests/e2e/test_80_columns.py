@@ -21,7 +21,7 @@ WIDTHS = ("80", "200")
 
 def _experiment(lab: Path, name: str) -> None:
     subjects = "\n".join(f"  - name: {s}\n    description: xlsx with {s.count('-')} "
-                         "neighbouring skills installed" for s in SUBJECTS)
+                         "neighbouring skills installed\n    skills: [xlsx]" for s in SUBJECTS)
     write(lab / name / "experiment.yaml", f"""
         name: {name}
         description: Does installing docx, pdf and pptx next to xlsx take its prompts?
@@ -52,7 +52,7 @@ def _experiment(lab: Path, name: str) -> None:
 def wide_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     lab = tmp_path_factory.mktemp("w") / "lab"
     write(lab / "skills" / "xlsx" / "SKILL.md",
-          "---\nname: xlsx\ndescription: Spreadsheets: pivot tables, formulas, charts.\n---\n")
+          "---\nname: xlsx\ndescription: 'Spreadsheets: pivot tables, formulas, charts.'\n---\n")
     for name in EXPERIMENTS:
         _experiment(lab, name)
     runs = []  # set-up, in process: the commands under test are the ones below
@@ -105,6 +105,8 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
         "cache stats": ["cache", "stats"],
         "subjects list": ["subjects", "list"],
         "schema --list": ["schema", "--list"],
+        "optimize": ["optimize", EXPERIMENTS[1], "--rounds", "1", "--progress", "none"],
+        "plugins": ["plugins"],
     }
 
 

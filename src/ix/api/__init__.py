@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ix.api.design import DesignError, DesignWarning, design_warnings
+    from ix.api.experiment import Experiment, ExperimentRun
     from ix.api.experiments import (
         ExperimentInfo,
         arun,
@@ -58,6 +59,8 @@ _WHERE = {
     "subject_credentials": "ix.api.loading",
     "validate": "ix.api.loading",
     "Lab": "ix.api.lab",
+    "Experiment": "ix.api.experiment",
+    "ExperimentRun": "ix.api.experiment",
     "Observer": "ix.api.options",
     "RunOptions": "ix.api.options",
     "QueryResult": "ix.api.query",
@@ -104,7 +107,9 @@ __all__ = [
     "ConfigError",
     "DesignError",
     "DesignWarning",
+    "Experiment",
     "ExperimentInfo",
+    "ExperimentRun",
     "IxError",
     "Lab",
     "Limits",

@@ -40,6 +40,8 @@ def design_warnings(plan: Plan) -> list[DesignWarning]:
         return []
     if plan.overrides.smoke:
         plan = build_plan(plan.loaded, replace(plan.overrides, smoke=False))
+    if plan.load is not None:  # a load test's unit is the request, not the case
+        return []
     exp = plan.loaded.experiment
     return check_design(
         exp,

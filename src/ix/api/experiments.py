@@ -17,8 +17,10 @@ from ix.api.options import Observer, RunOptions, trial_listener
 from ix.api.reports import compare_runs  # its old home: `ix.api.experiments.compare_runs`
 from ix.domain.errors import ConfigError
 from ix.engine.cache import check_mode, with_cache
+from ix.engine.load import refuse_load_with
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
+from ix.engine.probes import with_probe
 from ix.engine.resume import Continuation, check_continuable, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
@@ -120,6 +122,7 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
         loaded = load_experiment(path, lab_path)
         refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
                                  runtime_override=overrides.runtime)
+        loaded = with_probe(loaded)  # generated cases: recorded, or generated and recorded
         if options.continue_mode is None:
             jobs.append((build_plan(loaded, overrides), None))
             continue
@@ -128,6 +131,8 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
         plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
         check_continuable(plan, found)
         jobs.append((plan, found))
+    for plan, _ in jobs:  # `load:` times its requests here, on live subjects
+        refuse_load_with(plan, cache=options.cache, executor=options.executor)
     _check_designs([plan for plan, cont in jobs if cont is None], options.strict, observer)
     return lab_path, jobs
 
@@ -272,7 +277,7 @@ def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
                                  runtime_override=overrides.runtime)
         subjects: list[DryRunSubject] = []
         for sp in plan.subjects:
-            trials = len(plan.cases) * plan.trials
+            trials = plan.total // len(plan.subjects)  # `load:`: its requests
             # the prompt, the case's history and the context's prefix before it: all sent
             before = sum(turn_chars(t) for t in sp.context)
             chars = sum(len(c.prompt) + before + sum(turn_chars(t) for t in c.history)

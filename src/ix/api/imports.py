@@ -175,6 +175,11 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
         reading = r.get("reading") or {}
         tallies[r["subject"]].add(r["probe_id"], None if r.get("error")
                                   else bool(reading.get("passed")), r["trial"])
+        if not r.get("error"):  # every sensor's reading (the summary's `sensors`)
+            listed = r.get("readings") or ([reading] if reading else [])
+            tallies[r["subject"]].sense(r["probe_id"], [
+                (str(x.get("sensor_name")), x.get("passed") is True)
+                for x in listed if isinstance(x, Mapping)])
     for line in lines:
         obs = line.get("observation") or {}
         tallies[line["subject"]].spend(int(obs.get("tokens_input") or 0),

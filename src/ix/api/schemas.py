@@ -513,6 +513,26 @@ class ViewOutput(ClosedDict):
     lab: str
 
 
+# --------------------------------------------------------------------------- plugins
+
+class PluginEntry(ClosedDict):
+    """An installed plugin. `shadowed`: a built-in kind of that name wins; `loads` and `error`
+    are set by `--check` (null without it)."""
+
+    group: Literal["runtime", "sensor", "probe"]
+    name: str
+    distribution: str | None
+    version: str | None
+    target: str
+    shadowed: bool
+    loads: bool | None
+    error: str | None
+
+
+class PluginsOutput(ClosedDict):
+    plugins: list[PluginEntry]
+
+
 # --------------------------------------------------------------------------- optimize
 
 class OptimizeMetrics(ClosedDict):
@@ -695,6 +715,7 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
     SchemaEntry("view", "ix view --json: the line printed once listening", ViewOutput),
     SchemaEntry("optimize", "ix optimize --json, and results/optimize/<id>/optimize.json",
                 OptimizeSession),
+    SchemaEntry("plugins", "ix plugins --json", PluginsOutput),
 )}
 
 

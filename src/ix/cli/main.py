@@ -77,6 +77,10 @@ COMMANDS: dict[str, Entry] = {
     "cache": Entry("ix.cli.cache",
         "The lab's observation cache (<lab>/.ix/cache/observations/), which `ix run "
         "--cache` records to and replays from."),
+    "plugins": Entry("ix.cli.plugins",
+        "List the installed plugins: runtime, sensor and probe kinds that other "
+        "distributions provide (entry points ix.runtimes, ix.sensors, ix.probes), with their "
+        "distribution and version."),
 }
 
 app = typer.Typer(

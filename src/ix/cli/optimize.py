@@ -6,9 +6,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from ix.api.optimize import Settings
+from ix.api.optimize import optimize as run_optimize
 from ix.cli.options import Json, Lab
 from ix.cli.output import err, out, print_json
 from ix.cli.progress import RunProgress
+from ix.domain.errors import ConfigError
+from ix.engine.run import Limits
+from ix.report.optimize_terminal import optimize_renderable
 
 if TYPE_CHECKING:
     from ix.engine.plan import Plan
@@ -101,13 +106,7 @@ def optimize(
     Exit codes: 0 done (whatever the verdict), 1 a run of the session failed, 2 bad input,
     130 cancelled or stopped by --max-cost (run the same command to continue).
     """
-    from ix.api.optimize import Settings
-    from ix.api.optimize import optimize as run_optimize
-    from ix.engine.run import Limits
-    from ix.report.optimize_terminal import optimize_renderable
-
     if progress_mode not in ("auto", "bar", "json", "none"):
-        from ix.domain.errors import ConfigError
         raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
                           "none", field="--progress")
     settings = Settings(skill=skill, rounds=rounds, candidates=candidates, holdout=holdout,

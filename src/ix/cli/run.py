@@ -16,6 +16,7 @@ from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import summary_renderable
+from ix.report.load import missed_objectives
 from ix.store.layout import RunDir
 
 if TYPE_CHECKING:
@@ -95,9 +96,9 @@ def run(
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
 
     Exit codes: 0 done (errored trials are reported, not a failure), 1 done but a goal was
-    refuted or every trial of a subject errored, 2 bad input or configuration (also when
-    every trial of a subject errored for it: a missing key, no skills, a program not found),
-    130 cancelled (completed trials are kept).
+    refuted, a `load:` SLA was missed or every trial of a subject errored, 2 bad input or
+    configuration (also when every trial of a subject errored for it: a missing key, no
+    skills, a program not found), 130 cancelled (completed trials are kept).
     """
     overrides = api.Overrides(trials=trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()),
@@ -159,7 +160,11 @@ def run(
     for r, goal in refuted:
         err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
                   f"{goal['hypothesis']}")
-    if refuted:
+    missed = [(r, why) for r in results for why in missed_objectives(r.summary)]
+    for r, why in missed:  # `load:`: a latency objective missed is a threshold failed
+        err.print(f"[bold red]SLA missed[/] in {r.summary['experiment_name']}: {escape(why)}",
+                  soft_wrap=True)
+    if refuted or missed:
         raise typer.Exit(1)
 
 

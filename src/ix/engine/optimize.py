@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -53,9 +54,21 @@ from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
 from ix.store.runs import iso, latest_run, read_spec
 
-__all__ = ["ORIGINAL", "SCHEMA_VERSION", "Hooks", "Outcome", "Settings", "optimize",
-           "read_session", "sessions"]
+__all__ = [
+    "ORIGINAL",
+    "SCHEMA_VERSION",
+    "SESSION_ID",
+    "Hooks",
+    "Outcome",
+    "Settings",
+    "optimize",
+    "read_session",
+    "sessions",
+]
 
+#: Session ids: `opt-20261127-133318-e3d227` (UTC start, then random), sorted by start.
+SESSION_PREFIX = "opt-"
+SESSION_ID = re.compile(r"opt-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
 #: The candidate id of the description as it was.
 ORIGINAL = "original"
 
@@ -215,9 +228,11 @@ class _Session:
             self.state["reason"] = None
             self._say(f"continuing optimize session {found.session_id}")
         else:
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            # not a run id's shape (`20261127T133318Z-…`): pasted into `ix report`, a
+            # session id would name no run
             self.folder = ExperimentDir.at(loaded.path).session(
-                f"{stamp}-{secrets.token_hex(3)}")
+                f"{SESSION_PREFIX}{stamp}-{secrets.token_hex(3)}")
             self.state = self._new_state(key, seed)
         self.save()
 

@@ -5,9 +5,10 @@ nothing on disk, so `ix validate` and a bad `ix run` stop here with nothing writ
 """
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError, ConfigErrors, raise_all
@@ -16,7 +17,9 @@ from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
+from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.models import EvalCase, Turn
+from ix.eval.plugins import Plugin, in_use
 from ix.eval.sensors import build_sensor, target_skill
 from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
@@ -99,10 +102,16 @@ class Plan:
     overrides: Overrides = field(default_factory=lambda: Overrides())
     #: Every secret value the run knows of, taken out of all it records (`ix.engine.redactor`)
     redactor: Redactor = field(default_factory=Redactor, repr=False)
+    #: The installed plugins its runtimes, sensors and probe come from (`spec.yaml` names them)
+    plugins: tuple[Plugin, ...] = ()
+    #: `load:`: the requests' schedule; the trials are its requests (`ix.engine.load`)
+    load: LoadPlan | None = None
 
     @property
     def total(self) -> int:
         """Trials planned: with `trials: auto`, the most that may run."""
+        if self.load is not None:
+            return len(self.subjects) * self.load.requests
         return len(self.subjects) * len(self.cases) * self.trials
 
     def each_trial(self, only: Callable[[str, str], Iterable[int]] | None = None
@@ -112,7 +121,15 @@ class Plan:
         `only(subject, case id)` names the trials of that pair to run (ascending, below
         `trials`): a resumed run then visits its few missing trials, not every planned one
         (a million of them take a second just to skip), in the same order.
+        Under `load:`, each subject's requests in turn (a load run is never continued).
         """
+        if self.load is not None:
+            for sp in self.subjects:
+                for trial, pick in enumerate(self.load.picks):
+                    case = self.cases[pick]
+                    yield TrialKey(sp, case, trial,
+                                   trial_seed(self.seed, sp.subject.name, case.id, trial))
+            return
         for case in self.cases:
             if only is None:
                 for trial in range(self.trials):
@@ -193,13 +210,47 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         rest = [c for c in run_cases if c not in firsts]
         run_cases = tuple(firsts + rest[:max(0, 3 - len(firsts))])
         trials, adaptive = 1, False
+    seed = overrides.seed if overrides.seed is not None else exp.seed
+    load = None
+    if loaded.spec.load is not None and not overrides.smoke:  # --smoke: a check, no load
+        load = _load(loaded, loaded.spec.load.model_dump(), plans, overrides,
+                     len(run_cases), seed)
+        trials, adaptive = max(1, math.ceil(load.requests / len(run_cases))), False
+        # the generator's max_in_flight is the only limit: a subject's own would close the loop
+        plans = [replace(p, limit=0) for p in plans]
     sources = _sources(loaded, overrides)
     return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
-                trials=trials, seed=overrides.seed if overrides.seed is not None else exp.seed,
+                trials=trials, seed=seed,
                 concurrency=concurrency, sources=sources, adaptive=adaptive,
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
-                overrides=overrides, redactor=run_redactor(plans, loaded.lab))
+                overrides=overrides, redactor=run_redactor(plans, loaded.lab),
+                plugins=_plugins(plans, loaded), load=load)
+
+
+#: The runtime kinds `load:` drives: requests to a service or a program, timed by ix.
+LOAD_KINDS = ("http", "command")
+
+
+def _load(loaded: LoadedExperiment, options: dict[str, Any], plans: Sequence[SubjectPlan],
+          overrides: Overrides, cases: int, seed: int) -> LoadPlan:
+    """`load:`'s schedule, once the run can take it: http and command subjects only, and its
+    trials are its requests (neither `trials` nor `--trials` may say otherwise)."""
+    spec, file = loaded.spec, loaded.config_file
+    others = [f"{p.subject.name!r} ({p.runtime_spec['kind']})" for p in plans
+              if p.runtime_spec["kind"] not in LOAD_KINDS]
+    if others:
+        raise ConfigError(f"runs only http and command subjects, not {', '.join(others)}",
+                          file=file, field="load")
+    if overrides.trials is not None:
+        raise ConfigError("an experiment with `load:` sends rps × (warmup_s + duration_s) "
+                          "requests per subject, each a trial; leave --trials out",
+                          field="--trials")
+    if spec.trials is not None:
+        raise ConfigError("with `load:` the trials are its requests (rps × (warmup_s + "
+                          "duration_s) per subject); leave `trials` out", file=file,
+                          field="trials")
+    return load_plan(options, seed, cases)
 
 
 def _check_history(cases: Sequence[EvalCase], plans: Sequence[SubjectPlan],
@@ -295,6 +346,17 @@ def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target
         raise ConfigError(f"rubric file {path} not found", field=f"{field}.agent")
     meta, body = read_frontmatter(path)
     return build_judge(options, meta, body, path, field)
+
+
+def _plugins(plans: Sequence[SubjectPlan], loaded: LoadedExperiment) -> tuple[Plugin, ...]:
+    """The plugins the plan uses: those its runtime, sensor and probe kinds were loaded from
+    (a probe's cases read back from its record used none)."""
+    sensors = [s["kind"] for s in loaded.spec.sensors or ()] or [loaded.experiment.sensor]
+    used = [in_use("runtime", p.runtime_spec["kind"]) for p in plans]
+    used += [in_use("sensor", kind) for kind in sensors]
+    if loaded.spec.probe is not None:
+        used.append(in_use("probe", str(loaded.spec.probe["kind"])))
+    return tuple(dict.fromkeys(p for p in used if p is not None))
 
 
 def _sources(loaded: LoadedExperiment, overrides: Overrides) -> dict[str, str]:

@@ -117,6 +117,10 @@ def check_continuable(plan: Plan, cont: Continuation) -> None:
     it started with (else `ConfigError`, naming the flag). The one place that decides it."""
     config = cont.spec.get("config") or {}
     flag = f"--{cont.mode.replace('_', '-')}"
+    if plan.load is not None or config.get("load"):
+        raise ConfigError(f"run {cont.run_id} is a load test (`load:`): its requests were due "
+                          "at times that have passed, so it cannot be continued; start a new "
+                          "run", field=flag)
     then = config.get("cases", {}).get("sha256")
     if then and then != cases_digest(plan.cases):
         raise ConfigError(f"the cases changed since run {cont.run_id} started; a continued run "

@@ -28,6 +28,7 @@ from ix.domain.errors import ConfigError, StorageError
 from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
 from ix.engine.adaptive import AdaptiveFeed
+from ix.engine.load import LoadFeed
 from ix.engine.outcome import (
     ErrorLog,
     breaker_reason,
@@ -48,6 +49,7 @@ from ix.engine.pipeline import (
     components,
 )
 from ix.engine.plan import Plan, TrialKey
+from ix.engine.recorded_sensors import recorded_sensors
 from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest, current
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
@@ -232,7 +234,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                signals: bool) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
-    preload(*statistics(plan))
+    loading = preload(*statistics(plan))
+    if plan.load is not None:  # nothing may import in the background while requests are timed
+        loading.join()
     loaded = plan.loaded
     place = ExperimentDir.at(loaded.path)
     fsync = fsync_policy()
@@ -277,6 +281,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             # which skill took each recorded trial's prompt (the summary's routing)
             recorded_routes(place.trials, continuation, tallies,
                             {c.id for c in plan.cases})
+            # every sensor's readings (the summary's `sensors`)
+            recorded_sensors(place.trials, continuation, tallies,
+                             {c.id for c in plan.cases})
             spec["trials_written"] = continuation.recorded
             recorder.write_spec({**spec, "status": "running"})
         except OSError as exc:
@@ -287,6 +294,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             recorder.release()
             raise
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
+    load = LoadFeed(plan, plan.load) if plan.load is not None else None  # `load:`'s sender
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
     errlog = ErrorLog()                       # errored trials by subject and kind
     status, stop_reason = "failed", None
@@ -300,7 +308,8 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         if continuation is not None and continuation.keeps(ERRORED):
             _earlier_errors(place.trials, continuation, errlog, tallies)
         stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
-                                     stopped, continuation, limits, broken, errlog, signals)
+                                     stopped, continuation, limits, broken, errlog, signals,
+                                     load)
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
@@ -333,6 +342,11 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["failed_subjects"] = failed
             summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
+            if load is not None:
+                listed = plan.loaded.spec.sensors
+                summary["load"] = load.block(listed or [{"kind": plan.loaded.experiment.sensor,
+                                                         **plan.loaded.experiment.sensor_options}],
+                                             listed=bool(listed))
             summary_path = recorder.finish(summary, {
                 **spec, "status": cast(SpecStatus, kept or status),
                 "finished_at": iso(finished), "stop_reason": stop_reason,
@@ -442,7 +456,9 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     return summarise_tallies(
         experiment_name=exp.name, run_id=run_id, run_status=status,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
-        tallies=tallies, cases=plan.cases, trials_per_case=plan.trials, goal=exp.goal,
+        tallies=tallies, cases=plan.cases, goal=exp.goal,
+        # `load:`: a case's requests are not repeated trials; pass@k for k = 1 only
+        trials_per_case=1 if plan.load is not None else plan.trials,
         stopped=stopped if plan.adaptive else None, prior=exp.prior,
         targets=_targets(plan), context=_context(plan), sweep=sweep_block(plan),
         info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
@@ -569,9 +585,10 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                    on_trial: OnTrial | None, artifacts: bool,
                    stopped: dict[str, dict[str, str]], continuation: Continuation | None,
                    limits: Limits, broken: dict[str, str], errlog: ErrorLog,
-                   signals: bool = True) -> str | None:
+                   signals: bool = True, load: LoadFeed | None = None) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran.
-    `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread)."""
+    `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread).
+    `load`: the trials are released on its schedule (`load:`) instead of all at once."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stop: list[str] = []
@@ -588,6 +605,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         stop.insert(0, "interrupted (SIGINT or SIGTERM); trials in flight were finished")
         if feed is not None:
             feed.halt()
+        if load is not None:
+            load.halt()
         loop.call_later(GRACE_S, task.cancel)
 
     # signal handlers exist only in the main thread, and only on the run's own loop
@@ -664,6 +683,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     feed = AdaptiveFeed(plan, construct, continuation, admit) if plan.adaptive else None
 
     constructs: Any = feed if feed is not None else map(construct, wanted())
+    if load is not None:
+        constructs = load.start(construct, admit)
     spent = 0.0
     streak: dict[str, int] = {}
     if feed is not None:
@@ -671,6 +692,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
+    if load is not None:  # one worker more than slots: a free one always takes the next due
+        workers = min(load.load.max_in_flight, plan.total) + 1
     share = 0
     async for outcome in orchestrator.run_many(constructs, concurrency=workers):
         if outcome.error is None:
@@ -680,8 +703,11 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             record["error"]["message"] = plan.redactor.text(record["error"]["message"])
         if traces is not None:
             _keep_trace(outcome.construct, record, traces, plan.redactor)
+        # a request of `load:` (its facts added to the line): a warm-up one is not counted
+        measured = load is None or load.done(record)
         writer.write(record)
-        spent += _count(tallies, outcome.construct, outcome.error is not None, record)
+        if measured:
+            spent += _count(tallies, outcome.construct, outcome.error is not None, record)
         if limits.max_cost_usd is not None and spent >= limits.max_cost_usd and not stop:
             stop.append(f"--max-cost {limits.max_cost_usd:g} USD reached (spent {spent:.4f})")
         subject = record["subject"]
@@ -758,6 +784,9 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
     errored = outcome is None or outcome.error is not None or isinstance(readings, SensorFailure)
     first = readings[0] if readings and not isinstance(readings, SensorFailure) else None
     tally.add(key.case.id, None if errored else first is not None and first.passed, key.trial)
+    if not errored and readings:  # every sensor's reading (the summary's `sensors`)
+        tally.sense(key.case.id, ((r.sensor_name, r.passed)
+                                  for r in cast(tuple[Reading, ...], readings)))
     observation = outcome.observation if outcome is not None else None
     if isinstance(observation, EvalObservation):
         taken = None
@@ -818,7 +847,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
           command: list[str] | None) -> RunSpec:
     loaded = plan.loaded
     exp = loaded.experiment
-    return {
+    spec: RunSpec = {
         "run_id": run_id,
         "experiment": exp.name,
         "experiment_dir": str(loaded.path),
@@ -833,7 +862,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
         "concurrency": plan.concurrency,
         "overrides": plan.overrides.as_dict(),
         "command": command if command is not None else list(sys.argv),
-        "versions": environment(),
+        "versions": environment([p.spec() for p in plan.plugins]),
         "git_commit": git_commit(loaded.path),
         "sources": plan.sources,
         "config": {
@@ -862,6 +891,9 @@ def _spec(plan: Plan, run_id: str, started: datetime,
             },
         },
     }
+    if plan.load is not None:
+        spec["config"]["load"] = dict(plan.load.options)
+    return spec
 
 
 def _sha256(path: Path) -> str | None:

@@ -13,6 +13,7 @@ from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary, SweepOut
 from ix.eval.scoring import Tally
+from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
 from ix.eval.summary import build_summary, subject_block
 
 
@@ -34,15 +35,24 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     `context` block (`ix.eval.context_summary`); `sweep` is the `sweep` block, the grid."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
+    activation = info.get("sensor", "activation") == "activation"
     blocks = [subject_block(name, description, tallies[name],
-                            tallies[name].results(experiment_name), trials_per_case,
+                            tallies[name].results(experiment_name, activation),
+                            trials_per_case,
                             stopped=stopped.get(name) if stopped is not None else None,
                             trials_mode=info.get("trials_mode"), prior=prior,
                             target=(targets or {}).get(name))
               for name, description in subjects]
+    # every sensor, not only the first (issue 20)
+    sensors = sensor_names(ordered)
+    for block, tally in zip(blocks, ordered, strict=True):
+        block["sensors"] = sensors_block(tally, sensors, cases, prior=prior)
     metrics = [b["metrics"] for b in blocks]
     comparisons = compare_subjects(names, ordered, metrics, cases,
                                    primary=goal.get("metric") if goal else None)
+    for comparison, by_sensor in zip(comparisons, compare_sensors(ordered, sensors, cases),
+                                     strict=True):
+        comparison["sensors"] = by_sensor
     verdict = None
     if goal is not None:
         compare = goal.get("compare") or names[:2]

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ix.eval.models import Expectation
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
@@ -82,6 +82,16 @@ class TrialErrorOut(Closed):
     message: str
 
 
+class TrialLoadOut(Closed):
+    """A request of a `load:` run: when it was due and how late the generator sent it."""
+
+    at_s: Amount = Field(description="scheduled send time, seconds after the subject's load "
+                                     "began")
+    late_ms: Amount = Field(description="actual send time − scheduled send time")
+    warmup: bool = Field(description="sent during warmup_s: recorded, left out of every "
+                                     "statistic")
+
+
 class TrialLine(Closed):
     """One line of `<experiment>/results/trials.jsonl`: one attempt of one trial."""
 
@@ -102,6 +112,7 @@ class TrialLine(Closed):
     readings: list[ReadingOut] | None = Field(None, description="every sensor's reading, "
                                                                 "when there are several")
     trace: str | None = Field(None, description="the gzipped transcript, relative to the lab")
+    load: TrialLoadOut | None = Field(None, description="a request of a `load:` run only")
 
 
 # --------------------------------------------------------------------------- summary
@@ -232,6 +243,30 @@ class UsageOut(ClosedDict):
     cost_usd: float
 
 
+class SensorCaseOut(ClosedDict):
+    passed: int
+    n: Annotated[int, Field(description="valid trials read by the sensor")]
+    rate: float | None
+
+
+class SensorRateOut(ClosedDict):
+    """One sensor's results for one subject (issue 20): its pass rate over every case run."""
+
+    primary: Annotated[bool, Field(
+        description="the first sensor: its readings are the trials' `reading`, and decide "
+                    "the cases and the metrics")]
+    rate: Annotated[float | None, Field(
+        description="passed / n: the share of valid trials whose reading passed; null "
+                    "without one")]
+    rate_ci: Annotated[Interval, Field(
+        description="posterior Beta(k+1, n-k+1) of the pooled trials (the experiment's "
+                    "prior), equal-tailed, one-sided at k = 0 and k = n")]
+    passed: int
+    n: Annotated[int, Field(description="valid trials read by the sensor")]
+    cases: Annotated[dict[str, SensorCaseOut], Field(
+        description="case id -> its counts; cases without a valid trial are left out")]
+
+
 class SubjectBlock(ClosedDict):
     """One subject's results (the top level of the summary repeats the control's)."""
 
@@ -260,6 +295,10 @@ class SubjectBlock(ClosedDict):
     routing: NotRequired[Annotated[RoutingOut | None, Field(
         None, description="activation sensor only: which skill took the prompts, per "
                           "expectation; absent before 1.1")]]
+    sensors: NotRequired[Annotated[dict[str, SensorRateOut], Field(
+        default_factory=dict, description="every sensor by the name of its readings (a "
+                                          "second reading of one name: `name#2`), the "
+                                          "first sensor first; absent before 1.5")]]
 
 
 class PairedTable(ClosedDict):
@@ -311,6 +350,11 @@ class SubjectComparison(ClosedDict):
         description="activation_rate, recall, precision, f1, pass_rate (the correct rate: share "
                     "of majority votes that match the expectation; docs/results.md, Glossary)")]
     flips: list[Flip]
+    sensors: NotRequired[Annotated[dict[str, MetricComparison], Field(
+        default_factory=dict, description="each sensor's pass rate, variant − control: the "
+                                          "mean over cases of the per-case rate difference "
+                                          "(case-level t, as activation_rate), Holm across "
+                                          "variants; always exploratory; absent before 1.5")]]
 
 
 class GoalEffect(ClosedDict):
@@ -452,6 +496,10 @@ class Summary(ClosedDict):
     sweep: NotRequired[Annotated["SweepOut", Field(
         description="experiments with `sweep:` only: the grid of conditions the first "
                     "subject expanded into; absent before 1.3")]]
+    load: NotRequired[Annotated["LoadOut", Field(
+        description="experiments with `load:` only: each subject under the open-loop "
+                    "generator — rates, latency percentiles with distribution-free "
+                    "intervals, error rate, schedule error, SLA verdicts; absent before 1.5")]]
 
 
 class ContextLength(ClosedDict):
@@ -533,6 +581,103 @@ class SweepOut(ClosedDict):
     conditions: list[SweepCondition]
 
 
+Verdict = Literal["met", "missed", "inconclusive"]
+
+
+class QuantileOut(ClosedDict):
+    """A latency percentile: the nearest-rank value and its distribution-free interval."""
+
+    value: Annotated[float | None, Field(description="the nearest-rank percentile X_(⌈nq⌉), "
+                                                     "ms; null without answers")]
+    ci: Annotated[Interval, Field(
+        description="[X_(l), X_(u)]: order statistics whose ranks come from the exact "
+                    "Binomial(n, q); a null end: too few requests to bound that side")]
+    coverage: Annotated[float | None, Field(
+        description="the interval's exact coverage P(l ≤ B ≤ u − 1), at least the level")]
+
+
+class LoadLatencyOut(ClosedDict):
+    n: Annotated[int, Field(description="answered measured requests (errored ones have no "
+                                        "latency)")]
+    p50: QuantileOut
+    p95: QuantileOut
+    p99: QuantileOut
+
+
+class LoadRequestsOut(ClosedDict):
+    """The measured requests (those scheduled after the warm-up) by what became of them."""
+
+    planned: Annotated[int, Field(description="scheduled in the measured window")]
+    sent: int
+    completed: Annotated[int, Field(description="answered without an error")]
+    errored: int
+    dropped: Annotated[int, Field(
+        description="never sent: no slot under max_in_flight freed before the window ended")]
+    waited: Annotated[int, Field(
+        description="sent late because max_in_flight requests were in flight at their time")]
+    warmup: Annotated[int, Field(description="warm-up requests sent (recorded, not counted)")]
+
+
+class ScheduleErrorOut(ClosedDict):
+    """How late the generator sent the measured requests: send time − scheduled time."""
+
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+
+
+class SlaOut(ClosedDict):
+    """One `latency` sensor read as a service-level objective over the measured requests."""
+
+    sensor: Annotated[str, Field(description="`sensor` or `sensors[i]` of experiment.yaml")]
+    max_ms: float
+    percentile: Annotated[float | None, Field(
+        description="the sensor's `percentile`: p% of requests within max_ms; null: every one")]
+    objective: Annotated[str, Field(description="in words, e.g. `p99 ≤ 200 ms`")]
+    within: Annotated[int, Field(description="requests answered without error within max_ms")]
+    n: Annotated[int, Field(description="measured requests that finished (errored ones "
+                                        "count as not within)")]
+    rate: float | None
+    rate_ci: Annotated[Interval, Field(description="Beta posterior of within / n")]
+    quantile: Annotated[QuantileOut | None, Field(
+        description="the percentile over the n requests, an errored one as slower than any "
+                    "answer; null without `percentile`")]
+    verdict: Annotated[Verdict | None, Field(description="null: no measured request finished")]
+    reason: str
+
+
+class LoadSubjectOut(ClosedDict):
+    subject: str
+    window_s: Annotated[float, Field(description="the measured window: duration_s, or less "
+                                                 "when the run stopped early")]
+    offered_rps: float
+    sent_rps: Annotated[float | None, Field(description="sent / window_s")]
+    achieved_rps: Annotated[float | None, Field(description="completed / window_s")]
+    requests: LoadRequestsOut
+    latency_ms: LoadLatencyOut
+    error_rate: Annotated[float | None, Field(description="errored / (completed + errored)")]
+    error_rate_ci: Interval
+    schedule_error: ScheduleErrorOut
+    sla: list[SlaOut]
+    verdict: Annotated[Verdict | None, Field(
+        description="missed if any objective is missed, else inconclusive if any is, else "
+                    "met; null without a latency sensor")]
+
+
+class LoadOut(ClosedDict):
+    """The summary's `load` block (docs/running.md, "SLA under load")."""
+
+    rps: float
+    duration_s: float
+    warmup_s: float
+    arrivals: Literal["uniform", "poisson"]
+    order: Literal["cycle", "random"]
+    max_in_flight: int
+    level: float
+    method: str
+    subjects: list[LoadSubjectOut]
+
+
 class RunInfo(TypedDict):
     """What a run's summary says about the run itself, beside its results (the keys
     `build_summary` adds after `statistics`, in this order)."""
@@ -588,6 +733,16 @@ class SpecConfig(ClosedDict):
     goal: NotRequired[dict[str, Any] | None]
     subjects: list[SpecSubject]
     cases: SpecCases
+    load: NotRequired[dict[str, Any]]
+
+
+class SpecPlugin(ClosedDict):
+    """A plugin the run used (docs/plugins.md): its kind, name and distribution."""
+
+    group: Literal["runtime", "sensor", "probe"]
+    name: str
+    distribution: str | None
+    version: str | None
 
 
 class SpecVersions(ClosedDict):
@@ -597,6 +752,7 @@ class SpecVersions(ClosedDict):
     executable: str
     host: str
     packages: dict[str, str]
+    plugins: NotRequired[list[SpecPlugin]]
 
 
 class SpecContinued(ClosedDict):

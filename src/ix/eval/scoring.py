@@ -50,10 +50,12 @@ def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | i
 
 
 def interpret(metrics: dict[str, float | int],
-              probe_results: Sequence[ProbeResult] = ()) -> dict[str, object]:
+              probe_results: Sequence[ProbeResult] = (),
+              activation: bool = True) -> dict[str, object]:
     """Status from F1, and what to do when precision or recall is below 0.8; `no_data` when
     no case had a valid trial (every trial errored): an F1 of 0 would then say "poor" of a
-    subject that was never measured."""
+    subject that was never measured. `activation`: the first sensor reads whether the skill
+    under test was invoked; else it is a capability sensor, and the words say "passed"."""
     if not metrics["tp"] + metrics["fp"] + metrics["fn"] + metrics["tn"]:
         return {"status": "no_data", "suggestions": [],
                 "issues": ["No valid trial: every trial errored, so the metrics measure "
@@ -65,16 +67,32 @@ def interpret(metrics: dict[str, float | int],
     wrong = {e: [p.probe_id for p in probe_results if p.expectation == e and not p.correct]
              for e in ("must_trigger", "should_not_trigger")}
     if metrics["tp"] + metrics["fp"] and float(metrics["precision"]) < LOW:
-        issues.append(f"Low precision ({float(metrics['precision']):.2f}): the skill activates "
-                      f"on {metrics['fp']} case(s) it should not"
-                      + _ids(wrong["should_not_trigger"]))
-        suggestions.append("Narrow the skill's description: say what it is not for, and "
-                           "contrast it with the near-miss prompts that wrongly triggered it.")
+        if activation:
+            issues.append(f"Low precision ({float(metrics['precision']):.2f}): the skill "
+                          f"activates on {metrics['fp']} case(s) it should not"
+                          + _ids(wrong["should_not_trigger"]))
+            suggestions.append("Narrow the skill's description: say what it is not for, and "
+                               "contrast it with the near-miss prompts that wrongly triggered "
+                               "it.")
+        else:
+            issues.append(f"Low precision ({float(metrics['precision']):.2f}): the sensor "
+                          f"passed on {metrics['fp']} should_not case(s), where it should "
+                          "fail" + _ids(wrong["should_not_trigger"]))
+            suggestions.append("Read those cases' answers (`ix report` shows them): the "
+                               "subject does what it should not, or the sensor is too lenient.")
     if metrics["tp"] + metrics["fn"] and float(metrics["recall"]) < LOW:
-        issues.append(f"Low recall ({float(metrics['recall']):.2f}): the skill misses "
-                      f"{metrics['fn']} case(s) it should handle" + _ids(wrong["must_trigger"]))
-        suggestions.append("Broaden the description with the words users actually type in the "
-                           "missed prompts, and say plainly 'Use when ...'.")
+        if activation:
+            issues.append(f"Low recall ({float(metrics['recall']):.2f}): the skill misses "
+                          f"{metrics['fn']} case(s) it should handle"
+                          + _ids(wrong["must_trigger"]))
+            suggestions.append("Broaden the description with the words users actually type in "
+                               "the missed prompts, and say plainly 'Use when ...'.")
+        else:
+            issues.append(f"Low recall ({float(metrics['recall']):.2f}): the sensor failed "
+                          f"on {metrics['fn']} must case(s), where it should pass"
+                          + _ids(wrong["must_trigger"]))
+            suggestions.append("Read those cases' answers (`ix report` shows them): the "
+                               "subject cannot do them yet, or the sensor is too strict.")
     return {"status": status, "issues": issues, "suggestions": suggestions}
 
 
@@ -83,6 +101,17 @@ def _ids(ids: list[str], most: int = 5) -> str:
         return ""
     shown = ", ".join(ids[:most]) + (", ..." if len(ids) > most else "")
     return f" ({shown})"
+
+
+def sensor_keys(names: Sequence[str]) -> list[str]:
+    """The names a trial's readings are summarised under: each reading's `sensor_name`, the
+    second reading of a name `name#2`, the third `name#3` (two `matcher` sensors)."""
+    seen: Counter[str] = Counter()
+    out = []
+    for name in names:
+        seen[name] += 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
 
 
 @dataclass
@@ -110,6 +139,9 @@ class Tally:
     versions: set[str] = field(default_factory=set)  # model ids / CLI versions reported
     #: case id -> trials per first skill invoked (None: no skill), valid trials only
     routes: dict[str, Counter[str | None]] = field(default_factory=dict)
+    #: sensor name (`sensor_keys`) -> case id -> [passed, valid]: every sensor's readings of
+    #: the valid trials, in the order the sensors first read (the summary's `sensors`)
+    sensors: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
         """Add one trial's usage (errored trials cost money too)."""
@@ -136,6 +168,17 @@ class Tally:
             if passed:
                 c.passed_bits |= bit
 
+    def sense(self, probe_id: str, readings: Iterable[tuple[str, bool]]) -> None:
+        """Count one valid trial's readings, (sensor name, passed) in the sensors' order."""
+        names, passed = [], []
+        for name, ok in readings:
+            names.append(name)
+            passed.append(ok)
+        for key, ok in zip(sensor_keys(names), passed, strict=True):
+            cell = self.sensors.setdefault(key, {}).setdefault(probe_id, [0, 0])
+            cell[0] += ok
+            cell[1] += 1
+
     def route(self, probe_id: str, first_invoked: str | None) -> None:
         """Count which skill took one valid trial's prompt (`ix.eval.routing`)."""
         self.routes.setdefault(probe_id, Counter())[first_invoked] += 1
@@ -144,11 +187,13 @@ class Tally:
         return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,
                               self.counts[c.id].valid) for c in self.cases]
 
-    def results(self, experiment_name: str) -> ExperimentResults:
+    def results(self, experiment_name: str, activation: bool = True) -> ExperimentResults:
+        """The subject's results; `activation`: the first sensor is the activation sensor
+        (`interpret`'s words)."""
         probes = self.probe_results()
         counted = [p for p, c in zip(probes, self.cases, strict=True) if self.counts[c.id].valid]
         metrics = compute_metrics(counted)
-        verdict = interpret(metrics, counted)
+        verdict = interpret(metrics, counted, activation)
         return ExperimentResults(
             experiment_name=experiment_name, probe_results=tuple(probes),
             precision=float(metrics["precision"]), recall=float(metrics["recall"]),

@@ -1,9 +1,10 @@
 """Sensors by kind. A sensor reads one interaction; it never calls the subject again.
 
 `activation` reads tool calls; `exit_code`, `matcher`, `http_status`, `latency` and `token`
-read the capability fields of an observation (DESIGN.md §2). Each gives one reading with
-score 1.0 when it passed and 0.0 when not, so for a capability test `must_trigger` means
-"the sensor should pass" and `should_not_trigger` "should fail".
+read the capability fields of an observation (DESIGN.md §2); `tool_sequence`, `tool_count`,
+`turns`, `denied` and `tool_input` read the whole transcript (`ix.eval.transcript_sensors`).
+Each gives one reading with score 1.0 when it passed and 0.0 when not, so for a capability
+test `must_trigger` means "the sensor should pass" and `should_not_trigger` "should fail".
 """
 
 import json
@@ -17,6 +18,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.ports import Sensor
 from ix.domain.types import Interaction, Reading
+from ix.eval import plugins
+from ix.eval.json_path import json_equal, parse_json_path, resolve_json_path, short
+from ix.eval.live import KIND as LIVE_KIND
+from ix.eval.live import LiveOptions, live
+from ix.eval.transcript_sensors import (
+    DeniedOptions,
+    DeniedSensor,
+    ToolCountOptions,
+    ToolCountSensor,
+    ToolInputOptions,
+    ToolInputSensor,
+    ToolSequenceOptions,
+    ToolSequenceSensor,
+    TurnsOptions,
+    TurnsSensor,
+)
 from ix.eval.validation import from_validation_error
 
 
@@ -146,6 +163,9 @@ class LatencyOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max_ms: Annotated[float, Field(ge=0)]
+    #: under `load:`, the objective is "p<percentile> ≤ max_ms" (docs/running.md, "SLA
+    #: under load"); each trial's reading is the same with or without it
+    percentile: Annotated[float, Field(gt=0, lt=100)] | None = None
 
 
 class LatencySensor:
@@ -250,13 +270,13 @@ class MatcherSensor:
             hay = text if self.case_sensitive else text.casefold()
             passed = self.needle in hay
             verb = "contains" if passed else "does not contain"
-            return [_reading(self.name, passed, f"{self.target} {verb} {_short(self.needle)}")]
+            return [_reading(self.name, passed, f"{self.target} {verb} {short(self.needle)}")]
         if self.mode == "regex":
             match = self.pattern.search(text)
             if match is None:
                 return [_reading(self.name, False,
                                  f"no match for /{self.pattern.pattern}/ in {self.target}")]
-            return [_reading(self.name, True, f"matched {_short(match.group(0))}",
+            return [_reading(self.name, True, f"matched {short(match.group(0))}",
                              match=match.group(0)[:200])]
         try:
             document = json.loads(text)
@@ -267,110 +287,10 @@ class MatcherSensor:
         except LookupError as exc:
             return [_reading(self.name, False, f"{self.path_text}: {exc}")]
         passed = json_equal(value, self.equals)
-        shown = _short(json.dumps(value, ensure_ascii=False, default=str))
+        shown = short(json.dumps(value, ensure_ascii=False, default=str))
         details = f"{self.path_text} = {shown}" + (
-            "" if passed else f", expected {_short(json.dumps(self.equals, default=str))}")
+            "" if passed else f", expected {short(json.dumps(self.equals, default=str))}")
         return [_reading(self.name, passed, details)]
-
-
-def _short(text: str, limit: int = 80) -> str:
-    shown = repr(text) if not text.startswith(("{", "[", '"')) else text
-    return shown if len(shown) <= limit else shown[:limit] + "…"
-
-
-#: A parsed JSON path: keys (str) and list indices (int).
-JsonPath = tuple[str | int, ...]
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
-_INDEX = re.compile(r"\[(-?\d+)\]")
-_QUOTED = re.compile(r"""\[(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\]""")
-
-
-def parse_json_path(text: str) -> JsonPath:
-    """`a.b[0].c`, `$.a`, `[1].x`, `a["odd key"]`: keys and indices; anything else is an error.
-
-    A name is letters, digits, `_` and `-` (not first); other keys go in brackets and quotes.
-    """
-    src = text.strip()
-    pos = 0
-    if src.startswith("$"):
-        pos = 1
-        if pos == len(src):
-            return ()
-        if src[pos] == ".":
-            pos += 1
-    parts: list[str | int] = []
-    expect_name = pos == 0 or src[pos - 1] == "."
-    while pos < len(src):
-        if expect_name:
-            m = _NAME.match(src, pos)
-            if m is None:
-                if src[pos] == "[" and (pos == 0 or src[:pos] == "$"):
-                    expect_name = False
-                    continue
-                raise ValueError(f"expected a key name at position {pos} of {text!r}")
-            parts.append(m.group(0))
-            pos = m.end()
-            expect_name = False
-            continue
-        ch = src[pos]
-        if ch == ".":
-            pos += 1
-            expect_name = True
-            if pos == len(src):
-                raise ValueError(f"{text!r} ends with '.'")
-            continue
-        m = _INDEX.match(src, pos)
-        if m is not None:
-            parts.append(int(m.group(1)))
-            pos = m.end()
-            continue
-        m = _QUOTED.match(src, pos)
-        if m is not None:
-            raw = m.group(1) if m.group(1) is not None else m.group(2)
-            parts.append(re.sub(r"\\(.)", r"\1", raw))
-            pos = m.end()
-            continue
-        raise ValueError(f"unexpected {ch!r} at position {pos} of {text!r}; "
-                         "write keys as a.b, indices as [0], other keys as [\"key\"]")
-    if not parts:
-        raise ValueError(f"{text!r} is not a path (e.g. a.b[0].c)")
-    return tuple(parts)
-
-
-def resolve_json_path(document: Any, path: JsonPath) -> Any:
-    """The value at `path`; `LookupError` saying where the path stops."""
-    current = document
-    walked = "$"
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(current, list):
-                raise LookupError(f"{walked} is not a list")
-            if not -len(current) <= part < len(current):
-                raise LookupError(f"{walked} has no index {part} (length {len(current)})")
-            current = current[part]
-            walked += f"[{part}]"
-        else:
-            if not isinstance(current, dict):
-                raise LookupError(f"{walked} is not an object")
-            if part not in current:
-                raise LookupError(f"{walked} has no key {part!r}")
-            current = current[part]
-            walked += f".{part}"
-    return current
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values: `true` is not `1`, `1` is `1.0`, containers compare deeply."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
 
 
 @dataclass(frozen=True)
@@ -391,6 +311,15 @@ SENSORS: dict[str, SensorKind] = {
                               lambda o, _: HttpStatusSensor(o)),
     "latency": SensorKind("latency", LatencyOptions, lambda o, _: LatencySensor(o)),
     "token": SensorKind("token", TokenOptions, lambda o, _: TokenSensor(o)),
+    # over the whole transcript (ix.eval.transcript_sensors)
+    "tool_sequence": SensorKind("tool_sequence", ToolSequenceOptions,
+                                lambda o, _: ToolSequenceSensor(o)),
+    "tool_count": SensorKind("tool_count", ToolCountOptions, lambda o, _: ToolCountSensor(o)),
+    "turns": SensorKind("turns", TurnsOptions, lambda o, _: TurnsSensor(o)),
+    "denied": SensorKind("denied", DeniedOptions, lambda o, _: DeniedSensor(o)),
+    "tool_input": SensorKind("tool_input", ToolInputOptions, lambda o, _: ToolInputSensor(o)),
+    # a sensor object given to ix.Experiment in code (`ix.eval.live`)
+    LIVE_KIND: SensorKind(LIVE_KIND, LiveOptions, lambda o, _: live(o, "sensor")),
 }
 #: Built by the planner (it reads the rubric file), so not in `SENSORS`; a kind all the same.
 LLM_JUDGE = "llm_judge"
@@ -403,9 +332,13 @@ def sensor_kinds() -> list[str]:
 
 def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,
                  field: str = "sensor") -> Sensor:
-    """A sensor from its kind and options; `ConfigError` naming the field on a bad one."""
+    """A sensor from its kind and options; `ConfigError` naming the field on a bad one. A
+    kind ix does not know may come from an installed plugin (`ix.eval.plugins`)."""
     if kind not in SENSORS:
-        kinds = sensor_kinds()
+        plugin = plugins.load_sensor(kind, options, field=field)
+        if plugin is not None:
+            return plugin
+        kinds = sorted({*sensor_kinds(), *plugins.names("sensor")})
         raise ConfigError(f"unknown sensor {kind!r}{did_you_mean(kind, kinds)} (allowed: "
                           f"{', '.join(kinds)})", field=f"{field}.kind")
     spec = SENSORS[kind]

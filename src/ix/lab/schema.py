@@ -180,6 +180,32 @@ def _sweep(value: Any) -> Any:
     return value
 
 
+#: The most requests one subject's `load:` may plan (rps × (warmup_s + duration_s)).
+MAX_LOAD_REQUESTS = 1_000_000
+
+
+class LoadSpec(_Strict):
+    """`load:` (docs/running.md, "SLA under load"): an open-loop generator for `http` and
+    `command` subjects — requests on a schedule, each a trial, whatever the answers do."""
+
+    rps: Annotated[float, Field(gt=0)]
+    duration_s: Annotated[float, Field(gt=0)]
+    warmup_s: Annotated[float, Field(ge=0)] = 0.0
+    arrivals: Literal["uniform", "poisson"] = "uniform"
+    order: Literal["cycle", "random"] = "cycle"
+    max_in_flight: Annotated[int, Field(ge=1, le=100_000)] = 1000
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "LoadSpec":
+        planned = self.rps * (self.warmup_s + self.duration_s)
+        if planned > MAX_LOAD_REQUESTS:
+            raise ValueError(f"rps × (warmup_s + duration_s) plans {planned:,.0f} requests per "
+                             f"subject; at most {MAX_LOAD_REQUESTS:,}")
+        if self.rps * self.duration_s < 1:
+            raise ValueError("rps × duration_s must plan at least one measured request")
+        return self
+
+
 class ExperimentSpec(_Strict):
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
@@ -207,9 +233,13 @@ class ExperimentSpec(_Strict):
     max_subjects: Annotated[int, Field(ge=1)] = 50
     #: set by `ix import` on an experiment it creates (docs/export.md)
     imported: ImportedSpec | None = None
+    #: cases generated before a run (`paraphrase`, or a probe plugin; ix.engine.probes)
+    probe: KindSpec | None = None
+    #: an open-loop load test of http/command subjects (docs/running.md, "SLA under load")
+    load: LoadSpec | None = None
 
-    _kinds = field_validator("runtime", "sensor", mode="before")(_as_kind_mapping)
-    _checks = field_validator("runtime", "sensor")(_check_kind)
+    _kinds = field_validator("runtime", "sensor", "probe", mode="before")(_as_kind_mapping)
+    _checks = field_validator("runtime", "sensor", "probe")(_check_kind)
     _items = field_validator("subjects", mode="before")(
         lambda v: [_subject_item(x) for x in v] if isinstance(v, list) else v)
     _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))

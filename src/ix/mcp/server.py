@@ -29,6 +29,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ix import api
 from ix._version import __version__
+from ix.api.optimize import Settings, optimize
 from ix.mcp import cap
 from ix.mcp.inputs import (
     NOT_A_BOOL,
@@ -176,8 +177,6 @@ class IxTools(LabTools):
         improvement. Streams a progress notification per step; a client cancel stops it
         (calling again with the same arguments continues it). Each run may start at most
         the server's limit of trials."""
-        from ix.api.optimize import Settings, optimize
-
         path = self.experiment_dir(experiment)
         if path in self.running:
             raise ConfigError(f"a run of {path.name} is already going on in this server; "

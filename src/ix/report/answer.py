@@ -17,7 +17,12 @@ METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
                 "pass_rate": "correct rate", "activation_rate": "activation rate"}
 
 
-def metric_name(key: str) -> str:
+def metric_name(key: str, sensor: str | None = None) -> str:
+    """The display name of a metric; `sensor` is the run's first sensor kind: "activation
+    rate" is only the skill under test's (DESIGN.md §8), so for a capability sensor the
+    `activation_rate` key reads "pass rate (must)"."""
+    if key == "activation_rate" and sensor not in (None, "activation"):
+        return "pass rate (must)"
     return METRIC_NAMES.get(key, key)
 
 
@@ -48,9 +53,10 @@ def goal_verdict(goal: Mapping[str, Any] | None) -> str | None:
     return f"{word} — goal: {goal.get('hypothesis', '')}".rstrip()
 
 
-def goal_lines(goal: dict[str, Any] | None) -> list[str]:
+def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[str]:
     """The goal in sentences: the verdict line, then the effect, the evidence and the rule,
-    and for an undecided goal what would settle it. Empty without a goal."""
+    and for an undecided goal what would settle it. Empty without a goal. `sensor`: the
+    run's first sensor kind (the metric's name)."""
     head = goal_verdict(goal)
     if head is None or goal is None:
         return []
@@ -65,7 +71,8 @@ def goal_lines(goal: dict[str, Any] | None) -> list[str]:
             extra.append(f"posterior median {_num(e['diff_median'], sign=True)}")
         if e.get("paired"):
             extra.append("paired")
-        lines.append(f"{metric_name(e.get('metric', goal.get('metric', '')))}: {control} "
+        lines.append(f"{metric_name(e.get('metric', goal.get('metric', '')), sensor)}: "
+                     f"{control} "
                      f"{_num(e.get('control'))} → {treatment} {_num(e.get('treatment'))}, "
                      f"difference {_num(e.get('diff'), sign=True)} "
                      f"{_interval(e.get('diff_ci'))}"
@@ -96,9 +103,11 @@ def _headline_metric(metrics: dict[str, Any], fallback: str | None) -> str | Non
     return next(iter(metrics), None)
 
 
-def comparison_sentence(c: dict[str, Any], metric: str | None = None) -> str:
+def comparison_sentence(c: dict[str, Any], metric: str | None = None,
+                        sensor: str | None = None) -> str:
     """`<variant> vs <control> (control): <metric> <diff> [lo, hi], credibly lower; ...`: the
-    goal's metric (else `metric`, else F1) of one variant against the control."""
+    goal's metric (else `metric`, else F1) of one variant against the control (`sensor`: the
+    first sensor's kind, for the metric's name)."""
     metrics = c.get("metrics") or {}
     key = _headline_metric(metrics, metric)
     head = f"{c['variant']} vs {c['control']} (control)"
@@ -114,7 +123,7 @@ def comparison_sentence(c: dict[str, Any], metric: str | None = None) -> str:
     else:
         judged = "no credible difference"
     role = "the goal's metric" if m.get("role") == "primary" else "unadjusted"
-    return (f"{head}: {metric_name(key)} {_num(m.get('control'))} → "
+    return (f"{head}: {metric_name(key, sensor)} {_num(m.get('control'))} → "
             f"{_num(m.get('variant'))}, difference {_num(m.get('diff'), sign=True)} "
             f"{_interval(m.get('diff_ci'))} ({role}), {judged}; P(variant better) "
             f"{_p(m.get('p_variant_better'))}, p (Holm) {_p(m.get('p_value_holm'))}")
@@ -144,7 +153,7 @@ def interpretation_lines(rows: "list[SubjectInterpretation]") -> list[str]:
 def answer(summary: Mapping[str, Any], metric: str | None = None) -> "Answer":
     """The answer block of a report: `verdict` (the goal's lines, empty without a goal),
     `comparisons` (one sentence per variant) and `interpretation` (per subject)."""
-    return {"verdict": goal_lines(summary.get("goal")),
-            "comparisons": [comparison_sentence(c, metric)
+    return {"verdict": goal_lines(summary.get("goal"), summary.get("sensor")),
+            "comparisons": [comparison_sentence(c, metric, summary.get("sensor"))
                             for c in summary.get("comparisons") or []],
             "interpretation": interpretation(summary)}

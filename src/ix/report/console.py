@@ -11,12 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.report.answer import goal_lines, metric_name
+from ix.report.load import load_parts
 from ix.report.sweep import sweep_report
 from ix.report.terminal import (
     comparison_table,
     config_changes_text,
     context_parts,
     flips_text,
+    rate_cell,
+    rate_word,
     sweep_parts,
     verdict_text,
 )
@@ -57,7 +60,7 @@ def subject_table(block: dict[str, Any], title: str, sensor: str = "activation",
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("case")
     table.add_column("expect")
-    table.add_column("activation rate" if sensor == "activation" else f"{sensor} rate",
+    table.add_column(rate_word(sensor),
                      justify="right")
     table.add_column("correct", justify="center")
     table.add_column("errors", justify="right")
@@ -88,7 +91,9 @@ def _estimate(label: str, value: float | None, ci: list[float | None] | None) ->
     return text
 
 
-def metrics_text(block: dict[str, Any]) -> Text:
+def metrics_text(block: dict[str, Any], sensor: str | None = None) -> Text:
+    """A subject's metrics under its case table; `sensor` is the run's first sensor kind
+    (a capability sensor's rate is a pass rate, not an activation rate)."""
     if block.get("trials") and block["errors"] >= block["trials"]:  # 0.000s would mislead
         return Text(f"no metrics: all {block['trials']} trials of {block['name']} errored "
                     "(see the errors below)", style="bold red")
@@ -102,8 +107,9 @@ def metrics_text(block: dict[str, Any]) -> Text:
     trial = block.get("trial_level")
     if trial:
         text.append("\ntrial level: ")
-        for label, key in (("activation on must", "must_trigger"),
-                           ("on not", "should_not_trigger")):
+        labels = (("activation on must", "on not") if rate_word(sensor) == "activation rate"
+                  else ("pass rate (must)", "(not)"))
+        for label, key in zip(labels, ("must_trigger", "should_not_trigger"), strict=True):
             rate = trial[key]
             if rate["rate"] is None:
                 continue
@@ -120,6 +126,13 @@ def metrics_text(block: dict[str, Any]) -> Text:
             text.append(sep)
             text.append_text(_estimate(f"{label}{k}", values.get(k), cis.get(k)))
     text.append_text(diagnostics_text(block))
+    sensors = block.get("sensors") or {}
+    if len(sensors) > 1:  # every sensor's pass rate (one sensor: the table above shows it)
+        for name, r in sensors.items():
+            text.append(f"\nsensor {name}: pass rate ")
+            text.append(rate_cell(r))
+            if r.get("primary"):
+                text.append(" (decides the trial)", style="dim")
     if block["errors"]:
         text.append(f"\n{block['errors']} errored trial(s) excluded from the metrics",
                     style="red")
@@ -164,10 +177,10 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
 
 
 
-def goal_text(goal: dict[str, Any]) -> Text:
+def goal_text(goal: dict[str, Any], sensor: str | None = None) -> Text:
     """The goal's verdict in words, with the evidence and, if inconclusive, what would settle
     it: the sentences of `ix.report.answer`, as `ix report` prints them."""
-    return verdict_text(goal_lines(goal))
+    return verdict_text(goal_lines(goal, sensor))
 
 
 def errors_text(summary: Mapping[str, Any]) -> Text:
@@ -224,15 +237,17 @@ def run_cases(summary: Mapping[str, Any], block: dict[str, Any]) -> list[Rendera
 def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
-        parts += [*run_cases(summary, block), metrics_text(block), Text("")]
+        parts += [*run_cases(summary, block), metrics_text(block, summary.get("sensor")),
+                  Text("")]
     if summary.get("errors_by_kind"):
         parts.append(errors_text(summary))
     if summary.get("comparisons"):
         parts += [comparison_table(summary), flips_text(summary)]
     parts += context_parts(summary.get("context"))
     parts += sweep_parts(sweep_report(summary))
+    parts += load_parts(summary.get("load"))
     if summary.get("goal"):
-        parts += [goal_text(summary["goal"]), Text("")]
+        parts += [goal_text(summary["goal"], summary.get("sensor")), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")
     failed = summary.get("failed_subjects") or []
     if summary.get("run_status") == "failed" and failed:  # the full reason is on stderr

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from ix._lazy import lazy
-from ix.report import charts
-from ix.report.terminal import METRIC_NAMES, ci, fmt
+from ix.report import charts, load
+from ix.report.answer import metric_name
+from ix.report.terminal import METRIC_NAMES, ci, fmt, rate_cell, rate_word, several_sensors
 
 if TYPE_CHECKING:
     import jinja2
@@ -48,7 +49,11 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("ix.report", "templates"), autoescape=True,
                       undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(fmt=_fmt, ci=_ci, p=_p, expect=lambda e: _EXPECT.get(e, e),
-                       metric=lambda m: METRIC_NAMES.get(m, m))
+                       metric=lambda m, sensor=None: metric_name(
+                           m, sensor if isinstance(sensor, str) else None))
+    # the `load` block, in the words `ix report` prints on a terminal
+    env.filters.update(rps=load.rps, percentiles=load.percentiles, schedule=load.schedule_text,
+                       error_rate=lambda s: load.rate_text(s["error_rate"], s["error_rate_ci"]))
     return env
 
 
@@ -105,7 +110,15 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "difficulty": _difficulty(report, colors), "timeline": _timeline(report),
             "comparisons": _comparisons(report), "failing": _failing(report),
             "context_curve": _context_curve(report), "sweep_bars": _sweep_bars(report),
-            "top": TOP_FAILURES}
+            "top": TOP_FAILURES, "rate_word": rate_word(report["run"].get("sensor")),
+            "sensor_rows": _sensor_rows(report)}
+
+
+def _sensor_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """With more than one sensor: per sensor, its pass rate cell per subject (issue 20)."""
+    by_subject = report.get("sensors") or {}
+    return [{"name": name, "cells": [rate_cell(by_subject[s].get(name)) for s in by_subject]}
+            for name in several_sensors(by_subject)]
 
 
 def _context_curve(report: Mapping[str, Any]) -> Markup | None:
@@ -147,6 +160,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
     if not s["cases"] or not s["subjects"]:
         return None
     cells = {}
+    word = rate_word(report["run"].get("sensor"))
     for row in s["cases"]:
         for name, c in row["by_subject"].items():
             if c["score"] is None:
@@ -154,7 +168,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
                 cells[(row["probe_id"], name)] = charts.Cell(None, tip)
                 continue
             vote = {True: "right", False: "wrong", None: "none"}[c.get("correct")]
-            tip = (f"{row['probe_id']} · {name}: activation rate {c['score']:.2f}, "
+            tip = (f"{row['probe_id']} · {name}: {word} {c['score']:.2f}, "
                    f"{c['passed']}/{c['n']} valid trials"
                    + (f" ({c['errors']} errored)" if c["errors"] else "")
                    + f"\n95% interval {ci(c['score_ci'])}\nmajority vote {vote} "
@@ -162,7 +176,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
             cells[(row["probe_id"], name)] = charts.Cell(c["score"], tip,
                                                          flagged=c.get("correct") is False)
     rows = [f"{r['probe_id']}" for r in s["cases"]]
-    return _svg(charts.heatmap(rows, s["subjects"], cells, label="activation rate per case and "
+    return _svg(charts.heatmap(rows, s["subjects"], cells, label=f"{word} per case and "
                                "subject", show_values=len(s["subjects"]) <= 12))
 
 
@@ -263,8 +277,11 @@ def _comparisons(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         roles = [(role, [(k, m) for k, m in metrics.items()
                          if m.get("role", "exploratory") == role])
                  for role in ("primary", "exploratory")]
+        sensors = c.get("sensors") or {}
         out.append({"c": c, "metrics": metrics, "roles": roles, "svg": svg,
-                    "flips": (c.get("flips") or [])[:TOP_FAILURES]})
+                    "flips": (c.get("flips") or [])[:TOP_FAILURES],
+                    # one sensor: its pass rate is already the metrics'
+                    "sensors": list(sensors.items()) if len(sensors) > 1 else []})
     return out
 
 

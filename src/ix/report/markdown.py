@@ -12,7 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ix.report.terminal import METRIC_NAMES, TOP, ci, fmt
+from ix.report.answer import metric_name
+from ix.report.load import percentiles, rate_text, rps, schedule_text
+from ix.report.terminal import METRIC_NAMES, TOP, ci, fmt, rate_cell, rate_word, several_sensors
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
@@ -87,8 +89,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     if r.get("reason"):
         lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]
     lines += _answer(report.get("answer") or {})
-    lines += ["## Summary", "", "Activation rate [95% CI], passed/valid trials, ✓ when the case's "
-              "majority vote is right.", ""]
+    word = rate_word(r.get("sensor"))
+    lines += ["## Summary", "", f"{word.capitalize()} [95% CI], passed/valid trials, ✓ when "
+              "the case's majority vote is right.", ""]
     lines += _table(["case", "expect", *s["subjects"]],
                     [[row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
                       *(_cell(row["by_subject"].get(n)) for n in s["subjects"])]
@@ -99,10 +102,12 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                       f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"], m["status"]]
                      for n, m in s["metrics"].items()])
     lines += _reliability(s["metrics"])
+    lines += _sensors(report.get("sensors"))
     lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
-    lines += _comparisons(report.get("comparisons") or [])
+    lines += _comparisons(report.get("comparisons") or [], r.get("sensor"))
     lines += _context(report.get("context"))
     lines += _sweep(report.get("sweep"))
+    lines += _load(report.get("load"))
     board = report.get("leaderboard") or {}
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}",
@@ -260,9 +265,23 @@ def _cost(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _comparisons(comparisons: list[dict[str, Any]]) -> list[str]:
+def _sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """With more than one sensor, each one's pass rate per subject (issue 20)."""
+    names = several_sensors(by_subject)
+    if not names or by_subject is None:
+        return []
+    subjects = list(by_subject)
+    lines = ["## Sensors", "", "Each sensor's pass rate over the valid trials [95% CI], "
+             "passed/valid; the first decides the trial (its reading is the trial's).", ""]
+    return lines + _table(["sensor", *subjects],
+                          [[name, *(rate_cell(by_subject[s].get(name)) for s in subjects)]
+                           for name in names])
+
+
+def _comparisons(comparisons: list[dict[str, Any]], sensor: str | None = None) -> list[str]:
     """Each variant against the control: the goal's metric (primary) first; the others are
-    exploratory and their intervals and P(better) say "unadjusted"."""
+    exploratory and their intervals and P(better) say "unadjusted". With several sensors,
+    each one's pass rate follows (case-level, unadjusted)."""
     if not comparisons:
         return []
     lines = ["## Comparisons", "", "Variant − control with its 95% credible interval; p is the "
@@ -275,10 +294,17 @@ def _comparisons(comparisons: list[dict[str, Any]]) -> list[str]:
         for k, m in ordered:
             primary = m.get("role") == "primary"
             tag = "" if primary else " (unadjusted)"
-            rows.append([METRIC_NAMES.get(k, k) + (" (primary)" if primary else ""),
+            rows.append([metric_name(k, sensor) + (" (primary)" if primary else ""),
                          fmt(m["control"]), fmt(m["variant"]),
                          f"{fmt(m['diff'])} {ci(m['diff_ci'])}{tag}",
                          f"{fmt(m['p_variant_better'])}{tag}", fmt(m.get("p_value_holm"))])
+        sensors = c.get("sensors") or {}
+        if len(sensors) > 1:  # one sensor: its pass rate is already the metrics'
+            for k, m in sensors.items():
+                rows.append([f"sensor {k} pass rate", fmt(m["control"]), fmt(m["variant"]),
+                             f"{fmt(m['diff'])} {ci(m['diff_ci'])} (unadjusted)",
+                             f"{fmt(m['p_variant_better'])} (unadjusted)",
+                             fmt(m.get("p_value_holm"))])
         lines += [f"### {md_text(c['variant'])} vs {md_text(c['control'])} (control)", ""]
         lines += _table(["metric", "control", "variant", "delta [95% CI]", "P(better)",
                          "p (Holm)"], rows)
@@ -317,6 +343,35 @@ def _context(context: Mapping[str, Any] | None) -> list[str]:
             lines += [f"Trend: the activation rate changes by **{fmt(t['slope'])}** per "
                       f"doubling of (1 + {unit}) {ci(t['slope_ci'])}; P(declines) "
                       f"{fmt(t['p_decline'])} ({t['n_cases']} must_trigger cases).", ""]
+    return lines
+
+
+def _load(load: Mapping[str, Any] | None) -> list[str]:
+    """`load:`: rates and requests, latency percentiles, and the SLA verdicts per subject."""
+    if not load:
+        return []
+    warm = f" after a {load['warmup_s']:g} s warm-up" if load["warmup_s"] else ""
+    order = "in turn" if load["order"] == "cycle" else "in seeded random order"
+    lines = ["## Load", "",
+             f"{load['rps']:g} requests/s offered ({load['arrivals']} arrivals, cases {order})"
+             f" for {load['duration_s']:g} s{warm}, at most {load['max_in_flight']:,} in "
+             "flight. Latency percentiles in ms with 95% distribution-free intervals (order "
+             "statistics, exact binomial; ∞: too few requests to bound it); error rate with "
+             "its 95% credible interval.", ""]
+    subjects = load["subjects"]
+    lines += _table(["subject", "achieved rps", "sent", "answered", "errored", "dropped",
+                     "waited", "error rate", "schedule error"],
+                    [[s["subject"], rps(s["achieved_rps"]), *(f"{s['requests'][k]:,}" for k in (
+                        "sent", "completed", "errored", "dropped", "waited")),
+                      rate_text(s["error_rate"], s["error_rate_ci"]), schedule_text(s)]
+                     for s in subjects])
+    lines += _table(["subject", "answered", "p50", "p95", "p99"],
+                    [[s["subject"], f"{s['latency_ms']['n']:,}", *percentiles(s)]
+                     for s in subjects])
+    checks = [[s["subject"], c["objective"], c["verdict"] or "n/a",
+               f"{c['within']:,}/{c['n']:,}", c["reason"]] for s in subjects for c in s["sla"]]
+    if checks:
+        lines += _table(["subject", "SLA", "verdict", "within", "why"], checks)
     return lines
 
 

@@ -296,8 +296,12 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         "difficulty": figures.difficulty(summary, cases),
         "timeline": figures.timeline(points, table["subjects"]),
     }
+    if any(b.get("sensors") for b in summary["subjects"]):
+        out["sensors"] = {b["name"]: b.get("sensors") or {} for b in summary["subjects"]}
     if summary.get("context"):
         out["context"] = summary["context"]
+    if summary.get("load"):
+        out["load"] = summary["load"]
     swept = sweep_report(summary, metric)
     if swept is not None:
         out["sweep"] = swept

@@ -16,7 +16,9 @@ from ix.eval.schemas import (
     Expectation,
     GoalOut,
     Interval,
+    LoadOut,
     ReliabilityGroupsOut,
+    SensorRateOut,
     SubjectComparison,
     UnsettledCase,
 )
@@ -478,3 +480,9 @@ class ReportOutput(ClosedDict):
     sweep: NotRequired[Annotated[SweepReport | None, Field(
         None, description="experiments with `sweep:` only: every condition on the report's "
                           "metric with P(best); absent before 1.3")]]
+    load: NotRequired[Annotated[LoadOut | None, Field(
+        None, description="the summary's `load` block: experiments with `load:` only; "
+                          "absent before 1.5")]]
+    sensors: NotRequired[Annotated[dict[str, dict[str, SensorRateOut]], Field(
+        default_factory=dict, description="subject -> every sensor's pass rate (the "
+                                          "summary's `sensors` blocks); absent before 1.5")]]

@@ -12,6 +12,7 @@ from rich.text import Text
 from ix.lab.sweep import grid_words
 from ix.report import layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
+from ix.report.load import load_parts
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 #: Rows of the long tables shown on a terminal (the JSON keeps them all).
@@ -67,9 +68,16 @@ def _cell(cell: dict[str, Any] | None) -> Text:
     return text
 
 
+def rate_word(sensor: str | None) -> str:
+    """What a case's score is: the activation rate of the skill under test, or the pass rate
+    of a capability sensor (DESIGN.md §8)."""
+    return "activation rate" if sensor in (None, "activation") else "pass rate"
+
+
 def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
     s = report["summary"]
-    table = _table("summary: activation rate [95% CI] passed/valid per case, ✓ majority vote right",
+    word = rate_word(report["run"].get("sensor"))
+    table = _table(f"summary: {word} [95% CI] passed/valid per case, ✓ majority vote right",
                    "case", "expect", *s["subjects"])
     for row in s["cases"]:
         table.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -112,6 +120,39 @@ def reliability_parts(metrics: dict[str, dict[str, Any]]) -> list[RenderableType
             lines.append(f"\nunsettled votes of {name} (P(flip) > 0.2): {shown}{more}",
                          style="yellow")
     return [Text(""), table, lines] if lines else [Text(""), table]
+
+
+def several_sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The sensors of a run that read with more than one (none: one sensor, whose numbers
+    the case table already shows), in their order."""
+    names: dict[str, None] = {}
+    for sensors in (by_subject or {}).values():
+        names.update(dict.fromkeys(sensors))
+    return list(names) if len(names) > 1 else []
+
+
+def rate_cell(r: Mapping[str, Any] | None) -> str:
+    """`0.80 [0.62, 0.91] 24/30` (a sensor's pass rate, its interval, passed/valid)."""
+    if r is None:
+        return "-"
+    if not r["n"]:
+        return "n/a 0/0"
+    return f"{fmt(r['rate'], 2)} {ci(r['rate_ci'])} {r['passed']}/{r['n']}"
+
+
+def sensor_parts(report: Mapping[str, Any]) -> list[RenderableType]:
+    """With more than one sensor, each one's pass rate per subject (issue 20); the first
+    row is the sensor that decides the trials."""
+    by_subject = report.get("sensors") or {}
+    names = several_sensors(by_subject)
+    if not names:
+        return []
+    subjects = list(by_subject)
+    table = _table("pass rate per sensor [95% CI] passed/valid trials (first: decides the "
+                   "trial)", "sensor", *subjects)
+    for name in names:
+        table.add_row(name, *(rate_cell(by_subject[s].get(name)) for s in subjects))
+    return [table, Text("")]
 
 
 def breakdown_table(report: Mapping[str, Any]) -> Table:
@@ -322,6 +363,7 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
     first, then the exploratory ones under a row saying their intervals and P(better) are
     unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
     case-level t), Holm across variants. Fits 80 columns."""
+    sensor = summary.get("sensor")
     tables: list[RenderableType] = [Text("variants against the control (p: two-sided test, "
                                          "Holm across variants)", style="bold")]
     for comp in summary["comparisons"]:
@@ -343,17 +385,26 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
             for metric, m in comp["metrics"].items():
                 if m.get("role", "exploratory") != role:
                     continue
-                delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
-                delta.append(ci(m["diff_ci"]), style="dim")
-                if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0
-                                                    or m["diff_ci"][1] < 0):
-                    delta.stylize("bold")
-                p = m.get("p_value_holm")
-                table.add_row(metric_name(metric), fmt(m["control"]),
-                              fmt(m["variant"]), delta, fmt(m["p_variant_better"]),
-                              "-" if p is None else f"{p:.3f}")
+                table.add_row(*_comparison_row(metric_name(metric, sensor), m))
+        sensors = comp.get("sensors") or {}
+        if len(sensors) > 1:  # one sensor: its pass rate is already the metrics'
+            table.add_row(Text("sensor pass rate", style="dim italic"), "", "",
+                          Text("case-level", style="dim italic"),
+                          Text("unadjusted", style="dim italic"))
+            for name, m in sensors.items():
+                table.add_row(*_comparison_row(name, m))
         tables.append(table)
     return Group(*tables)
+
+
+def _comparison_row(label: str, m: Mapping[str, Any]) -> tuple[Any, ...]:
+    delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
+    delta.append(ci(m["diff_ci"]), style="dim")
+    if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0 or m["diff_ci"][1] < 0):
+        delta.stylize("bold")
+    p = m.get("p_value_holm")
+    return (label, fmt(m["control"]), fmt(m["variant"]), delta, fmt(m["p_variant_better"]),
+            "-" if p is None else f"{p:.3f}")
 
 
 def flips_text(summary: Mapping[str, Any]) -> Text:
@@ -374,7 +425,7 @@ def comparison_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     """The variants against the control, as the run's summary shows them."""
     if not report.get("comparisons"):
         return []
-    block = {"comparisons": report["comparisons"]}
+    block = {"comparisons": report["comparisons"], "sensor": report["run"].get("sensor")}
     return [comparison_table(block), flips_text(block)]
 
 
@@ -446,9 +497,11 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     board = report.get("leaderboard") or {}
     parts: list[RenderableType] = [head, Text(""), *answer_parts(report),
                                    *summary_tables(report), Text(""),
+                                   *sensor_parts(report),
                                    *interpretation_parts(report), *comparison_parts(report),
                                    *context_parts(report.get("context")),
-                                   *sweep_parts(report.get("sweep"))]
+                                   *sweep_parts(report.get("sweep")),
+                                   *load_parts(report.get("load"))]
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         name = METRIC_NAMES.get(board["metric"], board["metric"])
         parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]

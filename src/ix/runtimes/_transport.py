@@ -73,17 +73,25 @@ async def with_retries(call: Callable[[], Awaitable[T]], options: RetryOptions, 
     Every message that leaves (to `on_retry`, or in the final `TrialError`) has `secrets`
     and secret-named environment values redacted (`secret_values`)."""
     rng = random.Random((seed << 20) ^ (attempt << 8) ^ 0x5EED)
-    hidden = secret_values(secrets)
+    extra = list(secrets)
+    hidden: list[str] | None = None  # read from the environment on the first message only
+
+    def clean(text: str) -> str:
+        nonlocal hidden
+        if hidden is None:
+            hidden = secret_values(extra)
+        return redact(text, hidden)
+
     for n in range(options.retries + 1):
         try:
             return await call()
         except TrialError as exc:
-            clean = redact(exc.message, hidden)
-            if clean == exc.message:
+            cleaned = clean(exc.message)
+            if cleaned == exc.message:
                 raise
-            raise TrialError(exc.kind, clean) from None
+            raise TrialError(exc.kind, cleaned) from None
         except Transient as exc:
-            exc.message = redact(exc.message, hidden)
+            exc.message = clean(exc.message)
             if n == options.retries:
                 raise TrialError(exc.kind, f"{exc.message} (gave up after {n + 1} tries)") \
                     from exc

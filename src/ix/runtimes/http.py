@@ -36,6 +36,7 @@ from ix.runtimes._transport import (
     status_error,
     with_retries,
 )
+from ix.runtimes.http_pools import Pools, close_at_loop_end
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 if TYPE_CHECKING:
@@ -109,27 +110,34 @@ class HttpRuntime:
                                    for a, b in _ENV_USE.findall(v)})
         # Made in the running loop on first use: each `ix run` runs in a fresh event loop.
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._pools: Pools | None = None
         self._closer: AsyncGenerator[None, None] | None = None
         self._limiter = RateLimiter(requests_per_minute=options.requests_per_minute)
 
-    async def _session(self) -> "tuple[httpx.AsyncClient, RateLimiter]":
+    async def _session(self) -> tuple[Pools, RateLimiter]:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(self.options.timeout_s),
-                                       follow_redirects=False)
-            self._loop, self._client = loop, client
+        if self._pools is None or self._loop is not loop:
+            timeout = httpx.Timeout(self.options.timeout_s)
+            pools = Pools(lambda **kw: httpx.AsyncClient(timeout=timeout,
+                                                         follow_redirects=False, **kw))
+            pools.give(pools.take())  # the first pool now (httpx imported, the CA bundle read)
+            self._loop, self._pools = loop, pools
             self._limiter = RateLimiter(requests_per_minute=self.options.requests_per_minute)
             # `asyncio.run` closes every open async generator as its loop ends
-            # (`loop.shutdown_asyncgens`): one parked here closes the pool with the run.
-            self._closer = _close_at_loop_end(client)
+            # (`loop.shutdown_asyncgens`): one parked here closes the pools with the run.
+            self._closer = close_at_loop_end(pools)
             await anext(self._closer)
-        return self._client, self._limiter
+        return self._pools, self._limiter
+
+    async def prepare(self) -> None:
+        """Import httpx and make the first pool now: a load test (`ix.engine.load`) calls this
+        before its first request, so no request is timed with the set-up."""
+        await self._session()
 
     async def aclose(self) -> None:
-        """Close the connection pool now (it is also closed when the event loop ends)."""
+        """Close the connection pools now (they are also closed when the event loop ends)."""
         if self._closer is not None:
-            closer, self._closer, self._client = self._closer, None, None
+            closer, self._closer, self._pools = self._closer, None, None
             await closer.aclose()
 
     def _request(self, subject: Subject, stimulus: Any) -> tuple[str, dict[str, str], bytes]:
@@ -159,7 +167,7 @@ class HttpRuntime:
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
         url, headers, content = self._request(subject, stimulus)
-        client, limiter = await self._session()
+        pools, limiter = await self._session()
         opts = self.options
         tries = 0
 
@@ -167,7 +175,11 @@ class HttpRuntime:
             nonlocal tries
             tries += 1
             await limiter.acquire()
-            return await self._send(client, url, headers, content)
+            pool = pools.take()
+            try:
+                return await self._send(pools.clients[pool], url, headers, content)
+            finally:
+                pools.give(pool)
 
         secrets = [*(headers.get(k) for k in self._secret_headers),
                    *(os.environ.get(n) for n in self._secret_env)]
@@ -228,13 +240,6 @@ class HttpRuntime:
         return EvalObservation(content=body, status=response.status_code,
                                headers=response_headers, body=body, duration_ms=duration_ms,
                                meta=meta)
-
-
-async def _close_at_loop_end(client: "httpx.AsyncClient") -> AsyncGenerator[None, None]:
-    try:
-        yield
-    finally:
-        await client.aclose()
 
 
 def _transient(response: "httpx.Response", snippet: str) -> Exception:

@@ -1,7 +1,8 @@
 """Runtime kinds by name: each kind declares its options model and how to build it.
 
 Options are validated when a run is planned (and by `ix validate`), so a typo in
-`experiment.yaml` fails before any trial starts, with the field named.
+`experiment.yaml` fails before any trial starts, with the field named. A kind ix does not know
+is looked up among the installed plugins (`ix.eval.plugins`), which validate their own options.
 """
 
 import importlib
@@ -9,10 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.ports import ExperimentRuntime
+from ix.eval import plugins
 from ix.eval.validation import from_validation_error
 
 
@@ -60,8 +62,12 @@ def get_kind(name: str) -> RuntimeKind:
         _load_builtins()
     if name in _KINDS:
         return _KINDS[name]
-    raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, available())} (allowed: "
-                      f"{', '.join(available())})", field="runtime")
+    kind = _plugin_kind(name)  # built-ins win (docs/plugins.md)
+    if kind is not None:
+        return kind
+    allowed = sorted({*available(), *plugins.names("runtime")})
+    raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, allowed)} (allowed: "
+                      f"{', '.join(allowed)})", field="runtime")
 
 
 def validate_options(spec: Mapping[str, Any]) -> tuple[RuntimeKind, BaseModel]:
@@ -79,6 +85,45 @@ def build_runtime(spec: Mapping[str, Any], context: RuntimeContext) -> Experimen
     return kind.build(options, context)
 
 
+class PluginOptions(BaseModel):
+    """A plugin runtime's options: anything, passed on as keyword arguments; the plugin's
+    object validates them when it is called (`ix.eval.plugins.build`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+_HISTORY = ("sent", "template", "unused", "refused")
+
+
+def _plugin_kind(name: str) -> RuntimeKind | None:
+    """The kind an installed plugin provides under `name` (None: no plugin does), made anew
+    each time (the scan and the import are cached). Its object may declare `history`
+    (default "refused") and `default_concurrency` (default 4)."""
+    field = "runtime.kind"
+    plugin = plugins.find("runtime", name, field=field)
+    if plugin is None:
+        return None
+    factory = plugins.load(plugin, field=field)
+    history: Any = getattr(factory, "history", "refused")
+    if history not in _HISTORY:
+        raise ConfigError(f"{plugin.describe()} declares history={history!r}; allowed: "
+                          f"{', '.join(_HISTORY)}", field=field)
+    concurrency = getattr(factory, "default_concurrency", 4)
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ConfigError(f"{plugin.describe()} declares default_concurrency={concurrency!r}; "
+                          "it must be a whole number >= 1", field=field)
+
+    def build(options: PluginOptions, _: RuntimeContext) -> ExperimentRuntime:
+        runtime: ExperimentRuntime = plugins.build(plugin, options.model_extra or {},
+                                                   field=field)
+        return runtime
+
+    doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
+    return RuntimeKind(name=name, options=PluginOptions, build=build,
+                       default_concurrency=concurrency, history=history,
+                       summary=doc[0] if doc else f"plugin of {plugin.distribution}")
+
+
 _builtins_loaded = False
 
 #: Modules under `ix.runtimes` that register a kind (one per line: add yours), each named
@@ -92,6 +137,7 @@ BUILTIN_MODULES = (
     "lexical",
     "mock",
     "openai",
+    "python",
     "random",
 )
 

@@ -36,6 +36,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "power": ("paired_variances", "sample_size_two_proportions", "mde_paired", "n_paired",
               "n_for_interval_width", "holm"),
     "bayes_evals": ("independent_intervals", "independent_comparisons", "paired_comparisons"),
+    "quantiles": ("quantile_interval", "order_statistic_ranks", "min_sample",
+                  "QuantileEstimate"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -44,6 +46,7 @@ __all__ = [
     "Correlation",
     "Description",
     "DifferenceInterval",
+    "QuantileEstimate",
     "StoppingRule",
     "Verdict",
     "beta_interval",
@@ -78,8 +81,10 @@ __all__ = [
     "mde_paired",
     "mean_pass_at_k",
     "mean_pass_hat_k",
+    "min_sample",
     "n_for_interval_width",
     "n_paired",
+    "order_statistic_ranks",
     "paired_comparisons",
     "paired_diff_cdf",
     "paired_diff_cdf_bounds",
@@ -96,6 +101,7 @@ __all__ = [
     "probit_diff_cdf",
     "probit_diff_interval",
     "probit_prob_a_beats_b",
+    "quantile_interval",
     "recall_interval",
     "sample_size_two_proportions",
     "stopping_distribution",
@@ -180,6 +186,12 @@ if TYPE_CHECKING:
         n_paired,
         paired_variances,
         sample_size_two_proportions,
+    )
+    from ix.stats.quantiles import (
+        QuantileEstimate,
+        min_sample,
+        order_statistic_ranks,
+        quantile_interval,
     )
     from ix.stats.reliability import design_effect, icc_oneway
     from ix.stats.sequential import (

@@ -14,14 +14,14 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
 from ix._version import __version__
 from ix.domain.errors import ConfigError, NotFound, RunBusy
-from ix.eval.schemas import RunSpec, SpecVersions
+from ix.eval.schemas import RunSpec, SpecPlugin, SpecVersions
 from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
 from ix.lab.yamlio import dump_yaml, load_yaml_file
@@ -60,9 +60,9 @@ def git_commit(path: Path) -> str | None:
 _PACKAGES = ("pydantic", "numpy", "scipy", "anthropic", "openai", "claude-agent-sdk", "httpx")
 
 
-def environment() -> SpecVersions:
-    """What produced a run: ix, Python, the host, and the versions of the packages that
-    runtimes use (those installed)."""
+def environment(plugins: Sequence[SpecPlugin] = ()) -> SpecVersions:
+    """What produced a run: ix, Python, the host, the versions of the packages that
+    runtimes use (those installed), and the plugins the run uses (none: no `plugins` key)."""
     from importlib.metadata import PackageNotFoundError, version
 
 
@@ -72,9 +72,13 @@ def environment() -> SpecVersions:
             packages[name] = version(name)
         except PackageNotFoundError:
             continue
-    return {"ix": __version__, "python": platform.python_version(),
-            "platform": platform.platform(terse=True), "executable": sys.executable,
-            "host": platform.node(), "packages": packages}
+    versions: SpecVersions = {
+        "ix": __version__, "python": platform.python_version(),
+        "platform": platform.platform(terse=True), "executable": sys.executable,
+        "host": platform.node(), "packages": packages}
+    if plugins:
+        versions["plugins"] = list(plugins)
+    return versions
 
 
 def write_spec(directory: Path, spec: RunSpec, *, create: bool = True) -> Path:

@@ -62,6 +62,7 @@ class TrialRecord(TypedDict):
     error: ErrorRecord | None
     readings: NotRequired[list[dict[str, Any]]]  # every sensor's, when several ran
     trace: NotRequired[str]  # the gzipped transcript, relative to the experiment's parent
+    load: NotRequired[dict[str, Any]]  # a `load:` run's request: at_s, late_ms, warmup
 
 
 class TrialLine(NamedTuple):

@@ -18,7 +18,7 @@ from ix._lazy import preload
 from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
-from ix.api.optimize import list_sessions
+from ix.api.optimize import SESSION_ID, list_sessions
 from ix.api.query import run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import query_results
@@ -32,9 +32,6 @@ CASES_PAGE = 200
 #: Reports kept in memory (the latest ones asked for).
 REPORTS_KEPT = 8
 OUTCOMES = ("all", "passed", "failed", "errors")
-#: An optimize session's id as `ix optimize` makes it (its UTC start, 6 hex digits): the
-#: only shape of `/optimize/{session}` that is looked up.
-SESSION_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}")
 
 
 def sql_text(value: str) -> str:

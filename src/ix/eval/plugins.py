@@ -1,0 +1,216 @@
+"""Plugins: runtime, sensor and probe kinds that other distributions provide (DESIGN.md §9).
+
+A distribution declares entry points in the groups `ix.runtimes`, `ix.sensors` and
+`ix.probes`; a kind named in `experiment.yaml` that ix does not know is looked up there (the
+built-in kinds always win). The entry point's object is called with the kind's options as
+keyword arguments and returns the runtime (`invoke`), sensor (`sense`) or probe (`generate`);
+validating the options is the plugin's job. Whatever goes wrong on the way (the import, the
+call, an object without the method) is a `ConfigError` naming the distribution, its version and
+the entry point, with the exception's message: exit 2, one line, no traceback.
+
+Why here: `ix.eval.sensors` looks its unknown kinds up in this module, and `ix.eval` is below
+`ix.runtimes` (which uses it too) in the layers of DESIGN.md §1; `ix.domain` stays pure, and
+reading the installed distributions' metadata is I/O. Lazy: nothing is scanned or imported
+until a kind ix does not know is asked for, or `ix plugins` lists them.
+"""
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from dataclasses import field as attribute
+from typing import TYPE_CHECKING, Any, Literal
+
+from ix.domain.errors import ConfigError, did_you_mean
+from ix.domain.ports import Probe, Sensor
+from ix.domain.types import Interaction, Reading
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from ix.eval.schemas import SpecPlugin
+
+PluginKind = Literal["runtime", "sensor", "probe"]
+
+#: The entry-point group of each kind, and the method its object must have.
+GROUPS: dict[PluginKind, str] = {"runtime": "ix.runtimes", "sensor": "ix.sensors",
+                                 "probe": "ix.probes"}
+METHODS: dict[PluginKind, str] = {"runtime": "invoke", "sensor": "sense", "probe": "generate"}
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One installed entry point: its kind, name, target (`module:attr`) and distribution."""
+
+    kind: PluginKind
+    name: str
+    target: str
+    distribution: str | None
+    version: str | None
+    entry_point: "EntryPoint | None" = attribute(default=None, compare=False, repr=False)
+
+    def describe(self) -> str:
+        """`the runtime plugin 'echo' of ix-echo 1.0 (entry point ix.runtimes: echo =
+        ix_echo:Echo)`: what every error about it starts with."""
+        made_by = (" ".join(x for x in (self.distribution, self.version) if x)
+                   or "an unknown distribution")
+        return (f"the {self.kind} plugin {self.name!r} of {made_by} (entry point "
+                f"{GROUPS[self.kind]}: {self.name} = {self.target})")
+
+    def spec(self) -> "SpecPlugin":
+        """Its line in `spec.yaml`'s `versions.plugins`."""
+        return {"group": self.kind, "name": self.name, "distribution": self.distribution,
+                "version": self.version}
+
+
+def installed(kind: PluginKind | None = None) -> list[Plugin]:
+    """Every installed plugin (of one kind), in the order of `GROUPS`, then by name."""
+    kinds = [kind] if kind is not None else list(GROUPS)
+    return [p for k in kinds for p in sorted(_scan(k), key=lambda p: (p.name, p.target))]
+
+
+def names(kind: PluginKind) -> list[str]:
+    """The names the installed plugins of `kind` provide (for did-you-mean messages)."""
+    return sorted({p.name for p in _scan(kind)})
+
+
+def find(kind: PluginKind, name: str, *, field: str) -> Plugin | None:
+    """The installed plugin of that kind and name; None when none is. Two distributions
+    providing the same name is a `ConfigError`: which one would run is not for ix to guess."""
+    found = [p for p in _scan(kind) if p.name == name]
+    if len(found) > 1:
+        found.sort(key=lambda p: str(p.distribution))
+        each = "; ".join(p.describe() for p in found)
+        raise ConfigError(f"{len(found)} installed plugins provide the {kind} {name!r}: {each}; "
+                          "uninstall all but one", field=field)
+    return found[0] if found else None
+
+
+def load(plugin: Plugin, *, field: str) -> Callable[..., Any]:
+    """The entry point's object, imported once; a `ConfigError` if it cannot be."""
+    loaded = _LOADED.get(plugin)
+    if loaded is None:
+        try:
+            loaded = _LOADED[plugin] = _import(plugin)
+        except _Unloadable as exc:
+            raise ConfigError(f"{plugin.describe()} could not be loaded: {exc}",
+                              field=field) from None
+    return loaded
+
+
+def build(plugin: Plugin, options: Mapping[str, Any], *, field: str) -> Any:
+    """Call the plugin's object with `options` as keyword arguments; the object it returns
+    must have the kind's method (`invoke`, `sense`, `generate`)."""
+    factory = load(plugin, field=field)
+    try:
+        made = factory(**options)
+    except Exception as exc:
+        raise ConfigError(f"{plugin.describe()} rejected its options: {reason(exc)}",
+                          field=field) from None
+    method = METHODS[plugin.kind]
+    if not callable(getattr(made, method, None)):
+        raise ConfigError(f"{plugin.describe()} returned a {type(made).__name__}, which has no "
+                          f"{method}() method", field=field)
+    return made
+
+
+def in_use(kind: PluginKind, name: str) -> Plugin | None:
+    """The plugin this process loaded for `name`, if any (what a run's `spec.yaml` records);
+    never scans: a name that was not looked up is not a plugin in use."""
+    return next((p for p in _LOADED if p.kind == kind and p.name == name), None)
+
+
+def check(plugin: Plugin) -> str | None:
+    """Why the plugin cannot be loaded (`ix plugins --check`), in a line; None when it loads.
+    Not recorded as loaded: a plugin checked is not a plugin in use."""
+    try:
+        _import(plugin)
+    except _Unloadable as exc:
+        return str(exc)
+    return None
+
+
+def load_sensor(kind: str, options: Mapping[str, Any], *, field: str) -> Sensor | None:
+    """A sensor plugin built with `options`; None when no plugin provides `kind`. One without a
+    `name` is named after its kind (the engine names a sensor's failure with it)."""
+    plugin = find("sensor", kind, field=f"{field}.kind")
+    if plugin is None:
+        return None
+    sensor = build(plugin, options, field=f"{field}.kind")
+    return sensor if isinstance(getattr(sensor, "name", None), str) else _Named(kind, sensor)
+
+
+def load_probe(kind: str, options: Mapping[str, Any] | None = None, *,
+               field: str = "probe") -> Probe:
+    """A probe plugin built with `options` (code-first experiments); `ConfigError` when no
+    installed plugin provides `kind`."""
+    plugin = find("probe", kind, field=f"{field}.kind")
+    if plugin is None:
+        known = names("probe")
+        raise ConfigError(f"unknown probe {kind!r}{did_you_mean(kind, known)} (installed probe "
+                          f"plugins: {', '.join(known) or 'none'})", field=f"{field}.kind")
+    probe: Probe = build(plugin, options or {}, field=f"{field}.kind")
+    return probe
+
+
+def reason(exc: BaseException) -> str:
+    """An exception as one line: its class and message (a plugin's pydantic error is several
+    lines; a `ConfigError` of its own is its message)."""
+    if isinstance(exc, ConfigError):
+        return " ".join(exc.render().split())
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def refresh() -> None:
+    """Forget what was scanned and loaded (tests, and a process that installs plugins)."""
+    _scan.cache_clear()
+    _LOADED.clear()
+
+
+class _Named:
+    """A plugin sensor without a `name`: the kind's name, and its own `sense`."""
+
+    def __init__(self, name: str, sensor: Any):
+        self.name = name
+        self._sensor = sensor
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        readings: list[Reading] = self._sensor.sense(interaction)  # a list, or an awaitable
+        return readings
+
+
+class _Unloadable(Exception):
+    """Why an entry point's object cannot be had, in a line."""
+
+
+def _import(plugin: Plugin) -> Callable[..., Any]:
+    if plugin.entry_point is None:
+        raise _Unloadable("it has no entry point")
+    try:
+        loaded = plugin.entry_point.load()
+    except Exception as exc:
+        raise _Unloadable(reason(exc)) from None
+    if not callable(loaded):
+        raise _Unloadable(f"it is a {type(loaded).__name__}, not something to call with the "
+                          "options")
+    return loaded
+
+
+_LOADED: dict[Plugin, Callable[..., Any]] = {}
+
+
+@functools.cache
+def _scan(kind: PluginKind) -> tuple[Plugin, ...]:
+    """The entry points of one group, read once per process."""
+    from importlib.metadata import entry_points  # I/O, and not free to import: only here
+
+    found = []
+    for ep in entry_points(group=GROUPS[kind]):
+        dist = ep.dist
+        found.append(Plugin(kind, ep.name, ep.value, dist.name if dist else None,
+                            dist.version if dist else None, ep))
+    return tuple(found)
+
+
+__all__ = ["GROUPS", "Plugin", "PluginKind", "build", "check", "find", "in_use", "installed",
+           "load", "load_probe", "load_sensor", "names", "refresh"]

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import yaml
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, text_reply
 
 from conftest import run_ix, tree_digest, write
@@ -57,8 +58,16 @@ def test_paraphrases_run_as_cases_and_are_asked_for_once(lab: Path, tmp_path: Pa
     assert cases["must-001~p2"]["prompt"] == "Kindly: Summarise sales.csv"
     assert cases["must-001~p2"]["expectation"] == "must_trigger"
     assert cases["must-001~p2"]["tags"] == ["csv"]
-    assert cases["must-001~p2"]["metadata"] == {"paraphrase_of": "must-001"}
+    assert cases["must-001~p2"]["metadata"] == {"paraphrase_of": "must-001",
+                                                "generated_by": "paraphrase"}
     assert FAKE_KEY not in record.read_text()
+    # the run folder shows the prompts it ran
+    run_id = json.loads(first.stdout)["run_id"]
+    spec = yaml.safe_load((exp / "results" / "runs" / run_id / "spec.yaml").read_text())
+    generated = spec["config"]["cases"]["generated"]
+    assert [g["id"] for g in generated] == probes[2:]
+    assert generated[1] == {"id": "must-001~p2", "by": "paraphrase",
+                            "prompt": "Kindly: Summarise sales.csv"}
 
 
 def test_a_failed_paraphrase_is_a_named_error_and_records_nothing(lab: Path,

@@ -8,10 +8,12 @@ probe:
 ```
 
 `paraphrase` asks the runtime, once per case, for `n` rewordings that keep the request's
-meaning (seeded from the experiment's seed and the case id); each becomes a case
-`<id>~p1` … `<id>~pN` with the case's expectation, tags and history, and
-`metadata.paraphrase_of`. A plugin probe is called with its options and its `generate()`
-yields cases (mappings with `prompt`, or `EvalCase`s), added to the suite's.
+meaning (seeded from the experiment's seed and the case id); each becomes a case `<id>~p1` …
+`<id>~pN` with the case's expectation, tags and history, and `metadata.paraphrase_of`; every
+generated case has `metadata.generated_by` (the probe's kind), and each run's `spec.yaml`
+lists them with their prompts (`config.cases.generated`). A plugin probe is called with its
+options and its `generate()` yields cases (mappings with `prompt`, or `EvalCase`s), added to
+the suite's.
 
 What a probe generated is written to `<experiment>/results/probes/<kind>-<key>.json` (the
 key digests the probe's options, the seed and the cases it read) before anything runs, and
@@ -44,10 +46,13 @@ from ix.lab.yamlio import read_text
 from ix.runtimes.registry import RuntimeContext, available, build_runtime
 from ix.store.layout import ExperimentDir
 
-__all__ = ["PARAPHRASE", "PROBES_DIR", "with_probe"]
+__all__ = ["GENERATED_BY", "PARAPHRASE", "PROBES_DIR", "with_probe"]
 
 PARAPHRASE = "paraphrase"
 PROBES_DIR = "probes"
+#: The metadata key a generated case carries: the probe's kind (the run's spec.yaml lists
+#: these cases with their prompts).
+GENERATED_BY = "generated_by"
 #: Between a case's id and its paraphrase's number: `must-001~p2`.
 SEPARATOR = "~p"
 
@@ -77,8 +82,9 @@ def with_probe(loaded: LoadedExperiment) -> LoadedExperiment:
         generated = [EvalCase.model_validate(c)
                      for c in json.loads(read_text(record))["cases"]]
     else:
-        generated = (_paraphrases(loaded, cases, options) if kind == PARAPHRASE
-                     else _plugin(kind, options, loaded))
+        generated = [c.model_copy(update={"metadata": {**c.metadata, GENERATED_BY: kind}})
+                     for c in (_paraphrases(loaded, cases, options) if kind == PARAPHRASE
+                               else _plugin(kind, options, loaded))]
         write_json_atomic(record, {"kind": kind, "options": options, "key": key,
                                    "cases": [c.model_dump(mode="json") for c in generated]},
                           shared=True)

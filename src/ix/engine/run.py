@@ -49,6 +49,7 @@ from ix.engine.pipeline import (
     components,
 )
 from ix.engine.plan import Plan, TrialKey
+from ix.engine.probes import GENERATED_BY
 from ix.engine.recorded_sensors import recorded_sensors
 from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest, current
 from ix.engine.routes import recorded_routes
@@ -57,6 +58,8 @@ from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import (
     FailedSubjectOut,
     RunSpec,
+    SpecCases,
+    SpecGenerated,
     SpecStatus,
     Summary,
     SweepCondition,
@@ -884,16 +887,26 @@ def _spec(plan: Plan, run_id: str, started: datetime,
                             for s in sp.subject.config.get("skills", [])]}
                 for sp in plan.subjects
             ],
-            "cases": {
-                "run": len(plan.cases),
-                "skipped_acceptable": [c.id for c in plan.skipped],
-                "sha256": cases_digest(plan.cases),
-            },
+            "cases": _spec_cases(plan),
         },
     }
     if plan.load is not None:
         spec["config"]["load"] = dict(plan.load.options)
     return spec
+
+
+def _spec_cases(plan: Plan) -> SpecCases:
+    """The cases of `spec.yaml`: how many, which were skipped, their digest, and what a
+    `probe:` generated (so the run folder shows the prompts it ran)."""
+    cases: SpecCases = {"run": len(plan.cases),
+                        "skipped_acceptable": [c.id for c in plan.skipped],
+                        "sha256": cases_digest(plan.cases)}
+    generated: list[SpecGenerated] = [
+        {"id": c.id, "by": str(c.metadata[GENERATED_BY]), "prompt": c.prompt}
+        for c in plan.cases if GENERATED_BY in c.metadata]
+    if generated:
+        cases["generated"] = generated
+    return cases
 
 
 def _sha256(path: Path) -> str | None:

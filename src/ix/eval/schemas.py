@@ -716,10 +716,19 @@ class SpecSubject(ClosedDict):
     skills: NotRequired[list[SpecSkill]]
 
 
+class SpecGenerated(ClosedDict):
+    """A case a `probe:` generated for the run (absent before 1.5)."""
+
+    id: str
+    by: str
+    prompt: str
+
+
 class SpecCases(ClosedDict):
     run: int
     skipped_acceptable: NotRequired[list[str]]
     sha256: NotRequired[str]
+    generated: NotRequired[list[SpecGenerated]]
 
 
 class SpecConfig(ClosedDict):

@@ -236,8 +236,11 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutp
         raise ConfigError("the runs share no subject by name", field="RUN")
     if all("error" in c for c in result["comparisons"]):
         raise ConfigError("the runs have no case in common", field="RUN")
-    return {**result,
-            "config_changes": config_changes([resolve_run(lab_path, r) for r in run_ids])}
+    out: CompareOutput = {
+        **result, "config_changes": config_changes([resolve_run(lab_path, r) for r in run_ids])}
+    if summaries[0].get("sensor") is not None:  # the wording of activation_rate (DESIGN.md §8)
+        out["sensor"] = summaries[0]["sensor"]
+    return out
 
 
 def config_changes(run_dirs: Sequence[Path]) -> "list[ConfigChanges]":

@@ -38,6 +38,8 @@ class RunInfo:
     seed: Any
     trials_per_case: Any
     has_summary: bool
+    #: the kind of the first sensor its spec names (None: none named, e.g. an imported run)
+    sensor: str | None = None
 
 
 def run_info(folder: Path) -> RunInfo:
@@ -57,7 +59,18 @@ def run_info(folder: Path) -> RunInfo:
                    started_at=_text(spec.get("started_at")),
                    finished_at=_text(spec.get("finished_at")), seed=spec.get("seed"),
                    trials_per_case=spec.get("trials"),
-                   has_summary=run.summary.is_file())
+                   has_summary=run.summary.is_file(), sensor=_first_sensor(spec))
+
+
+def _first_sensor(spec: Mapping[str, Any]) -> str | None:
+    """The kind of the spec's first sensor: `config.sensors[0]`, else `config.sensor`."""
+    config = spec.get("config")
+    if not isinstance(config, Mapping):
+        return None
+    listed = config.get("sensors") or [config.get("sensor")]
+    first = listed[0] if isinstance(listed, list) and listed else None
+    kind = first.get("kind") if isinstance(first, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _text(value: Any) -> str | None:

@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ix.report import layout
 from ix.report.answer import goal_lines, metric_name
 from ix.report.load import load_parts
 from ix.report.sweep import sweep_report
@@ -281,12 +282,39 @@ def run_comparison_renderable(result: Mapping[str, Any]) -> RenderableType:
             table.add_column(col, justify="left" if col == "metric" else "right",
                              no_wrap=True)
         for metric, m in c["metrics"].items():
-            delta = Text("n/a" if m["diff"] is None else f"{m['diff']:+.3f} ")
+            delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.3f} ")
             delta.append(_ci(m["diff_ci"]), style="dim")
-            table.add_row(metric_name(metric), _fmt(m["before"]),
+            table.add_row(metric_name(metric, result.get("sensor")), _fmt(m["before"]),
                           _fmt(m["after"]), delta, _fmt(m["p_better"]))
-        parts += [table, flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
+        parts += [table, *_sensor_changes(c, result.get("sensor")),
+                  flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
                   Text(c["verdict"], style="bold"), Text("")]
     if "config_changes" in result:
         parts.append(config_changes_text(result["config_changes"]))
     return Group(*parts)
+
+
+def _sensor_changes(c: Mapping[str, Any], sensor: str | None) -> list[RenderableType]:
+    """`ix compare`, with more than one sensor (one: its pass rate is already the metrics'):
+    each sensor's pass rate in both runs with its interval, and the case-level difference."""
+    sensors = c.get("sensors") or {}
+    if len(sensors) < 2:
+        return []
+    table = layout.table(f"pass rate per sensor [95% CI] over the {c['cases']} shared cases "
+                         "(first: decides the trial)", "sensor", "before", "after",
+                         "delta [95% CI]", right=("before", "after", "delta [95% CI]"))
+    for name, m in sensors.items():
+        delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.3f} ")
+        delta.append(_ci(m["diff_ci"]), style="dim")
+        lo, hi = m["diff_ci"]
+        if lo is not None and hi is not None and (lo > 0 or hi < 0):
+            delta.stylize("bold")
+        table.add_row(name, *(_rate(m[k]) for k in ("rate_before", "rate_after")), delta)
+    note = Text("before, after: the pooled valid trials of each run; delta: the mean over the "
+                "cases of the per-case difference (case-level, as "
+                f"{metric_name('activation_rate', sensor)}), unadjusted", style="dim")
+    return [table, note]
+
+
+def _rate(r: Mapping[str, Any]) -> str:
+    return "n/a" if r["rate"] is None else f"{r['rate']:.2f} {_ci(r['rate_ci'])}"

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from ix._lazy import lazy
 from ix.report import charts, load
 from ix.report.answer import metric_name
-from ix.report.terminal import METRIC_NAMES, ci, fmt, rate_cell, rate_word, several_sensors
+from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
 
 if TYPE_CHECKING:
     import jinja2
@@ -147,7 +147,7 @@ def _sweep_bars(report: Mapping[str, Any]) -> Markup | None:
     sw = report.get("sweep")
     if not sw or not sw["rows"]:
         return None
-    name = METRIC_NAMES.get(sw["metric"], sw["metric"])
+    name = metric_name(sw["metric"], report["run"].get("sensor"))
     bars = [charts.Bar(row["subject"], row["value"], *_ends(row["ci"]),
                        title=f"{row['subject']}: {name} {fmt(row['value'])} {ci(row['ci'])}, "
                              f"P(best) {fmt(row['p_best'])}", color=charts.color(i))
@@ -183,7 +183,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
 def _bars(report: Mapping[str, Any], colors: dict[str, str]) -> list[dict[str, Any]]:
     subjects = report["summary"]["subjects"]
     metric = report["metric"]
-    name = METRIC_NAMES.get(metric, metric)
+    name = metric_name(metric, report["run"].get("sensor"))
     # one subject: no leaderboard, so no chart of its metric (the rates below remain)
     values = {row["subject"]: row for row in (report.get("leaderboard") or {}).get("rows", [])}
     out = []
@@ -263,11 +263,12 @@ def _timeline(report: Mapping[str, Any]) -> Markup | None:
 
 def _comparisons(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
+    sensor = report["run"].get("sensor")
     for c in report.get("comparisons") or []:
         metrics = c.get("metrics") or {}
-        bars = [charts.Bar(METRIC_NAMES.get(k, k), m.get("diff"),
-                           *_ends(m.get("diff_ci")),
-                           title=f"{k}: {fmt(m.get('diff'))} {ci(m.get('diff_ci'))}",
+        bars = [charts.Bar(metric_name(k, sensor), m.get("diff"), *_ends(m.get("diff_ci")),
+                           title=f"{metric_name(k, sensor)}: {fmt(m.get('diff'))} "
+                                 f"{ci(m.get('diff_ci'))}",
                            color=charts.PALETTE[5] if (m.get("diff") or 0) < 0
                            else charts.PALETTE[2])
                 for k, m in metrics.items()]

@@ -7,6 +7,11 @@ per-case must_trigger rates case by case (`ix.stats.case_level`: the mean over p
 the difference, between-case spread included) — the statistics of a run's comparisons.
 Every interval contains its printed difference; `p_value` is the two-sided test where one
 exists (McNemar, the case-level t-test), null for precision and F1.
+
+Every sensor of the summaries (their `sensors` blocks, issue 20) is compared too, with the
+machinery of a run's own per-sensor comparisons (`ix.eval.sensor_summary`): each run's pass
+rate over the shared cases with its interval, and the case-level difference of the per-case
+rates — exploratory, outside the verdict and the regression gate.
 """
 
 from collections.abc import Mapping, Sequence
@@ -16,9 +21,10 @@ from ix.eval.comparisons import effect, flips
 from ix.eval.estimates import num, pair
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
+from ix.eval.sensor_summary import compare_sensors, sensors_block
 
 if TYPE_CHECKING:
-    from ix.report.schemas import RunComparisons, RunSubjectComparison
+    from ix.report.schemas import RunComparisons, RunSensorChange, RunSubjectComparison
 
 RUN_METRICS = ("recall", "precision", "f1", "pass_rate", "activation_rate")
 
@@ -30,7 +36,34 @@ def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
         p = by_id[c.id]
         counts = tally.counts[c.id]
         counts.valid, counts.passed, counts.errors = p["n"], p["passed"], p.get("errors", 0)
+    for name, s in (block.get("sensors") or {}).items():  # case -> [passed, valid] per sensor
+        tally.sensors[name] = {cid: [cell["passed"], cell["n"]] for cid, cell in s["cases"].items()}
     return tally
+
+
+def _sensors(block_a: Mapping[str, Any], block_b: Mapping[str, Any], ta: Tally, tb: Tally,
+             cases: list[EvalCase], priors: tuple[str, str]) -> "dict[str, RunSensorChange]":
+    """Each sensor of either run (the baseline's order): its pass rate in each run over the
+    shared `cases`, and the case-level difference (`compare_sensors`, the summary's own)."""
+    names = list(dict.fromkeys([*(block_a.get("sensors") or {}),
+                                *(block_b.get("sensors") or {})]))
+    rates_a = sensors_block(ta, names, cases, prior=priors[0])
+    rates_b = sensors_block(tb, names, cases, prior=priors[1])
+    changes = compare_sensors([ta, tb], names, cases)[0]
+    first = next(iter(block_b.get("sensors") or {}), None)
+    out: dict[str, RunSensorChange] = {}
+    for name in names:
+        m, a, b = changes[name], rates_a[name], rates_b[name]
+        out[name] = {
+            "before": m["control"], "after": m["variant"], "diff": m["diff"],
+            "diff_median": m["diff_median"], "diff_ci": m["diff_ci"],
+            "p_better": m["p_variant_better"], "p_value": m["p_value"], "paired": True,
+            "primary": name == first, "n": m["n"],
+            "rate_before": {"rate": a["rate"], "rate_ci": a["rate_ci"], "passed": a["passed"],
+                            "n": a["n"]},
+            "rate_after": {"rate": b["rate"], "rate_ci": b["rate_ci"], "passed": b["passed"],
+                           "n": b["n"]}}
+    return out
 
 
 def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
@@ -69,6 +102,10 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
                     "diff_median": num(e.median), "diff_ci": pair(*e.interval),
                     "p_better": num(e.p_better), "p_value": num(e.p_value),
                     "paired": e.paired}
+            if block_a.get("sensors") or block_b.get("sensors"):
+                entry["sensors"] = _sensors(block_a, block_b, ta, tb, cases,
+                                            (base.get("prior", "uniform"),
+                                             other.get("prior", "uniform")))
             entry["verdict"] = _verdict(entry)
             out["comparisons"].append(entry)
     return out

@@ -49,6 +49,33 @@ class RunFlip(ClosedDict):
     now: Literal["correct", "wrong"]
 
 
+class RunSensorRate(ClosedDict):
+    """One run's pass rate of a sensor over the cases both runs share."""
+
+    rate: Annotated[float | None, Field(
+        description="passed / n: the share of the valid trials whose reading passed; null "
+                    "without one")]
+    rate_ci: Annotated[Interval, Field(
+        description="posterior Beta(k+1, n-k+1) of the pooled trials (the run's prior), "
+                    "equal-tailed, one-sided at k = 0 and k = n: the summary's `rate_ci` when "
+                    "the runs share every case")]
+    passed: int
+    n: Annotated[int, Field(description="valid trials of the shared cases read by the sensor")]
+
+
+class RunSensorChange(RunMetricChange):
+    """One sensor's pass rate in the baseline and in this run, and after − before (issue 20):
+    `before`, `after` and `diff` are case-level, as activation_rate's — the means over the
+    cases of each run's per-case rate and of the per-case difference (`ix.stats.case_level`),
+    never trial t against trial t; `p_value` is the case-level t-test, unadjusted."""
+
+    primary: Annotated[bool, Field(
+        description="this run's first sensor: its readings decide the trials")]
+    n: Annotated[int, Field(description="shared cases with a valid trial in both runs")]
+    rate_before: Annotated[RunSensorRate, Field(description="the baseline's pass rate")]
+    rate_after: Annotated[RunSensorRate, Field(description="this run's pass rate")]
+
+
 class RunSubjectComparison(ClosedDict):
     run: str
     subject: str
@@ -56,6 +83,11 @@ class RunSubjectComparison(ClosedDict):
     metrics: dict[str, RunMetricChange]
     flips: list[RunFlip]
     verdict: str
+    sensors: NotRequired[Annotated[dict[str, RunSensorChange], Field(
+        default_factory=dict, description="every sensor of the summaries (their `sensors` "
+                                          "blocks), the baseline's order: each run's pass "
+                                          "rate and the case-level difference; absent "
+                                          "before 1.5")]]
 
 
 class RunSubjectMismatch(ClosedDict):
@@ -103,6 +135,9 @@ class CompareOutput(RunComparisons):
     """`ix compare RUN_A RUN_B ... --json`."""
 
     config_changes: list[ConfigChanges]
+    sensor: NotRequired[Annotated[str | None, Field(
+        None, description="the baseline's first sensor kind (not `activation`: "
+                          "activation_rate reads \"pass rate (must)\"); absent before 1.5")]]
 
 
 # --------------------------------------------------------------------------- leaderboards

@@ -266,6 +266,15 @@ class Lookup:
         except IxError as exc:
             return {}, exc.message
 
+    def sensor(self, run: RunInfo) -> str | None:
+        """The kind of the run's first sensor (which words its rates: DESIGN.md §8): its
+        spec's, else its summary's (an imported run's spec names none); None: unknown."""
+        if run.sensor is not None:
+            return run.sensor
+        summary = self.summary(run) if run.has_summary else None
+        found = (summary or {}).get("sensor")
+        return found if isinstance(found, str) else None
+
     def summary(self, run: RunInfo) -> Mapping[str, Any] | None:
         try:
             return read_summary(run.folder)

@@ -22,10 +22,11 @@ from starlette.responses import HTMLResponse, Response
 
 from ix._version import __version__
 from ix.api.runs import RunInfo
+from ix.report.answer import metric_name
 from ix.report.html import REPORT_CSS, report_body_html
 from ix.report.layout import decimal
 from ix.report.optimize import OPTIMIZE_CSS, optimize_body_html, verdict_line
-from ix.report.terminal import METRIC_NAMES
+from ix.report.terminal import METRIC_NAMES, rate_word
 from ix.view.lookup import (
     CASES_PAGE,
     OUTCOMES,
@@ -92,13 +93,20 @@ def _when(value: Any) -> str:
     return str(value).replace("T", " ")
 
 
+def _metric(key: Any, sensor: Any = None) -> str:
+    """A metric's display name; `sensor` is the run's first sensor kind (a capability
+    sensor's `activation_rate` reads "pass rate (must)": DESIGN.md §8)."""
+    if key == "activation_rate":
+        return metric_name(key, sensor if isinstance(sensor, str) else None)
+    return METRIC_NAMES.get(key, str(key).replace("_", " "))
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("ix.view", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty,
-                       metric=lambda key: METRIC_NAMES.get(key, str(key).replace("_", " ")))
+    env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty, metric=_metric)
     env.globals.update(href=href, run_href=run_href, session_href=session_href,
                        version=__version__)
     return env
@@ -177,10 +185,11 @@ def run_page(request: Request) -> HTMLResponse:
     subjects = sorted({s for c in cases for s in c["by_subject"]}) if not result.data \
         else result.data["summary"]["subjects"]
     counts = lookup.run_counts(run.run_id).get(run.run_id)
+    sensor = result.data["run"].get("sensor") if result.data else lookup.sensor(run)
     return _page(request, "run.html", run=run, report=result.data, note=result.note,
                  body=report_html(result.data) if result.data else None, cases=shown,
                  subjects=subjects, page=page, pages=pages, counts=counts,
-                 case_count=len(cases))
+                 case_count=len(cases), rate_word=rate_word(sensor))
 
 
 def _cases(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -228,7 +237,8 @@ def trials_page(request: Request) -> HTMLResponse:
     return _page(request, "trials.html", run=run, case=case, subject=subject, outcome=outcome,
                  outcomes=OUTCOMES, all_attempts=all_attempts, stats=stats, rows=rows,
                  total=total, page=page, pages=pages, case_file=lookup.case_file(run, case),
-                 subjects=[s["subject"] for s in stats], routes=lookup.case_routes(run, case))
+                 subjects=[s["subject"] for s in stats], routes=lookup.case_routes(run, case),
+                 rate_word=rate_word(lookup.sensor(run)))
 
 
 def _trial_args(request: Request) -> tuple[str, str, int, int | None]:
@@ -275,7 +285,8 @@ def compare_page(request: Request) -> HTMLResponse:
     counts = lookup.run_counts(a.run_id, b.run_id)
     return _page(request, "compare.html", a=a, b=b, result=result, problem=problem,
                  counts=(counts.get(a.run_id), counts.get(b.run_id)),
-                 cases=_side_by_side(*summaries), flipped=_flipped(result))
+                 cases=_side_by_side(*summaries), flipped=_flipped(result),
+                 sensor=result.get("sensor") or lookup.sensor(a))
 
 
 def _side_by_side(sa: Mapping[str, Any] | None, sb: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -109,6 +109,24 @@ def test_user_objects_run_in_memory_and_the_folder_says_what_they_were() -> None
     assert "Traceback" not in r.stderr
 
 
+class Silent:
+    """A second user runtime: never greets."""
+
+    name = "silent"
+
+    async def invoke(self, subject, stimulus, *, seed=0, attempt=0):
+        return EvalObservation(content="...")
+
+
+def test_runtime_objects_as_subjects_are_compared_like_any_subjects(tmp_path: Path) -> None:
+    outcome = ix.Experiment("two", probe=Generated(), subjects=[Greeter(), Silent()],
+                            sensors=[SaysHello()], trials=2, lab=tmp_path).run()
+    assert [s["name"] for s in outcome.summary["subjects"]] == ["Greeter", "silent"]
+    assert [s["metrics"]["tp"] for s in outcome.summary["subjects"]] == [1, 0]
+    (comparison,) = outcome.summary["comparisons"]
+    assert comparison["variant"] == "silent"
+
+
 def test_arun_runs_on_the_callers_loop(tmp_path: Path) -> None:
     async def main():
         exp = ix.Experiment("g", cases=CASES, runtime=RUNTIME, skill="target", trials=2,

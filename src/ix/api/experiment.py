@@ -14,7 +14,8 @@
 
 Every argument takes what `experiment.yaml` and a case's frontmatter take, as dicts (a case
 dict adds `prompt`), or ix's own objects (`EvalCase`, `Subject`), or user objects that
-satisfy the `ix.domain` protocols: a runtime (`invoke`), a sensor (`name`, `sense`), a probe
+satisfy the `ix.domain` protocols: a runtime (`invoke`; in `subjects`, a subject of its own,
+named by its `name` or its class), a sensor (`name`, `sense`), a probe
 (`generate()`, whose cases become the experiment's) — or `probe=` as experiment.yaml's
 `probe:` (`{"kind": "paraphrase", ...}`, generated when the run starts). The experiment is
 written as the files a YAML experiment is made of — `<lab>/<name>/experiment.yaml` and
@@ -115,6 +116,12 @@ class Experiment:
     def _subject(self, value: Any, i: int) -> Any:
         if isinstance(value, str):
             return value  # a registry profile
+        if hasattr(value, "invoke"):  # a runtime object is a subject of its own
+            name = getattr(value, "name", None) or type(value).__name__
+            own: dict[str, Any] = {"name": name, "runtime": self._object(value, "runtime")}
+            if getattr(value, "description", None):
+                own["description"] = value.description
+            return own
         if isinstance(value, Subject):
             config = dict(value.config)
             out: dict[str, Any] = {"name": value.name}

@@ -8,10 +8,10 @@ from rich.markup import escape
 
 from ix.api.optimize import Settings
 from ix.api.optimize import optimize as run_optimize
-from ix.cli.options import Json, Lab
+from ix.cli.options import CacheModeOption, Json, Lab, ProgressOption
+from ix.cli.options import progress_mode as progress_mode_of
 from ix.cli.output import err, out, print_json
 from ix.cli.progress import RunProgress
-from ix.domain.errors import ConfigError
 from ix.engine.run import Limits
 from ix.report.optimize_terminal import optimize_renderable
 
@@ -79,13 +79,8 @@ def optimize(
         "--cache", help="Record the runs' observations in the lab's cache and replay them "
                         "when the same description meets the same case and seed again (see "
                         "--cache-mode).")] = False,
-    cache_mode: Annotated[str, typer.Option(
-        "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
-                             "replay: never call a subject (a miss is an errored trial).")
-    ] = "use",
-    progress_mode: Annotated[str, typer.Option(
-        "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
-                           "stderr) or none.")] = "auto",
+    cache_mode: CacheModeOption = "use",
+    progress_mode: ProgressOption = "auto",
     json_out: Json = False,
 ) -> None:
     """Improve a skill's description with held-out evidence: propose, test on train cases,
@@ -106,12 +101,10 @@ def optimize(
     Exit codes: 0 done (whatever the verdict), 1 a run of the session failed, 2 bad input,
     130 cancelled or stopped by --max-cost (run the same command to continue).
     """
-    if progress_mode not in ("auto", "bar", "json", "none"):
-        raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
-                          "none", field="--progress")
+    bars = progress_mode_of(progress_mode)
     settings = Settings(skill=skill, rounds=rounds, candidates=candidates, holdout=holdout,
                         seed=seed, credibility=credibility, max_cost_usd=max_cost)
-    with _Steps(enabled=not json_out, mode=progress_mode) as progress:  # type: ignore[arg-type]
+    with _Steps(enabled=not json_out, mode=bars) as progress:
         result = run_optimize(lab, experiment, settings, proposer=proposer, apply=apply,
                               limits=Limits(), observer=progress,
                               command=["ix", *sys.argv[1:]],

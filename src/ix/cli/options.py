@@ -38,6 +38,23 @@ Strict = Annotated[bool, typer.Option(
                      "stochastic runtime, ...) as errors: exit 2, nothing run.")]
 
 
+CacheModeOption = Annotated[str, typer.Option(
+    "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
+                         "replay: never call a subject (a miss is an errored trial).")]
+ProgressOption = Annotated[str, typer.Option(
+    "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
+                       "stderr) or none.")]
+PROGRESS_MODES = ("auto", "bar", "json", "none")
+
+
+def progress_mode(raw: str) -> Literal["auto", "bar", "json", "none"]:
+    """The value of `--progress`, checked."""
+    if raw not in PROGRESS_MODES:
+        raise ConfigError(f"unknown progress mode {raw!r}; allowed: auto, bar, json, none",
+                          field="--progress")
+    return raw  # type: ignore[return-value]
+
+
 def trial_count(raw: str | None) -> int | Literal["auto"] | None:
     """The value of `--trials`: a whole number >= 1, or 'auto'."""
     if raw is None or raw == "auto":

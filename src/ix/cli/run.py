@@ -11,7 +11,18 @@ from rich.markup import escape
 from rich.text import Text
 
 from ix import api
-from ix.cli.options import Address, Executor, Experiments, Json, Lab, Strict, trial_count
+from ix.cli.options import (
+    Address,
+    CacheModeOption,
+    Executor,
+    Experiments,
+    Json,
+    Lab,
+    ProgressOption,
+    Strict,
+    trial_count,
+)
+from ix.cli.options import progress_mode as progress_mode_of
 from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
@@ -78,13 +89,8 @@ def run(
     cache: Annotated[bool, typer.Option(
         "--cache", help="Record observations in the lab's cache and replay them when the same "
                         "trial runs again (see --cache-mode).")] = False,
-    cache_mode: Annotated[str, typer.Option(
-        "--cache-mode", help="use: replay hits, record misses; refresh: run and overwrite; "
-                             "replay: never call a subject (a miss is an errored trial).")
-    ] = "use",
-    progress_mode: Annotated[str, typer.Option(
-        "--progress", help="auto (a live bar on a terminal), bar, json (one event per line on "
-                           "stderr) or none.")] = "auto",
+    cache_mode: CacheModeOption = "use",
+    progress_mode: ProgressOption = "auto",
     executor: Executor = "local",
     address: Address = None,
     on_complete: Annotated[str | None, typer.Option(
@@ -115,14 +121,12 @@ def run(
                         max_consecutive_errors=max_errors or None)
     mode: Literal["resume", "retry_failed"] | None = (
         "resume" if resume else "retry_failed" if retry_failed else None)
-    if progress_mode not in ("auto", "bar", "json", "none"):
-        raise ConfigError(f"unknown progress mode {progress_mode!r}; allowed: auto, bar, json, "
-                          "none", field="--progress")
+    bars = progress_mode_of(progress_mode)
     options = api.RunOptions(artifacts=artifacts, command=["ix", *sys.argv[1:]],
                              continue_mode=mode, run_id=run_id, limits=limits,
                              cache=cache_mode if cache or cache_mode != "use" else None,
                              executor=executor, address=address, strict=strict)
-    with RunProgress(enabled=not json_out, mode=progress_mode,  # type: ignore[arg-type]
+    with RunProgress(enabled=not json_out, mode=bars,
                      strict=strict) as progress:
         results = api.run(lab, experiments or (), overrides, options=options,
                           observer=progress)

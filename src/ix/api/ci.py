@@ -1,0 +1,414 @@
+"""`ix ci init`: a CI workflow (GitHub Actions or GitLab CI) that installs ix, runs the lab (or
+a battery) on a schedule, on pull requests and by hand, gates each experiment with
+`ix report --baseline TAG` and keeps the HTML reports as an artifact (docs/scheduling.md).
+
+The workflow is written from a template rather than dumped from a mapping: it carries comments
+(which secrets to set, where the baseline comes from) that a reader of the file needs. Every
+value put into it is quoted for YAML and for the shell, and secrets appear only as references
+to the platform's secrets (`${{ secrets.NAME }}`; GitLab passes CI/CD variables itself).
+"""
+
+import re
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import yaml
+
+from ix._version import __version__
+from ix.api.battery import plan_battery
+from ix.api.loading import resolve
+from ix.api.loading import validate as plan_experiments
+from ix.domain.errors import ConfigError
+from ix.engine.plan import Plan
+from ix.lab.files import write_text_atomic
+from ix.lab.resolve import find_lab, select_experiments
+from ix.runtimes.credentials import credentials
+from ix.store.tags import is_tag_name, read_tags
+
+Platform = Literal["github", "gitlab"]
+PLATFORMS: tuple[Platform, ...] = ("github", "gitlab")
+#: Where each platform reads its workflow, relative to the repository root.
+OUTPUTS: dict[Platform, str] = {"github": ".github/workflows/ix.yml", "gitlab": ".gitlab-ci.yml"}
+#: Daily at 03:17 UTC: off the top of the hour, when scheduled jobs queue longest.
+DEFAULT_SCHEDULE = "17 3 * * *"
+DEFAULT_BASELINE = "baseline-{experiment}"
+DEFAULT_PYTHON = "3.11"
+REPORTS_DIR = "ix-reports"
+#: The ix-lab extra each runtime kind needs (the others need none).
+EXTRAS = {"anthropic": "anthropic", "openai": "openai", "claude-code": "claude"}
+_SECRET_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_WORKSPACE: dict[Platform, str] = {"github": "$GITHUB_WORKSPACE", "gitlab": "$CI_PROJECT_DIR"}
+
+# (name, low, high, names): the five fields of a cron expression, as GitHub and GitLab read it
+_CRON_FIELDS = (("minute", 0, 59, ()), ("hour", 0, 23, ()), ("day of month", 1, 31, ()),
+                ("month", 1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug",
+                                  "sep", "oct", "nov", "dec")),
+                ("day of week", 0, 6, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")))
+
+
+def check_cron(expr: str) -> str:
+    """`expr` normalised to single spaces, or a ConfigError on `--schedule` saying which of
+    the five fields is wrong. Macros (`@daily`) are refused: GitHub does not read them."""
+    fields = expr.split()
+    if expr.strip().startswith("@"):
+        raise ConfigError(f"{expr.strip()!r}: GitHub reads no cron macros; write the 5 fields "
+                          f"(e.g. {DEFAULT_SCHEDULE!r})", field="--schedule")
+    if len(fields) != 5:
+        raise ConfigError(f"a cron expression has 5 fields (minute hour day-of-month month "
+                          f"day-of-week, e.g. {DEFAULT_SCHEDULE!r}), got {len(fields)} in "
+                          f"{expr!r}", field="--schedule")
+    for text, (name, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
+        for part in text.split(","):
+            if not _cron_part_ok(part.lower(), low, high, names):
+                raise ConfigError(f"{name} field {text!r} of {expr!r}: each part must be *, "
+                                  f"a number {low}-{high}"
+                                  + (f" or a name ({names[0]}, ...)" if names else "")
+                                  + ", a range a-b, or a step */n or a-b/n", field="--schedule")
+    return " ".join(fields)
+
+
+def _cron_part_ok(part: str, low: int, high: int, names: Sequence[str]) -> bool:
+    base, _, step = part.partition("/")
+    if step and not (step.isdigit() and 0 < int(step) <= high - low + 1):
+        return False
+    if base == "*":
+        return True
+
+    def value(word: str) -> int | None:
+        if word in names:
+            return names.index(word) + low
+        return int(word) if word.isdigit() and low <= int(word) <= high else None
+
+    ends = base.split("-")
+    if len(ends) > 2 or any(value(e) is None for e in ends):
+        return False
+    return len(ends) == 1 or value(ends[0]) <= value(ends[1])  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One experiment the workflow gates: its folder (relative to the repository root) and
+    the tag of its baseline run; `tagged`: the tag exists in the lab now."""
+
+    experiment: str
+    folder: str
+    tag: str
+    tagged: bool
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A generated workflow: its text, the file it goes to (None: stdout), and what a user
+    must do before it passes (`notes`)."""
+
+    platform: Platform
+    path: Path | None
+    text: str
+    root: Path
+    lab: str
+    command: str
+    install: str
+    schedule: str
+    gates: tuple[Gate, ...]
+    secrets: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"platform": self.platform, "path": None if self.path is None else str(self.path),
+                "root": str(self.root), "lab": self.lab, "command": self.command,
+                "install": self.install, "schedule": self.schedule,
+                "gates": [{"experiment": g.experiment, "folder": g.folder, "tag": g.tag,
+                           "tagged": g.tagged} for g in self.gates],
+                "secrets": list(self.secrets), "notes": list(self.notes)}
+
+
+def repository_root(path: Path) -> Path | None:
+    """The root of the git checkout holding `path`, or None outside one (or without git)."""
+    try:
+        done = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(done.stdout.strip()).resolve() if done.returncode == 0 else None
+
+
+def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github",
+                  battery: Path | None = None, experiments: Sequence[str] = (),
+                  schedule: str = DEFAULT_SCHEDULE, baseline: str = DEFAULT_BASELINE,
+                  python: str = DEFAULT_PYTHON, install: str | None = None,
+                  extras: Sequence[str] = (), secrets: Sequence[str] = (),
+                  timeout_minutes: int = 60, out: Path | None = None,
+                  cwd: Path | None = None) -> Workflow:
+    """The workflow for the lab (every experiment, or `experiments`, or `battery`), its paths
+    relative to the root of the git checkout holding the lab (else the working directory).
+    Loads every experiment, so a lab that would fail in CI fails here first (exit 2)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if platform not in PLATFORMS:
+        raise ConfigError(f"unknown platform {platform!r}; allowed: github, gitlab",
+                          field="--github/--gitlab")
+    schedule = check_cron(schedule)
+    if not re.fullmatch(r"3\.\d{1,2}", python):
+        raise ConfigError(f"a Python version is 3.N (e.g. 3.11), got {python!r}",
+                          field="--python")
+    if not 1 <= timeout_minutes <= 4320:
+        raise ConfigError(f"must be 1-4320 minutes, got {timeout_minutes}", field="--timeout")
+    if battery is not None and experiments:
+        raise ConfigError("a battery names its experiments: give --battery or experiments, "
+                          "not both", field="--battery")
+    if battery is not None:
+        if not battery.is_file():
+            raise ConfigError("no such battery file", file=battery, field="--battery")
+        _, lab_path, plans = plan_battery(battery, None if lab is None
+                                          else find_lab(lab, cwd=cwd))
+    else:
+        lab_path, chosen = resolve(lab, experiments, cwd=cwd)
+        if not experiments:  # the whole lab, wherever in it `ix ci init` was run
+            chosen = select_experiments(lab_path, (), cwd=lab_path)
+        plans = plan_experiments(lab_path, [str(p) for p in chosen])
+    root = repository_root(lab_path) or cwd
+    lab_rel = _relative(lab_path, root, "--lab")
+    folders = list(dict.fromkeys(p.loaded.path.resolve() for p in plans))
+    gates = _gates(folders, root, lab_path, baseline)
+    names = _secrets(plans, secrets)
+    requirement = install or _requirement(plans, extras)
+    if battery is not None:
+        where = _relative(battery.resolve(), root, "--battery")
+        command = f"ix batch {_q(where)} --lab {_q(lab_rel)}"
+    else:
+        command = " ".join(["ix run --lab", _q(lab_rel),
+                            *(_q(f.name) for f in folders if experiments)])
+    install_line = f"python -m pip install {requirement}"
+    text = render(platform, command=command, install=install_line, schedule=schedule,
+                  python=python, gates=gates, secrets=names, timeout_minutes=timeout_minutes,
+                  lab=lab_rel)
+    path = None if out is not None and str(out) == "-" else (
+        cwd / out if out is not None else root / OUTPUTS[platform])
+    return Workflow(platform, path, text, root, lab_rel, command, install_line, schedule,
+                    gates, names, _notes(plans, gates, names, platform))
+
+
+def write_workflow(workflow: Workflow, *, force: bool = False) -> Path:
+    """Write the workflow to its file; an existing file is refused unless `force`."""
+    path = workflow.path
+    if path is None:
+        raise ConfigError("this workflow goes to stdout, not to a file", field="--out")
+    if path.exists() and not force:
+        raise ConfigError("already exists; pass --force to overwrite it", file=path,
+                          field="--force")
+    if path.exists() and not path.is_file():
+        raise ConfigError("is not a file", file=path, field="--out")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, workflow.text, shared=True)
+    return path
+
+
+def _relative(path: Path, root: Path, option: str) -> str:
+    try:
+        rel = path.resolve().relative_to(root)
+    except ValueError:
+        raise ConfigError(f"{path} is outside the repository {root}: the workflow runs from "
+                          "the repository root; run `ix ci init` inside it", field=option
+                          ) from None
+    return rel.as_posix() or "."
+
+
+def _q(word: str) -> str:
+    return shlex.quote(word)
+
+
+def _gates(folders: Sequence[Path], root: Path, lab: Path, baseline: str) -> tuple[Gate, ...]:
+    if len(folders) > 1 and "{experiment}" not in baseline:
+        raise ConfigError(f"tag {baseline!r} would be the baseline of all {len(folders)} "
+                          "experiments, but a tag names one run: put {experiment} in it "
+                          "(e.g. baseline-{experiment})", field="--baseline")
+    tags = read_tags(lab)
+    gates = []
+    for folder in folders:
+        tag = baseline.replace("{experiment}", folder.name)
+        if not is_tag_name(tag):
+            raise ConfigError(f"{tag!r} is not a tag name: it must start with a letter and "
+                              "hold only letters, digits, '.', '_' and '-'", field="--baseline")
+        tagged = tag in tags and (lab / tags[tag].folder).resolve().is_relative_to(folder)
+        gates.append(Gate(folder.name, _relative(folder, root, "--lab"), tag, tagged))
+    return tuple(gates)
+
+
+def _secrets(plans: Sequence[Plan], given: Sequence[str]) -> tuple[str, ...]:
+    """The first credential variable of each subject's runtime, then the `--secret` names:
+    references only (a name that is no variable name may be a pasted key: refused)."""
+    for name in given:
+        if not _SECRET_NAME.fullmatch(name) or name.startswith("GITHUB_"):
+            raise ConfigError("give the NAME of a secret (upper-case letters, digits and _, "
+                              "not GITHUB_...), never its value; the value given is not "
+                              "shown", field="--secret")
+    found = [credentials(sp.runtime_spec, env={}).env[:1] for p in plans for sp in p.subjects]
+    return tuple(dict.fromkeys([*(n for names in found for n in names), *given]))
+
+
+def _requirement(plans: Sequence[Plan], extras: Sequence[str]) -> str:
+    """`ix-lab[extras]==version` for the lab's runtimes, and the plugins it uses."""
+    needed = {EXTRAS[sp.runtime_spec["kind"]] for p in plans for sp in p.subjects
+              if sp.runtime_spec.get("kind") in EXTRAS}
+    for extra in extras:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", extra):
+            raise ConfigError(f"{extra!r} is not an extra of ix-lab", field="--extra")
+    chosen = sorted(needed | set(extras))
+    pin = "" if "+" in __version__ else f"=={__version__}"
+    words = [f"ix-lab{'[' + ','.join(chosen) + ']' if chosen else ''}{pin}"]
+    plugins = {(pl.distribution, pl.version) for p in plans for pl in p.plugins
+               if pl.distribution and pl.distribution != "ix-lab"}
+    words += [f"{d}=={v}" if v else d for d, v in sorted(plugins, key=lambda x: str(x))]
+    return " ".join(_q(w) for w in words)
+
+
+def _notes(plans: Sequence[Plan], gates: Sequence[Gate], secrets: Sequence[str],
+           platform: Platform) -> tuple[str, ...]:
+    notes = []
+    missing = [g.tag for g in gates if not g.tagged]
+    if missing:
+        notes.append("no run is tagged " + ", ".join(missing) + " yet: `ix tag RUN TAG` each "
+                     "baseline (the gate exits 2 until the tag and its run are committed)")
+    notes.append("commit the lab's tags.yaml and each tagged run's folder "
+                 "(results/runs/RUN_ID): CI starts from a fresh checkout")
+    if secrets:
+        where = ("Settings > Secrets and variables > Actions" if platform == "github"
+                 else "Settings > CI/CD > Variables (masked)")
+        notes.append(f"set {', '.join(secrets)} in {where}")
+    kinds = {sp.runtime_spec.get("kind") for p in plans for sp in p.subjects}
+    if "human" in kinds:
+        notes.append("a subject uses the human runtime, which waits for a person: "
+                     "it cannot run unattended in CI")
+    if "command" in kinds:
+        notes.append("a subject uses the command runtime: its program must be installed on "
+                     "the runner")
+    if platform == "gitlab":
+        notes.append("GitLab reads no schedule from the file: add a pipeline schedule "
+                     "(Build > Pipeline schedules) with the cron line")
+    return tuple(notes)
+
+
+def _yaml(value: Any) -> str:
+    """`value` as a YAML scalar (quoted only where YAML needs it)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6,
+                          allow_unicode=True).removesuffix("\n...\n").strip()
+
+
+_ENV = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                          undefined=jinja2.StrictUndefined, autoescape=False)
+_ENV.filters["yaml"] = _yaml
+_ENV.filters["sh"] = shlex.quote
+
+
+def render(platform: Platform, **values: Any) -> str:
+    """The workflow text of `platform` from `values` (see `plan_workflow`)."""
+    values["version"] = __version__
+    values["reports"] = REPORTS_DIR
+    values["gate_lines"] = [
+        f"ix report --baseline {_q(g.tag)} --format html --out "
+        f"\"{_WORKSPACE[platform]}/{REPORTS_DIR}/{g.experiment}.html\"" for g in values["gates"]]
+    source = _GITHUB if platform == "github" else _GITLAB
+    return _ENV.from_string(source).render(**values)
+
+
+_HEADER = """\
+# Written by `ix ci init` (ix {{ version }}); docs/scheduling.md explains every part.
+# Runs `{{ command }}` on a schedule (cron {{ schedule }}, UTC), on {{ review }}
+# and by hand; fails when an experiment's metric credibly regressed against its baseline run
+# (`ix report --baseline TAG`: exit 1), and keeps the HTML reports as an artifact.
+# The baselines are tagged runs committed with the lab: `ix tag RUN TAG`, then commit
+# <lab>/tags.yaml and the run's folder (<experiment>/results/runs/RUN_ID).
+{% if secrets %}
+# Secrets it needs ({{ where }}): {{ secrets | join(', ') }}.
+{% endif %}
+"""
+
+_GITHUB = _HEADER.replace("{{ review }}", "pull requests").replace(
+    "{{ where }}", "Settings > Secrets and variables > Actions") + """\
+name: ix
+
+on:
+  schedule:
+    - cron: "{{ schedule }}"  # UTC
+  pull_request:
+  workflow_dispatch:
+
+permissions:
+  contents: read
+
+concurrency:
+  group: ix-${{ '{{' }} github.ref {{ '}}' }}
+  cancel-in-progress: true
+
+jobs:
+  ix:
+    runs-on: ubuntu-latest
+    timeout-minutes: {{ timeout_minutes }}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: {{ python | yaml }}
+      - name: Install ix
+        id: install
+        run: {{ install | yaml }}
+      - name: Run the experiments
+{% if secrets %}
+        env:
+{% for name in secrets %}
+          {{ name }}: ${{ '{{' }} secrets.{{ name }} {{ '}}' }}
+{% endfor %}
+{% endif %}
+        run: |
+          mkdir -p {{ reports }}
+          {{ command }}
+{% for gate in gates %}
+      - name: {{ ('Gate ' ~ gate.experiment ~ ' against ' ~ gate.tag) | yaml }}
+        if: ${{ '{{' }} !cancelled() && steps.install.outcome == 'success' {{ '}}' }}
+        working-directory: {{ gate.folder | yaml }}
+        run: {{ gate_lines[loop.index0] | yaml }}
+{% endfor %}
+      - name: Upload the HTML reports
+        if: ${{ '{{' }} !cancelled() && steps.install.outcome == 'success' {{ '}}' }}
+        uses: actions/upload-artifact@v4
+        with:
+          name: ix-reports
+          path: {{ reports }}/
+          if-no-files-found: warn
+          retention-days: 30
+"""
+
+_GITLAB = _HEADER.replace("{{ review }}", "merge requests").replace(
+    "{{ where }}", "Settings > CI/CD > Variables, masked") + """\
+# GitLab reads no schedule from this file: add one under Build > Pipeline schedules
+# with the cron line {{ schedule }} (timezone UTC).
+ix:
+  image: {{ ('python:' ~ python) | yaml }}
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "schedule"
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+    - if: $CI_PIPELINE_SOURCE == "web"
+  interruptible: true
+  timeout: {{ timeout_minutes }}m
+  script:
+    - {{ install | yaml }}
+    - mkdir -p {{ reports }}
+    # every gate runs, then the job exits with the last failure's code (1: a regression)
+    - status=0
+    - {{ (command ~ ' || status=$?') | yaml }}
+{% for gate in gates %}
+    - {{ ('(cd ' ~ (gate.folder | sh) ~ ' && ' ~ gate_lines[loop.index0]
+           ~ ') || status=$?') | yaml }}
+{% endfor %}
+    - exit $status
+  artifacts:
+    name: ix-reports
+    when: always
+    expire_in: 30 days
+    paths:
+      - {{ reports }}/
+"""

@@ -1,0 +1,103 @@
+"""`ix ci init`: write a CI workflow that runs the lab and gates on a baseline
+(docs/scheduling.md)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from ix.api import ci as api_ci
+from ix.cli.options import SETTINGS, Lab
+from ix.cli.options import JsonText as Json
+from ix.cli.output import err, out, print_json
+from ix.domain.errors import ConfigError
+
+app = typer.Typer(
+    name="ci",
+    help="Scheduled runs and CI gates: `ix ci init` writes a GitHub Actions or GitLab CI "
+         "workflow that runs the lab, gates on a baseline and keeps the HTML reports.",
+    **SETTINGS,
+)
+
+
+@app.command("init")
+def init(
+    experiments: Annotated[list[str] | None, typer.Argument(
+        help="Experiments of the lab to run and gate (names or paths). Default: every "
+             "experiment of the lab.", show_default=False)] = None,
+    lab: Lab = None,
+    github: Annotated[bool, typer.Option(
+        "--github", help="GitHub Actions: .github/workflows/ix.yml (the default).")] = False,
+    gitlab: Annotated[bool, typer.Option("--gitlab", help="GitLab CI: .gitlab-ci.yml.")]
+        = False,
+    battery: Annotated[Path | None, typer.Option(
+        "--battery", help="Run this battery file (`ix batch`) instead of `ix run`; it must "
+                          "be inside the repository.", show_default=False)] = None,
+    schedule: Annotated[str, typer.Option(
+        "--schedule", help="When to run, a 5-field cron expression in UTC (minute hour "
+                           "day-of-month month day-of-week).")] = api_ci.DEFAULT_SCHEDULE,
+    baseline: Annotated[str, typer.Option(
+        "--baseline", help="The tag of each experiment's baseline run; {experiment} is "
+                           "replaced by the experiment's folder name.")]
+        = api_ci.DEFAULT_BASELINE,
+    python: Annotated[str, typer.Option("--python", help="The Python version to run on.")]
+        = api_ci.DEFAULT_PYTHON,
+    install: Annotated[str | None, typer.Option(
+        "--install", help="What to pip install instead of ix-lab with the extras of the "
+                          "lab's runtimes (e.g. '.[anthropic]' for this checkout).",
+        show_default=False)] = None,
+    extra: Annotated[list[str] | None, typer.Option(
+        "--extra", help="Another ix-lab extra to install (repeatable).",
+        show_default=False)] = None,
+    secret: Annotated[list[str] | None, typer.Option(
+        "--secret", help="The NAME of another secret the run needs, passed from the "
+                         "platform's secrets (repeatable); never its value.",
+        show_default=False)] = None,
+    timeout: Annotated[int, typer.Option("--timeout", help="The job's time limit in "
+                                         "minutes.")] = 60,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write here instead of the platform's file at the repository "
+                            "root; - prints it.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
+        = False,
+    json_out: Json = False,
+) -> None:
+    """Write a CI workflow that installs ix, runs the lab (or a battery) on a schedule, on
+    pull requests and by hand, fails when an experiment regressed against its baseline tag
+    (`ix report --baseline`) and keeps the HTML reports as an artifact.
+
+    Paths in it are relative to the root of the git checkout holding the lab. Exit codes: 0
+    written, 2 bad input (an invalid cron line, a lab that does not load, an existing file
+    without --force).
+    """
+    if github and gitlab:
+        raise ConfigError("choose one platform: --github or --gitlab", field="--gitlab")
+    workflow = api_ci.plan_workflow(
+        lab, platform="gitlab" if gitlab else "github", battery=battery,
+        experiments=experiments or (), schedule=schedule, baseline=baseline, python=python,
+        install=install, extras=extra or (), secrets=secret or (), timeout_minutes=timeout,
+        out=out_file)
+    if workflow.path is None:
+        typer.echo(workflow.text, nl=False)
+        return
+    api_ci.write_workflow(workflow, force=force)
+    if json_out:
+        print_json(workflow.as_dict())
+        return
+    where = "GitHub Actions" if workflow.platform == "github" else "GitLab CI"
+    out.print(Text(f"wrote {workflow.path} ({where})"), soft_wrap=True)
+    out.print(Text(f"  runs: {workflow.command}"), soft_wrap=True)
+    out.print(Text(f"  when: cron {workflow.schedule} (UTC), on pull requests, by hand"),
+              soft_wrap=True)
+    for gate in workflow.gates:
+        state = "tagged" if gate.tagged else "not tagged yet"
+        out.print(Text(f"  gate: {gate.experiment} against {gate.tag} ({state})"),
+                  soft_wrap=True)
+    for note in workflow.notes:
+        err.print(Text(f"next: {note}"), soft_wrap=True)
+
+
+def register(app_: typer.Typer) -> None:
+    """Add the group to the `ix` application."""
+    app_.add_typer(app, name="ci")

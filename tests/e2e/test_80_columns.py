@@ -114,7 +114,9 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
 MARKDOWN = {"report --format md", "leaderboard --format md", "batch"}
 #: Commands of `ix --help` that print no table: what they print is checked elsewhere.
 NO_TABLE = {"new": "a list of created files", "import": "one line naming the new run",
-            "view": "a server", "mcp": "a server (JSON-RPC)"}
+            "view": "a server", "mcp": "a server (JSON-RPC)",
+            "ci": "a workflow file (tests/ci/)",
+            "sync": "one line of counts (tests/sync/)"}
 
 
 def _cut_values(text: str) -> list[str]:

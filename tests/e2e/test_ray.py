@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +18,8 @@ import pytest
 import yaml
 
 from conftest import run_ix, tree_digest, write
+from e2e.test_ray_cluster import kill_node, start_node
 
-RAY = Path(sys.executable).parent / "ray"
 VOLATILE = {"run_id", "started_at", "finished_at"}
 
 
@@ -32,20 +31,16 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1; its address."""
+    """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1; its address. Stopped by
+    killing its own processes (`ray stop` would stop every Ray cluster of the user)."""
     port = _free_port()
-    temp = tempfile.mkdtemp(prefix="ixray-", dir="/tmp")  # Ray's socket paths must be short
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run([str(RAY), "start", "--head", "--node-ip-address=127.0.0.1",
-                    f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                    "--disable-usage-stats", "--object-store-memory=100000000",
-                    f"--temp-dir={temp}"], env=env, check=True, capture_output=True,
-                   timeout=120)
+    head = start_node("--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+                      "--num-cpus=2", "--include-dashboard=false",
+                      f"--dashboard-port={_free_port()}")
     try:
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True,
-                       timeout=120)
+        kill_node(head)
 
 
 def experiment(lab: Path, *, latency: int = 0, trials: int = 6) -> Path:
@@ -66,12 +61,14 @@ def summary(d: Path) -> dict:
 
 
 def lines(d: Path) -> list[dict]:
-    """Trial lines without what differs between two runs of the same trials: times, ids."""
+    """Trial lines without what differs between two runs of the same trials: times, ids,
+    the node that ran them."""
     out = []
     for raw in (d / "results" / "trials.jsonl").read_text().splitlines():
         rec = json.loads(raw)
         for key in ("run_id", "started_at", "duration_ms"):
             rec.pop(key)
+        rec.pop("node", None)
         if rec["observation"]:
             rec["observation"].pop("duration_ms", None)
         out.append(rec)
@@ -96,6 +93,10 @@ def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
     executor = spec(remote)["executor"]
     assert executor["kind"] == "ray" and executor["address"] == cluster
     assert executor["nodes"] == 1 and executor["cpus"] == 2
+    (node,) = executor["cluster"]
+    assert node["resources"] == {"CPU": 2}
+    for raw in (remote / "results" / "trials.jsonl").read_text().splitlines():
+        assert json.loads(raw)["node"] == {k: node[k] for k in ("id", "ip", "host")}
     assert spec(local)["executor"] == {"kind": "local"}
 
 

@@ -30,6 +30,7 @@ from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
 from ix.runtimes import get_kind
+from ix.runtimes._batches import BATCH_DISCOUNT
 from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
@@ -153,7 +154,7 @@ def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | N
             "command": None if options.command is None else list(options.command),
             "on_trial": trial_listener(observer),
             "continuation": cont, "limits": options.limits, "executor": where,
-            "warn": observer.on_warning}
+            "warn": observer.on_warning, "on_batch": observer.on_batch}
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,
@@ -288,14 +289,18 @@ def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             # only runtimes that bill tokens get an estimate (lexical, mock, command: None)
             tokens = ((chars + listing * trials) // 4
                       if get_kind(str(sp.runtime_spec.get("kind"))).spends_tokens else None)
-            subjects.append({
+            cost = (estimate_cost(model, tokens) if model and tokens is not None else
+                    None if tokens is None else 0.0)
+            entry: DryRunSubject = {
                 "name": sp.subject.name, "runtime": sp.runtime_spec.get("kind"),
                 "model": model, "trials": trials,
-                "estimated_input_tokens": tokens,
-                "estimated_cost_usd": (estimate_cost(model, tokens)
-                                       if model and tokens is not None else
-                                       None if tokens is None else 0.0),
-            })
+                "estimated_input_tokens": tokens, "estimated_cost_usd": cost}
+            if sp.runtime_spec.get("batch") is True:  # the batch APIs bill half
+                entry["batch"] = True
+                entry["standard_cost_usd"] = cost
+                entry["estimated_cost_usd"] = (None if cost is None
+                                             else round(cost * BATCH_DISCOUNT, 6))
+            subjects.append(entry)
         row: DryRunPlan = {
             "experiment": plan.loaded.experiment.name, "path": str(plan.loaded.path),
             "cases": len(plan.cases), "skipped_acceptable": len(plan.skipped),

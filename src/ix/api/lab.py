@@ -15,7 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from ix.api.battery import BatteryResult, run_battery
+from ix.api.battery import BatteryResult, resume_battery, run_battery
 from ix.api.experiments import run
 from ix.api.options import Observer, RunOptions
 from ix.api.query import QueryResult, Warn, run_query
@@ -42,6 +42,10 @@ class _Warnings(Observer):
 
     def on_warning(self, message: str) -> None:
         self._warn(message)
+
+
+def _listed(value: str | Sequence[str] | None) -> list[str] | None:
+    return [value] if isinstance(value, str) else None if value is None else list(value)
 
 
 class Lab:
@@ -91,12 +95,33 @@ class Lab:
                       observer=_Warnings(self._warn))
         return results[0] if isinstance(experiment, str) else results
 
-    def batch(self, battery: str | Path) -> "BatteryResult":
-        """Run a battery file (a path, or one relative to the lab), as `ix batch` does."""
-        path = Path(battery).expanduser()
-        if not path.is_file() and not path.is_absolute() and (self.path / path).is_file():
+    def batch(self, battery: str | Path | None = None, *,
+              experiments: str | Sequence[str] | None = None,
+              subjects: str | Sequence[str] | None = None,
+              seeds: int | Sequence[int] | None = None,
+              trials: int | str | None = None, name: str | None = None) -> "BatteryResult":
+        """Run a battery, as `ix batch` does: a battery file (a path, or one relative to the
+        lab), or its fields alone (`experiments` names or globs, `subjects`, `seeds`: a count
+        or a list, `trials`, `name`), or a file with fields that replace its own. The
+        battery folder gets its snapshot (`file: null` without a file) and combined report.
+        """
+        path = None if battery is None else Path(battery).expanduser()
+        if path is not None and not path.is_file() and not path.is_absolute() \
+                and (self.path / path).is_file():
             path = self.path / path
-        return run_battery(path, self.path, command=["ix.Lab.batch", str(battery)])
+        fields = {"experiments": _listed(experiments), "subjects": _listed(subjects),
+                  "seeds": seeds if seeds is None or isinstance(seeds, int) else list(seeds),
+                  "trials": trials, "name": name}
+        given = [f"{k}={v!r}" for k, v in fields.items() if v is not None]
+        return run_battery(path, self.path, fields=fields,
+                           command=["ix.Lab.batch", *([str(battery)] if battery else []),
+                                    *given])
+
+    def resume_batch(self, folder: str | Path | None = None) -> "BatteryResult":
+        """Continue a battery (its folder; None: the lab's latest), as `ix batch --resume`."""
+        return resume_battery(None if folder is None else Path(folder), self.path,
+                              command=["ix.Lab.resume_batch", *([str(folder)] if folder
+                                                                else [])])
 
     def query(self, sql: str) -> QueryResult:
         """Read-only SQL over the views `trials`, `trials_all` and `cases` (docs/queries.md)."""

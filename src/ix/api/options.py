@@ -108,6 +108,10 @@ class Observer:
     def on_step(self, message: str) -> None:
         """A step of a command made of several runs begins (`ix optimize`'s rounds)."""
 
+    def on_batch(self, status: dict[str, Any]) -> None:
+        """A `batch: true` subject's batch was submitted, answered more, or ended:
+        `{subject, id, status: submitted | running | ended, requests, answered}`."""
+
 
 def trial_listener(observer: Observer) -> "Callable[[dict[str, Any]], None] | None":
     """`observer.on_trial`, or None when it does nothing (the engine then makes no call per

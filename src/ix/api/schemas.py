@@ -37,7 +37,13 @@ class DryRunSubject(ClosedDict):
     estimated_input_tokens: Annotated[int | None, Field(
         description="null for runtimes that spend no tokens (mock, lexical, command, ...)")]
     estimated_cost_usd: Annotated[float | None, Field(
-        description="null for runtimes that spend no tokens; 0 when the model's price is unknown")]
+        description="null for runtimes that spend no tokens; 0 when the model's price is "
+                    "unknown; at the batch rate for `batch: true`")]
+    batch: NotRequired[Annotated[bool, Field(
+        description="the runtime sends its trials as batches (`batch: true`), billed at half "
+                    "the standard rate")]]
+    standard_cost_usd: NotRequired[Annotated[float | None, Field(
+        description="with `batch`: what the same trials would cost at the standard rate")]]
 
 
 class DryRunPlan(ClosedDict):

@@ -63,6 +63,9 @@ COMMANDS: dict[str, Entry] = {
         "logs."),
     "import": Entry("ix.cli.transfer",
         "Import outside results as a new, completed run of an experiment in the lab."),
+    "sync": Entry("ix.cli.sync",
+        "Push the lab's results to object storage (s3://, gs://, az://, file://) or pull "
+        "them back."),
     "view": Entry("ix.cli.view",
         "Browse the lab in a web browser: experiments and runs, a run's report with its "
         "charts, each case's trials and each trial's full trace, and two runs side by "
@@ -81,6 +84,9 @@ COMMANDS: dict[str, Entry] = {
         "List the installed plugins: runtime, sensor and probe kinds that other "
         "distributions provide (entry points ix.runtimes, ix.sensors, ix.probes), with their "
         "distribution and version."),
+    "ci": Entry("ix.cli.ci",
+        "Scheduled runs and CI gates: `ix ci init` writes a GitHub Actions or GitLab CI "
+        "workflow that runs the lab, gates on a baseline and keeps the HTML reports."),
 }
 
 app = typer.Typer(

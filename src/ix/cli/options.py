@@ -36,6 +36,40 @@ Address = Annotated[str | None, typer.Option(
 Strict = Annotated[bool, typer.Option(
     "--strict", help="Treat design warnings (too few cases, no control, one trial on a "
                      "stochastic runtime, ...) as errors: exit 2, nothing run.")]
+OnComplete = Annotated[str | None, typer.Option(
+    "--on-complete", metavar="CMD", help="Run this command (no shell) when the run ends, "
+                                         "with the summary's path as its last argument (a "
+                                         "battery: each run's, then its report.json).",
+    show_default=False)]
+Notify = Annotated[str | None, typer.Option(
+    "--notify", metavar="URL", help="POST a JSON message (with a Slack-compatible text) to "
+                                    "this webhook when it ends; retried; the URL is never "
+                                    "written anywhere.", show_default=False)]
+NotifyEnv = Annotated[str | None, typer.Option(
+    "--notify-env", metavar="NAME", help="As --notify, with the URL read from this "
+                                         "environment variable (a URL holding a token).",
+    show_default=False)]
+
+#: Options whose value `spec.yaml` and the audit log never record (a webhook's URL may hold
+#: a token): `recorded_command` writes `[REDACTED]` in its place.
+UNRECORDED = ("--notify",)
+
+
+def recorded_command(argv: list[str]) -> list[str]:
+    """The command line a run records, `ix` first: `argv` (sys.argv) without the values of
+    `UNRECORDED` options (`--notify URL` and `--notify=URL` alike)."""
+    out = ["ix"]
+    hide = False
+    for arg in argv[1:]:
+        name = arg.split("=", 1)[0]
+        if hide:
+            out.append("[REDACTED]")
+        elif name in UNRECORDED and "=" in arg:
+            out.append(f"{name}=[REDACTED]")
+        else:
+            out.append(arg)
+        hide = not hide and arg in UNRECORDED
+    return out
 
 
 CacheModeOption = Annotated[str, typer.Option(

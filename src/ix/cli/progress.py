@@ -55,6 +55,7 @@ class RunProgress(Observer):
         self._done = 0
         self._pending: dict[str, int] = {}  # subject -> trials not yet shown on its bar
         self._shown = 0.0  # when the bar was last given its counts (time.monotonic)
+        self._batches: dict[str, dict[str, tuple[int, int]]] = {}  # subject -> id -> counts
 
     def __enter__(self) -> "RunProgress":
         if self.mode == "bar":
@@ -86,6 +87,7 @@ class RunProgress(Observer):
         self._experiment = plan.loaded.experiment.name
         self._total, self._done = plan.total, 0
         self._stats = {sp.subject.name: [0, 0, 0, 0.0] for sp in plan.subjects}
+        self._batches = {}
         if self._progress is not None and any(
                 sp.runtime_spec.get("kind") == "human" for sp in plan.subjects):
             self._progress.stop()
@@ -127,6 +129,22 @@ class RunProgress(Observer):
         if time.monotonic() - self._shown >= REDRAW_S:
             self._show()
 
+    def on_batch(self, status: dict[str, Any]) -> None:
+        """A batch's progress: a JSON event, or the subject's bar says how far its batches
+        are (`batch 120/400 answered`) while it waits on them."""
+        if self.mode == "json":
+            self._emit({"event": "batch", "experiment": self._experiment, **status})
+            return
+        subject = status["subject"]
+        batches = self._batches.setdefault(subject, {})
+        batches[status["id"]] = (status["requests"], status["answered"])
+        if self._progress is None or subject not in self._tasks:
+            return
+        asked = sum(n for n, _ in batches.values())
+        answered = sum(a for _, a in batches.values())
+        self._progress.update(self._tasks[subject],
+                              rate=f"{len(batches)} batch(es): {answered}/{asked} answered")
+
     def _show(self) -> None:
         """Hand the bars the trials finished since last time."""
         self._shown = time.monotonic()
@@ -138,8 +156,10 @@ class RunProgress(Observer):
             stats = self._stats[subject]
             speed = self._progress.tasks[task_id].speed
             usage = f"{int(stats[2]):,} tok ${stats[3]:.4f}" if stats[2] or stats[3] else ""
-            self._progress.update(task_id, advance=advance,
-                                  rate=f"{speed:,.0f}/s" if speed else "",
+            rate = f"{speed:,.0f}/s" if speed else ""
+            if subject in self._batches:  # a rate means nothing when a batch answers all
+                rate = self._progress.tasks[task_id].fields.get("rate", "")
+            self._progress.update(task_id, advance=advance, rate=rate,
                                   errors=f"{int(stats[1])} errors" if stats[1] else "",
                                   usage=usage)
         self._pending.clear()

@@ -1,8 +1,5 @@
 """`ix run`: every case x subject x trial, recorded, aggregated, summarised."""
 
-import os
-import shlex
-import subprocess
 import sys
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -11,6 +8,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from ix import api
+from ix.api import notify
+from ix.api import sync as api_sync
 from ix.cli.options import (
     Address,
     CacheModeOption,
@@ -18,8 +17,12 @@ from ix.cli.options import (
     Experiments,
     Json,
     Lab,
+    Notify,
+    NotifyEnv,
+    OnComplete,
     ProgressOption,
     Strict,
+    recorded_command,
     trial_count,
 )
 from ix.cli.options import progress_mode as progress_mode_of
@@ -93,9 +96,14 @@ def run(
     progress_mode: ProgressOption = "auto",
     executor: Executor = "local",
     address: Address = None,
-    on_complete: Annotated[str | None, typer.Option(
-        "--on-complete", help="Run this command (no shell) when the run ends, with the "
-                              "summary's path as its last argument.", show_default=False)] = None,
+    on_complete: OnComplete = None,
+    notify_url: Notify = None,
+    notify_env: NotifyEnv = None,
+    sync_url: Annotated[str | None, typer.Option(
+        "--sync", metavar="URL", help="Then push the run to object storage (s3://, gs://, "
+                                      "az://, file://), as `ix sync push` does; a failed "
+                                      "push keeps the run and exits 2.",
+        show_default=False)] = None,
     strict: Strict = False,
     json_out: Json = False,
 ) -> None:
@@ -117,12 +125,16 @@ def run(
     if dry_run:
         _print_dry_run(api.dry_run(lab, experiments or (), overrides), json_out)
         return
+    hook = notify.webhook(notify_url, notify_env)  # checked before anything runs
+    notify.check_command(on_complete)
+    if sync_url:
+        api_sync.check_sync_url(sync_url)
     limits = api.Limits(max_trials=max_trials, max_cost_usd=max_cost, time_limit_s=time_limit,
                         max_consecutive_errors=max_errors or None)
     mode: Literal["resume", "retry_failed"] | None = (
         "resume" if resume else "retry_failed" if retry_failed else None)
     bars = progress_mode_of(progress_mode)
-    options = api.RunOptions(artifacts=artifacts, command=["ix", *sys.argv[1:]],
+    options = api.RunOptions(artifacts=artifacts, command=recorded_command(sys.argv),
                              continue_mode=mode, run_id=run_id, limits=limits,
                              cache=cache_mode if cache or cache_mode != "use" else None,
                              executor=executor, address=address, strict=strict)
@@ -131,7 +143,12 @@ def run(
         results = api.run(lab, experiments or (), overrides, options=options,
                           observer=progress)
     if on_complete:
-        _notify(on_complete, results)
+        notify.on_runs_complete(on_complete, results, warn=warn)
+    if hook is not None:
+        notify.notify_runs(hook, results, warn=warn)
+    synced = not sync_url or api_sync.push_after_runs(
+        sync_url, [r.run_dir for r in results], warn=warn,
+        note=lambda m: err.print(m, style="dim", markup=False, soft_wrap=True))
     if json_out:
         if len(results) == 1:  # the summary file's own text: no second encoding
             sys.stdout.write(results[0].summary_path.read_text(encoding="utf-8"))
@@ -170,6 +187,15 @@ def run(
                   soft_wrap=True)
     if refuted or missed:
         raise typer.Exit(1)
+    if not synced:
+        raise typer.Exit(2)
+
+
+def _usd(x: float | None) -> str:
+    """A cost as dollars, with the digits a small one needs (never `$0.00` for $0.004)."""
+    if x is None:
+        return "n/a"
+    return f"${x:.2f}" if x >= 0.995 else f"${x:.4f}" if x >= 0.0001 else f"${x:.2g}"
 
 
 def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
@@ -188,26 +214,12 @@ def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
                       + (f" ({sub['model']})" if sub["model"] else "")
                       + (f", ~{sub['estimated_input_tokens']:,} input tokens"
                          if sub["estimated_input_tokens"] is not None else "")
-                      + (f", ~${sub['estimated_cost_usd']:.2f}"
-                         if sub["estimated_cost_usd"] else ""))
+                      + (f", ~{_usd(sub['estimated_cost_usd'])}"
+                         if sub["estimated_cost_usd"] else "")
+                      + (f" at the batch rate (standard ~{_usd(sub['standard_cost_usd'])})"
+                         if sub.get("batch") and sub.get("standard_cost_usd") else
+                         ", in batches" if sub.get("batch") else ""))
     out.print("[dim]dry run: nothing executed, nothing written[/]", markup=True)
-
-
-def _notify(command: str, results: list[api.RunResult]) -> None:
-    """`--on-complete`: the command with each summary's path; its failure is only reported."""
-    for r in results:
-        argv = [*shlex.split(command), str(r.summary_path)]
-        try:
-            done = subprocess.run(argv, check=False, timeout=300,
-                                  env={**os.environ, "IX_SUMMARY": str(r.summary_path),
-                                       "IX_RUN_STATUS": r.status})
-        except (OSError, subprocess.SubprocessError) as exc:
-            warn(f"--on-complete {argv[0]!r} failed: {exc}")
-            continue
-        if done.returncode:
-            warn(f"--on-complete {argv[0]!r} exited with {done.returncode}")
-
-
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import time
 from collections import deque
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +34,11 @@ VERDICT = "scorer.verdict"
 GIVEN = frozenset({STIMULUS, SUBJECT})
 MAX_ERROR_MESSAGE = 2000
 
+#: The machine that ran the current trial, as its trial line's `node`: set by a runtime that
+#: runs trials elsewhere (`--executor ray`), read once its `invoke` returns or raises; a
+#: context variable, so it passes through any wrapper (the cache) and stays None here.
+NODE: ContextVar[dict[str, str] | None] = ContextVar("ix_trial_node", default=None)
+
 
 @dataclass(frozen=True, slots=True)
 class TrialOutcome:
@@ -42,6 +48,7 @@ class TrialOutcome:
     error: ErrorRecord | None
     started_at: datetime
     duration_ms: float
+    node: dict[str, str] | None = None  # where it ran, when not here (`NODE`)
 
 
 def error_record(exc: BaseException, redactor: Redactor | None = None) -> ErrorRecord:
@@ -160,7 +167,10 @@ class TrialComponent:
         deadlines = self._deadlines
         if deadlines is None or deadlines.loop is not asyncio.get_running_loop():
             deadlines = self._deadlines = Deadlines(asyncio.get_running_loop(), self.timeout_s)
-        entry = deadlines.start(task)
+        # a `batch: true` trial waits for its batch (hours, at worst): the batch's own expiry
+        # is its deadline, not `timeout_s`
+        entry = None if getattr(key.subject.runtime, "batcher", None) else deadlines.start(task)
+        NODE.set(None)  # the task's own context: what a remote runtime sets is this trial's
         try:
             stimulus = key.case
             if key.subject.context:  # `context:`'s prefix, before the case's own history
@@ -169,7 +179,7 @@ class TrialComponent:
             observation = await key.subject.runtime.invoke(
                 key.subject.subject, stimulus, seed=key.seed, attempt=key.attempt)
         except asyncio.CancelledError:
-            if not entry[_EXPIRED]:
+            if entry is None or not entry[_EXPIRED]:
                 raise
             if task is not None:
                 task.uncancel()
@@ -178,11 +188,12 @@ class TrialComponent:
                                 started, (time.perf_counter() - t0) * 1000)
         except Exception as exc:  # a subject's failure is data, never fatal to the run
             return TrialOutcome(None, error_record(exc, self.redactor), started,
-                                (time.perf_counter() - t0) * 1000)
+                                (time.perf_counter() - t0) * 1000, NODE.get())
         finally:
-            deadlines.done(entry)
+            if entry is not None:
+                deadlines.done(entry)
         return TrialOutcome(self.redactor.tree(observation), None, started,
-                            (time.perf_counter() - t0) * 1000)
+                            (time.perf_counter() - t0) * 1000, NODE.get())
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +282,20 @@ class ScorerComponent:
         }
         if len(readings) > 1:
             record["readings"] = [_reading(r) for r in readings]
+        if outcome.node is not None:
+            return _placed(record, outcome.node)
         return record
+
+
+def _placed(record: TrialRecord, node: dict[str, str]) -> TrialRecord:
+    """`record` with its `node` after `attempt`: the line's head and tail stay as a resume
+    reads them without decoding the line (`ix.store.trial_scan`)."""
+    placed: dict[str, Any] = {}
+    for key, value in record.items():
+        placed[key] = value
+        if key == "attempt":
+            placed["node"] = node
+    return placed  # type: ignore[return-value]
 
 
 def _dump(observation: Any) -> Any:

@@ -26,7 +26,7 @@ from ix.lab.context import ORIGIN
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.lab.names import normalise
-from ix.runtimes import RuntimeContext, build_runtime, get_kind
+from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
 from ix.runtimes.judge import build_judge
 
 
@@ -169,7 +169,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         except ConfigError as exc:
             problems.append(exc.at(file))
             continue
-        limit = s.config.get("concurrency") or get_kind(spec["kind"]).default_concurrency
+        limit = s.config.get("concurrency") or default_concurrency(spec)
         expanded = s.config.get(CONTEXT_KEY)  # `<subject>[ctx=N]`: the prefix's first N
         prefix = (loaded.context.cut(expanded["length"])
                   if expanded and loaded.context is not None else ())
@@ -189,8 +189,10 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         trials = exp.trials
     if trials < 1:
         raise ConfigError(f"must be at least 1, got {trials}", field="--trials")
-    concurrency = overrides.concurrency or exp.concurrency or min(
-        get_kind(p.runtime_spec["kind"]).default_concurrency for p in plans)
+    # a batched subject's trials all wait at once (in batches); the others keep their limit
+    concurrency = overrides.concurrency or exp.concurrency or (
+        sum(p.limit for p in plans) if any(p.runtime_spec.get("batch") is True for p in plans)
+        else min(default_concurrency(p.runtime_spec) for p in plans))
     if concurrency < 1:
         raise ConfigError(f"must be at least 1, got {concurrency}", field="--concurrency")
     chosen = apply_filters(exp.cases, overrides.filters)

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +58,7 @@ from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import (
     FailedSubjectOut,
     RunSpec,
+    SpecBatch,
     SpecCases,
     SpecGenerated,
     SpecStatus,
@@ -73,6 +74,7 @@ from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.runtimes._batches import Batcher, BatchJournal
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
 from ix.store.runs import (
@@ -150,20 +152,22 @@ GRACE_S = 30.0
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
              on_trial: OnTrial | None = None, continuation: Continuation | None = None,
              limits: Limits = Limits(), executor: dict[str, Any] | None = None,
-             warn: Callable[[str], None] | None = None) -> RunResult:
+             warn: Callable[[str], None] | None = None,
+             on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
     """Execute `plan` and write everything it produces under the experiment's `results/`.
 
     With a `continuation`, the run is an earlier one resumed (or its failed trials retried):
     its recorded trials are counted again and only the others run, under the same run id.
     `executor` says where the trials ran (`spec.yaml` keeps it); None: here, on asyncio.
-    `warn` hears of a torn last line the trial writer repaired. Results that cannot be
+    `warn` hears of a torn last line the trial writer repaired, `on_batch` of each batch of a
+    `batch: true` subject (`Batcher.on_status`). Results that cannot be
     written (a full disk, a read-only folder, a deleted lab) raise `StorageError`, after
     recording the run as failed where that can still be written. The trials run on a new
     asyncio loop, which takes SIGINT/SIGTERM in the main thread; `arun_plan` is the same run
     on the caller's loop.
     """
     steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
-                       warn, signals=True)
+                       warn, signals=True, on_batch=on_batch)
     trials = _open(steps)
     if isinstance(trials, RunResult):
         return trials
@@ -178,7 +182,8 @@ async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] |
                     on_trial: OnTrial | None = None,
                     continuation: Continuation | None = None, limits: Limits = Limits(),
                     executor: dict[str, Any] | None = None,
-                    warn: Callable[[str], None] | None = None) -> RunResult:
+                    warn: Callable[[str], None] | None = None,
+                    on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
     """`run_plan` on the running asyncio loop: the trials are a task of the caller's loop;
     opening and closing the run (file writes, the summary's statistics) run in a worker
     thread, so the loop never waits on them. No signal handlers are installed (the loop is
@@ -187,7 +192,7 @@ async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] |
     completed trial kept, and then lets the cancellation through.
     """
     steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
-                       warn, signals=False)
+                       warn, signals=False, on_batch=on_batch)
     trials = await asyncio.to_thread(_open, steps)
     if isinstance(trials, RunResult):
         return trials
@@ -234,7 +239,8 @@ def _finish(steps: Generator[Any, str | None, RunResult],
 def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                on_trial: OnTrial | None, continuation: Continuation | None, limits: Limits,
                executor: dict[str, Any] | None, warn: Callable[[str], None] | None,
-               signals: bool) -> Generator[Any, str | None, RunResult]:
+               signals: bool, on_batch: Callable[[dict[str, Any]], None] | None = None,
+               ) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
     loading = preload(*statistics(plan))
@@ -296,6 +302,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         except BaseException:
             recorder.release()
             raise
+    batchers = _batchers(plan, directory, spec, recorder, on_batch)
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     load = LoadFeed(plan, plan.load) if plan.load is not None else None  # `load:`'s sender
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
@@ -312,7 +319,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             _earlier_errors(place.trials, continuation, errlog, tallies)
         stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
                                      stopped, continuation, limits, broken, errlog, signals,
-                                     load)
+                                     load, batchers, warn)
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
@@ -320,6 +327,8 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     except OSError as exc:  # a full disk, a read-only folder, a deleted lab
         fault, stop_reason = exc, f"the results could not be written: {_reason(exc)}"
     finally:
+        for batcher in batchers:
+            batcher.close()  # the batches go on at the provider; `--resume` collects them
         written = recorder.written
         try:
             recorder.close_log()
@@ -372,6 +381,26 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     if fault is not None:
         raise _storage_error(fault, _stopped(run_id, written, fault, True, kept or "failed"))
     return RunResult(run_id, status, summary, summary_path, directory, plan, written)
+
+
+def _batchers(plan: Plan, directory: Path, spec: RunSpec, recorder: RunRecorder,
+              on_batch: Callable[[dict[str, Any]], None] | None) -> list[Batcher]:
+    """The `batch: true` runtimes of the run, each given the run's batch journal; every
+    batch created is added to `spec.yaml` at once (`batches`)."""
+    found = [b for sp in plan.subjects if (b := getattr(sp.runtime, "batcher", None))]
+    if not found:
+        return []
+
+    def created(entry: dict[str, Any]) -> None:
+        spec.setdefault("batches", []).append(cast(SpecBatch, entry))
+        recorder.write_spec({**spec, "status": "running"})
+
+    journal = BatchJournal.open(directory / "batches.jsonl", created)
+    for batcher in found:
+        batcher.attach(journal)
+        if on_batch is not None:
+            batcher.on_status = on_batch
+    return found
 
 
 def _outcome(status: str, stop_reason: str | None, broken: dict[str, str],
@@ -588,10 +617,13 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                    on_trial: OnTrial | None, artifacts: bool,
                    stopped: dict[str, dict[str, str]], continuation: Continuation | None,
                    limits: Limits, broken: dict[str, str], errlog: ErrorLog,
-                   signals: bool = True, load: LoadFeed | None = None) -> str | None:
+                   signals: bool = True, load: LoadFeed | None = None,
+                   batchers: Sequence[Batcher] = (),
+                   warn: Callable[[str], None] | None = None) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran.
     `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread).
-    `load`: the trials are released on its schedule (`load:`) instead of all at once."""
+    `load`: the trials are released on its schedule (`load:`) instead of all at once.
+    `batchers`: the run's `batch: true` runtimes, whose batches a second Ctrl-C cancels."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stop: list[str] = []
@@ -603,14 +635,39 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         if task is None:
             return
         if stop and stop[0].startswith("interrupted"):
-            task.cancel()
+            if batches_in_flight() and not cancelling:
+                cancelling.append(loop.create_task(cancel_batches_then(task)))
+            elif not cancelling:
+                task.cancel()
             return
         stop.insert(0, "interrupted (SIGINT or SIGTERM); trials in flight were finished")
+        waiting = batches_in_flight()
+        if waiting and warn is not None:
+            warn(f"{len(waiting)} batch(es) still with the provider ({', '.join(waiting)}): "
+                 f"Ctrl-C again within {GRACE_S:g} s cancels them; otherwise ix stops and "
+                 "`ix run --resume` collects their results later (nothing is sent twice)")
         if feed is not None:
             feed.halt()
         if load is not None:
             load.halt()
         loop.call_later(GRACE_S, task.cancel)
+
+    cancelling: list[asyncio.Task[None]] = []
+
+    def batches_in_flight() -> list[str]:
+        return [b for batcher in batchers for b in batcher.in_flight]
+
+    async def cancel_batches_then(task: asyncio.Task[Any]) -> None:
+        """A second Ctrl-C with batches in flight: cancel them at the provider, then stop."""
+        try:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(GRACE_S):
+                    done = [b for batcher in batchers for b in await batcher.cancel_all()]
+                if warn is not None:
+                    warn(f"cancelled {len(done)} batch(es); `ix run --resume` sends what "
+                         "they had not answered in a new batch")
+        finally:
+            task.cancel()
 
     # signal handlers exist only in the main thread, and only on the run's own loop
     # (`arun_plan` runs on its caller's, e.g. `ix mcp`'s: Limits.stop and .interrupts)

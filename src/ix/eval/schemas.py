@@ -21,7 +21,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ix.eval.models import Expectation
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
@@ -92,6 +92,14 @@ class TrialLoadOut(Closed):
                                      "statistic")
 
 
+class TrialNodeOut(Closed):
+    """The Ray node that ran the trial (`--executor ray`)."""
+
+    id: str = Field(description="Ray's node id (`ray list nodes`)")
+    ip: str
+    host: str
+
+
 class TrialLine(Closed):
     """One line of `<experiment>/results/trials.jsonl`: one attempt of one trial."""
 
@@ -102,6 +110,8 @@ class TrialLine(Closed):
     trial: Annotated[int, Field(ge=0)]
     seed: Count | None = Field(description="the derived trial seed (null for some imports)")
     attempt: Annotated[int, Field(ge=0)]
+    node: TrialNodeOut | None = Field(None, description="--executor ray only: the node "
+                                                        "that ran it")
     expectation: Expectation
     started_at: str = Field(description="ISO-8601 UTC, milliseconds, Z")
     duration_ms: Amount
@@ -773,6 +783,17 @@ class SpecContinued(ClosedDict):
     executor: dict[str, Any]
 
 
+class SpecBatch(ClosedDict):
+    """One batch a `batch: true` runtime submitted (Message Batches / OpenAI Batch API): a
+    later `--resume` collects its results instead of submitting its trials again."""
+
+    id: str
+    provider: str
+    subject: str
+    requests: int
+    submitted_at: str
+
+
 class SpecImport(ClosedDict):
     source: str
     format: str
@@ -811,6 +832,7 @@ class RunSpec(ClosedDict, _ImportKey):
     config: SpecConfig
     executor: NotRequired[dict[str, Any]]
     continued: NotRequired[list[SpecContinued]]
+    batches: NotRequired[list[SpecBatch]]
     imported_from: NotRequired[str]
     format: NotRequired[str]
     origin: NotRequired[dict[str, Any] | None]

@@ -5,6 +5,7 @@ from ix.runtimes.registry import (
     RuntimeKind,
     available,
     build_runtime,
+    default_concurrency,
     get_kind,
     validate_options,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "RuntimeKind",
     "available",
     "build_runtime",
+    "default_concurrency",
     "get_kind",
     "validate_options",
 ]

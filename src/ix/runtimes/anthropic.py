@@ -27,6 +27,8 @@ from ix._lazy import lazy, preload
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
+from ix.runtimes._batch_apis import AnthropicBatches
+from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import anthropic_history_tools, anthropic_messages, history_of
 from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
 from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
@@ -111,6 +113,9 @@ class AnthropicOptions(RetryOptions, RateLimitOptions):
     tool_choice: Literal["auto", "any", "none"] = "auto"
     prices: dict[str, PriceOption] = Field(default_factory=dict)
     request_timeout_s: float = Field(60.0, gt=0)
+    batch: bool = False
+    batch_poll_s: float = Field(30.0, gt=0)
+    batch_max_requests: int | None = Field(None, ge=1, le=100_000)
 
 
 def api_key(env_name: str | None) -> str:
@@ -210,6 +215,20 @@ class AnthropicRuntime:
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
+        self.batcher = (Batcher(self._batches, poll_s=options.batch_poll_s,
+                                max_requests=options.batch_max_requests)
+                        if options.batch else None)
+        self._batch_api: AnthropicBatches | None = None
+
+    async def _batches(self) -> AnthropicBatches:
+        """The Message Batches endpoints on this loop's client."""
+        key = api_key(self.options.api_key_env)
+        client = await self.client.get(key)
+        if self._batch_api is None or self._batch_api.client is not client:
+            self._batch_api = AnthropicBatches(
+                anthropic_sdk, client, self.options,
+                key if self.options.api_key_env is not None else None)
+        return self._batch_api
 
     # --- the request ----------------------------------------------------------------------
 
@@ -249,20 +268,28 @@ class AnthropicRuntime:
     async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
                      attempt: int = 0) -> EvalObservation:
         opts = self.options
+        body = self.request_body(subject, stimulus.prompt, history_of(stimulus))
+        skills = [n for n, _ in subject_skills(subject.config)]
+        if self.batcher is not None:
+            data, waited_ms, trace, block = await batched(
+                self.batcher, subject.name, stimulus.id, seed, attempt, body,
+                "/v1/messages/batches")
+            return self.observation(data, None, waited_ms, retries=0, skills=skills,
+                                    trace=trace, batch=block)
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
-        body = self.request_body(subject, stimulus.prompt, history_of(stimulus))
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
             body, opts, seed=seed, attempt=attempt,
             key=key if opts.api_key_env is not None else None)
-        return self.observation(data, headers, elapsed_ms, retries=retries,
-                                skills=[n for n, _ in subject_skills(subject.config)],
+        return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
                                 trace=trace)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
-                    retries: int, skills: list[str],
-                    trace: list[dict[str, Any]]) -> EvalObservation:
+                    retries: int, skills: list[str], trace: list[dict[str, Any]],
+                    batch: dict[str, str] | None = None) -> EvalObservation:
+        """The observation of one response; `batch`: it came from a batch (billed at the
+        batch rate, `meta.batch` says which)."""
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in data.get("content") or []:
@@ -294,6 +321,8 @@ class AnthropicRuntime:
             meta["cache_read_input_tokens"] = cache_read
         if not usage:
             meta["usage_missing"] = True
+        if batch is not None:
+            meta["batch"] = batch
         price = find_price(ANTHROPIC, self.options.prices, self.options.model, model)
         cost = 0.0
         if price is None:
@@ -301,6 +330,8 @@ class AnthropicRuntime:
         else:
             cost = anthropic_cost(price, input_tokens=tokens_in, output_tokens=tokens_out,
                                   cache_write_tokens=cache_write, cache_read_tokens=cache_read)
+            if batch is not None:
+                cost *= BATCH_DISCOUNT
         return EvalObservation(
             content="".join(texts), tool_calls=tuple(calls), duration_ms=round(elapsed_ms),
             tokens_input=tokens_in + cache_write + cache_read, tokens_output=tokens_out,

@@ -25,6 +25,8 @@ from ix._lazy import lazy
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
+from ix.runtimes._batch_apis import OpenAIBatches
+from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import history_of, openai_history_tools, openai_messages
 from ix.runtimes._prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes._seeding import uniform
@@ -66,6 +68,9 @@ class OpenAIOptions(RetryOptions, RateLimitOptions):
     tool_choice: Literal["auto", "required", "none"] = "auto"
     prices: dict[str, PriceOption] = Field(default_factory=dict)
     request_timeout_s: float = Field(60.0, gt=0)
+    batch: bool = False
+    batch_poll_s: float = Field(30.0, gt=0)
+    batch_max_requests: int | None = Field(None, ge=1, le=50_000)
 
 
 def request_seed(seed: int, attempt: int) -> int:
@@ -81,6 +86,20 @@ class OpenAIRuntime:
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
+        self.batcher = (Batcher(self._batches, poll_s=options.batch_poll_s,
+                                max_requests=options.batch_max_requests)
+                        if options.batch else None)
+        self._batch_api: OpenAIBatches | None = None
+
+    async def _batches(self) -> OpenAIBatches:
+        """The Batch API (files + batches) on this loop's client."""
+        key = api_key(self.options.api_key_env)
+        client = await self.client.get(key)
+        if self._batch_api is None or self._batch_api.client is not client:
+            self._batch_api = OpenAIBatches(
+                openai_sdk, client, self.options,
+                key if self.options.api_key_env is not None else None)
+        return self._batch_api
 
     # --- the request ----------------------------------------------------------------------
 
@@ -124,21 +143,28 @@ class OpenAIRuntime:
     async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
                      attempt: int = 0) -> EvalObservation:
         opts = self.options
-        key = api_key(opts.api_key_env)
-        client = await self.client.get(key)
         body = self.request_body(subject, stimulus.prompt, history_of(stimulus), seed=seed,
                                  attempt=attempt)
+        skills = [n for n, _ in subject_skills(subject.config)]
+        if self.batcher is not None:
+            data, waited_ms, trace, block = await batched(
+                self.batcher, subject.name, stimulus.id, seed, attempt, body, "/v1/batches")
+            return self.observation(data, None, waited_ms, retries=0, skills=skills,
+                                    trace=trace, batch=block)
+        key = api_key(opts.api_key_env)
+        client = await self.client.get(key)
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body),
             f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts, seed=seed,
             attempt=attempt, key=key if opts.api_key_env is not None else None)
-        return self.observation(data, headers, elapsed_ms, retries=retries,
-                                skills=[n for n, _ in subject_skills(subject.config)],
+        return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
                                 trace=trace)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
-                    retries: int, skills: list[str],
-                    trace: list[dict[str, Any]]) -> EvalObservation:
+                    retries: int, skills: list[str], trace: list[dict[str, Any]],
+                    batch: dict[str, str] | None = None) -> EvalObservation:
+        """The observation of one response; `batch`: it came from a batch (billed at the
+        batch rate, `meta.batch` says which)."""
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise TrialError("bad_response", "the response has no choices")
@@ -175,6 +201,8 @@ class OpenAIRuntime:
             meta["refusal"] = message["refusal"]
         if not usage:
             meta["usage_missing"] = True
+        if batch is not None:
+            meta["batch"] = batch
         price = find_price(OPENAI, self.options.prices, self.options.model, model)
         cost = 0.0
         if price is None:
@@ -182,6 +210,8 @@ class OpenAIRuntime:
         else:
             cost = openai_cost(price, prompt_tokens=tokens_in, completion_tokens=tokens_out,
                                cached_tokens=cached)
+            if batch is not None:
+                cost *= BATCH_DISCOUNT
         content = message.get("content")
         return EvalObservation(
             content=content if isinstance(content, str) else "", tool_calls=tuple(calls),

@@ -16,6 +16,7 @@ from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.ports import ExperimentRuntime
 from ix.eval import plugins
 from ix.eval.validation import from_validation_error
+from ix.runtimes._batches import BATCH_CONCURRENCY
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,14 @@ def get_kind(name: str) -> RuntimeKind:
     allowed = sorted({*available(), *plugins.names("runtime")})
     raise ConfigError(f"unknown runtime {name!r}{did_you_mean(name, allowed)} (allowed: "
                       f"{', '.join(allowed)})", field="runtime")
+
+
+def default_concurrency(spec: Mapping[str, Any]) -> int:
+    """How many of a subject's trials may be in flight when neither the subject nor the run
+    says: its kind's default, or for `batch: true` every trial (they wait in batches)."""
+    if spec.get("batch") is True:
+        return BATCH_CONCURRENCY
+    return get_kind(str(spec.get("kind"))).default_concurrency
 
 
 def validate_options(spec: Mapping[str, Any]) -> tuple[RuntimeKind, BaseModel]:

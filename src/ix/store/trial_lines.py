@@ -54,6 +54,7 @@ class TrialRecord(TypedDict):
     trial: int
     seed: int
     attempt: int
+    node: NotRequired[dict[str, str]]  # `--executor ray`: the node that ran it (id, ip, host)
     expectation: str
     started_at: str        # ISO-8601 UTC, milliseconds, `Z`
     duration_ms: float

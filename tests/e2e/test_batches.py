@@ -1,0 +1,206 @@
+"""`batch: true`: `ix run` sends its trials as provider batches, end to end.
+
+The real `ix` in a subprocess, the official SDKs, and a loopback server implementing the batch
+endpoints (`FakeBatchServer`: requests processed after a delay, some erroring, some expiring).
+What must hold: every trial answered once and priced at the batch rate, the batch ids in
+`spec.yaml`, and after a SIGKILL with a batch in flight, `--resume` collecting that batch
+instead of submitting (and paying for) any trial twice.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import _ix_argv, _ix_env, run_ix
+from e2e.test_llm_runtimes import every_text_under, make_lab, router
+from runtimes.fake_batch_servers import FakeBatchServer
+from runtimes.fake_llm_servers import FAKE_KEY, INPUT_TOKENS, OUTPUT_TOKENS
+
+MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini"}
+PRICE = {"anthropic": (3.0, 15.0), "openai": (0.15, 0.60)}
+KEY_ENV = "IX_TEST_BATCH_KEY"
+
+
+def batch_lab(lab: Path, api: FakeBatchServer, provider: str) -> Path:
+    """`make_lab`'s experiment (2 subjects x 3 cases x 3 trials) in batches, with no
+    `concurrency:` of its own: every trial waits at once."""
+    exp = make_lab(lab, f"""  kind: {provider}
+          model: {MODELS[provider]}
+          base_url: {api.base_url}
+          api_key_env: {KEY_ENV}
+          batch: true
+          batch_poll_s: 0.1
+          retries: 0""")
+    config = exp / "experiment.yaml"
+    config.write_text(config.read_text().replace("concurrency: 4\n", ""))
+    return exp
+
+
+def lines_of(exp: Path) -> list[dict]:
+    return [json.loads(raw) for raw in
+            (exp / "results/trials.jsonl").read_text().splitlines() if raw.strip()]
+
+
+def spec_of(exp: Path, run_id: str) -> dict:
+    return yaml.safe_load((exp / "results/runs" / run_id / "spec.yaml").read_text())
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_run_in_batches_answers_every_trial_once_at_the_batch_rate(lab, provider):
+    with FakeBatchServer(provider, router=router, process_after_s=0.3,
+                         max_requests=7) as api:
+        exp = batch_lab(lab, api, provider)
+        config = exp / "experiment.yaml"  # the server refuses more than 7: split at 7
+        config.write_text(config.read_text().replace("batch: true", "batch: true\n"
+                                                     "  batch_max_requests: 7"))
+        env = {KEY_ENV: FAKE_KEY}
+        dry = run_ix("run", "llm", "--lab", str(lab), "--dry-run", "--json", env=env)
+        assert dry.code == 0, dry.stderr
+        for subject in json.loads(dry.stdout)[0]["subjects"]:
+            assert subject["batch"] is True
+            assert subject["estimated_cost_usd"] == pytest.approx(
+                subject["standard_cost_usd"] / 2, rel=1e-6)
+            assert subject["estimated_cost_usd"] > 0
+        text = run_ix("run", "llm", "--lab", str(lab), "--dry-run", env=env)
+        assert "at the batch rate (standard ~$" in text.stdout
+
+        done = run_ix("run", "llm", "--lab", str(lab), "--json", "--progress", "json",
+                      env=env)
+        assert done.code == 0, done.stderr
+        run_id = json.loads(done.stdout)["run_id"]
+        events = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
+        told = [e for e in events if e["event"] == "batch"]
+        assert {e["id"] for e in told if e["status"] == "submitted"} == \
+            {b.id for b in api.batches}
+        ended = [e for e in told if e["status"] == "ended"]
+        assert sorted((e["id"], e["requests"], e["answered"]) for e in ended) == sorted(
+            (b.id, len(b.custom_ids), len(b.custom_ids)) for b in api.batches)
+
+        lines = lines_of(exp)
+        assert len(lines) == 18  # 2 subjects x 3 cases x 3 trials, each once
+        assert len({(x["subject"], x["probe_id"], x["trial"]) for x in lines}) == 18
+        # 18 requests, at most 7 per batch: split at the (test's) request-count limit
+        sizes = [len(b.custom_ids) for b in api.batches]
+        assert sum(sizes) == 18 and max(sizes) == 7 and len(sizes) >= 3, sizes
+        assert sorted(api.submitted_custom_ids()) == sorted(
+            x["observation"]["meta"]["batch"]["custom_id"] for x in lines)
+        inp, out = PRICE[provider]
+        standard = (INPUT_TOKENS * inp + OUTPUT_TOKENS * out) / 1e6
+        for x in lines:
+            assert x["error"] is None
+            assert x["observation"]["cost_usd"] == pytest.approx(standard / 2, rel=1e-6)
+            assert x["observation"]["meta"]["batch"]["id"] in {b.id for b in api.batches}
+        # the skill router behind the batch decided as it would have for standard requests
+        took = {(x["subject"], x["probe_id"]) for x in lines if x["observation"]["tool_calls"]}
+        assert took == {("with-skills", "must-001"), ("with-skills", "must-002")}
+        spec = spec_of(exp, run_id)
+        assert sorted(b["id"] for b in spec["batches"]) == sorted(b.id for b in api.batches)
+        assert {b["provider"] for b in spec["batches"]} == {provider}
+        assert sum(b["requests"] for b in spec["batches"]) == 18
+        # the key reached the server only
+        assert not [name for name, body in every_text_under(lab).items() if FAKE_KEY in body]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_errored_and_expired_requests_fail_their_trials_and_retry_failed_rebatches(
+        lab, provider):
+    with FakeBatchServer(provider, router=router, process_after_s=0.2,
+                         errored=lambda r: "haiku" in json.dumps(r.body),
+                         expired=lambda r: "orders.csv" in json.dumps(r.body)) as api:
+        exp = batch_lab(lab, api, provider)
+        env = {KEY_ENV: FAKE_KEY}
+        done = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        lines = lines_of(exp)
+        assert len(lines) == 18
+        kinds = {(x["probe_id"], (x["error"] or {}).get("kind")) for x in lines}
+        assert ("must-002", "batch_expired") in kinds
+        assert any(c == "not-001" and k not in (None, "batch_expired") for c, k in kinds)
+        assert all(k is None for c, k in kinds if c == "must-001")
+        summary = json.loads(done.stdout)
+        assert sum(block["errors"] for block in summary["subjects"]) == 12, done.stderr
+        first = len(api.batches)
+        api.errored = lambda r: False
+        api.expired = lambda r: False
+        again = run_ix("run", "llm", "--lab", str(lab), "--retry-failed", "--json", env=env)
+        assert again.code in (0, 1), again.stderr
+        retried = [cid for b in api.batches[first:] for cid in b.custom_ids]
+        assert len(retried) == 12  # the 12 failed trials, in new batches, once each
+        assert all(cid.startswith("ix-a1-") for cid in retried)
+        assert len(lines_of(exp)) == 18 + 12
+
+
+def _start(lab: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([*_ix_argv(), "run", "llm", "--lab", str(lab), "--json"],
+                            env=_ix_env(lab, env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_sigkill_with_a_batch_in_flight_then_resume_gives_every_trial_exactly_once(
+        lab, provider):
+    with FakeBatchServer(provider, router=router, process_after_s=None) as api:
+        exp = batch_lab(lab, api, provider)
+        env = {KEY_ENV: FAKE_KEY}
+        proc = _start(lab, env)
+        deadline = time.monotonic() + 60
+        while not api.batches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert api.batches, "no batch was submitted"
+        runs = exp / "results/runs"
+        while time.monotonic() < deadline:  # the ids are on disk before ix waits on them
+            specs = list(runs.glob("*/spec.yaml"))
+            listed = (yaml.safe_load(specs[0].read_text()) or {}).get("batches") or [] \
+                if specs else []
+            if sum(b["requests"] for b in listed) == 18:
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert not (exp / "results/trials.jsonl").exists() or not lines_of(exp)
+        submitted = list(api.submitted_custom_ids())
+        assert len(submitted) == 18
+        api.release(after_s=0.2)
+
+        resumed = run_ix("run", "llm", "--lab", str(lab), "--resume", "--json", env=env)
+        assert resumed.code == 0, resumed.stderr
+        lines = lines_of(exp)
+        assert len(lines) == 18
+        assert len({(x["subject"], x["probe_id"], x["trial"]) for x in lines}) == 18
+        assert api.submitted_custom_ids() == submitted  # nothing submitted twice
+        assert sorted(submitted) == sorted(
+            x["observation"]["meta"]["batch"]["custom_id"] for x in lines)
+
+
+def test_a_second_ctrl_c_cancels_the_batches_and_resume_sends_the_rest(lab):
+    with FakeBatchServer("anthropic", router=router, process_after_s=None) as api:
+        exp = batch_lab(lab, api, "anthropic")
+        env = {KEY_ENV: FAKE_KEY}
+        proc = _start(lab, env)
+        deadline = time.monotonic() + 60
+        while not api.batches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        first = [b.id for b in api.batches]  # the trials may have filled more than one
+        assert "Ctrl-C again" in err and first[0] in err
+        assert sorted(api.cancels) == sorted(first)
+        assert f"cancelled {len(first)} batch" in err
+        cancelled = sorted(api.submitted_custom_ids())
+        api.process_after_s = 0.2  # the batches sent from now on are answered
+
+        resumed = run_ix("run", "llm", "--lab", str(lab), "--resume", "--json", env=env)
+        assert resumed.code == 0, resumed.stderr
+        lines = lines_of(exp)
+        assert len(lines) == 18 and all(x["error"] is None for x in lines)
+        resent = [cid for b in api.batches[len(first):] for cid in b.custom_ids]
+        assert sorted(resent) == cancelled  # each cancelled request sent again, once

@@ -417,15 +417,15 @@ def _pull_trials(exp: Path, remote: Remote, rels: list[str], counts: SyncCounts,
                 _say(warn, f"{remote.url}: {rel}: damaged segment (an interrupted push); "
                            "ignored")
                 continue
-            new: list[dict[str, Any]] = []
+            new: list[bytes] = []  # appended as they are: ix's own encoding, no re-encoding
             added = set()
-            for ident, _, record in trial_lines(data):
+            for ident, raw, _ in trial_lines(data):
                 if ident in have:
                     counts.lines_skipped += 1
                     counts.trials_skipped += 1
                     continue
                 added.add(ident)
-                new.append(record)
+                new.append(raw)
             have |= added
             counts.objects += 1 if new else 0
             counts.objects_skipped += 0 if new else 1
@@ -434,7 +434,7 @@ def _pull_trials(exp: Path, remote: Remote, rels: list[str], counts: SyncCounts,
             for at in range(0, len(new), APPEND_BATCH):
                 assert writer is not None
                 batch = new[at:at + APPEND_BATCH]
-                writer.write_all(batch)
+                writer.write_lines(b"".join(batch), len(batch))
                 counts.lines += len(batch)
                 counts.trials += len(batch)
     finally:

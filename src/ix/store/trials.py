@@ -167,7 +167,14 @@ class TrialWriter:
         summaries into place, so they appear with the lines (no fsync's wait between), and no
         other writer appends in between. If entering it or the fsync fails, the lines are
         taken back (`along` undoes its own steps when its block raises)."""
-        data = b"".join(encode_line(dict(r)) for r in records)
+        return self.write_lines(b"".join(encode_line(dict(r)) for r in records),
+                                len(records), along=along)
+
+    def write_lines(self, data: bytes, count: int, *,
+                    along: "Callable[[], contextlib.AbstractContextManager[Any]] | None" = None,
+                    ) -> tuple[int, int]:
+        """`write_all` of `count` lines already encoded as ix writes them (`data`, each line
+        ending in a newline): `ix sync pull` appends another lab's lines byte for byte."""
         with self._locked():
             began = -1
             try:
@@ -183,7 +190,7 @@ class TrialWriter:
             except BaseException:
                 _truncate(self._fd, began)
                 raise
-        self.written += len(records)
+        self.written += count
         self._end = began + len(data)
         return began, self._end
 

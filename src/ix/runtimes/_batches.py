@@ -194,7 +194,7 @@ class Batcher:
         self._members: dict[str, list[str]] = {}
         self._latest: dict[str, str] = {}
         self._earlier: set[str] = set()   # batches of an earlier process (the journal's)
-        self._found = False
+        self._found: asyncio.Future[None] | None = None  # the search for orphans
         if self.journal is not None:
             self._members = dict(self.journal.members)
             self._latest = dict(self.journal.latest)
@@ -219,9 +219,9 @@ class Batcher:
         if self._loop is not loop:
             self._loop = loop
             self._reset()
-        if not self._found:
-            self._found = True
-            await self._find_orphans()
+        if self._found is None:  # every trial waits for it: an orphan's requests are not new
+            self._found = asyncio.ensure_future(self._find_orphans())
+        await asyncio.shield(self._found)
         early = self._results.pop(cid, None)
         if early is not None and not self._unanswered(early):
             return early
@@ -260,7 +260,8 @@ class Batcher:
 
     def close(self) -> None:
         """Stop polling (the run ended); the batches themselves go on at the provider."""
-        for task in [*self._pollers.values(), *self._tasks]:
+        for task in [*self._pollers.values(), *self._tasks,
+                     *([self._found] if self._found is not None else [])]:
             task.cancel()
         if self._timer is not None:
             self._timer.cancel()

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +27,7 @@ from ix.domain.errors import ConfigError
 from ix.engine.run import RunResult
 from ix.report.answer import goal_verdict, metric_name
 from ix.report.leaderboard import counts_of, primary_metric, standing
+from ix.runtimes._transport import retry_after_header
 
 Warn = Callable[[str], None]
 
@@ -228,27 +228,12 @@ def post(hook: Webhook, message: Mapping[str, Any], *, warn: Warn,
                 if response.status_code != 429 and response.status_code < 500:
                     attempts = attempt + 1  # the receiver refuses it: asking again won't help
                     break
-                wait = _retry_after(response.headers.get("retry-after"))
+                wait = retry_after_header(response.headers.get("retry-after"))
             if attempt + 1 < attempts:
                 sleep(min(MAX_WAIT_S, delays[attempt] if wait is None else wait))
     warn(f"could not notify {hook.label} ({why}, {attempts} attempt"
          f"{'s' if attempts > 1 else ''}); the results are kept")
     return False
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a `Retry-After` (seconds or an HTTP date); None if absent or
-    unreadable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 def _redacted(text: str, url: str) -> str:

@@ -7,12 +7,14 @@ from the trial seed so a run's timing decisions are reproducible too.
 """
 
 import asyncio
+import email.utils
 import os
 import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -102,6 +104,24 @@ async def with_retries(call: Callable[[], Awaitable[T]], options: RetryOptions, 
                 delay = max(delay, min(exc.retry_after_s, options.backoff_max_s))
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def retry_after_header(value: str | None) -> float | None:
+    """Seconds to wait from a `Retry-After` header (seconds, or an HTTP date); None when it
+    is absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def status_error(status: int, message: str, retry_after_s: float | None = None) -> Exception:

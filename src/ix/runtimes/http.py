@@ -10,13 +10,11 @@ and a secret one echoed back (in the response's body or headers) is `[REDACTED]`
 
 import asyncio
 import codecs
-import email.utils
 import json
 import os
 import re
 import time
 from collections.abc import AsyncGenerator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator
@@ -33,6 +31,7 @@ from ix.runtimes._transport import (
     RateLimiter,
     RetryOptions,
     Transient,
+    retry_after_header,
     status_error,
     with_retries,
 )
@@ -244,24 +243,7 @@ class HttpRuntime:
 
 def _transient(response: "httpx.Response", snippet: str) -> Exception:
     return status_error(response.status_code, snippet.strip() or response.reason_phrase,
-                        _retry_after(response.headers.get("retry-after")))
-
-
-def _retry_after(value: str | None) -> float | None:
-    """`Retry-After`: seconds, or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+                        retry_after_header(response.headers.get("retry-after")))
 
 
 async def _read_capped(response: "httpx.Response", limit: int) -> tuple[bytes, int]:

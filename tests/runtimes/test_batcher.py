@@ -11,7 +11,7 @@ from ix.runtimes._batches import BatchJournal, chunks, custom_id
 from ix.runtimes.anthropic import AnthropicOptions, AnthropicRuntime
 from ix.runtimes.openai import OpenAIOptions, OpenAIRuntime
 from ix.runtimes.registry import RuntimeContext
-from runtimes.fake_batch_servers import FakeBatchServer
+from runtimes.fake_batch_servers import ApiError, FakeBatchServer
 from runtimes.fake_llm_servers import text_reply
 
 
@@ -118,3 +118,32 @@ def test_a_journal_line_cut_by_a_crash_is_ignored(tmp_path: Path):
                     '{"event": "subm')
     journal = BatchJournal.open(path, lambda _: None)
     assert journal.latest == {"x": "msgbatch_1"} and journal.orphans == []
+
+
+def test_a_status_request_failing_for_a_while_is_asked_again_not_given_up(tmp_path):
+    """A 5xx on the status request (after its own retries): the batch lives on for hours,
+    so its trials wait; failing them would send (and bill) their requests twice."""
+    with FakeBatchServer("anthropic", process_after_s=0.3,
+                         router=lambda r: text_reply("answered")) as api:
+        runtime = _runtime("anthropic", api)
+        batcher = runtime.batcher
+        assert batcher is not None
+        body = runtime.request_body(_subject(), "hello")
+        failures = {"left": 3}
+        real = api._route
+
+        def flaky(method, path, request, raw):
+            if method == "GET" and path.startswith("/v1/messages/batches/msgbatch") \
+                    and not path.endswith("/results") and failures["left"] > 0:
+                failures["left"] -= 1
+                raise ApiError(500, "api_error", "try again")
+            return real(method, path, request, raw)
+
+        api._route = flaky
+
+        async def one():
+            batcher.subject = "s"
+            return await batcher.call(custom_id("s", "c0", 1, 0), body)
+
+        assert asyncio.run(one()).kind == "succeeded"
+        assert failures["left"] == 0 and len(api.batches) == 1

@@ -33,6 +33,9 @@ BATCH_DISCOUNT = 0.5
 #: Requests that arrive within this long of each other go into one batch (a batch takes
 #: minutes to hours: a second more to gather its requests costs nothing).
 LINGER_S = 1.0
+#: Failures of a status request that only mean "ask again later".
+PASSING = frozenset({"rate_limited", "overloaded", "server_error", "connection_error",
+                     "http_timeout"})
 #: How many of a run's trials may wait on batches at once (the API's largest batch).
 BATCH_CONCURRENCY = 100_000
 
@@ -366,7 +369,16 @@ class Batcher:
             delay = min(1.0, self.poll_s)
             told = -1
             while True:
-                ended, answered = await provider.progress(batch_id)
+                try:
+                    ended, answered = await provider.progress(batch_id)
+                except TrialError as exc:
+                    if exc.kind not in PASSING:
+                        raise
+                    # the provider or the network failed for a while (each request retried):
+                    # the batch lives on for hours, so it is asked again later, never
+                    # given up (its trials would be sent, and billed, twice)
+                    await asyncio.sleep(self.poll_s)
+                    continue
                 if ended:
                     self._tell(batch_id, "ended", answered)
                     break

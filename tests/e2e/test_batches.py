@@ -204,3 +204,24 @@ def test_a_second_ctrl_c_cancels_the_batches_and_resume_sends_the_rest(lab):
         assert len(lines) == 18 and all(x["error"] is None for x in lines)
         resent = [cid for b in api.batches[len(first):] for cid in b.custom_ids]
         assert sorted(resent) == cancelled  # each cancelled request sent again, once
+
+
+def test_a_cached_batch_run_replays_without_a_new_batch(lab):
+    """`--cache` wraps the runtime: its batches still get the run's journal and no trial
+    timeout; the second run is answered from the cache, with no batch at all."""
+    with FakeBatchServer("anthropic", router=router, process_after_s=0.2) as api:
+        exp = batch_lab(lab, api, "anthropic")
+        config = exp / "experiment.yaml"  # a trial timeout shorter than the batch takes
+        config.write_text(config.read_text() + "timeout_s: 1\n")
+        api.process_after_s = 2.0
+        env = {KEY_ENV: FAKE_KEY}
+        first = run_ix("run", "llm", "--lab", str(lab), "--cache", "--json", env=env)
+        assert first.code == 0, first.stderr
+        summary = json.loads(first.stdout)
+        assert sum(block["errors"] for block in summary["subjects"]) == 0
+        assert spec_of(exp, summary["run_id"])["batches"]
+        made = len(api.batches)
+        second = run_ix("run", "llm", "--lab", str(lab), "--cache", "--json", env=env)
+        assert second.code == 0, second.stderr
+        assert len(api.batches) == made
+        assert len(lines_of(exp)) == 36

@@ -42,8 +42,12 @@ def main() -> None:
     parser.add_argument("--subjects", type=int, default=2)
     args = parser.parse_args()
 
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on stderr
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

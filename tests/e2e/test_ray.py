@@ -7,7 +7,6 @@ summary), and resume, Ctrl-C and batteries must work the same.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,66 +17,28 @@ import pytest
 import yaml
 
 from conftest import run_ix, tree_digest, write
-from e2e.test_ray_cluster import kill_node, start_node
+from e2e.test_ray_cluster import comparable, experiment, free_port, kill_node, spec, start_node
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1; its address. Stopped by
     killing its own processes (`ray stop` would stop every Ray cluster of the user)."""
-    port = _free_port()
+    port = free_port()
     head = start_node("--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                       "--num-cpus=2", "--include-dashboard=false",
-                      f"--dashboard-port={_free_port()}")
+                      f"--dashboard-port={free_port()}")
     try:
         yield f"127.0.0.1:{port}"
     finally:
         kill_node(head)
 
 
-def experiment(lab: Path, *, latency: int = 0, trials: int = 6) -> Path:
-    d = lab / "e"
-    for i in range(8):
-        e = "must_trigger" if i % 2 else "should_not_trigger"
-        write(d / "cases" / f"c{i}.md", f"---\nexpectation: {e}\n---\nprompt {i}\n")
-    write(d / "experiment.yaml",
-          f"name: e\nskill: t\ntrials: {trials}\nseed: 5\nconcurrency: 4\n"
-          f"runtime: {{kind: mock, default_rate: 0.6, latency_ms: {latency}, "
-          f"error_rates: {{c3: 0.5}}}}\n")
-    return d
-
-
 def summary(d: Path) -> dict:
     s = json.loads((d / "results" / "summary-latest.json").read_text())
     return {k: v for k, v in s.items() if k not in VOLATILE}
-
-
-def lines(d: Path) -> list[dict]:
-    """Trial lines without what differs between two runs of the same trials: times, ids,
-    the node that ran them."""
-    out = []
-    for raw in (d / "results" / "trials.jsonl").read_text().splitlines():
-        rec = json.loads(raw)
-        for key in ("run_id", "started_at", "duration_ms"):
-            rec.pop(key)
-        rec.pop("node", None)
-        if rec["observation"]:
-            rec["observation"].pop("duration_ms", None)
-        out.append(rec)
-    return sorted(out, key=lambda r: (r["subject"], r["probe_id"], r["trial"], r["attempt"]))
-
-
-def spec(d: Path) -> dict:
-    (run,) = (d / "results" / "runs").iterdir()
-    return yaml.safe_load((run / "spec.yaml").read_text())
 
 
 def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
@@ -86,9 +47,9 @@ def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
     result = run_ix("run", "--lab", str(tmp_path / "ray"), "--executor", "ray",
                     "--address", cluster)
     assert result.code == 0, result.output
-    assert lines(remote) == lines(local)
-    assert len(lines(remote)) == 8 * 6
-    assert any(r["error"] for r in lines(remote))  # errors travel back as errors
+    assert comparable(remote) == comparable(local)
+    assert len(comparable(remote)) == 8 * 6
+    assert any(r["error"] for r in comparable(remote))  # errors travel back as errors
     assert summary(remote) == summary(local)
     executor = spec(remote)["executor"]
     assert executor["kind"] == "ray" and executor["address"] == cluster
@@ -136,13 +97,13 @@ def test_a_run_on_ray_killed_midway_resumes_to_the_uninterrupted_summary(cluster
             "run_status"] == "cancelled"
     else:
         assert proc.returncode == -signal.SIGKILL
-    written = len(lines(d))
+    written = len(comparable(d))
     assert 8 <= written < 48
     resumed = run_ix("run", "--lab", str(lab), "--resume", "--executor", "ray",
                      "--address", cluster)
     assert resumed.code == 0, resumed.output
-    assert len(lines(d)) == 48  # exactly the missing trials ran
-    assert lines(d) == lines(reference)
+    assert len(comparable(d)) == 48  # exactly the missing trials ran
+    assert comparable(d) == comparable(reference)
     assert summary(d) == summary(reference)
     assert spec(d)["continued"][-1]["executor"]["kind"] == "ray"
 
@@ -184,7 +145,7 @@ def test_a_human_subject_cannot_leave_this_process(cluster, tmp_path):
 def test_bad_executor_flags_exit_2_and_touch_nothing(tmp_path, args, message):
     experiment(tmp_path / "lab")
     before = tree_digest(tmp_path / "lab")
-    args = [a.format(port=_free_port()) for a in args]
+    args = [a.format(port=free_port()) for a in args]
     result = run_ix("run", "--lab", str(tmp_path / "lab"), *args)
     assert result.code == 2, result.output
     assert message in result.stderr

@@ -96,7 +96,7 @@ def second_node(head: str, ip: str) -> subprocess.Popen:
                       '--resources={"worker": 1}')
 
 
-def experiment(lab: Path, *, latency: int, trials: int) -> Path:
+def experiment(lab: Path, *, latency: int = 0, trials: int = 6) -> Path:
     d = lab / "e"
     for i in range(8):
         e = "must_trigger" if i % 2 else "should_not_trigger"

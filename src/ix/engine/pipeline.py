@@ -145,6 +145,7 @@ class TrialComponent:
         # per-subject limits (a subject's `concurrency`, else its runtime kind's default),
         # under the run's global one; made in the running loop, at first use
         self._limits: dict[str, asyncio.Semaphore] = {}
+        self._batched: dict[str, bool] = {}  # per subject: its runtime sends batches
         self._deadlines: Deadlines | None = None
 
     async def run(self, construct: Construct[TrialKey]) -> TrialOutcome:
@@ -169,7 +170,12 @@ class TrialComponent:
             deadlines = self._deadlines = Deadlines(asyncio.get_running_loop(), self.timeout_s)
         # a `batch: true` trial waits for its batch (hours, at worst): the batch's own expiry
         # is its deadline, not `timeout_s`
-        entry = None if getattr(key.subject.runtime, "batcher", None) else deadlines.start(task)
+        name = key.subject.subject.name
+        batched = self._batched.get(name)
+        if batched is None:  # once per subject, not per trial
+            batched = self._batched[name] = getattr(key.subject.runtime, "batcher",
+                                                    None) is not None
+        entry = None if batched else deadlines.start(task)
         NODE.set(None)  # the task's own context: what a remote runtime sets is this trial's
         try:
             stimulus = key.case

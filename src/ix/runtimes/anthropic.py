@@ -19,7 +19,7 @@ import importlib.util
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
@@ -27,7 +27,7 @@ from ix._lazy import lazy, preload
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
-from ix.runtimes._batch_apis import AnthropicBatches
+from ix.runtimes._batch_apis import AnthropicBatches, OpenAIBatches
 from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import anthropic_history_tools, anthropic_messages, history_of
 from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
@@ -197,6 +197,26 @@ async def _close_at_loop_end(client: Any) -> AsyncGenerator[None, None]:
             await client.close()
 
 
+P = TypeVar("P", AnthropicBatches, OpenAIBatches)
+
+
+def batch_endpoints(make: Callable[[Any, Any, RetryOptions, str | None], P], sdk: Any,
+                    client: LoopClient, options: Any) -> Callable[[], Awaitable[P]]:
+    """A runtime's batch endpoints (`make`: the provider's) on its client of the running
+    loop, made again when the client is (a new loop, a new key)."""
+    made: list[P] = []
+
+    async def endpoints() -> P:
+        key = api_key(options.api_key_env)
+        current = await client.get(key)
+        if not made or made[0].client is not current:
+            made[:] = [make(sdk, current, options,
+                            key if options.api_key_env is not None else None)]
+        return made[0]
+
+    return endpoints
+
+
 def require_sdk(module: str, extra: str) -> None:
     """Fail the build (a configuration error) when the SDK is not installed; otherwise start
     importing it in the background (1-2 s for `anthropic`), so that the first trial does not
@@ -215,20 +235,10 @@ class AnthropicRuntime:
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
+        self._batches = batch_endpoints(AnthropicBatches, anthropic_sdk, self.client, options)
         self.batcher = (Batcher(self._batches, poll_s=options.batch_poll_s,
                                 max_requests=options.batch_max_requests)
                         if options.batch else None)
-        self._batch_api: AnthropicBatches | None = None
-
-    async def _batches(self) -> AnthropicBatches:
-        """The Message Batches endpoints on this loop's client."""
-        key = api_key(self.options.api_key_env)
-        client = await self.client.get(key)
-        if self._batch_api is None or self._batch_api.client is not client:
-            self._batch_api = AnthropicBatches(
-                anthropic_sdk, client, self.options,
-                key if self.options.api_key_env is not None else None)
-        return self._batch_api
 
     # --- the request ----------------------------------------------------------------------
 

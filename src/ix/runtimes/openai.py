@@ -41,6 +41,7 @@ from ix.runtimes.anthropic import (
     LoopClient,
     api_key,
     as_dict,
+    batch_endpoints,
     exchange,
     require_sdk,
     send_raw,
@@ -86,20 +87,10 @@ class OpenAIRuntime:
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
+        self._batches = batch_endpoints(OpenAIBatches, openai_sdk, self.client, options)
         self.batcher = (Batcher(self._batches, poll_s=options.batch_poll_s,
                                 max_requests=options.batch_max_requests)
                         if options.batch else None)
-        self._batch_api: OpenAIBatches | None = None
-
-    async def _batches(self) -> OpenAIBatches:
-        """The Batch API (files + batches) on this loop's client."""
-        key = api_key(self.options.api_key_env)
-        client = await self.client.get(key)
-        if self._batch_api is None or self._batch_api.client is not client:
-            self._batch_api = OpenAIBatches(
-                openai_sdk, client, self.options,
-                key if self.options.api_key_env is not None else None)
-        return self._batch_api
 
     # --- the request ----------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ pull cut short leaves every file whole and a re-run completes it.
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -199,14 +199,8 @@ def _push_trials(remote: Remote, listing: dict[str, RemoteObject], exp: Path,
             continue
         folder = f"{base}/{run}"
         have: set[Any] = set()
-        for rel in segment_rels(listing, folder):  # one at a time: a segment may be large
-            data = remote.read(rel)
-            progress.advance()
-            if not intact(rel, data):
-                counts.damaged += 1
-                _say(warn, f"{remote.url}: {rel}: damaged segment (an interrupted push); "
-                           "ignored, its lines are sent again")
-                continue
+        for _, data in _intact(_one_by_one(remote, segment_rels(listing, folder), progress),
+                               remote, counts, warn, "ignored, its lines are sent again"):
             have.update(ident for ident, _, _ in trial_lines(data))
         missing = [raw for ident, raw in lines if ident not in have]
         counts.lines_skipped += len(lines) - len(missing)
@@ -223,13 +217,9 @@ def _push_log(remote: Remote, listing: dict[str, RemoteObject], path: Path, fold
     local = whole_lines(read_log(path))
     if not local:
         return
-    remote_lines = []
-    for rel, data in remote.read_many(segment_rels(listing, folder)):
-        if intact(rel, data):
-            remote_lines.extend(whole_lines(data))
-        else:
-            counts.damaged += 1
-            _say(warn, f"{remote.url}: {rel}: damaged segment; ignored")
+    remote_lines = [line for _, data in _intact(
+        remote.read_many(segment_rels(listing, folder)), remote, counts, warn)
+        for line in whole_lines(data)]
     missing = missing_log_lines(local, remote_lines)
     counts.lines_skipped += len(local) - len(missing)
     if missing:
@@ -409,14 +399,7 @@ def _pull_trials(exp: Path, remote: Remote, rels: list[str], counts: SyncCounts,
     progress.start(f"pulling {exp.name} trials", len(rels))
     writer: TrialWriter | None = None
     try:
-        for rel in rels:  # one at a time: a segment may be large
-            data = remote.read(rel)
-            progress.advance()
-            if not intact(rel, data):
-                counts.damaged += 1
-                _say(warn, f"{remote.url}: {rel}: damaged segment (an interrupted push); "
-                           "ignored")
-                continue
+        for _, data in _intact(_one_by_one(remote, rels, progress), remote, counts, warn):
             new: list[bytes] = []  # appended as they are: ix's own encoding, no re-encoding
             added = set()
             for ident, raw, _ in trial_lines(data):
@@ -446,13 +429,8 @@ def _pull_log(remote: Remote, rels: list[str], path: Path, counts: SyncCounts,
               warn: Warn | None) -> None:
     if not rels:
         return
-    remote_lines: list[bytes] = []
-    for rel, data in remote.read_many(rels):
-        if intact(rel, data):
-            remote_lines.extend(whole_lines(data))
-        else:
-            counts.damaged += 1
-            _say(warn, f"{remote.url}: {rel}: damaged segment; ignored")
+    remote_lines = [line for _, data in _intact(remote.read_many(rels), remote, counts, warn)
+                    for line in whole_lines(data)]
     missing = missing_log_lines(remote_lines, whole_lines(read_log(path)))
     counts.lines_skipped += len(set(remote_lines)) - len(missing)
     if missing:
@@ -505,6 +483,27 @@ def _latest_summary(exp: Path) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _one_by_one(remote: Remote, rels: Iterable[str],
+                progress: SyncProgress) -> Iterator[tuple[str, bytes]]:
+    """Each segment read on its own (one may be large), the progress told of each."""
+    for rel in rels:
+        data = remote.read(rel)
+        progress.advance()
+        yield rel, data
+
+
+def _intact(segments: Iterable[tuple[str, bytes]], remote: Remote, counts: SyncCounts,
+            warn: Warn | None, then: str = "ignored") -> Iterator[tuple[str, bytes]]:
+    """The segments whose content matches their name; the others (an interrupted push) are
+    counted as `damaged` and said."""
+    for rel, data in segments:
+        if intact(rel, data):
+            yield rel, data
+        else:
+            counts.damaged += 1
+            _say(warn, f"{remote.url}: {rel}: damaged segment (an interrupted push); {then}")
 
 
 def _safe_name(name: str) -> bool:

@@ -1,5 +1,6 @@
 """How `ix.store.sync` merges, in process, through a `file://` prefix: logs by identity,
-other files newer-wins, damaged segments ignored and rewritten, nothing local ever lost."""
+other files only where missing (a difference is a conflict), damaged segments ignored and
+rewritten, nothing local ever lost."""
 
 import json
 import os
@@ -70,23 +71,23 @@ def test_a_damaged_segment_is_ignored_by_a_pull_and_rewritten_by_the_next_push(t
     assert pull(c, remote).trials == 40
 
 
-def test_files_differing_on_both_sides_go_the_newer_way(tmp_path):
+def test_files_differing_on_both_sides_are_conflicts_each_side_keeps_its_own(tmp_path):
     remote = Remote((tmp_path / "remote").as_uri())
     a, b = _lab(tmp_path / "a", RUN_A, 5), _lab(tmp_path / "b")
     push(a, remote)
     pull(b, remote)
-    spec_b = b / "exp" / "results" / "runs" / RUN_A / "spec.yaml"
+    rel = f"exp/results/runs/{RUN_A}/spec.yaml"
+    (b / rel).write_text("edited in b\n")
     old = time.time() - 3600
-    os.utime(spec_b, (old, old))
-    spec_b.write_text("stale copy\n")
-    os.utime(spec_b, (old, old))  # b's copy is an hour older than the remote's
+    os.utime(tmp_path / "remote" / rel, (old, old))  # b's copy newer: no matter
     counts = push(b, remote)
-    assert counts.kept == 1  # not sent: the remote's is newer
-    assert pull(b, remote).objects == 1
-    assert spec_b.read_text() == f"run_id: {RUN_A}\n"
-    spec_b.write_text("edited here, now\n")  # newer than the remote's: kept by a pull
-    assert pull(b, remote).kept == 1
-    assert spec_b.read_text() == "edited here, now\n"
+    assert counts.conflicts == [rel] and counts.kept == 1 and counts.objects == 0
+    assert (tmp_path / "remote" / rel).read_text() == f"run_id: {RUN_A}\n"
+    os.utime(b / rel, (old - 60, old - 60))  # the remote's newer now: no matter either
+    counts = pull(b, remote)
+    assert counts.conflicts == [rel] and (b / rel).read_text() == "edited in b\n"
+    (b / rel).unlink()  # what the message says to do to take the remote's copy
+    assert pull(b, remote).objects == 1 and (b / rel).read_text() == f"run_id: {RUN_A}\n"
 
 
 def test_annotations_audit_lines_and_tags_merge_from_two_labs(tmp_path):
@@ -111,6 +112,7 @@ def test_annotations_audit_lines_and_tags_merge_from_two_labs(tmp_path):
 
 def test_remote_names_that_would_leave_the_lab_are_skipped(tmp_path):
     root = tmp_path / "remote"
+    push(_lab(tmp_path / "empty"), Remote(root.as_uri()))  # an ix sync prefix
     (root / ".hidden" / "results").mkdir(parents=True)
     (root / ".hidden" / "results" / "x.json").write_text("{}")
     (root / "exp" / "results" / "runs" / "r1").mkdir(parents=True)

@@ -216,3 +216,19 @@ def test_file_urls_round_trip_through_a_folder(tmp_path):
     assert r.code == 0, r.output
     assert _ids(b) == _ids(a)
     assert not [p for p in (tmp_path / "shared").rglob(".*")]  # no temporary file left
+
+
+def test_a_prefix_ix_did_not_make_is_refused_both_ways_and_left_as_it_was(tmp_path, s3: S3):
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1")
+    client.put_object(Bucket=s3.bucket, Key="team/exp/results/trials.jsonl", Body=b"{}\n")
+    lab = _lab(tmp_path / "lab")
+    synthetic_trials(lab / "exp" / "results" / "trials.jsonl", "20261126T100000Z-000aaa", 3)
+    before = (lab / "exp" / "results" / "trials.jsonl").read_bytes()
+    for verb in ("pull", "push"):
+        r = run_ix("sync", verb, s3.url, "--lab", str(lab), env=s3.env())
+        assert r.code == 2 and "ix-sync.json" in r.stderr, r.output
+        assert "nothing was written" in r.stderr and "Traceback" not in r.output
+    assert s3.objects() == {"team/exp/results/trials.jsonl": b"{}\n"}
+    assert (lab / "exp" / "results" / "trials.jsonl").read_bytes() == before

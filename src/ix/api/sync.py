@@ -38,10 +38,13 @@ class SyncResult:
         c = self.counts
         return {"direction": self.direction, "url": self.url, "lab": str(self.lab),
                 "experiments": list(c.experiments), "objects": c.objects,
-                "objects_skipped": c.objects_skipped, "kept": c.kept, "lines": c.lines,
+                "objects_skipped": c.objects_skipped, "kept": c.kept,
+                "conflicts": list(c.conflicts), "lines": c.lines,
                 "lines_skipped": c.lines_skipped, "trials": c.trials,
-                "trials_skipped": c.trials_skipped, "damaged": c.damaged,
-                "seconds": round(self.seconds, 3)}
+                "trials_skipped": c.trials_skipped, "superseded": c.superseded,
+                "damaged": c.damaged, "refused": list(c.refused),
+                "ignored": len(c.ignored), "experiments_added": list(c.experiments_added),
+                "runs_added": list(c.runs_added), "seconds": round(self.seconds, 3)}
 
 
 def check_sync_url(url: str) -> None:
@@ -49,6 +52,8 @@ def check_sync_url(url: str) -> None:
     --sync` checks it before the first trial): a `ConfigError` naming `URL`. No request is
     made."""
     scheme, extra = check_url(url)
+    if scheme == "file":
+        return  # ix's own confined folder code, no backend
     module = BACKENDS.get(scheme)
     for name in ("fsspec", *([module] if module else [])):
         try:

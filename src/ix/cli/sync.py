@@ -62,13 +62,27 @@ def _report(result: api_sync.SyncResult, json_out: bool) -> None:
     if json_out:
         print_json(data)
         return
-    verb = "pushed to" if result.direction == "push" else "pulled from"
+    pushed = result.direction == "push"
+    verb = "pushed to" if pushed else "pulled from"
     out.print(f"{verb} {result.url}: {data['lines']:,} lines in {data['objects']:,} objects "
               f"({data['lines_skipped']:,} lines and {data['objects_skipped']:,} objects "
               f"already there) in {data['seconds']:.1f} s", soft_wrap=True)
-    if data["kept"]:
-        out.print(f"{data['kept']} differing file(s) kept: the other side's copy is newer",
+    if data["experiments_added"]:
+        out.print(f"added experiment(s) {', '.join(data['experiments_added'])}: their "
+                  "definitions come from the remote; read them before you run them",
                   soft_wrap=True)
+    if data["runs_added"]:
+        out.print(f"added run(s) {', '.join(data['runs_added'])}", soft_wrap=True)
+    if data["superseded"]:
+        out.print(f"{data['superseded']:,} trial line(s) are later attempts of trials the lab "
+                  "held: they now count instead", soft_wrap=True)
+    if data["conflicts"]:
+        keep, other = ("the remote's", "delete it there") if pushed else \
+            ("the lab's", "delete the lab's copy and pull again")
+        out.print(f"{len(data['conflicts'])} file(s) differ on both sides; {keep} copy is "
+                  f"kept (to take the other, {other}):", soft_wrap=True)
+        for rel in data["conflicts"]:
+            out.print(f"  {rel}", soft_wrap=True)
     if data["damaged"]:
         out.print(f"{data['damaged']} damaged segment(s) ignored (an interrupted push; the "
                   "next push rewrites them)", soft_wrap=True)
@@ -78,10 +92,12 @@ def _report(result: api_sync.SyncResult, json_out: bool) -> None:
 def push(url: Url, lab: Lab = None, json_out: Json = False) -> None:
     """Send the lab's results to URL: trial lines, run folders, summaries, annotations,
     tags, the audit log and the experiments' definitions. Only what the remote lacks is
-    sent; a push cut short is completed by running it again.
+    sent, and nothing there is replaced (a file that differs is reported as a conflict); a
+    push cut short is completed by running it again. URL must be empty or a prefix ix
+    pushes to.
 
-    Exit codes: 0 done, 2 bad URL, backend not installed, or the store refused (no
-    credentials, no such bucket).
+    Exit codes: 0 done, 2 bad URL, not a sync prefix, backend not installed, or the store
+    refused (no credentials, no such bucket).
     """
     with _Bar(not json_out) as bar:
         result = api_sync.push(url, lab, progress=bar, warn=warn)
@@ -91,10 +107,13 @@ def push(url: Url, lab: Lab = None, json_out: Json = False) -> None:
 @app.command("pull")
 def pull(url: Url, lab: Lab = None, json_out: Json = False) -> None:
     """Bring URL's results into the lab: trial lines the lab lacks are appended, missing
-    files written, newer ones replaced; nothing the lab has is lost. The query index is
-    refreshed, so `ix results` and `ix query` see the pulled trials.
+    files written; nothing the lab has is replaced or lost (a file that differs is reported
+    as a conflict). The query index is refreshed, so `ix results` and `ix query` see the
+    pulled trials. Only a prefix `ix sync push` made is read; experiments and runs it adds
+    are listed (a remote is trusted like a git remote: see docs/sync.md).
 
-    Exit codes: 0 done, 2 bad URL, backend not installed, or the store refused.
+    Exit codes: 0 done, 2 bad URL, not a sync prefix, backend not installed, or the store
+    refused.
     """
     with _Bar(not json_out) as bar:
         result = api_sync.pull(url, lab, progress=bar, warn=warn)

@@ -49,7 +49,8 @@ def inside(root: Path, path: Path, *, field: str | None = None) -> Path:
     return path
 
 
-def _kind(mode: int) -> str:
+def entry_kind(mode: int) -> str:
+    """What a file of `mode` is, in words ("a symbolic link", "a FIFO (named pipe)", ...)."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):
@@ -64,7 +65,7 @@ def _kind(mode: int) -> str:
 
 
 def _refusal(path: Path, mode: int, expected: str) -> UnsafePath:
-    what = _kind(mode)
+    what = entry_kind(mode)
     if stat.S_ISLNK(mode):
         with contextlib.suppress(OSError):
             what += f" (to {os.readlink(path)})"
@@ -124,7 +125,7 @@ def readable_file(path: Path) -> bool:
         raise UnsafePath(f"cannot read it: {exc.strerror or exc}", file=path) from None
     if stat.S_ISREG(mode):
         return True
-    raise UnsafePath(f"is {_kind(mode)}, not a regular file; ix reads only regular files "
+    raise UnsafePath(f"is {entry_kind(mode)}, not a regular file; ix reads only regular files "
                      "here (move it away)", file=path)
 
 
@@ -152,4 +153,4 @@ def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
 
 
 __all__ = ["FILE", "FOLDER", "UnsafePath", "check_entries", "check_entry", "check_tree",
-           "inside", "open_regular", "readable_file"]
+           "entry_kind", "inside", "open_regular", "readable_file"]

@@ -9,6 +9,7 @@
         run.lock                held while the run writes
         summary.json            its summary
         annotations.jsonl       notes on it (`store/annotations.py`)
+        batches.jsonl           the batches it sent, with `batch: true` (`runtimes/_batches.py`)
         traces/                 its trials' traces
     optimize/<id>/              one `ix optimize` session (`OptimizeDir`)
         optimize.json           its state and outcome, rewritten after each step
@@ -41,6 +42,7 @@ SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
 ANNOTATIONS_FILE = "annotations.jsonl"
+BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/_batches.py`)
 TRACES_DIR = "traces"
 OPTIMIZE_DIR = "optimize"
 OPTIMIZE_FILE = "optimize.json"
@@ -184,7 +186,7 @@ class OptimizeDir:
         return ExperimentDir(self.path.parent.parent)
 
 
-__all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "LATEST_SUMMARY", "LOCK_FILE",
-           "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PROPOSER_LOG", "RESULTS_DIR", "RUNS_DIR",
-           "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir",
+__all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "BATCHES_FILE", "LATEST_SUMMARY",
+           "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PROPOSER_LOG", "RESULTS_DIR",
+           "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir",
            "OptimizeDir", "RunDir"]

@@ -191,3 +191,18 @@ def test_a_url_holding_a_user_name_is_refused_and_never_echoed_or_recorded(tmp_p
         assert r.code == 2 and "holds a" in r.stderr, (url, r.output)
         assert user not in r.output and "Traceback" not in r.output
     assert not (lab / "exp" / "results").exists()  # no spec.yaml recorded the URL
+
+
+def test_a_linked_experiment_folder_in_the_prefix_is_refused_and_the_rest_pushed(tmp_path):
+    shared, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    push(_lab(tmp_path / "first"), Remote(shared.as_uri()))
+    elsewhere.mkdir()
+    (shared / "exp").rename(tmp_path / "old-exp")
+    (shared / "exp").symlink_to(elsewhere, target_is_directory=True)
+    lab = _lab(tmp_path / "lab", RUN_A, 3)
+    mock_experiment(lab, "other", trials=2)
+    r = run_ix("sync", "push", shared.as_uri(), "--lab", str(lab))
+    assert r.code == 0, r.output
+    assert "exp: is a symbolic link" in r.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert (shared / "other" / "experiment.yaml").is_file()

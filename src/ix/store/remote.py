@@ -306,6 +306,10 @@ class _Folder:
             if under:
                 return {}
             raise
+        except RemoteError:  # a link (now in `refused`): nothing under it is listed
+            if under:
+                return {}
+            raise
         out: dict[str, RemoteObject] = {}
         try:
             self._walk(fd, "/".join(parts), out)

@@ -2,6 +2,8 @@
 
 import asyncio
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -151,6 +153,56 @@ def test_rewriting_drops_cases_no_longer_given(tmp_path: Path) -> None:
     ix.Experiment("exp", cases=CASES[:2], runtime=RUNTIME, lab=tmp_path).write()
     assert sorted(p.name for p in (tmp_path / "exp" / "cases").iterdir()) == [
         "must-001.md", "must-002.md"]
+
+
+def test_a_folder_without_experiment_yaml_is_never_overwritten(tmp_path: Path) -> None:
+    write(tmp_path / "exp" / "cases" / "notes.md", "my notes, not a case\n")
+    before = tree_digest(tmp_path)
+    with pytest.raises(ConfigError, match="did not write") as caught:
+        ix.Experiment("exp", cases=CASES, runtime=RUNTIME, lab=tmp_path).run()
+    assert (caught.value.file, caught.value.field) == (str(tmp_path / "exp"), "name")
+    assert tree_digest(tmp_path) == before
+
+
+def test_a_rewrite_removes_only_the_case_files_it_wrote(tmp_path: Path) -> None:
+    ix.Experiment("exp", cases=CASES, runtime=RUNTIME, lab=tmp_path).write()
+    cases = tmp_path / "exp" / "cases"
+    write(cases / "mine.md", "---\nexpectation: must_trigger\n---\nAdded by hand\n")
+    write(cases / "README.txt", "notes\n")
+    ix.Experiment("exp", cases=CASES[:2], runtime=RUNTIME, lab=tmp_path).write()
+    assert sorted(p.name for p in cases.iterdir()) == [
+        "README.txt", "mine.md", "must-001.md", "must-002.md"]
+    assert (cases / "mine.md").read_text() == "---\nexpectation: must_trigger\n---\nAdded by hand\n"
+    # a case given again is rewritten as the program says, atomically (no temporary left)
+    ix.Experiment("exp", cases=[{**CASES[0], "prompt": "Summarise q4.csv"}], runtime=RUNTIME,
+                  lab=tmp_path).write()
+    assert sorted(p.name for p in cases.iterdir()) == ["README.txt", "mine.md", "must-001.md"]
+    assert (cases / "must-001.md").read_text().endswith("---\nSummarise q4.csv\n")
+
+
+def _links(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): os.readlink(p) for p in root.rglob("*") if p.is_symlink()}
+
+
+@pytest.mark.parametrize(("link", "field"), [
+    ("", "name"),                            # the experiment's folder
+    ("experiment.yaml", "name"),
+    ("cases", "cases"),
+    ("cases/must-001.md", "cases[0].id"),
+])
+def test_nothing_is_written_through_a_symlink(tmp_path: Path, link: str, field: str) -> None:
+    lab, outside = tmp_path / "lab", tmp_path / "outside"
+    for root in (lab, outside):  # a folder ix.Experiment wrote, and its twin elsewhere
+        ix.Experiment("exp", cases=CASES, runtime=RUNTIME, lab=root).write()
+    write(outside / "exp" / "cases" / "notes.md", "someone's notes\n")
+    here, there = lab / "exp" / link, outside / "exp" / link
+    shutil.rmtree(here) if here.is_dir() else here.unlink()
+    here.symlink_to(there, target_is_directory=there.is_dir())
+    before = tree_digest(tmp_path), _links(tmp_path)
+    with pytest.raises(ConfigError, match="symbolic link") as caught:
+        ix.Experiment("exp", cases=CASES[:2], runtime=RUNTIME, lab=lab).run()
+    assert (caught.value.file, caught.value.field) == (str(here), field)
+    assert (tree_digest(tmp_path), _links(tmp_path)) == before
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

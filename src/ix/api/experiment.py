@@ -28,6 +28,8 @@ as the returned `ExperimentRun`.
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +46,8 @@ from ix.engine.run import RunResult
 from ix.eval.live import KIND, object_ref, using
 from ix.eval.models import EvalCase
 from ix.lab.files import write_text_atomic
-from ix.lab.names import check_name
+from ix.lab.names import check_name, name_problem
+from ix.lab.paths import FILE, FOLDER, UnsafePath, check_entry
 from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.yamlio import dump_yaml, read_text
 
@@ -52,6 +55,9 @@ __all__ = ["Experiment", "ExperimentRun"]
 
 #: The first line of an experiment.yaml that `ix.Experiment` wrote (and may write again).
 MARK = "# Written by ix.Experiment: change the program that made it, not this file."
+#: Its second line: the case files it wrote, `# cases: ["must-001.md", ...]` (JSON), the
+#: only ones a rewrite removes.
+LISTED = "# cases: "
 
 
 @dataclass
@@ -195,26 +201,40 @@ class Experiment:
         return list(generate())
 
     def write(self, lab: str | Path | None = None) -> Path:
-        """Write `<lab>/<name>/` (experiment.yaml, cases/) and return the folder. A folder
-        ix.Experiment did not write is never overwritten; one it wrote is rewritten whole
-        (its `results/` kept, as a YAML experiment's are when its files change)."""
+        """Write `<lab>/<name>/` (experiment.yaml, cases/) and return the folder. Only a
+        folder that is absent (or empty) or that ix.Experiment wrote (the MARK on
+        experiment.yaml's first line) is written; nothing is written through a symlink. A
+        rewrite replaces each case file atomically and removes only the case files it wrote
+        before (listed on experiment.yaml's second line), so a case no longer given goes
+        and a file the user put there stays; `results/` is kept, as a YAML experiment's is
+        when its files change. Every refusal is a ConfigError raised before anything is
+        written."""
         root = Path(lab if lab is not None else self.lab or ".").expanduser()
         folder = root / self.name
         config_file = folder / EXPERIMENT_FILE
-        if config_file.exists() and not read_text(config_file).startswith(MARK):
-            raise ConfigError(f"{folder} holds an experiment that ix.Experiment did not write; "
-                              "give another name or lab, it is never overwritten",
-                              file=config_file, field="name")
-        text = f"{MARK}\n{dump_yaml(self.config())}"
+        config = dump_yaml(self.config())
         files = self.case_files()
         cases = folder / "cases"
-        if cases.is_dir():
-            for old in cases.glob("*.md"):
-                if old.name not in files:
-                    old.unlink()
+        before = _written_before(folder, config_file)
+        for i, file_name in enumerate(files):
+            _entry(cases / file_name, FILE, f"cases[{i}].id")
+        for file_name in before - files.keys():
+            _entry(cases / file_name, FILE, "cases")
+
+        def text(listed: Iterable[str]) -> str:
+            names = json.dumps(sorted(listed), ensure_ascii=False)
+            return f"{MARK}\n{LISTED}{names}\n{config}"
+
+        # the list first names every file that may stand there, so a rewrite cut short
+        # leaves none that the next one would not remove
+        write_text_atomic(config_file, text(before | files.keys()), shared=True)
         for file_name, body in files.items():
             write_text_atomic(cases / file_name, body, shared=True)
-        write_text_atomic(config_file, text, shared=True)
+        gone = before - files.keys()
+        for file_name in gone:
+            (cases / file_name).unlink(missing_ok=True)
+        if gone:
+            write_text_atomic(config_file, text(files), shared=True)
         return folder
 
     # --- running --------------------------------------------------------------------------
@@ -252,6 +272,48 @@ class Experiment:
     def _outcome(self, result: RunResult, lab: Path, folder: Path, keep: Any) -> ExperimentRun:
         results = query_results(lab, experiment=self.name, run=result.run_id)
         return ExperimentRun(result=result, results=results, folder=folder, _keep=keep)
+
+
+def _entry(path: Path, kind: str, field: str) -> bool:
+    """`check_entry` (whether `path` exists; a symlink, or not a `kind`, refused) with the
+    refusal naming `field`."""
+    try:
+        return check_entry(path, kind)
+    except UnsafePath as exc:
+        raise UnsafePath(exc.message, file=path, field=field) from None
+
+
+def _written_before(folder: Path, config_file: Path) -> set[str]:
+    """The case files ix.Experiment wrote in `folder` before (none when the folder is absent
+    or empty); a ConfigError when the folder is not its own to write."""
+    if not _entry(folder, FOLDER, "name"):
+        return set()
+    if not _entry(config_file, FILE, "name"):
+        with os.scandir(folder) as entries:
+            if next(entries, None) is None:
+                return set()
+        raise ConfigError(f"{folder} is not empty and holds no {EXPERIMENT_FILE}, so "
+                          "ix.Experiment did not write it; give another name or lab, it is "
+                          "never overwritten", file=folder, field="name")
+    lines = read_text(config_file).splitlines()
+    if not lines or lines[0] != MARK:
+        raise ConfigError(f"{folder} holds an experiment that ix.Experiment did not write; "
+                          "give another name or lab, it is never overwritten",
+                          file=config_file, field="name")
+    _entry(folder / "cases", FOLDER, "cases")
+    if len(lines) < 2 or not lines[1].startswith(LISTED):
+        return set()  # written before ix listed its case files: it removes none of them
+    try:
+        names = json.loads(lines[1][len(LISTED):])
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(
+            isinstance(n, str) and n.endswith(".md") and name_problem(n[:-3]) is None
+            for n in names):
+        raise ConfigError(f"line 2 is not the list of case files ix.Experiment wrote "
+                          f"({LISTED.strip()} [\"<id>.md\", ...]); remove {folder} to start "
+                          "again", file=config_file, field="cases")
+    return set(names)
 
 
 def _case(case: Any, i: int) -> tuple[dict[str, Any], str]:

@@ -2,15 +2,17 @@
 
 `optimize` resolves the experiment and the proposer, runs (or continues) the session with
 the observer hearing every run, writes the session's reports, and with `apply=True` puts a
-recommended description into the skill: atomically, the old file kept beside it
+recommended description into the skill — the lab's own `skills/<name>/SKILL.md` as the
+lab names it, never a path read from the session — atomically, the old file kept beside it
 (`SKILL.md.<stamp>.bak`), a line in the lab's audit log. Nothing touches the skill otherwise.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ from ix.engine.optimize import SESSION_ID, Hooks, Outcome, Settings, read_sessio
 from ix.engine.optimize import optimize as run_session
 from ix.engine.proposers import KEYWORDS, KeywordsProposer, Proposer, RuntimeProposer
 from ix.engine.run import Limits
-from ix.lab.files import write_json_atomic, write_text_atomic
+from ix.lab.files import shared_mode, write_json_atomic, write_text_atomic
 from ix.lab.loader import LoadedExperiment, load_experiment
+from ix.lab.paths import FILE, UnsafePath, check_entry, check_tree, open_regular
 from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.subjects import load_registry
-from ix.lab.yamlio import read_text
+from ix.lab.yamlio import MAX_TEXT_BYTES
 from ix.report.optimize import optimize_html, optimize_markdown
 from ix.runtimes.registry import available
 from ix.store.audit import record
@@ -89,8 +92,9 @@ def optimize(lab: str | Path | None, experiment: str, settings: Settings = Setti
                recommended=outcome.state.get("recommended"),
                command=None if command is None else list(command))
     if apply and outcome.status == "completed" and outcome.state.get("recommended"):
-        return Outcome(outcome.folder, apply_session(lab_path, outcome.folder),
-                       outcome.reused)
+        assert outcome.skill_file is not None
+        return replace(outcome, state=apply_session(lab_path, outcome.folder,
+                                                    outcome.skill_file))
     return outcome
 
 
@@ -99,25 +103,30 @@ def write_reports(folder: OptimizeDir, state: Mapping[str, Any]) -> None:
     write_text_atomic(folder.report("html"), optimize_html(state), shared=True)
 
 
-def apply_session(lab: Path, folder: OptimizeDir) -> dict[str, Any]:
-    """Write the session's recommended SKILL.md over the skill: refused unless one is
-    recommended and the skill is still the file the session started from. The old file is
-    kept as `SKILL.md.<stamp>.bak` beside it; the audit log records both."""
+def apply_session(lab: Path, folder: OptimizeDir, skill_file: Path) -> dict[str, Any]:
+    """Write the session's recommended SKILL.md over `skill_file`, the skill's file as the
+    lab names it (`Outcome.skill_file`; never a path read from the session): refused unless
+    one is recommended, the file is `<lab>/skills/<name>/SKILL.md` reached through no
+    symlink, and it is still the file the session started from. The old file is kept as
+    `SKILL.md.<stamp>.bak` beside it; the audit log records both."""
     state = read_session(folder)
     if state.get("applied"):
         return state
     if not state.get("recommended") or not folder.recommended.is_file():
         raise ConfigError("this session recommends no description, so there is nothing to "
                           "apply", field="--apply")
-    target = Path(state["skill_file"])
-    old = read_text(target)
-    if hashlib.sha256(old.encode()).hexdigest() != state["skill_sha256"]:
+    target = _own_skill(lab, skill_file)
+    old = _read_regular(target)
+    if hashlib.sha256(_text(old, target).encode()).hexdigest() != state.get("skill_sha256"):
         raise ConfigError(f"{target} changed since the session started; run ix optimize "
                           "again on the skill as it is now", field="--apply")
+    new = _text(_read_regular(folder.recommended), folder.recommended)
+    check_tree(folder.path.parents[2], folder.path)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     backup = target.with_name(f"{target.name}.{stamp}.bak")
-    shutil.copy2(target, backup)
-    write_text_atomic(target, read_text(folder.recommended), shared=True)
+    _write_new(backup, old, mode=shared_mode(target))
+    write_text_atomic(target, new, shared=True)
+    state["skill_file"] = str(target)
     state["applied"] = {"at": iso(datetime.now(UTC)), "file": str(target),
                         "backup": str(backup)}
     write_json_atomic(folder.state, state, shared=True)
@@ -126,6 +135,63 @@ def apply_session(lab: Path, folder: OptimizeDir) -> dict[str, Any]:
            skill=state["skill"], file=str(target), backup=str(backup),
            candidate=(state.get("holdout") or {}).get("candidate"))
     return state
+
+
+def _own_skill(lab: Path, skill_file: Path) -> Path:
+    """`skill_file` as `<lab>/skills/<name>/SKILL.md`, once sure that it is one of the lab's
+    skills and that no symlink leads there (the skills folder, the skill's, the file)."""
+    skills = lab / "skills"
+    real = Path(os.path.realpath(skill_file))
+    try:
+        parts = real.relative_to(os.path.realpath(skills)).parts
+    except ValueError:
+        parts = ()
+    if len(parts) != 2 or parts[1] != "SKILL.md":
+        raise ConfigError(f"--apply writes only a skill of the lab ({skills}/<name>/SKILL.md), "
+                          f"and the skill's file is {real}; copy the recommended SKILL.md "
+                          "there yourself if you mean it", file=skill_file, field="--apply")
+    target = skills / parts[0] / parts[1]
+    try:
+        check_tree(lab, target.parent)
+        check_entry(target, FILE)
+    except UnsafePath as exc:
+        raise UnsafePath(exc.message, file=exc.file, field="--apply") from None
+    return target
+
+
+def _read_regular(path: Path) -> bytes:
+    """A file's bytes, read without following a symlink (at most `read_text`'s limit)."""
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_TEXT_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    if len(data) > MAX_TEXT_BYTES:
+        raise ConfigError(f"too large: more than {MAX_TEXT_BYTES >> 20} MiB", file=path)
+    return data
+
+
+def _text(data: bytes, path: Path) -> str:
+    """`data` as `read_text` decodes a file."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+
+
+def _write_new(path: Path, data: bytes, *, mode: int) -> None:
+    """Create `path` holding `data`: never over a file (or a symlink) already there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                     | getattr(os, "O_NOFOLLOW", 0), mode)
+    except FileExistsError:
+        raise ConfigError("exists already; ix never writes a backup over a file",
+                          file=path, field="--apply") from None
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def list_sessions(lab: str | Path | None = None,

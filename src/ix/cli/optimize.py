@@ -67,10 +67,11 @@ def optimize(
         "--credibility", help="Recommend the candidate only if P(holdout F1 better than the "
                               "original) reaches this.")] = 0.9,
     apply: Annotated[bool, typer.Option(
-        "--apply", help="Write a recommended description into the skill's SKILL.md "
-                        "(atomically; the old file is kept as SKILL.md.<stamp>.bak and the "
-                        "lab's audit log records it). Without it the skill is never "
-                        "touched.")] = False,
+        "--apply", help="Write a recommended description into the skill's SKILL.md, "
+                        "which must be the lab's own (skills/<name>/SKILL.md, reached "
+                        "through no symlink): atomically, the old file kept as "
+                        "SKILL.md.<stamp>.bak, the lab's audit log recording it. Without it "
+                        "the skill is never touched.")] = False,
     max_cost: Annotated[float | None, typer.Option(
         "--max-cost", min=0, help="Stop once the session's runs and proposals spent this many "
                                   "USD (run the same command again to continue).",

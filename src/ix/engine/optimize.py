@@ -43,9 +43,10 @@ from ix.eval.models import EvalCase
 from ix.eval.optimize import Miss, ProposalRequest, body_summary, misses, parse_answer, split_cases
 from ix.eval.schemas import SCHEMA_VERSION
 from ix.eval.sensors import target_skill
-from ix.lab.files import write_json_atomic, write_text_atomic
+from ix.lab.files import dumps, write_text_atomic
 from ix.lab.frontmatter import split_frontmatter
 from ix.lab.loader import LoadedExperiment
+from ix.lab.paths import check_tree
 from ix.lab.skill_file import check_description, with_description
 from ix.lab.yamlio import read_text
 from ix.stats.paired_f1 import paired_f1
@@ -71,6 +72,8 @@ SESSION_PREFIX = "opt-"
 SESSION_ID = re.compile(r"opt-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
 #: The candidate id of the description as it was.
 ORIGINAL = "original"
+#: A proposed candidate's id: `r2c1`, the first of round 2.
+CANDIDATE_ID = re.compile(r"r[0-9]+c[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class Outcome:
     state: dict[str, Any]
     #: The same arguments on the same files had completed a session already: that one.
     reused: bool = False
+    #: The skill's SKILL.md as the lab names it (never a path read from `optimize.json`):
+    #: the only file `--apply` may write.
+    skill_file: Path | None = None
 
     @property
     def status(self) -> str:
@@ -164,7 +170,8 @@ def optimize(loaded: LoadedExperiment, proposer: Proposer, settings: Settings, *
     mode = None if cache is None else check_mode(cache, field="--cache-mode")
     session = _Session(loaded, proposer, settings, hooks, limits, command, mode)
     if session.reused:
-        return Outcome(session.folder, session.state, reused=True)
+        return Outcome(session.folder, session.state, reused=True,
+                       skill_file=session.skill_file)
     try:
         session.run()
     except _Stopped as stop:
@@ -175,7 +182,7 @@ def optimize(loaded: LoadedExperiment, proposer: Proposer, settings: Settings, *
         session.state["reason"] = str(exc)
         session.save()
         raise
-    return Outcome(session.folder, session.state)
+    return Outcome(session.folder, session.state, skill_file=session.skill_file)
 
 
 class _Session:
@@ -219,6 +226,7 @@ class _Session:
         self.reused = False
         if found is not None:
             self.folder, self.state = found, read_session(found)
+            self._check_own(key)
             if self.state.get("status") == "completed":
                 self.reused = True
                 self._say(f"session {found.session_id} already ran these arguments on these "
@@ -261,8 +269,41 @@ class _Session:
             "recommended_file": None, "cost_usd": 0.0, "applied": None,
         }
 
+    def _check_own(self, key: str) -> None:
+        """Refuse a found session that does not record what the lab says (ix wrote no such
+        file: it was made or edited by hand, or came with the lab from elsewhere), then
+        take its paths from the lab, never from the file."""
+        expected = {"key": key, "id": self.folder.session_id,
+                    "experiment": self.loaded.experiment.name, "skill": self.skill,
+                    "skill_sha256": hashlib.sha256(self.skill_text.encode()).hexdigest(),
+                    "subjects": [c.name for c in self.carriers]}
+        for name, value in expected.items():
+            if self.state.get(name) != value:
+                raise ConfigError(
+                    f"this session records {name} {self.state.get(name)!r} where the lab says "
+                    f"{value!r}: ix did not write it for these files; remove "
+                    f"{self.folder.path} to run afresh", file=self.folder.state, field=name)
+        ids = [str(c.get("id")) for r in self.state.get("rounds") or ()
+               for c in r.get("candidates") or ()]
+        for cid in ids:
+            if not CANDIDATE_ID.fullmatch(cid):
+                raise ConfigError(f"candidate id {cid!r} is not one ix gives (r1c1, ...); "
+                                  f"remove {self.folder.path} to run afresh",
+                                  file=self.folder.state, field="rounds")
+        if self.state.get("best") not in (ORIGINAL, *ids):
+            raise ConfigError(f"best {self.state.get('best')!r} is none of the session's "
+                              f"candidates; remove {self.folder.path} to run afresh",
+                              file=self.folder.state, field="best")
+        self.state.update(folder=str(self.folder.path), experiment_dir=str(self.loaded.path),
+                          skill_file=str(self.skill_file))
+
     def save(self) -> None:
-        write_json_atomic(self.folder.state, self.state, shared=True)
+        self._write(self.folder.state, dumps(self.state))
+
+    def _write(self, path: Path, text: str) -> None:
+        """A file of the session, written whole and never through a symlinked folder."""
+        check_tree(self.loaded.path, path.parent)
+        write_text_atomic(path, text, shared=True)
 
     def _say(self, text: str) -> None:
         if self.hooks.say is not None:
@@ -342,8 +383,7 @@ class _Session:
         for i, text in enumerate(accepted, 1):
             cid = f"r{number}c{i}"
             path = self.folder.candidate(cid, self.skill)
-            write_text_atomic(path, with_description(self.skill_text, text,
-                                                     file=self.skill_file), shared=True)
+            self._write(path, with_description(self.skill_text, text, file=self.skill_file))
             candidates.append({"id": cid, "description": text, "round": number,
                                "file": str(path), "train": None})
         record["run_ids"] = {}
@@ -397,7 +437,11 @@ class _Session:
             self.save()
             return
         best = self._candidate(st["best"])
-        path = Path(best["file"])
+        # the candidate's file made again from its description, where ix puts it: never a
+        # path (or a link) that optimize.json or the session's folder could name instead
+        text = with_description(self.skill_text, best["description"], file=self.skill_file)
+        path = self.folder.candidate(best["id"], self.skill)
+        self._write(path, text)
         self._say(f"holdout: the original and {best['id']} on {len(holdout)} held-out cases")
         original = self._evaluate(self.folder.holdout / ORIGINAL, list(self.carriers), holdout)
         candidate = self._evaluate(self.folder.holdout / best["id"],
@@ -428,7 +472,7 @@ class _Session:
                     f"{self.settings.credibility}")}
         st["recommended"] = recommended
         if recommended:
-            write_text_atomic(self.folder.recommended, read_text(path), shared=True)
+            self._write(self.folder.recommended, text)
             st["recommended_file"] = str(self.folder.recommended)
         self.save()
 

@@ -184,3 +184,17 @@ def test_file_part_never_maps_two_names_to_one_file(a, b):
     for part in (file_part(a), file_part(b)):
         assert "/" not in part and part not in (".", "..") and not part.startswith(".")
         assert len(part.encode()) <= 140
+
+
+def test_an_experiment_argument_naming_an_unknown_user_home_is_a_clean_error(tmp_path):
+    from ix.lab.resolve import select_experiments
+
+    mock_experiment(tmp_path, "~e")  # a folder named like a home folder, and no user `e`
+    mock_experiment(tmp_path, "exp")
+    assert select_experiments(tmp_path, ["~e"], cwd=tmp_path) == [(tmp_path / "~e").resolve()]
+    try:
+        select_experiments(tmp_path, ["~nosuchuser-ix"], cwd=tmp_path)
+    except ConfigError as exc:
+        assert exc.field == "EXPERIMENT" and "~nosuchuser-ix" in exc.message
+    else:
+        raise AssertionError("an unknown experiment was found")

@@ -88,7 +88,10 @@ def select_experiments(
     cwd = (cwd or Path.cwd()).resolve()
     chosen: list[Path] = []
     for name in names:
-        path = Path(name).expanduser()
+        try:
+            path = Path(name).expanduser()
+        except RuntimeError:  # `~someone` who is no user here: a folder of that name
+            path = Path(name)
         for candidate in (path if path.is_absolute() else cwd / path, lab / name):
             if candidate.is_dir() and is_experiment(candidate):
                 chosen.append(candidate.resolve())

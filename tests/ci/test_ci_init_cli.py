@@ -80,3 +80,25 @@ def test_help_fits_80_columns(args):
     r = run_ix(*args, env={"COLUMNS": "80"})
     assert r.code == 0 and "Usage:" in r.stdout
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("flag", ["--github", "--gitlab"])
+def test_a_name_ci_would_run_is_exit_2_naming_the_field_and_nothing_is_written(repo, flag):
+    """Issue 31, item 5: an experiment folder GitHub or a shell would run, a lab path that
+    would add YAML keys (test_workflow_quoting.py tries every kind of name)."""
+    shell, expression = "e$(touch pwned)", "e${{ github.event.pull_request.title }}"
+    for name in (shell, expression):
+        shutil.copytree(repo / "lab" / "coexistence", repo / "lab" / name)
+    for lab, name, field, bad, out in (
+            ("lab", shell, "experiment", "'$('", ()),
+            ("lab", expression, "experiment", "'${{'", ("--out", "-")),
+            ("l\nfoo: bar", "coexistence", "--lab", "the character U+000A", ())):
+        if not (repo / lab).exists():
+            (repo / "lab").rename(repo / lab)
+        r = run_ix("ci", "init", flag, "--lab", lab, name, "--baseline", "base", *out,
+                   cwd=repo)
+        assert r.code == 2 and r.stdout == "", (lab, name, r.output)
+        [line] = r.stderr.splitlines()
+        assert line.startswith(f"ix: error: {field}: ") and f"holds {bad}" in line
+        assert not (repo / ".github").exists() and not (repo / ".gitlab-ci.yml").exists()
+    assert not (repo / "pwned").exists()

@@ -71,7 +71,7 @@ def test_every_experiment_gets_its_own_gate_and_tag(repo):
     assert flow.command == "ix run --lab labs/main" and not any(g.tagged for g in flow.gates)
     for g in flow.gates:
         assert (f"ix report --baseline {g.tag} --format html --out "
-                f"\"$GITHUB_WORKSPACE/ix-reports/{g.experiment}.html\"") in flow.text
+                f"\"$GITHUB_WORKSPACE\"/ix-reports/{g.experiment}.html") in flow.text
 
 
 def test_one_tag_for_several_experiments_is_refused(repo):

@@ -2,10 +2,8 @@
 a battery) on a schedule, on pull requests and by hand, gates each experiment with
 `ix report --baseline TAG` and keeps the HTML reports as an artifact (docs/scheduling.md).
 
-The workflow is written from a template rather than dumped from a mapping: it carries comments
-(which secrets to set, where the baseline comes from) that a reader of the file needs. Every
-value put into it is quoted for YAML and for the shell, and secrets appear only as references
-to the platform's secrets (`${{ secrets.NAME }}`; GitLab passes CI/CD variables itself).
+This module plans it: what to install, run and gate, from the lab. Its text, and what a name
+from the lab may hold to be put into it, are ix.api.ci_text's.
 """
 
 import re
@@ -14,13 +12,11 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import jinja2
-import yaml
+from typing import Any
 
 from ix._version import __version__
 from ix.api.battery import plan_battery
+from ix.api.ci_text import Gate, Platform, check_name, check_text, read_back, render
 from ix.api.loading import resolve
 from ix.api.loading import validate as plan_experiments
 from ix.domain.errors import ConfigError
@@ -30,7 +26,6 @@ from ix.lab.resolve import find_lab, select_experiments
 from ix.runtimes.credentials import credentials
 from ix.store.tags import is_tag_name, read_tags
 
-Platform = Literal["github", "gitlab"]
 PLATFORMS: tuple[Platform, ...] = ("github", "gitlab")
 #: Where each platform reads its workflow, relative to the repository root.
 OUTPUTS: dict[Platform, str] = {"github": ".github/workflows/ix.yml", "gitlab": ".gitlab-ci.yml"}
@@ -38,11 +33,11 @@ OUTPUTS: dict[Platform, str] = {"github": ".github/workflows/ix.yml", "gitlab": 
 DEFAULT_SCHEDULE = "17 3 * * *"
 DEFAULT_BASELINE = "baseline-{experiment}"
 DEFAULT_PYTHON = "3.11"
-REPORTS_DIR = "ix-reports"
 #: The ix-lab extra each runtime kind needs (the others need none).
 EXTRAS = {"anthropic": "anthropic", "openai": "openai", "claude-code": "claude"}
 _SECRET_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-_WORKSPACE: dict[Platform, str] = {"github": "$GITHUB_WORKSPACE", "gitlab": "$CI_PROJECT_DIR"}
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508
+_VERSION = re.compile(r"[A-Za-z0-9.+!_-]+")
 
 # (name, low, high, names): the five fields of a cron expression, as GitHub and GitLab read it
 _CRON_FIELDS = (("minute", 0, 59, ()), ("hour", 0, 23, ()), ("day of month", 1, 31, ()),
@@ -88,17 +83,6 @@ def _cron_part_ok(part: str, low: int, high: int, names: Sequence[str]) -> bool:
     if len(ends) > 2 or any(value(e) is None for e in ends):
         return False
     return len(ends) == 1 or value(ends[0]) <= value(ends[1])  # type: ignore[operator]
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One experiment the workflow gates: its folder (relative to the repository root) and
-    the tag of its baseline run; `tagged`: the tag exists in the lab now."""
-
-    experiment: str
-    folder: str
-    tag: str
-    tagged: bool
 
 
 @dataclass(frozen=True)
@@ -171,13 +155,16 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
             chosen = select_experiments(lab_path, (), cwd=lab_path)
         plans = plan_experiments(lab_path, [str(p) for p in chosen])
     root = repository_root(lab_path) or cwd
-    lab_rel = _relative(lab_path, root, "--lab")
+    lab_rel = check_name(_relative(lab_path, root, "--lab"), "--lab", "the lab's path")
     folders = list(dict.fromkeys(p.loaded.path.resolve() for p in plans))
     gates = _gates(folders, root, lab_path, baseline)
     names = _secrets(plans, secrets)
+    if install is not None:
+        check_text(install, "--install")
     requirement = install or _requirement(plans, extras)
     if battery is not None:
-        where = _relative(battery.resolve(), root, "--battery")
+        where = check_name(_relative(battery.resolve(), root, "--battery"), "--battery",
+                           "the battery's path")
         command = f"ix batch {_q(where)} --lab {_q(lab_rel)}"
     else:
         command = " ".join(["ix run --lab", _q(lab_rel),
@@ -186,6 +173,8 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
     text = render(platform, command=command, install=install_line, schedule=schedule,
                   python=python, gates=gates, secrets=names, timeout_minutes=timeout_minutes,
                   lab=lab_rel)
+    read_back(platform, text, command=command, install=install_line, schedule=schedule,
+              python=python, gates=gates, secrets=names)
     path = None if out is not None and str(out) == "-" else (
         cwd / out if out is not None else root / OUTPUTS[platform])
     return Workflow(platform, path, text, root, lab_rel, command, install_line, schedule,
@@ -229,12 +218,14 @@ def _gates(folders: Sequence[Path], root: Path, lab: Path, baseline: str) -> tup
     tags = read_tags(lab)
     gates = []
     for folder in folders:
+        where = check_name(_relative(folder, root, "--lab"), "experiment",
+                           "the experiment folder")
         tag = baseline.replace("{experiment}", folder.name)
         if not is_tag_name(tag):
             raise ConfigError(f"{tag!r} is not a tag name: it must start with a letter and "
                               "hold only letters, digits, '.', '_' and '-'", field="--baseline")
         tagged = tag in tags and (lab / tags[tag].folder).resolve().is_relative_to(folder)
-        gates.append(Gate(folder.name, _relative(folder, root, "--lab"), tag, tagged))
+        gates.append(Gate(folder.name, where, tag, tagged))
     return tuple(gates)
 
 
@@ -262,6 +253,11 @@ def _requirement(plans: Sequence[Plan], extras: Sequence[str]) -> str:
     words = [f"ix-lab{'[' + ','.join(chosen) + ']' if chosen else ''}{pin}"]
     plugins = {(pl.distribution, pl.version) for p in plans for pl in p.plugins
                if pl.distribution and pl.distribution != "ix-lab"}
+    for dist, version in plugins:  # an installed package's metadata: checked like a name
+        if not (_DISTRIBUTION.fullmatch(dist) and _VERSION.fullmatch(version or "0")):
+            raise ConfigError(f"the plugin distribution {dist!r} {version!r} is not a "
+                              "distribution name and version pip reads; give what to "
+                              "install with --install", field="--install")
     words += [f"{d}=={v}" if v else d for d, v in sorted(plugins, key=lambda x: str(x))]
     return " ".join(_q(w) for w in words)
 
@@ -290,125 +286,3 @@ def _notes(plans: Sequence[Plan], gates: Sequence[Gate], secrets: Sequence[str],
         notes.append("GitLab reads no schedule from the file: add a pipeline schedule "
                      "(Build > Pipeline schedules) with the cron line")
     return tuple(notes)
-
-
-def _yaml(value: Any) -> str:
-    """`value` as a YAML scalar (quoted only where YAML needs it)."""
-    return yaml.safe_dump(value, default_flow_style=True, width=10**6,
-                          allow_unicode=True).removesuffix("\n...\n").strip()
-
-
-_ENV = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                          undefined=jinja2.StrictUndefined, autoescape=False)
-_ENV.filters["yaml"] = _yaml
-_ENV.filters["sh"] = shlex.quote
-
-
-def render(platform: Platform, **values: Any) -> str:
-    """The workflow text of `platform` from `values` (see `plan_workflow`)."""
-    values["version"] = __version__
-    values["reports"] = REPORTS_DIR
-    values["gate_lines"] = [
-        f"ix report --baseline {_q(g.tag)} --format html --out "
-        f"\"{_WORKSPACE[platform]}/{REPORTS_DIR}/{g.experiment}.html\"" for g in values["gates"]]
-    source = _GITHUB if platform == "github" else _GITLAB
-    return _ENV.from_string(source).render(**values)
-
-
-_HEADER = """\
-# Written by `ix ci init` (ix {{ version }}); docs/scheduling.md explains every part.
-# Runs `{{ command }}` on a schedule (cron {{ schedule }}, UTC), on {{ review }}
-# and by hand; fails when an experiment's metric credibly regressed against its baseline run
-# (`ix report --baseline TAG`: exit 1), and keeps the HTML reports as an artifact.
-# The baselines are tagged runs committed with the lab: `ix tag RUN TAG`, then commit
-# <lab>/tags.yaml and the run's folder (<experiment>/results/runs/RUN_ID).
-{% if secrets %}
-# Secrets it needs ({{ where }}): {{ secrets | join(', ') }}.
-{% endif %}
-"""
-
-_GITHUB = _HEADER.replace("{{ review }}", "pull requests").replace(
-    "{{ where }}", "Settings > Secrets and variables > Actions") + """\
-name: ix
-
-on:
-  schedule:
-    - cron: "{{ schedule }}"  # UTC
-  pull_request:
-  workflow_dispatch:
-
-permissions:
-  contents: read
-
-concurrency:
-  group: ix-${{ '{{' }} github.ref {{ '}}' }}
-  cancel-in-progress: true
-
-jobs:
-  ix:
-    runs-on: ubuntu-latest
-    timeout-minutes: {{ timeout_minutes }}
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with:
-          python-version: {{ python | yaml }}
-      - name: Install ix
-        id: install
-        run: {{ install | yaml }}
-      - name: Run the experiments
-{% if secrets %}
-        env:
-{% for name in secrets %}
-          {{ name }}: ${{ '{{' }} secrets.{{ name }} {{ '}}' }}
-{% endfor %}
-{% endif %}
-        run: |
-          mkdir -p {{ reports }}
-          {{ command }}
-{% for gate in gates %}
-      - name: {{ ('Gate ' ~ gate.experiment ~ ' against ' ~ gate.tag) | yaml }}
-        if: ${{ '{{' }} !cancelled() && steps.install.outcome == 'success' {{ '}}' }}
-        working-directory: {{ gate.folder | yaml }}
-        run: {{ gate_lines[loop.index0] | yaml }}
-{% endfor %}
-      - name: Upload the HTML reports
-        if: ${{ '{{' }} !cancelled() && steps.install.outcome == 'success' {{ '}}' }}
-        uses: actions/upload-artifact@v4
-        with:
-          name: ix-reports
-          path: {{ reports }}/
-          if-no-files-found: warn
-          retention-days: 30
-"""
-
-_GITLAB = _HEADER.replace("{{ review }}", "merge requests").replace(
-    "{{ where }}", "Settings > CI/CD > Variables, masked") + """\
-# GitLab reads no schedule from this file: add one under Build > Pipeline schedules
-# with the cron line {{ schedule }} (timezone UTC).
-ix:
-  image: {{ ('python:' ~ python) | yaml }}
-  rules:
-    - if: $CI_PIPELINE_SOURCE == "schedule"
-    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
-    - if: $CI_PIPELINE_SOURCE == "web"
-  interruptible: true
-  timeout: {{ timeout_minutes }}m
-  script:
-    - {{ install | yaml }}
-    - mkdir -p {{ reports }}
-    # every gate runs, then the job exits with the last failure's code (1: a regression)
-    - status=0
-    - {{ (command ~ ' || status=$?') | yaml }}
-{% for gate in gates %}
-    - {{ ('(cd ' ~ (gate.folder | sh) ~ ' && ' ~ gate_lines[loop.index0]
-           ~ ') || status=$?') | yaml }}
-{% endfor %}
-    - exit $status
-  artifacts:
-    name: ix-reports
-    when: always
-    expire_in: 30 days
-    paths:
-      - {{ reports }}/
-"""

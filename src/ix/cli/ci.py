@@ -68,8 +68,8 @@ def init(
     (`ix report --baseline`) and keeps the HTML reports as an artifact.
 
     Paths in it are relative to the root of the git checkout holding the lab. Exit codes: 0
-    written, 2 bad input (an invalid cron line, a lab that does not load, an existing file
-    without --force).
+    written, 2 bad input (an invalid cron line, a lab that does not load, a folder name a CI
+    shell or GitHub would read as code, an existing file without --force).
     """
     if github and gitlab:
         raise ConfigError("choose one platform: --github or --gitlab", field="--gitlab")

@@ -4,6 +4,7 @@ may hold a token) is never written to the lab nor printed."""
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,9 @@ from ix.cli.options import recorded_command
 from ix.domain.errors import ConfigError
 
 TOKEN = "T0K3N-s3cr3t-9f8e7d"
+#: What docs/running.md ("Notifications") promises: each attempt ends 10 s after it started,
+#: and all of a command's messages take 45 s at most.
+ATTEMPT_S, BOUND_S = 10, 45
 
 
 @dataclass
@@ -171,6 +175,68 @@ def test_a_bad_webhook_is_exit_2_before_anything_runs_and_never_echoed(lab):
     assert not (lab / "alpha" / "results").exists() and not (lab / "batteries").exists()
 
 
+@dataclass
+class Trickler:
+    """A webhook on 127.0.0.1 that reads each POST, then answers one byte every `gap`
+    seconds, never getting to the end of its headers."""
+
+    gap: float = 2.0
+    requests: int = 0
+    url: str = ""
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def trickler() -> Iterator[Trickler]:
+    state = Trickler()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            state.requests += 1
+            for byte in b"HTTP/1.1 200 OK\r\nx-slow: " + b"a" * 100_000:
+                if state.stop.wait(state.gap):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                except OSError:  # ix hung up
+                    return
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/{TOKEN}"
+    yield state
+    state.stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_trickling_webhook_cannot_keep_ix_run_past_the_documented_bound(lab, trickler):
+    """Issue 31, item 6: one byte every 2 s trips no per-read timeout; each attempt still
+    ends at 10 s and `ix run` exits at most 45 s after its results are on disk (on cdc87e6 it
+    waited for the webhook: minutes)."""
+    exp = mock_experiment(lab, "alpha", trials=2)
+    r = run_ix("run", "--lab", str(lab), "--notify", trickler.url, "--json",
+               timeout=BOUND_S + 30)
+    exited = time.time()
+    assert r.code == 0, r.output
+    summary = json.loads(r.stdout)
+    on_disk = max(p.stat().st_mtime for p in (exp / "results").rglob("*") if p.is_file())
+    assert exited - on_disk <= BOUND_S + 10  # the margin: a loaded machine's exit
+    lines = (exp / "results" / "trials.jsonl").read_text().splitlines()
+    assert summary["run_status"] == "completed"
+    assert len(lines) == sum(b["trials"] for b in summary["subjects"]) > 0
+    assert {json.loads(x)["run_id"] for x in lines} == {summary["run_id"]}
+    assert trickler.requests == 4  # one try and three retries, each cut at 10 s
+    assert (f"could not notify the --notify URL (no answer within {ATTEMPT_S} s, 4 "
+            "attempts); the results are kept") in r.stderr
+    assert TOKEN not in r.stdout + r.stderr
+
+
 # --------------------------------------------------------------------------- in process
 
 
@@ -207,3 +273,27 @@ def test_the_recorded_command_line_hides_the_notify_url():
     assert recorded_command(argv) == ["ix", "run", "--notify", "[REDACTED]",
                                       "--notify=[REDACTED]", "--notify-env", "HOOK",
                                       "--seed", "3"]
+
+
+@pytest.mark.timeout(60)
+def test_post_ends_each_attempt_and_the_whole_at_their_deadlines(trickler):
+    """A wall-clock limit, not a read timeout: bytes every 0.3 s would reset a 1.5 s read
+    timeout forever. And a deadline shared by several messages stops the retries."""
+    trickler.gap = 0.3
+    hook, warnings = Webhook(trickler.url, "the --notify URL"), []
+    started = time.monotonic()
+    assert not post(hook, {"text": "x"}, warn=warnings.append, timeout=1.5, delays=(0.1,))
+    assert time.monotonic() - started < 3.1 + 2  # two attempts of 1.5 s and a wait
+    assert trickler.requests == 2
+    assert warnings[-1] == ("could not notify the --notify URL (no answer within 1.5 s, "
+                            "2 attempts); the results are kept")
+    started = time.monotonic()
+    assert not post(hook, {"text": "x"}, warn=warnings.append, deadline=started + 1.0)
+    assert not post(hook, {"text": "x"}, warn=warnings.append, deadline=started + 1.0)
+    assert time.monotonic() - started < 1.0 + 2
+    assert trickler.requests == 3
+    assert warnings[-2:] == [
+        "could not notify the --notify URL (no answer within 1 s, 1 attempt; then the time "
+        "allowed for notifying ran out); the results are kept",
+        "could not notify the --notify URL (not sent: the time allowed for notifying ran "
+        "out); the results are kept"]

@@ -5,14 +5,21 @@ The webhook gets one JSON message per run (one per battery) whose `text` chat we
 (Slack-compatible) display, verdict first. It is retried with backoff; a failure is only a
 warning. The URL may hold a secret token, so it is never written anywhere and never printed:
 messages name it by where it came from ("the --notify URL", "the URL in $NAME").
+
+A webhook cannot keep ix waiting: each attempt ends `TIMEOUT_S` after it started whatever the
+other end does (httpx's timeouts are per read, and a server answering a byte every second
+never trips one), and all the messages of one command share `BUDGET_S`, tries and waits
+together.
 """
 
+import asyncio
 import json
 import math
 import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +42,11 @@ Warn = Callable[[str], None]
 #: `MAX_WAIT_S`).
 DELAYS_S = (0.5, 1.0, 2.0)
 MAX_WAIT_S = 30.0
+#: One attempt, from connecting to the answer's status and headers: a wall-clock limit.
 TIMEOUT_S = 10.0
+#: All the messages of one command (`ix run`'s one per run, `ix batch`'s one), tries and
+#: waits together: no attempt and no wait goes past it (4 tries of 10 s and the waits fit).
+BUDGET_S = 45.0
 #: Lines of metrics a message's `text` shows at most (the JSON keeps them all).
 TEXT_ROWS = 10
 
@@ -196,44 +207,92 @@ def _ci(ci: Any) -> list[float] | None:
 
 def post(hook: Webhook, message: Mapping[str, Any], *, warn: Warn,
          delays: Sequence[float] = DELAYS_S, timeout: float = TIMEOUT_S,
-         sleep: Callable[[float], None] = time.sleep) -> bool:
+         sleep: Callable[[float], None] = time.sleep, deadline: float | None = None) -> bool:
     """POST `message` as JSON; retried after each of `delays` on a connection error, a
-    timeout, 429 or 5xx (a `Retry-After` replaces the wait). False, with a warning through
-    `warn` that never shows the URL, when it did not get through."""
+    timeout, 429 or 5xx (a `Retry-After` replaces the wait). Each attempt ends `timeout`
+    seconds after it started, and nothing goes past `deadline` (`time.monotonic()`; default:
+    `BUDGET_S` from now). False, with a warning through `warn` that never shows the URL,
+    when it did not get through."""
     import httpx  # only when a webhook is given
 
+    deadline = time.monotonic() + BUDGET_S if deadline is None else deadline
     try:
         body = json.dumps(message, ensure_ascii=False, default=str, allow_nan=False).encode()
     except ValueError as exc:  # a NaN somewhere: no receiver could read the message
         warn(f"could not notify {hook.label}: the message is not JSON ({exc})")
         return False
     headers = {"content-type": "application/json", "user-agent": f"ix/{__version__}"}
-    attempts = len(delays) + 1
-    why = "no attempt made"
-    with httpx.Client(timeout=timeout, follow_redirects=False) as client:
-        for attempt in range(attempts):
-            wait: float | None = None
-            try:
-                response = client.post(hook.url, content=body, headers=headers)
-            except httpx.TransportError as exc:  # refused, reset, timed out, bad TLS
-                why = _redacted(f"{type(exc).__name__}: {exc}", hook.url)
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:  # asking again won't help
-                why = _redacted(f"{type(exc).__name__}: {exc}", hook.url)
-                attempts = attempt + 1
+    attempts, tried = len(delays) + 1, 0
+    why, late = "", False
+    for attempt in range(attempts):
+        limit = min(timeout, deadline - time.monotonic())
+        if limit <= 0:
+            late = True
+            break
+        tried += 1
+        wait: float | None = None
+        try:
+            status, retry_after = _attempt(hook.url, body, headers, limit)
+        except TimeoutError:
+            why = f"no answer within {round(limit, 1):g} s"
+        except httpx.TransportError as exc:  # refused, reset, bad TLS
+            why = _redacted(f"{type(exc).__name__}: {exc}", hook.url)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # asking again won't help
+            why = _redacted(f"{type(exc).__name__}: {exc}", hook.url)
+            break
+        else:
+            if 200 <= status < 300:
+                return True
+            why = f"HTTP {status}"
+            if status != 429 and status < 500:
+                break  # the receiver refuses it: asking again won't help
+            wait = retry_after_header(retry_after)
+        if attempt + 1 < attempts:
+            pause = min(MAX_WAIT_S, delays[attempt] if wait is None else wait)
+            if time.monotonic() + pause >= deadline:
+                late = True
                 break
-            else:
-                if 200 <= response.status_code < 300:
-                    return True
-                why = f"HTTP {response.status_code}"
-                if response.status_code != 429 and response.status_code < 500:
-                    attempts = attempt + 1  # the receiver refuses it: asking again won't help
-                    break
-                wait = retry_after_header(response.headers.get("retry-after"))
-            if attempt + 1 < attempts:
-                sleep(min(MAX_WAIT_S, delays[attempt] if wait is None else wait))
-    warn(f"could not notify {hook.label} ({why}, {attempts} attempt"
-         f"{'s' if attempts > 1 else ''}); the results are kept")
+            sleep(pause)
+    if tried == 0:
+        why = "not sent: the time allowed for notifying ran out"
+    else:
+        why += f", {tried} attempt{'s' if tried > 1 else ''}" + (
+            "; then the time allowed for notifying ran out" if late else "")
+    warn(f"could not notify {hook.label} ({why}); the results are kept")
     return False
+
+
+def _attempt(url: str, body: bytes, headers: Mapping[str, str],
+             limit: float) -> tuple[int, str | None]:
+    """One POST: the answer's status and `Retry-After` (its body is not read), or
+    `TimeoutError` `limit` seconds after it started, whatever the other end does: it runs
+    under asyncio's `wait_for`, which cancels it wherever it is. In a thread of its own, so
+    that it works under a caller's running event loop too, and so that the caller stops
+    waiting at `limit` even for what cannot be cancelled (a name lookup the resolver is
+    still making): the thread is a daemon, left to end on its own."""
+    import httpx
+
+    async def send() -> tuple[int, str | None]:
+        async with (httpx.AsyncClient(timeout=limit, follow_redirects=False) as client,
+                    client.stream("POST", url, content=body, headers=headers) as response):
+            return response.status_code, response.headers.get("retry-after")
+
+    outcome: list[tuple[int, str | None] | BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(asyncio.run(asyncio.wait_for(send(), limit)))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work, name="ix-notify", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if not outcome:
+        raise TimeoutError
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _redacted(text: str, url: str) -> str:
@@ -247,13 +306,14 @@ def _redacted(text: str, url: str) -> str:
 
 
 def notify_runs(hook: Webhook, results: Sequence[RunResult], *, warn: Warn) -> None:
-    """One message per run to `hook`."""
+    """One message per run to `hook`, all of them within `BUDGET_S`."""
+    deadline = time.monotonic() + BUDGET_S
     for r in results:
-        post(hook, run_message(r), warn=warn)
+        post(hook, run_message(r), warn=warn, deadline=deadline)
 
 
 def notify_battery(hook: Webhook, result: BatteryResult, *, warn: Warn) -> None:
-    """One message for the whole battery to `hook`."""
+    """One message for the whole battery to `hook`, within `BUDGET_S`."""
     post(hook, battery_message(result), warn=warn)
 
 

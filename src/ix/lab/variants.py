@@ -18,9 +18,13 @@ variables a variant was made from are kept in its `metadata` (`variant_of`, `var
 
 Rendered with jinja2's sandbox and a strict undefined: the body must use every variable
 and no other, and no two variants may read the same, so a typo is an error naming the
-file and `variants`, not a silent duplicate. Variants of one case are one prompt reworded:
-the statistics count them as cases, which is right for "how does the skill fare on these
-prompts" and optimistic for "on prompts in general" (docs/experiments.md).
+file and `variants`, not a silent duplicate. The sandbox is bounded (`ix.eval.sandbox`,
+`LIMITS`): a prompt, and any value its template makes, of at most a million characters,
+calls nested at most 50 deep, 2 s to render all the variants of a case; past one, the case
+is an error naming the file and `variants`, as is any other error of the template. Variants
+of one case are one prompt reworded: the statistics count them as cases, which is right for
+"how does the skill fare on these prompts" and optimistic for "on prompts in general"
+(docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -33,31 +37,33 @@ from typing import TYPE_CHECKING, Any
 
 from ix._lazy import lazy
 from ix.domain.errors import ConfigError
+from ix.eval import sandbox
 from ix.eval.models import EvalCase
 
 if TYPE_CHECKING:
     import jinja2
     from jinja2 import meta as jinja2_meta
-    from jinja2 import sandbox as jinja2_sandbox
 else:  # only cases with variants pay for jinja2
     jinja2 = lazy("jinja2")
     jinja2_meta = lazy("jinja2.meta")
-    jinja2_sandbox = lazy("jinja2.sandbox")
 
-__all__ = ["MAX_VARIANTS", "SEPARATOR", "expand_variants"]
+__all__ = ["LIMITS", "MAX_VARIANTS", "SEPARATOR", "expand_variants"]
 
 #: Between a case's id and its variant's number: `must-001~3`.
 SEPARATOR = "~"
 #: The most variants one case may expand into.
 MAX_VARIANTS = 1000
+#: How far a case's template may go: a prompt (and any value the template makes) of at most
+#: a million characters, calls nested 50 deep, 2 s to render every variant of the case.
+LIMITS = sandbox.Limits(size=1_000_000, depth=50, seconds=2.0)
 
 Variants = Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]
 
 
 @cache
 def _env() -> jinja2.Environment:
-    return jinja2_sandbox.ImmutableSandboxedEnvironment(
-        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    return sandbox.environment(LIMITS, immutable=True, undefined=jinja2.StrictUndefined,
+                               autoescape=False, keep_trailing_newline=False)
 
 
 def _combinations(variants: Variants, file: Path) -> list[dict[str, Any]]:
@@ -114,20 +120,31 @@ def expand_variants(case: EvalCase, variants: Variants, file: Path) -> list[Eval
                           field="variants")
     out: list[EvalCase] = []
     seen: dict[str, int] = {}
-    for i, combo in enumerate(combos, 1):
-        try:
-            prompt = template.render(**combo).strip()
-        except jinja2.TemplateError as exc:
-            raise ConfigError(f"variant {i} does not render: {exc}", file=file,
-                              field="variants") from None
-        if prompt in seen:
-            raise ConfigError(f"variants {seen[prompt]} and {i} give the same prompt",
-                              file=file, field="variants")
-        if not prompt:
-            raise ConfigError(f"variant {i} renders an empty prompt", file=file,
-                              field="variants")
-        seen[prompt] = i
-        out.append(case.model_copy(update={
-            "id": f"{case.id}{SEPARATOR}{i}", "prompt": prompt,
-            "metadata": {**case.metadata, "variant_of": case.id, "variant": combo}}))
+    with sandbox.budget(LIMITS.seconds):  # one deadline for all of the case's variants
+        for i, combo in enumerate(combos, 1):
+            prompt = _render(template, combo, i, file)
+            if prompt in seen:
+                raise ConfigError(f"variants {seen[prompt]} and {i} give the same prompt",
+                                  file=file, field="variants")
+            if not prompt:
+                raise ConfigError(f"variant {i} renders an empty prompt", file=file,
+                                  field="variants")
+            seen[prompt] = i
+            out.append(case.model_copy(update={
+                "id": f"{case.id}{SEPARATOR}{i}", "prompt": prompt,
+                "metadata": {**case.metadata, "variant_of": case.id, "variant": combo}}))
     return out
+
+
+def _render(template: jinja2.Template, combo: dict[str, Any], i: int, file: Path) -> str:
+    """Variant `i`'s prompt; whatever stops its template (an error of its own, or a limit of
+    `LIMITS`) is a `ConfigError` naming the file and `variants`, never a traceback."""
+    try:
+        return template.render(**combo).strip()
+    except jinja2.TemplateError as exc:
+        why = str(exc)
+    except (RecursionError, MemoryError) as exc:  # past what `LIMITS` foresaw
+        why = f"{type(exc).__name__} (the template goes too deep or asks too much)"
+    except Exception as exc:  # an operation on the values that fails: `{{ n / 0 }}`
+        why = f"{type(exc).__name__}: {exc}"
+    raise ConfigError(f"variant {i} does not render: {why}", file=file, field="variants")

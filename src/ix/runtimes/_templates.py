@@ -1,9 +1,12 @@
 """Templates in runtime options (`command`, `http`): `{{ prompt }}`, `{{ case.id }}`, ...
 
-Rendered with jinja2's `SandboxedEnvironment` (a template cannot reach Python internals) and
-a strict undefined: a variable that does not exist fails the trial with error kind
-`template_error`, never renders as an empty string. A template that does not parse is a
-configuration error, found when the run is planned.
+Rendered with jinja2's `SandboxedEnvironment` (a template cannot reach Python internals),
+bounded (`ix.eval.sandbox`, `LIMITS`), and a strict undefined: a variable that does not
+exist, or a template that goes past a limit (a value or an output of more than 64 million
+characters, calls nested more than 50 deep, more than 2 s to render), fails the trial with
+error kind `template_error`; it never renders as an empty string, nor stops the run. A
+template that does not parse (or nests too deep to compile) is a configuration error, found
+when the run is planned.
 
 Variables (DESIGN.md §2):
 
@@ -27,17 +30,21 @@ from pydantic import AfterValidator
 
 from ix._lazy import lazy
 from ix.domain.errors import TrialError
+from ix.eval import sandbox
 
 if TYPE_CHECKING:
     import jinja2
     from jinja2 import nodes as jinja2_nodes
-    from jinja2 import sandbox as jinja2_sandbox
     from jinja2 import utils as jinja2_utils
 else:  # imported on first use: only experiments with templates pay for jinja2
     jinja2 = lazy("jinja2")
     jinja2_nodes = lazy("jinja2.nodes")
-    jinja2_sandbox = lazy("jinja2.sandbox")
     jinja2_utils = lazy("jinja2.utils")
+
+#: How far one option's template may go when a trial renders it: a case file may hold 16 MiB
+#: and a `context:` prefix as much again, so a template may print both twice over; calls
+#: nested 50 deep; 2 s.
+LIMITS = sandbox.Limits(size=64_000_000, depth=50, seconds=2.0)
 
 
 class _Namespace(dict[str, Any]):
@@ -85,19 +92,20 @@ def _jinja() -> SimpleNamespace:
                     return f"{obj.label} has no key {name!r} (keys: {keys})"
             return str(super()._undefined_message)
 
-    env = jinja2_sandbox.SandboxedEnvironment(undefined=Undefined, autoescape=False,
-                               keep_trailing_newline=True)
+    env = sandbox.environment(LIMITS, undefined=Undefined, autoescape=False,
+                              keep_trailing_newline=True)
     return SimpleNamespace(env=env, Undefined=Undefined, TemplateError=jinja2.TemplateError,
                            TemplateSyntaxError=jinja2.TemplateSyntaxError)
 
 
 def check(source: str) -> None:
-    """Raise `ValueError` (for an options validator) when `source` does not parse."""
+    """Raise `ValueError` (for an options validator) when `source` does not parse, or
+    does not compile (nested too deep)."""
     if "{" not in source:
         return
     j = _jinja()
     try:
-        j.env.parse(source)
+        j.env.from_string(source)
     except j.TemplateSyntaxError as exc:
         raise ValueError(f"template error: {exc.message} (line {exc.lineno})") from None
 

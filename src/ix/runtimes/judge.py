@@ -88,7 +88,7 @@ def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, s
         raise ConfigError("the rubric's body (the judge's prompt) is empty", file=path,
                           field="body")
     try:
-        _templates._jinja().env.parse(body)
+        _templates._jinja().env.from_string(body)  # parsed and compiled: nested too deep too
     except jinja2.TemplateError as exc:
         raise ConfigError(f"invalid template: {exc}", file=path, field="body") from None
     return rubric, body

@@ -140,6 +140,9 @@ def hint(kind: str, example: str, runtime: Mapping[str, Any]) -> str | None:
         return "fix the template named in the message"
     if kind in ("bad_url", "invalid_header"):
         return "fix the http runtime's `url` / `headers`"
+    if kind == "plugin_error":
+        return ("the plugin named in the message stopped (`sys.exit()`) instead of raising an "
+                "exception — fix it, or report it to its distribution")
     if kind == "cache_miss":
         return "run once with `--cache` (mode use) to record the observations, then replay"
     if kind == "timeout":

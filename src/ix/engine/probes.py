@@ -174,9 +174,13 @@ def _plugin(kind: str, options: Mapping[str, Any], loaded: LoadedExperiment) -> 
         raise ConfigError(f"unknown probe {kind!r}: `{PARAPHRASE}` is built in; other kinds "
                           "come from plugins (ix plugins lists them)", file=loaded.config_file,
                           field="probe.kind")
-    probe = build(plugin, options, field="probe")
+    try:  # a plugin's error (a `SystemExit` too) names the experiment file
+        probe = build(plugin, options, field="probe")
+        made = probe.generate()
+    except ConfigError as exc:
+        raise exc.at(loaded.config_file) from None
     out = []
-    for i, item in enumerate(probe.generate()):
+    for i, item in enumerate(made):
         try:
             out.append(item if isinstance(item, EvalCase) else EvalCase.model_validate(
                 {**dict(item), "id": dict(item).get("id", f"{kind}-{i + 1:03d}")}))

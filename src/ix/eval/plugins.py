@@ -8,19 +8,29 @@ validating the options is the plugin's job. Whatever goes wrong on the way (the 
 call, an object without the method) is a `ConfigError` naming the distribution, its version and
 the entry point, with the exception's message: exit 2, one line, no traceback.
 
+Plugin code cannot stop ix either: a `SystemExit` (`sys.exit()` in it), a `GeneratorExit`, a
+`CancelledError` no cancellation asked for, or any other `BaseException` it raises is its error
+like any exception: at its import or its call, that `ConfigError`; in a runtime's `invoke` or
+a sensor's `sense`, the trial's error of kind `plugin_error` (recorded, the run goes on); in a
+probe's `generate`, a `ConfigError`. Only Ctrl-C (`KeyboardInterrupt`) and the cancellations
+ix itself makes (a trial's timeout, a second Ctrl-C) go through, as they always do: a run that
+a plugin stopped must not look like a run that succeeded.
+
 Why here: `ix.eval.sensors` looks its unknown kinds up in this module, and `ix.eval` is below
 `ix.runtimes` (which uses it too) in the layers of DESIGN.md §1; `ix.domain` stays pure, and
 reading the installed distributions' metadata is I/O. Lazy: nothing is scanned or imported
 until a kind ix does not know is asked for, or `ix plugins` lists them.
 """
 
+import asyncio
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as attribute
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ix.domain.errors import ConfigError, did_you_mean
+from ix.domain.errors import ConfigError, TrialError, did_you_mean
 from ix.domain.ports import Probe, Sensor
 from ix.domain.types import Interaction, Reading
 
@@ -99,17 +109,25 @@ def load(plugin: Plugin, *, field: str) -> Callable[..., Any]:
 
 def build(plugin: Plugin, options: Mapping[str, Any], *, field: str) -> Any:
     """Call the plugin's object with `options` as keyword arguments; the object it returns
-    must have the kind's method (`invoke`, `sense`, `generate`)."""
+    must have the kind's method (`invoke`, `sense`, `generate`). What is returned calls that
+    method so that the plugin cannot stop ix (see the module); every other attribute is the
+    plugin object's own."""
     factory = load(plugin, field=field)
     try:
         made = factory(**options)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise ConfigError(f"{plugin.describe()} rejected its options: {reason(exc)}",
                           field=field) from None
     method = METHODS[plugin.kind]
     if not callable(getattr(made, method, None)):
         raise ConfigError(f"{plugin.describe()} returned a {type(made).__name__}, which has no "
                           f"{method}() method", field=field)
+    if plugin.kind == "runtime":
+        return _Runtime(plugin, made)
+    if plugin.kind == "probe":
+        return _Probe(plugin, made, field)
     return made
 
 
@@ -136,7 +154,8 @@ def load_sensor(kind: str, options: Mapping[str, Any], *, field: str) -> Sensor 
     if plugin is None:
         return None
     sensor = build(plugin, options, field=f"{field}.kind")
-    return sensor if isinstance(getattr(sensor, "name", None), str) else _Named(kind, sensor)
+    name = getattr(sensor, "name", None)
+    return _Sensor(plugin, sensor, name if isinstance(name, str) else kind)
 
 
 def load_probe(kind: str, options: Mapping[str, Any] | None = None, *,
@@ -154,11 +173,15 @@ def load_probe(kind: str, options: Mapping[str, Any] | None = None, *,
 
 def reason(exc: BaseException) -> str:
     """An exception as one line: its class and message (a plugin's pydantic error is several
-    lines; a `ConfigError` of its own is its message)."""
+    lines; a `ConfigError` of its own is its message). One that is no `Exception` (a
+    `SystemExit`) says that a plugin must not raise it."""
     if isinstance(exc, ConfigError):
         return " ".join(exc.render().split())
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    said = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if not isinstance(exc, Exception):
+        said += " (a plugin must raise an exception, not stop ix)"
+    return said
 
 
 def refresh() -> None:
@@ -167,16 +190,107 @@ def refresh() -> None:
     _LOADED.clear()
 
 
-class _Named:
-    """A plugin sensor without a `name`: the kind's name, and its own `sense`."""
+def _its_own(exc: BaseException) -> bool:
+    """Whether a `BaseException` that is no `Exception` came from plugin code rather than
+    through it: Ctrl-C never does; a `CancelledError` does unless its task is being cancelled
+    (a timeout, a second Ctrl-C); a `GeneratorExit` does unless it was thrown in where the
+    plugin's coroutine was awaited (the coroutine closed from outside)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return False
+    if isinstance(exc, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no event loop: nothing can be cancelling it
+            return True
+        return task is None or not task.cancelling()
+    if isinstance(exc, GeneratorExit):
+        return exc.__traceback__ is None or exc.__traceback__.tb_next is not None
+    return True
 
-    def __init__(self, name: str, sensor: Any):
+
+class _Guarded:
+    """A plugin's object behind the method ix calls: what that method raises that is no
+    `Exception` but the plugin's own becomes an error naming the plugin (`_stopped`); every
+    other attribute is the object's own (`batcher`, `options`, `aclose`, ...)."""
+
+    def __init__(self, plugin: Plugin, inner: Any):
+        self._plugin = plugin
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_plugin", "_inner"):  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def _stopped(self, exc: BaseException, method: str) -> Exception:
+        return TrialError("plugin_error", f"{self._plugin.describe()}: {method}() raised "
+                                          f"{reason(exc)}")
+
+
+class _Runtime(_Guarded):
+    """A runtime plugin's object: a `SystemExit` from its `invoke` fails the trial."""
+
+    async def invoke(self, subject: Any, stimulus: Any, **kwargs: Any) -> Any:
+        try:
+            return await self._inner.invoke(subject, stimulus, **kwargs)
+        except Exception:
+            raise
+        except BaseException as exc:
+            if not _its_own(exc):
+                raise
+            raise self._stopped(exc, "invoke") from None
+
+
+class _Sensor(_Guarded):
+    """A sensor plugin's object, named (a plugin sensor without a `name` is named after its
+    kind): a `SystemExit` from its `sense` makes the trial an errored one."""
+
+    def __init__(self, plugin: Plugin, inner: Any, name: str):
+        super().__init__(plugin, inner)
         self.name = name
-        self._sensor = sensor
 
     def sense(self, interaction: Interaction) -> list[Reading]:
-        readings: list[Reading] = self._sensor.sense(interaction)  # a list, or an awaitable
+        try:
+            got = self._inner.sense(interaction)  # a list, or an awaitable
+        except Exception:
+            raise
+        except BaseException as exc:
+            if not _its_own(exc):
+                raise
+            raise self._stopped(exc, "sense") from None
+        if inspect.isawaitable(got):  # a sensor that waits on a model: await it guarded too
+            waiting: Any = self._awaited(got)
+            return cast(list[Reading], waiting)
+        return cast(list[Reading], got)
+
+    async def _awaited(self, got: Any) -> list[Reading]:
+        try:
+            readings: list[Reading] = await got
+        except Exception:
+            raise
+        except BaseException as exc:
+            if not _its_own(exc):
+                raise
+            raise self._stopped(exc, "sense") from None
         return readings
+
+
+class _Probe(_Guarded):
+    """A probe plugin's object: whatever its `generate` raises, while the cases are made
+    before a run, is a `ConfigError` naming the plugin."""
+
+    def __init__(self, plugin: Plugin, inner: Any, field: str):
+        super().__init__(plugin, inner)
+        self._field = field
+
+    def generate(self, *args: Any, **kwargs: Any) -> list[Any]:
+        try:
+            return list(self._inner.generate(*args, **kwargs))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise ConfigError(f"{self._plugin.describe()}: generate() raised {reason(exc)}",
+                              field=self._field) from None
 
 
 class _Unloadable(Exception):
@@ -188,7 +302,9 @@ def _import(plugin: Plugin) -> Callable[..., Any]:
         raise _Unloadable("it has no entry point")
     try:
         loaded = plugin.entry_point.load()
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _Unloadable(reason(exc)) from None
     if not callable(loaded):
         raise _Unloadable(f"it is a {type(loaded).__name__}, not something to call with the "

@@ -225,3 +225,57 @@ def test_a_cached_batch_run_replays_without_a_new_batch(lab):
         assert second.code == 0, second.stderr
         assert len(api.batches) == made
         assert len(lines_of(exp)) == 36
+
+
+def test_a_journal_line_that_is_no_journal_line_is_skipped_with_a_warning_naming_it(lab):
+    """`batches.jsonl` may come from elsewhere (a synced or cloned lab): a line that is not
+    an object, or lacks a key, or has one of the wrong type, is skipped with a warning naming
+    the file and the line; the resume goes on and submits nothing again."""
+    with FakeBatchServer("anthropic", router=router, process_after_s=0.1) as api:
+        exp = batch_lab(lab, api, "anthropic")
+        env = {KEY_ENV: FAKE_KEY}
+        first = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        assert first.code == 0, first.stderr
+        [journal] = (exp / "results/runs").glob("*/batches.jsonl")
+        kept = len(journal.read_text().splitlines())
+        bad = ['[1, 2]', '"a string"', '{"event": "submit"}', '{"event": "created", "token": 5, '
+               '"id": "msgbatch_x"}', '{"event": "cancel"}', '{"event": "submit", "token": "t", '
+               '"subject": "control", "at": "not a time", "custom_ids": ["x"]}',
+               '{"event": "created", "token": "t", "id": ["msgbatch_x"]}', '{"no": "event"}']
+        with journal.open("a", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in bad))
+        made = len(api.batches)
+        again = run_ix("run", "llm", "--lab", str(lab), "--resume", "--json", env=env)
+        assert again.code == 0, again.stderr
+        assert "Traceback" not in again.output
+        for number in range(kept + 1, kept + len(bad) + 1):
+            assert f"{journal}: line {number}: skipped line that is no batch journal line" \
+                in again.stderr, again.stderr
+        assert len(api.batches) == made and len(lines_of(exp)) == 18
+
+
+def test_a_symlinked_journal_is_refused_and_what_it_points_at_left_untouched(lab, tmp_path):
+    """A run folder whose `batches.jsonl` is a symlink (a lab from elsewhere) is refused
+    with exit 2 naming it before anything is written: ix never appends to the link's
+    target, nor submits a batch."""
+    with FakeBatchServer("anthropic", router=router, process_after_s=0.1,
+                         expired=lambda r: "orders.csv" in json.dumps(r.body)) as api:
+        exp = batch_lab(lab, api, "anthropic")
+        env = {KEY_ENV: FAKE_KEY}
+        first = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        assert first.code in (0, 1), first.stderr  # the expired requests failed their trials
+        [journal] = (exp / "results/runs").glob("*/batches.jsonl")
+        target = tmp_path / "notes.txt"
+        target.write_bytes(journal.read_bytes())
+        journal.unlink()
+        journal.symlink_to(target)
+        before = {p: p.read_bytes() for p in (target, journal.parent / "spec.yaml")}
+        api.expired = lambda r: False
+        made = len(api.batches)
+        again = run_ix("run", "llm", "--lab", str(lab), "--retry-failed", "--json", env=env)
+        assert again.code == 2, again.output
+        assert "Traceback" not in again.output
+        [line] = again.stderr.strip().splitlines()
+        assert str(journal) in line and "symbolic link" in line
+        assert {p: p.read_bytes() for p in before} == before
+        assert len(api.batches) == made

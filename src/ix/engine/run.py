@@ -302,7 +302,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         except BaseException:
             recorder.release()
             raise
-    batchers = _batchers(plan, directory, spec, recorder, on_batch)
+    batchers = _batchers(plan, directory, spec, recorder, on_batch, warn)
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
     load = LoadFeed(plan, plan.load) if plan.load is not None else None  # `load:`'s sender
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
@@ -384,9 +384,11 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
 
 
 def _batchers(plan: Plan, directory: Path, spec: RunSpec, recorder: RunRecorder,
-              on_batch: Callable[[dict[str, Any]], None] | None) -> list[Batcher]:
-    """The `batch: true` runtimes of the run, each given the run's batch journal; every
-    batch created is added to `spec.yaml` at once (`batches`)."""
+              on_batch: Callable[[dict[str, Any]], None] | None,
+              warn: Callable[[str], None] | None) -> list[Batcher]:
+    """The `batch: true` runtimes of the run, each given the run's batch journal (read and
+    appended never through a symlink; `warn` hears of the lines it skips); every batch
+    created is added to `spec.yaml` at once (`batches`)."""
     found = [b for sp in plan.subjects if (b := getattr(sp.runtime, "batcher", None))]
     if not found:
         return []
@@ -395,7 +397,8 @@ def _batchers(plan: Plan, directory: Path, spec: RunSpec, recorder: RunRecorder,
         spec.setdefault("batches", []).append(cast(SpecBatch, entry))
         recorder.write_spec({**spec, "status": "running"})
 
-    journal = BatchJournal.open(directory / "batches.jsonl", created)
+    journal = BatchJournal.open(RunDir(directory).batches, created, opener=open_regular,
+                                warn=warn)
     for batcher in found:
         batcher.attach(journal)
         if on_batch is not None:

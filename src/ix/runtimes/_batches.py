@@ -12,10 +12,17 @@ lists the ids. `ix run --resume` reads the journal back, so a trial whose reques
 a batch waits for that batch instead of being sent again; a batch created just before a crash
 (its id never written) is found again by `BatchProvider.find`. A retried trial (`--retry-failed`:
 a new attempt) has a new custom id, so it goes into a new batch.
+
+The journal may come from elsewhere (a lab cloned or synced), so it is read defensively: a
+line that is not a journal line (not JSON, not an object, a key missing or of the wrong type)
+is skipped with a warning naming the file and the line, never a traceback; and it is opened
+without following a symlink (the engine passes `ix.lab.paths.open_regular`, which refuses a
+FIFO or a device too), so ix never appends to the file a link points at.
 """
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -26,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ix.domain.errors import TrialError
+from ix.domain.errors import ConfigError, TrialError
 
 #: The provider bills batch requests at half the standard rate (input and output alike).
 BATCH_DISCOUNT = 0.5
@@ -95,6 +102,53 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+#: Opens a file as `os.open(path, flags, mode)` does, never through a symlink.
+Opener = Callable[[Path, int, int], int]
+
+
+def open_nofollow(path: Path, flags: int, mode: int = 0o666) -> int:
+    """`os.open` that refuses a symlink at `path` (`ConfigError`: exit 2, naming it); the
+    engine passes the richer `ix.lab.paths.open_regular` instead."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                       mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError("is a symbolic link; ix never reads or writes a batch journal "
+                              "through one (replace it with the file, or remove it)",
+                              file=path) from None
+        raise
+
+
+def _text(line: dict[str, Any], key: str) -> bool:
+    return isinstance(line.get(key), str)
+
+
+def _journal_line(line: Any) -> bool:
+    """Whether a decoded line is one `BatchJournal` wrote: an object with its event's keys,
+    each of the type the journal gives it."""
+    if not isinstance(line, dict):
+        return False
+    event = line.get("event")
+    if event == "submit":
+        ids = line.get("custom_ids")
+        if not (_text(line, "token") and _text(line, "subject") and _text(line, "at")
+                and isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+            return False
+        try:
+            datetime.fromisoformat(line["at"].replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        return True
+    if event == "created":
+        return _text(line, "token") and _text(line, "id")
+    if event == "failed":
+        return _text(line, "token")
+    if event == "cancel":
+        return _text(line, "id")
+    return False
+
+
 @dataclass
 class BatchJournal:
     """`batches.jsonl` of one run: what was submitted, so that nothing is submitted twice.
@@ -107,22 +161,45 @@ class BatchJournal:
     path: Path
     #: told of each batch created (the engine adds it to `spec.yaml`)
     on_created: Callable[[dict[str, Any]], None] = lambda _: None
+    #: how the journal is opened (read and appended): never through a symlink
+    opener: Opener = open_nofollow
     members: dict[str, list[str]] = field(default_factory=dict)     # batch id -> custom ids
     latest: dict[str, str] = field(default_factory=dict)            # custom id -> batch id
     cancelled: set[str] = field(default_factory=set)
     orphans: list[dict[str, Any]] = field(default_factory=list)     # submitted, no id known
 
     @classmethod
-    def open(cls, path: Path, on_created: Callable[[dict[str, Any]], None]) -> "BatchJournal":
-        journal = cls(path, on_created)
+    def open(cls, path: Path, on_created: Callable[[dict[str, Any]], None], *,
+             opener: Opener = open_nofollow,
+             warn: Callable[[str], None] | None = None) -> "BatchJournal":
+        """The journal at `path` as far as it was written. A symlink there is refused
+        (`opener`'s error); a line that is no journal line, or was cut by a crash (its batch
+        is found again: `find`), is skipped, and `warn` told which."""
+        journal = cls(path, on_created, opener=opener)
         submits: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            fd = opener(path, os.O_RDONLY, 0o666)
+        except FileNotFoundError:
+            fd = None
+        if fd is not None:
+            with os.fdopen(fd, "rb") as f:
+                raw_lines = list(f)
+            for number, raw in enumerate(raw_lines, start=1):
+                if not raw.strip():
+                    continue
                 try:
                     line = json.loads(raw)
-                except ValueError:
-                    continue  # a line cut by a crash: its batch is found again (`find`)
-                event = line.get("event")
+                except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep
+                    line = None
+                if not _journal_line(line):
+                    if warn is not None:
+                        torn = number == len(raw_lines) and not raw.endswith(b"\n")
+                        warn(f"{path}: line {number}: skipped " + (
+                            "torn last line (a run stopped mid-write)" if torn else
+                            "line that is no batch journal line (a JSON object with an "
+                            "event and its keys)"))
+                    continue
+                event = line["event"]
                 if event == "submit":
                     submits[line["token"]] = line
                 elif event == "created":
@@ -142,7 +219,8 @@ class BatchJournal:
             self.latest[cid] = batch_id
 
     def _append(self, line: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        fd = self.opener(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
             f.flush()
             os.fsync(f.fileno())

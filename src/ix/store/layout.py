@@ -76,6 +76,10 @@ class RunDir:
         return self.path / ANNOTATIONS_FILE
 
     @property
+    def batches(self) -> Path:
+        return self.path / BATCHES_FILE
+
+    @property
     def traces(self) -> Path:
         return self.path / TRACES_DIR
 

@@ -134,7 +134,7 @@ def check_results(results_dir: Path, run_id: str | None = None) -> None:
     if run_id is not None:
         run = place.run(run_id)
         entries += [(run.path, FOLDER), (run.spec, FILE), (run.lock, FILE),
-                    (run.summary, FILE), (run.traces, FOLDER)]
+                    (run.summary, FILE), (run.batches, FILE), (run.traces, FOLDER)]
     check_entries(entries)
 
 

@@ -223,6 +223,9 @@ class _Guarded:
         return getattr(self._inner, name)
 
     def _stopped(self, exc: BaseException, method: str) -> Exception:
+        """The trial error for what `method` raised. (Each method catches in a `try` of its
+        own frame, not through a context manager: `_its_own` reads the traceback's depth,
+        which a context manager's frame would change.)"""
         return TrialError("plugin_error", f"{self._plugin.describe()}: {method}() raised "
                                           f"{reason(exc)}")
 

@@ -1,6 +1,6 @@
-"""Calibration of what users read: every row of issue 15's table, before and after.
+"""Calibration of what users read: every row of issues 15's and 32's tables, before and after.
 
-    .venv/bin/python benchmarks/calibration.py [--quick] [--reps 1000] [--before 2ab7f4f]
+    .venv/bin/python benchmarks/calibration.py [--quick] [--reps 1000] [--before 623c023]
                                                [--only before|after|both] [--workers 2]
                                                [--json FILE] [--load FILE ...]
 
@@ -20,6 +20,12 @@ over 3 variants under a heterogeneous null; a `differ` goal at a true effect of 
 the trial-level rate under `trials: auto` (the stopping rule simulated with each version's own
 `majority_vote_probability`, its default `max_trials`); the inconclusive goal's suggested n
 (its printed probability of settling against simulation); `ix plan --mde 0.3 --p1 0.7`.
+
+Rows of later issues live in `benchmarks/calibration_*.py`, each a module with `ROWS` (row
+name -> `row(rng, cell, reps) -> dict of counters`), `tasks(reps, quick)` (its `(row, cell,
+chunk, replications)` tuples), `figures(res)` (label -> (printed figure, target holds?), from
+`res`: "row|cell" -> the chunks' counters summed by `combined`) and `TARGETS` (label prefix
+-> target). `--rows PREFIX` measures only the rows whose name starts with it (repeatable).
 
 `--reps` (default 1000) replications a cell where the issue asks for >= 1000; `--quick`
 is a smoke run (100). Rows that only read fields of the comparisons skip the parts of the
@@ -534,8 +540,31 @@ DIFFER = ("activation_rate", 20, 10, 0.7)
 GRID = [(n, k) for n in (10, 20, 50) for k in (3, 5, 10)]
 
 
-def tasks(reps: int, quick: bool) -> list[tuple]:
+def extensions() -> list:
+    """The `calibration_*.py` modules beside this file, by name (see the docstring)."""
+    import importlib
+
+    names = sorted(p.stem for p in Path(__file__).resolve().parent.glob("calibration_*.py"))
+    return [importlib.import_module(n) for n in names]
+
+
+def all_rows() -> dict:
+    rows = dict(ROWS)
+    for mod in extensions():
+        rows.update(mod.ROWS)
+    return rows
+
+
+def tasks(reps: int, quick: bool, only: list[str] | None = None) -> list[tuple]:
     """(row, cell, chunk, replications): seeds follow (row, cell, chunk), not the workers."""
+    out = [t for mod in extensions() for t in mod.tasks(reps, quick)]
+    if only:
+        return [t for t in base_tasks(reps, quick) + out
+                if any(t[0].startswith(prefix) for prefix in only)]
+    return base_tasks(reps, quick) + out
+
+
+def base_tasks(reps: int, quick: bool) -> list[tuple]:
     out = []
 
     def add(row, cell, total, chunk=CHUNK):
@@ -563,7 +592,7 @@ def work(task):
     rng = np.random.default_rng(key)
     t0 = time.perf_counter()
     try:
-        result = ROWS[row](rng, cell, reps)
+        result = all_rows()[row](rng, cell, reps)
     except Exception as exc:  # a version lacking what a row reads: n/a
         result = {"error": f"{type(exc).__name__}: {exc}"}
     return row, cell, chunk, result, time.perf_counter() - t0
@@ -600,7 +629,7 @@ def measure(args) -> None:
     import ix
 
     t0 = time.perf_counter()
-    todo = tasks(args.reps, args.quick)
+    todo = tasks(args.reps, args.quick, args.rows)
     results: dict[str, list] = {}
     seconds: dict[str, float] = {}
     with multiprocessing.get_context("fork").Pool(args.workers) as pool:
@@ -611,8 +640,10 @@ def measure(args) -> None:
             if (i + 1) % 25 == 0 or i + 1 == len(todo):
                 print(f"  {i + 1}/{len(todo)} tasks, {time.perf_counter() - t0:.0f} s",
                       file=sys.stderr, flush=True)
-    out = {"ix": str(Path(ix.__file__).parent), "results": results, "plan": plan_cli(),
-           "ten_of_ten": ten_of_ten(), "seconds": time.perf_counter() - t0, "reps": args.reps,
+    base = not args.rows
+    out = {"ix": str(Path(ix.__file__).parent), "results": results,
+           "plan": plan_cli() if base else None, "ten_of_ten": ten_of_ten() if base else None,
+           "seconds": time.perf_counter() - t0, "reps": args.reps,
            "row_seconds": {k: round(v, 1) for k, v in seconds.items()}}
     print(json.dumps(out))
 
@@ -663,6 +694,16 @@ def figures(data: dict | None) -> dict:
     if data is None:
         return {}
     res = {k: combined(v) for k, v in data["results"].items()}
+    out: dict[str, tuple[str, bool | None]] = {}
+    if data.get("ten_of_ten") is not None:
+        out.update(base_figures(data, res))
+    for mod in extensions():
+        if any(k.split("|", 1)[0] in mod.ROWS for k in res):
+            out.update(mod.figures(res))
+    return out
+
+
+def base_figures(data: dict, res: dict) -> dict:
     out: dict[str, tuple[str, bool | None]] = {}
 
     def rate(key, num, den="total"):
@@ -768,13 +809,16 @@ TARGETS = {
 
 
 def target_of(label: str) -> str:
-    return next((t for k, t in TARGETS.items() if label.startswith(k)), "")
+    targets = dict(TARGETS)
+    for mod in extensions():
+        targets.update(mod.TARGETS)
+    return next((t for k, t in targets.items() if label.startswith(k)), "")
 
 
 def report(before: dict | None, after: dict | None, rev: str) -> None:
     fb, fa = figures(before), figures(after)
     labels = list(fa or fb)
-    print(f"Calibration of issue 15's table, {LEVEL:.0%} nominal")
+    print(f"Calibration of what users read, {LEVEL:.0%} nominal")
     print(f"  before = {rev}, after = the working tree")
     for data, name in ((before, "before"), (after, "after")):
         if data is not None:
@@ -810,6 +854,7 @@ def export(rev: str, into: Path) -> Path:
 def run_version(src: Path, args, label: str) -> dict | None:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", "--reps",
            str(args.reps), "--workers", str(args.workers)] + (["--quick"] if args.quick else [])
+    cmd += [f"--rows={prefix}" for prefix in args.rows]
     env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
     env["PYTHONPATH"] = str(src)
     print(f"measuring {label} ({src}) ...", file=sys.stderr, flush=True)
@@ -825,13 +870,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=None,
                         help="replications a cell (default 1000; 100 with --quick)")
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
-    parser.add_argument("--before", default="2ab7f4f", help="the revision measured as before")
+    parser.add_argument("--before", default="623c023",
+                        help="the revision measured as before (623c023: before issue 32; "
+                             "2ab7f4f: before issue 15)")
     parser.add_argument("--only", choices=("before", "after", "both"), default="both")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument("--load", type=Path, action="append", default=[],
                         help="print the table from figures --json wrote (repeatable: "
                              "e.g. a before-only and an after-only run), measuring nothing")
+    parser.add_argument("--rows", action="append", default=[], metavar="PREFIX",
+                        help="measure only the rows whose name starts with PREFIX "
+                             "(repeatable; the base rows' names: " + ", ".join(ROWS) + ")")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reps is None:

@@ -97,7 +97,7 @@ def test_run_folder_records_the_exact_configuration(lab):
     run_dir = exp / "results" / "runs" / summary["run_id"]
     spec = yaml.safe_load((run_dir / "spec.yaml").read_text())
     assert spec["status"] == "completed" == summary["run_status"]
-    assert spec["seed"] == 7 and spec["trials"] == 3
+    assert spec["seed"] == 7 and spec["trials"] == 3 and spec["seeding"] == "common"
     assert spec["sources"]["trials"] == "--trials"
     assert spec["command"][:2] == ["ix", "run"] and "--seed" in spec["command"]
     assert spec["versions"]["ix"] and spec["versions"]["python"]
@@ -133,8 +133,8 @@ def test_trial_seed_is_derived_as_design_says(lab):
 
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=2)
     assert run_ix("run", "--lab", str(lab), "--seed", "5").code == 0
-    for rec in trials_of(exp):
-        text = f"5:{rec['subject']}:{rec['probe_id']}:{rec['trial']}".encode()
+    for rec in trials_of(exp):  # common to every subject: the subject is not in it
+        text = f"5:{rec['probe_id']}:{rec['trial']}".encode()
         expected = int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 1
         assert rec["seed"] == expected
 
@@ -300,7 +300,7 @@ def test_version_and_help():
         assert flag in rh.stdout
 
 
-def test_several_subjects_share_cases_and_seeds_are_per_subject(lab):
+def test_several_subjects_share_cases_and_common_seeds(lab):
     d = lab / "multi"
     write(d / "experiment.yaml", """
         name: multi
@@ -324,7 +324,9 @@ def test_several_subjects_share_cases_and_seeds_are_per_subject(lab):
     records = trials_of(d)
     assert len(records) == 2 * 2 * 4
     seeds = {(x["subject"], x["probe_id"], x["trial"]): x["seed"] for x in records}
-    assert seeds[("control", "must-001", 0)] != seeds[("variant", "must-001", 0)]
+    # common random numbers (DESIGN.md §2): the same case and trial draw alike in every subject
+    assert seeds[("control", "must-001", 0)] == seeds[("variant", "must-001", 0)]
+    assert seeds[("control", "must-001", 0)] != seeds[("control", "must-001", 1)]
     only = run_ix("run", "--lab", str(lab), "--subject", "variant", "--json")
     assert [s["name"] for s in json.loads(only.stdout)["subjects"]] == ["variant"]
 

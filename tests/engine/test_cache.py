@@ -345,4 +345,52 @@ def test_a_cached_run_reproduces_the_run_without_calling_the_subject(lab):
     assert cached_run("refresh") == first and counters[-1].calls == n
     sp = build_plan(load_experiment(d, lab)).subjects[0]
     assert plan_subject_key(sp) == subject_key(sp.runtime_spec, [], target_skill="target",
-                                               description=sp.subject.description)
+                                               description=sp.subject.description,
+                                               name=sp.subject.name)
+
+
+def test_under_common_seeds_the_key_tells_subjects_apart_by_name_alone(lab):
+    """Two subjects alike but for their names now share every trial seed (DESIGN.md §2):
+    each must replay its own answers, never the other's (a model samples each apart)."""
+    from ix.engine.plan import build_plan
+    from ix.engine.run import run_plan
+    from ix.lab.loader import load_experiment
+
+    d = lab / "twins"
+    twin = "{kind: mock, default_rate: 0.5}"
+    write(d / "experiment.yaml", "name: twins\ntrials: 3\nsensor: {kind: activation, skill: a}\n"
+          f"subjects:\n  - name: one\n    runtime: {twin}\n  - name: two\n    runtime: {twin}\n")
+    write(d / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nDo it.\n")
+    write(d / "cases" / "not-001.md", "---\nexpectation: should_not_trigger\n---\nDon't.\n")
+    cache = ObservationCache(lab)
+    calls = iter(range(10**6))
+
+    class Fresh:  # a new answer at every call, as a sampled model gives
+        async def invoke(self, subject: Any, stimulus: Any, *, seed: int = 0,
+                         attempt: int = 0) -> EvalObservation:
+            return EvalObservation(content=f"answer {next(calls)}")
+
+    def answers(mode: str) -> dict[tuple[str, str, int], str]:
+        plan = build_plan(load_experiment(d, lab))
+        assert plan.seeding == "common"
+        plan = dataclasses.replace(plan, subjects=tuple(
+            with_cache(dataclasses.replace(sp, runtime=Fresh()), cache, mode,
+                       seeding=plan.seeding) for sp in plan.subjects))  # type: ignore[arg-type]
+        trials = ExperimentDir.at(d).trials
+        before = len(trials.read_text().splitlines()) if trials.exists() else 0
+        assert run_plan(plan, command=["test"]).status == "completed"
+        return {(r["subject"], r["probe_id"], r["trial"]): r["observation"]["content"]
+                for r in map(json.loads, trials.read_text().splitlines()[before:])}
+
+    first = answers("use")
+    assert len(set(first.values())) == len(first) == 2 * 2 * 3  # every trial called once
+    lines = [json.loads(line) for line in ExperimentDir.at(d).trials.read_text().splitlines()]
+    seeds = {(r["probe_id"], r["trial"], r["seed"]) for r in lines}
+    assert len(seeds) == len(lines) // 2  # the twins drew the same seeds
+    assert cache.stats()["entries"] == len(first)
+    assert answers("replay") == first
+    sp = build_plan(load_experiment(d, lab)).subjects
+    assert plan_subject_key(sp[0]) != plan_subject_key(sp[1])
+    # per subject, the seeds differ and the key stays what it was before common seeds
+    assert plan_subject_key(sp[0], "per-subject") == plan_subject_key(sp[1], "per-subject") \
+        == subject_key(sp[0].runtime_spec, [], target_skill="a")

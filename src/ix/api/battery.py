@@ -26,7 +26,7 @@ from ix.api.executors import executing
 from ix.api.options import Observer, trial_listener
 from ix.domain.errors import ConfigError, RunBusy
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.resume import Continuation, check_continuable, find_continuation
+from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import Limits, RunResult, run_plan
 from ix.lab.files import write_json_atomic, write_text_atomic
 from ix.lab.loader import LoadedExperiment, load_experiment
@@ -347,8 +347,7 @@ def _resume_job(entry: Any, i: int, file: Path, spec: BatterySpec, lab: Path,
     plan = build_plan(loaded, Overrides.from_dict(cont.spec.get("overrides")))
     entry.update(run_id=cont.run_id)
     if cont.spec.get("status") != "completed":
-        check_continuable(plan, cont)
-        return _Job(entry, plan, continuation=cont)
+        return _Job(entry, continuing(plan, cont), continuation=cont)
     run = RunDir(results / "runs" / cont.run_id)
     summary_path = Path(entry["summary"]) if entry.get("summary") else run.summary
     if not summary_path.is_file():

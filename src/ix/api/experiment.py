@@ -90,7 +90,8 @@ class Experiment:
                  sensors: Sequence[Any] | None = None, trials: int | str = 5, seed: int = 0,
                  goal: Mapping[str, Any] | None = None, lab: str | Path | None = None, *,
                  description: str = "", skill: str | None = None,
-                 concurrency: int | None = None, timeout_s: float | None = None):
+                 concurrency: int | None = None, timeout_s: float | None = None,
+                 seeding: str | None = None):
         self.name = check_name(name, what="experiment name", field="name")
         declared = isinstance(probe, str | Mapping)  # `probe:` of experiment.yaml
         if cases is None and (probe is None or declared):
@@ -102,7 +103,7 @@ class Experiment:
         self.subjects, self.runtime, self.sensors = subjects, runtime, sensors
         self.trials, self.seed, self.goal, self.lab = trials, seed, goal, lab
         self.description, self.skill = description, skill
-        self.concurrency, self.timeout_s = concurrency, timeout_s
+        self.concurrency, self.timeout_s, self.seeding = concurrency, timeout_s, seeding
         self._live: dict[str, Any] = {}
 
     # --- the files ------------------------------------------------------------------------
@@ -166,7 +167,7 @@ class Experiment:
             data["sensors"] = sensors
         data["trials"] = self.trials
         data["seed"] = self.seed
-        for key in ("concurrency", "timeout_s"):
+        for key in ("seeding", "concurrency", "timeout_s"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if self.goal is not None:

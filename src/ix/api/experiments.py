@@ -21,7 +21,7 @@ from ix.engine.load import refuse_load_with
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.probes import with_probe
-from ix.engine.resume import Continuation, check_continuable, find_continuation
+from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
@@ -129,8 +129,8 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
             continue
         found = find_continuation(ExperimentDir.at(loaded.path).results, options.run_id,
                                   options.continue_mode, observer.on_warning)
-        plan = build_plan(loaded, Overrides.from_dict(found.spec.get("overrides")))
-        check_continuable(plan, found)
+        plan = continuing(build_plan(loaded, Overrides.from_dict(found.spec.get("overrides"))),
+                          found)
         jobs.append((plan, found))
     for plan, _ in jobs:  # `load:` times its requests here, on live subjects
         refuse_load_with(plan, cache=options.cache, executor=options.executor)
@@ -265,8 +265,9 @@ def _cached(plan: Plan, lab: Path, mode: str) -> Plan:
 
     store = ObservationCache(lab)
     checked = check_mode(mode)
-    return replace(plan, subjects=tuple(with_cache(sp, store, checked, plan.redactor)
-                                        for sp in plan.subjects))
+    return replace(plan, subjects=tuple(
+        with_cache(sp, store, checked, plan.redactor, seeding=plan.seeding)
+        for sp in plan.subjects))
 
 
 def dry_run(lab: str | Path | None = None, experiments: Sequence[str] = (),

@@ -168,7 +168,7 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     run_id = new_run_id(now)
     lines = [trial_line(r, run_id=run_id, experiment=name, started_at=iso(now),
                         seed=r["seed"] if r.get("seed") is not None
-                        else trial_seed(0, r["subject"], r["probe_id"], r["trial"]))
+                        else trial_seed(0, r["probe_id"], r["trial"]))
              for r in imported.records]
     tallies = {s: Tally(cases) for s in subjects}
     for r in latest_attempts(lines):

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ix.engine.plan import Plan, SubjectPlan, TrialKey, trial_seed
+from ix.engine.plan import Plan, SubjectPlan, TrialKey
 from ix.engine.resume import ERRORED, FAILED, MISSING, PASSED, Continuation
 from ix.eval.models import EvalCase
 from ix.matrix import Construct
@@ -138,7 +138,7 @@ class AdaptiveFeed:
                 attempt = run.state.attempt(name, case_id, trial) + 1
         state.pending += 1
         self._ready.append(TrialKey(state.sp, state.case, trial,
-                                    trial_seed(self.plan.seed, name, case_id, trial), attempt))
+                                    self.plan.trial_seed(name, case_id, trial), attempt))
 
     def _advance(self, state: _Case) -> None:
         """Once every trial of the case so far finished: walk the rule over them, in order,

@@ -1,7 +1,8 @@
 """Record/replay: a runtime wrapper that answers from the lab's observation cache (`--cache`).
 
 `CachingRuntime` sits between the engine and a subject's runtime. Each trial is looked up by
-(subject key, stimulus, trial seed, attempt) in the lab's `ObservationCache`:
+(subject key, stimulus, trial seed, attempt) in the lab's `ObservationCache`; the subject key
+holds the subject's name where trial seeds are common to all subjects (`subject_key`):
 
 - `use` (`--cache`): a hit is answered from the cache, the subject is not called; a miss calls
   the subject and records what came back;
@@ -31,7 +32,7 @@ from ix.domain.errors import ConfigError, TrialError
 from ix.domain.ports import ExperimentRuntime
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
-from ix.eval.models import EvalObservation
+from ix.eval.models import EvalObservation, Seeding
 from ix.store.cache import ObservationCache, entry_key
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ def check_mode(mode: str, field: str = "--cache") -> CacheMode:
 
 
 def subject_key(runtime_spec: Mapping[str, Any], skills: Sequence[Mapping[str, Any]], *,
-                target_skill: str | None = None, description: str = "") -> str:
+                target_skill: str | None = None, description: str = "",
+                name: str | None = None) -> str:
     """The hash of everything that shapes a subject's answers.
 
     The resolved runtime spec (kind, model, options), each skill's name, description and the
@@ -61,6 +63,11 @@ def subject_key(runtime_spec: Mapping[str, Any], skills: Sequence[Mapping[str, A
     `sha256`), the skill the runtime is told to target (the `mock` runtime names it in its
     tool call) and the subject's description (templates of `command`/`http` may use it).
     Files a skill ships beside SKILL.md (scripts, references) are not part of the key.
+
+    `name`, the subject's: given when trial seeds are common to every subject (DESIGN.md
+    §2), as two subjects alike in all the rest still answer apart (a model's own sampling, a
+    runtime that reads the name). Under `seeding: per-subject` the seed tells them apart,
+    and the key stays what it was before common seeds existed.
     """
     doc = {
         "runtime": dict(runtime_spec),
@@ -69,22 +76,26 @@ def subject_key(runtime_spec: Mapping[str, Any], skills: Sequence[Mapping[str, A
         "target_skill": target_skill,
         "description": description,
     }
+    if name is not None:
+        doc["name"] = name
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def plan_subject_key(sp: "SubjectPlan") -> str:
-    """`subject_key` of one subject of a plan."""
+def plan_subject_key(sp: "SubjectPlan", seeding: Seeding = "common") -> str:
+    """`subject_key` of one subject of a plan whose trial seeds follow `seeding`."""
     return subject_key(sp.runtime_spec, sp.subject.config.get("skills") or (),
-                       target_skill=sp.target_skill, description=sp.subject.description)
+                       target_skill=sp.target_skill, description=sp.subject.description,
+                       name=sp.subject.name if seeding == "common" else None)
 
 
 def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode,
-               redactor: Redactor | None = None) -> "SubjectPlan":
+               redactor: Redactor | None = None, *,
+               seeding: Seeding = "common") -> "SubjectPlan":
     """The same subject plan, its runtime answering from `cache` (what it records redacted
-    by `redactor`: the run's)."""
-    wrapped = CachingRuntime(sp.runtime, cache, plan_subject_key(sp), mode, redactor)
+    by `redactor`: the run's); `seeding`: the plan's, which decides the subject's key."""
+    wrapped = CachingRuntime(sp.runtime, cache, plan_subject_key(sp, seeding), mode, redactor)
     return dataclasses.replace(sp, runtime=wrapped)
 
 

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.engine.plan import Plan, SubjectPlan, TrialKey, trial_seed
+from ix.engine.plan import Plan, SubjectPlan, TrialKey
 from ix.engine.schedule import LoadPlan
 from ix.eval.load_summary import LoadTally, Objective, load_block, objectives
 from ix.eval.schemas import LoadOut
@@ -45,7 +45,7 @@ def refuse_load_with(plan: Plan, *, cache: str | None, executor: str) -> None:
 
 def _key(plan: Plan, sp: SubjectPlan, load: LoadPlan, i: int) -> TrialKey:
     case = plan.cases[load.picks[i]]
-    return TrialKey(sp, case, i, trial_seed(plan.seed, sp.subject.name, case.id, i))
+    return TrialKey(sp, case, i, plan.trial_seed(sp.subject.name, case.id, i))
 
 
 class _Subject:

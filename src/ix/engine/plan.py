@@ -18,7 +18,7 @@ from ix.domain.types import Subject
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
-from ix.eval.models import EvalCase, Turn
+from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.plugins import Plugin, in_use
 from ix.eval.sensors import build_sensor, target_skill
 from ix.lab.context import KEY as CONTEXT_KEY
@@ -30,8 +30,19 @@ from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_
 from ix.runtimes.judge import build_judge
 
 
-def trial_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
-    """DESIGN.md §2: derived from the experiment, never random; fits in a signed 64-bit int."""
+def trial_seed(seed: int, case_id: str, trial: int) -> int:
+    """DESIGN.md §2: derived from the experiment, never random; fits in a signed 64-bit int.
+
+    Common to every subject (common random numbers): a comparison of two subjects sees only
+    what differs between them. A runtime that needs a stream of its own per subject derives
+    it from this seed (`ix.runtimes._seeding.own_stream`)."""
+    digest = hashlib.sha256(f"{seed}:{case_id}:{trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def per_subject_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
+    """The trial seed of runs made before common random numbers (`seeding: per-subject`):
+    the subject's name hashed in, so each subject drew independently."""
     digest = hashlib.sha256(f"{seed}:{subject}:{case_id}:{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
@@ -106,6 +117,15 @@ class Plan:
     plugins: tuple[Plugin, ...] = ()
     #: `load:`: the requests' schedule; the trials are its requests (`ix.engine.load`)
     load: LoadPlan | None = None
+    #: how trial seeds are derived: `common` (every subject alike) or `per-subject` (runs
+    #: made before common random numbers, continued or reproduced); spec.yaml records it
+    seeding: Seeding = "common"
+
+    def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
+        """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
+        if self.seeding == "per-subject":
+            return per_subject_seed(self.seed, subject, case_id, trial)
+        return trial_seed(self.seed, case_id, trial)
 
     @property
     def total(self) -> int:
@@ -128,21 +148,21 @@ class Plan:
                 for trial, pick in enumerate(self.load.picks):
                     case = self.cases[pick]
                     yield TrialKey(sp, case, trial,
-                                   trial_seed(self.seed, sp.subject.name, case.id, trial))
+                                   self.trial_seed(sp.subject.name, case.id, trial))
             return
         for case in self.cases:
             if only is None:
                 for trial in range(self.trials):
                     for sp in self.subjects:
                         yield TrialKey(sp, case, trial,
-                                       trial_seed(self.seed, sp.subject.name, case.id, trial))
+                                       self.trial_seed(sp.subject.name, case.id, trial))
                 continue
             chosen = sorted((trial, i) for i, sp in enumerate(self.subjects)
                             for trial in only(sp.subject.name, case.id))
             for trial, i in chosen:
                 sp = self.subjects[i]
                 yield TrialKey(sp, case, trial,
-                               trial_seed(self.seed, sp.subject.name, case.id, trial))
+                               self.trial_seed(sp.subject.name, case.id, trial))
 
 
 def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> Plan:
@@ -227,7 +247,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
                 overrides=overrides, redactor=run_redactor(plans, loaded.lab),
-                plugins=_plugins(plans, loaded), load=load)
+                plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding)
 
 
 #: The runtime kinds `load:` drives: requests to a service or a program, timed by ix.

@@ -21,14 +21,14 @@ from typing import Any, Literal
 
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan
-from ix.eval.models import EvalCase
+from ix.eval.models import SEEDINGS, EvalCase, Seeding
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import experiment_run, latest_run, read_spec, run_folders
 from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
 
 __all__ = ["ERRORED", "FAILED", "MISSING", "PASSED", "Continuation", "Mode", "RunState",
-           "cases_digest", "check_continuable", "current", "find_continuation", "per_case",
-           "read_state"]
+           "cases_digest", "check_continuable", "continuing", "current", "find_continuation",
+           "per_case", "read_state", "recorded_seeding"]
 
 Mode = Literal["resume", "retry_failed"]
 
@@ -131,6 +131,25 @@ def check_continuable(plan: Plan, cont: Continuation) -> None:
         raise ConfigError(f"the subjects changed since run {cont.run_id} started "
                           f"({', '.join(names_then)} then, {', '.join(names_now)} now)",
                           field=flag)
+
+
+def recorded_seeding(spec: Mapping[str, Any], run_id: str = "") -> Seeding:
+    """How a run's trial seeds were derived: its spec's `seeding`; a run made before spec.yaml
+    recorded it drew `per-subject` (DESIGN.md §2), and continues so."""
+    value = spec.get("seeding", "per-subject")
+    if value not in SEEDINGS:
+        raise ConfigError(f"run {run_id or spec.get('run_id')} records seeding {value!r}, "
+                          f"which this ix does not know (it knows {', '.join(SEEDINGS)})",
+                          field="seeding")
+    return value  # type: ignore[no-any-return]
+
+
+def continuing(plan: Plan, cont: Continuation) -> Plan:
+    """`plan`, checked to continue the run `cont` found (`check_continuable`) and set to
+    derive its trial seeds as that run did: its remaining trials draw what they would have
+    drawn had it never stopped, whatever the experiment says now."""
+    check_continuable(plan, cont)
+    return replace(plan, seeding=recorded_seeding(cont.spec, cont.run_id))
 
 
 def current(continuation: Continuation, directory: Path, results: Path) -> Continuation:

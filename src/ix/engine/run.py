@@ -51,7 +51,15 @@ from ix.engine.pipeline import (
 from ix.engine.plan import Plan, TrialKey
 from ix.engine.probes import GENERATED_BY
 from ix.engine.recorded_sensors import recorded_sensors
-from ix.engine.resume import ERRORED, FAILED, PASSED, Continuation, cases_digest, current
+from ix.engine.resume import (
+    ERRORED,
+    FAILED,
+    PASSED,
+    Continuation,
+    cases_digest,
+    current,
+    recorded_seeding,
+)
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
 from ix.eval.run_summary import summarise_tallies
@@ -272,6 +280,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     else:
         run_id = continuation.run_id
         directory = place.run(run_id).path
+        _same_seeding(plan, continuation)
         try:
             recorder = RunRecorder.reopen(place.results, run_id)
         except OSError as exc:
@@ -609,6 +618,17 @@ def _same_rule(plan: Plan, continuation: Continuation) -> None:
                           field=f"--{continuation.mode.replace('_', '-')}")
 
 
+def _same_seeding(plan: Plan, continuation: Continuation) -> None:
+    """A continued run derives its trial seeds as it did (`ix.engine.resume.continuing` sets
+    the plan so): else its remaining trials would draw other numbers than it planned."""
+    then = recorded_seeding(continuation.spec, continuation.run_id)
+    if plan.seeding != then:
+        raise ConfigError(f"run {continuation.run_id} derived its trial seeds {then}, the plan "
+                          f"to continue it {plan.seeding}; build it with "
+                          "`ix.engine.resume.continuing`",
+                          field=f"--{continuation.mode.replace('_', '-')}")
+
+
 def _parse_time(text: Any) -> datetime | None:
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
@@ -919,6 +939,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
         "started_at": iso(started),
         "finished_at": None,
         "seed": plan.seed,
+        "seeding": plan.seeding,
         "trials": plan.trials,
         "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials} if plan.adaptive
                         else {"mode": "fixed"}),

@@ -16,6 +16,10 @@ Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 EXPECTATIONS: tuple[str, ...] = ("must_trigger", "should_not_trigger", "acceptable")
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+#: How trial seeds are derived (DESIGN.md §2): `common` to every subject (common random
+#: numbers), or `per-subject`, the rule of runs made before it, to reproduce them.
+Seeding = Literal["common", "per-subject"]
+SEEDINGS: tuple[str, ...] = ("common", "per-subject")
 
 _frozen = ConfigDict(frozen=True)
 
@@ -116,6 +120,7 @@ class Experiment(BaseModel):
     sensor_options: dict[str, Any] = Field(default_factory=dict)
     runtime: dict[str, Any] = Field(default_factory=lambda: {"kind": "claude-code"})
     seed: int = 0
+    seeding: Seeding = "common"
     concurrency: int | None = None
     timeout_s: float = 120.0
     goal: dict[str, Any] | None = None
@@ -142,9 +147,10 @@ class ExperimentResults(BaseModel):
 
     experiment_name: str
     probe_results: tuple[ProbeResult, ...] = ()
-    precision: float = 0.0
-    recall: float = 0.0
-    f1: float = 0.0
+    #: None when undefined (an empty denominator: `ix.eval.scoring.compute_metrics`)
+    precision: float | None = 0.0
+    recall: float | None = 0.0
+    f1: float | None = 0.0
     tp: int = 0
     fp: int = 0
     fn: int = 0

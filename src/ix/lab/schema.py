@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from ix.domain.errors import ConfigError
-from ix.eval.models import Difficulty, Expectation
+from ix.eval.models import Difficulty, Expectation, Seeding
 from ix.eval.validation import from_validation_error
 from ix.lab.names import name_problem, normalise
 
@@ -219,6 +219,9 @@ class ExperimentSpec(_Strict):
     cases: CasesSpec = Field(default_factory=CasesSpec)
     runtime: KindSpec | None = None
     seed: int = 0
+    #: how trial seeds are derived: `common` to every subject, or `per-subject` (the rule of
+    #: runs made before common random numbers, to reproduce one; DESIGN.md §2)
+    seeding: Seeding = "common"
     concurrency: Annotated[int, Field(ge=1)] | None = None
     timeout_s: Annotated[float, Field(gt=0)] | None = None
     goal: GoalSpec | None = None

@@ -31,6 +31,7 @@ from ix.runtimes._batch_apis import AnthropicBatches, OpenAIBatches
 from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import anthropic_history_tools, anthropic_messages, history_of
 from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
+from ix.runtimes._seeding import own_stream
 from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
 from ix.runtimes._transport import (
     RateLimiter,
@@ -290,7 +291,7 @@ class AnthropicRuntime:
         client = await self.client.get(key)
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
-            body, opts, seed=seed, attempt=attempt,
+            body, opts, seed=own_stream(seed, subject.name), attempt=attempt,
             key=key if opts.api_key_env is not None else None)
         return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
                                 trace=trace)

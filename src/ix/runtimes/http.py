@@ -25,6 +25,7 @@ from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation
 from ix.runtimes import _templates
+from ix.runtimes._seeding import own_stream
 from ix.runtimes._templates import TemplateStr
 from ix.runtimes._transport import (
     SECRET_NAME,
@@ -182,8 +183,10 @@ class HttpRuntime:
 
         secrets = [*(headers.get(k) for k in self._secret_headers),
                    *(os.environ.get(n) for n in self._secret_env)]
-        observation = await with_retries(once, opts, seed=seed, attempt=attempt,
-                                         secrets=secrets)
+        # the retries' jitter: a stream of the subject's own, so that two subjects' retries
+        # of one trial do not come back at the same moment
+        observation = await with_retries(once, opts, seed=own_stream(seed, subject.name),
+                                         attempt=attempt, secrets=secrets)
         if tries > 1:
             observation = observation.model_copy(
                 update={"meta": {**(observation.meta or {}), "retries": tries - 1}})

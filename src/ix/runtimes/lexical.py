@@ -4,6 +4,8 @@ Each trial scores the prompt against each skill the subject has (its name, hyphe
 words, plus its description) with Okapi BM25, then samples one choice among the skills and a
 "no skill" option whose score is `threshold`, with probability proportional to
 exp(score / temperature), drawn from the trial seed. `temperature: 0` is a deterministic argmax.
+Each choice draws from the trial seed and its own name (`LexicalRuntime._sample`), so under
+common trial seeds (DESIGN.md §2) adding a skill can only take trials away from the others.
 
 With a history before the prompt (a case's `history`, a `context:` prefix), a skill's score
 is the word-weighted average of its scores for each of the user's messages, the prompt
@@ -36,7 +38,7 @@ from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
 from ix.runtimes._conversation import history_of
-from ix.runtimes._seeding import trial_rng
+from ix.runtimes._seeding import name_index, uniform
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 #: The key of the "answer directly, call no skill" option in `scores` and `probabilities`.
@@ -55,7 +57,12 @@ class LexicalOptions(BaseModel):
 
 # --- text -----------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9]+")
+# A word, with what an apostrophe joins to it ("don't", "skill's", "o'clock") kept whole
+_WORD = re.compile(r"[a-z0-9]+(?:['\u2019\u02bc][a-z0-9]+)*")
+_APOSTROPHE = re.compile(r"['\u2019\u02bc]")
+#: What follows the apostrophe of a contraction ("n't", "'ll", "'re", "'ve", "'d", "'m"): the
+#: whole word goes, as its stem is a function word ("do", "is", "we", "I").
+_CONTRACTED = frozenset({"t", "ll", "re", "ve", "d", "m"})
 _STOP_WORDS = """
     a about after all also am an and any are as at be been before being but by can could did do
     does doing done for from get got had has have having he her here him his how i if in into is
@@ -64,7 +71,13 @@ _STOP_WORDS = """
     under until up very was we were what when where which while who whom why will with would you
     your
 """
-_STOP = frozenset(_STOP_WORDS.split())
+#: The pieces of contractions, should a text split them some other way ("don`t", "isn t"):
+#: never evidence of what a prompt is about.
+_CONTRACTION_PIECES = """
+    don doesn didn isn aren wasn weren hasn haven hadn wouldn shouldn couldn mustn needn mightn
+    shan ain t s ll re ve d m
+"""
+_STOP = frozenset(_STOP_WORDS.split()) | frozenset(_CONTRACTION_PIECES.split())
 _DOUBLE_OK = frozenset("lsz")  # "miss", "fill", "buzz" keep their double letter
 
 
@@ -94,8 +107,18 @@ def stem(word: str) -> str:
 
 @lru_cache(maxsize=4096)
 def words(text: str) -> list[str]:
-    """Lowercase `[a-z0-9]+` words, stop words dropped, as written (`tokenize` stems them)."""
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+    """Lowercase `[a-z0-9]+` words, stop words dropped, as written (`tokenize` stems them).
+
+    A contraction is no word ("don't", "we'll", "I'm": dropped whole), a possessive's "'s"
+    goes ("the skill's" reads "skill"), any other apostrophe separates words ("o'clock");
+    contraction pieces are stop words too, so a split contraction never counts either."""
+    out = []
+    for token in _WORD.findall(text.lower()):
+        pieces = _APOSTROPHE.split(token)
+        if len(pieces) == 2 and pieces[1] in _CONTRACTED:
+            continue
+        out += [w for w in pieces if w not in _STOP]
+    return out
 
 
 def tokenize(text: str) -> tuple[str, ...]:
@@ -293,7 +316,7 @@ class LexicalRuntime:
         if self.options.temperature == 0:
             choice = self._argmax(scores)
         else:
-            choice = self._sample(scores, trial_rng(seed, attempt).random())
+            choice = self._sample(scores, seed, attempt)
         if choice == NO_SKILL:
             return EvalObservation(content="Answered directly.")
         return EvalObservation(
@@ -331,15 +354,20 @@ class LexicalRuntime:
                 best = name
         return best
 
-    def _sample(self, scores: Mapping[str, float], u: float) -> str:
-        names = list(scores)
-        cumulative = 0.0
-        for name, p in zip(names, _softmax(list(scores.values()), self.options.temperature),
-                           strict=True):
-            cumulative += p
-            if u < cumulative:
-                return name
-        return names[-1]
+    def _sample(self, scores: Mapping[str, float], seed: int, attempt: int) -> str:
+        """One choice, with probability proportional to exp(score / temperature): an
+        exponential race in which each choice draws its own time from the trial seed and its
+        name (E / weight; the first to arrive wins). A choice's draw does not depend on which
+        others exist, so under common trial seeds a subject with more skills can only lose
+        trials to them, case by case: the one whose choice wins among many wins among fewer."""
+        temperature = self.options.temperature
+        best, best_key = NO_SKILL, -math.inf
+        for name, score in scores.items():
+            arrival = -math.log1p(-uniform(seed, attempt, name_index(name)))
+            key = score / temperature - math.log(arrival) if arrival > 0 else math.inf
+            if key > best_key:
+                best, best_key = name, key
+        return best
 
 
 def _name_and_description(entry: Any) -> tuple[str, str]:

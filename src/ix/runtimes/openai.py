@@ -29,7 +29,7 @@ from ix.runtimes._batch_apis import OpenAIBatches
 from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import history_of, openai_history_tools, openai_messages
 from ix.runtimes._prices import OPENAI, PriceOption, find_price, openai_cost
-from ix.runtimes._seeding import uniform
+from ix.runtimes._seeding import own_stream, uniform
 from ix.runtimes._skills import openai_skill_tool, skill_listing, subject_skills
 from ix.runtimes._transport import (
     RateLimiter,
@@ -146,8 +146,9 @@ class OpenAIRuntime:
         client = await self.client.get(key)
         data, headers, elapsed_ms, retries, trace = await exchange(
             lambda: self._send(client, body),
-            f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts, seed=seed,
-            attempt=attempt, key=key if opts.api_key_env is not None else None)
+            f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts,
+            seed=own_stream(seed, subject.name), attempt=attempt,
+            key=key if opts.api_key_env is not None else None)
         return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
                                 trace=trace)
 

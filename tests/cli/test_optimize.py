@@ -14,9 +14,9 @@ import pytest
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, text_reply
 from pydantic import TypeAdapter
 
-from conftest import _ix_argv, _ix_env, run_ix, tree_digest, write
+from conftest import EXAMPLE_LAB, _ix_argv, _ix_env, run_ix, tree_digest, write
 from ix.api.schemas import OptimizeSession
-from optimize_lab import make_lab
+from optimize_lab import example_seed, make_lab
 
 
 def _session(experiment: Path) -> tuple[Path, dict]:
@@ -36,11 +36,14 @@ def _prompts(experiment: Path, ids: list[str]) -> list[str]:
 def test_offline_example_improves_train_f1_and_judges_on_holdout(example_lab: Path) -> None:
     skill = example_lab / "skills" / "csv-summary" / "SKILL.md"
     before = skill.read_bytes()
-    r = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--json")
+    seed = example_seed(EXAMPLE_LAB)   # a split at which the proposer has words to add
+    r = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--seed", str(seed),
+               "--json")
     assert r.code == 0, r.output
     state = json.loads(r.stdout)
     TypeAdapter(OptimizeSession).validate_python(state)  # `ix schema optimize`
     assert state["status"] == "completed" and state["proposer"]["name"] == "keywords"
+    assert "word router" in state["proposer"]["note"]
     train, holdout = state["split"]["train"], state["split"]["holdout"]
     assert train and holdout and not set(train) & set(holdout)
     best = next(c for rd in state["rounds"] for c in rd["candidates"]
@@ -50,9 +53,13 @@ def test_offline_example_improves_train_f1_and_judges_on_holdout(example_lab: Pa
     assert lo <= best["train"]["f1"] <= hi
     verdict = state["holdout"]
     assert verdict["verdict"] in ("recommended", "not recommended")
-    assert (verdict["verdict"] == "recommended") == (
-        verdict["prob_better"] >= state["settings"]["credibility"])
     (row,) = verdict["subjects"]
+    assert (verdict["verdict"] == "recommended") == (row["failed"] == [])
+    if verdict["verdict"] == "recommended":
+        assert verdict["prob_better"] >= state["settings"]["credibility"]
+        assert row["p_value"] <= 1 - state["settings"]["credibility"]
+    else:
+        assert all(f in verdict["why"] for f in row["failed"])
     assert row["difference_ci"][0] <= row["difference"] <= row["difference_ci"][1]
     assert sum(row["pairs"]["must"]) + sum(row["pairs"]["not"]) == len(holdout)
     assert skill.read_bytes() == before  # no --apply: the skill is untouched
@@ -231,6 +238,9 @@ def test_sigkill_mid_session_then_the_same_command_continues_it(lab: Path) -> No
     (["--proposer", "nonesuch"], "--proposer"),
     (["--skill", "nonesuch"], "--skill"),
     (["--credibility", "0.2"], "--credibility"),
+    (["--tolerance", "1.5"], "--tolerance"),
+    (["--tolerance", "-0.1"], "--tolerance"),
+    (["--min-changed", "0"], "--min-changed"),
 ])
 def test_bad_input_is_named_and_writes_nothing(example_lab: Path, args: list[str],
                                                field: str) -> None:

@@ -36,6 +36,9 @@ def test_each_variant_is_compared_with_the_control_on_every_metric(lab):
     assert set(worse["metrics"]) == {"activation_rate", "recall", "precision", "f1",
                                      "pass_rate"}
     for m in worse["metrics"].values():
+        if "not_compared" in m:  # undefined on a side (issue 32 §8): nothing to compare
+            assert m["p_variant_better"] is None and m["diff_ci"] == [None, None]
+            continue
         lo, hi = m["diff_ci"]
         assert -1 <= lo <= hi <= 1 and 0 <= m["p_variant_better"] <= 1
     assert worse["metrics"]["recall"]["p_variant_better"] < 0.01

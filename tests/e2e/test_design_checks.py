@@ -67,7 +67,9 @@ def test_a_clean_design_warns_about_nothing(lab):
     pytest.param(CLEAN.replace("direction: differ", "direction: differ\n  min_effect: 0.1")
                  .replace("metric: f1", "metric: recall"),
                  12, 12, None, "too-few-cases", "cases",
-                 ["12 must_trigger", "min_effect", "93"], id="too-few-for-min-effect"),
+                 ["12 must_trigger", "twice min_effect", "at the worst-case rate 0.5",
+                  "to settle with probability 0.8 by the one-sided t approximation",
+                  "`ix plan exp`"], id="too-few-for-min-effect"),
     pytest.param(CLEAN.replace("trials: 3", "trials: 1"), 10, 10, None,
                  "one-trial-stochastic", "trials", ["control (mock)", "variant (mock)"],
                  id="one-trial-on-mock"),

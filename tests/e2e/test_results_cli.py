@@ -312,3 +312,26 @@ def test_bad_sql_on_a_never_indexed_lab_writes_nothing(lab):
     r = run_ix("query", "SELECT missing FROM trials", "--lab", str(lab))
     assert r.code == 2 and "missing" in r.stderr
     assert tree_digest(lab) == before and not (lab / ".ix").exists()
+
+
+def test_results_tag_finds_the_variant_cases_a_case_file_expands_into(lab: Path):
+    """Issue 32 item 9: `variants:` cases keep their file's tags and difficulty in the index
+    (before, `ix results --tag variant` found none of them)."""
+    d = lab / "exp"
+    write(d / "experiment.yaml", """
+        name: exp
+        trials: 2
+        sensor: {kind: activation, skill: target}
+        runtime: {kind: mock, skill: target, activation_rates: {must-001: 0.5}}
+    """)
+    case(d, "must-001", "must_trigger")
+    case(d, "must-002", "must_trigger", "Can you {{ verb }} this?",
+         extra="tags: [variant]\ndifficulty: hard\nvariants:\n  verb: [summarise, profile]\n")
+    run(lab, runner=ix_in_process)
+    got = results(lab, "--tag", "variant")
+    assert sorted({r["probe_id"] for r in got}) == ["must-002~1", "must-002~2"]
+    assert len(got) == 4
+    assert {(r["difficulty"], r["variant_of"], r["family"]) for r in got} == {
+        ("hard", "must-002", "must-002")}
+    (row,) = results(lab, "--stats")
+    assert (row["cases"], row["families"]) == (3, 2)  # the two variants are one unit

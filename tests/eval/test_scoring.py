@@ -59,11 +59,31 @@ def test_status_thresholds(f1, status):
     assert interpret(m)["status"] == status
 
 
-def test_empty_denominators_give_zero_not_nan():
+def test_empty_denominators_are_undefined_not_zero():
+    """Issue 32 §8: a rate over nothing is None (n/a), never 0 and never NaN."""
     m = compute_metrics([])
-    assert m == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    assert m == {"precision": None, "recall": None, "f1": None,
+                 "tp": 0, "fp": 0, "fn": 0, "tn": 0}
     only_not = compute_metrics([probe("should_not_trigger", [False])])
-    assert only_not["precision"] == 0.0 and only_not["recall"] == 0.0 and only_not["tn"] == 1
+    assert only_not["precision"] is None and only_not["recall"] is None
+    assert only_not["f1"] is None and only_not["tn"] == 1
+
+
+def test_a_skill_that_never_activates_has_no_precision_but_an_f1_of_zero():
+    """TP = FP = 0 < FN: precision is undefined; F1 = 2TP/(2TP+FP+FN) = 0 is defined (the
+    skill missed every case it must take), and recall is 0."""
+    m = compute_metrics([probe("must_trigger", [False]), probe("should_not_trigger", [False])])
+    assert m["precision"] is None
+    assert m["recall"] == 0.0 and m["f1"] == 0.0
+    assert interpret(m)["status"] == "poor"
+
+
+def test_no_tp_fp_or_fn_is_no_data_not_poor():
+    """Only should_not cases, all right: F1 is undefined, so the status is not "poor"."""
+    m = compute_metrics([probe("should_not_trigger", [False])])
+    verdict = interpret(m)
+    assert verdict["status"] == "no_data"
+    assert "F1 is undefined" in verdict["issues"][0]
 
 
 def test_issues_and_suggestions_name_the_failing_cases():

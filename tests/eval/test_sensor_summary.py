@@ -1,19 +1,25 @@
 """Every sensor summarised (issue 20): the subjects' `sensors` blocks and the comparisons'
 `sensors`, through the real `ix run`, checked against numbers computed here from
-trials.jsonl (scipy for the intervals, statsmodels for Holm); the comparison is case-level."""
+trials.jsonl (the hierarchical interval with cases as clusters, statsmodels for Holm); the
+comparison is case-level. Issue 32: a sensor's pass-rate interval is case-clustered (as
+`trial_level`'s; checked against statsmodels' cluster-robust SE and by exact coverage), and
+the sensor comparisons are one Holm family across variants × sensors."""
 
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from conftest import run_ix, write
+from ix.eval.estimates import trial_level
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally, sensor_keys
 from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
+from ix.stats.clustered import hierarchical_interval
 
 NAMES = ["activation", "tool_count", "tool_count#2", "denied", "turns"]
 MUST = ["must-001", "must-002", "must-003", "must-004"]
@@ -68,13 +74,13 @@ def _counts(lines: dict[tuple[str, str, int], dict]) -> dict[str, dict[str, dict
     return out
 
 
-def _interval(k: int, n: int) -> list[float]:
-    """STATS.md §1 from scipy: equal-tailed Beta(k+1, n-k+1), one-sided at k = 0 and n."""
-    if k == 0:
-        return [0.0, stats.beta.ppf(0.95, 1, n + 1)]
-    if k == n:
-        return [stats.beta.ppf(0.05, n + 1, 1), 1.0]
-    return [stats.beta.ppf(0.025, k + 1, n - k + 1), stats.beta.ppf(0.975, k + 1, n - k + 1)]
+def _interval(per_case: dict[str, list]) -> list[float]:
+    """STATS.md §10: the population rate's interval with the cases as clusters (the
+    hierarchical beta-binomial model, itself checked against brute-force quadrature in
+    tests/stats/test_stats_clustered.py), one-sided where it would exclude the pooled rate."""
+    k = [c[0] for c in per_case.values()]
+    n = [c[1] for c in per_case.values()]
+    return list(hierarchical_interval(k, n, estimate=sum(k) / sum(n)))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +108,7 @@ def test_every_subject_summarises_every_sensor_against_the_trials(run):
             s = got[name]
             assert (s["passed"], s["n"]) == (k, n)
             assert s["rate"] == pytest.approx(k / n, abs=1e-6)
-            assert s["rate_ci"] == pytest.approx(_interval(k, n), abs=1e-6)
+            assert s["rate_ci"] == pytest.approx(_interval(mine[name]), abs=1e-6)
             assert s["rate_ci"][0] <= s["rate"] <= s["rate_ci"][1]
             assert {c: [v["passed"], v["n"]] for c, v in s["cases"].items()} == mine[name]
             for v in s["cases"].values():
@@ -123,13 +129,13 @@ def test_every_subject_summarises_every_sensor_against_the_trials(run):
     assert errored > 0  # the error rates made some, so the exclusion was tested
 
 
-def test_sensor_comparisons_are_case_level_with_holm_across_variants(run):
+def test_sensor_comparisons_are_case_level_with_holm_across_variants_and_sensors(run):
     summary, counts = run["summary"], run["counts"]
     control = counts["control"]
     comparisons = summary["comparisons"]
     assert [c["variant"] for c in comparisons] == ["variant", "third"]
+    raw, adjusted = [], []
     for name in NAMES:
-        raw = []
         for comp in comparisons:
             m = comp["sensors"][name]
             other = counts[comp["variant"]][name]
@@ -142,15 +148,17 @@ def test_sensor_comparisons_are_case_level_with_holm_across_variants(run):
             assert m["control"] == pytest.approx(rc.mean(), abs=1e-6)
             assert m["variant"] == pytest.approx(rv.mean(), abs=1e-6)
             assert m["role"] == "exploratory" and m["paired"] is True
+            assert m["family"] == "sensors"
             assert m["diff_ci"][0] <= m["diff"] <= m["diff_ci"][1]
             if d.std() > 0:  # the t-test of the case differences, never smaller
                 assert m["p_value"] >= stats.ttest_1samp(d, 0).pvalue - 1e-6  # rounded
                 assert (m["p_variant_better"] > 0.5) == (m["diff"] > 0)
-            raw.append(m["p_value"])
-        if all(p is not None for p in raw):
-            holm = multipletests(raw, method="holm")[1]
-            assert [c["sensors"][name]["p_value_holm"] for c in comparisons] == \
-                pytest.approx(list(holm), abs=1e-5)
+            if m["p_value"] is not None:
+                raw.append(m["p_value"])
+                adjusted.append(m["p_value_holm"])
+    # one family: every variant × sensor tested at once
+    assert len(raw) > len(comparisons)
+    assert adjusted == pytest.approx(list(multipletests(raw, method="holm")[1]), abs=1e-5)
     # the existing keys are unchanged beside the new one
     assert set(comparisons[0]["metrics"]) == {"activation_rate", "recall", "precision", "f1",
                                               "pass_rate"}
@@ -221,3 +229,125 @@ def test_a_sensor_block_of_a_subject_without_valid_trials_is_empty_not_nan():
 def test_readings_of_one_name_are_numbered_in_order():
     assert sensor_keys(["matcher", "latency", "matcher", "matcher"]) == \
         ["matcher", "latency", "matcher#2", "matcher#3"]
+
+
+# ------------------------------------------------------------- issue 32: clustered, one family
+
+
+def _must(n: int) -> list[EvalCase]:
+    return [EvalCase(id=f"m{i:03d}", prompt="p", expectation="must_trigger") for i in range(n)]
+
+
+def _sensed(cases: list[EvalCase], x: np.ndarray) -> Tally:
+    """A tally whose one sensor ("matcher", also the trial's outcome) read x[case, trial]."""
+    tally = Tally(cases)
+    for case, row in zip(cases, x, strict=True):
+        for t, ok in enumerate(row):
+            tally.add(case.id, bool(ok), t)
+            tally.sense(case.id, [("matcher", bool(ok))])
+    return tally
+
+
+@pytest.mark.parametrize("prior", ["uniform", "jeffreys"])
+def test_a_sensor_pass_rate_interval_is_the_trial_level_one(prior):
+    """One method for every trial-level rate: with every case must_trigger and the sensor the
+    one that decides, its pass rate is the must trials' rate, interval and all."""
+    rng = np.random.default_rng(7)
+    cases = _must(12)
+    x = rng.random((12, 6)) < rng.beta(0.5, 0.5, 12)[:, None]
+    block = sensors_block(_sensed(cases, x), ["matcher"], cases, prior=prior)["matcher"]
+    must = trial_level(cases, x.sum(axis=1), np.full(12, 6), prior=prior)["must_trigger"]
+    assert block["rate"] == must["rate"] and block["rate_ci"] == must["ci"]
+
+
+@pytest.mark.parametrize(("n_cases", "trials", "a", "seed"), [(400, 5, 0.5, 0), (200, 8, 0.3, 1)])
+def test_sensor_interval_is_as_wide_as_statsmodels_cluster_robust_se(n_cases, trials, a, seed):
+    """Many heterogeneous cases (ICC 1/(1+2a)): the interval's width is 2·1.96 times
+    statsmodels' cluster-robust SE of the mean (OLS on a constant, cases as groups) within
+    10%. The pooled Beta of 623c023 was 0.44-0.59 of it (the naive SE)."""
+    rng = np.random.default_rng(seed)
+    cases = _must(n_cases)
+    x = rng.random((n_cases, trials)) < rng.beta(a, a, n_cases)[:, None]
+    got = sensors_block(_sensed(cases, x), ["matcher"], cases)["matcher"]
+    y = x.ravel().astype(float)
+    fit = sm.OLS(y, np.ones_like(y)).fit(
+        cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(n_cases), trials)})
+    lo, hi = got["rate_ci"]
+    assert got["rate"] == pytest.approx(fit.params[0], abs=1e-6)
+    assert (hi - lo) / (2 * stats.norm.ppf(0.975) * fit.bse[0]) == pytest.approx(1.0, abs=0.1)
+
+
+@pytest.mark.parametrize(("n_cases", "trials", "share", "old"),
+                         [(30, 10, 0.5, 0.415), (20, 5, 0.3, 0.535)])
+def test_sensor_interval_covers_a_population_of_cases_that_always_or_never_pass(
+        n_cases, trials, share, old):
+    """Exact coverage, no simulation: each case always passes (probability `share`) or never
+    does, so a run is fixed by M ~ Bin(N, share), the cases that pass. The population pass
+    rate is `share`; the pooled Beta of 623c023 (every trial independent) covered it with
+    probability `old` (0.415 at N = 30, K = 10); the clustered interval ≥ 0.93."""
+    cases = _must(n_cases)
+    cover = 0.0
+    for m in range(n_cases + 1):
+        x = np.repeat((np.arange(n_cases) < m)[:, None], trials, axis=1)
+        lo, hi = sensors_block(_sensed(cases, x), ["matcher"], cases)["matcher"]["rate_ci"]
+        pooled = stats.beta(m * trials + 1, (n_cases - m) * trials + 1)
+        assert lo <= m / n_cases <= hi
+        cover += stats.binom.pmf(m, n_cases, share) * (lo <= share <= hi)
+        old -= stats.binom.pmf(m, n_cases, share) * \
+            (pooled.ppf(0.025) <= share <= pooled.ppf(0.975) or m in (0, n_cases))
+    assert cover >= 0.93
+    assert abs(old) < 5e-3  # the reference reproduces the old figure
+
+
+def _three_variants() -> tuple[list[Tally], list[EvalCase]]:
+    """A control and 3 variants, 2 sensors each, 12 cases of 6 trials: the second sensor of
+    the first variant moved a lot, the rest by chance."""
+    rng = np.random.default_rng(3)
+    cases = _must(12)
+    base = rng.uniform(0.1, 0.9, (12, 2))
+    tallies = []
+    for j, shift in enumerate([(0.0, 0.0), (0.0, 0.35), (0.15, 0.0), (0.0, -0.1)]):
+        p = np.clip(base + np.array(shift) + (rng.normal(0, 0.1, (12, 2)) if j else 0), 0, 1)
+        x = rng.random((12, 6, 2)) < p[:, None, :]
+        tally = Tally(cases)
+        for case, rows in zip(cases, x, strict=True):
+            for t, (a, b) in enumerate(rows):
+                tally.add(case.id, bool(a), t)
+                tally.sense(case.id, [("matcher", bool(a)), ("exit_code", bool(b))])
+        tallies.append(tally)
+    return tallies, cases
+
+
+def test_sensor_comparisons_are_one_holm_family_across_variants_and_sensors():
+    """3 variants × 2 sensors: `p_value_holm` is statsmodels' Holm over all 6 p-values at once
+    (per sensor, 623c023 adjusted over 3: too small), and each entry names its family."""
+    tallies, cases = _three_variants()
+    out = compare_sensors(tallies, ["matcher", "exit_code"], cases)
+    entries = [block[name] for block in out for name in ("matcher", "exit_code")]
+    raw = [m["p_value"] for m in entries]
+    assert None not in raw
+    family = multipletests(raw, method="holm")[1]
+    assert [m["p_value_holm"] for m in entries] == pytest.approx(list(family), abs=1e-6)
+    assert {m["family"] for m in entries} == {"sensors"}
+    # the family matters here: Holm within one sensor alone halves the smallest (3 tests, not 6)
+    per_sensor = multipletests([b["exit_code"]["p_value"] for b in out], method="holm")[1]
+    assert min(family) < 0.05 and min(family) == pytest.approx(2 * min(per_sensor), rel=1e-3)
+
+
+def test_a_sensor_comparison_without_shared_cases_is_outside_the_family():
+    """A sensor a variant never read has no comparison (p null): it is not a test, so the
+    family is the comparisons that were made."""
+    tallies, cases = _three_variants()
+    silent = Tally(cases)
+    for case in cases:
+        for t in range(6):
+            silent.add(case.id, True, t)
+            silent.sense(case.id, [("matcher", bool(t % 2))])   # no exit_code reading
+    out = compare_sensors([*tallies, silent], ["matcher", "exit_code"], cases)
+    assert out[3]["exit_code"]["p_value"] is None and out[3]["exit_code"]["p_value_holm"] is None
+    assert out[3]["exit_code"]["family"] == "sensors"
+    made = [b[n] for b in out for n in ("matcher", "exit_code") if b[n]["p_value"] is not None]
+    assert len(made) == 7
+    assert [m["p_value_holm"] for m in made] == \
+        pytest.approx(list(multipletests([m["p_value"] for m in made], method="holm")[1]),
+                      abs=1e-6)

@@ -3,9 +3,9 @@ STATS.md §12), for summaries built through `summarise_tallies` from random tall
 
 The walk is generic: in any mapping, `X_ci` pairs with `X` (a number, or a mapping k → number
 such as pass_at_k), `ci` with `rate`, and `interval` with `estimate`; so an interval added
-later (specificity, pass@k, ...) is checked too. An estimate over an empty denominator (printed
-as 0 by convention: precision with TP + FP = 0, recall with TP + FN = 0, F1 with no TP, FP or
-FN) has no interval to hold, and is skipped.
+later (specificity, pass@k, ...) is checked too. An estimate over an empty denominator (null,
+printed n/a: precision with TP + FP = 0, recall with TP + FN = 0, F1 with no TP, FP or FN) has
+no interval to hold, and is skipped.
 """
 
 from collections.abc import Iterator

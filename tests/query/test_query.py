@@ -97,12 +97,14 @@ def test_trials_view_flattens_each_line_and_joins_the_case_files(lab):
         "error_message": None, "tokens_input": 300, "tokens_output": 40, "tokens": 340,
         "cost": 0.25, "duration": 12.5, "started_at": datetime(2026, 11, 20, 12, 0),
         "invoked": [], "first_invoked": None,
-        "tags": ["csv", "direct"], "difficulty": "hard", "difficulty_level": 3}
+        "tags": ["csv", "direct"], "difficulty": "hard", "difficulty_level": 3,
+        "variant_of": None, "paraphrase_of": None, "family": "must-001"}
     assert second["error"] == "timeout" and second["error_message"] == "timeout happened"
     assert second["passed"] is None and second["tokens"] is None and second["tags"] == []
     assert second["duration"] == 120000.0
-    # a case whose file is gone keeps its trials, without tags or difficulty
+    # a case whose file is gone keeps its trials, without tags or difficulty; its own family
     assert gone["correct"] is True and gone["tags"] == [] and gone["difficulty"] is None
+    assert gone["family"] == "gone-001" and gone["variant_of"] is None
 
 
 def test_started_at_with_an_offset_is_stored_in_utc(lab):
@@ -454,6 +456,73 @@ def test_grouping_by_an_unknown_name_is_refused(lab):
     experiment(lab)
     with connect(lab) as con, pytest.raises(ConfigError, match="allowed: experiment, run"):
         aggregate(con, "trials", ["colour"])
+
+
+# --------------------------------------------------------------------------- families
+def perturbed_experiment(lab: Path) -> Path:
+    """A case file with `variants:` (it runs as v~1, v~2), a plain case and a paraphrase of
+    it recorded by `probe: paraphrase` (results/probes/*.json, as `ix.engine.probes` writes)."""
+    d = experiment(lab, cases={
+        "v": "tags: [variant, csv]\ndifficulty: hard\nvariants:\n  file: [a.csv, b.tsv]\n",
+        "plain": "tags: [direct]\n"})
+    probes = d / "results" / "probes"
+    probes.mkdir(parents=True)
+    (probes / "paraphrase-abc.json").write_text(json.dumps({
+        "kind": "paraphrase", "options": {"n": 1}, "key": "abc",
+        "cases": [{"id": "plain~p1", "prompt": "reworded", "expectation": "must_trigger",
+                   "tags": ["direct", "paraphrase"], "difficulty": "easy",
+                   "metadata": {"paraphrase_of": "plain"}}]}))
+    append(d, [record("r1", "a", probe, t, passed=(t + i) % 3 != 0)
+               for i, probe in enumerate(("v~1", "v~2", "plain", "plain~p1"))
+               for t in range(4)])
+    return d
+
+
+def test_generated_cases_keep_their_files_tags_difficulty_and_family(lab):
+    perturbed_experiment(lab)
+    got = {r[0]: r[1:] for r in rows(lab, "SELECT probe_id, tags, difficulty, variant_of, "
+                                          "paraphrase_of, family FROM cases")}
+    assert got == {
+        "v~1": (["variant", "csv"], "hard", "v", None, "v"),
+        "v~2": (["variant", "csv"], "hard", "v", None, "v"),
+        "plain": (["direct"], None, None, None, "plain"),
+        "plain~p1": (["direct", "paraphrase"], "easy", None, "plain", "plain")}
+    # the file's own id never runs: no row for "v"
+    assert rows(lab, "SELECT DISTINCT probe_id FROM trials WHERE list_contains(tags, "
+                     "'variant') ORDER BY probe_id") == [("v~1",), ("v~2",)]
+
+
+def test_a_filter_on_a_tag_finds_the_variant_cases(lab):
+    perturbed_experiment(lab)
+    with connect(lab) as con:
+        (row,) = aggregate(con, f"(SELECT * FROM trials WHERE "
+                                f"{TrialFilter(tags=('variant',)).where()})", [])
+    assert (row["n"], row["cases"], row["families"]) == (8, 2, 1)
+
+
+def test_a_family_is_one_cluster_of_the_aggregate_intervals(lab):
+    from ix.stats.clustered import hierarchical_interval
+
+    perturbed_experiment(lab)
+    lines = [r for r in read_trials(lab / "exp" / "results" / "trials.jsonl")]
+    family = {"v~1": "v", "v~2": "v", "plain": "plain", "plain~p1": "plain"}
+    counts = {f: [0, 0] for f in ("plain", "v")}
+    for r in lines:
+        counts[family[r["probe_id"]]][0] += r["reading"]["passed"]
+        counts[family[r["probe_id"]]][1] += 1
+    k = np.array([counts[f][0] for f in ("plain", "v")])
+    n = np.array([counts[f][1] for f in ("plain", "v")])
+    with connect(lab) as con:
+        (row,) = aggregate(con, "trials", [])
+        by_family = {g["family"]: g for g in aggregate(con, "trials", ["family"])}
+    assert (row["cases"], row["families"]) == (4, 2)
+    lo, hi = hierarchical_interval(k, n, level=0.95, estimate=k.sum() / n.sum())
+    assert (row["activation_rate_lo"], row["activation_rate_hi"]) == pytest.approx((lo, hi))
+    assert set(by_family) == {"v", "plain"} and by_family["v"]["cases"] == 2
+    # one family: its trials are pooled (Beta of the family's counts)
+    lo, hi = sps.beta.ppf([0.025, 0.975], k[1] + 1, n[1] - k[1] + 1)
+    assert (by_family["v"]["activation_rate_lo"], by_family["v"]["activation_rate_hi"]) == (
+        pytest.approx((lo, hi), rel=1e-9))
 
 
 # --------------------------------------------------------------------------- user SQL

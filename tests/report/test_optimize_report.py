@@ -5,6 +5,7 @@ example lab, offline) and edits of it: recommended, applied, no candidate, cance
 started, several subjects, lab text full of markup."""
 
 import copy
+import html
 import io
 import re
 import shutil
@@ -26,6 +27,7 @@ from ix.report.optimize import (
     word_diff,
 )
 from ix.report.optimize_terminal import optimize_renderable
+from optimize_lab import example_seed
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 MARKUP = ("Handle [bold]CSV[/bold] files | tables <script>alert(1)</script> & "
@@ -34,10 +36,11 @@ MARKUP = ("Handle [bold]CSV[/bold] files | tables <script>alert(1)</script> & "
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A completed session of the example lab (keywords proposer, offline, ~2 s)."""
+    """A completed session of the example lab (keywords proposer, offline, ~2 s), at a split
+    seed where a candidate beats the original on train (`example_seed`)."""
     lab = tmp_path_factory.mktemp("optimize") / "lab"
     shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
-    state = optimize(lab, "skill-activation", Settings()).state
+    state = optimize(lab, "skill-activation", Settings(seed=example_seed(EXAMPLE_LAB))).state
     assert state["status"] == "completed" and state["best"] != "original"  # set-up
     assert state["holdout"]["subjects"]
     return state
@@ -132,7 +135,7 @@ def small_diff(real: dict[str, Any]) -> dict[str, Any]:
 
 
 VARIANTS = {
-    "real": (lambda r: copy.deepcopy(r), "no credible improvement: P(holdout F1 better) = "),
+    "real": (lambda r: copy.deepcopy(r), "no credible improvement: "),
     "recommended": (recommended, "recommended: {best} — P(holdout F1 better) = 0.970 ≥ 0.9"),
     "applied": (applied, "recommended: {best} — P(holdout F1 better) = 0.970 ≥ 0.9"),
     "no candidate": (no_candidate, "no candidate beat the original on the train cases"),
@@ -159,6 +162,11 @@ def terminal(state: dict[str, Any], width: int = 80) -> str:
 
 def flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def shown(page: str) -> str:
+    """The text an HTML page shows, its tags dropped and its entities read, flattened."""
+    return flat(html.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
 def interval(pair: list[float]) -> str:
@@ -280,6 +288,44 @@ def test_the_paired_counts_and_the_number_of_held_out_cases_are_shown(real):
     assert re.search(r"^should_not_trigger \(10\) +│ +0 │ +4 │ +1 │ +5$", out, re.M), out
     n = len(state["split"]["holdout"])
     assert f"on {n} held-out cases, which never reached the proposer" in flat(out)
+
+
+def test_the_rule_the_exact_test_and_each_missed_condition_are_shown(real):
+    """A gain resting on 2 changed cases: the rule the session was judged by, the exact
+    test with the improved and worsened cases, and each condition missed, in every report;
+    a session from before the rule shows its one condition and no exact test."""
+    state = copy.deepcopy(real)
+    state["settings"].update(credibility=0.95, tolerance=0.05, min_changed=3)
+    missed = ["exact paired p = 0.250 > 0.05 (were each changed case a coin flip, a "
+              "difference this large would be that common)",
+              "the gain rests on 2 improved case(s), fewer than 3 (of 2 changed)"]
+    state["holdout"]["subjects"][0].update(p_value=0.25, improved=2, worsened=0,
+                                           failed=missed)
+    rule = ("recommended only if P(holdout F1 better) ≥ 0.95, the exact paired test's p ≤ "
+            "0.05, the 95% interval ends above -0.05 and at least 3 held-out case(s) improved")
+    exact = "exact paired p = 0.250 (2 held-out case(s) improved, 0 worsened)"
+    out = flat(terminal(state))
+    assert rule in out and exact in out
+    assert all(f"not met: {m}" in out for m in missed)
+    md, page = shown(RENDER.render(optimize_markdown(state))), shown(optimize_body_html(state))
+    for text in (rule, "Exact paired p = 0.250 (2 held-out case(s) improved, 0 worsened)",
+                 *missed):
+        assert text in md and text in page, text
+    for key in ("p_value", "improved", "worsened", "failed"):
+        del state["holdout"]["subjects"][0][key]
+    del state["settings"]["tolerance"], state["settings"]["min_changed"]
+    out = flat(terminal(state))
+    assert "recommended only if P(holdout F1 better) ≥ 0.95" in out
+    assert "exact paired" not in out and "not met" not in out
+
+
+def test_the_keywords_proposer_s_note_and_rationale_are_shown(real):
+    note = real["proposer"]["note"]
+    assert "optimises for a word router" in note
+    rationale = next(r["rationale"] for r in real["rounds"] if r.get("rationale"))
+    for text in (flat(terminal(real)), shown(RENDER.render(optimize_markdown(real))),
+                 shown(optimize_body_html(real))):
+        assert flat(note) in text and flat(rationale) in text
 
 
 def test_a_long_description_wraps_whole_at_80_columns(real):

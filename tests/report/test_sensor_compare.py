@@ -1,9 +1,10 @@
 """Every sensor in `ix compare` (issue 20), through the real command: two runs of a two-sensor
 mock experiment (a capability sensor first), each sensor's pass rate in both runs with its
 interval and the difference, checked against numbers computed here from trials.jsonl (scipy):
-the rates over the cases both runs share, the difference case-level (the mean over cases of
-the per-case rate difference, a t reference), never trial t of one run against trial t of the
-other; the table at 80 columns without a value cut, in capability wording."""
+the rates over the cases both runs share (intervals with cases as clusters), the difference
+case-level (the mean over cases of the per-case rate difference, a t reference), never trial t
+of one run against trial t of the other; the table at 80 columns without a value cut, in
+capability wording."""
 
 import json
 import math
@@ -19,6 +20,7 @@ from scipy import stats
 from conftest import ix_in_process, run_ix, write
 from ix.report.runs import compare_runs
 from ix.report.schemas import CompareOutput
+from ix.stats.clustered import hierarchical_interval
 
 NARROW = {"COLUMNS": "80"}
 SENSORS = ["tool_count", "matcher"]
@@ -92,13 +94,12 @@ def _counts(d: Path, run_id: str) -> dict[str, dict[str, dict[str, list[int]]]]:
     return out
 
 
-def _interval(k: int, n: int) -> list[float]:
-    """STATS.md §1 from scipy: equal-tailed Beta(k+1, n-k+1), one-sided at k = 0 and n."""
-    if k == 0:
-        return [0.0, stats.beta.ppf(0.95, 1, n + 1)]
-    if k == n:
-        return [stats.beta.ppf(0.05, n + 1, 1), 1.0]
-    return [stats.beta.ppf(0.025, k + 1, n - k + 1), stats.beta.ppf(0.975, k + 1, n - k + 1)]
+def _interval(counts: list[list[int]]) -> list[float]:
+    """STATS.md §10: the population pass rate's interval with the cases as clusters (the
+    hierarchical model of `trial_level`, issue 32), one-sided where it would exclude the
+    pooled rate."""
+    k, n = [c[0] for c in counts], [c[1] for c in counts]
+    return list(hierarchical_interval(k, n, estimate=sum(k) / sum(n)))
 
 
 def _case_level(a: list[list[int]], b: list[list[int]]) -> dict[str, float]:
@@ -151,7 +152,8 @@ def test_every_sensor_of_each_subject_against_the_trials(runs):
                 got = m[key]
                 assert (got["passed"], got["n"]) == (k, n)
                 assert got["rate"] == pytest.approx(k / n, abs=1e-6)
-                assert got["rate_ci"] == pytest.approx(_interval(k, n), abs=1e-6)
+                assert got["rate_ci"] == pytest.approx(_interval([counts[c] for c in shared]),
+                                                       abs=1e-6)
             # the summary's rate of run 2 counts must-004 too: this one is over the shared cases
             summary_n = runs["summaries"][1]["subjects"][SUBJECTS.index(subject)]["sensors"]
             assert m["rate_after"]["n"] < summary_n[name]["n"]

@@ -82,6 +82,8 @@ def test_report_table_shows_every_sensor_at_80_columns_whole(several):
     assert "sensor pass rate" in r.stdout
     for name in ("tool_count", "denied", "tool_sequence"):
         assert re.search(rf"^\s*{name}\s", r.stdout, re.M), name
+    # their p is Holm-adjusted across variants × sensors, and the table says so (issue 32)
+    assert "sensor pass rates: p Holm-adjusted across every variant × sensor" in r.stdout
 
 
 def test_capability_experiment_reads_pass_rate_not_activation(several):
@@ -104,6 +106,7 @@ def test_run_output_lists_every_sensor_of_each_subject(several):
         assert cell in out
     assert out.count("sensor tool_count: pass rate") == 2
     assert "(decides the trial)" in out
+    assert "sensor pass rates: p Holm-adjusted across every variant × sensor" in out
 
 
 def test_markdown_and_html_show_the_sensor_tables(several, tmp_path: Path):
@@ -112,6 +115,8 @@ def test_markdown_and_html_show_the_sensor_tables(several, tmp_path: Path):
     assert "## Sensors" in md.stdout and "Pass rate [95% CI]" in md.stdout
     assert "| sensor | baseline-agent | candidate-agent |" in md.stdout
     assert "sensor denied pass rate" in md.stdout
+    assert "(variants × sensors)" in md.stdout  # the sensors' p: one Holm family (issue 32)
+    assert "Sensor pass rates: p Holm-adjusted across every variant × sensor at once" in md.stdout
     for cell in _cells(several["summary"]):
         assert cell in md.stdout
     page = tmp_path / "r.html"
@@ -121,6 +126,7 @@ def test_markdown_and_html_show_the_sensor_tables(several, tmp_path: Path):
     text = page.read_text()
     assert "Pass rate per sensor" in text and "Pass rate per case and subject" in text
     assert "<td>sensor tool_sequence</td>" in text
+    assert "p Holm-adjusted across every variant × sensor at once" in text
     for cell in _cells(several["summary"]):
         assert cell in text
 

@@ -3,16 +3,19 @@ unpaired F1 model (exact Beta quantiles), its joint posterior against plain Diri
 over the 8 cells, symmetry, the gain from pairing, and seeded simulations against known
 truth (false "better" rate, power, coverage of the true majority-vote F1 difference)."""
 
+import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from ix.eval.models import ProbeResult
+from ix.eval.optimize import judge
 from ix.eval.scoring import compute_metrics
 from ix.stats.classification import f1_diff_interval
-from ix.stats.paired_f1 import PairedF1, _samples, paired_f1
+from ix.stats.paired_f1 import PairedF1, _samples, exact_p, paired_f1
 
 # (must, not_): each (both, a_only, b_only, neither) counts of firing majority votes
 TABLES = [
@@ -139,8 +142,8 @@ def test_the_observed_difference_is_always_inside_the_interval():
 
 
 def test_observed_f1_is_the_summary_s():
-    """f1_a, f1_b are what `ix.eval.scoring.compute_metrics` gives the same votes (0 when
-    there is nothing to count)."""
+    """f1_a, f1_b are what `ix.eval.scoring.compute_metrics` gives the same votes (0 where
+    it says n/a: no TP, FP or FN)."""
     for must, not_ in [*TABLES, *_tables(np.random.default_rng(4), 50)]:
         r = paired_f1(must, not_, draws=1000)
         for subject, observed in (("a", r.f1_a), ("b", r.f1_b)):
@@ -152,7 +155,8 @@ def test_observed_f1_is_the_summary_s():
                                               ("should_not_trigger", not_, fired_not))
                       for i, (count, fire) in enumerate(zip(table, fires, strict=True))
                       for j in range(count)]
-            assert observed == pytest.approx(compute_metrics(probes)["f1"], abs=1e-12)
+            f1 = compute_metrics(probes)["f1"]
+            assert observed == pytest.approx(0.0 if f1 is None else f1, abs=1e-12)
         assert r.n_must == sum(must) and r.n_not == sum(not_)
 
 
@@ -201,6 +205,99 @@ def test_power_and_coverage_when_b_is_much_better():
     assert truth == pytest.approx(0.311, abs=0.001)
     assert np.mean(probs >= 0.9) >= 0.9
     assert coverage >= 0.90
+
+
+# ---- the exact paired test ----------------------------------------------------------------
+
+@pytest.mark.parametrize("must", [(3, 0, 2, 2), (0, 1, 4, 0), (5, 3, 3, 1), (2, 6, 1, 0),
+                                  (0, 0, 7, 0), (9, 4, 11, 3)])
+def test_exact_p_is_mcnemars_exact_test_when_only_must_cases_changed(must):
+    """No not case changed: F1_B − F1_A rises with the must cases only B fired on, so the
+    test is McNemar's exact one-sided test (scipy's binomial test of B-only of the changed)."""
+    _, a_only, b_only, _ = must
+    ref = stats.binomtest(b_only, a_only + b_only, 0.5, alternative="greater").pvalue
+    assert exact_p(must, (1, 0, 0, 6)) == pytest.approx(ref, abs=1e-12)
+    # and when only not cases changed: B is better the fewer it fired on
+    ref = stats.binomtest(a_only, a_only + b_only, 0.5, alternative="greater").pvalue
+    assert exact_p((4, 0, 0, 2), must) == pytest.approx(ref, abs=1e-12)
+
+
+def _brute_p(must, not_):
+    """Every one of the 2^d ways the changed cases could have gone, each scored exactly
+    (fractions): the share at least as good for B as what was observed."""
+    m_both, m_a, m_b, m_neither = must
+    n_both, n_a, n_b, _ = not_
+
+    def d(x, y):  # x changed must cases and y changed not cases fired for B only
+        def f1(tp, fp, fn):
+            return Fraction(2 * tp, 2 * tp + fp + fn) if 2 * tp + fp + fn else Fraction(0)
+        return (f1(m_both + x, n_both + y, m_a + m_b - x + m_neither)
+                - f1(m_both + m_a + m_b - x, n_both + n_a + n_b - y, x + m_neither))
+
+    observed = d(m_b, n_b)
+    hits = total = 0
+    for flips in itertools.product((0, 1), repeat=m_a + m_b + n_a + n_b):
+        x, y = sum(flips[:m_a + m_b]), sum(flips[m_a + m_b:])
+        hits += d(x, y) >= observed
+        total += 1
+    return hits / total
+
+
+def test_exact_p_equals_every_flip_counted_exactly():
+    rng = np.random.default_rng(11)
+    tables = [((0, 0, 0, 0), (0, 0, 0, 0)), ((2, 1, 1, 0), (0, 1, 1, 3)),
+              ((0, 2, 2, 0), (0, 2, 2, 0))]      # exact ties in F1 difference
+    for _ in range(40):
+        must = tuple(int(x) for x in rng.multinomial(rng.integers(0, 9), [0.3, 0.2, 0.3, 0.2]))
+        not_ = tuple(int(x) for x in rng.multinomial(rng.integers(0, 9), [0.1, 0.3, 0.2, 0.4]))
+        if must[1] + must[2] + not_[1] + not_[2] <= 12:
+            tables.append((must, not_))
+    for must, not_ in tables:
+        assert exact_p(must, not_) == pytest.approx(_brute_p(must, not_), abs=1e-12), (must,
+                                                                                        not_)
+
+
+def test_a_gain_on_d_changed_cases_cannot_have_p_below_two_to_the_minus_d():
+    for d in range(1, 9):
+        for b in range(d + 1):
+            p = exact_p((1, d - b, b, 1), (0, 0, 0, 3))
+            assert p >= 2.0 ** -d - 1e-15
+    assert exact_p((1, 0, 4, 1), (0, 0, 0, 3)) == 1 / 16   # all 4 B's way: 0.0625 > 0.05
+    assert exact_p((1, 0, 5, 1), (0, 0, 0, 3)) == 1 / 32
+
+
+def _all_tables(n):
+    return [t for t in itertools.product(range(n + 1), repeat=4) if sum(t) == n]
+
+
+@pytest.mark.parametrize(("cells_must", "cells_not"), [
+    ((0.0, 0.5, 0.5, 0.0), (0.1, 0.0, 0.0, 0.9)),     # every must case changed
+    ((0.28, 0.3, 0.3, 0.12), (0.08, 0.1, 0.1, 0.72)),  # the mixed null of docs/optimize.md
+    ((0.1, 0.45, 0.45, 0.0), (0.0, 0.4, 0.4, 0.2)),    # both strata mostly changed
+])
+def test_the_exact_test_never_says_better_too_often_when_a_change_helps_and_hurts_alike(
+        cells_must, cells_not):
+    """Holdouts of 5 must + 5 not cases, every table weighed by its exact probability: the
+    share with p ≤ α is at most α (the test is exact given the changed cases)."""
+    must_pmf = {t: stats.multinomial.pmf(t, 5, cells_must) for t in _all_tables(5)}
+    not_pmf = {t: stats.multinomial.pmf(t, 5, cells_not) for t in _all_tables(5)}
+    p = {(m, n): exact_p(m, n) for m in must_pmf for n in not_pmf
+         if must_pmf[m] > 0 and not_pmf[n] > 0}
+    for alpha in (0.05, 0.1, 0.2):
+        rate = sum(must_pmf[m] * not_pmf[n] for (m, n), v in p.items() if v <= alpha)
+        assert rate <= alpha + 1e-12, (alpha, rate)
+
+
+def test_the_judge_is_calibrated_where_the_posterior_alone_is_not():
+    """5 holdout must cases, each changed, helped or hurt with equal chance (5 not cases
+    unchanged): U ~ Binomial(5, ½) of them go B's way. The posterior alone says P(better)
+    ≥ 0.9 at U ≥ 4, in 6/32 = 0.19 of holdouts; the judge recommends only at U = 5 (1/32)."""
+    weight = {u: math.comb(5, u) / 32 for u in range(6)}
+    results = {u: paired_f1((0, 5 - u, u, 0), (0, 0, 0, 5)) for u in range(6)}
+    posterior = sum(w for u, w in weight.items() if results[u].prob_b_better >= 0.9)
+    assert posterior == pytest.approx(6 / 32)
+    judged = sum(w for u, w in weight.items() if judge({"s": results[u]}).recommended)
+    assert judged == pytest.approx(1 / 32) and judged <= 0.05
 
 
 # ---- inputs and determinism -----------------------------------------------------------------

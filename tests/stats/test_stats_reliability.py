@@ -72,6 +72,18 @@ def test_design_effect_is_the_variance_inflation_of_the_pooled_rate():
     assert np.mean(estimates) == pytest.approx(3.25, rel=0.08)
 
 
+def test_design_effect_is_floored_at_one_when_the_icc_estimate_is_negative():
+    """Issue 32 §8: trials of a case are independent at its rate, so the true ICC is ≥ 0 and
+    a negative estimate is noise; the design effect never claims K trials of a case say more
+    than K independent ones. Positive ICCs keep Kish's formula."""
+    assert design_effect(-1 / 3, 4) == 1.0           # was 1 + 3·(−1/3) = 0
+    assert design_effect(-0.05, 10) == 1.0           # was 0.55
+    assert design_effect(0.0, 10) == 1.0
+    assert design_effect(0.1, 5) == pytest.approx(1.4)
+    icc = icc_oneway([2, 2, 2, 2], [4, 4, 4, 4])
+    assert icc is not None and icc < 0 and design_effect(icc, 4) == 1.0
+
+
 def test_icc_edge_cases():
     assert icc_oneway([3], [5]) is None                       # one case
     assert icc_oneway([1, 0, 1], [1, 1, 1]) is None           # no within-case information

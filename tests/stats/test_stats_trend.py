@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ix.stats.trend import case_level_trend, length_axis
+from ix.stats.trend import case_level_trend, case_level_trend_difference, length_axis
 
 LENGTHS = [0, 8, 32, 128]
 
@@ -71,3 +71,82 @@ def test_p_decline_under_no_trend_is_not_overconfident():
     """With no trend, P(decline) ≥ 0.95 should happen in about 5% of runs, not more."""
     _, p = _simulate(0.0, 15, 5, reps=600, seed=11)
     assert np.mean(p >= 0.95) <= 0.075
+
+
+# --------------------------------------------------------------------------- interaction
+def test_the_interaction_is_the_mean_difference_of_each_cases_slopes_with_a_t_interval():
+    """Against scipy: each case's least-squares slope per subject (linregress), the mean of
+    their differences and a one-sample t interval; P(lower) and p from Student t."""
+    rng = np.random.default_rng(5)
+    n_cases, k = 15, 10
+    a = rng.integers(0, k + 1, (n_cases, len(LENGTHS)))
+    b = rng.integers(0, k + 1, (n_cases, len(LENGTHS)))
+    got = case_level_trend_difference([[(int(p), k) for p in row] for row in a],
+                                      [[(int(p), k) for p in row] for row in b], LENGTHS)
+    x = np.log2(1 + np.array(LENGTHS))
+    d = [stats.linregress(x, rb / k).slope - stats.linregress(x, ra / k).slope
+         for ra, rb in zip(a, b, strict=True)]
+    se = np.std(d, ddof=1) / np.sqrt(n_cases)
+    assert got.slope == pytest.approx(np.mean(d), abs=1e-12)
+    assert got.se == pytest.approx(se, rel=1e-12) and got.n == n_cases
+    t = stats.ttest_1samp(d, 0.0)
+    assert got.p_value == pytest.approx(t.pvalue, rel=1e-9)
+    assert got.p_decline == pytest.approx(stats.t.cdf(-np.mean(d) / se, n_cases - 1))
+    lo, hi = got.interval(0.95)
+    q = stats.t.ppf(0.975, n_cases - 1)
+    assert (lo, hi) == pytest.approx((np.mean(d) - q * se, np.mean(d) + q * se))
+
+
+def test_the_interaction_of_a_subject_with_itself_is_zero_and_cases_missing_a_length_drop():
+    rows = [[(5, 5), (4, 5), (2, 5), (1, 5)], [(3, 5), (3, 5), (0, 5), (0, 5)]]
+    same = case_level_trend_difference(rows, rows, LENGTHS)
+    assert same.slope == 0.0 and same.se > 0 and same.p_value == pytest.approx(1.0)
+    holed = [[(5, 5), (0, 0), (2, 5), (1, 5)], rows[1]]
+    assert case_level_trend_difference(holed, rows, LENGTHS).n == 1
+    assert case_level_trend_difference([rows[0][:2]], [[(0, 0), (1, 5)]], [0, 8]) is None
+    with pytest.raises(ValueError):
+        case_level_trend_difference(rows, rows[:1], LENGTHS)
+
+
+def _simulate_interaction(delta: float, n_cases: int, k: int, reps: int, seed: int,
+                          common: bool):
+    """A control and a variant linear in x case by case, never clipped, so the true
+    interaction is the population mean of the per-case slope differences: exactly `delta`.
+    `common`: one uniform per case and trial for both subjects at every length (common
+    random numbers), else independent draws."""
+    rng = np.random.default_rng(seed)
+    x = np.array(length_axis(LENGTHS))
+    covered, lower = 0, []
+    for _ in range(reps):
+        start = rng.uniform(0.55, 0.90, n_cases)
+        slope = rng.uniform(-0.04, 0.0, n_cases)
+        control = start[:, None] + slope[:, None] * x
+        variant = (start - 0.05 * rng.random(n_cases))[:, None] + (
+            slope + delta + rng.uniform(-0.01, 0.01, n_cases))[:, None] * x
+        u = rng.random((n_cases, k))
+
+        def counts(rates, shared):
+            draws = [(shared if common else rng.random((n_cases, k))) < rates[:, j:j + 1]
+                     for j in range(len(LENGTHS))]
+            return [[(int(d[i].sum()), k) for d in draws] for i in range(n_cases)]
+
+        d = case_level_trend_difference(counts(control, u), counts(variant, u), LENGTHS)
+        lo, hi = d.interval(0.95)
+        covered += lo <= delta <= hi
+        lower.append(d.p_decline)
+    return covered / reps, np.array(lower)
+
+
+@pytest.mark.parametrize(("n_cases", "k", "common"), [(10, 5, True), (20, 5, False)])
+def test_the_interaction_interval_covers_a_known_interaction(n_cases, k, common):
+    coverage, _ = _simulate_interaction(-0.02, n_cases, k, reps=500, seed=n_cases + k,
+                                        common=common)
+    assert coverage >= 0.93  # 95% nominal; 500 replicates: sd ~0.01
+
+
+@pytest.mark.parametrize("common", [True, False])
+def test_p_declines_faster_under_no_interaction_is_not_overconfident(common):
+    """With no interaction, P(declines faster) ≥ 0.95 in about 5% of runs or fewer (with
+    common random numbers the two subjects share their draws: fewer)."""
+    coverage, p = _simulate_interaction(0.0, 15, 5, reps=500, seed=21, common=common)
+    assert np.mean(p >= 0.95) <= 0.07 and coverage >= 0.93

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from conftest import EXAMPLE_LAB
 from ix.api.optimize import Settings, optimize
 from ix.view.app import create_app
+from optimize_lab import example_seed
 
 #: A session made by hand (a copy of the real one): its lab text means something to HTML.
 FORGED = "opt-20200101-000000-abcdef"
@@ -23,7 +24,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example lab with one real session (offline, ~2 s) and a forged copy of it."""
     lab = tmp_path_factory.mktemp("optimize-view") / "lab"
     shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
-    state = optimize(lab, "skill-activation", Settings(rounds=2)).state
+    state = optimize(lab, "skill-activation",
+                     Settings(rounds=2, seed=example_seed(EXAMPLE_LAB))).state
     assert state["status"] == "completed"  # set-up
     forged = dict(state, id=FORGED, skill="csv<script>alert(1)</script>", status="cancelled",
                   reason="stopped [bold]here[/bold]", holdout=None)
@@ -66,7 +68,8 @@ def test_the_experiments_page_lists_each_session_linked_with_its_status_and_verd
                       re.S)
     assert [re.findall(r'href="/optimize/([^"]+)"', r) for r in rows] == [[sid], [FORGED]]
     verdict = state(lab, sid)["holdout"]["why"]
-    assert "status-completed" in rows[0] and verdict.replace("<", "&lt;") in rows[0]
+    escaped = verdict.replace("<", "&lt;").replace(">", "&gt;")
+    assert "status-completed" in rows[0] and escaped in rows[0]
     assert "status-cancelled" in rows[1] and "cancelled: stopped [bold]here[/bold]" in rows[1]
     assert "csv&lt;script&gt;alert(1)&lt;/script&gt;" in rows[1]
 
@@ -78,7 +81,8 @@ def test_a_session_page_shows_its_report_with_its_stylesheets_and_nothing_inline
     assert page.status_code == 200
     s = state(lab, sid)
     body = page.text
-    for shown in (s["holdout"]["why"].replace("<", "&lt;"), 'id="holdout"', 'id="rounds"',
+    for shown in (s["holdout"]["why"].replace("<", "&lt;").replace(">", "&gt;"),
+                  'id="holdout"', 'id="rounds"',
                   'id="description"', f"candidate {s['best']}"):
         assert shown in body
     assert '<link rel="stylesheet" href="/static/report.css">' in body

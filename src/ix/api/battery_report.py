@@ -99,16 +99,20 @@ def report_markdown(report: dict[str, Any]) -> str:
                      f"{md_text(v['run_id'])} | {md_text(status)} | "
                      f"{md_text(v['verdict'] or 'no goal stated')} |")
     lines += ["", "## Across seeds", "",
-              "Per experiment × subject: the metric pooled over the seeds with its 95% "
-              "interval, and how much the seeds disagree (each seed's own value, their range "
-              "and standard deviation).", "",
-              "| experiment | subject | metric | pooled [95% CI] | interval | cases | seeds "
-              "| per seed | range | sd |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "Per experiment × subject: the mean of the seeds' own values; the metric pooled "
+              "over the seeds with its 95% interval (F1, precision, recall, correct rate: one "
+              "majority vote per case over every seed's trials — a vote over more trials, so "
+              "not the same quantity as a seed's value); and how much the seeds disagree "
+              "(each seed's own value, their range and standard deviation).", "",
+              "| experiment | subject | metric | mean of seeds | pooled [95% CI] | interval "
+              "| cases | seeds | per seed | range | sd |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in report["pooled"]:
         sp = p["spread"]
         per_seed = ", ".join(f"{x['seed']}: {_f(x['value'])}" for x in p["per_seed"])
         lines.append(f"| {md_text(p['experiment'])} | {md_text(p['subject'])} | "
-                     f"{md_text(metric_name(p['metric']))} | {_f(p['value'])} {_ci(p['ci'])} "
+                     f"{md_text(metric_name(p['metric']))} | {_f(p.get('seed_mean'))} | "
+                     f"{_f(p['value'])} {_ci(p['ci'])} "
                      f"| {md_text(p['interval'])} | {p['cases']} | {p['seeds']} | "
                      f"{md_text(per_seed)} | {_f(sp['range'])} | {_f(sp['sd'])} |")
     lines.append("")
@@ -125,7 +129,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         ci = row["f1_ci"] or [None, None]
         interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else ""
         lines.append(f"| {md_text(row['experiment'])} | {md_text(row['seed'])} | "
-                     f"{md_text(row['subject'])} | {row['f1']:.3f} {md_text(interval)} | "
-                     f"{row['precision']:.3f} | {row['recall']:.3f} | {row['trials']} | "
+                     f"{md_text(row['subject'])} | {_f(row['f1'])} {md_text(interval)} | "
+                     f"{_f(row['precision'])} | {_f(row['recall'])} | {row['trials']} | "
                      f"{row['errors']} | {row['cost_usd']:.4f} | {md_text(row['status'])} |")
     return "\n".join(lines) + "\n"

@@ -22,15 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.loading import resolve, validate
 from ix.domain.errors import ConfigError
-from ix.eval.goal_sizing import (
-    FINAL_REPLICATES,
-    Scenario,
-    jeffreys_rate,
-    posterior_worlds,
-    shifted,
-    size_goal,
-    unit,
-)
+from ix.eval.goal_sizing import FINAL_REPLICATES, Basis, goal_size, unit
 from ix.stats.intervals import beta_interval
 from ix.stats.power import (
     mde_paired,
@@ -66,8 +58,10 @@ class PlanningInputs:
     notes: tuple[str, ...]
 
 
-def inputs_from_run(experiment_dir: Path) -> PlanningInputs:
-    """Planning values from `results/summary-latest.json` (control, and first variant if any)."""
+def inputs_from_run(experiment_dir: Path,
+                    pair: "list[str] | None" = None) -> PlanningInputs:
+    """Planning values from `results/summary-latest.json`: of the goal's `compare` pair
+    (control, treatment) when given and in the run, else of its first two subjects."""
     path = ExperimentDir.at(experiment_dir).latest_summary
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -80,6 +74,9 @@ def inputs_from_run(experiment_dir: Path) -> PlanningInputs:
     if not blocks:
         raise ConfigError("summary has no subjects", file=path, field="subjects")
     notes: list[str] = []
+    named = {b.get("name"): b for b in blocks}
+    if pair and len(pair) == 2 and all(n in named for n in pair):
+        blocks = [named[pair[0]], named[pair[1]]]   # the goal's pair, names whole
     a = _scores(blocks[0])
     if not a:
         raise ConfigError("no case has a valid trial", file=path, field="probe_results")
@@ -204,87 +201,79 @@ def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2
     return cast("PairedAnswer", out)  # filled key by key, in the order of its JSON
 
 
-def goal_scenario(expectations: list[str], rates: list[float] | None, p: float,
-                  trials: int) -> Scenario:
-    """The control's cases to plan a goal on: its per-case rates from a run, or (`rates`
-    None) every case right with probability p (must cases activate at p, should-not cases
-    at 1 − p). The treatment equals the control until `plan_goal` shifts it."""
-    import numpy as np
-
-    keep = [i for i, e in enumerate(expectations)
-            if e in ("must_trigger", "should_not_trigger")]
-    must = np.array([expectations[i] == "must_trigger" for i in keep], dtype=bool)
-    if rates is None:
-        control = np.where(must, p, 1.0 - p)
-    else:
-        control = np.array([rates[i] for i in keep], dtype=float)
-    return Scenario(must, control, control.copy(), trials)
-
-
-def plan_goal(goal: dict[str, Any], control: Scenario, *, effect: float | None = None,
+def plan_goal(goal: dict[str, Any], basis: Basis, *, effect: float | None = None,
               power: float = 0.8, source: str,
-              counts: "tuple[Any, Any] | None" = None) -> "GoalAnswer":
-    """How many cases settle `goal` (its metric, direction, min_effect, credibility) when the
-    treatment differs from `control` by `effect` on the goal's metric (default: twice
-    min_effect in the goal's direction), with the simulated probability of settling it.
-    `counts`: the control's (passed, valid) trials per case of `control` when they come
-    from a run: then each simulated run is drawn from a population those counts leave
-    plausible (`posterior_worlds`, as the inconclusive goal's suggestion does)."""
+              observed: float | None = None) -> "GoalAnswer":
+    """How many cases settle `goal` (its metric, direction, min_effect, credibility) if the
+    treatment differs from the control by `effect` on the goal's metric (default: twice
+    min_effect in the goal's direction), capped at the room the control leaves, with the
+    simulated probability of settling it: `ix.eval.goal_sizing.goal_size`, the one sizing
+    `ix validate` and a run's suggestion print. `basis`: the design at a rate, or a run's
+    counts of the goal's compare pair (then each simulated run is drawn from a population
+    those counts leave plausible, as the inconclusive goal's suggestion does: after a run
+    both print the same size). Which verdicts remain reachable goes in `reachable`."""
     metric, direction = goal["metric"], goal["direction"]
     m, c = float(goal["min_effect"]), float(goal["credibility"])
-    if effect is None:
-        if m == 0:
-            raise ConfigError("the goal's min_effect is 0: say which true effect to plan for "
-                              "with --effect", field="--effect")
-        effect = -2 * m if direction == "decrease" else 2 * m
-    if not (math.isfinite(effect) and -1 < effect < 1):
+    if effect is None and m == 0:
+        raise ConfigError("the goal's min_effect is 0: say which true effect to plan for "
+                          "with --effect", field="--effect")
+    if effect is not None and not (math.isfinite(effect) and -1 < effect < 1):
         raise ConfigError(f"a difference of rates lies strictly between -1 and 1, got "
                           f"{effect:g}", field="--effect")
-    beyond = (abs(effect) if direction == "differ"
-              else effect if direction == "increase" else -effect) - m
-    if abs(beyond) < 1e-9:
-        raise ConfigError(f"a true effect of {effect:+g} sits on the goal's boundary "
-                          f"(min_effect {m:g}): no number of cases settles it",
-                          field="--effect")
-    if not control.must.any():
+    if effect is not None:
+        beyond = (abs(effect) if direction == "differ"
+                  else effect if direction == "increase" else -effect) - m
+        if abs(beyond) < 1e-9:
+            raise ConfigError(f"a true effect of {effect:+g} sits on the goal's boundary "
+                              f"(min_effect {m:g}): no number of cases settles it",
+                              field="--effect")
+    if not basis.must.any():
         raise ConfigError(f"the experiment has no case of a kind {metric} needs",
                           field="goal.metric")
-    if control.trials > 62:
+    if basis.trials > 62:
         raise ConfigError(f"at most 62 trials per case can be simulated, got "
-                          f"{control.trials}", field="--trials")
+                          f"{basis.trials}", field="--trials")
     try:
-        if counts is None:
-            scenario = shifted(control, metric, effect)
-        else:
-            worlds = posterior_worlds(control.must, counts, None, control.trials, metric,
-                                      effect)
-            scenario = Scenario(control.must, worlds.control.mean(axis=0),
-                                worlds.treatment.mean(axis=0), control.trials, worlds)
+        size = goal_size(goal, basis, effect=effect, target=power, observed=observed)
     except ValueError as exc:
         raise ConfigError(str(exc), field="--effect") from None
-    size = size_goal(goal, scenario, target=power)
     st = size.settling
-    k = control.trials
-    return {
-        "question": "goal",
+    k = basis.trials
+    uneven = ", the change as uneven as the pairs show" if basis.treatment is not None else ""
+    out: dict[str, Any] = {
+        "question": "goal", "compare": list(goal["compare"]),
         "metric": metric, "direction": direction, "min_effect": m, "credibility": c,
-        "effect": effect, "trials_per_case": k, "cases": size.cases, "unit": unit(metric),
-        "target": power, "p_settle": st.p_settle, "p_supported": st.p_supported,
-        "p_refuted": st.p_refuted, "simulations": st.replicates,
-        "simulated_cases": st.cases, "t_start": size.start,
+        "effect": size.effect, "effect_asked": size.asked if size.capped else None,
+        "trials_per_case": k, "cases": size.cases, "unit": unit(metric),
+        "target": power, "criterion": size.criterion, "reachable": size.reach,
+        "p_settle": st.p_settle if st else None,
+        "p_supported": st.p_supported if st else None,
+        "p_refuted": st.p_refuted if st else None,
+        "simulations": st.replicates if st else 0,
+        "simulated_cases": st.cases if st else None, "t_start": size.start,
         "assumptions": [
-            f"a true effect of {effect:+g} on {metric} (treatment - control); every case's "
-            "rate of being right moves by the same amount",
+            f"a true effect of {_fx(size.effect)} on {metric} (treatment - control)"
+            + (f", {_fx(size.asked)} capped at the room the control's {metric} "
+               f"{size.control:.3f} leaves" if size.capped and size.asked is not None
+               and size.control is not None else "")
+            + "; every case's rate of being right moves by the same amount",
             (f"the control's cases as in {source}, resampled, {k} trial(s) per case"
-             if counts is None else
-             f"the control's cases as in {source}: each simulated run draws from a "
-             f"population they leave plausible (a Bayesian bootstrap of the cases, each "
-             f"case's rate from its posterior), {k} trial(s) per case"),
+             if basis.control is None else
+             f"the cases as in {source}: each simulated run draws from a population they "
+             f"leave plausible (a Bayesian bootstrap of the cases, each case's rate from its "
+             f"posterior{uneven}), {k} trial(s) per case"),
             f"the goal's rule: {direction} beyond {m:g} at credibility {c:g}; the size starts "
             f"from the one-sided t approximation and is checked by simulating ix's own "
             f"verdict ({FINAL_REPLICATES} seeded runs)",
         ],
     }
+    if size.note is not None:
+        out["note"] = size.note
+    return cast("GoalAnswer", out)
+
+
+def _fx(x: float | None) -> str:
+    return "n/a" if x is None else "0" if x == 0 else f"{x:+.3g}"
 
 
 def _check_rate(field: str, p: float) -> None:
@@ -334,8 +323,9 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     if experiment is not None:
         lab_path, paths = resolve(lab, [experiment])
         if ExperimentDir.at(paths[0]).latest_summary.is_file():
-            inputs = inputs_from_run(paths[0])
             planned = validate(lab_path, [str(paths[0])])[0]
+            pair = _goal(planned)
+            inputs = inputs_from_run(paths[0], pair["compare"] if pair else None)
         else:
             planned = validate(lab_path, [str(paths[0])])[0]
             rate = p if p is not None else 0.5
@@ -367,9 +357,16 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
             raise ConfigError("say what to plan for the paired design: --mde (how many "
                               "cases) or --cases (which difference)", field="--paired")
         activation = planned is not None and planned.loaded.experiment.sensor == "activation"
-        answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
-                                   omega2=w2, trials=k, alpha=alpha, power=power,
-                                   metric=CASE_ACTIVATION_RATE if activation else CASE_RATE))
+        try:
+            answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
+                                       omega2=w2, trials=k, alpha=alpha, power=power,
+                                       metric=CASE_ACTIVATION_RATE if activation
+                                       else CASE_RATE))
+        except ConfigError:
+            # unasked (a goal follows): a run whose rates sit at 0 or 1 has no variance to
+            # plan a paired difference on, but its goal can still be sized
+            if paired or goal is None:
+                raise
     if goal is not None and (effect is not None or not asks):
         if effect is None and float(goal["min_effect"]) == 0:
             answers.append({"question": "goal", "cases": None, "assumptions": [],
@@ -407,34 +404,50 @@ def _goal(planned: Any) -> dict[str, Any] | None:
 def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | None, *,
                   p: float | None, trials: int | None, effect: float | None,
                   power: float) -> "GoalAnswer":
-    """`plan_goal` for an experiment: the control's per-case rates ((k + ½)/(n + 1)) from
-    its latest run
-    (`inputs`, the goal's control subject), else (or with --p) its design's cases at rate p
-    (default 0.5)."""
+    """`plan_goal` for an experiment: from its latest run (`inputs`), the per-case counts of
+    the goal's `compare` pair — the cases both ran, as the run's suggestion reads them —
+    else (or with --p) its design's cases at rate p (default 0.5, the worst case)."""
     import numpy as np
 
+    control, treatment = goal["compare"][:2]
     if inputs is not None and p is None:
         path = Path(inputs.source)
         summary = json.loads(path.read_text(encoding="utf-8"))
         blocks = {b.get("name"): b for b in summary.get("subjects") or []}
-        block = blocks.get(goal["compare"][0]) or (summary.get("subjects") or [None])[0]
-        probes = [r for r in (block or {}).get("probe_results", [])
-                  if r.get("score") is not None and r.get("n")]
+        if control not in blocks:
+            raise ConfigError(f"the goal's control {control} is not in the latest run "
+                              f"(subjects: {', '.join(map(str, blocks))})", file=path,
+                              field="goal.compare")
 
-        k = trials or inputs.trials
-        valid = np.array([int(r["n"]) for r in probes])
-        passed = np.rint(np.array([float(r["score"]) for r in probes]) * valid)
-        kinds = [r["expectation"] for r in probes]
-        control = goal_scenario(kinds, list(jeffreys_rate(passed, valid)), 0.5, k)
-        sel = [i for i, e in enumerate(kinds) if e in ("must_trigger", "should_not_trigger")]
-        counts = (passed[sel].astype(np.int64), valid[sel].astype(np.int64))
-        source = f"the latest run ({path}), subject {block['name'] if block else '?'}"
+        def rows(name: str) -> dict[str, Any]:
+            return {r["probe_id"]: r for r in (blocks.get(name) or {}).get("probe_results", [])
+                    if r.get("score") is not None and r.get("n")
+                    and r.get("expectation") in ("must_trigger", "should_not_trigger")}
+
+        rc, rt = rows(control), rows(treatment)
+        both = treatment in blocks
+        ids = [i for i in rc if i in rt] if both else list(rc)
+
+        def counts(r: dict[str, Any]) -> tuple[Any, Any]:
+            valid = np.array([int(r[i]["n"]) for i in ids], dtype=np.int64)
+            passed = np.rint(np.array([float(r[i]["score"]) for i in ids]) * valid)
+            return passed.astype(np.int64), valid
+
+        must = np.array([rc[i]["expectation"] == "must_trigger" for i in ids], dtype=bool)
+        basis = Basis(must=must, trials=trials or inputs.trials,
+                      words=f"from the latest run's rates ({control} vs {treatment})"
+                      if both else f"from the latest run's rates ({control})",
+                      control=counts(rc), treatment=counts(rt) if both else None)
+        source = f"the latest run ({path}), {control}" + (f" and {treatment}" if both else "")
+        g = summary.get("goal") or {}
+        observed = ((g.get("effect") or {}).get("diff")
+                    if list(g.get("compare") or []) == [control, treatment] else None)
     else:
         rate = p if p is not None else 0.5
-        k = trials or planned.trials
-        control = goal_scenario([c.expectation for c in planned.cases], None, rate, k)
-        counts = None
+        basis = Basis.design([c.expectation for c in planned.cases], rate,
+                             trials or planned.trials)
         source = (f"the design of {planned.loaded.experiment.name}, every case right with "
                   f"probability {rate:g}")
-    return plan_goal(goal, control, effect=effect, power=power, source=source,
-                     counts=counts)
+        observed = None
+    return plan_goal(goal, basis, effect=effect, power=power, source=source,
+                     observed=observed)

@@ -140,7 +140,8 @@ class ResultSet(Table):
     def group_by(self, *keys: str, level: float = 0.95,
                  correlation: Method | None = None) -> "list[AggregateRow]":
         """One aggregate per group of `keys` (experiment, run, subject, case, tag, difficulty,
-        expectation): n, errors, valid, passed, cases, activation_rate, votes, correct,
+        expectation, invoked, family): n, errors, valid, passed, cases, families (the clusters
+        of the intervals), activation_rate, votes, correct,
         correct_rate (each rate with _lo/_hi), and mean, std,
         p50, p90, p99 of score, duration, tokens and cost; with `correlation` ("pearson" or
         "spearman"), score against the difficulty's ordinal too (docs/queries.md)."""

@@ -17,6 +17,7 @@ from ix.eval.schemas import (
     SCHEMA_VERSION,
     ClosedDict,
     Expectation,
+    GoalReach,
     Interval,
     Summary,
     ToolCallOut,
@@ -169,15 +170,25 @@ class GoalAnswer(ClosedDict):
                     "null: none up to `simulated_cases`")]
     assumptions: list[str]
     note: NotRequired[Annotated[str | None, Field(None)]]
+    compare: NotRequired[Annotated[list[str] | None, Field(
+        None, description="the goal's control and treatment, names whole: the pair sized")]]
     metric: NotRequired[Annotated[str | None, Field(None)]]
     direction: NotRequired[Annotated[str | None, Field(None)]]
     min_effect: NotRequired[Annotated[float | None, Field(None)]]
     credibility: NotRequired[Annotated[float | None, Field(None)]]
     effect: NotRequired[Annotated[float | None, Field(
-        None, description="the true effect planned for")]]
+        None, description="the true effect planned for, capped at the room the control "
+                          "leaves")]]
+    effect_asked: NotRequired[Annotated[float | None, Field(
+        None, description="the effect asked for, when `effect` is capped; else null")]]
     trials_per_case: NotRequired[Annotated[int | None, Field(None)]]
     unit: NotRequired[Annotated[str | None, Field(None)]]
     target: NotRequired[Annotated[float | None, Field(None)]]
+    criterion: NotRequired[Annotated[str | None, Field(
+        None, description="what the size is for, as `ix validate` and a run's suggestion "
+                          "name theirs")]]
+    reachable: NotRequired[Annotated[GoalReach | None, Field(
+        None, description="which verdicts the control leaves reachable, and why")]]
     p_settle: NotRequired[Annotated[float | None, Field(
         None, description="P(supported or refuted) at `cases`")]]
     p_supported: NotRequired[Annotated[float | None, Field(None)]]
@@ -253,6 +264,12 @@ class ResultRow(ClosedDict):
     tags: list[str]
     difficulty: Literal["easy", "medium", "hard"] | None
     difficulty_level: int | None
+    variant_of: NotRequired[Annotated[str | None, Field(
+        None, description="the case file a `variants:` case was expanded from")]]
+    paraphrase_of: NotRequired[Annotated[str | None, Field(
+        None, description="the case a `probe: paraphrase` case rewords")]]
+    family: NotRequired[Annotated[str | None, Field(
+        None, description="the original at the root of those, else the case's own id")]]
 
 
 class AggregateRow(ClosedDict):
@@ -267,11 +284,16 @@ class AggregateRow(ClosedDict):
     expectation: NotRequired[Annotated[str | None, Field(None)]]
     first_invoked: NotRequired[Annotated[str | None, Field(
         None, description="--group-by invoked: the first skill the trials invoked; null: none")]]
+    family: NotRequired[Annotated[str | None, Field(
+        None, description="--group-by family: the original the cases were generated from")]]
     n: int
     errors: int
     valid: int
     passed: int
-    cases: Annotated[int, Field(description="distinct cases (experiment, case id): the clusters")]
+    cases: Annotated[int, Field(description="distinct cases (experiment, case id)")]
+    families: NotRequired[Annotated[int, Field(
+        description="distinct families (experiment, family): the clusters of the intervals "
+                    "(= cases unless cases were generated from one original)")]]
     activation_rate: Annotated[float | None, Field(
         description="passed / valid: share of valid trials in which the skill fired")]
     activation_rate_lo: float | None
@@ -407,10 +429,11 @@ class BatteryRow(ClosedDict):
     run_id: str
     status: str
     subject: str
-    f1: float
+    f1: Annotated[float | None, Field(description="null where undefined (no TP, FP or FN)")]
     f1_ci: Interval | None
-    precision: float
-    recall: float
+    precision: Annotated[float | None, Field(
+        description="null with no predicted positive (never 0)")]
+    recall: float | None
     trials: int
     errors: int
     cost_usd: float
@@ -451,6 +474,13 @@ class PooledSeeds(ClosedDict):
     level: float
     interval: Literal["case votes", "clustered by case"]
     method: str
+    estimand: NotRequired[Annotated[str, Field(
+        description="what `value` estimates: with case votes, the metric of one majority "
+                    "vote per case over all seeds' trials, a different quantity from the "
+                    "per-seed values (see seed_mean)")]]
+    seed_mean: NotRequired[Annotated[float | None, Field(
+        None, description="the mean of the seeds' own values (per_seed), each a K-trial "
+                          "quantity; null when no seed has a value")]]
     cases: int
     seeds: int
     per_seed: list[SeedValue]
@@ -597,6 +627,9 @@ class OptimizeRound(ClosedDict):
     best: str | None
     improved: bool
     run_ids: dict[str, str]
+    rationale: NotRequired[Annotated[str, Field(
+        description="why the proposer proposed what it did, when it says (the keywords "
+                    "baseline does); absent in sessions written before it")]]
 
 
 class OptimizeHoldoutSubject(ClosedDict):
@@ -610,6 +643,17 @@ class OptimizeHoldoutSubject(ClosedDict):
     prob_better: float
     mc_error: float
     pairs: dict[str, list[int]]
+    p_value: NotRequired[Annotated[float, Field(
+        description="exact one-sided p of the paired test: were each changed case as likely "
+                    "to have gone the other way, the chance of a difference this large "
+                    "(docs/optimize.md); absent in sessions written before it")]]
+    improved: NotRequired[Annotated[int, Field(
+        description="held-out cases the candidate gets right and the original wrong")]]
+    worsened: NotRequired[Annotated[int, Field(
+        description="held-out cases the original gets right and the candidate wrong")]]
+    failed: NotRequired[Annotated[list[str], Field(
+        description="the conditions of a recommendation this subject missed, in words "
+                    "(empty: it met them all)")]]
 
 
 class OptimizeHoldout(ClosedDict):
@@ -619,6 +663,15 @@ class OptimizeHoldout(ClosedDict):
     subjects: list[OptimizeHoldoutSubject]
     prob_better: float | None
     credibility: float
+    p_value: NotRequired[Annotated[float | None, Field(
+        None, description="the largest exact paired p over the subjects; absent in "
+                          "sessions written before it")]]
+    tolerance: NotRequired[Annotated[float, Field(
+        description="the 95% interval had to end above −tolerance; absent in sessions "
+                    "written before it")]]
+    min_changed: NotRequired[Annotated[int, Field(
+        description="held-out cases the gain had to rest on; absent in sessions written "
+                    "before it")]]
     candidate: NotRequired[str]
     candidate_run_id: NotRequired[str]
 
@@ -631,6 +684,10 @@ class OptimizeSettings(ClosedDict):
     credibility: float
     max_cost_usd: float | None
     trials: int
+    tolerance: NotRequired[Annotated[float, Field(
+        description="--tolerance; absent in sessions written before it")]]
+    min_changed: NotRequired[Annotated[int, Field(
+        description="--min-changed; absent in sessions written before it")]]
 
 
 class OptimizeSplit(ClosedDict):

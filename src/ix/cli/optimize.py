@@ -13,6 +13,7 @@ from ix.cli.options import progress_mode as progress_mode_of
 from ix.cli.output import err, out, print_json
 from ix.cli.progress import RunProgress
 from ix.engine.run import Limits
+from ix.eval.optimize import CREDIBILITY, MIN_CHANGED, TOLERANCE
 from ix.report.optimize_terminal import optimize_renderable
 
 if TYPE_CHECKING:
@@ -46,12 +47,12 @@ def optimize(
         "--skill", help="The skill whose description to improve (default: the activation "
                         "sensor's skill, else the experiment's).", show_default=False)] = None,
     proposer: Annotated[str, typer.Option(
-        "--proposer", help="Who writes candidates: `keywords` (offline baseline: adds the "
-                           "distinctive words of missed prompts, excludes those of false "
-                           "positives), a subject profile (claude-sonnet-api, or one added "
-                           "with `ix subjects add`) or a runtime kind (anthropic, openai, "
-                           "claude-code, command, ...; with the experiment's options of that "
-                           "kind).")] = "keywords",
+        "--proposer", help="Who writes candidates: `keywords` (offline baseline for a word "
+                           "router: adds words shared by missed prompts, excludes those "
+                           "shared by false positives), a subject profile "
+                           "(claude-sonnet-api, or one added with `ix subjects add`) or a "
+                           "runtime kind (anthropic, openai, claude-code, command, ...; with "
+                           "the experiment's options of that kind).")] = "keywords",
     rounds: Annotated[int, typer.Option(
         "--rounds", min=1, help="Rounds of proposals at most (fewer when every train case is "
                                 "right or nothing new is proposed).")] = 5,
@@ -65,7 +66,15 @@ def optimize(
                        "another seed starts another session.", show_default=False)] = None,
     credibility: Annotated[float, typer.Option(
         "--credibility", help="Recommend the candidate only if P(holdout F1 better than the "
-                              "original) reaches this.")] = 0.9,
+                              "original) reaches this and the exact paired test's p is at "
+                              "most 1 − this.")] = CREDIBILITY,
+    tolerance: Annotated[float, typer.Option(
+        "--tolerance", help="Recommend only if the 95% interval of the holdout F1 difference "
+                            "ends above −this (a loss it still allows).")] = TOLERANCE,
+    min_changed: Annotated[int, typer.Option(
+        "--min-changed", min=1, help="Recommend only if the gain rests on at least this many "
+                                     "held-out cases the candidate gets right and the "
+                                     "original wrong.")] = MIN_CHANGED,
     apply: Annotated[bool, typer.Option(
         "--apply", help="Write a recommended description into the skill's SKILL.md, "
                         "which must be the lab's own (skills/<name>/SKILL.md, reached "
@@ -92,7 +101,9 @@ def optimize(
     gets wrong and the descriptions tried, and its candidates run on the train cases with
     the experiment's subjects, trials and seeds; the best by train F1 goes on. Finally the
     best candidate and the original run on the holdout cases, compared case by case (paired
-    F1); the candidate is recommended only if P(holdout F1 better) reaches --credibility.
+    F1); the candidate is recommended only if P(holdout F1 better) reaches --credibility,
+    the exact paired test agrees (p ≤ 1 − credibility), the 95% interval of the difference
+    ends above −(--tolerance) and the gain rests on at least --min-changed improved cases.
 
     Everything lands in <experiment>/results/optimize/<id>/ (the split, every candidate, its
     scores with intervals, the proposer's requests and answers, the recommended SKILL.md,
@@ -104,7 +115,8 @@ def optimize(
     """
     bars = progress_mode_of(progress_mode)
     settings = Settings(skill=skill, rounds=rounds, candidates=candidates, holdout=holdout,
-                        seed=seed, credibility=credibility, max_cost_usd=max_cost)
+                        seed=seed, credibility=credibility, max_cost_usd=max_cost,
+                        tolerance=tolerance, min_changed=min_changed)
     with _Steps(enabled=not json_out, mode=bars) as progress:
         result = run_optimize(lab, experiment, settings, proposer=proposer, apply=apply,
                               limits=Limits(), observer=progress,

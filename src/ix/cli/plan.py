@@ -73,10 +73,16 @@ def plan(
         return
     for a in answers:
         if a["question"] == "goal":
-            if "note" in a:
-                out.print(f"goal: {a['note']}")
+            reach = a.get("reachable")
+            why = reach["why"] if reach else None
+            if a.get("p_settle") is None:       # nothing sized: say why
+                out.print(f"goal: {escape(a.get('note') or 'nothing to size')}")
+                if why:
+                    out.print(f"  {escape(why)}")
                 continue
-            rule = f"{a['metric']} {a['direction']} beyond {a['min_effect']:g}"
+            pair = " vs ".join(a.get("compare") or [])
+            rule = escape(f"{a['metric']} {a['direction']} beyond {a['min_effect']:g}"
+                          + (f", {pair}" if pair else ""))
             if a["cases"] is None:
                 out.print(f"no run up to [bold]{a['simulated_cases']}[/] {a['unit']} settles "
                           f"the goal ({rule}) with probability {a['target']:g}: "
@@ -88,6 +94,11 @@ def plan(
                           f"refuted {a['p_refuted']:.2f}; {a['simulations']} simulated runs "
                           f"judged by ix's own rule; the t approximation said "
                           f"{a['t_start'] if a['t_start'] is not None else 'n/a'})", markup=True)
+            if why:     # a verdict the control leaves out of reach (STATS.md §10)
+                out.print(f"  {escape(why)}")
+            criterion = a.get("criterion")
+            if criterion:
+                out.print(f"  [dim]sized {escape(criterion)}[/]", markup=True)
         elif a["question"] == "width":
             lo, hi = a["achieved_interval"]
             out.print(f"[bold]{a['n']}[/] units give an interval of width ≤ {width:g} "
@@ -106,20 +117,21 @@ def plan(
                           f"each) the smallest detectable difference in the "
                           f"{escape(a['metric'])} is [bold]{m['mde']:.3f}[/]", markup=True)
         for assumption in a["assumptions"]:
-            out.print(f"  [dim]assuming {assumption}[/]", markup=True)
+            out.print(f"  [dim]assuming {escape(assumption)}[/]", markup=True)
     source = result.get("from_run")
     if source is not None:
-        out.print(f"[dim]planning values from {source['summary']}: p={source['p']:.3f}, "
+        out.print(f"[dim]planning values from {escape(source['summary'])}: "
+                  f"p={source['p']:.3f}, "
                   f"sigma2_a={source['sigma2_a']:.4f}, sigma2_b={source['sigma2_b']:.4f}, "
                   f"omega2={source['omega2']:.4f}, {source['cases']} cases × "
                   f"{source['trials']} trials[/]", markup=True)
     design = result.get("from_design")
     if design is not None:
-        out.print(f"[dim]planning values from the design of {design['experiment']}: "
+        out.print(f"[dim]planning values from the design of {escape(design['experiment'])}: "
                   f"{design['cases']} cases × {design['trials']} trials[/]", markup=True)
     notes = source["notes"] if source is not None else design["notes"] if design else []
     for note in notes:
-        out.print(f"[dim]  note: {note}[/]", markup=True)
+        out.print(f"[dim]  note: {escape(note)}[/]", markup=True)
 
 
 def register(app: typer.Typer) -> None:

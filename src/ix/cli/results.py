@@ -90,7 +90,8 @@ def results(
     group_by: Annotated[Many, typer.Option(
         "--group-by", "-g", help="Aggregate per group: subject, case, tag, difficulty, run, "
                                  "experiment, expectation, invoked (the first skill a trial "
-                                 "invoked); repeatable (subject × case).",
+                                 "invoked), family (the original a case was generated "
+                                 "from); repeatable (subject × case).",
         show_default=False)] = None,
     stats: Annotated[bool, typer.Option(
         "--stats", help="Aggregate every matching trial into one row.")] = False,
@@ -246,7 +247,10 @@ def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         cells: list[Text | str] = [Text("none", style="dim") if k == "first_invoked"
                                    and r[k] is None else _cell(r[k]) for k in keys]
         durations = " / ".join(_number(r[f"duration_{p}"], 1) for p in ("p50", "p90", "p99"))
-        cells += [str(r["n"]), str(r["cases"]), str(r["errors"]),
+        families = r.get("families", r["cases"])  # the clusters: rewordings of one prompt
+        cases = (str(r["cases"]) if families == r["cases"]
+                 else f"{r['cases']} ({families} families)")
+        cells += [str(r["n"]), cases, str(r["errors"]),
                   _rate(r, "activation_rate"), f"{r['passed']}/{r['valid']}",
                   _rate(r, "correct_rate"), f"{r['correct']}/{r['votes']}",
                   _number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
@@ -257,7 +261,7 @@ def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-_STAT_KEYS = {"n", "errors", "valid", "passed", "cases", "votes", "correct"}
+_STAT_KEYS = {"n", "errors", "valid", "passed", "cases", "families", "votes", "correct"}
 
 
 def _rate(r: Mapping[str, Any], name: str) -> str:

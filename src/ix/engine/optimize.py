@@ -16,8 +16,10 @@ differently). Steps:
    the same, and no candidate wins on noise alone); the best by train F1 goes on if it
    beats the current one;
 4. the best candidate and the original on the holdout cases; the paired,
-   case-level F1 comparison (`ix.stats.paired_f1`) recommends it only if P(holdout F1
-   better) reaches the credibility for every subject that has the skill.
+   case-level F1 comparison (`ix.stats.paired_f1`), judged by `ix.eval.optimize.judge`,
+   recommends it only if, for every subject that has the skill, P(holdout F1 better)
+   reaches the credibility, the exact paired test agrees (p ≤ 1 − credibility), the 95%
+   interval ends above −tolerance, and at least `min_changed` held-out cases improved.
 """
 
 from __future__ import annotations
@@ -37,10 +39,21 @@ from ix.domain.types import Subject
 from ix.engine.cache import CacheMode, check_mode, with_cache
 from ix.engine.plan import build_plan
 from ix.engine.proposers import Answer, Proposer
-from ix.engine.resume import cases_digest, check_continuable, find_continuation
+from ix.engine.resume import cases_digest, continuing, find_continuation
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
 from ix.eval.models import EvalCase
-from ix.eval.optimize import Miss, ProposalRequest, body_summary, misses, parse_answer, split_cases
+from ix.eval.optimize import (
+    CREDIBILITY,
+    MIN_CHANGED,
+    TOLERANCE,
+    Miss,
+    ProposalRequest,
+    body_summary,
+    judge,
+    misses,
+    parse_answer,
+    split_cases,
+)
 from ix.eval.schemas import SCHEMA_VERSION
 from ix.eval.sensors import target_skill
 from ix.lab.files import dumps, write_text_atomic
@@ -49,7 +62,7 @@ from ix.lab.loader import LoadedExperiment
 from ix.lab.paths import check_tree
 from ix.lab.skill_file import check_description, with_description
 from ix.lab.yamlio import read_text
-from ix.stats.paired_f1 import paired_f1
+from ix.stats.paired_f1 import PairedF1, paired_f1
 from ix.store.appending import append_line
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
@@ -85,17 +98,23 @@ class Settings:
     candidates: int = 3
     holdout: float = 0.4
     seed: int | None = None          # the split's seed; None: the experiment's
-    credibility: float = 0.9
+    credibility: float = CREDIBILITY
     max_cost_usd: float | None = None
+    tolerance: float = TOLERANCE     # the holdout interval must end above −tolerance
+    min_changed: int = MIN_CHANGED   # held-out cases the gain must rest on
 
     def check(self) -> None:
         for name, value, low in (("--rounds", self.rounds, 1), ("--candidates",
-                                                                self.candidates, 1)):
+                                                                self.candidates, 1),
+                                 ("--min-changed", self.min_changed, 1)):
             if value < low:
                 raise ConfigError(f"must be at least {low}, got {value}", field=name)
         if not 0.5 <= self.credibility < 1:
             raise ConfigError(f"must be in [0.5, 1), got {self.credibility}",
                               field="--credibility")
+        if not 0 <= self.tolerance < 1:
+            raise ConfigError(f"must be in [0, 1) (an F1 difference), got {self.tolerance}",
+                              field="--tolerance")
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
             raise ConfigError(f"must be positive, got {self.max_cost_usd}", field="--max-cost")
 
@@ -255,9 +274,12 @@ class _Session:
             "skill": self.skill, "skill_file": str(self.skill_file),
             "skill_sha256": hashlib.sha256(self.skill_text.encode()).hexdigest(),
             "subjects": [c.name for c in self.carriers],
-            "proposer": {"name": self.proposer.name, "kind": self.proposer.kind},
+            "proposer": {"name": self.proposer.name, "kind": self.proposer.kind,
+                         **({"note": note} if (note := getattr(self.proposer, "note", None))
+                            else {})},
             "settings": {"rounds": s.rounds, "candidates": s.candidates,
                          "holdout": s.holdout, "seed": seed, "credibility": s.credibility,
+                         "tolerance": s.tolerance, "min_changed": s.min_changed,
                          "max_cost_usd": s.max_cost_usd,
                          "trials": self.loaded.experiment.trials},
             "split": self.split.as_dict(),
@@ -373,6 +395,8 @@ class _Session:
                 accepted.append(text)
         record: dict[str, Any] = {"round": number, "candidates": [], "rejected": rejected,
                                   "best": None, "improved": False, "run_ids": {}}
+        if answer.rationale:
+            record["rationale"] = answer.rationale
         if not accepted:
             st["rounds"].append(record)
             st["stopped_early"] = f"after round {number}: the proposer gave no new valid " \
@@ -411,7 +435,8 @@ class _Session:
                 except ValueError:
                     continue  # a line torn by a crash: ask again
                 if entry.get("round") == request.round:
-                    return Answer(entry["request"], entry["answer"], entry.get("cost_usd", 0.0))
+                    return Answer(entry["request"], entry["answer"], entry.get("cost_usd", 0.0),
+                                  rationale=str(entry.get("rationale") or ""))
         self._check_budget()
         self._say(f"round {request.round}: asking the {self.proposer.name} proposer")
         seed = int.from_bytes(hashlib.sha256(
@@ -420,7 +445,8 @@ class _Session:
         append_line(log, json.dumps({
             "round": request.round, "proposer": self.proposer.name, "at": iso(datetime.now(UTC)),
             "request": answer.request, "answer": answer.answer, "cost_usd": answer.cost_usd,
-            "tokens_input": answer.tokens_input, "tokens_output": answer.tokens_output},
+            "tokens_input": answer.tokens_input, "tokens_output": answer.tokens_output,
+            **({"rationale": answer.rationale} if answer.rationale else {})},
             ensure_ascii=False))
         self.state["cost_usd"] = round(self.state["cost_usd"] + answer.cost_usd, 6)
         return answer
@@ -431,9 +457,11 @@ class _Session:
         if st["best"] == ORIGINAL:
             st["holdout"] = {"run_id": None, "verdict": "no candidate",
                              "credibility": self.settings.credibility,
+                             "tolerance": self.settings.tolerance,
+                             "min_changed": self.settings.min_changed,
                              "why": "no candidate beat the original description's train F1; "
                                     "nothing to judge on the holdout cases",
-                             "subjects": [], "prob_better": None}
+                             "subjects": [], "prob_better": None, "p_value": None}
             self.save()
             return
         best = self._candidate(st["best"])
@@ -448,28 +476,35 @@ class _Session:
                                    self._with(best["description"], path), holdout)
         theirs = {b["name"]: b for b in candidate["subjects"]}
         per_subject: list[dict[str, Any]] = []
+        results: dict[str, PairedF1] = {}
         for block in original["subjects"]:
             other = theirs[block["name"]]
             must, not_ = _tables(block["probe_results"], other["probe_results"])
-            result = paired_f1(must, not_, level=0.95)
+            result = results[block["name"]] = paired_f1(must, not_, level=0.95)
             per_subject.append({
                 "subject": block["name"],
                 "original": _metrics(block), "candidate": _metrics(other),
                 "difference": result.difference, "difference_ci": [result.lo, result.hi],
                 "difference_sided": result.sided, "median": result.median,
                 "prob_better": result.prob_b_better, "mc_error": result.mc_error,
+                "p_value": result.p_value, "improved": result.improved,
+                "worsened": result.worsened,
                 "pairs": {"must": list(must), "not": list(not_)}})
-        prob = min(float(p["prob_better"]) for p in per_subject)
-        recommended = prob >= self.settings.credibility
+        s = self.settings
+        verdict = judge(results, credibility=s.credibility, tolerance=s.tolerance,
+                        min_changed=s.min_changed)
+        for entry in per_subject:
+            entry["failed"] = verdict.failed[entry["subject"]]
+        recommended = verdict.recommended
         st["holdout"] = {
             "run_id": original["run_id"], "candidate_run_id": candidate["run_id"],
             "candidate": best["id"], "subjects": per_subject,
-            "prob_better": prob, "credibility": self.settings.credibility,
+            "prob_better": min(float(p["prob_better"]) for p in per_subject),
+            "p_value": max(float(p["p_value"]) for p in per_subject),
+            "credibility": s.credibility, "tolerance": s.tolerance,
+            "min_changed": s.min_changed,
             "verdict": "recommended" if recommended else "not recommended",
-            "why": (f"P(holdout F1 better) = {prob:.3f} ≥ {self.settings.credibility}"
-                    if recommended else
-                    f"no credible improvement: P(holdout F1 better) = {prob:.3f} < "
-                    f"{self.settings.credibility}")}
+            "why": verdict.why}
         st["recommended"] = recommended
         if recommended:
             self._write(self.folder.recommended, text)
@@ -510,14 +545,15 @@ class _Session:
         loaded = replace(self.loaded, path=folder, experiment=exp,
                          spec=self.loaded.spec.model_copy(update={"goal": None}))
         plan = build_plan(loaded)
-        if self.cache is not None:
-            store = ObservationCache(self.loaded.lab)
-            plan = replace(plan, subjects=tuple(with_cache(sp, store, self.cache, plan.redactor)
-                                                for sp in plan.subjects))
         cont = None
         if latest is not None:
             cont = find_continuation(results, latest.name, "resume", self.hooks.warn)
-            check_continuable(plan, cont)
+            plan = continuing(plan, cont)  # its seeds as the run drew them
+        if self.cache is not None:
+            store = ObservationCache(self.loaded.lab)
+            plan = replace(plan, subjects=tuple(
+                with_cache(sp, store, self.cache, plan.redactor, seeding=plan.seeding)
+                for sp in plan.subjects))
         self._check_budget()
         if self.hooks.on_plan is not None:
             self.hooks.on_plan(plan)
@@ -586,5 +622,6 @@ def _key(experiment: str, skill: str, text: str, subjects: list[str], proposer: 
             "skill_sha256": hashlib.sha256(text.encode()).hexdigest(), "subjects": subjects,
             "proposer": proposer, "rounds": settings.rounds, "candidates": settings.candidates,
             "holdout": settings.holdout, "seed": seed, "credibility": settings.credibility,
+            "tolerance": settings.tolerance, "min_changed": settings.min_changed,
             "cases": cases}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

@@ -6,8 +6,9 @@ trial of any text-producing runtime (a registry profile such as `claude-sonnet-a
 kind: `anthropic`, `openai`, `claude-code`, `command`, ...) and reads the answer's text.
 `KeywordsProposer` is a documented baseline that needs no model: it adds the distinctive
 words of the missed must prompts ("Also for ...") and a "Not for ..." clause made of the
-distinctive words of the prompts it fired on wrongly — the edit a careful person makes by
-hand, and one the lexical router can read.
+distinctive words of the prompts it fired on wrongly. It optimises for a word router (the
+`lexical` runtime reads exactly such words), and says so in its note and each answer's
+rationale: a model reads a description as a whole, and a word list may help it less.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ix.domain.types import Subject
 from ix.eval.models import EvalCase
 from ix.eval.optimize import ProposalRequest, request_text
 from ix.lab.skill_file import DESCRIPTION_MAX
-from ix.runtimes.lexical import idf, split_exclusions, stem, words
+from ix.runtimes.lexical import idf, stem, words
 from ix.runtimes.registry import RuntimeContext, build_runtime
 
 __all__ = ["KEYWORDS", "Answer", "KeywordsProposer", "Proposer", "RuntimeProposer"]
@@ -43,6 +44,8 @@ class Answer:
     cost_usd: float = 0.0
     tokens_input: int = 0
     tokens_output: int = 0
+    #: why the proposer proposed what it did, when it says (the `keywords` baseline does)
+    rationale: str = ""
 
 
 class Proposer(Protocol):
@@ -78,46 +81,61 @@ class KeywordsProposer:
     """The offline baseline: distinctive words in, wrongly matched words out.
 
     A word is distinctive by its rarity in English (`ix.runtimes.lexical.idf`) times the
-    number of wrong prompts it appears in. Words already in the description's positive part
-    are not added again; a word of a missed must prompt is never excluded, nor a word of a
-    wrongly fired prompt added. Candidate i adds more words than candidate i − 1, and the
-    even ones also exclude, so the candidates of a round differ.
+    number of wrong prompts it appears in, and is proposed only if at least `MIN_PROMPTS`
+    of those prompts hold it: a word of one prompt is that prompt's, not the kind of request
+    (a Spanish word of one prompt, a file name). Words are read as the `lexical` router
+    reads them, so a contraction ("don't", "it's") is no word; a word with a letter outside
+    a-z ("página") is not English and is never proposed. Never added: words the description
+    already has; never excluded: words of the skill's own name and description, and words
+    of a missed must prompt; never added: words of a wrongly fired prompt. Candidate i adds
+    more words than candidate i − 1, and the even ones also exclude, so the candidates of a
+    round differ.
     """
 
     name = KEYWORDS
     kind = KEYWORDS
+    note = ("optimises for a word router: it adds and excludes single words, which the "
+            "`lexical` runtime matches; a model reads the description as a whole, so judge "
+            "its candidates on the subject you care about")
 
     def propose(self, request: ProposalRequest, *, seed: int) -> Answer:
-        keep, _ = split_exclusions(request.description)
-        have = {stem(w) for w in words(keep)}
+        own = _stems([request.skill.replace("-", " ").replace("_", " "),
+                      request.description])
         must = [m.prompt for m in request.misses if m.expectation == "must_trigger"]
         fired = [m.prompt for m in request.misses if m.expectation == "should_not_trigger"]
-        add = _distinctive(must, avoid=have | _stems(fired))
-        drop = _distinctive(fired, avoid=have | _stems(must))
+        add = _distinctive(must, avoid=own | _stems(fired))
+        drop = _distinctive(fired, avoid=own | _stems(must))
         out: list[str] = []
         for i in range(request.count):
             n = 3 * (i // 2 + 1)
-            text = _extended(request.description, add[:n], drop[:n] if i % 2 == 0 else [])
+            text = _extended(request.description, [w for w, _ in add[:n]],
+                             [w for w, _ in drop[:n]] if i % 2 == 0 else [])
             if text not in out and text != request.description:
                 out.append(text)
         return Answer(json.dumps(request.as_dict(), ensure_ascii=False),
-                      json.dumps({"descriptions": out}, ensure_ascii=False))
+                      json.dumps({"descriptions": out}, ensure_ascii=False),
+                      rationale=_rationale(add, drop, len(must), len(fired)))
 
 
-#: A contraction ("don't", "it's"): its pieces are not words worth adding.
-_CONTRACTION = re.compile(r"\b\w+['\u2019]\w+\b")
+#: A word is proposed only if at least this many of the wrong prompts hold it.
+MIN_PROMPTS = 2
+#: A token with a letter outside a-z (an accented or non-Latin word): never English.
+_FOREIGN = re.compile(r"\w*[^\W\x00-\x7f]\w*")
 
 
 def _words(prompt: str) -> list[str]:
-    return words(_CONTRACTION.sub(" ", prompt))
+    """The words the lexical router reads in `prompt` (contractions dropped), less those
+    of non-English tokens."""
+    return words(_FOREIGN.sub(" ", prompt))
 
 
-def _stems(prompts: Sequence[str]) -> set[str]:
-    return {stem(w) for p in prompts for w in _words(p)}
+def _stems(texts: Sequence[str]) -> set[str]:
+    return {stem(w) for t in texts for w in _words(t)}
 
 
-def _distinctive(prompts: Sequence[str], avoid: set[str]) -> list[str]:
-    """Words of `prompts`, most distinctive first: rarity × prompts holding it (ties: a-z)."""
+def _distinctive(prompts: Sequence[str], avoid: set[str]) -> list[tuple[str, int]]:
+    """(word, prompts holding it) of `prompts`, held by at least `MIN_PROMPTS` of them, most
+    distinctive first: rarity × prompts holding it (ties: a-z)."""
     weight: Counter[str] = Counter()
     surface: dict[str, str] = {}
     for prompt in prompts:
@@ -127,8 +145,31 @@ def _distinctive(prompts: Sequence[str], avoid: set[str]) -> list[str]:
                 continue
             surface.setdefault(s, word)
             weight[s] += 1
-    ranked = sorted(weight, key=lambda s: (-weight[s] * idf(s), surface[s]))
-    return [surface[s] for s in ranked]
+    kept = [s for s in weight if weight[s] >= MIN_PROMPTS]
+    ranked = sorted(kept, key=lambda s: (-weight[s] * idf(s), surface[s]))
+    return [(surface[s], weight[s]) for s in ranked]
+
+
+def _rationale(add: Sequence[tuple[str, int]], drop: Sequence[tuple[str, int]],
+               n_must: int, n_fired: int) -> str:
+    """One paragraph: the words found (with the number of wrong prompts holding each), or why
+    none was, and what is never proposed."""
+    def listed(found: Sequence[tuple[str, int]], prompts: int, what: str) -> str:
+        if found:
+            return (", ".join(f"{w} ({n})" for w, n in found[:9])
+                    + f" (prompts holding each, of the {prompts} {what})")
+        if not prompts:
+            return f"none (no {what})"
+        if prompts < MIN_PROMPTS:
+            return f"none (1 {what[:-1]}: a word must be in {MIN_PROMPTS} or more)"
+        return f"none (no word is in {MIN_PROMPTS} or more of the {prompts} {what})"
+
+    return (f"For a word router (the lexical runtime's reading). To add: "
+            f"{listed(add, n_must, 'missed must prompts')}; to exclude: "
+            f"{listed(drop, n_fired, 'wrongly fired prompts')}. Never proposed: words of fewer "
+            f"than {MIN_PROMPTS} prompts (one prompt's own: a name, a file, a foreign word), "
+            "contractions, words with a letter outside a-z (not English); never excluded: "
+            "words of the skill's own name and description.")
 
 
 def _extended(description: str, add: Sequence[str], drop: Sequence[str]) -> str:

@@ -18,7 +18,20 @@ one-sided on the estimate's side when that would exclude it), P(variant better),
 `p_value` (exact McNemar where the pairs are real — recall, pass_rate —, the case-level
 t-test for activation_rate, none for precision/F1), Holm-adjusted across the variants. The
 goal's metric is `primary`; the others are `exploratory` and their numbers unadjusted for
-the number of metrics looked at.
+the number of metrics looked at. Each entry names its Holm `family`: `variants:<metric>`.
+
+`flips` lists the cases whose majority vote changed, each tested for a change beyond trial
+noise (`ix.stats.flips`: Fisher's exact test of the case's two counts, Tarone's rule across
+the comparison's cases, family-wise α = 1 − level): `beyond_noise` says which.
+
+Which pairs are compared is the caller's (`ix.eval.factorial`: one factor at a time).
+
+Cases generated from one original (`variants:`, `probe: paraphrase`; `ix.eval.families`) are
+one unit (STATS.md §10): where a metric's cases come in families, every metric is compared
+with families as clusters — activation_rate's case-level t with a cluster-robust SE on
+G − 1 degrees of freedom, the vote metrics as ratios linearised the same way
+(`ix.stats.families.ratio_difference`), no McNemar — and the entry says `n_families`. A run
+without perturbations takes the paths above and keeps its numbers exactly.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ix.eval.estimates import LEVEL, num, pair
+from ix.eval.families import family_labels
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally
 from ix.stats.case_level import case_level_difference
@@ -40,6 +54,8 @@ from ix.stats.comparisons import (
     prob_a_beats_b,
 )
 from ix.stats.difference import difference_interval, posterior_quantile
+from ix.stats.families import ratio_difference
+from ix.stats.flips import beyond_noise
 from ix.stats.power import holm
 
 if TYPE_CHECKING:
@@ -113,6 +129,12 @@ class Effect:
     #: d ↦ (lo, hi) around cdf(d) without quadrature, where the posterior has them
     #: (`ix.stats.decisions.goal_outcome` reads them first)
     bounds: Callable[[float], tuple[float, float]] | None = None
+    #: perturbation families among the `n` cases, the independent units (`ix.eval.families`);
+    #: None in a run without them
+    n_families: int | None = None
+    #: why there is no comparison (a side's metric is undefined: precision with no predicted
+    #: positive, F1 with no TP, FP or FN); then `n` is 0 and `p_better` NaN
+    not_compared: str | None = None
 
 
 def effect(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
@@ -138,9 +160,74 @@ def _case_counts(tally: Tally, cases: Sequence[EvalCase]) -> list[tuple[int, int
     return [(tally.counts[c.id].passed, tally.counts[c.id].valid) for c in cases]
 
 
+def _vote_ratio(metric: str, tally: Tally, case: EvalCase) -> tuple[int, int]:
+    """Case `case`'s share of `metric` = Σa/Σb as (a, b), from its majority vote ((0, 0)
+    without a vote): recall TP/(TP+FN), pass_rate right/voted, precision TP/(TP+FP), F1
+    2TP/(2TP+FP+FN)."""
+    vote = _votes(tally, case)
+    if vote is None:
+        return 0, 0
+    must = case.expectation == "must_trigger"
+    tp, fp, fn = int(must and vote), int(not must and vote), int(must and not vote)
+    if metric == "recall":
+        return tp, tp + fn
+    if metric == "pass_rate":
+        return int(vote == must), 1
+    if metric == "precision":
+        return tp, tp + fp
+    return 2 * tp, 2 * tp + fp + fn
+
+
+def _by_family(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
+               labels: Sequence[str]) -> Effect:
+    """`metric`'s posterior with perturbation families as the unit (STATS.md §10): the
+    case-level t with CR1 over families (activation_rate), or the ratio of the majority votes
+    linearised, CR1 over families (`ix.stats.families.ratio_difference`); no McNemar (pairs
+    within a family are not independent)."""
+    if metric == "activation_rate":
+        must = [i for i, c in enumerate(cases) if c.expectation == "must_trigger"]
+        chosen = [cases[i] for i in must]
+        m = case_level_difference(_case_counts(control, chosen), _case_counts(variant, chosen),
+                                  [labels[i] for i in must])
+    else:
+        m = ratio_difference([_vote_ratio(metric, control, c) for c in cases],
+                             [_vote_ratio(metric, variant, c) for c in cases], labels)
+    if m is None:  # no case, or a ratio without a denominator: nothing to compare
+        return Effect(control=None, variant=None, cdf=lambda d: float(d >= 0),
+                      interval=(float("nan"), float("nan")), p_better=float("nan"),
+                      mcnemar_p=None, n=0, paired=True)
+    return Effect(control=m.control, variant=m.variant, cdf=m.cdf,
+                  interval=(m.quantile(0.025), m.quantile(0.975)), p_better=m.p_better,
+                  mcnemar_p=None, n=m.n, paired=True, diff=m.estimate, p_value=m.p_value,
+                  n_families=m.n_clusters)
+
+
+#: The metrics `_by_family` knows (`METRICS`, which a caller may narrow).
+_BY_FAMILY = ("activation_rate", "recall", "precision", "f1", "pass_rate")
+
+
+def _metric_cases(metric: str, cases: Sequence[EvalCase]) -> list[int]:
+    """The cases a metric reads: must_trigger cases for activation_rate and recall."""
+    if metric in ("activation_rate", "recall"):
+        return [i for i, c in enumerate(cases) if c.expectation == "must_trigger"]
+    return list(range(len(cases)))
+
+
 def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
                control_metrics: Mapping[str, Any], variant_metrics: Mapping[str, Any],
                tables: dict[str, Table] | None) -> Effect:
+    if metric in ("precision", "f1"):
+        why = _undefined_side(metric, _counts(control_metrics), _counts(variant_metrics))
+        if why is not None:
+            return Effect(control=_value(metric, control_metrics),
+                          variant=_value(metric, variant_metrics), cdf=lambda d: float(d >= 0),
+                          interval=(float("nan"), float("nan")), p_better=float("nan"),
+                          mcnemar_p=None, n=0, paired=False, not_compared=why)
+    labels = family_labels(cases) if metric in _BY_FAMILY else None
+    if labels is not None:
+        read = [labels[i] for i in _metric_cases(metric, cases)]
+        if len(set(read)) < len(read):  # the metric's cases come in families
+            return _by_family(metric, control, variant, cases, labels)
     if metric == "activation_rate":
         must = [c for c in cases if c.expectation == "must_trigger"]
         m = case_level_difference(_case_counts(control, must), _case_counts(variant, must))
@@ -192,12 +279,47 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
     )
 
 
-def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> "list[Flip]":
-    """Cases whose majority vote changed between the control and the variant."""
+def _undefined_side(metric: str, control: tuple[int, int, int],
+                    variant: tuple[int, int, int]) -> str | None:
+    """Why `metric` (precision or F1, from (TP, FP, FN)) cannot be compared: a side where it
+    is undefined has no data to be better or worse than (STATS.md §8). None when both are
+    defined."""
+    if metric not in ("precision", "f1"):
+        return None
+    empty = [side for side, (tp, fp, fn) in (("control", control), ("variant", variant))
+             if (tp + fp if metric == "precision" else tp + fp + fn) == 0]
+    if not empty:
+        return None
+    what = ("no predicted positive (TP + FP = 0)" if metric == "precision"
+            else "no TP, FP or FN")
+    return (f"{metric} is undefined for the {' and the '.join(empty)}: {what}, so there is "
+            "nothing to compare")
+
+
+def _counts(metrics: Mapping[str, Any]) -> tuple[int, int, int]:
+    return int(metrics["tp"]), int(metrics["fp"]), int(metrics["fn"])
+
+
+def _value(metric: str, metrics: Mapping[str, Any]) -> float | None:
+    x = metrics.get(metric)
+    return None if x is None else float(x)
+
+
+#: The family of a flip's test: the cases of its comparison (Tarone's rule across them).
+FLIPS_FAMILY = "cases"
+
+
+def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase],
+          level: float = LEVEL) -> "list[Flip]":
+    """Cases whose majority vote changed between the control and the variant, each with its
+    exact test (`p_value`) and whether the change is `beyond_noise`: the family-wise error of
+    calling any case of the comparison beyond noise when none differs is ≤ 1 − `level`."""
+    tests, bar = beyond_noise(_case_counts(control, cases), _case_counts(variant, cases),
+                              alpha=1.0 - level)
     out: list[Flip] = []
-    for case in cases:
+    for case, test in zip(cases, tests, strict=True):
         va, vb = _votes(control, case), _votes(variant, case)
-        if va is None or vb is None or va == vb:
+        if va is None or vb is None or va == vb or test is None:
             continue
         a, b = control.counts[case.id], variant.counts[case.id]
         right_b = vb if case.expectation == "must_trigger" else not vb
@@ -205,26 +327,29 @@ def flips(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> "list[Fl
             "probe_id": case.id, "expectation": case.expectation,
             "control_score": num(a.passed / a.valid), "variant_score": num(b.passed / b.valid),
             "now": "correct" if right_b else "wrong",
+            "p_value": num(test.p), "beyond_noise": test.p <= bar, "family": FLIPS_FAMILY,
         })
     return out
 
 
 def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
                      metrics: Sequence[Mapping[str, Any]], cases: Sequence[EvalCase],
-                     level: float = LEVEL, primary: str | None = None) -> list[dict[str, Any]]:
-    """Every variant against the control (the first subject), with Holm across variants.
+                     level: float = LEVEL, primary: str | None = None,
+                     pairs: Sequence[tuple[int, int]] | None = None) -> list[dict[str, Any]]:
+    """Each pair (control, variant) of `pairs` — indices into `names`; default every subject
+    against the first —, with Holm across the pairs, metric by metric (`variants:<metric>`).
 
     `primary` is the goal's metric (role "primary"); every other metric is "exploratory":
     its interval, P(better) and p-value are unadjusted for the number of metrics read."""
-    if len(names) < 2:
-        return []
+    if pairs is None:
+        pairs = [(0, i) for i in range(1, len(names))]
     out = []
-    for i in range(1, len(names)):
-        tables = paired_tables(tallies[0], tallies[i], cases)
-        block: dict[str, Any] = {"control": names[0], "variant": names[i], "metrics": {},
-                                 "flips": flips(tallies[0], tallies[i], cases)}
+    for c, i in pairs:
+        tables = paired_tables(tallies[c], tallies[i], cases)
+        block: dict[str, Any] = {"control": names[c], "variant": names[i], "metrics": {},
+                                 "flips": flips(tallies[c], tallies[i], cases, level)}
         for metric in METRICS:
-            e = effect(metric, tallies[0], tallies[i], cases, metrics[0], metrics[i],
+            e = effect(metric, tallies[c], tallies[i], cases, metrics[c], metrics[i],
                        tables, level)
             entry: dict[str, Any] = {
                 "control": num(e.control), "variant": num(e.variant), "diff": num(e.diff),
@@ -233,8 +358,12 @@ def compare_subjects(names: Sequence[str], tallies: Sequence[Tally],
                 "p_value": num(e.p_value), "p_value_holm": None,
                 "mcnemar_p": num(e.mcnemar_p), "mcnemar_p_holm": None,
                 "role": "primary" if metric == primary else "exploratory",
-                "paired": e.paired, "n": e.n,
+                "paired": e.paired, "n": e.n, "family": f"variants:{metric}",
             }
+            if e.n_families is not None:
+                entry["n_families"] = e.n_families
+            if e.not_compared is not None:
+                entry["not_compared"] = e.not_compared
             if metric in REAL_PAIRS:
                 t = tables[metric]
                 entry["table"] = {"both": t.both, "control_only": t.control_only,

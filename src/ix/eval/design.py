@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ix.domain.types import Subject
+from ix.eval.goal_sizing import Basis, goal_size, unit
 from ix.eval.models import EvalCase, Experiment
 from ix.eval.sensors import target_skill
 from ix.stats.beta import credible_interval
@@ -95,7 +96,7 @@ def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = N
     trials = experiment.trials if trials is None else trials
     adaptive = experiment.adaptive if adaptive is None else adaptive
     out: list[DesignWarning] = []
-    sides = _too_few(experiment, cases, filtered, out)
+    sides = _too_few(experiment, cases, filtered, out, trials)
     _no_control(experiment, subjects, out)
     _one_trial(trials, adaptive, subjects, runtimes, out)
     _even_trials(trials, adaptive, subjects, runtimes, out)
@@ -108,10 +109,15 @@ def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = N
 # --------------------------------------------------------------------------- the checks
 
 def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
-             out: list[DesignWarning]) -> set[str]:
-    """Each side the metric depends on needs the cases for the width the goal asks; returns
-    the sides reported."""
+             out: list[DesignWarning], trials: int = 1) -> set[str]:
+    """A goal with a min_effect needs the cases that settle it (`_too_few_for_goal`); else
+    each side the metric depends on needs the cases for an interval 0.55 wide. Returns the
+    sides reported."""
     goal = exp.goal or {}
+    if float(goal.get("min_effect", 0.0) or 0.0) > 0:
+        sized = _too_few_for_goal(exp, cases, filtered, out, trials)
+        if sized is not None:
+            return sized
     level = float(goal.get("credibility", 0.95))
     min_effect = float(goal.get("min_effect", 0.0) or 0.0)
     metric = goal.get("metric", "f1")
@@ -149,6 +155,42 @@ def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
                                          f"rate 0.5 (`{plan}`; add --p for a likelier "
                                          "rate)"))
     return reported
+
+
+def _too_few_for_goal(exp: Experiment, cases: list[EvalCase], filtered: bool,
+                      out: list[DesignWarning], trials: int) -> set[str] | None:
+    """The goal's size from `ix.eval.goal_sizing.goal_size` — the one `ix plan` and a run's
+    suggestion print — at the worst-case rate 0.5, by the one-sided t approximation (the
+    simulation `ix plan` runs takes seconds). None when it cannot be sized here (a side the
+    metric needs has no case): the width rule reports that."""
+    raw = exp.goal or {}
+    goal = {"direction": "differ", "credibility": 0.95, **raw,
+            "metric": raw.get("metric") or "f1", "min_effect": float(raw["min_effect"])}
+    metric = goal["metric"]
+    counts = _counts(cases)
+    must_only = metric in MUST_ONLY and exp.sensor == "activation"
+    if not counts["must_trigger"] or (not must_only and metric in ("f1", "precision")
+                                      and not counts["should_not_trigger"]):
+        return None
+    basis = Basis.design([c.expectation for c in cases], 0.5, trials)
+    try:
+        size = goal_size(goal, basis, simulate=False)
+    except ValueError:
+        return None
+    if size.cases is None:
+        return None
+    n = counts["must_trigger"] + (0 if must_only else counts["should_not_trigger"])
+    if n >= size.cases:
+        return set()
+    sides = {"must_trigger"} if must_only else {"must_trigger", "should_not_trigger"}
+    chosen = " (after --filter)" if filtered else ""
+    rule = f"{metric} {goal['direction']} beyond {goal['min_effect']:g}"
+    out.append(DesignWarning(
+        code="too-few-cases", field="cases",
+        message=f"{n} {unit(metric).split(' (')[0]}{chosen}: the goal ({rule}) needs about "
+                f"{size.cases} {size.unit} {size.method}, {size.criterion}; `ix plan "
+                f"{exp.name}` simulates ix's own rule"))
+    return sides
 
 
 def _no_control(exp: Experiment, subjects: list[Subject], out: list[DesignWarning]) -> None:

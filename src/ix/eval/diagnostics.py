@@ -61,9 +61,18 @@ def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> Reliability
         return {"icc": None, "design_effect": None, "trials_per_case": None, "n_cases": 0}
     per_case = float(trials.mean())
     icc = icc_oneway(successes, trials)
-    return {"icc": num(icc),
-            "design_effect": num(design_effect(icc, per_case)),
-            "trials_per_case": num(per_case), "n_cases": len(trials)}
+    out: ReliabilityOut = {"icc": num(icc),
+                           "design_effect": num(design_effect(icc, per_case)),
+                           "trials_per_case": num(per_case), "n_cases": len(trials)}
+    if icc is not None and icc < 0:
+        out["note"] = NEGATIVE_ICC
+    return out
+
+
+#: Why a negative ICC gives a design effect of 1 (`ix.stats.reliability.design_effect`).
+NEGATIVE_ICC = ("ICC estimated below 0 (the cases vary less than trial noise would make "
+                "them): sampling error around a true ICC >= 0, so the design effect is "
+                "floored at 1")
 
 
 def reliability(cases: Sequence[EvalCase], passed: np.ndarray,

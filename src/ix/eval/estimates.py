@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ix._lazy import lazy
+from ix.eval.families import family_labels
 from ix.eval.models import EvalCase
 from ix.eval.schemas import TrialLevelOut, TrialRateOut
 from ix.stats.classification import f1_interval, precision_interval, recall_interval
@@ -92,8 +93,22 @@ METHODS: dict[str, str] = {
                    "Dirichlet(1,1,1,1) over the paired 2x2 table of majority votes, p_value "
                    "exact McNemar; precision, f1: independent posteriors, no p_value. diff_ci "
                    "is equal-tailed, or one-sided on the estimate's side so it contains diff; "
-                   "p_value_holm adjusts across variants. role: primary = the goal's metric; "
-                   "exploratory metrics are unadjusted for the number of metrics read",
+                   "p_value_holm adjusts across variants (family: variants:<metric>). role: "
+                   "primary = the goal's metric; exploratory metrics are unadjusted for the "
+                   "number of metrics read. With context: or sweep:, one factor at a time: "
+                   "each subject or sweep cell against the control at the same length "
+                   "(factor, at_length), never a pair that differs in two",
+    "flips": "comparisons[].flips: cases whose majority vote changed; p_value is Fisher's "
+             "exact test of the case's two counts (two-sided), beyond_noise is p_value <= "
+             "Tarone's per-case level across the comparison's cases (family: cases; "
+             "family-wise error <= 1 - level when no case differs)",
+    "context": "versus_shortest: each length - the shortest, as comparisons' activation_rate; "
+               "p_value_holm Holm-adjusted across the subject's longer lengths (family: "
+               "context:<subject>); a decline is p_value_holm < 1 - level with diff < 0. "
+               "trend: mean per-case least-squares slope of the activation rate on "
+               "log2(1 + length), t(N-1). interaction: mean per-case difference of a "
+               "subject's slope and the control's, t(N-1), p_value_holm across the "
+               "subjects (family: interaction)",
     "specificity_ci": "Beta(TN+1, FP+1): the specificity (true-negative rate on should_not "
                       "cases, majority votes) marginal of the same Dirichlet(1,1,1,1) "
                       "posterior; the same rule as score_ci (one-sided at TN = 0 or FP = 0)",
@@ -104,6 +119,12 @@ METHODS: dict[str, str] = {
     "unsettled": "cases whose majority vote would flip with more trials with posterior "
                  "probability above 0.2 (the case's rate under Beta(k+1, n-k+1) on the "
                  "other side of 1/2 from its current vote; a tie votes no)",
+    "sensors": "a subject's sensors.<name>: rate = passed / n over every valid trial; rate_ci "
+               "as trial_level's ci (hierarchical beta-binomial, cases as clusters: trials "
+               "of one case are not independent). comparisons[].sensors: variant - control "
+               "of the per-case pass rates, case-level as activation_rate's; p_value_holm "
+               "Holm-adjusted across every variant x sensor at once (family: sensors); "
+               "diff_ci and p_variant_better unadjusted; always exploratory",
 }
 
 _GROUPS = ("must_trigger", "should_not_trigger")
@@ -185,15 +206,22 @@ def metric_intervals(tp: int, fp: int, fn: int, level: float = LEVEL,
     }
 
 
-def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
-                unbiased: np.ndarray | None = None,
-                prior: str = "uniform") -> TrialRateOut:
-    """A rate over trials nested in cases: naive and clustered SE, hierarchical interval.
+def trial_rate(successes: np.ndarray, trials: np.ndarray, level: float = LEVEL,
+               unbiased: np.ndarray | None = None,
+               prior: str = "uniform", families: np.ndarray | None = None) -> TrialRateOut:
+    """A rate over trials nested in cases (per case: `successes` of `trials`): naive and
+    clustered SE, hierarchical interval with cases as clusters (STATS.md §4, §10). Every
+    trial-level rate of a summary goes through it: `trial_level`'s and each sensor's pass rate
+    (`ix.eval.sensor_summary`).
 
     `unbiased` (trials: auto) holds each case's unbiased estimate of its rate under the
     stopping rule: the rate is then their mean over cases, not Σk/Σn (cases that stop early
     are the unanimous ones, so pooling trials over-weights the borderline cases), and
     se_clustered the standard error of that mean.
+
+    `families` labels each case's perturbation family (`ix.eval.families`): where cases
+    share one, the family is the cluster — of se_clustered, and of the hierarchical model,
+    fitted to each family's pooled counts — and `n_families` says how many there are.
     """
     keep = trials > 0
     successes, trials = successes[keep], trials[keep]
@@ -201,22 +229,32 @@ def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
     if total == 0:
         return {"rate": None, "n_trials": 0, "n_cases": 0, "se_naive": None,
                 "se_clustered": None, "ci": [None, None]}
+    groups: np.ndarray | None = None
+    if families is not None:
+        labels, inverse = np.unique(np.asarray(families)[keep], return_inverse=True)
+        # every case its own family: the numbers of a run without any
+        groups = None if len(labels) == len(trials) else inverse.ravel()
     if unbiased is not None:
         per_case = unbiased[keep]
         rate = float(per_case.mean())
-        se_clustered = math.sqrt(float(((per_case - rate) ** 2).sum())) / len(per_case)
+        deviations = per_case - rate
+        per_unit = deviations if groups is None else np.bincount(groups, weights=deviations)
+        se_clustered = math.sqrt(float((per_unit ** 2).sum())) / len(per_case)
     else:
         rate = float(successes.sum()) / total
-        clusters = np.repeat(np.arange(len(trials)), trials)
+        clusters = np.repeat(np.arange(len(trials)) if groups is None else groups, trials)
         starts = np.repeat(np.cumsum(trials) - trials, trials)
         values = ((np.arange(total) - starts) < np.repeat(successes, trials)).astype(float)
         se_clustered = clustered_se(values, clusters)
     # the hierarchical model's likelihood does not depend on the stopping rule; where its
     # equal-tailed interval excludes the rate (always when no trial or every trial passed),
     # the one-sided interval on the rate's side, credibility exactly `level` (STATS.md §1)
-    lo, hi = hierarchical_interval(successes, trials, level=level,
-                                   prior=prior_parameters(prior), estimate=rate)
-    return {
+    k, n = ((successes, trials) if groups is None else
+            (np.bincount(groups, weights=successes).astype(np.int64),
+             np.bincount(groups, weights=trials).astype(np.int64)))
+    lo, hi = hierarchical_interval(k, n, level=level, prior=prior_parameters(prior),
+                                   estimate=rate)
+    out: TrialRateOut = {
         "rate": num(rate),
         "n_trials": total,
         "n_cases": len(trials),
@@ -224,6 +262,9 @@ def _trial_rate(successes: np.ndarray, trials: np.ndarray, level: float,
         "se_clustered": num(se_clustered),
         "ci": pair(lo, hi),
     }
+    if families is not None:
+        out["n_families"] = len(trials) if groups is None else int(groups.max()) + 1
+    return out
 
 
 def _first_k(passed: np.ndarray, valid: np.ndarray, k: int, outcome: bool,
@@ -273,14 +314,17 @@ def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray
     if rule is not None:
         act = _first_k(passed, valid, 1, True, rule)
         right = np.where(must, act, _first_k(passed, valid, 1, False, rule))
+    labels = family_labels(cases)
+    families = None if labels is None else np.array(labels)
     rates = []
     for group in _GROUPS:
         mask = expect == group
-        rates.append(_trial_rate(passed[mask], valid[mask], level,
-                                 None if act is None else act[mask], prior))
+        rates.append(trial_rate(passed[mask], valid[mask], level,
+                                None if act is None else act[mask], prior,
+                                None if families is None else families[mask]))
     right_counts = np.where(must, passed, valid - passed)
     return {"must_trigger": rates[0], "should_not_trigger": rates[1],
-            "correct": _trial_rate(right_counts, valid, level, right, prior)}
+            "correct": trial_rate(right_counts, valid, level, right, prior, families)}
 
 
 def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,

@@ -11,8 +11,10 @@ of settling the goal (supported or refuted) at n is the share of seeded replicat
 The size is found in two steps: a start from the one-sided t-test power of the per-case
 differences against the goal's boundary (`ix.stats.power.n_for_goal`: t quantiles, so small
 n is not flattered), then a search over n by simulating ix's rule, which has the last word.
-Used by `ix plan EXPERIMENT` and by the suggestion an inconclusive goal carries; both plan
-by default for a true effect of twice the goal's min_effect (`planning_effect`). From a
+`goal_size` is the one entry point: `ix validate` (the t start alone), `ix plan EXPERIMENT`
+and the suggestion an inconclusive goal carries, each naming the criterion it used; all
+plan by default for a true effect of twice the goal's min_effect (`planning_effect`),
+capped at the room the control leaves (`ix.eval.goal_reach`, STATS.md §10). From a
 run's counts both simulate `posterior_worlds` (run r in its own plausible population: a
 Bayesian bootstrap of the cases, control rates from their posteriors, the treatment moved
 to the effect with the between-case spread the pairs show), not the observed rates taken
@@ -31,10 +33,14 @@ from typing import TYPE_CHECKING, Any
 from ix._lazy import lazy
 from ix.eval import comparisons
 from ix.eval.comparisons import Table
+from ix.eval.goal_reach import bound_words, control_estimate, reach_block
+from ix.eval.goal_reach import name as reach_name
 from ix.eval.models import EvalCase
+from ix.eval.schemas import GoalReach
 from ix.eval.scoring import Tally
 from ix.stats.decisions import goal_outcome
 from ix.stats.power import goal_settle_power, n_for_goal
+from ix.stats.reachability import capped_effect
 from ix.stats.tails import binom_sf
 
 if TYPE_CHECKING:
@@ -50,6 +56,10 @@ TARGET = 0.8
 #: Replicates per candidate n during the search, and for the probability that is printed.
 SEARCH_REPLICATES = 100
 FINAL_REPLICATES = 400
+#: A plan conditions on its effect (keeps only the populations that can show it) when the
+#: control's posterior leaves room for it with at least this probability; below, every
+#: population takes as much of it as its room allows (`posterior_worlds`).
+PLAUSIBLE = 0.25
 #: Largest run (in the metric's cases) that is simulated.
 MOST_CASES = 3000
 SEED = 20251
@@ -93,8 +103,12 @@ class Worlds:
     weights: NDArray[np.float64]
     control: NDArray[np.float64]
     treatment: NDArray[np.float64]
-    #: the true effect on the goal's metric, the same in every world
+    #: the true effect on the goal's metric, averaged over the worlds: the one asked for,
+    #: except in worlds with less room when too few can show it (they take all they have)
     effect: float
+    #: the share of worlds with less room than the effect asked for (0 when such worlds
+    #: were dropped)
+    capped: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -173,6 +187,8 @@ def shifted(s: Scenario, metric: str, effect: float) -> Scenario:
     lo, hi = gap(-1.0), gap(1.0)
     if effect == 0:
         return moved(0.0)
+    if abs(lo) <= 1e-12 or abs(hi) <= 1e-12:     # the effect is the whole room: an extreme
+        return moved(-1.0 if abs(lo) <= 1e-12 else 1.0)
     if lo > 0 or hi < 0:
         reach = (lo + effect, hi + effect)
         raise ValueError(f"a true effect of {effect:+g} on {metric} is out of reach from "
@@ -244,7 +260,7 @@ def posterior_worlds(must: NDArray[np.bool_],
                      control: tuple[NDArray[np.int64], NDArray[np.int64]],
                      treatment: tuple[NDArray[np.int64], NDArray[np.int64]] | None,
                      trials: int, metric: str, effect: float,
-                     count: int = FINAL_REPLICATES) -> Worlds:
+                     count: int = FINAL_REPLICATES, condition: bool = True) -> Worlds:
     """`count` populations the observed cases leave plausible, each with a true effect of
     `effect` on `metric`. In each: the reference cases weighted by a Bayesian bootstrap
     (Dirichlet(1, …, 1), within each kind); each case's control rate drawn from its
@@ -255,7 +271,11 @@ def posterior_worlds(must: NDArray[np.bool_],
     (sizing on the observed rates with every case moved alike printed 0.83 where runs of
     the suggested size settled 0.71-0.75: docs/statistics.md, Planning). Worlds where no δ
     reaches the effect are dropped (the effect conditions the posterior), drawing up to
-    `4·count`; seeded from the counts. Raises ValueError when fewer than count/8 reach it."""
+    `4·count`; seeded from the counts. Without `condition` (the effect is at the edge of
+    what the control allows, `goal_size`), or when fewer than count/8 reach it,
+    conditioning would keep only the populations whose control is implausibly far from
+    its bound (STATS.md §10): then the first `count` are kept and one with less room than
+    the effect takes all it has (δ = ±1; `capped`: their share)."""
     kc, nc = (np.asarray(a, dtype=np.int64) for a in control)
     parts = [must.astype(np.int64), kc, nc, np.array([trials], dtype=np.int64)]
     if treatment is not None:
@@ -277,18 +297,21 @@ def posterior_worlds(must: NDArray[np.bool_],
 
     every = np.arange(size[0])
     ones = np.ones(size[0])
-    reach = np.flatnonzero((gap(-ones, every) <= 0) & (gap(ones, every) >= 0))[:count]
-    if reach.size * 8 < count:
-        raise ValueError(f"a true effect of {effect:+g} on {metric} is out of reach in "
-                         f"most populations these cases leave plausible")
-    lo, hi = -np.ones(reach.size), np.ones(reach.size)
-    for _ in range(40):                      # bisection, every world at once
+    short = (gap(-ones, every) > 0) | (gap(ones, every) < 0)   # less room than the effect
+    rows = np.flatnonzero(~short)[:count]
+    if not condition or rows.size * 8 < count:     # at the edge: cap each, drop none
+        rows = every[:count]
+    lo, hi = -np.ones(rows.size), np.ones(rows.size)
+    for _ in range(40):      # bisection, every world at once; a short world ends at ±1
         mid = (lo + hi) / 2
-        up = gap(mid, reach) < 0
+        up = gap(mid, rows) < 0
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
-    moved = np.clip(base[reach] + sign * ((lo + hi) / 2)[:, None], 0.0, 1.0)
-    return Worlds(weights=weights[reach], control=theta_c[reach], treatment=moved,
-                  effect=effect)
+    delta = (lo + hi) / 2
+    moved = np.clip(base[rows] + sign * delta[:, None], 0.0, 1.0)
+    got = gap(delta, rows) + effect
+    return Worlds(weights=weights[rows], control=theta_c[rows], treatment=moved,
+                  effect=float(np.mean(got)) if short[rows].any() else effect,
+                  capped=float(np.mean(short[rows])))
 
 
 def _outcome(metric: str, rule: tuple[Any, float, float], control: Tally, treatment: Tally,
@@ -588,47 +611,213 @@ def planning_effect(goal: dict[str, Any], observed: float | None = None) -> floa
     return 2 * m
 
 
+def metric_value(metric: str, s: Scenario) -> float:
+    """The control's true value on `metric` in a scenario (large-n limit, majority votes)."""
+    must, k = s.must, s.trials
+    if metric == "activation_rate":
+        return float(np.mean(s.control[must]))
+    v = _vote(s.control, k)
+    if metric == "recall":
+        return float(np.mean(v[must]))
+    if metric == "pass_rate":
+        return float(np.mean(np.where(must, v, 1 - v)))
+    tp, fp, fn = v[must].sum(), v[~must].sum(), (1 - v[must]).sum()
+    if metric == "precision":
+        return float(tp / (tp + fp)) if tp + fp else 0.0
+    if metric == "f1":
+        return float(2 * tp / (2 * tp + fp + fn)) if tp else 0.0
+    raise ValueError(f"unknown metric {metric!r}")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a goal is sized from, and the words that name it in the criterion: a design's
+    cases each right with probability `rate` (`control` None), or a run's per-case
+    (passed, valid) trials of the control and, when it ran, the treatment."""
+
+    must: NDArray[np.bool_]
+    trials: int
+    words: str
+    rate: float = 0.5
+    control: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+    treatment: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+    @classmethod
+    def design(cls, expectations: Sequence[str], rate: float, trials: int) -> Basis:
+        """A design's must/should-not cases at `rate` ("the worst-case rate 0.5")."""
+        must = np.array([e == "must_trigger" for e in expectations
+                         if e in ("must_trigger", "should_not_trigger")], dtype=bool)
+        words = (f"at the worst-case rate {rate:g}" if rate == 0.5
+                 else f"at the planning rate {rate:g}")
+        return cls(must=must, trials=max(int(trials), 1), words=words, rate=rate)
+
+    def current(self, metric: str) -> int:
+        """The metric's units among these cases (must_trigger cases for recall and
+        activation_rate)."""
+        return int(self.must.sum()) if metric in _MUST_ONLY else int(self.must.size)
+
+    def scenario(self) -> Scenario:
+        """The control's cases (the treatment equal to it until shifted)."""
+        if self.control is None:
+            c = np.where(self.must, self.rate, 1.0 - self.rate).astype(float)
+        else:
+            c = jeffreys_rate(*self.control)
+        return Scenario(self.must, c, c.copy(), self.trials)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """A goal's size, whichever command asks (`goal_size`): `cases` of `unit` (None: none up
+    to `MOST_CASES`, or nothing to size — `note` says why), the `criterion` it was sized for,
+    in words, the true effect planned for (`effect`, after the cap at the room the control
+    leaves; `asked` before it), the control's value and which verdicts remain reachable
+    (`reach`, the `reachable` block), the t start, and the simulated `settling` (None when
+    not simulated)."""
+
+    cases: int | None
+    unit: str
+    target: float
+    criterion: str
+    method: str
+    effect: float | None
+    asked: float | None
+    control: float | None
+    reach: GoalReach | None
+    start: int | None
+    settling: Settling | None
+    capped: bool = False
+    note: str | None = None
+
+
+def _fx(x: float) -> str:
+    return "0" if x == 0 else f"{x:+.3g}"
+
+
+def goal_size(goal: dict[str, Any], basis: Basis, *, effect: float | None = None,
+              target: float = TARGET, least: int | None = None, simulate: bool = True,
+              observed: float | None = None) -> Sizing:
+    """How many cases settle `goal`, the one answer `ix validate`, a run's suggestion and
+    `ix plan` print, each naming its `criterion` (the basis and how it was sized, e.g. "at
+    the worst-case rate 0.5, to settle with probability 0.8 by the one-sided t approximation")
+    and in `method` the truth assumed: a true `effect` (default twice min_effect in the
+    goal's direction, `planning_effect`) capped at the room the control leaves (STATS.md
+    §10: a decrease from a control at 0 is planned as no change, so that only refuted is
+    sized for). With `simulate` (a run's suggestion, `ix plan`) the size is simulated with
+    ix's own rule (`size_goal`); without (`ix validate`, which must be fast) it is the
+    one-sided t approximation that simulation starts from. min_effect 0 and no effect
+    given: a run's basis plans for new cases like these, both subjects as observed. The
+    size is at least `least`: by default 2 for a design, and more than the run had for a
+    run's counts (what to add), so a suggestion and `ix plan` after the run agree.
+    """
+    metric, direction = goal["metric"], goal["direction"]
+    if least is None:
+        least = 2 if basis.control is None else basis.current(metric) + 1
+    m = float(goal["min_effect"])
+    u = unit(metric)
+    likely: tuple[float, float] | None = None
+    if basis.control is not None:
+        x, interval = control_estimate(metric, basis.must, *basis.control,
+                                       credibility=float(goal["credibility"]))
+        _, likely = control_estimate(metric, basis.must, *basis.control,
+                                     credibility=1 - PLAUSIBLE)
+    else:
+        x, interval = metric_value(metric, basis.scenario()), None
+    block, _ = reach_block(metric, goal, x, interval)
+    asked = effect if effect is not None else planning_effect(goal, observed)
+    planned = asked if asked is None or x is None else capped_effect(asked, x, interval)
+    capped = asked is not None and planned is not None and abs(planned - asked) > 1e-9
+    control = basis.scenario()
+    how_sized = ("the one-sided t approximation" if not simulate
+                 else f"{FINAL_REPLICATES} simulated runs judged by ix's own rule")
+    criterion = f"{basis.words}, to settle with probability {target:g} by {how_sized}"
+
+    def answer(method: str, **kw: Any) -> Sizing:
+        fields: dict[str, Any] = dict(cases=None, start=None, settling=None, effect=planned,
+                                      capped=capped)
+        fields.update(kw)
+        return Sizing(unit=u, target=target, criterion=criterion, method=method,
+                      asked=asked, control=x, reach=block, **fields)
+
+    if planned is None:
+        if basis.control is None or basis.treatment is None:
+            note = "the goal's min_effect is 0: give the true effect to plan for"
+            return answer(note, note=note)
+        scenario = Scenario(control.must, control.control, jeffreys_rate(*basis.treatment),
+                            basis.trials)
+        planned = round(true_effect(metric, scenario), 6)
+        how = "if new cases behave like these, both subjects as observed"
+    else:
+        beyond = (abs(planned) if direction == "differ"
+                  else planned if direction == "increase" else -planned) - m
+        why = "" if effect is not None else "twice min_effect"
+        if capped and asked is not None:
+            seen = "" if planned == 0 else bound_words(goal, interval, 1 if asked > 0 else -1)
+            room = f"capped at the room the control {reach_name(metric)} {x:.3f}{seen} leaves"
+            why = (f"twice min_effect is {_fx(asked)}: {room}" if why
+                   else f"{_fx(asked)} {room}")
+        how = f"if the true effect is {_fx(planned)}" + (f" ({why})" if why else "")
+        if abs(beyond) < 1e-9:
+            note = (f"{how}, which sits on the goal's boundary (min_effect {m:g}): no "
+                    "number of cases settles it")
+            return answer(note, note=note)
+        if basis.control is None:
+            scenario = shifted(control, metric, planned)
+        else:
+            # condition on the effect only where the control likely leaves room for it
+            edge = likely is not None and x is not None and capped_effect(
+                planned, x, likely) != planned
+            worlds = posterior_worlds(control.must, basis.control, basis.treatment,
+                                      basis.trials, metric, planned, condition=not edge)
+            # the point scenario only starts the search (t approximation)
+            scenario = Scenario(control.must, worlds.control.mean(axis=0),
+                                worlds.treatment.mean(axis=0), basis.trials, worlds)
+            how += (" in a population like these cases, as uncertain as they leave it"
+                    + (f" ({worlds.capped:.0%} of them have less room and take all of it: "
+                       f"{_fx(worlds.effect)} on average)" if worlds.capped else ""))
+    if not simulate:
+        start = t_start(goal, scenario, target)
+        return answer(how, cases=None if start is None else max(start, least), start=start)
+    size = size_goal(goal, scenario, target=target, least=least)
+    got = round(size.true_effect, 6) + 0.0
+    return answer(how, cases=size.cases, start=size.start, settling=size.settling,
+                  effect=got, capped=capped or (asked is not None
+                                                and abs(got - asked) > 1e-6))
+
+
 def suggest(goal: dict[str, Any], control: Tally, treatment: Tally,
             cases: Sequence[EvalCase], trials_per_case: int,
             observed: float | None = None) -> dict[str, Any]:
-    """The suggestion an inconclusive goal carries, sized like `ix plan EXPERIMENT`: how
-    many cases settle the goal with probability ≥ `TARGET` if the true effect is twice its
-    min_effect (`planning_effect`) in a population these cases leave plausible
-    (`posterior_worlds`: their control rates as uncertain as the counts leave them, the
-    effect as uneven across cases as the pairs show), and the simulated probability that a
-    run of that size does. With min_effect 0, or an effect out of reach in (nearly) every
-    such population, it plans instead for new cases that behave like these, both subjects
-    as observed."""
+    """The suggestion an inconclusive goal carries: `goal_size` from this run's rates (both
+    subjects' counts: `posterior_worlds` draws populations these cases leave plausible,
+    their control rates as uncertain as the counts leave them, the effect as uneven across
+    cases as the pairs show), so `ix plan EXPERIMENT` after this run prints the same size."""
     metric = goal["metric"]
-    seen = scenario_from_tallies(control, treatment, cases, trials_per_case)
-    n_must, n_not = int(seen.must.sum()), int((~seen.must).sum())
+    must, counts_c, counts_t = observed_counts(control, treatment, cases)
+    n_must, n_not = int(must.sum()), int((~must).sum())
     current = n_must if metric in _MUST_ONLY else n_must + n_not
     base: dict[str, Any] = {"cases": None, "current_cases": current,
                             "trials_per_case": trials_per_case, "p_settle": None,
                             "p_supported": None, "p_refuted": None, "simulations": 0,
-                            "unit": unit(metric), "effect": None}
+                            "unit": unit(metric), "effect": None, "effect_asked": None,
+                            "criterion": None}
     if not n_must:
         return {**base, "method": "no valid trials to extrapolate from"}
-    effect = planning_effect(goal, observed)
-    scenario, how = seen, "if new cases behave like these"
-    if effect is not None:
-        try:
-            must, counts_c, counts_t = observed_counts(control, treatment, cases)
-            worlds = posterior_worlds(must, counts_c, counts_t, seen.trials, metric, effect)
-            # the point scenario only starts the search (t approximation)
-            scenario = Scenario(seen.must, worlds.control.mean(axis=0),
-                                worlds.treatment.mean(axis=0), seen.trials, worlds)
-            how = (f"if the true effect is {effect:+g} (twice min_effect) in a population "
-                   f"like these cases, as uncertain as they leave it")
-        except ValueError:
-            how = (f"an effect of {effect:+g} is out of reach from these control rates: if "
-                   f"new cases behave like these")
-    size = size_goal(goal, scenario, least=current + 1)
+    basis = Basis(must=must, trials=max(trials_per_case, 1), words="from this run's rates",
+                  control=counts_c, treatment=counts_t)
+    size = goal_size(goal, basis, observed=observed)
+    return suggestion_of(size, base)
+
+
+def suggestion_of(size: Sizing, base: dict[str, Any]) -> dict[str, Any]:
+    """The summary's `suggestion` block of a `goal_size` answer (`base`: its other fields)."""
+    out = {**base, "effect": size.effect, "effect_asked": size.asked if size.capped else None,
+           "criterion": size.criterion}
     st = size.settling
-    base.update(p_settle=st.p_settle, p_supported=st.p_supported, p_refuted=st.p_refuted,
-                simulations=st.replicates, effect=round(size.true_effect, 6))
-    how += f"; {st.replicates} simulated runs judged by ix's own rule"
+    if st is None:
+        return {**out, "method": size.note or size.method}
+    out.update(p_settle=st.p_settle, p_supported=st.p_supported, p_refuted=st.p_refuted,
+               simulations=st.replicates)
     if size.cases is None:
-        return {**base, "method": f"even {st.cases} {size.unit} settle it with probability "
-                                  f"only {st.p_settle:.2f}, {how}"}
-    return {**base, "cases": size.cases, "method": how}
+        return {**out, "method": f"even {st.cases} {size.unit} settle it with probability "
+                                 f"only {st.p_settle:.2f}, {size.method}"}
+    return {**out, "cases": size.cases, "method": size.method}

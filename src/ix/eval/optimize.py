@@ -5,7 +5,8 @@ Soundness rests on two walls. The holdout cases are chosen once (stratified by e
 seeded) and judge only the final comparison; nothing about them — not a prompt, not a score —
 reaches a proposer (`ProposalRequest` is built from train cases only, and `request_text`
 is the whole of what an LLM proposer reads). And a candidate is chosen on train F1, then
-judged on cases it was not chosen on.
+judged on cases it was not chosen on, by `judge`: four stated conditions, calibrated by
+simulation (docs/optimize.md).
 """
 
 from __future__ import annotations
@@ -19,9 +20,20 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
+from ix.stats.paired_f1 import PairedF1
 
-__all__ = ["Miss", "ProposalRequest", "Split", "misses", "parse_answer", "request_text",
-           "split_cases"]
+__all__ = ["CREDIBILITY", "MIN_CHANGED", "TOLERANCE", "Judgement", "Miss", "ProposalRequest",
+           "Split", "judge", "misses", "parse_answer", "request_text", "split_cases"]
+
+#: `--credibility`: P(holdout F1 better) must reach it, and the exact paired test's p must be
+#: at most 1 − it. At 0.95 a change that helps some cases and hurts as many is recommended in
+#: at most 0.05 of holdouts (docs/optimize.md; 0.9 with the posterior alone let 0.10–0.19 by).
+CREDIBILITY = 0.95
+#: `--tolerance`: the 95% interval of the holdout F1 difference must end above −this.
+TOLERANCE = 0.05
+#: `--min-changed`: the gain must rest on at least this many holdout cases the candidate
+#: gets right and the original wrong.
+MIN_CHANGED = 3
 
 #: The expectations a split stratifies on (acceptable cases never run, so never split).
 STRATA = ("must_trigger", "should_not_trigger")
@@ -177,3 +189,68 @@ def parse_answer(text: str) -> list[str]:
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise ValueError('"descriptions" must be a list of strings')
     return items
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The holdout verdict: `recommended` when every subject meets every condition; `why`
+    says so in a line (the numbers and the rule), `failed` lists, per subject, the conditions
+    it missed."""
+
+    recommended: bool
+    why: str
+    failed: dict[str, list[str]]
+
+
+def _conditions(r: PairedF1, credibility: float, tolerance: float,
+                min_changed: int) -> list[tuple[bool, str, str]]:
+    """(met, said when met, said when missed) for each condition of one subject."""
+    alpha = 1.0 - credibility
+    return [
+        (r.prob_b_better >= credibility,
+         f"P(holdout F1 better) = {r.prob_b_better:.3f} ≥ {credibility:g}",
+         f"P(holdout F1 better) = {r.prob_b_better:.3f} < {credibility:g}"),
+        (r.p_value <= alpha + 1e-12,
+         f"exact paired p = {r.p_value:.3f} ≤ {alpha:.2g}",
+         f"exact paired p = {r.p_value:.3f} > {alpha:.2g} (were each changed case a coin "
+         "flip, a difference this large would be that common)"),
+        (r.lo > -tolerance,
+         f"the 95% interval's lower end {r.lo:+.3f} > -{tolerance:g}",
+         f"the 95% interval's lower end {r.lo:+.3f} ≤ -{tolerance:g} (it allows a loss "
+         f"beyond the tolerance {tolerance:g})"),
+        (r.improved >= min_changed,
+         f"the gain rests on {r.improved} improved case(s) (≥ {min_changed})",
+         f"the gain rests on {r.improved} improved case(s), fewer than {min_changed} "
+         f"(of {r.improved + r.worsened} changed)"),
+    ]
+
+
+def judge(results: Mapping[str, PairedF1], *, credibility: float = CREDIBILITY,
+          tolerance: float = TOLERANCE, min_changed: int = MIN_CHANGED) -> Judgement:
+    """Recommend the candidate only if, for every subject (`results`: subject -> its paired
+    holdout comparison), P(holdout F1 better) ≥ `credibility`, the exact paired test's
+    p ≤ 1 − `credibility`, the 95% interval's lower end > −`tolerance`, and at least
+    `min_changed` holdout cases were improved (the candidate right, the original wrong)."""
+    failed: dict[str, list[str]] = {}
+    met: dict[str, list[str]] = {}
+    for subject, r in results.items():
+        if r.improved + r.worsened == 0:
+            failed[subject] = ["the candidate changed the majority vote of no held-out case"]
+            continue
+        conds = _conditions(r, credibility, tolerance, min_changed)
+        failed[subject] = [miss for ok, _, miss in conds if not ok]
+        met[subject] = [said for ok, said, _ in conds if ok]
+    several = len(results) > 1
+
+    def named(subject: str, parts: list[str]) -> str:
+        return f"{subject}: {', '.join(parts)}" if several else ", ".join(parts)
+
+    recommended = bool(results) and not any(failed.values())
+    if not results:
+        why = "no credible improvement: no subject to judge"
+    elif recommended:
+        why = "; ".join(named(s, met[s]) for s in results)
+    else:
+        why = "no credible improvement: " + "; ".join(
+            named(s, parts) for s, parts in failed.items() if parts)
+    return Judgement(recommended, why, failed)

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ix.eval.comparisons import compare_subjects
 from ix.eval.context_summary import context_block
+from ix.eval.factorial import factor_pairs
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary, SweepOut
@@ -32,7 +33,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     trial-level). A goal naming subjects outside the run gets no verdict. `targets` (subject
     -> skill under test, for an activation sensor) adds each subject's routing table.
     `context` ({prefix, unit, lengths, of: {subject: [its subject, length]}}) adds the
-    `context` block (`ix.eval.context_summary`); `sweep` is the `sweep` block, the grid."""
+    `context` block (`ix.eval.context_summary`); `sweep` is the `sweep` block, the grid.
+    With either, subjects are compared one factor at a time (`ix.eval.factorial`)."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     activation = info.get("sensor", "activation") == "activation"
@@ -48,11 +50,17 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     for block, tally in zip(blocks, ordered, strict=True):
         block["sensors"] = sensors_block(tally, sensors, cases, prior=prior)
     metrics = [b["metrics"] for b in blocks]
+    within = factor_pairs(names, context, sweep)
+    pairs = [(p.control, p.variant) for p in within]
     comparisons = compare_subjects(names, ordered, metrics, cases,
-                                   primary=goal.get("metric") if goal else None)
-    for comparison, by_sensor in zip(comparisons, compare_sensors(ordered, sensors, cases),
-                                     strict=True):
+                                   primary=goal.get("metric") if goal else None, pairs=pairs)
+    for comparison, by_sensor, p in zip(
+            comparisons, compare_sensors(ordered, sensors, cases, pairs=pairs), within,
+            strict=True):
         comparison["sensors"] = by_sensor
+        if context is not None or sweep is not None:
+            comparison["factor"] = p.factor
+            comparison["at_length"] = p.length
     verdict = None
     if goal is not None:
         compare = goal.get("compare") or names[:2]

@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from ix.eval.models import Expectation
+from ix.eval.models import Expectation, Seeding
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "2.0"
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
@@ -182,9 +182,14 @@ class RoutingOut(ClosedDict):
 
 
 class MetricsOut(ClosedDict):
-    precision: float
-    recall: float
-    f1: float
+    precision: Annotated[float | None, Field(
+        description="TP/(TP+FP) over the majority votes; null (n/a) with no predicted "
+                    "positive, never 0; precision_ci is then the prior's interval")]
+    recall: Annotated[float | None, Field(
+        description="TP/(TP+FN); null with no must_trigger case voted")]
+    f1: Annotated[float | None, Field(
+        description="2TP/(2TP+FP+FN); null with no TP, FP or FN (0 when the skill never "
+                    "activated on a must case)")]
     tp: int
     fp: int
     fn: int
@@ -197,6 +202,9 @@ class MetricsOut(ClosedDict):
                           "such cases; absent in summaries written before it")]]
     specificity_ci: NotRequired[Annotated[Interval | None, Field(
         None, description="from Beta(TN+1, FP+1)")]]
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases only: the families of the cases with a "
+                    "majority vote, the units of the intervals (hierarchical over families)")]]
 
 
 class TrialRateOut(ClosedDict):
@@ -206,6 +214,9 @@ class TrialRateOut(ClosedDict):
     se_naive: float | None
     se_clustered: float | None
     ci: Interval
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases (variants:, probe: paraphrase) only: the "
+                    "families of n_cases, the independent units of se_clustered and ci")]]
 
 
 class TrialLevelOut(ClosedDict):
@@ -218,9 +229,14 @@ class ReliabilityOut(ClosedDict):
     icc: Annotated[float | None, Field(
         description="one-way ANOVA intraclass correlation of the trials within cases; null when "
                     "undefined")]
-    design_effect: Annotated[float | None, Field(description="1 + (trials_per_case - 1) * icc")]
+    design_effect: Annotated[float | None, Field(
+        description="max(1, 1 + (trials_per_case - 1) * icc): floored at 1, since trials of a "
+                    "case are independent at its rate (true ICC >= 0)")]
     trials_per_case: Annotated[float | None, Field(description="mean valid trials per case")]
     n_cases: int
+    note: NotRequired[Annotated[str, Field(
+        description="present when icc is negative: the estimate is kept, the design effect "
+                    "floored at 1")]]
 
 
 class ReliabilityGroupsOut(ClosedDict):
@@ -242,7 +258,7 @@ class UnsettledCase(ClosedDict):
 class InterpretationOut(ClosedDict):
     status: Annotated[str, Field(
         description="excellent, good, needs_work or poor (by F1); no_data when no case had a "
-                    "valid trial")]
+                    "valid trial or F1 is undefined (no TP, FP or FN)")]
     issues: list[str]
     suggestions: list[str]
 
@@ -269,12 +285,38 @@ class SensorRateOut(ClosedDict):
         description="passed / n: the share of valid trials whose reading passed; null "
                     "without one")]
     rate_ci: Annotated[Interval, Field(
-        description="posterior Beta(k+1, n-k+1) of the pooled trials (the experiment's "
-                    "prior), equal-tailed, one-sided at k = 0 and k = n")]
+        description="interval of the population pass rate with cases as clusters (the "
+                    "hierarchical beta-binomial model of trial_level.ci, the experiment's "
+                    "prior), one-sided on the rate's side where the equal-tailed one would "
+                    "exclude it; summaries before issue 32: Beta on the pooled trials")]
     passed: int
     n: Annotated[int, Field(description="valid trials read by the sensor")]
     cases: Annotated[dict[str, SensorCaseOut], Field(
         description="case id -> its counts; cases without a valid trial are left out")]
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases only: the families of the cases read, the "
+                    "clusters of rate_ci")]]
+
+
+class RobustnessOut(ClosedDict):
+    """Perturbed cases against the originals they were generated from (`probe:
+    paraphrase`; `variants:` runs no original, so has none), on the rate of right trials."""
+
+    metric: Literal["correct_rate"]
+    original: Annotated[float | None, Field(description="mean rate of the originals")]
+    perturbed: Annotated[float | None, Field(
+        description="mean over originals of their perturbations' mean rate")]
+    diff: Annotated[float | None, Field(description="perturbed − original")]
+    diff_median: float | None
+    diff_ci: Annotated[Interval, Field(
+        description="t interval of the mean over originals (families as clusters); "
+                    "contains diff")]
+    p_worse: Annotated[float | None, Field(description="posterior P(diff < 0)")]
+    p_value: Annotated[float | None, Field(description="two-sided t-test of no difference")]
+    n_originals: Annotated[int, Field(description="originals with a valid trial and a "
+                                                  "perturbation that has one")]
+    n_perturbed: Annotated[int, Field(description="their perturbations with a valid trial")]
+    n_families: Annotated[int, Field(description="the families of the originals (the units)")]
 
 
 class SubjectBlock(ClosedDict):
@@ -309,6 +351,9 @@ class SubjectBlock(ClosedDict):
         default_factory=dict, description="every sensor by the name of its readings (a "
                                           "second reading of one name: `name#2`), the "
                                           "first sensor first; absent before 1.5")]]
+    robustness: NotRequired[Annotated[RobustnessOut | None, Field(
+        None, description="runs whose originals ran beside cases generated from them "
+                          "(probe: paraphrase) only")]]
 
 
 class PairedTable(ClosedDict):
@@ -331,7 +376,8 @@ class MetricComparison(ClosedDict):
         description="two-sided test of no difference: exact McNemar (recall, pass_rate), the "
                     "case-level t-test (activation_rate), null for precision/F1")]
     p_value_holm: Annotated[float | None, Field(
-        description="p_value, Holm-adjusted across variants")]
+        description="p_value, Holm-adjusted within `family` (the metrics: across variants; "
+                    "a comparison's `sensors`: across variants x sensors)")]
     mcnemar_p: float | None
     mcnemar_p_holm: float | None
     role: Annotated[Literal["primary", "exploratory"], Field(
@@ -341,16 +387,40 @@ class MetricComparison(ClosedDict):
     n: Annotated[int, Field(
         description="cases (activation_rate, recall, pass_rate) or majority votes counted by "
                     "both subjects (precision, F1)")]
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases only: the families (cases generated from one "
+                    "original) among the cases compared, the independent units")]]
     table: NotRequired[Annotated[PairedTable | None, Field(
         None, description="recall and pass_rate only")]]
+    not_compared: NotRequired[Annotated[str, Field(
+        description="why there is no comparison: the metric is undefined on a side "
+                    "(precision with no predicted positive, F1 with no TP, FP or FN); then "
+                    "diff, diff_ci and p_variant_better are null")]]
+    family: NotRequired[Annotated[str, Field(
+        description="the Holm family its *_holm values were adjusted within (STATS.md §10): "
+                    "'sensors' (a comparison's `sensors`: every variant x sensor), "
+                    "'variants:<metric>' (one metric across the variants), or 'unadjusted'; "
+                    "absent in summaries written before it")]]
 
 
 class Flip(ClosedDict):
+    """A case whose majority vote changed between the control and the variant."""
+
     probe_id: str
     expectation: Expectation
     control_score: float | None
     variant_score: float | None
     now: Literal["correct", "wrong"]
+    p_value: NotRequired[Annotated[float | None, Field(
+        None, description="Fisher's exact test of the case's two counts (two-sided); absent "
+                          "in summaries written before it")]]
+    beyond_noise: NotRequired[Annotated[bool | None, Field(
+        None, description="the change is beyond trial noise: p_value at most Tarone's "
+                          "per-case level across the comparison's cases (family-wise error "
+                          "<= 1 - level when no case differs); false: within noise; absent "
+                          "in summaries written before it")]]
+    family: NotRequired[Annotated[str, Field(
+        description="'cases': the comparison's cases, the family of beyond_noise")]]
 
 
 class SubjectComparison(ClosedDict):
@@ -359,7 +429,16 @@ class SubjectComparison(ClosedDict):
     metrics: Annotated[dict[str, MetricComparison], Field(
         description="activation_rate, recall, precision, f1, pass_rate (the correct rate: share "
                     "of majority votes that match the expectation; docs/results.md, Glossary)")]
-    flips: list[Flip]
+    flips: Annotated[list[Flip], Field(
+        description="every case whose majority vote changed; `beyond_noise` marks the changes "
+                    "beyond trial noise")]
+    factor: NotRequired[Annotated[Literal["subject", "sweep"], Field(
+        description="the one factor the two sides differ in (DESIGN.md §7): another subject, "
+                    "or a sweep cell of the first; absent in summaries written before it")]]
+    at_length: NotRequired[Annotated[int | None, Field(
+        None, description="with `context:`: the length both sides ran at (a comparison never "
+                          "pairs two lengths; those are the context block's "
+                          "versus_shortest)")]]
     sensors: NotRequired[Annotated[dict[str, MetricComparison], Field(
         default_factory=dict, description="each sensor's pass rate, variant − control: the "
                                           "mean over cases of the per-case rate difference "
@@ -378,11 +457,25 @@ class GoalEffect(ClosedDict):
     paired: bool
 
 
+class GoalReach(ClosedDict):
+    """Which verdicts the data can still reach (STATS.md §10): none is out of reach unless
+    the control sits at the bound the goal's direction moves towards (a decrease from 0, an
+    increase from 1) or its interval leaves no room beyond min_effect; `why` says which."""
+
+    verdicts: list[Literal["supported", "refuted"]]
+    room: Annotated[float, Field(
+        description="the effect the control's value leaves in the goal's direction (differ: "
+                    "the larger of the two)")]
+    why: Annotated[str | None, Field(
+        description="what is out of reach and why; null when both verdicts are reachable")]
+
+
 class GoalSuggestion(ClosedDict):
     """How many cases (`unit`) would settle an inconclusive goal if the true effect were
-    `effect` (twice min_effect; `method` says what was assumed), and the probability that a
-    run of that size settles it (`p_settle` = supported + refuted), from `simulations` seeded
-    runs judged by ix's own rule."""
+    `effect` (twice min_effect, capped at the room the control leaves; `method` says what
+    was assumed, `criterion` in a line), and the probability that a run of that size settles
+    it (`p_settle` = supported + refuted), from `simulations` seeded runs judged by ix's own
+    rule."""
 
     cases: int | None
     current_cases: int
@@ -394,6 +487,11 @@ class GoalSuggestion(ClosedDict):
     simulations: NotRequired[Annotated[int, Field(0)]]
     unit: NotRequired[Annotated[str | None, Field(None)]]
     effect: NotRequired[Annotated[float | None, Field(None)]]
+    effect_asked: NotRequired[Annotated[float | None, Field(
+        None, description="the effect asked for (twice min_effect) when `effect` is capped "
+                          "at the room the control leaves; null when not capped")]]
+    criterion: NotRequired[Annotated[str | None, Field(
+        None, description="what the size is for, as `ix validate` and `ix plan` name theirs")]]
 
 
 class GoalOut(ClosedDict):
@@ -411,6 +509,7 @@ class GoalOut(ClosedDict):
     rule: NotRequired[Annotated[str | None, Field(None)]]
     effect: NotRequired[Annotated[GoalEffect | None, Field(None)]]
     suggestion: NotRequired[Annotated[GoalSuggestion | None, Field(None)]]
+    reachable: NotRequired[Annotated[GoalReach | None, Field(None)]]
     note: NotRequired[Annotated[str | None, Field(None)]]
 
 
@@ -539,7 +638,16 @@ class ContextVersus(ClosedDict):
     metric: Literal["activation_rate"]
     diff: Annotated[float | None, Field(description="this length − the shortest")]
     diff_ci: Interval
-    p_lower: Annotated[float | None, Field(description="P(lower than at the shortest length)")]
+    p_lower: Annotated[float | None, Field(
+        description="P(lower than at the shortest length), unadjusted")]
+    p_value: NotRequired[Annotated[float | None, Field(
+        None, description="two-sided case-level t-test of no difference")]]
+    p_value_holm: NotRequired[Annotated[float | None, Field(
+        None, description="p_value, Holm-adjusted across the subject's longer lengths "
+                          "(`family`); a length declines when it is < 1 - level and diff < 0")]]
+    family: NotRequired[Annotated[str, Field(
+        description="'context:<subject>': the subject's lengths against its shortest; absent "
+                    "in summaries written before it")]]
 
 
 class ContextTrend(ClosedDict):
@@ -552,6 +660,31 @@ class ContextTrend(ClosedDict):
     slope_ci: Interval
     p_decline: Annotated[float | None, Field(description="P(slope < 0)")]
     n_cases: Annotated[int, Field(description="must_trigger cases with trials at every length")]
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases only: the families of n_cases (the units)")]]
+
+
+class ContextInteraction(ClosedDict):
+    """A subject's trend against the control's: the mean over cases of the difference of
+    their per-case slopes (both ran the same cases at the same lengths)."""
+
+    versus: Annotated[str, Field(description="the control subject (the experiment's first)")]
+    metric: Literal["activation_rate"]
+    x: Literal["log2(1 + length)"]
+    diff: Annotated[float | None, Field(
+        description="this subject's slope − the control's, per doubling of (1 + length)")]
+    diff_ci: Interval
+    p_lower: Annotated[float | None, Field(
+        description="P(diff < 0): it declines faster than the control")]
+    p_value: Annotated[float | None, Field(description="two-sided t-test of no interaction")]
+    p_value_holm: Annotated[float | None, Field(
+        description="p_value, Holm-adjusted across the run's interactions (`family`)")]
+    family: Annotated[str, Field(description="'interaction': every subject's against the "
+                                             "control")]
+    n_cases: Annotated[int, Field(
+        description="must_trigger cases with trials at every length in both subjects")]
+    n_families: NotRequired[Annotated[int, Field(
+        description="runs with perturbed cases only: the families of n_cases (the units)")]]
 
 
 class ContextSubject(ClosedDict):
@@ -560,6 +693,10 @@ class ContextSubject(ClosedDict):
     versus_shortest: list[ContextVersus]
     trend: Annotated[ContextTrend | None, Field(
         description="null with one length or no must_trigger case")]
+    interaction: NotRequired[Annotated[ContextInteraction | None, Field(
+        None, description="its trend against the control's (null for the control itself, with "
+                          "one length, or without a case to compare); absent in summaries "
+                          "written before it")]]
 
 
 class ContextOut(ClosedDict):
@@ -821,6 +958,9 @@ class RunSpec(ClosedDict, _ImportKey):
     started_at: str
     finished_at: str | None
     seed: int | None
+    #: how its trial seeds were derived (DESIGN.md §2); absent: a run made before the key
+    #: existed, whose seeds are `per-subject`
+    seeding: NotRequired[Seeding]
     trials: int
     trials_mode: TrialsMode
     concurrency: NotRequired[int]

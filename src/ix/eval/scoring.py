@@ -6,8 +6,10 @@ Rules a reader of a summary must know (also in docs/results.md):
   `correct: null` and is left out of TP/FP/FN/TN.
 - The majority vote activates when `score > 0.5` (so 0.5 does not), and is `correct` when it
   matches the expectation. `acceptable` cases never run and never count.
-- Empty denominators give 0.0, never NaN: precision with TP+FP = 0, recall with TP+FN = 0,
-  and F1 when precision + recall = 0.
+- An empty denominator gives None (printed "n/a", JSON null), never 0 or NaN: precision with
+  no predicted positive (TP+FP = 0), recall with no must case voted (TP+FN = 0), and F1 =
+  2TP/(2TP+FP+FN) with no TP, FP or FN. F1 with TP = FP = 0 < FN is 0, a defined value: the
+  skill never activated on the cases it must take.
 """
 
 from collections import Counter
@@ -30,12 +32,13 @@ def _probe_result(probe_id: str, expectation: str, passed: int, n: int) -> Probe
                        correct=bool(n) and correct)
 
 
-def _ratio(num: int, den: int) -> float:
-    return num / den if den else 0.0
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
 
 
-def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | int]:
-    """Precision, recall, F1 and the confusion counts over the majority votes."""
+def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | int | None]:
+    """Precision, recall, F1 and the confusion counts over the majority votes; a rate whose
+    denominator is empty is None (undefined), not 0."""
     tp = fp = fn = tn = 0
     for p in probe_results:
         activated = p.score > 0.5
@@ -44,56 +47,67 @@ def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | i
         elif p.expectation == "should_not_trigger":
             fp, tn = (fp + 1, tn) if activated else (fp, tn + 1)
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    f1 = (2 * precision * recall / (precision + recall) if precision and recall
+          else 0.0 if fp + fn else None)  # = 2TP/(2TP+FP+FN); 0 when TP = 0 < FP + FN
     return {"precision": precision, "recall": recall, "f1": f1,
             "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
-def interpret(metrics: dict[str, float | int],
+def interpret(metrics: dict[str, float | int | None],
               probe_results: Sequence[ProbeResult] = (),
               activation: bool = True) -> dict[str, object]:
     """Status from F1, and what to do when precision or recall is below 0.8; `no_data` when
     no case had a valid trial (every trial errored): an F1 of 0 would then say "poor" of a
     subject that was never measured. `activation`: the first sensor reads whether the skill
     under test was invoked; else it is a capability sensor, and the words say "passed"."""
-    if not metrics["tp"] + metrics["fp"] + metrics["fn"] + metrics["tn"]:
+    tp, fp, fn, tn = (int(metrics[k] or 0) for k in ("tp", "fp", "fn", "tn"))
+    precision, recall = _float(metrics["precision"]), _float(metrics["recall"])
+    if not tp + fp + fn + tn:
         return {"status": "no_data", "suggestions": [],
                 "issues": ["No valid trial: every trial errored, so the metrics measure "
                            "nothing (see the run's errors)"]}
+    if metrics["f1"] is None:  # only should_not cases, all quiet
+        return {"status": "no_data", "suggestions": [],
+                "issues": ["F1 is undefined (n/a): no must_trigger case has a vote and no "
+                           "should_not case activated, so there is no TP, FP or FN"]}
     f1 = float(metrics["f1"])
     status = next((name for bound, name in STATUS_THRESHOLDS if f1 >= bound), "poor")
     issues: list[str] = []
     suggestions: list[str] = []
     wrong = {e: [p.probe_id for p in probe_results if p.expectation == e and not p.correct]
              for e in ("must_trigger", "should_not_trigger")}
-    if metrics["tp"] + metrics["fp"] and float(metrics["precision"]) < LOW:
+    if precision is not None and precision < LOW:
         if activation:
-            issues.append(f"Low precision ({float(metrics['precision']):.2f}): the skill "
-                          f"activates on {metrics['fp']} case(s) it should not"
+            issues.append(f"Low precision ({precision:.2f}): the skill "
+                          f"activates on {fp} case(s) it should not"
                           + _ids(wrong["should_not_trigger"]))
             suggestions.append("Narrow the skill's description: say what it is not for, and "
                                "contrast it with the near-miss prompts that wrongly triggered "
                                "it.")
         else:
-            issues.append(f"Low precision ({float(metrics['precision']):.2f}): the sensor "
-                          f"passed on {metrics['fp']} should_not case(s), where it should "
+            issues.append(f"Low precision ({precision:.2f}): the sensor "
+                          f"passed on {fp} should_not case(s), where it should "
                           "fail" + _ids(wrong["should_not_trigger"]))
             suggestions.append("Read those cases' answers (`ix report` shows them): the "
                                "subject does what it should not, or the sensor is too lenient.")
-    if metrics["tp"] + metrics["fn"] and float(metrics["recall"]) < LOW:
+    if recall is not None and recall < LOW:
         if activation:
-            issues.append(f"Low recall ({float(metrics['recall']):.2f}): the skill misses "
-                          f"{metrics['fn']} case(s) it should handle"
+            issues.append(f"Low recall ({recall:.2f}): the skill misses "
+                          f"{fn} case(s) it should handle"
                           + _ids(wrong["must_trigger"]))
             suggestions.append("Broaden the description with the words users actually type in "
                                "the missed prompts, and say plainly 'Use when ...'.")
         else:
-            issues.append(f"Low recall ({float(metrics['recall']):.2f}): the sensor failed "
-                          f"on {metrics['fn']} must case(s), where it should pass"
+            issues.append(f"Low recall ({recall:.2f}): the sensor failed "
+                          f"on {fn} must case(s), where it should pass"
                           + _ids(wrong["must_trigger"]))
             suggestions.append("Read those cases' answers (`ix report` shows them): the "
                                "subject cannot do them yet, or the sensor is too strict.")
     return {"status": status, "issues": issues, "suggestions": suggestions}
+
+
+def _float(x: float | int | None) -> float | None:
+    return None if x is None else float(x)
 
 
 def _ids(ids: list[str], most: int = 5) -> str:
@@ -196,8 +210,9 @@ class Tally:
         verdict = interpret(metrics, counted, activation)
         return ExperimentResults(
             experiment_name=experiment_name, probe_results=tuple(probes),
-            precision=float(metrics["precision"]), recall=float(metrics["recall"]),
-            f1=float(metrics["f1"]), tp=int(metrics["tp"]), fp=int(metrics["fp"]),
-            fn=int(metrics["fn"]), tn=int(metrics["tn"]), status=str(verdict["status"]),
+            precision=_float(metrics["precision"]), recall=_float(metrics["recall"]),
+            f1=_float(metrics["f1"]), tp=int(metrics["tp"] or 0), fp=int(metrics["fp"] or 0),
+            fn=int(metrics["fn"] or 0), tn=int(metrics["tn"] or 0),
+            status=str(verdict["status"]),
             issues=tuple(verdict["issues"]), suggestions=tuple(verdict["suggestions"]),  # type: ignore[arg-type]
         )

@@ -8,7 +8,7 @@ themselves live in `trials.jsonl`, and a summary must stay small whatever the tr
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ix._lazy import lazy
 from ix.eval import diagnostics
@@ -23,6 +23,7 @@ from ix.eval.estimates import (
 )
 from ix.eval.estimates import trial_level as trial_level_rates
 from ix.eval.models import ExperimentResults
+from ix.eval.robustness import family_intervals, robustness
 from ix.eval.routing import case_routes, routing_table
 from ix.eval.schemas import (
     SCHEMA_VERSION,
@@ -83,9 +84,9 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
         "description": description,
         "probe_results": probes,
         "metrics": {
-            "precision": round(results.precision, 6),
-            "recall": round(results.recall, 6),
-            "f1": round(results.f1, 6),
+            "precision": num(results.precision),
+            "recall": num(results.recall),
+            "f1": num(results.f1),
             "tp": results.tp, "fp": results.fp, "fn": results.fn, "tn": results.tn,
             **metric_intervals(results.tp, results.fp, results.fn, level, prior),
             **diagnostics.specificity(results.tn, results.fp, level, prior),
@@ -107,6 +108,12 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
     }
     if target is not None:
         block["routing"] = routing_table(target, tally.cases, tally.routes)
+    # perturbed cases (variants:, probe: paraphrase): a family is one unit (STATS.md §10)
+    cast(dict[str, Any], block["metrics"]).update(
+        family_intervals(tally, tally.cases, level, prior))
+    robust = robustness(tally, tally.cases, level)
+    if robust is not None:
+        block["robustness"] = robust
     return block
 
 

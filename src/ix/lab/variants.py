@@ -22,9 +22,8 @@ file and `variants`, not a silent duplicate. The sandbox is bounded (`ix.eval.sa
 `LIMITS`): a prompt, and any value its template makes, of at most a million characters,
 calls nested at most 50 deep, 2 s to render all the variants of a case; past one, the case
 is an error naming the file and `variants`, as is any other error of the template. Variants
-of one case are one prompt reworded: the statistics count them as cases, which is right for
-"how does the skill fare on these prompts" and optimistic for "on prompts in general"
-(docs/experiments.md).
+of one case are one prompt reworded: the statistics treat them as one family, one unit of
+every interval and comparison (`ix.eval.families`, docs/statistics.md).
 """
 
 from __future__ import annotations

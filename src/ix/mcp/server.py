@@ -162,7 +162,15 @@ class IxTools(LabTools):
             "Share of the cases held out to judge the final candidate."))] = 0.4,
         seed: Seed | None = None,
         credibility: Annotated[float, Field(ge=0.5, lt=1, description=(
-            "Recommend only if P(holdout F1 better) reaches this."))] = 0.9,
+            "Recommend only if P(holdout F1 better) reaches this and the exact paired "
+            "test's p is at most 1 − this."))] = Settings.credibility,
+        tolerance: Annotated[float, Field(ge=0, lt=1, description=(
+            "Recommend only if the 95% interval of the holdout F1 difference ends above "
+            "−this."))] = Settings.tolerance,
+        min_changed: Annotated[int, Field(ge=1, description=(
+            "Recommend only if the gain rests on at least this many held-out cases the "
+            "candidate gets right and the original wrong.")),
+                               NOT_A_BOOL] = Settings.min_changed,
         apply: Annotated[bool, Field(description=(
             "Write a recommended description into SKILL.md (the old file is kept as a "
             ".bak beside it; the audit log records it)."))] = False,
@@ -173,7 +181,9 @@ class IxTools(LabTools):
         description gets wrong and proposes candidates, which run on the train cases; the
         best by train F1 and the original then run on the holdout cases, compared case by
         case. Returns the session (optimize.json): `holdout.verdict` is `recommended` only
-        if P(holdout F1 better) reaches the credibility — otherwise say there is no credible
+        if P(holdout F1 better) reaches the credibility, the exact paired test agrees, the
+        interval ends above −tolerance and at least min_changed held-out cases improved
+        (`holdout.why` says which failed) — otherwise say there is no credible
         improvement. Streams a progress notification per step; a client cancel stops it
         (calling again with the same arguments continues it). Each run may start at most
         the server's limit of trials."""
@@ -187,7 +197,8 @@ class IxTools(LabTools):
                             stop=stop, interrupts=interrupts)
         settings = Settings(skill=skill, rounds=rounds, candidates=candidates,
                             holdout=holdout, seed=seed, credibility=credibility,
-                            max_cost_usd=budget.max_cost)
+                            max_cost_usd=budget.max_cost, tolerance=tolerance,
+                            min_changed=min_changed)
         observer = _Steps(ctx, partial(cap.check, budget=budget.max_trials,
                                        limit=self.max_trials))
 

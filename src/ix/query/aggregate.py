@@ -12,7 +12,9 @@ Trials (and votes) of one case are not independent draws, so each interval treat
 (experiment, case id) as a cluster: a group of one case gets the Beta credible interval of
 its counts (`beta_interval`), a group of several the credible interval of the population
 rate under the hierarchical beta-binomial model with cases as clusters
-(`hierarchical_interval`, statistics.md), wider than pooling the trials would give.
+(`hierarchical_interval`, statistics.md), wider than pooling the trials would give. Cases
+generated from one original (`variants:`, `probe: paraphrase`) are one cluster: the unit is
+the family (experiment, `family`), which is the case itself for every other case.
 Means, standard deviations (ddof 1) and percentiles (linear interpolation, as numpy's
 default) are over the trials that have the value; a trial with several tags counts once in
 each of its tags' groups.
@@ -36,6 +38,7 @@ GROUPS: dict[str, str] = {
     "experiment": "experiment", "run": "run_id", "subject": "subject", "case": "probe_id",
     "tag": "tag", "difficulty": "difficulty", "expectation": "expectation",
     "invoked": "first_invoked",  # the skill that took the prompt; null: none was invoked
+    "family": "family",  # the original the case was generated from, else the case
 }
 METRICS = ("score", "duration", "tokens", "cost")
 STATS = ("mean", "std", "p50", "p90", "p99")
@@ -81,7 +84,8 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     result = con.sql(f"""
         SELECT {select_keys} count(*) AS n, count(error) AS errors, count(passed) AS valid,
                count(*) FILTER (WHERE passed) AS passed,
-               count(DISTINCT (experiment, probe_id)) AS cases, {', '.join(metrics)},
+               count(DISTINCT (experiment, probe_id)) AS cases,
+               count(DISTINCT (experiment, family)) AS families, {', '.join(metrics)},
                sum(tokens) AS tokens_sum, sum(cost) AS cost_sum
         FROM {rows_sql} {group}
     """)
@@ -114,7 +118,7 @@ def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     valid, passed = int(r["valid"]), int(r["passed"])
     row: dict[str, Any] = {k: r[k] for k in keys}
     row.update({"n": int(r["n"]), "errors": int(r["errors"]), "valid": valid,
-                "passed": passed, "cases": int(r["cases"]),
+                "passed": passed, "cases": int(r["cases"]), "families": int(r["families"]),
                 "activation_rate": passed / valid if valid else None,
                 "activation_rate_lo": None, "activation_rate_hi": None,
                 "votes": 0, "correct": 0, "correct_rate": None,
@@ -136,9 +140,10 @@ _RIGHT = ("(expectation = 'must_trigger' AND 2 * passed > valid) OR "
 
 
 def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) -> _CaseCounts:
-    """Each group's counts per case (experiment, case id): the clusters of its intervals.
-    A vote is a (run, subject, case) with a valid trial and an expectation to meet."""
-    cell = list(dict.fromkeys([*keys, "experiment", "probe_id", "run_id", "subject",
+    """Each group's counts per family (experiment, family: the case itself unless it was
+    generated from an original): the clusters of its intervals. A vote is a (run, subject,
+    case) with a valid trial and an expectation to meet."""
+    cell = list(dict.fromkeys([*keys, "experiment", "family", "probe_id", "run_id", "subject",
                                "expectation"]))
     outer = "".join(f"{k}, " for k in keys)
     found: _CaseCounts = {}
@@ -150,7 +155,7 @@ def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) 
             FROM (SELECT {', '.join(cell)}, count(passed) AS valid,
                          count(*) FILTER (WHERE passed) AS passed
                   FROM {rows_sql} GROUP BY {', '.join(cell)})
-            GROUP BY {outer} experiment, probe_id""").fetchall():
+            GROUP BY {outer} experiment, family""").fetchall():
         found.setdefault(tuple(key), []).append((int(valid), int(passed), int(votes),
                                                  int(right)))
     return found

@@ -4,11 +4,20 @@ Trial lines do not carry tags or difficulty, so the query layer joins them from 
 files (`cases/*.md` frontmatter, DESIGN.md §2). Reading is lenient where loading is strict:
 results stay queryable when a case file was later broken or removed (its trials then have
 no tags and no difficulty), and a broken file is reported, not fatal.
+
+Cases generated from a file have rows too, with the file's expectation, tags and difficulty:
+a file with `variants:` stands for `<id>~1` … `<id>~N` (`variant_of`: the file's id; the
+file's own id never runs, so it has no row), and the cases a probe generated
+(`results/probes/*.json`, `probe: paraphrase`) are read from its records (`paraphrase_of`).
+Every row has its `family`: the original it was generated from, at the root, or its own id
+(STATS.md §10: a family is one unit).
 """
 
 import hashlib
+import json
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -16,7 +25,10 @@ from ix.domain.errors import ConfigError
 from ix.eval.models import Difficulty
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import EXPERIMENT_FILE
-from ix.lab.yamlio import load_yaml_file
+from ix.lab.variants import MAX_VARIANTS
+from ix.lab.variants import SEPARATOR as VARIANT_SEPARATOR
+from ix.lab.yamlio import load_yaml_file, read_text
+from ix.store.layout import ExperimentDir
 
 Warn = Callable[[str], None]
 
@@ -35,9 +47,26 @@ def suite_dir(experiment: Path) -> Path:
     return experiment / (suite if isinstance(suite, str) and suite else "cases")
 
 
+#: Where an experiment's probes record what they generated (`ix.engine.probes.PROBES_DIR`).
+PROBES_DIR = "probes"
+#: Bumped when the rows change shape: an index whose case table is older rewrites it
+#: (2: generated cases, `variant_of`, `paraphrase_of`, `family`).
+ROWS_VERSION = 2
+
+
+def _probe_records(experiment: Path) -> list[Path]:
+    folder = ExperimentDir.at(experiment).results / PROBES_DIR
+    try:
+        return sorted(p for p in folder.iterdir() if p.suffix == ".json" and p.is_file())
+    except OSError:
+        return []
+
+
 def cases_signature(experiment: Path) -> str:
-    """Changes whenever experiment.yaml or a case file is added, removed or modified."""
+    """Changes whenever experiment.yaml, a case file or a probe's record is added, removed or
+    modified."""
     h = hashlib.sha256()
+    h.update(f"rows {ROWS_VERSION}\n".encode())
     for path in (experiment / EXPERIMENT_FILE,):
         try:
             st = path.stat()
@@ -53,16 +82,89 @@ def cases_signature(experiment: Path) -> str:
     h.update(str(suite).encode() + b"\n")
     for name, st in entries:
         h.update(f"{name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    for path in _probe_records(experiment):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        h.update(f"probe {path.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
+def _row(case_id: str, meta: Mapping[str, Any], **origin: str | None) -> dict[str, Any]:
+    """A case row from frontmatter-shaped `meta` (leniently: a bad value reads as none);
+    `origin` sets `variant_of` / `paraphrase_of` over what `meta`'s metadata says."""
+    tags = meta.get("tags")
+    difficulty = meta.get("difficulty")
+    if difficulty not in DIFFICULTY_LEVELS:
+        difficulty = None
+    metadata = meta.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    row: dict[str, Any] = {
+        "probe_id": case_id,
+        "expectation": meta.get("expectation") if isinstance(meta.get("expectation"),
+                                                             str) else None,
+        "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+        "difficulty": difficulty,
+        "difficulty_level": DIFFICULTY_LEVELS.get(difficulty) if difficulty else None,
+    }
+    for key in ("variant_of", "paraphrase_of"):
+        value = origin[key] if key in origin else metadata.get(key)
+        row[key] = str(value) if isinstance(value, str | int) and str(value) else None
+    return row
+
+
+def variant_count(variants: Any) -> int:
+    """How many cases a file's `variants:` expands into (`ix.lab.variants`), without
+    rendering a prompt; 0 where loading would refuse it (a mistake the run reports)."""
+    if isinstance(variants, Mapping):
+        sizes = [len(v) if isinstance(v, Sequence) and not isinstance(v, str | bytes) else 0
+                 for v in variants.values()]
+        count = math.prod(sizes) if sizes else 0
+    elif isinstance(variants, Sequence) and not isinstance(variants, str | bytes):
+        count = len(variants)
+    else:
+        count = 0
+    return count if count <= MAX_VARIANTS else 0
+
+
+def _generated(experiment: Path) -> list[dict[str, Any]]:
+    """The cases the experiment's probes recorded (`results/probes/*.json`), as frontmatter-
+    shaped mappings; a record that does not read is skipped (the run reads it strictly)."""
+    out = []
+    for path in _probe_records(experiment):
+        try:
+            record = json.loads(read_text(path))
+        except (OSError, ValueError, ConfigError):
+            continue
+        cases = record.get("cases") if isinstance(record, dict) else None
+        out += [c for c in cases or [] if isinstance(c, dict) and isinstance(c.get("id"), str)]
+    return out
+
+
+def _families(rows: dict[str, dict[str, Any]]) -> None:
+    """Each row's `family`: the root of its chain of originals (through the rows), or its
+    own id (as `ix.eval.families.family_of`)."""
+    for row in rows.values():
+        current, parent = row["probe_id"], row["paraphrase_of"] or row["variant_of"]
+        seen = {current}
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            current = parent
+            up = rows.get(parent)
+            parent = (up["paraphrase_of"] or up["variant_of"]) if up is not None else None
+        row["family"] = current
+
+
 def case_rows(experiment: Path, warn: Warn | None = None) -> list[dict[str, Any]]:
-    """`probe_id`, `expectation`, `tags`, `difficulty`, `difficulty_level` of every case file."""
+    """`probe_id`, `expectation`, `tags`, `difficulty`, `difficulty_level`, `variant_of`,
+    `paraphrase_of` and `family` of every case file's case, and of every case generated
+    from one (module docstring)."""
     suite = suite_dir(experiment)
     try:
         files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
     except OSError:
-        return []
+        files = []
     rows: dict[str, dict[str, Any]] = {}
     for path in files:
         try:
@@ -73,18 +175,17 @@ def case_rows(experiment: Path, warn: Warn | None = None) -> list[dict[str, Any]
             continue
         given = meta.get("id")
         case_id = given if isinstance(given, str) and given else path.stem
-        tags = meta.get("tags")
-        difficulty = meta.get("difficulty")
-        if difficulty not in DIFFICULTY_LEVELS:
-            difficulty = None
-        rows.setdefault(case_id, {
-            "probe_id": case_id,
-            "expectation": meta.get("expectation") if isinstance(meta.get("expectation"),
-                                                                 str) else None,
-            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
-            "difficulty": difficulty,
-            "difficulty_level": DIFFICULTY_LEVELS.get(difficulty) if difficulty else None,
-        })
+        count = variant_count(meta["variants"]) if meta.get("variants") else 0
+        if not count:
+            rows.setdefault(case_id, _row(case_id, meta))
+        for i in range(1, count + 1):
+            variant = f"{case_id}{VARIANT_SEPARATOR}{i}"
+            rows.setdefault(variant, _row(variant, meta, variant_of=case_id))
+    for case in _generated(experiment):
+        rows.setdefault(case["id"], _row(case["id"], case))
+    if not rows:
+        return []
+    _families(rows)
     return list(rows.values())
 
 

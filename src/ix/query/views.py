@@ -2,11 +2,12 @@
 
 `trials` holds one row per trial — the latest attempt of each (run, subject, case, trial), as
 aggregation counts it (DESIGN.md §3); `trials_all` adds the attempts that a retry or resume
-superseded. Both read the Parquet index of `ix.query.index` joined with the case files' tags
-and difficulty, less the lines of an import whose run folder is not in place yet (it appears
-all at once). Nothing here writes to the lab except that index; user SQL is refused unless
-it is a single read-only statement, and every connection is locked once its views are defined:
-it opens no file but the index files they read (`ix.query.sql_guard`, docs/queries.md).
+superseded. Both read the Parquet index of `ix.query.index` joined with the case files' tags,
+difficulty and family (`ix.query.case_table`), less the lines of an import whose run folder
+is not in place yet (it appears all at once). Nothing here writes to the lab except that
+index; user SQL is refused unless it is a single read-only statement, and every connection is
+locked once its views are defined: it opens no file but the index files they read
+(`ix.query.sql_guard`, docs/queries.md).
 """
 
 from collections.abc import Callable, Sequence
@@ -55,13 +56,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("tags", "VARCHAR[]", "the case's tags (from its file; [] when none)"),
     ("difficulty", "VARCHAR", "the case's difficulty: easy, medium, hard or null"),
     ("difficulty_level", "INTEGER", "the difficulty as an ordinal: easy 1, medium 2, hard 3"),
+    ("variant_of", "VARCHAR", "the case file a `variants:` case was expanded from; null "
+     "for others"),
+    ("paraphrase_of", "VARCHAR", "the case a `probe: paraphrase` case rewords; null for "
+     "others"),
+    ("family", "VARCHAR", "the original the case was generated from, at the root (a "
+     "paraphrase of a variant: the variants' file), else its own id: one unit of the "
+     "statistics (GROUP BY family counts each original once)"),
 )
 COLUMN_NAMES = tuple(c for c, _, _ in COLUMNS)
 
 _CASE_COLUMNS = ("{source: 'VARCHAR', probe_id: 'VARCHAR', expectation: 'VARCHAR', "
-                 "tags: 'VARCHAR[]', difficulty: 'VARCHAR', difficulty_level: 'INTEGER'}")
+                 "tags: 'VARCHAR[]', difficulty: 'VARCHAR', difficulty_level: 'INTEGER', "
+                 "variant_of: 'VARCHAR', paraphrase_of: 'VARCHAR', family: 'VARCHAR'}")
 _CASES_DDL = ("source VARCHAR, probe_id VARCHAR, expectation VARCHAR, tags VARCHAR[], "
-              "difficulty VARCHAR, difficulty_level INTEGER")
+              "difficulty VARCHAR, difficulty_level INTEGER, variant_of VARCHAR, "
+              "paraphrase_of VARCHAR, family VARCHAR")
 
 
 def connect(lab: "Path", warn: Warn | None = None, *,
@@ -138,7 +148,8 @@ def _define(index: TrialIndex | None,
     con.execute(f"CREATE VIEW trials AS {select} FROM _rows r {anti} LEFT JOIN _cases c "
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
     con.execute("CREATE VIEW cases AS SELECT source AS experiment_dir, probe_id, expectation, "
-                "tags, difficulty, difficulty_level FROM _cases")
+                "tags, difficulty, difficulty_level, variant_of, paraphrase_of, family "
+                "FROM _cases")
     lock(con, readable=[*parts, *superseded], writable=writable)  # _cases is read already
     return con
 
@@ -150,6 +161,9 @@ def _select() -> str:
         "tags": "coalesce(c.tags, []::VARCHAR[])",
         "difficulty": "c.difficulty",
         "difficulty_level": "c.difficulty_level",
+        "variant_of": "c.variant_of",
+        "paraphrase_of": "c.paraphrase_of",
+        "family": "coalesce(c.family, r.probe_id)",
     }
     return "SELECT " + ", ".join(f"{exprs.get(c, f'r.{c}')} AS {c}" for c in COLUMN_NAMES)
 

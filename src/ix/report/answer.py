@@ -79,6 +79,9 @@ def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[s
                      + (f" ({', '.join(extra)})" if extra else ""))
     lines.append(f"P(supported) = {_num(goal.get('p_supported'))}, P(refuted) = "
                  f"{_num(goal.get('p_refuted'))}; {goal.get('rule') or ''}".rstrip("; "))
+    why = (goal.get("reachable") or {}).get("why")
+    if why:     # a verdict the data cannot reach (STATS.md §10)
+        lines.append(why)
     s = goal.get("suggestion")
     if s and s.get("cases") is None:
         lines.append(f"more cases would not settle it: {s.get('method')}")
@@ -87,7 +90,8 @@ def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[s
                 else f", settling it with probability {s['p_settle']:.2f}")
         each = (f" at {s['trials_per_case']} trial(s) each"
                 if s.get("trials_per_case") is not None else "")
-        method = f" ({s['method']})" if s.get("method") else ""
+        said = "; ".join(x for x in (s.get("criterion"), s.get("method")) if x)
+        method = f" ({said})" if said else ""
         lines.append(f"to settle it: about {s['cases']} {s.get('unit') or 'cases'} (now "
                      f"{s.get('current_cases')}){each}{odds}{method}")
     return lines
@@ -150,10 +154,57 @@ def interpretation_lines(rows: "list[SubjectInterpretation]") -> list[str]:
     return lines
 
 
+def interaction_sentence(subject: str, i: Mapping[str, Any],
+                         sensor: str | None = None) -> str:
+    """`<subject> vs <control> (control), by context length: ...`: the difference of the two
+    trends per doubling of (1 + length), with its interval, P and p (Holm)."""
+    lo, hi = (i.get("diff_ci") or [None, None])[:2]
+    judged = ("declines credibly faster" if hi is not None and hi < 0 else
+              "declines credibly slower" if lo is not None and lo > 0 else
+              "no credible difference")
+    return (f"{subject} vs {i['versus']} (control), by context length: "
+            f"{metric_name(i.get('metric', 'activation_rate'), sensor)} trend "
+            f"{_num(i.get('diff'), sign=True)} per doubling against the control's "
+            f"{_interval(i.get('diff_ci'))}, {judged}; P(declines faster) "
+            f"{_p(i.get('p_lower'))}, p (Holm) {_p(i.get('p_value_holm'))}")
+
+
+def robustness_sentence(r: Mapping[str, Any], subject: str | None = None) -> str:
+    """`robustness[ of <subject>]: worse when reworded — correct rate 0.85 on originals →
+    0.71 reworded, difference -0.14 [-0.25, -0.03], P(worse) 0.990 (12 originals, 36
+    rewordings)`: the answer first, then the evidence (`SubjectBlock.robustness`)."""
+    lo, hi = (r.get("diff_ci") or [None, None])[:2]
+    judged = ("worse when reworded" if hi is not None and hi < 0 else
+              "better when reworded" if lo is not None and lo > 0 else
+              "no credible change when reworded")
+    families = r.get("n_families")
+    units = (f", {families} families" if families is not None
+             and families != r.get("n_originals") else "")
+    return (f"robustness{f' of {subject}' if subject else ''}: {judged} — correct rate "
+            f"{_num(r.get('original'))} on originals → {_num(r.get('perturbed'))} reworded, "
+            f"difference {_num(r.get('diff'), sign=True)} {_interval(r.get('diff_ci'))}, "
+            f"P(worse) {_p(r.get('p_worse'))} ({r.get('n_originals')} originals, "
+            f"{r.get('n_perturbed')} rewordings{units})")
+
+
 def answer(summary: Mapping[str, Any], metric: str | None = None) -> "Answer":
     """The answer block of a report: `verdict` (the goal's lines, empty without a goal),
-    `comparisons` (one sentence per variant) and `interpretation` (per subject)."""
-    return {"verdict": goal_lines(summary.get("goal"), summary.get("sensor")),
-            "comparisons": [comparison_sentence(c, metric, summary.get("sensor"))
-                            for c in summary.get("comparisons") or []],
-            "interpretation": interpretation(summary)}
+    `comparisons` (one sentence per variant; with `context:`, one per subject against the
+    control: the interaction of their trends, the question a context experiment asks),
+    `interpretation` (per subject) and, when originals ran beside rewordings of them,
+    `robustness` (one sentence per subject)."""
+    sensor = summary.get("sensor")
+    context = [(s["subject"], s["interaction"])
+               for s in (summary.get("context") or {}).get("subjects") or []
+               if s.get("interaction")]
+    sentences = ([interaction_sentence(name, i, sensor) for name, i in context] if context
+                 else [comparison_sentence(c, metric, sensor)
+                       for c in summary.get("comparisons") or []])
+    out: Answer = {"verdict": goal_lines(summary.get("goal"), sensor),
+                   "comparisons": sentences,
+                   "interpretation": interpretation(summary)}
+    robust = [robustness_sentence(b["robustness"], b["name"])
+              for b in summary.get("subjects") or [] if b.get("robustness")]
+    if robust:
+        out["robustness"] = robust
+    return out

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.report import layout
-from ix.report.answer import goal_lines, metric_name
+from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.load import load_parts
 from ix.report.sweep import sweep_report
 from ix.report.terminal import (
@@ -87,7 +87,10 @@ def _ci(ci: list[float | None] | None) -> str:
 
 def _estimate(label: str, value: float | None, ci: list[float | None] | None) -> Text:
     text = Text(f"{label} ")
-    text.append("n/a" if value is None else f"{value:.3f}")
+    if value is None:  # undefined (an empty denominator): no estimate, no interval to print
+        text.append("n/a")
+        return text
+    text.append(f"{value:.3f}")
     text.append(f" {_ci(ci)}", style="dim")
     return text
 
@@ -116,6 +119,13 @@ def metrics_text(block: dict[str, Any], sensor: str | None = None) -> Text:
                 continue
             text.append_text(_estimate(label, rate["rate"], rate["ci"]))
             text.append(f" (clustered SE {rate['se_clustered']:.3f})  ", style="dim")
+        correct = trial.get("correct") or {}
+        if correct.get("n_families") is not None:  # perturbed cases: a family is one unit
+            text.append(f"\n{correct['n_cases']} cases in {correct['n_families']} families "
+                        "(variants, paraphrases): every interval counts families",
+                        style="dim")
+    if block.get("robustness"):
+        text.append("\n" + robustness_sentence(block["robustness"]))
     at, hat = block.get("pass_at_k") or {}, block.get("pass_hat_k") or {}
     if at:
         last = max(at, key=int)
@@ -164,7 +174,9 @@ def diagnostics_text(block: dict[str, Any]) -> Text:
     for label, key in (("must", "must_trigger"), ("not", "should_not_trigger")):
         r = (block.get("reliability") or {}).get(key) or {}
         if r.get("icc") is not None:
-            parts.append(f"{label} {r['icc']:.2f} (design effect {r['design_effect']:.2f})")
+            floored = ", floored: ICC < 0 is noise" if r["icc"] < 0 else ""
+            parts.append(f"{label} {r['icc']:.2f} (design effect {r['design_effect']:.2f}"
+                         f"{floored})")
     if parts:
         text.append("\nbetween-case ICC: " + ", ".join(parts))
     if "unsettled" in block:
@@ -282,11 +294,17 @@ def run_comparison_renderable(result: Mapping[str, Any]) -> RenderableType:
             table.add_column(col, justify="left" if col == "metric" else "right",
                              no_wrap=True)
         for metric, m in c["metrics"].items():
+            if m.get("not_compared"):  # undefined in a run: no difference, no P(better)
+                table.add_row(metric_name(metric, result.get("sensor")), _fmt(m["before"]),
+                              _fmt(m["after"]), Text("not compared", style="dim"), "n/a")
+                continue
             delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.3f} ")
             delta.append(_ci(m["diff_ci"]), style="dim")
             table.add_row(metric_name(metric, result.get("sensor")), _fmt(m["before"]),
                           _fmt(m["after"]), delta, _fmt(m["p_better"]))
-        parts += [table, *_sensor_changes(c, result.get("sensor")),
+        parts += [table, *(Text(f"not compared: {m['not_compared']}", style="dim")
+                           for m in c["metrics"].values() if m.get("not_compared")),
+                  *_sensor_changes(c, result.get("sensor")),
                   flips_text({"comparisons": [{**c, "variant": c["run"]}]}),
                   Text(c["verdict"], style="bold"), Text("")]
     if "config_changes" in result:
@@ -310,7 +328,8 @@ def _sensor_changes(c: Mapping[str, Any], sensor: str | None) -> list[Renderable
         if lo is not None and hi is not None and (lo > 0 or hi < 0):
             delta.stylize("bold")
         table.add_row(name, *(_rate(m[k]) for k in ("rate_before", "rate_after")), delta)
-    note = Text("before, after: the pooled valid trials of each run; delta: the mean over the "
+    note = Text("before, after: the pass rate over each run's valid trials, its interval "
+                "with cases as clusters; delta: the mean over the "
                 "cases of the per-case difference (case-level, as "
                 f"{metric_name('activation_rate', sensor)}), unadjusted", style="dim")
     return [table, note]

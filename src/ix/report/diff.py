@@ -1,7 +1,8 @@
 """What changed in configuration between two runs: a structured diff of their `spec.yaml`.
 
 Only what shapes the results is compared — the resolved `config`, the command-line
-`overrides`, `seed`, `trials` (and their mode), `concurrency`, the `versions` of ix,
+`overrides`, `seed` and `seeding` (a run made before spec.yaml said is `per-subject`),
+`trials` (and their mode), `concurrency`, the `versions` of ix,
 Python and the runtime packages, the lab's `git_commit`, and the model versions `observed`
 — never run ids, times or status. Lists of named mappings (subjects, skills) are matched by
 `name`, so reordering is not a change.
@@ -13,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ix.report.schemas import SkillChange, SpecChange
 
-KEYS = ("config", "overrides", "seed", "trials", "trials_mode", "concurrency", "versions",
-        "git_commit", "observed")
+KEYS = ("config", "overrides", "seed", "seeding", "trials", "trials_mode", "concurrency",
+        "versions", "git_commit", "observed")
 
 _MISSING = object()
 
@@ -23,8 +24,16 @@ def spec_changes(before: dict[str, Any], after: dict[str, Any]) -> "list[SpecCha
     """`[{path, change: added|removed|changed, before, after}]`, in a stable order."""
     out: list[SpecChange] = []
     for key in KEYS:
-        _diff(key, before.get(key, _MISSING), after.get(key, _MISSING), out)
+        _diff(key, _value(before, key), _value(after, key), out)
     return out
+
+
+def _value(spec: dict[str, Any], key: str) -> Any:
+    """`spec[key]`; a run ix executed before spec.yaml recorded its `seeding` drew its trial
+    seeds per subject (DESIGN.md §2), so it says `per-subject`."""
+    if key == "seeding" and key not in spec and spec.get("seed") is not None:
+        return "per-subject"
+    return spec.get(key, _MISSING)
 
 
 def _named(items: Any) -> dict[str, Any] | None:

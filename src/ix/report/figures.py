@@ -116,6 +116,7 @@ def difficulty(summary: Mapping[str, Any],
     `difficulty`). None when no case of the run has a difficulty."""
     level_of = {str(c["probe_id"]): c.get("difficulty") for c in cases or ()
                 if c.get("difficulty") in LEVELS}
+    family_of = {str(c["probe_id"]): str(c.get("family") or c["probe_id"]) for c in cases or ()}
     run_cases = {p["probe_id"] for b in summary["subjects"] for p in b["probe_results"]}
     rated = {c: lvl for c, lvl in level_of.items() if c in run_cases}
     if not rated:
@@ -125,10 +126,10 @@ def difficulty(summary: Mapping[str, Any],
     for block in summary["subjects"]:
         rows: list[DifficultyRow] = []
         for lvl in levels:
-            votes = [p.get("correct") for p in block["probe_results"]
+            voted = [p for p in block["probe_results"]
                      if rated.get(p["probe_id"]) == lvl and p.get("correct") is not None]
-            k, n = sum(bool(v) for v in votes), len(votes)
-            lo, hi = beta_interval(k, n)
+            k, n = sum(bool(p["correct"]) for p in voted), len(voted)
+            lo, hi = _level_interval(voted, family_of)
             rows.append({"level": lvl, "k": k, "n": n,
                          "rate": num(k / n) if n else None,
                          "ci": [num(lo), num(hi)] if n else None})
@@ -138,7 +139,29 @@ def difficulty(summary: Mapping[str, Any],
             "unrated": len(run_cases - set(rated)), "by_subject": by_subject,
             "method": "share of the level's cases whose majority vote is right; 95% "
                       "equal-tailed interval of Beta(k+1, n-k+1), one-sided at k = 0 and "
-                      "k = n"}
+                      "k = n (cases generated from one original: hierarchical over their "
+                      "families)"}
+
+
+def _level_interval(voted: Sequence[Mapping[str, Any]],
+                    family_of: Mapping[str, str]) -> tuple[float, float]:
+    """Beta(k+1, n−k+1) over the votes; where cases generated from one original share a
+    family (`variants:`, `probe: paraphrase`), the hierarchical interval with each family's
+    votes as its draws (STATS.md §10: a family is one unit, as in the summary)."""
+    k = sum(bool(p["correct"]) for p in voted)
+    groups: dict[str, list[int]] = {}
+    for p in voted:
+        cell = groups.setdefault(family_of.get(p["probe_id"], p["probe_id"]), [0, 0])
+        cell[0] += bool(p["correct"])
+        cell[1] += 1
+    if len(groups) in (0, 1, len(voted)):
+        return beta_interval(k, len(voted))
+    import numpy as np
+
+    from ix.stats.clustered import hierarchical_interval
+
+    counts = np.array(list(groups.values()), dtype=np.int64)
+    return hierarchical_interval(counts[:, 0], counts[:, 1], estimate=k / len(voted))
 
 
 def subject_rates(summary: Mapping[str, Any]) -> "dict[str, dict[str, RateFigure]]":

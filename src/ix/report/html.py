@@ -280,7 +280,11 @@ def _comparisons(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                  for role in ("primary", "exploratory")]
         sensors = c.get("sensors") or {}
         out.append({"c": c, "metrics": metrics, "roles": roles, "svg": svg,
-                    "flips": (c.get("flips") or [])[:TOP_FAILURES],
+                    # the changes beyond trial noise (all, in summaries before the test)
+                    "flips": [f for f in c.get("flips") or []
+                              if f.get("beyond_noise", True)][:TOP_FAILURES],
+                    "within_noise": sum(1 for f in c.get("flips") or []
+                                        if f.get("beyond_noise") is False),
                     # one sensor: its pass rate is already the metrics'
                     "sensors": list(sensors.items()) if len(sensors) > 1 else []})
     return out

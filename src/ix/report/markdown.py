@@ -14,7 +14,18 @@ from typing import Any
 
 from ix.report.answer import metric_name
 from ix.report.load import percentiles, rate_text, rps, schedule_text
-from ix.report.terminal import METRIC_NAMES, TOP, ci, fmt, rate_cell, rate_word, several_sensors
+from ix.report.terminal import (
+    METRIC_NAMES,
+    SENSOR_FAMILY_NOTE,
+    TOP,
+    ci,
+    declines,
+    estimate_text,
+    fmt,
+    rate_cell,
+    rate_word,
+    several_sensors,
+)
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
@@ -97,8 +108,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                       *(_cell(row["by_subject"].get(n)) for n in s["subjects"])]
                      for row in s["cases"]])
     lines += _table(["subject", "precision", "recall", "F1", "TP/FP/FN/TN", "errors", "status"],
-                    [[n, *(f"{fmt(m[k])} {ci(m[f'{k}_ci'])}" for k in ("precision", "recall",
-                                                                      "f1")),
+                    [[n, *(estimate_text(m[k], m[f"{k}_ci"]) for k in ("precision", "recall",
+                                                                       "f1")),
                       f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"], m["status"]]
                      for n, m in s["metrics"].items()])
     lines += _reliability(s["metrics"])
@@ -159,6 +170,9 @@ def _answer(a: dict[str, Any]) -> list[str]:
     if a.get("comparisons"):
         lines += [f"- {md_text(c)}" for c in a["comparisons"]]
         lines.append("")
+    if a.get("robustness"):
+        lines += [f"- {md_text(c)}" for c in a["robustness"]]
+        lines.append("")
     return lines
 
 
@@ -177,7 +191,8 @@ def _interpretation(rows: list[dict[str, Any]]) -> list[str]:
 def _icc(r: dict[str, Any] | None) -> str:
     if not r or r.get("icc") is None:
         return "n/a"
-    return f"{r['icc']:.2f} ({r['design_effect']:.2f})"
+    floored = " floored" if r["icc"] < 0 else ""  # a negative ICC: design effect 1
+    return f"{r['icc']:.2f} ({r['design_effect']:.2f}{floored})"
 
 
 def _reliability(metrics: dict[str, dict[str, Any]]) -> list[str]:
@@ -271,7 +286,8 @@ def _sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     if not names or by_subject is None:
         return []
     subjects = list(by_subject)
-    lines = ["## Sensors", "", "Each sensor's pass rate over the valid trials [95% CI], "
+    lines = ["## Sensors", "", "Each sensor's pass rate over the valid trials [95% CI, cases "
+             "as clusters], "
              "passed/valid; the first decides the trial (its reading is the trial's).", ""]
     return lines + _table(["sensor", *subjects],
                           [[name, *(rate_cell(by_subject[s].get(name)) for s in subjects)]
@@ -281,19 +297,28 @@ def _sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
 def _comparisons(comparisons: list[dict[str, Any]], sensor: str | None = None) -> list[str]:
     """Each variant against the control: the goal's metric (primary) first; the others are
     exploratory and their intervals and P(better) say "unadjusted". With several sensors,
-    each one's pass rate follows (case-level, unadjusted)."""
+    each one's pass rate follows (case-level; p Holm-adjusted across variants × sensors)."""
     if not comparisons:
         return []
     lines = ["## Comparisons", "", "Variant − control with its 95% credible interval; p is the "
              "two-sided test (McNemar, or the case-level t-test for the activation rate), "
              "Holm-adjusted across variants. Exploratory metrics are unadjusted for the "
              "number of metrics read.", ""]
+    if any(c.get("at_length") is not None for c in comparisons):
+        lines[-2:-1] = [lines[-2] + " With `context:`, each subject is compared with the "
+                        "control at the same length (one factor at a time); its lengths "
+                        "against its shortest are under *By context length*."]
     for c in comparisons:
         rows = []
         ordered = sorted(c["metrics"].items(), key=lambda kv: kv[1].get("role") != "primary")
         for k, m in ordered:
             primary = m.get("role") == "primary"
             tag = "" if primary else " (unadjusted)"
+            if m.get("not_compared"):  # a side has no data: say why instead of a P(better)
+                rows.append([metric_name(k, sensor) + (" (primary)" if primary else ""),
+                             fmt(m["control"]), fmt(m["variant"]),
+                             f"not compared: {md_text(m['not_compared'])}", "n/a", "n/a"])
+                continue
             rows.append([metric_name(k, sensor) + (" (primary)" if primary else ""),
                          fmt(m["control"]), fmt(m["variant"]),
                          f"{fmt(m['diff'])} {ci(m['diff_ci'])}{tag}",
@@ -304,10 +329,12 @@ def _comparisons(comparisons: list[dict[str, Any]], sensor: str | None = None) -
                 rows.append([f"sensor {k} pass rate", fmt(m["control"]), fmt(m["variant"]),
                              f"{fmt(m['diff'])} {ci(m['diff_ci'])} (unadjusted)",
                              f"{fmt(m['p_variant_better'])} (unadjusted)",
-                             fmt(m.get("p_value_holm"))])
+                             f"{fmt(m.get('p_value_holm'))} (variants × sensors)"])
         lines += [f"### {md_text(c['variant'])} vs {md_text(c['control'])} (control)", ""]
         lines += _table(["metric", "control", "variant", "delta [95% CI]", "P(better)",
                          "p (Holm)"], rows)
+    if any(len(c.get("sensors") or {}) > 1 for c in comparisons):
+        lines += ["", SENSOR_FAMILY_NOTE[0].upper() + SENSOR_FAMILY_NOTE[1:] + "."]
     return lines
 
 
@@ -320,29 +347,43 @@ def _context(context: Mapping[str, Any] | None) -> list[str]:
     lines = ["## By context length", "",
              f"Every case ran after the first *length* {unit} of {md_code(context['prefix'])}. "
              "The change from the shortest length is the case-level paired difference of the "
-             "activation rate; the trend is the mean per-case slope of the activation rate "
-             "against log2(1 + length), with its 95% credible interval.", ""]
+             "activation rate, its two-sided p Holm-adjusted across the subject's longer "
+             "lengths (a decline: p < 0.05 and lower); the trend is the mean per-case slope of "
+             "the activation rate against log2(1 + length), with its 95% credible interval — "
+             "the one test of a decline. The interaction is a subject's trend minus the "
+             "control's, case by case (p Holm-adjusted across the subjects).", ""]
     for s in context["subjects"]:
         shortest = s["lengths"][0]["length"]
         versus = {v["length"]: v for v in s["versus_shortest"]}
         rows = []
+        adjusted = all("p_value_holm" in v for v in s["versus_shortest"])
         for row in s["lengths"]:
             v = versus.get(row["length"])
+            diff = "" if v is None else f"{fmt(v['diff'])} {ci(v['diff_ci'])}"
+            if v is not None and declines(v, float(context.get("level") or 0.95)):
+                diff += " (declines)"
             rows.append([row["length"], f"{fmt(row['activation_rate'])} "
-                         f"{ci(row['activation_rate_ci'])}",
-                         "" if v is None else f"{fmt(v['diff'])} {ci(v['diff_ci'])}",
-                         "" if v is None else fmt(v["p_lower"]),
+                         f"{ci(row['activation_rate_ci'])}", diff,
+                         "" if v is None else fmt(v["p_value_holm"] if adjusted
+                                                  else v["p_lower"]),
                          f"{fmt(row['recall'])} {ci(row['recall_ci'])}",
                          f"{fmt(row['f1'])} {ci(row['f1_ci'])}",
                          f"{fmt(row.get('correct_rate'))} {ci(row.get('correct_rate_ci'))}"])
         lines += [f"### {md_text(s['subject'])}", ""]
-        lines += _table(["length", "activation rate", f"vs {shortest}", "P(lower)", "recall",
+        lines += _table(["length", "activation rate", f"vs {shortest}",
+                         "p (Holm)" if adjusted else "P(lower) (unadjusted)", "recall",
                          "F1", "correct rate"], rows)
         t = s.get("trend")
         if t is not None:
             lines += [f"Trend: the activation rate changes by **{fmt(t['slope'])}** per "
                       f"doubling of (1 + {unit}) {ci(t['slope_ci'])}; P(declines) "
                       f"{fmt(t['p_decline'])} ({t['n_cases']} must_trigger cases).", ""]
+        i = s.get("interaction")
+        if i is not None:
+            lines += [f"Interaction with {md_text(i['versus'])}: its trend minus the control's "
+                      f"is **{fmt(i['diff'])}** per doubling {ci(i['diff_ci'])}; P(declines "
+                      f"faster) {fmt(i['p_lower'])}, p (Holm) {fmt(i['p_value_holm'])} "
+                      f"({i['n_cases']} cases).", ""]
     return lines
 
 
@@ -389,6 +430,15 @@ def _sweep(sweep: Mapping[str, Any] | None) -> list[str]:
              f"Every condition on {name} with its 95% credible interval, and the probability "
              "that it is the best of them (the leaderboard's posteriors).", ""]
     lines += _table(["condition", *keys, "without", f"{name} [95% CI]", "P(best)"], rows)
+    lengths = sorted({a["length"] for r in sweep["rows"] for a in r.get("by_length") or []})
+    if lengths:
+        lines += [f"P(best) by {name} at each context length (among the conditions at that "
+                  "length); each condition's trend against the unswept subject is its "
+                  "interaction, under *By context length*.", ""]
+        lines += _table(["condition", *map(str, lengths)],
+                        [[r["subject"], *(fmt(a["p_best"]) for n in lengths
+                                          for a in r["by_length"] if a["length"] == n)]
+                         for r in sweep["rows"]])
     if sweep.get("best"):
         lines += [f"Best by {name}: **{md_text(sweep['best']['subject'])}**, P(best) "
                   f"{fmt(sweep['best']['p_best'])}.", ""]

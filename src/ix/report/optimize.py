@@ -37,7 +37,7 @@ else:  # imported when a page is rendered
     jinja2 = lazy("jinja2")
 
 __all__ = ["OPTIMIZE_CSS", "PAIRS", "Outline", "Part", "optimize_body_html", "optimize_html",
-           "optimize_markdown", "outline", "verdict_line", "word_diff"]
+           "optimize_markdown", "outline", "rule", "verdict_line", "word_diff"]
 
 #: The session page's own rules (scoped to `.ix-report`), inlined after `REPORT_CSS`.
 OPTIMIZE_CSS: str = resources.files("ix.report").joinpath("templates/optimize.css").read_text(
@@ -85,6 +85,7 @@ class Outline:
     subjects: list[str]              # the subjects that have the skill (F1 per subject)
     rows: list[dict[str, Any]]       # one per candidate, round 0 = the original
     rejected: list[dict[str, Any]]   # {round, text, reason}
+    rationales: list[tuple[int, str]]  # (round, why the proposer proposed what it did)
     stopped_early: str | None
     original: str
     best: str | None                 # the best description, when it is not the original
@@ -130,8 +131,9 @@ def verdict_line(state: Mapping[str, Any]) -> tuple[str, str]:
         return "no-candidate", "no candidate beat the original on the train cases"
     credibility = (state.get("settings") or {}).get("credibility")
     if holdout.get("verdict") == "recommended" or state.get("recommended"):
-        return "recommended", (f"recommended: {holdout.get('candidate')} — P(holdout F1 "
-                               f"better) = {fmt(holdout.get('prob_better'))} ≥ {credibility}")
+        said = str(holdout.get("why") or f"P(holdout F1 better) = "
+                   f"{fmt(holdout.get('prob_better'))} ≥ {credibility}")
+        return "recommended", f"recommended: {holdout.get('candidate')} — {said}"
     why = str(holdout.get("why") or f"P(holdout F1 better) = "
               f"{fmt(holdout.get('prob_better'))} < {credibility}")
     return "not-recommended", (why if why.startswith("no credible improvement")
@@ -181,8 +183,13 @@ def _holdout(state: Mapping[str, Any], kind: str) -> tuple[str, list[dict[str, A
         pairs = s.get("pairs") or {}
         mc = s.get("mc_error")
         sided = s.get("difference_sided") or "two"
+        p_value, improved, worsened = s.get("p_value"), s.get("improved"), s.get("worsened")
         out.append({
             "subject": s.get("subject"),
+            "exact": (None if p_value is None else
+                      f"exact paired p = {fmt(p_value)} ({improved} held-out case(s) improved, "
+                      f"{worsened} worsened)"),
+            "failed": [str(x) for x in s.get("failed") or []],
             "rows": [("F1 [95% CI]", _f1(s.get("original")), _f1(s.get("candidate"))),
                      ("precision", fmt((s.get("original") or {}).get("precision")),
                       fmt((s.get("candidate") or {}).get("precision"))),
@@ -198,7 +205,20 @@ def _holdout(state: Mapping[str, Any], kind: str) -> tuple[str, list[dict[str, A
                       for key, name in zip(("must", "not"), _EXPECTATIONS, strict=True)],
             "cases": sum(int(x) for key in ("must", "not") for x in pairs.get(key) or [])})
     return (f"{cid} against the original on {n} held-out cases, which never reached the "
-            "proposer (majority vote per case, compared case by case)"), out
+            "proposer (majority vote per case, compared case by case); "
+            f"{rule(state.get('settings') or {})}"), out
+
+
+def rule(settings: Mapping[str, Any]) -> str:
+    """When a session recommends its candidate, in words, from its settings."""
+    c = settings.get("credibility")
+    if c is None:
+        return "recommended only if P(holdout F1 better) reaches the credibility"
+    if settings.get("tolerance") is None:  # a session from before the exact test
+        return f"recommended only if P(holdout F1 better) ≥ {c}"
+    return (f"recommended only if P(holdout F1 better) ≥ {c}, the exact paired test's "
+            f"p ≤ {1 - float(c):.2g}, the 95% interval ends above -{settings['tolerance']:g} "
+            f"and at least {settings.get('min_changed')} held-out case(s) improved")
 
 
 def _row(rnd: int, cid: str, train: Mapping[str, Any] | None, mark: str) -> dict[str, Any]:
@@ -246,7 +266,8 @@ def _facts(state: Mapping[str, Any]) -> list[tuple[str, str]]:
                   f"({'n/a' if fraction is None else f'{fraction:g}'} of the cases, stratified "
                   f"by expectation, seed {split.get('seed')})"),
         ("subjects", ", ".join(map(str, state.get("subjects") or [])) or "n/a"),
-        ("proposer", f"{proposer.get('name')} ({proposer.get('kind')})"),
+        ("proposer", f"{proposer.get('name')} ({proposer.get('kind')})"
+                     + (f": {proposer['note']}" if proposer.get("note") else "")),
         ("rounds", f"{done} of at most {settings.get('rounds')}, up to "
                    f"{settings.get('candidates')} candidates each, {settings.get('trials')} "
                    f"trial(s) per case, credibility {settings.get('credibility')}"),
@@ -298,6 +319,8 @@ def outline(state: Mapping[str, Any]) -> Outline:
                      "(round 0: the original); the best by train F1 goes on"),
         subjects=[str(s) for s in state.get("subjects") or []], rows=rows, rejected=rejected,
         stopped_early=state.get("stopped_early"), original=original, best=text,
+        rationales=[(int(r.get("round", 0)), str(r["rationale"]))
+                    for r in state.get("rounds") or [] if r.get("rationale")],
         best_label=label, diff=word_diff(original, text) if text is not None else [],
         facts=_facts(state), files=_files(state))
 
@@ -333,6 +356,10 @@ def optimize_markdown(state: Mapping[str, Any]) -> str:
         lines += [f"Difference (candidate − original): **{md_text(s['difference'])}** "
                   f"({md_text(s['sided'])}); P(holdout F1 better) = "
                   f"**{s['prob_better']}**{mc}.", ""]
+        if s["exact"]:
+            lines += [f"{md_text(s['exact'][:1].upper() + s['exact'][1:])}.", ""]
+        if s["failed"]:
+            lines += ["Not met:", "", *(f"- {md_text(x)}" for x in s["failed"]), ""]
         lines += [f"Paired majority votes on the {s['cases']} cases:", ""]
         lines += _md_table(["cases", *PAIRS], [[f"{name} ({sum(cells)})", *map(str, cells)]
                                                 for name, cells in s["pairs"]])
@@ -352,6 +379,10 @@ def optimize_markdown(state: Mapping[str, Any]) -> str:
     lines += _md_table(header, rows)
     if o.stopped_early:
         lines += [f"Stopped early: {md_text(o.stopped_early)}.", ""]
+    if o.rationales:
+        lines += ["The proposer's rationale:", ""]
+        lines += [f"- round {r}: {md_text(text)}" for r, text in o.rationales]
+        lines.append("")
     if o.rejected:
         lines += ["Rejected proposals:", ""]
         lines += [f"- round {x['round']}: {md_text(x['text'])} — *{md_text(x['reason'])}*"

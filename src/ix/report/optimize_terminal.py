@@ -100,8 +100,11 @@ def _holdout_parts(o: Outline) -> list[RenderableType]:
         parts += [Text(""), layout.fitted(t),
                   layout.Prose(Text(f"difference (candidate − original): {s['difference']} "
                                     f"({s['sided']})")),
-                  layout.Prose(Text(f"P(holdout F1 better) = {s['prob_better']}{mc}")),
-                  layout.fitted(pairs)]
+                  layout.Prose(Text(f"P(holdout F1 better) = {s['prob_better']}{mc}"))]
+        if s["exact"]:
+            parts.append(layout.Prose(Text(s["exact"])))
+        parts += [_wrapped(Text(f"not met: {x}", style="yellow"), 2) for x in s["failed"]]
+        parts.append(layout.fitted(pairs))
     return parts
 
 
@@ -127,6 +130,9 @@ def _rounds_parts(o: Outline) -> list[RenderableType]:
                                    layout.fitted(t)]
     if o.stopped_early:
         parts.append(_wrapped(Text(f"stopped early: {o.stopped_early}")))
+    for rnd, text in o.rationales:
+        parts.append(_wrapped(Text(f"the proposer's rationale, round {rnd}: {text}",
+                                   style="dim"), 2))
     if o.rejected:
         parts.append(Text("rejected proposals", style="bold"))
         for x in o.rejected:

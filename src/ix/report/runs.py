@@ -88,8 +88,10 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
             ta, tb = _tally(block_a, cases), _tally(block_b, cases)
             ma = ta.results("")
             mb = tb.results("")
-            metrics_a = {"tp": ma.tp, "fp": ma.fp, "fn": ma.fn, "f1": ma.f1}
-            metrics_b = {"tp": mb.tp, "fp": mb.fp, "fn": mb.fn, "f1": mb.f1}
+            metrics_a = {"tp": ma.tp, "fp": ma.fp, "fn": ma.fn, "f1": ma.f1,
+                         "precision": ma.precision}
+            metrics_b = {"tp": mb.tp, "fp": mb.fp, "fn": mb.fn, "f1": mb.f1,
+                         "precision": mb.precision}
             entry: RunSubjectComparison = {
                 "run": other["run_id"], "subject": block_b["name"], "cases": len(shared),
                 "metrics": {}, "flips": flips(ta, tb, cases), "verdict": ""}
@@ -102,6 +104,8 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
                     "diff_median": num(e.median), "diff_ci": pair(*e.interval),
                     "p_better": num(e.p_better), "p_value": num(e.p_value),
                     "paired": e.paired}
+                if e.not_compared is not None:  # undefined on a side: say why, no P(better)
+                    entry["metrics"][metric]["not_compared"] = e.not_compared
             if block_a.get("sensors") or block_b.get("sensors"):
                 entry["sensors"] = _sensors(block_a, block_b, ta, tb, cases,
                                             (base.get("prior", "uniform"),
@@ -121,12 +125,15 @@ def _verdict(entry: "RunSubjectComparison") -> str:
         elif hi is not None and hi < 0:
             down.append(metric)
     name = f"{entry['subject']} in {entry['run']}"
+    flips = entry["flips"]
+    flipped = f"{len(flips)} case(s) flipped"
+    if flips and all("beyond_noise" in f for f in flips):
+        flipped += f", {sum(1 for f in flips if f['beyond_noise'])} beyond trial noise"
     if not up and not down:
-        return f"{name}: no credible change on any metric ({len(entry['flips'])} case(s) " \
-               "flipped)"
+        return f"{name}: no credible change on any metric ({flipped})"
     parts = []
     if up:
         parts.append("credibly better on " + ", ".join(up))
     if down:
         parts.append("credibly worse on " + ", ".join(down))
-    return f"{name}: " + "; ".join(parts) + f" ({len(entry['flips'])} case(s) flipped)"
+    return f"{name}: " + "; ".join(parts) + f" ({flipped})"

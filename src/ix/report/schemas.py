@@ -39,6 +39,10 @@ class RunMetricChange(ClosedDict):
         description="two-sided test of no change: exact McNemar (recall, pass_rate), case-level "
                     "t-test (activation_rate), null for precision/F1")]
     paired: bool
+    not_compared: NotRequired[Annotated[str, Field(
+        description="why there is no comparison: the metric is undefined in a run (precision "
+                    "with no predicted positive, F1 with no TP, FP or FN); diff, diff_ci and "
+                    "p_better are then null")]]
 
 
 class RunFlip(ClosedDict):
@@ -47,6 +51,12 @@ class RunFlip(ClosedDict):
     control_score: Annotated[float | None, Field(description="the baseline run's score")]
     variant_score: Annotated[float | None, Field(description="this run's score")]
     now: Literal["correct", "wrong"]
+    p_value: NotRequired[Annotated[float | None, Field(
+        None, description="Fisher's exact test of the case's two counts (two-sided)")]]
+    beyond_noise: NotRequired[Annotated[bool | None, Field(
+        None, description="beyond trial noise (Tarone's rule across the shared cases); "
+                          "false: within noise")]]
+    family: NotRequired[Annotated[str, Field(description="'cases': the shared cases")]]
 
 
 class RunSensorRate(ClosedDict):
@@ -56,9 +66,10 @@ class RunSensorRate(ClosedDict):
         description="passed / n: the share of the valid trials whose reading passed; null "
                     "without one")]
     rate_ci: Annotated[Interval, Field(
-        description="posterior Beta(k+1, n-k+1) of the pooled trials (the run's prior), "
-                    "equal-tailed, one-sided at k = 0 and k = n: the summary's `rate_ci` when "
-                    "the runs share every case")]
+        description="the population pass rate's interval with the shared cases as clusters "
+                    "(hierarchical, the run's prior; one-sided on the rate's side where the "
+                    "equal-tailed one would exclude it): the summary's `rate_ci` when the runs "
+                    "share every case")]
     passed: int
     n: Annotated[int, Field(description="valid trials of the shared cases read by the sensor")]
 
@@ -158,6 +169,16 @@ class LeaderboardRow(ClosedDict):
     p_best: float | None
 
 
+class SweepAtLength(ClosedDict):
+    """A sweep condition at one context length, among the conditions at that length."""
+
+    length: int
+    subject: Annotated[str, Field(description="the condition at this length, `…[ctx=<n>]`")]
+    value: float | None
+    ci: Interval
+    p_best: Annotated[float | None, Field(description="P(the best condition at this length)")]
+
+
 class SweepRow(ClosedDict):
     subject: str
     values: dict[str, Any]
@@ -166,6 +187,10 @@ class SweepRow(ClosedDict):
     ci: Interval
     p_best: Annotated[float | None, Field(description="P(this condition is the best of the "
                                                        "sweep's), on the report's metric")]
+    by_length: NotRequired[Annotated[list[SweepAtLength], Field(
+        default_factory=list, description="with `context:` too: the condition at every "
+                                          "length, each judged among the conditions at that "
+                                          "length")]]
 
 
 class SweepBest(ClosedDict):
@@ -486,6 +511,9 @@ class Answer(ClosedDict):
     comparisons: Annotated[list[str], Field(
         description="one sentence per variant against the control")]
     interpretation: list[SubjectInterpretation]
+    robustness: NotRequired[Annotated[list[str], Field(
+        description="one sentence per subject whose originals ran beside rewordings of them "
+                    "(probe: paraphrase): reworded against original, the answer first")]]
 
 
 class ReportOutput(ClosedDict):

@@ -23,6 +23,12 @@ def fmt(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def estimate_text(x: float | None, interval: list[float | None] | None) -> str:
+    """`0.750 [0.41, 0.93]`, or `n/a` for an undefined value (precision with no predicted
+    positive), whose interval is only the prior's."""
+    return "n/a" if x is None else f"{fmt(x)} {ci(interval)}"
+
+
 def ci(interval: list[float | None] | None) -> str:
     if not interval or interval[0] is None or interval[1] is None:
         return "[n/a]"
@@ -85,7 +91,7 @@ def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
     metrics = _table("metrics per subject", "subject", "precision", "recall", "F1",
                      "TP/FP/FN/TN", "errors", "status")
     for name, m in s["metrics"].items():
-        metrics.add_row(name, *(f"{fmt(m[k])} {ci(m[f'{k}_ci'])}"
+        metrics.add_row(name, *(estimate_text(m[k], m[f"{k}_ci"])
                                 for k in ("precision", "recall", "f1")),
                         f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", str(m["errors"]),
                         str(m["status"]))
@@ -95,7 +101,8 @@ def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
 def _icc(r: dict[str, Any] | None) -> str:
     if not r or r.get("icc") is None:
         return "n/a"
-    return f"{r['icc']:.2f} ({r['design_effect']:.2f})"
+    floored = " floored" if r["icc"] < 0 else ""  # a negative ICC: design effect 1
+    return f"{r['icc']:.2f} ({r['design_effect']:.2f}{floored})"
 
 
 def reliability_parts(metrics: dict[str, dict[str, Any]]) -> list[RenderableType]:
@@ -340,6 +347,8 @@ def answer_parts(report: Mapping[str, Any]) -> list[RenderableType]:
                   Text("")]
     if a.get("comparisons"):
         parts += [Text("\n".join(a["comparisons"])), Text("")]
+    if a.get("robustness"):
+        parts += [Text("\n".join(a["robustness"])), Text("")]
     return parts
 
 
@@ -362,7 +371,10 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
     """Each variant against the control, one table per variant: the goal's (primary) metric
     first, then the exploratory ones under a row saying their intervals and P(better) are
     unadjusted for the number of metrics read. p is the two-sided test's (McNemar or the
-    case-level t), Holm across variants. Fits 80 columns."""
+    case-level t), Holm across variants. Fits 80 columns. With `context:`, one table per
+    subject against the control, a row per length (`by_length_tables`)."""
+    if any(c.get("at_length") is not None for c in summary["comparisons"]):
+        return by_length_tables(summary)
     sensor = summary.get("sensor")
     tables: list[RenderableType] = [Text("variants against the control (p: two-sided test, "
                                          "Holm across variants)", style="bold")]
@@ -394,10 +406,56 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
             for name, m in sensors.items():
                 table.add_row(*_comparison_row(name, m))
         tables.append(table)
+        tables += [Text(f"not compared: {m['not_compared']}", style="dim")
+                   for m in comp["metrics"].values() if m.get("not_compared")]
+    if any(len(c.get("sensors") or {}) > 1 for c in summary["comparisons"]):
+        tables.append(Text(SENSOR_FAMILY_NOTE, style="dim"))
     return Group(*tables)
 
 
+#: Under the comparison tables of a run with several sensors (STATS.md §10, one family).
+SENSOR_FAMILY_NOTE = ("sensor pass rates: p Holm-adjusted across every variant × sensor at "
+                      "once (one family); their delta and P(better) are unadjusted")
+
+
+def _condition(name: str, length: int | None) -> str:
+    """`s[ctx=8]` at length 8 → `s`: the condition, without its length."""
+    return name if length is None else name.removesuffix(f"[ctx={length}]")
+
+
+def by_length_tables(summary: Mapping[str, Any]) -> RenderableType:
+    """With `context:` (DESIGN.md §7): each subject or sweep cell against the control at the
+    same length, one row per length, on the goal's metric (else the activation rate); every
+    metric is in the summary's `comparisons`. No row pairs two lengths: the lengths of one
+    subject are its context table's."""
+    comps = summary["comparisons"]
+    key = next((k for c in comps for k, m in c["metrics"].items()
+                if m.get("role") == "primary"), "activation_rate")
+    name = metric_name(key, summary.get("sensor"))
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for c in comps:
+        n = c.get("at_length")
+        groups.setdefault((_condition(c["variant"], n), _condition(c["control"], n)),
+                          []).append(c)
+    parts: list[RenderableType] = [Text(
+        f"{name}: each subject against the control at the same context length (p: two-sided "
+        f"test, Holm across the {len(comps)} comparisons)", style="bold")]
+    for (variant, control), found in groups.items():
+        table = _table(f"{variant} vs {control} (control)", "length", "control", "variant",
+                       "delta [95% CI]", "P(better)", "p Holm",
+                       right=("length", "control", "variant", "delta [95% CI]", "P(better)",
+                              "p Holm"))
+        for c in found:
+            if key in c["metrics"]:
+                table.add_row(*_comparison_row(str(c.get("at_length")), c["metrics"][key]))
+        parts.append(table)
+    return Group(*parts)
+
+
 def _comparison_row(label: str, m: Mapping[str, Any]) -> tuple[Any, ...]:
+    if m.get("not_compared"):  # a side has no data: no difference, no P(better)
+        return (label, fmt(m["control"]), fmt(m["variant"]),
+                Text("not compared", style="dim"), "n/a", "-")
     delta = Text("n/a " if m["diff"] is None else f"{m['diff']:+.2f} ")
     delta.append(ci(m["diff_ci"]), style="dim")
     if m["diff_ci"][0] is not None and (m["diff_ci"][0] > 0 or m["diff_ci"][1] < 0):
@@ -408,16 +466,30 @@ def _comparison_row(label: str, m: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def flips_text(summary: Mapping[str, Any]) -> Text:
+    """Per comparison, the cases whose majority vote changed beyond trial noise, and how many
+    more changed within it (`beyond_noise`; summaries written before it list every change)."""
     text = Text()
+    quiet: list[str] = []  # comparisons without a flip beyond noise: one line for them all
     for comp in summary["comparisons"]:
         flips = comp["flips"]
-        if not flips:
-            text.append(f"{comp['variant']}: no case changed its majority vote\n", style="dim")
+        tested = all("beyond_noise" in f for f in flips)
+        beyond = [f for f in flips if f.get("beyond_noise", True)]
+        within = len(flips) - len(beyond)
+        if not beyond:
+            quiet.append(comp["variant"] + (f" ({within} within noise)" if within else ""))
             continue
         shown = ", ".join(f"{f['probe_id']} ({f['control_score']:.2f}→{f['variant_score']:.2f}, "
-                          f"now {f['now']})" for f in flips[:8])
-        more = f", +{len(flips) - 8} more" if len(flips) > 8 else ""
-        text.append(f"{comp['variant']}: {len(flips)} case(s) flipped: {shown}{more}\n")
+                          f"now {f['now']})" for f in beyond[:8])
+        more = f", +{len(beyond) - 8} more" if len(beyond) > 8 else ""
+        noise = f"; {within} more changed within trial noise" if within else ""
+        what = "flipped beyond trial noise" if tested else "flipped"
+        text.append(f"{comp['variant']}: {len(beyond)} case(s) {what}: {shown}{more}{noise}\n")
+    if len(quiet) == 1:
+        text.append(f"{quiet[0]}: no case changed its majority vote beyond trial noise\n",
+                    style="dim")
+    elif quiet:
+        text.append("no case changed its majority vote beyond trial noise in "
+                    + ", ".join(quiet) + "\n", style="dim")
     return text
 
 
@@ -429,38 +501,68 @@ def comparison_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     return [comparison_table(block), flips_text(block)]
 
 
+def declines(v: Mapping[str, Any], level: float) -> bool:
+    """A length against the shortest is a decline: its Holm-adjusted p (one family per
+    subject) below 1 − level, and lower (STATS.md §10)."""
+    p, d = v.get("p_value_holm"), v.get("diff")
+    return p is not None and d is not None and p < 1.0 - level and d < 0
+
+
 def context_parts(context: Mapping[str, Any] | None) -> list[RenderableType]:
     """An experiment with `context:`: per subject, the metrics at every length with the
-    change from the shortest, then the trend, in words."""
+    change from the shortest (p Holm-adjusted across the subject's lengths; bold: a
+    decline), then the trend and the interaction with the control, in words. Summaries
+    written before the adjustment show P(lower), labelled unadjusted."""
     if not context:
         return []
-    parts: list[RenderableType] = []
+    level = float(context.get("level") or 0.95)
+    parts: list[RenderableType] = [Text(
+        "by context length: each length against the subject's shortest (p: two-sided test, "
+        "Holm across the subject's lengths; bold: a decline); the trend is the one test of "
+        "a decline", style="dim")]
     unit = str(context["unit"]).replace("_", " ")
     for s in context["subjects"]:
         rows = s["lengths"]
         shortest = rows[0]["length"]
         versus = {v["length"]: v for v in s["versus_shortest"]}
+        adjusted = all("p_value_holm" in v for v in s["versus_shortest"])
+        p_col = "p Holm" if adjusted else "P(lower)"
         table = _table(f"{s['subject']} by context length ({unit} of {context['prefix']})",
-                       "length", "activation rate", f"vs {shortest}", "P(lower)", "recall",
-                       right=("length", "activation rate", f"vs {shortest}", "P(lower)",
-                              "recall"))
+                       "length", "activation rate", f"vs {shortest}", p_col, "recall",
+                       right=("length", "activation rate", f"vs {shortest}", p_col, "recall"))
         for row in rows:
             v = versus.get(row["length"])
-            diff = "" if v is None else (
-                "n/a" if v["diff"] is None else f"{v['diff']:+.2f} {ci(v['diff_ci'])}")
+            diff = Text("" if v is None else (
+                "n/a" if v["diff"] is None else f"{v['diff']:+.2f} {ci(v['diff_ci'])}"))
+            if v is not None and declines(v, level):
+                diff.stylize("bold")
+            p = "" if v is None else fmt(v["p_value_holm"] if adjusted else v["p_lower"])
             table.add_row(str(row["length"]),
                           f"{fmt(row['activation_rate'], 2)} {ci(row['activation_rate_ci'])}",
-                          diff, "" if v is None else fmt(v["p_lower"]),
-                          f"{fmt(row['recall'], 2)} {ci(row['recall_ci'])}")
+                          diff, p, f"{fmt(row['recall'], 2)} {ci(row['recall_ci'])}")
         parts.append(table)
+        if not adjusted:  # a summary written before the lengths were one Holm family
+            parts.append(Text("P(lower): unadjusted for the number of lengths", style="dim"))
         t = s.get("trend")
         if t is not None:
             parts.append(Text(
                 f"trend: activation rate {t['slope']:+.3f} per doubling of (1 + {unit}) "
                 f"{ci(t['slope_ci'])}, P(declines) {fmt(t['p_decline'])} "
                 f"({t['n_cases']} must_trigger cases)", style="bold"))
+        i = s.get("interaction")
+        if i is not None:
+            parts.append(Text(interaction_line(i), style="bold"))
         parts.append(Text(""))
     return parts
+
+
+def interaction_line(i: Mapping[str, Any]) -> str:
+    """The interaction in words: this subject's trend minus the control's, with interval,
+    P(declines faster) and p (Holm across the run's interactions)."""
+    diff = "n/a" if i["diff"] is None else f"{i['diff']:+.3f}"
+    return (f"interaction with {i['versus']} (trend − its trend): {diff} per doubling "
+            f"{ci(i['diff_ci'])}, P(declines faster) {fmt(i['p_lower'])}, p Holm "
+            f"{fmt(i['p_value_holm'])} ({i['n_cases']} cases)")
 
 
 def sweep_parts(sweep: Mapping[str, Any] | None) -> list[RenderableType]:
@@ -470,6 +572,8 @@ def sweep_parts(sweep: Mapping[str, Any] | None) -> list[RenderableType]:
         return []
     name = METRIC_NAMES.get(sweep["metric"], sweep["metric"])
     grid = grid_words(sweep["keys"], len(sweep["ablate"]))
+    if any(row.get("by_length") for row in sweep["rows"]):
+        return _sweep_by_length(sweep, name, grid)
     where = f", at context length {sweep['at_length']}" if sweep["at_length"] is not None else ""
     table = _table(f"sweep of {sweep['subject']}: {grid}{where}", "condition",
                    f"{name} [95% CI]", "P(best)", right=(f"{name} [95% CI]", "P(best)"))
@@ -482,6 +586,30 @@ def sweep_parts(sweep: Mapping[str, Any] | None) -> list[RenderableType]:
         parts.append(Text(f"best by {name}: {best['subject']}, P(best) {fmt(best['p_best'])}",
                           style="bold"))
     return [*parts, Text("")]
+
+
+def _sweep_by_length(sweep: Mapping[str, Any], name: str, grid: str) -> list[RenderableType]:
+    """A sweep with `context:`: each condition's P(best) at every length (bold: the likeliest
+    best there); its trend against the unswept subject is its interaction, with its context
+    table."""
+    lengths = sorted({a["length"] for row in sweep["rows"] for a in row.get("by_length") or []})
+    table = _table(f"sweep of {sweep['subject']}: {grid}; P(best) by {name} at each context "
+                   "length", "condition", *map(str, lengths), right=tuple(map(str, lengths)))
+    top = {n: max((a["p_best"] or 0.0 for row in sweep["rows"]
+                   for a in row.get("by_length") or [] if a["length"] == n), default=None)
+           for n in lengths}
+    for row in sweep["rows"]:
+        at = {a["length"]: a for a in row.get("by_length") or []}
+        cells = []
+        for n in lengths:
+            a = at.get(n)
+            cell = Text("" if a is None else fmt(a["p_best"]))
+            if a is not None and a["p_best"] is not None and a["p_best"] == top[n]:
+                cell.stylize("bold")
+            cells.append(cell)
+        table.add_row(_condition(row["subject"], sweep["at_length"]), *cells)
+    return [table, Text("by trend: each condition's interaction with the unswept subject, "
+                        "under its context table", style="dim"), Text("")]
 
 
 def report_renderable(report: Mapping[str, Any]) -> RenderableType:

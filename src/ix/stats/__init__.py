@@ -38,6 +38,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "bayes_evals": ("independent_intervals", "independent_comparisons", "paired_comparisons"),
     "quantiles": ("quantile_interval", "order_statistic_ranks", "min_sample",
                   "QuantileEstimate"),
+    "reachability": ("reachability", "capped_effect", "Reach"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -47,9 +48,11 @@ __all__ = [
     "Description",
     "DifferenceInterval",
     "QuantileEstimate",
+    "Reach",
     "StoppingRule",
     "Verdict",
     "beta_interval",
+    "capped_effect",
     "case_level_difference",
     "clopper_pearson_interval",
     "clustered_se",
@@ -102,6 +105,7 @@ __all__ = [
     "probit_diff_interval",
     "probit_prob_a_beats_b",
     "quantile_interval",
+    "reachability",
     "recall_interval",
     "sample_size_two_proportions",
     "stopping_distribution",
@@ -193,6 +197,7 @@ if TYPE_CHECKING:
         order_statistic_ranks,
         quantile_interval,
     )
+    from ix.stats.reachability import Reach, capped_effect, reachability
     from ix.stats.reliability import design_effect, icc_oneway
     from ix.stats.sequential import (
         StoppingRule,

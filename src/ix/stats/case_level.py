@@ -27,12 +27,21 @@ K ∈ {3, 5, 10} on heterogeneous populations of case rates; a Bayesian bootstra
 under-covers at N = 10 (its spread is the plug-in's, without t's small-sample tails), and the
 trial-level 2×2 table ignores the between-case variance (coverage 0.78 at K = 10). Pure: scipy
 only, closed forms, nothing sampled.
+
+**Clusters** (STATS.md §10): cases generated from one original (`variant_of`,
+`paraphrase_of`) are not independent draws; `clusters` labels each case's family, and the
+family is then the independent unit. The estimate stays the mean over cases, its SE is the
+cluster-robust (CR1) one, SE² = G/(G−1) · Σ_g (Σ_{i∈g} (d_i − d̄))² / N² — statsmodels' OLS
+`cov_type="cluster"` with its default correction —, floored as above, and the t reference has
+G − 1 degrees of freedom. With every case its own cluster that is exactly s²/N on N − 1 (the
+code takes the unclustered path then, so the numbers are bit for bit the same); with G
+families of identical members, exactly the t on the G family means.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,7 +54,7 @@ else:
     # calls, bit for bit, without importing scipy.stats (~0.5 s) for every comparison
     special = lazy("scipy.special")
 
-__all__ = ["CaseLevelDifference", "case_level_difference"]
+__all__ = ["CaseLevelDifference", "case_level_difference", "t_posterior"]
 
 
 def _beta_variance(k: int, n: int) -> float:
@@ -59,9 +68,10 @@ class CaseLevelDifference:
 
     `estimate` is d̄ (the printed difference), `control`/`variant` the means of the per-case
     rates, `se` and `df` the t reference's scale and degrees of freedom, `n` the number of
-    cases. `cdf(d)` is P(effect ≤ d) of the t posterior truncated to [−1, 1]; `p_better` is
-    P(effect > 0); `p_value` the two-sided one-sample t-test of no difference (with the same
-    SE, so never smaller than `scipy.stats.ttest_1samp`'s)."""
+    cases and `n_clusters` of independent units (families; `n` without clusters). `cdf(d)`
+    is P(effect ≤ d) of the t posterior truncated to [−1, 1]; `p_better` is P(effect > 0);
+    `p_value` the two-sided one-sample t-test of no difference (with the same SE, so never
+    smaller than `scipy.stats.ttest_1samp`'s)."""
 
     control: float
     variant: float
@@ -69,6 +79,7 @@ class CaseLevelDifference:
     se: float
     df: int
     n: int
+    n_clusters: int | None = None
 
     def _t(self, d: float) -> float:
         return float(special.stdtr(self.df, (d - self.estimate) / self.se))
@@ -102,33 +113,61 @@ class CaseLevelDifference:
 
 
 def case_level_difference(control: Sequence[tuple[int, int]],
-                          variant: Sequence[tuple[int, int]]) -> CaseLevelDifference | None:
+                          variant: Sequence[tuple[int, int]],
+                          clusters: Sequence[Hashable] | None = None,
+                          ) -> CaseLevelDifference | None:
     """The case-level paired comparison of two subjects' per-case counts.
 
-    `control[i]` and `variant[i]` are (passed, valid trials) of case i for each subject.
-    Cases where either subject has no valid trial are left out; None when none is left.
-    Raises ValueError on sequences of different lengths or counts outside 0 ≤ k ≤ n.
+    `control[i]` and `variant[i]` are (passed, valid trials) of case i for each subject;
+    `clusters[i]`, when given, case i's family (cases of one family are one unit: CR1 SE,
+    G − 1 degrees of freedom, module docstring). Cases where either subject has no valid
+    trial are left out; None when none is left. Raises ValueError on sequences of different
+    lengths or counts outside 0 ≤ k ≤ n.
     """
-    if len(control) != len(variant):
-        raise ValueError(f"control and variant must list the same cases; got {len(control)} "
-                         f"and {len(variant)}")
+    if len(control) != len(variant) or (clusters is not None and len(clusters) != len(control)):
+        raise ValueError(f"control, variant (and clusters) must list the same cases; got "
+                         f"{len(control)} and {len(variant)}"
+                         + (f" (and {len(clusters)})" if clusters is not None else ""))
     rows = []
-    for (kc, nc), (kv, nv) in zip(control, variant, strict=True):
+    labels: list[Hashable] = []
+    for i, ((kc, nc), (kv, nv)) in enumerate(zip(control, variant, strict=True)):
         for k, n in ((kc, nc), (kv, nv)):
             if not 0 <= k <= n:
                 raise ValueError(f"need 0 <= passed <= trials per case; got {k}/{n}")
         if nc and nv:
             rows.append((kc, nc, kv, nv))
+            labels.append(i if clusters is None else clusters[i])
     if not rows:
         return None
     n = len(rows)
     rc = [kc / nc for kc, nc, _, _ in rows]
     rv = [kv / nv for _, _, kv, nv in rows]
     d = [b - a for a, b in zip(rc, rv, strict=True)]
-    mean = sum(d) / n
-    s2 = sum((x - mean) ** 2 for x in d) / (n - 1) if n > 1 else 0.0
     floor = sum(_beta_variance(kc, nc) + _beta_variance(kv, nv)
                 for kc, nc, kv, nv in rows) / n**2
-    se = math.sqrt(max(s2 / n, floor))
-    return CaseLevelDifference(control=sum(rc) / n, variant=sum(rv) / n, estimate=mean,
-                               se=se, df=max(n - 1, 1), n=n)
+    return t_posterior(d, floor, labels, control=sum(rc) / n, variant=sum(rv) / n)
+
+
+def t_posterior(d: Sequence[float], floor: float, clusters: Sequence[Hashable] | None = None,
+                control: float = math.nan, variant: float = math.nan) -> CaseLevelDifference:
+    """The t posterior of the mean of `d` (one value a case, at least one): SE² = max(s²/N,
+    `floor`) on N − 1 degrees of freedom, or with `clusters` that put cases together the
+    cluster-robust max(CR1², `floor`) on G − 1 (one cluster: the floor alone, on 1)."""
+    n = len(d)
+    mean = sum(d) / n
+    groups = n if clusters is None else len(set(clusters))
+    if groups == n:
+        s2 = sum((x - mean) ** 2 for x in d) / (n - 1) if n > 1 else 0.0
+        se = math.sqrt(max(s2 / n, floor))
+        df = max(n - 1, 1)
+    else:
+        assert clusters is not None
+        sums: dict[Hashable, float] = {}
+        for x, g in zip(d, clusters, strict=True):
+            sums[g] = sums.get(g, 0.0) + (x - mean)
+        cr1 = (groups / (groups - 1) * sum(v * v for v in sums.values()) / n**2
+               if groups > 1 else 0.0)
+        se = math.sqrt(max(cr1, floor))
+        df = max(groups - 1, 1)
+    return CaseLevelDifference(control=control, variant=variant, estimate=mean, se=se, df=df,
+                               n=n, n_clusters=groups)

@@ -24,6 +24,19 @@ P(D > 0), √(p(1 − p)/draws) ≤ 0.0011, is reported with it. The estimand is
 majority-vote F1 over the designed must/not mix (STATS.md §12); the model treats that mix as
 random, which only adds a little spread (coverage 0.95–0.97 in the simulations of
 `tests/stats/test_paired_f1.py`, figures in docs/statistics.md).
+
+Why an exact test beside the posterior: P(D > 0) is not calibrated when few cases changed.
+When a change helps some cases and hurts as many others, the Dirichlet(½) posterior says
+P(better) ≥ 0.9 in 0.10–0.19 of holdouts of 10 cases and P ≥ 0.95 in up to 0.066 (exact
+enumeration over the tables; docs/optimize.md) — 2 changed must cases both going B's way
+give P ≈ 0.9. `p_value` is the exact one-sided test of that null (McNemar's exact test
+generalised to F1): given which cases changed, if each were as likely to have gone the other
+way (votes exchangeable within a case — B no better than A, or better on some cases and
+worse on as many others), how often would the difference be at least the one observed? The
+must cases that changed split Binomial(d_m, ½), the not cases Binomial(d_n, ½), each split
+scored by its F1 difference: a sum of (d_m + 1)(d_n + 1) binomial terms, no sampling. Its false
+"better" rate is at most 1 − c at any c, by construction, and it is never below 2^−d with d
+changed cases (a gain resting on 4 changed cases cannot reach p ≤ 0.05).
 """
 
 from __future__ import annotations
@@ -39,10 +52,12 @@ from ix.stats.difference import DifferenceInterval, Sided
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    from scipy import special
 else:
     np = lazy("numpy")
+    special = lazy("scipy.special")
 
-__all__ = ["PairedF1", "paired_f1"]
+__all__ = ["PairedF1", "exact_p", "paired_f1"]
 
 Table = tuple[int, int, int, int]
 
@@ -56,11 +71,15 @@ _SEED = 0x1F1_9A1D
 class PairedF1:
     """Posterior of D = F1_B − F1_A from paired majority votes (B = variant, A = control).
 
-    `f1_a`, `f1_b` and `difference` are observed (2TP/(2TP + FP + FN), 0 with nothing to
-    count, as in the run's summary). [`lo`, `hi`] holds `level` of the posterior and always
+    `f1_a`, `f1_b` and `difference` are observed (2TP/(2TP + FP + FN), as in the run's
+    summary; 0 with no TP, FP or FN, where the summary says n/a: a holdout never lacks must
+    cases, so the engine never meets it). [`lo`, `hi`] holds `level` of the posterior and always
     contains `difference`; `sided` says which rule made it, as in
     `ix.stats.difference.DifferenceInterval`. `median` is D's posterior median,
-    `prob_b_better` P(D > 0) and `mc_error` its Monte Carlo standard error.
+    `prob_b_better` P(D > 0) and `mc_error` its Monte Carlo standard error. `p_value` is the
+    exact one-sided p of the paired test (module docstring; 1 when no case changed);
+    `improved` counts the cases B gets right and A wrong (must cases only B fired on, not
+    cases only A fired on), `worsened` the reverse.
     """
 
     f1_a: float
@@ -76,6 +95,9 @@ class PairedF1:
     n_not: int
     draws: int
     level: float
+    p_value: float = 1.0
+    improved: int = 0
+    worsened: int = 0
 
     @property
     def interval(self) -> DifferenceInterval:
@@ -130,6 +152,44 @@ def _samples(must: Table, not_: Table,
     return f1_a, f1_b
 
 
+def exact_p(must: Sequence[int], not_: Sequence[int]) -> float:
+    """Exact one-sided p of F1_B > F1_A, given which cases changed (module docstring).
+
+    `must`, `not_`: (both, a_only, b_only, neither). Each changed must case goes B's way
+    (B fires) or A's with probability ½, so do the changed not cases (B fires: B's loss);
+    p = P(D ≥ observed D) over those 2^(d_m + d_n) equally likely splits, summed exactly by
+    how many go each way. 1 when no case changed."""
+    must_t, not_t = _table("must", must), _table("not_", not_)
+    m_both, m_a, m_b, m_neither = must_t
+    n_both, n_a, n_b, _ = not_t
+    d_m, d_n = m_a + m_b, n_a + n_b
+
+    if d_m + d_n == 0:
+        return 1.0
+    # x of the changed must cases and y of the changed not cases are B's firings
+    x = np.arange(d_m + 1, dtype=float)[:, None]
+    y = np.arange(d_n + 1, dtype=float)[None, :]
+    f1_b = _f1_array(m_both + x, n_both + y, d_m - x + m_neither)
+    f1_a = _f1_array(m_both + d_m - x, n_both + d_n - y, x + m_neither)
+    d = f1_b - f1_a
+    observed = d[m_b, n_b]
+    # Binomial(d_m, ½) × Binomial(d_n, ½) probabilities, in logs (2^d overflows past 1023)
+    log_w = (special.gammaln(d_m + 1) - special.gammaln(x + 1) - special.gammaln(d_m - x + 1)
+             + special.gammaln(d_n + 1) - special.gammaln(y + 1) - special.gammaln(d_n - y + 1)
+             - (d_m + d_n) * math.log(2.0))
+    # ties count as at least as large (equal differences can part in the last bits)
+    return min(1.0, float(np.exp(log_w[d >= observed - 1e-9]).sum()))
+
+
+def _f1_array(tp: NDArray[np.float64], fp: NDArray[np.float64],
+              fn: NDArray[np.float64]) -> NDArray[np.float64]:
+    """2TP/(2TP + FP + FN) elementwise, 0 where there is nothing to count (as `_f1`)."""
+    den = 2 * tp + fp + fn
+    out: NDArray[np.float64] = np.divide(2 * tp, den, out=np.zeros(np.broadcast(tp, fp, fn).shape),
+                                         where=den > 0)
+    return out
+
+
 def paired_f1(must: tuple[int, int, int, int], not_: tuple[int, int, int, int], *,
               level: float = 0.95, draws: int = 200_000) -> PairedF1:
     """Compare B's F1 with A's on the same cases, paired at case level.
@@ -138,7 +198,8 @@ def paired_f1(must: tuple[int, int, int, int], not_: tuple[int, int, int, int], 
     must_trigger and should_not_trigger cases. Returns the observed F1s and difference
     F1_B − F1_A, its posterior median, the interval at `level` (equal-tailed when it holds the
     observed difference, else one-sided on its side with credibility still `level`), and
-    P(F1_B > F1_A) with its Monte Carlo error (module docstring: model, prior, why sampled).
+    P(F1_B > F1_A) with its Monte Carlo error (module docstring: model, prior, why sampled),
+    and the exact paired test's p (`exact_p`) with the counts of cases B improved and worsened.
     Deterministic. Raises ValueError unless the counts are non-negative whole numbers,
     0 < level < 1 and draws is a whole number ≥ 1000.
     """
@@ -168,4 +229,6 @@ def paired_f1(must: tuple[int, int, int, int], not_: tuple[int, int, int, int], 
         lo, hi, sided = min(q_rest, est), 1.0, "upper"
     return PairedF1(f1_a=f1_a, f1_b=f1_b, difference=est, lo=lo, hi=hi, median=median,
                     sided=sided, prob_b_better=p, mc_error=math.sqrt(p * (1.0 - p) / draws),
-                    n_must=sum(must_t), n_not=sum(not_t), draws=draws, level=level)
+                    n_must=sum(must_t), n_not=sum(not_t), draws=draws, level=level,
+                    p_value=exact_p(must_t, not_t), improved=must_t[2] + not_t[1],
+                    worsened=must_t[1] + not_t[2])

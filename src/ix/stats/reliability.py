@@ -61,14 +61,18 @@ def icc_oneway(successes: ArrayLike, trials: ArrayLike) -> float | None:
 
 
 def design_effect(icc: float | None, trials_per_case: float) -> float | None:
-    """Kish's design effect 1 + (K − 1)·ICC of K trials per case (None when ICC is None).
+    """Kish's design effect max(1, 1 + (K − 1)·ICC) of K trials per case (None when ICC is
+    None).
 
     The variance of a rate over K-trial cases divided by that of the same number of
     independent trials; N trials carry the information of N / design effect independent
-    ones. Raises ValueError if K < 1.
+    ones. Floored at 1: trials of one case are independent draws at the case's rate, so the
+    true ICC is ≥ 0 and a negative estimate (cases alike beyond binomial noise) is sampling
+    error — it would claim K trials of a case tell more than K independent ones. Raises
+    ValueError if K < 1.
     """
     if not trials_per_case >= 1 or not math.isfinite(trials_per_case):
         raise ValueError(f"trials_per_case must be a number >= 1, got {trials_per_case!r}")
     if icc is None:
         return None
-    return 1.0 + (float(trials_per_case) - 1.0) * float(icc)
+    return max(1.0, 1.0 + (float(trials_per_case) - 1.0) * float(icc))

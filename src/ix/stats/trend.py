@@ -20,23 +20,38 @@ rate 1.0, say). `p_decline` is P(β < 0). The slope is not truncated: its range 
 smallest spread of x) is wide enough that a t posterior inside it loses nothing. Checked by
 simulation against known truth (tests/stats/test_stats_trend.py: coverage of the interval,
 and P(decline)'s calibration under no trend). Pure: scipy.special only.
+
+The **interaction** of two subjects that ran the same cases at the same lengths ("does adding
+B make A degrade faster?", DESIGN.md §7) is the mean over cases of the difference of their
+per-case slopes, d_i = b_i(variant) − b_i(control): the same estimator on the paired
+differences (`case_level_trend_difference`), whose floor adds both subjects' rate variances.
+Pairing by case keeps what the two share — the prompt's own difficulty and, with common random
+numbers, the trial's draw — out of the spread of d_i; only each case's counts enter, so
+permuting trials within a case changes nothing.
+
+With `clusters` (each case's family: cases generated from one original, STATS.md §10) the
+family is the independent unit: the mean over cases with the cluster-robust (CR1) SE on
+G − 1 degrees of freedom (`ix.stats.case_level.t_posterior`); every case its own cluster
+gives the numbers above exactly.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ix._lazy import lazy
+from ix.stats.case_level import t_posterior
 
 if TYPE_CHECKING:
     from scipy import special
 else:
     special = lazy("scipy.special")
 
-__all__ = ["CaseLevelTrend", "case_level_trend", "length_axis"]
+__all__ = ["CaseLevelTrend", "case_level_trend", "case_level_trend_difference",
+           "length_axis"]
 
 
 def length_axis(lengths: Sequence[float]) -> list[float]:
@@ -52,6 +67,8 @@ class CaseLevelTrend:
     se: float
     df: int
     n: int
+    #: independent units: the families of `clusters` (`n` without)
+    n_clusters: int | None = None
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         q = float(special.stdtrit(self.df, (1.0 + level) / 2.0))
@@ -62,37 +79,98 @@ class CaseLevelTrend:
         """P(slope < 0)."""
         return float(special.stdtr(self.df, -self.slope / self.se))
 
+    @property
+    def p_value(self) -> float:
+        """The two-sided t-test of no slope (no interaction, for a difference of trends)."""
+        return float(min(1.0, 2.0 * special.stdtr(self.df, -abs(self.slope) / self.se)))
+
 
 def _beta_variance(k: int, n: int) -> float:
     a, b = k + 1, n - k + 1
     return a * b / ((a + b) ** 2 * (a + b + 1))
 
 
-def case_level_trend(counts: Sequence[Sequence[tuple[int, int]]],
-                     lengths: Sequence[float]) -> CaseLevelTrend | None:
-    """The case-level trend of `counts[i][j]` = (passed, valid trials) of case i at
-    `lengths[j]`. Cases without a valid trial at some length are left out; None when no case
-    is left. Raises ValueError with fewer than two lengths, or counts outside 0 ≤ k ≤ n."""
+def _weights(lengths: Sequence[float]) -> list[float]:
     if len(lengths) < 2:
         raise ValueError(f"a trend needs at least two lengths, got {len(lengths)}")
     x = length_axis(lengths)
     mean_x = sum(x) / len(x)
     sxx = sum((v - mean_x) ** 2 for v in x)
-    w = [(v - mean_x) / sxx for v in x]
-    slopes, floor = [], 0.0
-    for row in counts:
-        if len(row) != len(x):
-            raise ValueError(f"each case needs one count per length ({len(x)}), got {len(row)}")
-        for k, n in row:
-            if not 0 <= k <= n:
-                raise ValueError(f"need 0 <= passed <= trials per case; got {k}/{n}")
-        if all(n for _, n in row):
-            slopes.append(sum(wj * k / n for wj, (k, n) in zip(w, row, strict=True)))
-            floor += sum(wj**2 * _beta_variance(k, n) for wj, (k, n) in zip(w, row, strict=True))
+    return [(v - mean_x) / sxx for v in x]
+
+
+def _case_slope(row: Sequence[tuple[int, int]], w: Sequence[float]) -> tuple[float, float] | None:
+    """(slope, Σ_j w_j² v_j) of one case's counts; None when a length has no valid trial."""
+    if len(row) != len(w):
+        raise ValueError(f"each case needs one count per length ({len(w)}), got {len(row)}")
+    for k, n in row:
+        if not 0 <= k <= n:
+            raise ValueError(f"need 0 <= passed <= trials per case; got {k}/{n}")
+    if not all(n for _, n in row):
+        return None
+    return (sum(wj * k / n for wj, (k, n) in zip(w, row, strict=True)),
+            sum(wj**2 * _beta_variance(k, n) for wj, (k, n) in zip(w, row, strict=True)))
+
+
+def _posterior(slopes: Sequence[float], floor: float,
+               labels: Sequence[Hashable] | None = None) -> CaseLevelTrend | None:
     if not slopes:
         return None
     n = len(slopes)
+    if labels is not None and len(set(labels)) < n:
+        t = t_posterior(slopes, floor / n**2, labels)
+        return CaseLevelTrend(slope=t.estimate, se=t.se, df=t.df, n=n, n_clusters=t.n_clusters)
     mean = sum(slopes) / n
     s2 = sum((b - mean) ** 2 for b in slopes) / (n - 1) if n > 1 else 0.0
     se = math.sqrt(max(s2 / n, floor / n**2))
-    return CaseLevelTrend(slope=mean, se=se, df=max(n - 1, 1), n=n)
+    return CaseLevelTrend(slope=mean, se=se, df=max(n - 1, 1), n=n, n_clusters=n)
+
+
+def _check_clusters(clusters: Sequence[Hashable] | None, cases: int) -> None:
+    if clusters is not None and len(clusters) != cases:
+        raise ValueError(f"clusters must label every case: {len(clusters)} labels for "
+                         f"{cases} cases")
+
+
+def case_level_trend(counts: Sequence[Sequence[tuple[int, int]]],
+                     lengths: Sequence[float],
+                     clusters: Sequence[Hashable] | None = None) -> CaseLevelTrend | None:
+    """The case-level trend of `counts[i][j]` = (passed, valid trials) of case i at
+    `lengths[j]`; `clusters[i]` case i's family, when cases come in families. Cases without a
+    valid trial at some length are left out; None when no case is left. Raises ValueError
+    with fewer than two lengths, or counts outside 0 ≤ k ≤ n."""
+    w = _weights(lengths)
+    _check_clusters(clusters, len(counts))
+    slopes, floor, labels = [], 0.0, []
+    for i, row in enumerate(counts):
+        got = _case_slope(row, w)
+        if got is not None:
+            slopes.append(got[0])
+            floor += got[1]
+            labels.append(i if clusters is None else clusters[i])
+    return _posterior(slopes, floor, labels)
+
+
+def case_level_trend_difference(control: Sequence[Sequence[tuple[int, int]]],
+                                variant: Sequence[Sequence[tuple[int, int]]],
+                                lengths: Sequence[float],
+                                clusters: Sequence[Hashable] | None = None,
+                                ) -> CaseLevelTrend | None:
+    """The interaction: the posterior of the mean over cases of (variant's slope − control's
+    slope), case i's counts at `lengths[j]` being `control[i][j]` and `variant[i][j]`. Cases
+    without a valid trial at some length in either subject are left out; None when none is
+    left. `clusters` as `case_level_trend`'s. Raises ValueError as `case_level_trend`, or
+    when the two list different numbers of cases."""
+    if len(control) != len(variant):
+        raise ValueError(f"control and variant must list the same cases; got {len(control)} "
+                         f"and {len(variant)}")
+    w = _weights(lengths)
+    _check_clusters(clusters, len(control))
+    slopes, floor, labels = [], 0.0, []
+    for i, (row_c, row_v) in enumerate(zip(control, variant, strict=True)):
+        c, v = _case_slope(row_c, w), _case_slope(row_v, w)
+        if c is not None and v is not None:
+            slopes.append(v[0] - c[0])
+            floor += c[1] + v[1]
+            labels.append(i if clusters is None else clusters[i])
+    return _posterior(slopes, floor, labels)

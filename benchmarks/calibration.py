@@ -669,6 +669,23 @@ def combined(chunks: list[dict]) -> dict:
     return out
 
 
+def chunked(rows: dict, reps: int) -> list[tuple]:
+    """The `(row, cell, chunk, replications)` tasks of `rows` (row name -> its cells), each
+    cell's `reps` replications cut into chunks of `CHUNK`: the usual `tasks` of a module."""
+    return [(row, cell, i, min(CHUNK, reps - start))
+            for row, cells in rows.items() for cell in cells
+            for i, start in enumerate(range(0, reps, CHUNK))]
+
+
+def share(res: dict, key: str, num: str, den: str = "total"):
+    """(counter `num` / counter `den`, den) of the row cell `key` ("row|cell"), or (None, 0)
+    when it failed or counted nothing."""
+    r = res.get(key, {})
+    if "error" in r or not r.get(den):
+        return None, 0
+    return r[num] / r[den], r[den]
+
+
 def mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None

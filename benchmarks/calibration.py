@@ -640,7 +640,8 @@ def measure(args) -> None:
             if (i + 1) % 25 == 0 or i + 1 == len(todo):
                 print(f"  {i + 1}/{len(todo)} tasks, {time.perf_counter() - t0:.0f} s",
                       file=sys.stderr, flush=True)
-    base = not args.rows
+    # the base rows' table (with `ix plan` and the 10/10 case) when every base row is measured
+    base = all(any(row.startswith(p) for p in args.rows) for row in ROWS) if args.rows else True
     out = {"ix": str(Path(ix.__file__).parent), "results": results,
            "plan": plan_cli() if base else None, "ten_of_ten": ten_of_ten() if base else None,
            "seconds": time.perf_counter() - t0, "reps": args.reps,

@@ -264,7 +264,11 @@ def test_a_real_regression_against_the_baseline_exits_1(lab):
     assert all(x["diff_ci"][1] < 0 and x["subject"] == "target" for x in b["regressions"])
     # every metric whose interval lies below zero, and only those, is flagged
     [entry] = b["comparison"]["comparisons"]
-    assert set(regressed) == {k for k, m in entry["metrics"].items() if m["diff_ci"][1] < 0}
+    assert set(regressed) == {k for k, m in entry["metrics"].items()
+                              if m["diff"] is not None and m["diff_ci"][1] < 0}
+    # a metric undefined on a side (precision with nothing predicted) is not compared
+    assert all((m["diff"] is None) == bool(m.get("not_compared"))
+               for m in entry["metrics"].values())
     assert "regression" in r.stderr and "recall" in r.stderr
     text = run_ix("report", worse, "--lab", str(lab), "--baseline", "baseline")
     assert text.code == 1 and "regression(s)" in text.stdout

@@ -147,8 +147,9 @@ def test_the_failure_table_shows_the_prompt_and_every_subjects_wrong_example(lab
                                                                            ran: Path):
     data = json.loads(run_ix("report", "--lab", str(lab), "--format", "json").stdout)
     rows = {row["probe_id"]: row for row in data["failures"]["cases"]}
+    # wrong: a must case the skill missed, or a should-not case it fired on
     wrong = {(x["probe_id"], x["subject"]) for x in lines(ran)
-             if x["expectation"] == "must_trigger" and not x["reading"]["passed"]}
+             if (x["expectation"] == "must_trigger") != x["reading"]["passed"]}
     for case_id, row in rows.items():
         assert row["prompt"] == PROMPTS[case_id]
         assert {e["subject"] for e in row["examples"]} == {s for c, s in wrong if c == case_id}

@@ -10,12 +10,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from ix._lazy import lazy
 from ix.eval.estimates import num
 from ix.eval.models import Difficulty
+from ix.stats.clustered import hierarchical_interval
 from ix.stats.intervals import beta_interval
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ix.report.schemas import DifficultyFigure, DifficultyRow, RateFigure, Timeline
+else:
+    np = lazy("numpy")
 
 #: Up to this many attempts the timeline keeps each trial; above, it keeps per-bin counts.
 TIMELINE_TRIALS = 600
@@ -156,10 +162,6 @@ def _level_interval(voted: Sequence[Mapping[str, Any]],
         cell[1] += 1
     if len(groups) in (0, 1, len(voted)):
         return beta_interval(k, len(voted))
-    import numpy as np
-
-    from ix.stats.clustered import hierarchical_interval
-
     counts = np.array(list(groups.values()), dtype=np.int64)
     return hierarchical_interval(counts[:, 0], counts[:, 1], estimate=k / len(voted))
 

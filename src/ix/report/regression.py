@@ -10,7 +10,7 @@ one-sided p-value's Bayesian twin). A metric regressed when its Holm-adjusted p-
 most `ALPHA`: with no real change, the gate flags anything in at most 5% of runs.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ix.stats.power import holm
 
@@ -29,11 +29,18 @@ def _p_worse(m: "RunMetricChange") -> float:
     return 1.0 if better is None else min(1.0, max(0.0, float(better)))
 
 
+def _tests(comparison: "RunComparisons") -> "list[tuple[Any, str, RunMetricChange]]":
+    """The family: every (subject, metric) both runs define (a metric undefined on a side,
+    `not_compared`, is no test and does not widen the family)."""
+    return [(entry, metric, m) for entry in comparison.get("comparisons", [])
+            if "error" not in entry for metric, m in entry["metrics"].items()
+            if not m.get("not_compared")]
+
+
 def regressions(comparison: "RunComparisons", alpha: float = ALPHA) -> "list[Regression]":
     """Every (subject, metric) of a `compare_runs` result that is worse than the baseline
     with Holm-adjusted one-sided p ≤ `alpha` across all subjects × metrics."""
-    tests = [(entry, metric, m) for entry in comparison.get("comparisons", [])
-             if "error" not in entry for metric, m in entry["metrics"].items()]
+    tests = _tests(comparison)
     raw = [_p_worse(m) for _, _, m in tests]
     adjusted = holm(raw)
     out: list[Regression] = []
@@ -52,7 +59,7 @@ def baseline_section(tag: str, baseline_run: str,
                      comparison: "RunComparisons") -> "Baseline":
     """The report's `baseline` block: what was compared, and what regressed."""
     found = regressions(comparison)
-    n = sum(len(e["metrics"]) for e in comparison.get("comparisons", []) if "error" not in e)
+    n = len(_tests(comparison))
     return {"tag": tag, "run": baseline_run, "comparison": comparison, "regressions": found,
             "regressed": bool(found),
             "rule": f"a metric regressed when the run is worse than the baseline with a "

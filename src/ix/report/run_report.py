@@ -162,7 +162,8 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
     """Errored trials grouped by error kind (with example messages), and the cases that fail
     most: a trial fails when it errored or its outcome contradicts the case's expectation.
     Each failing case carries its prompt (`prompts`: case id -> text, from the case files)
-    and one wrong trial of every subject that answered it wrongly, with the skills invoked."""
+    and one wrong trial of every subject that answered it wrongly, with the skills invoked:
+    its first that invoked a skill, else its first."""
     kinds: dict[str, dict[str, Any]] = {}
     cases: dict[str, dict[str, Any]] = {}
     for (subject, case, trial), t in sorted(standing.items()):
@@ -194,12 +195,15 @@ def failures(standing: dict[tuple[str, str, int], dict[str, Any]],
         if _wrong(expectation, bool(reading.get("passed"))):
             row["wrong"] += 1
             mine["failed"] += 1
-            if all(e["subject"] != subject for e in row["examples"]):
-                # each subject's first wrong trial, with the start of its answer
-                row["examples"].append({
-                    "subject": subject, "trial": trial, "answer": t.get("answer", ""),
-                    "details": str(reading.get("details") or "")[:_MESSAGE_CHARS],
-                    "invoked": t.get("invoked") or []})
+            example = {"subject": subject, "trial": trial, "answer": t.get("answer", ""),
+                       "details": str(reading.get("details") or "")[:_MESSAGE_CHARS],
+                       "invoked": t.get("invoked") or []}
+            mine_shown = [i for i, e in enumerate(row["examples"]) if e["subject"] == subject]
+            if not mine_shown:
+                row["examples"].append(example)
+            elif example["invoked"] and not row["examples"][mine_shown[0]]["invoked"]:
+                # a wrong route (another skill invoked) says more than silence
+                row["examples"][mine_shown[0]] = example
     errors = []
     for group in sorted(kinds.values(), key=lambda g: (-g["count"], g["kind"])):
         errors.append({**group, "cases": sorted(group["cases"]),

@@ -307,20 +307,29 @@ class Checked:
             return self.read(summarise(*args, **kwargs))
 
     def __call__(self, *args, **kwargs):
-        if VERIFIED.get(self.row) is False:
-            return self.full(*args, **kwargs)
-        try:
+        def light():
             with only(self.metrics, self.suggestion):
-                got = self.read(summarise(*args, **kwargs))
-        except Exception:  # a version the restriction does not fit
-            VERIFIED[self.row] = False
-            return self.full(*args, **kwargs)
-        if self.row not in VERIFIED:
-            full = self.full(*args, **kwargs)
-            VERIFIED[self.row] = json.dumps(full, sort_keys=True) == json.dumps(got,
-                                                                              sort_keys=True)
-            return full
-        return got
+                return self.read(summarise(*args, **kwargs))
+
+        return checked(self.row, light, lambda: self.full(*args, **kwargs))
+
+
+def checked(row: str, light, full):
+    """`light()` (fields read from a restricted summary) once this worker's first
+    replication of `row` read the same from `full()`; `full()` when they differed or the
+    restriction failed on this version. `VERIFIED[row]` records which."""
+    if VERIFIED.get(row) is False:
+        return full()
+    try:
+        got = light()
+    except Exception:  # a version the restriction does not fit
+        VERIFIED[row] = False
+        return full()
+    if row not in VERIFIED:
+        whole = full()
+        VERIFIED[row] = json.dumps(whole, sort_keys=True) == json.dumps(got, sort_keys=True)
+        return whole
+    return got
 
 
 def read_activation(s):

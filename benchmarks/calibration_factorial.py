@@ -49,8 +49,8 @@ INTERACTION_CELLS = [(10, 5, DELTA, "common"), (20, 5, DELTA, "common"),
                      (20, 5, 0.0, "common"), (20, 5, 0.0, "independent")]
 FLIP_CELLS = [(20, 5), (20, 10), (50, 5), (100, 3)]
 
-#: row -> whether the restricted summary read the same as the full one (once per worker)
-VERIFIED: dict[str, bool] = {}
+#: row -> whether the restricted summary read the same as the full one (`cal.checked`)
+VERIFIED = cal.VERIFIED
 
 
 def summarise(cases, runs: dict, trials: int, lengths=None) -> dict:
@@ -102,19 +102,11 @@ def read(row: str, fields, *args, **kwargs):
         with cal.only(None, False):
             return fields(summarise(*args, **kwargs))
 
-    if VERIFIED.get(row) is False:
-        return full()
-    try:
+    def restricted():
         with light():
-            got = fields(summarise(*args, **kwargs))
-    except Exception:  # a version the restriction does not fit
-        VERIFIED[row] = False
-        return full()
-    if row not in VERIFIED:
-        whole = full()
-        VERIFIED[row] = json.dumps(whole, sort_keys=True) == json.dumps(got, sort_keys=True)
-        return whole
-    return got
+            return fields(summarise(*args, **kwargs))
+
+    return cal.checked(row, restricted, full)
 
 
 # ----------------------------------------------------------------------------- context FWER

@@ -37,8 +37,8 @@ FWER_CELLS = [(10, 3), (20, 10), (50, 5)]
 SENSORS = ("matcher", "latency", "exit_code")
 VARIANTS = 3
 
-#: row -> whether the restricted summary read the same as the full one (once per worker)
-VERIFIED: dict[str, bool] = {}
+#: row -> whether the restricted summary read the same as the full one (`cal.checked`)
+VERIFIED = cal.VERIFIED
 
 
 def draw(rng: np.random.Generator, pop: str, n: int) -> np.ndarray:
@@ -92,20 +92,12 @@ def read(row: str, read_fields, cases, runs: dict, trials: int, intervals: bool 
         with cal.only(None, False):
             return read_fields(summarise(cases, runs, trials))
 
-    if VERIFIED.get(row) is False:
-        return full()
-    try:
+    def restricted():
         with cal.only((), False), \
                 (contextlib.nullcontext() if intervals else without_rate_intervals()):
-            got = read_fields(summarise(cases, runs, trials))
-    except Exception:  # a version the restriction does not fit
-        VERIFIED[row] = False
-        return full()
-    if row not in VERIFIED:
-        whole = full()
-        VERIFIED[row] = json.dumps(whole, sort_keys=True) == json.dumps(got, sort_keys=True)
-        return whole
-    return got
+            return read_fields(summarise(cases, runs, trials))
+
+    return cal.checked(row, restricted, full)
 
 
 def read_rate(s):

@@ -54,10 +54,12 @@ else:
     # calls, bit for bit, without importing scipy.stats (~0.5 s) for every comparison
     special = lazy("scipy.special")
 
-__all__ = ["CaseLevelDifference", "case_level_difference", "t_posterior"]
+__all__ = ["CaseLevelDifference", "beta_variance", "case_level_difference", "t_posterior"]
 
 
-def _beta_variance(k: int, n: int) -> float:
+def beta_variance(k: float, n: float) -> float:
+    """The variance of the uniform prior's posterior Beta(k + 1, n − k + 1): the floor the
+    case-level comparisons and trends put under a clustered SE."""
     a, b = k + 1, n - k + 1
     return a * b / ((a + b) ** 2 * (a + b + 1))
 
@@ -143,7 +145,7 @@ def case_level_difference(control: Sequence[tuple[int, int]],
     rc = [kc / nc for kc, nc, _, _ in rows]
     rv = [kv / nv for _, _, kv, nv in rows]
     d = [b - a for a, b in zip(rc, rv, strict=True)]
-    floor = sum(_beta_variance(kc, nc) + _beta_variance(kv, nv)
+    floor = sum(beta_variance(kc, nc) + beta_variance(kv, nv)
                 for kc, nc, kv, nv in rows) / n**2
     return t_posterior(d, floor, labels, control=sum(rc) / n, variant=sum(rv) / n)
 

@@ -29,14 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from ix.stats.case_level import CaseLevelDifference, t_posterior
+from ix.stats.case_level import CaseLevelDifference, beta_variance, t_posterior
 
 __all__ = ["perturbation_difference", "ratio_difference"]
-
-
-def _beta_variance(k: float, n: float) -> float:
-    a, b = k + 1.0, n - k + 1.0
-    return a * b / ((a + b) ** 2 * (a + b + 1.0))
 
 
 def _floor(rows: Sequence[tuple[float, float, float, float]]) -> float:
@@ -52,7 +47,7 @@ def _floor(rows: Sequence[tuple[float, float, float, float]]) -> float:
         total, t, u = sum(cells), cells[1], cells[2]
         return (t * (total - t) + u * (total - u) + 2.0 * t * u) / (total**2 * (total + 1.0))
     sums = [sum(r[i] for r in rows) for i in range(4)]
-    return _beta_variance(sums[0], sums[1]) + _beta_variance(sums[2], sums[3])
+    return beta_variance(sums[0], sums[1]) + beta_variance(sums[2], sums[3])
 
 
 def ratio_difference(control: Sequence[tuple[float, float]],
@@ -119,7 +114,7 @@ def perturbation_difference(originals: Sequence[tuple[int, int]],
         base.append(k / n)
         moved.append(mean)
         d.append(mean - k / n)
-        floor += _beta_variance(k, n) + sum(_beta_variance(kk, nn) for kk, nn in valid) / m**2
+        floor += beta_variance(k, n) + sum(beta_variance(kk, nn) for kk, nn in valid) / m**2
         labels.append(o if clusters is None else clusters[o])
     if not d:
         return None

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ix._lazy import lazy
-from ix.stats.case_level import t_posterior
+from ix.stats.case_level import beta_variance, t_posterior
 
 if TYPE_CHECKING:
     from scipy import special
@@ -85,11 +85,6 @@ class CaseLevelTrend:
         return float(min(1.0, 2.0 * special.stdtr(self.df, -abs(self.slope) / self.se)))
 
 
-def _beta_variance(k: int, n: int) -> float:
-    a, b = k + 1, n - k + 1
-    return a * b / ((a + b) ** 2 * (a + b + 1))
-
-
 def _weights(lengths: Sequence[float]) -> list[float]:
     if len(lengths) < 2:
         raise ValueError(f"a trend needs at least two lengths, got {len(lengths)}")
@@ -109,7 +104,7 @@ def _case_slope(row: Sequence[tuple[int, int]], w: Sequence[float]) -> tuple[flo
     if not all(n for _, n in row):
         return None
     return (sum(wj * k / n for wj, (k, n) in zip(w, row, strict=True)),
-            sum(wj**2 * _beta_variance(k, n) for wj, (k, n) in zip(w, row, strict=True)))
+            sum(wj**2 * beta_variance(k, n) for wj, (k, n) in zip(w, row, strict=True)))
 
 
 def _posterior(slopes: Sequence[float], floor: float,

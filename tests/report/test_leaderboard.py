@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ix.report.leaderboard import Counts, leaderboard, primary_metric, standing
+from ix.report.answer import primary_metric
+from ix.report.leaderboard import Counts, leaderboard, standing
 
 
 def test_f1_ranks_like_simulated_dirichlet_f1():

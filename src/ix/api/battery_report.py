@@ -4,8 +4,7 @@ metric pooled over the seeds per experiment × subject, and every run × subject
 from typing import Any
 
 from ix.engine.run import RunResult
-from ix.report.answer import goal_verdict, metric_name
-from ix.report.leaderboard import primary_metric
+from ix.report.answer import goal_verdict, metric_name, primary_metric
 from ix.report.markdown import md_text
 from ix.report.seeds import KINDS, METHODS, pooled
 

@@ -32,8 +32,8 @@ from ix.api.battery import BatteryResult
 from ix.api.battery_report import outcome_lines
 from ix.domain.errors import ConfigError
 from ix.engine.run import RunResult
-from ix.report.answer import goal_verdict, metric_name
-from ix.report.leaderboard import counts_of, primary_metric, standing
+from ix.report.answer import goal_verdict, metric_name, primary_metric
+from ix.report.leaderboard import counts_of, standing
 from ix.runtimes._transport import retry_after_header
 
 Warn = Callable[[str], None]

@@ -12,9 +12,9 @@ from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
 from ix.query.case_table import case_prompts, case_rows
-from ix.report.answer import metric_name
+from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
-from ix.report.leaderboard import check_metric, counts_of, primary_metric
+from ix.report.leaderboard import check_metric, counts_of
 from ix.report.leaderboard import leaderboard as rank
 from ix.report.regression import baseline_section
 from ix.report.run_report import build_report

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from ix.domain.redaction import Redactor, environment_secrets
 from ix.lab.files import indented
@@ -15,20 +16,28 @@ from ix.report.layout import fit
 class _Out(Console):
     """stdout: every table printed is fitted to the width (`ix.report.layout`): a table when
     it fits, else one record per row; text wraps at spaces outside brackets. No id, name,
-    number or interval is ever cut; `soft_wrap=True` prints a line unwrapped."""
+    number or interval is ever cut. One wrapping rule for all text (`layout.Prose`): never
+    inside a name, an id, a number, an interval or a `command`, never between a label and its
+    value; `soft_wrap=True` is read the same way (a terminal's own wrap would cut words)."""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        if not kwargs.get("soft_wrap") and len(objects) == 1 and isinstance(objects[0], str):
-            objects = (self.render_str(objects[0], markup=kwargs.pop("markup", None),
-                                       highlight=kwargs.pop("highlight", None)),)
-        if not kwargs.get("soft_wrap"):
-            objects = tuple(fit(o) for o in objects)
+        kwargs.pop("soft_wrap", None)
+        if objects and all(isinstance(o, str | Text) for o in objects):  # one text, wrapped
+            markup, highlight = kwargs.pop("markup", None), kwargs.pop("highlight", None)
+            text = Text(style=kwargs.pop("style", None) or "")
+            for i, o in enumerate(objects):
+                if i:
+                    text.append(kwargs.get("sep", " "))
+                text.append_text(self.render_str(o, markup=markup, highlight=highlight)
+                                 if isinstance(o, str) else o)
+            objects = (text,)
+        objects = tuple(fit(o) for o in objects)
         kwargs.setdefault("crop", False)  # a path longer than the width is printed whole
         super().print(*objects, **kwargs)
 
 
 out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
-err = Console(stderr=True, highlight=False)
+err = _Out(stderr=True, highlight=False, soft_wrap=False)
 
 
 def print_json(data: Any) -> None:
@@ -40,14 +49,14 @@ def warn(message: str) -> None:
     """A warning on stderr; the message is text (a `[view]` in it is not markup), any secret
     of the environment in it `[REDACTED]`."""
     err.print(f"[yellow]ix: warning:[/] {escape(_redact(message))}", markup=True,
-              highlight=False, soft_wrap=True)
+              highlight=False)
 
 
 def fail(message: str) -> None:
     """The one line of an error on stderr; the message is text, never markup, any secret of
     the environment in it `[REDACTED]`."""
     err.print(f"[bold red]ix: error:[/] {escape(_redact(message))}", markup=True,
-              highlight=False, soft_wrap=True)
+              highlight=False)
 
 
 def _redact(message: str) -> str:

@@ -2,6 +2,7 @@
 
 import io
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -62,7 +63,8 @@ def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
     elif fmt == "md":
         text = markdown(data)
         if path is None:
-            out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+            sys.stdout.write(text)  # Markdown is never wrapped: a line break would split a row
+            sys.stdout.flush()
             return
     else:
         view: RenderableType = renderable(data)

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
-from rich.text import Text
 
 from ix import api
 from ix.api import notify
@@ -29,7 +28,7 @@ from ix.cli.options import progress_mode as progress_mode_of
 from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
-from ix.report.console import summary_renderable
+from ix.report.console import run_screen, summary_renderable, verdicts_text
 from ix.report.load import missed_objectives
 from ix.store.layout import RunDir
 
@@ -105,6 +104,10 @@ def run(
                                       "push keeps the run and exits 2.",
         show_default=False)] = None,
     strict: Strict = False,
+    detail: Annotated[bool, typer.Option(
+        "--detail", help="Print every subject's case table, metrics and diagnostics and every "
+                         "comparison table (what `ix report RUN` shows), not only the first "
+                         "screen.")] = False,
     json_out: Json = False,
 ) -> None:
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
@@ -155,10 +158,15 @@ def run(
         else:
             print_json([r.summary for r in results])
     else:
-        for r in results:
-            out.print(summary_renderable(r.summary))
-            out.print(Text(f"trials: {RunDir(r.run_dir).experiment.trials}\n"
-                           f"summary: {r.summary_path}", style="dim"), soft_wrap=True)
+        for i, r in enumerate(results):
+            files = (f"trials: {RunDir(r.run_dir).experiment.trials}",
+                     f"summary: {r.summary_path}")
+            if i:
+                out.print()
+            out.print((summary_renderable if detail else run_screen)(r.summary, files))
+        if len(results) > 1:  # the answers together, last, where the eye lands
+            out.print()
+            out.print(verdicts_text([r.summary for r in results]))
     for r in results:
         for name, why in (r.summary.get("circuit_breaker") or {}).items():
             err.print(f"[red]circuit breaker:[/] {name} {why}")

@@ -83,19 +83,23 @@ def _print_validated(reports: "list[Validated | NotValid]", strict: bool) -> Non
         out.print(f"[green]✓[/] {escape(r['experiment'])}: {r['cases']} cases "
                   f"(+{r['skipped_acceptable']} acceptable, not run) × "
                   f"{r['trials_per_case']} trials × {len(r['subjects'])} subject(s) = "
-                  f"{r['total_trials']} trials", soft_wrap=True, markup=True)
+                  f"{r['total_trials']} trials", markup=True)
+        groups: dict[str, list[str]] = {}  # one line per runtime: expansions share one
         for s in r["subjects"]:
             env = s["credentials_env"]
             creds = ("no credentials needed" if not env else
                      f"{env[0]} is set" if s["credentials_present"] else
                      f"[red]{env[0]} is not set[/]")
-            out.print(f"  {escape(s['name'])}: runtime {s['runtime']} "
-                      f"({escape(s['runtime_source'])}), {creds}", soft_wrap=True, markup=True)
+            groups.setdefault(f"runtime {s['runtime']} ({escape(s['runtime_source'])}), "
+                              f"{creds}", []).append(escape(s["name"]))
             if env and not s["credentials_present"]:
                 warn(f"{r['path']}/experiment.yaml: runtime: subject {s['name']!r} runs on "
                      f"{s['runtime']} ({s['runtime_source']}) and {env[0]} is not set, so "
                      "every trial would fail: set it, or choose `runtime: lexical` for an "
                      "offline baseline")
+        for how, names in groups.items():
+            out.print(f"  {names[0]}: {how}" if len(names) == 1 else
+                      f"  {how}: {', '.join(names)}", markup=True)
     for r in reports:
         if "errors" not in r:  # it loaded: its design was checked
             design_cli.show(cast("Validated", r), strict)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 #: The display name of each metric (the JSON keeps the key).
 METRIC_NAMES = {"f1": "F1", "precision": "precision", "recall": "recall",
-                "pass_rate": "correct rate", "activation_rate": "activation rate"}
+                "pass_rate": "correct rate", "activation_rate": "activation rate (must)"}
 
 
 def metric_name(key: str, sensor: str | None = None) -> str:
@@ -24,6 +24,20 @@ def metric_name(key: str, sensor: str | None = None) -> str:
     if key == "activation_rate" and sensor not in (None, "activation"):
         return "pass rate (must)"
     return METRIC_NAMES.get(key, key)
+
+
+#: The metrics a run can be judged by (`ix.report.leaderboard` ranks on each).
+METRICS = ("f1", "precision", "recall", "pass_rate", "activation_rate")
+
+
+def primary_metric(summary: Mapping[str, Any]) -> str:
+    """The metric an experiment is judged by: its goal's metric, else F1 for the activation
+    sensor, else the pass rate (capability sensors)."""
+    goal = summary.get("goal") or {}
+    metric = goal.get("metric") or (goal.get("effect") or {}).get("metric")
+    if metric in METRICS:
+        return str(metric)
+    return "f1" if summary.get("sensor", "activation") == "activation" else "pass_rate"
 
 
 def _num(x: float | None, digits: int = 3, sign: bool = False) -> str:

@@ -3,7 +3,7 @@
 `ix run` prints the cases that matter when there are more than a screenful (`run_cases`);
 `ix report` (`ix.report.terminal`) prints every case."""
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -13,6 +13,8 @@ from rich.text import Text
 from ix.report import layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.load import load_parts
+from ix.report.screen import screen
+from ix.report.screen_text import VERDICT_STYLE, screen_renderable, verdict_parts, verdict_word
 from ix.report.sweep import sweep_report
 from ix.report.terminal import (
     comparison_table,
@@ -247,7 +249,17 @@ def run_cases(summary: Mapping[str, Any], block: dict[str, Any]) -> list[Rendera
     return [subject_table(block, title, sensor, shown), Text(f"{note}; {every}", style="dim")]
 
 
-def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
+def run_screen(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:
+    """What `ix run` prints per experiment: the first screen (`ix.report.screen`), with the
+    errored trials under the title and the verdict last."""
+    errors = errors_text(summary) if summary.get("errors_by_kind") else None
+    return screen_renderable(screen(summary), sensor=summary.get("sensor"), errors=errors,
+                             files=files, extra=load_parts(summary.get("load")))
+
+
+def summary_renderable(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:
+    """`ix run --detail`: every subject's case table and metrics, every comparison table, the
+    context and sweep tables; the run's `files` and the goal's verdict last."""
     parts: list[RenderableType] = []
     for block in summary["subjects"]:
         parts += [*run_cases(summary, block), metrics_text(block, summary.get("sensor")),
@@ -259,8 +271,6 @@ def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
     parts += context_parts(summary.get("context"))
     parts += sweep_parts(sweep_report(summary))
     parts += load_parts(summary.get("load"))
-    if summary.get("goal"):
-        parts += [goal_text(summary["goal"], summary.get("sensor")), Text("")]
     footer = Text(f"run {summary['run_id']} · {summary['run_status']}", style="dim")
     failed = summary.get("failed_subjects") or []
     if summary.get("run_status") == "failed" and failed:  # the full reason is on stderr
@@ -276,8 +286,29 @@ def summary_renderable(summary: Mapping[str, Any]) -> RenderableType:
                       + " (see statistics.methods in the summary)")
     if summary.get("skipped_cases"):
         footer.append(f" · {len(summary['skipped_cases'])} acceptable case(s) not run")
-    parts.append(footer)
+    parts += [footer, *(Text(f, style="dim") for f in files)]
+    if summary.get("goal"):
+        parts += [Text(""), *verdict_parts(screen(summary), last=True)]
     return Group(*parts)
+
+
+def verdicts_text(summaries: Sequence[Mapping[str, Any]]) -> Text:
+    """After several experiments: one line each, the verdict (or the headline metric)."""
+    text = Text("verdicts", style="bold")
+    for summary in summaries:
+        s = screen(summary)
+        text.append(f"\n{s['experiment']}: ")
+        word = verdict_word(s)
+        text.append(word, style=VERDICT_STYLE.get(word, "bold"))
+        goal = summary.get("goal") or {}
+        e = goal.get("effect") or {}
+        if e.get("diff") is not None:
+            text.append(f" ({s['metric_label']} {e['diff']:+.3f} {_ci(e.get('diff_ci'))})")
+        elif s.get("headline") and s["headline"]["value"] is not None:
+            h = s["headline"]
+            text.append(f" ({s['metric_label']} of {h['subject']} {h['value']:.3f} "
+                        f"{_ci(h['ci'])})")
+    return text
 
 
 def run_comparison_renderable(result: Mapping[str, Any]) -> RenderableType:

@@ -93,8 +93,9 @@ def fit(renderable: Any) -> Any:
 
 
 class Prose:
-    """Text wrapped at spaces but never inside brackets: an interval `[0.22, 0.88]` stays
-    on one line. A run of text with no such space longer than the width wraps as rich does."""
+    """Text wrapped by ix's one rule (`_cuts`): an interval `[0.22, 0.88]`, a `command`, a
+    label and its number stay on one line; an indented line's continuation hangs two
+    columns deeper. A token longer than the width is printed whole."""
 
     def __init__(self, text: Text) -> None:
         self.text = text
@@ -105,9 +106,13 @@ class Prose:
             if line.cell_len <= width or self.text.no_wrap:
                 yield line
                 continue
-            cuts = _cuts(line.plain, width)
-            for piece in line.divide(cuts) if cuts else [line]:
+            indent = len(line.plain) - len(line.plain.lstrip(" "))
+            hang = indent + 2 if 0 < indent < width // 2 else 0  # an indented line hangs
+            cuts = _cuts(line.plain, width - hang)
+            for i, piece in enumerate(line.divide(cuts) if cuts else [line]):
                 piece.rstrip()
+                if i and hang:
+                    piece = Text(" " * hang) + piece
                 if piece.cell_len > width:  # one path or id longer than the width: whole
                     piece.no_wrap, piece.overflow = True, "ignore"
                 yield piece
@@ -117,22 +122,63 @@ class Prose:
 
 
 def _cuts(plain: str, width: int) -> list[int]:
-    """Offsets at which to break `plain` into lines of at most `width` cells (where it can):
-    after a space outside brackets."""
+    """Offsets at which to break `plain` into lines of at most `width` cells: ix's one rule for
+    wrapping terminal text. A line breaks after a space, never inside brackets `[0.22, 0.88]`
+    or a `command`, never between a label and its number (`on not 0.156`, `>= 0.95`) nor
+    inside parentheses, unless a piece without such a break is wider than the line; then its
+    spaces in parentheses and before numbers serve. A token wider than the line (a path, an
+    id) is never cut: it stands alone on its line."""
+    strong, weak = _breaks(plain)
+    cuts = _greedy(plain, width, strong, 0, len(plain))
+    out: list[int] = []
+    for start, end in zip([0, *cuts], [*cuts, len(plain)], strict=True):
+        from rich.cells import cell_len
+
+        if cell_len(plain[start:end].rstrip()) > width:  # too long: the weaker breaks serve
+            inner = [b for b in weak if start < b < end]
+            out += _greedy(plain, width, inner, start, end)
+        if end < len(plain):
+            out.append(end)
+    return out
+
+
+_OPERATORS = ("=", "==", ">=", "<=", ">", "<", "≥", "≤", "→", "±")
+
+
+def _breaks(plain: str) -> tuple[list[int], list[int]]:
+    """Where a line may break: `strong` (after a space between words) and `weak` (after a
+    space inside parentheses or before a number), neither inside brackets or backticks."""
+    strong: list[int] = []
+    weak: list[int] = []
+    square = paren = 0
+    tick = False
+    for i, ch in enumerate(plain):
+        if ch == "`":
+            tick = not tick
+        elif not tick:
+            square += (ch == "[") - (ch == "]")
+            paren += (ch == "(") - (ch == ")")
+        if ch != " " or tick or square > 0 or i + 1 >= len(plain) or plain[i + 1] == " ":
+            continue
+        before, after = plain[:i].rsplit(" ", 1)[-1], plain[i + 1:]
+        numeric = after[:1].isdigit() or (after[:1] in "+-−" and after[1:2].isdigit())
+        operator = before in _OPERATORS or after.split(" ", 1)[0] in _OPERATORS
+        count = before.replace(",", "").isdigit()  # `783 trials`: a count and its unit
+        (weak if paren > 0 or numeric or operator or count else strong).append(i + 1)
+    return strong, weak
+
+
+def _greedy(plain: str, width: int, breaks: list[int], begin: int, end: int) -> list[int]:
+    """Greedy line filling of `plain[begin:end]` at `breaks` (offsets after a space)."""
     from rich.cells import cell_len
 
-    breaks, depth = [], 0
-    for i, ch in enumerate(plain):
-        depth += (ch == "[") - (ch == "]")
-        if ch == " " and depth <= 0 and i + 1 < len(plain) and plain[i + 1] != " ":
-            breaks.append(i + 1)
     cuts: list[int] = []
-    start, last = 0, None  # the current line's start, its last break that still fits
+    start, last = begin, None  # the current line's start, its last break that still fits
 
-    def fits(end: int) -> bool:
-        return cell_len(plain[start:end].rstrip()) <= width
+    def fits(stop: int) -> bool:
+        return cell_len(plain[start:stop].rstrip()) <= width
 
-    for b in [*breaks, len(plain)]:
+    for b in [*breaks, end]:
         if fits(b):
             last = b
             continue
@@ -142,7 +188,7 @@ def _cuts(plain: str, width: int) -> list[int]:
             if fits(b):
                 last = b
                 continue
-        if b < len(plain):  # one unbreakable run longer than the width: alone on its line
+        if b < end:  # one unbreakable run longer than the width: alone on its line
             cuts.append(b)
             start, last = b, None
     return cuts
@@ -202,6 +248,62 @@ def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
             yield line
 
 
+class Keyed:
+    """Tables that name conditions (subjects, `name[ctx=32]`, sweep cells): shown with the
+    names when every table fits the width; else each name becomes a key (`A`, `B`, ...) and
+    a legend above them says which (`A = frontend-design-plus-theme-factory`), so a name is
+    never wrapped, cut or ellipsised. `build(label)` makes the parts, naming each condition
+    `label(name)`."""
+
+    def __init__(self, names: Iterable[str], build: Any) -> None:
+        self.names = list(dict.fromkeys(names))
+        self.build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        parts = self.build(lambda name: name)
+        tables = [p for p in parts if isinstance(p, Table)]
+        if all(needed_width(console, options, t) <= options.max_width for t in tables):
+            yield from (fit(p) for p in parts)
+            return
+        keys = dict(zip(self.names, letters(len(self.names)), strict=True))
+        yield legend(keys, options.max_width)
+        yield from (fit(p) for p in self.build(lambda name: keys.get(name, name)))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, options.max_width)
+
+
+def letters(n: int) -> list[str]:
+    """`A` … `Z`, then `AA`, `AB`, …: the keys of `n` names."""
+    out = []
+    for i in range(n):
+        key = ""
+        i += 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            key = chr(65 + r) + key
+        out.append(key)
+    return out
+
+
+def legend(keys: dict[str, str], width: int) -> Text:
+    """`A = name` entries packed into lines of `width`, never broken inside an entry."""
+    text, line = Text(), 0
+    for name, key in keys.items():
+        entry = f"{key} = {name}"
+        if line and line + 2 + len(entry) > width:
+            text.append("\n")
+            line = 0
+        elif line:
+            text.append("  ")
+            line += 2
+        text.append(key, style="bold")
+        text.append(f" = {name}")
+        line += len(entry)
+    text.no_wrap = True  # packed here; an entry wider than the line stays whole
+    return text
+
+
 def decimal(value: float, digits: int = 3, *, grouping: bool = False) -> str:
     """ix's one rule for a fractional number shown to a reader (`ix query`, `ix results`,
     the viewer): `digits` decimals, trailing zeros kept (0.750, 0.300, 0.889), so a column
@@ -212,5 +314,5 @@ def decimal(value: float, digits: int = 3, *, grouping: bool = False) -> str:
     return f"{value:,.{digits}f}" if grouping else f"{value:.{digits}f}"
 
 
-__all__ = ["PROSE_MIN", "Fitted", "column", "decimal", "fit", "fitted", "key", "needed_width",
-           "table"]
+__all__ = ["PROSE_MIN", "Fitted", "Keyed", "column", "decimal", "fit", "fitted", "key",
+           "legend", "letters", "needed_width", "table"]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.eval.estimates import LEVEL, num, pair
+from ix.report.answer import METRICS
 from ix.stats.classification import f1_interval
 from ix.stats.intervals import beta_interval
 from ix.stats.ranking import rank
@@ -28,7 +29,6 @@ from ix.stats.ranking import rank
 if TYPE_CHECKING:
     from ix.report.schemas import Leaderboard, LeaderboardRow
 
-METRICS = ("f1", "precision", "recall", "pass_rate", "activation_rate")
 
 METHOD = ("subjects ranked by the observed value (ties and n/a by posterior mean); each "
           "subject's metric has an independent Beta posterior from its counts (uniform prior; "
@@ -44,16 +44,6 @@ def check_metric(metric: str) -> str:
         raise ConfigError(f"unknown metric {metric!r}{did_you_mean(metric, METRICS)} "
                           f"(allowed: {', '.join(METRICS)})", field="--metric")
     return metric
-
-
-def primary_metric(summary: Mapping[str, Any]) -> str:
-    """The metric an experiment is judged by: its goal's metric, else F1 for the activation
-    sensor, else the pass rate (capability sensors)."""
-    goal = summary.get("goal") or {}
-    metric = goal.get("metric") or goal.get("effect", {}).get("metric")
-    if metric in METRICS:
-        return str(metric)
-    return "f1" if summary.get("sensor", "activation") == "activation" else "pass_rate"
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                 else ""), ""]
     if r.get("reason"):
         lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]
-    lines += _answer(report.get("answer") or {})
+    if report.get("screen"):
+        lines += screen_markdown(report["screen"], r.get("sensor"))
+    lines += _answer(report.get("answer") or {}, verdict=not report.get("screen"))
     word = rate_word(r.get("sensor"))
     lines += ["## Summary", "", f"{word.capitalize()} [95% CI], passed/valid trials, ✓ when "
               "the case's majority vote is right.", ""]
@@ -155,16 +157,18 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _answer(a: dict[str, Any]) -> list[str]:
-    """The answer first: the goal's verdict (bold) and each variant's sentence
-    (`ix.report.answer`)."""
-    lines = ["## Answer", ""]
-    verdict = a.get("verdict") or []
-    if verdict:
-        word, _, rest = verdict[0].partition(" — ")
+def _answer(a: dict[str, Any], verdict: bool = True) -> list[str]:
+    """The answer in sentences: the goal's verdict (bold; unless the first screen said it)
+    and each variant's sentence (`ix.report.answer`)."""
+    lines = ["## Answer", ""] if verdict else []
+    if not verdict:
+        pass
+    elif a.get("verdict"):
+        verdict_lines = a["verdict"]
+        word, _, rest = verdict_lines[0].partition(" — ")
         lines += [f"**{md_text(word)}** — {md_text(rest)}", ""]
-        lines += [f"- {md_text(line)}" for line in verdict[1:]]
-        lines += [""] if len(verdict) > 1 else []
+        lines += [f"- {md_text(line)}" for line in verdict_lines[1:]]
+        lines += [""] if len(verdict_lines) > 1 else []
     else:
         lines += ["No goal stated (experiment.yaml `goal:` states one).", ""]
     if a.get("comparisons"):
@@ -174,6 +178,79 @@ def _answer(a: dict[str, Any]) -> list[str]:
         lines += [f"- {md_text(c)}" for c in a["robustness"]]
         lines.append("")
     return lines
+
+
+def screen_markdown(s: Mapping[str, Any], sensor: str | None = None) -> list[str]:
+    """The first screen (`ix.report.screen`) in Markdown: the verdict, one row per subject,
+    the comparison that answers the question, the cases that matter."""
+    lines = ["## Answer", ""]
+    if s["verdict"]:
+        word, _, rest = s["verdict"][0].partition(" — ")
+        lines += [f"**{md_text(word)}** — {md_text(rest)}", ""]
+        lines += [f"- {md_text(line)}" for line in s["verdict"][1:]]
+    else:
+        h = s.get("headline") or {}
+        lines.append("No goal stated (experiment.yaml `goal:` states one)"
+                     + (f"; {md_text(s['metric_label'])} of {md_text(h['subject'])} "
+                        f"{fmt(h['value'])} {ci(h['ci'])}" if h else "") + ".")
+    lines.append("")
+    level = f"{s['level']:.0%}"
+    if (s.get("answer") or {}).get("kind") != "context":
+        lines += _table(["subject", f"{s['metric_label']} [{level} CI]", "n", "status"],
+                        [[row["name"] + (f" ({row['role']})" if row["role"] else ""),
+                          estimate_text(row["value"], row["ci"]) if row["ci"] is not None
+                          else fmt(row["value"]), f"{row['n']} {row['unit']}",
+                          row["status"] + (f", {row['errors']} errored" if row["errors"]
+                                           else "")] for row in s["subjects"]])
+    a = s.get("answer")
+    if a and a["kind"] == "comparisons":
+        lines += [f"**{md_text(a['metric_label'])}: each variant against its control** "
+                  "(p: two-sided, Holm across variants)", ""]
+        lines += _table(["variant", "control", a["metric_label"], "delta [95% CI]",
+                         "P(better)", "p Holm", "flipped"],
+                        [[r["variant"], r["control"], fmt(r["value"]),
+                          "not compared" if r["not_compared"] else
+                          f"{_signed(r['diff'])} {ci(r['diff_ci'])}", fmt(r["p_better"]),
+                          fmt(r["p_holm"]),
+                          len(r["flipped"])] for r in a["rows"]])
+    elif a and a["kind"] == "context":
+        lengths = [str(n) for n in a["lengths"]]
+        lines += [f"**{md_text(a['metric_label'])} by context length** ({md_text(a['unit'])} "
+                  f"of {md_text(a['prefix'])}); trend: activation rate (must) per doubling of "
+                  "(1 + length)", ""]
+        lines += _table(["subject", *lengths, "trend [95% CI]", "P(declines)"],
+                        [[r["subject"], *(fmt(r["values"].get(n), 2) for n in lengths),
+                          f"{_signed(r['trend'], 3)} {ci(r['trend_ci'])}", fmt(r["p_declines"])]
+                         for r in a["rows"]])
+    elif a and a["kind"] == "sweep":
+        lines += [f"**Sweep of {md_text(a['subject'])}**", ""]
+        lines += _table(["condition", f"{a['metric_label']} [95% CI]", "P(best)"],
+                        [[r["subject"], estimate_text(r["value"], r["ci"]), fmt(r["p_best"])]
+                         for r in a["rows"]])
+    if s["cases_that_matter"]:
+        hit = "invoked" if sensor in (None, "activation") else "passed"
+        counted = s["conditions"] > len(s["case_columns"])
+        lines += [f"**Cases that matter**: {s['cases_that_matter_total']} of {s['cases']} "
+                  f"wrong, unsettled or flipped (k/n: trials {hit}; ✓ right, ✗ wrong)", ""]
+        lines += _table(["case", "expect", *s["case_columns"],
+                         *(["wrong in"] if counted else [])],
+                        [[r["probe_id"], _EXPECT.get(r["expectation"], r["expectation"]),
+                          *(_screen_cell(r["cells"].get(c)) for c in s["case_columns"]),
+                          *([f"{r['wrong_in']} of {r['of']}"] if counted else [])]
+                         for r in s["cases_that_matter"]])
+    return lines
+
+
+def _signed(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:+.{digits}f}"
+
+
+def _screen_cell(c: Mapping[str, Any] | None) -> str:
+    if c is None:
+        return "-"
+    if c["right"] is None:
+        return f"n/a ({c['errors']} errored)"
+    return f"{c['hits']}/{c['n']} {'✓' if c['right'] else '✗'}"
 
 
 def _interpretation(rows: list[dict[str, Any]]) -> list[str]:

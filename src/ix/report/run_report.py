@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 from ix.eval.estimates import num
 from ix.eval.routing import is_target, taken_by
 from ix.report import figures
-from ix.report.answer import answer
-from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+from ix.report.answer import answer, primary_metric
+from ix.report.leaderboard import counts_of, leaderboard
+from ix.report.screen import screen
 from ix.report.sweep import sweep_report
 from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         Failures,
         ReportOutput,
         ScoreStats,
+        Screen,
         SubjectRouting,
         SummaryTable,
     )
@@ -266,7 +268,9 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
     standing, cost, superseded = _standing_trials(figures.recording(trials, points))
     entries = [{"subject": b["name"], "counts": counts_of(b)} for b in summary["subjects"]]
     case_order = [c["probe_id"] for c in table["cases"]]
+    swept = sweep_report(summary, metric)
     out: ReportOutput = {
+        "screen": cast("Screen", screen(summary, swept)),
         "run": {
             "run_id": summary["run_id"], "experiment": summary["experiment_name"],
             "status": summary.get("run_status"), "started_at": summary.get("started_at"),
@@ -306,7 +310,6 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         out["context"] = summary["context"]
     if summary.get("load"):
         out["load"] = summary["load"]
-    swept = sweep_report(summary, metric)
     if swept is not None:
         out["sweep"] = swept
     return out

@@ -516,9 +516,132 @@ class Answer(ClosedDict):
                     "(probe: paraphrase): reworded against original, the answer first")]]
 
 
+class ScreenSubject(ClosedDict):
+    """One subject's line of the first screen."""
+
+    name: str
+    role: Annotated[Literal["control", "treatment"] | None, Field(
+        description="the goal's compare pair, else the first subject as the control")]
+    value: Annotated[float | None, Field(description="the judged metric (`screen.metric`)")]
+    ci: Interval | None
+    n: Annotated[int, Field(description="what the metric counts, in `unit`")]
+    unit: Literal["cases", "must cases", "invoked cases"]
+    status: str
+    errors: int
+
+
+class ScreenComparison(ClosedDict):
+    """A variant against its control on the judged metric (case-level, paired)."""
+
+    variant: str
+    control: str
+    value: float | None
+    control_value: float | None
+    diff: float | None
+    diff_ci: Interval | None
+    p_better: float | None
+    p_holm: float | None
+    not_compared: str | None
+    flipped: Annotated[list[str], Field(description="cases whose vote flipped beyond noise")]
+    changed_within_noise: int
+
+
+class ScreenInteraction(ClosedDict):
+    versus: str
+    diff: float | None
+    diff_ci: Interval | None
+    p_declines_faster: float | None
+    p_holm: float | None
+
+
+class ScreenLengthRow(ClosedDict):
+    """A subject by context length: the metric at each length, its trend per doubling."""
+
+    subject: str
+    values: Annotated[dict[str, float | None], Field(description="by length (as text)")]
+    trend: float | None
+    trend_ci: Interval | None
+    p_declines: float | None
+    n_cases: int | None
+    interaction: ScreenInteraction | None
+
+
+class ScreenSweepRow(ClosedDict):
+    subject: str
+    value: float | None
+    ci: Interval | None
+    p_best: float | None
+
+
+class ScreenAnswer(ClosedDict):
+    """The comparison that answers the question: `comparisons` (each variant against the
+    control), `context` (by length, with the trend) or `sweep` (the grid with P(best))."""
+
+    kind: Literal["comparisons", "context", "sweep"]
+    metric: str
+    metric_label: str
+    rows: list[ScreenComparison] | list[ScreenLengthRow] | list[ScreenSweepRow]
+    trend_metric: NotRequired[str]
+    unit: NotRequired[str]
+    prefix: NotRequired[str | None]
+    lengths: NotRequired[list[int]]
+    subject: NotRequired[str]
+    best: NotRequired[dict[str, Any] | None]
+
+
+class ScreenCell(ClosedDict):
+    hits: Annotated[int | None, Field(
+        description="trials whose reading was positive (invoked, or the sensor passed)")]
+    n: int | None
+    score: float | None
+    right: Annotated[bool | None, Field(description="the case's majority vote is right")]
+    errors: int
+
+
+class ScreenCase(ClosedDict):
+    probe_id: str
+    expectation: Expectation
+    wrong_in: Annotated[int, Field(description="subjects in which the case's vote is wrong")]
+    errored_in: int
+    of: int
+    unsettled: bool
+    flipped: bool
+    cells: dict[str, ScreenCell | None]
+
+
+class Screen(ClosedDict):
+    """The first screen (`ix.report.screen`): what `ix run` prints and every format of
+    `ix report` leads with, built from the summary alone."""
+
+    experiment: str
+    run_id: str
+    status: str | None
+    reason: str | None
+    cases: int
+    trials_per_case: int | str | None
+    metric: str
+    metric_label: str
+    verdict: Annotated[list[str], Field(description="the goal's lines (`answer.verdict`)")]
+    headline: Annotated[dict[str, Any] | None, Field(
+        description="without a goal: the first subject's judged metric with its interval")]
+    subjects: list[ScreenSubject]
+    answer: ScreenAnswer | None
+    errors: int
+    skipped_cases: int
+    level: float
+    case_columns: Annotated[list[str], Field(
+        description="the subjects shown side by side in `cases_that_matter`")]
+    cases_that_matter: Annotated[list[ScreenCase], Field(
+        description="wrong, without a score, unsettled or flipped somewhere; worst first, "
+                    "at most 10")]
+    cases_that_matter_total: int
+    conditions: int
+
+
 class ReportOutput(ClosedDict):
     """`ix report --format json`: one run (docs/reports.md has what each section means)."""
 
+    screen: Annotated[Screen, Field(description="the first screen, as `ix run` prints it")]
     run: RunInfo
     metric: str
     answer: Answer

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ix.report.leaderboard import counts_of, leaderboard, primary_metric
+from ix.report.answer import primary_metric
+from ix.report.leaderboard import counts_of, leaderboard
 from ix.report.schemas import SweepReport, SweepRow
 
 __all__ = ["sweep_report"]

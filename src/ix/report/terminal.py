@@ -83,7 +83,9 @@ def rate_word(sensor: str | None) -> str:
 def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
     s = report["summary"]
     word = rate_word(report["run"].get("sensor"))
-    table = _table(f"summary: {word} [95% CI] passed/valid per case, ✓ majority vote right",
+    hit = "invoked" if word == "activation rate" else "passed"
+    table = _table(f"summary: {word} [95% CI], {hit}/valid trials per case; ✓ right, ✗ wrong "
+                   "(the case's majority vote)",
                    "case", "expect", *s["subjects"])
     for row in s["cases"]:
         table.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -336,11 +338,14 @@ def verdict_text(lines: list[str]) -> Text:
     return text
 
 
-def answer_parts(report: Mapping[str, Any]) -> list[RenderableType]:
-    """The answer first, where the eye lands: the goal's verdict and each variant's sentence."""
+def answer_parts(report: Mapping[str, Any], verdict: bool = True) -> list[RenderableType]:
+    """The answer in sentences: the goal's verdict (unless the first screen above said it)
+    and each variant's sentence."""
     a = report.get("answer") or {}
     parts: list[RenderableType] = []
-    if a.get("verdict"):
+    if not verdict:
+        pass
+    elif a.get("verdict"):
         parts += [verdict_text(a["verdict"]), Text("")]
     elif a.get("verdict") == []:
         parts += [Text("no goal stated (experiment.yaml `goal:` states one)", style="dim"),
@@ -623,7 +628,15 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
                 f"{r['trials_per_case']} trial(s) per case · git {r['git_commit'] or 'n/a'}",
                 style="dim")
     board = report.get("leaderboard") or {}
-    parts: list[RenderableType] = [head, Text(""), *answer_parts(report),
+    lead: list[RenderableType] = []
+    if report.get("screen"):  # the first screen, verdict first; the details follow
+        from ix.report.screen_text import screen_renderable
+
+        lead = [screen_renderable(report["screen"], sensor=r.get("sensor"),
+                                  verdict_last=False), Text(""),
+                Text("details", style="bold underline"), Text("")]
+    parts: list[RenderableType] = [head, Text(""), *lead,
+                                   *answer_parts(report, verdict=not lead),
                                    *summary_tables(report), Text(""),
                                    *sensor_parts(report),
                                    *interpretation_parts(report), *comparison_parts(report),

@@ -47,7 +47,7 @@ SEVERAL = """  - {kind: tool_count, tool: Skill, min: 1}
 def several(tmp_path_factory: pytest.TempPathFactory) -> dict:
     lab = tmp_path_factory.mktemp("report") / "lab"
     d = _experiment(lab, SEVERAL)
-    r = run_ix("run", "agent", "--lab", str(lab), "--progress", "none", env=NARROW)
+    r = run_ix("run", "agent", "--lab", str(lab), "--progress", "none", "--detail", env=NARROW)
     assert r.code in (0, 1), r.output
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     return {"lab": lab, "summary": summary, "run_output": r.stdout}

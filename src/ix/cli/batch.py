@@ -114,8 +114,9 @@ def batch(
     if json_out:
         print_json({"folder": str(result.folder), **result.report})
     else:
-        out.print((result.folder / "report.md").read_text(encoding="utf-8"), markup=False,
-                  highlight=False, soft_wrap=True)  # names in it are text, not rich markup
+        # Markdown, never wrapped (a line break would split a table's row)
+        sys.stdout.write((result.folder / "report.md").read_text(encoding="utf-8") + "\n")
+        sys.stdout.flush()
         out.print(f"[dim]battery folder: {result.folder}[/]", soft_wrap=True, markup=True)
     for line in outcome_lines(result.report):  # why it exits non-zero, even with --json
         err.print(line, markup=False, highlight=False, soft_wrap=True)

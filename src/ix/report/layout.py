@@ -182,6 +182,11 @@ def _greedy(plain: str, width: int, breaks: list[int], begin: int, end: int) -> 
         if fits(b):
             last = b
             continue
+        if last is not None and last > start and cell_len(plain[last:b].rstrip()) > width:
+            # the next token is wider than any line (a path): it stays with its label
+            cuts += [b] if b < end else []
+            start, last = b, None
+            continue
         if last is not None and last > start:
             cuts.append(last)
             start, last = last, None

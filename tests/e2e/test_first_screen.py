@@ -1,0 +1,177 @@
+"""`ix run` prints one screen per experiment and `ix report` leads with it (issue 33), through
+the real `ix` at 80 columns: the verdict is the last line of `ix run`, each experiment is at
+most 40 lines, no line is wider than 80 columns (but a path, printed whole beside its label),
+and a condition's name is never wrapped: when a table would not fit, names become keys with a
+legend."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from conftest import EXAMPLE_LAB, run_ix, write
+
+NARROW = {"COLUMNS": "80"}
+LONG = "frontend-design-plus-theme-factory"
+
+
+def _blocks(stdout: str) -> list[list[str]]:
+    """The run's output cut into its experiments' screens (each starts with `name: N cases`)."""
+    blocks: list[list[str]] = []
+    for line in stdout.rstrip("\n").split("\n"):
+        if re.match(r"^[a-z][\w.-]*: \d+ cases × ", line) or line == "verdicts":
+            blocks.append([])
+        if blocks:
+            blocks[-1].append(line)
+    return blocks
+
+
+def _narrow(text: str) -> list[str]:
+    """Lines wider than 80 columns, but a path (one token, or `label: /path`) printed whole."""
+    return [line for line in text.splitlines() if cell_len(line.rstrip()) > 80
+            and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    lab = tmp_path_factory.mktemp("ex") / "lab"
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", ".ix"))
+    r = run_ix("run", "--lab", str(lab), "--progress", "none", env=NARROW)
+    assert r.code == 0, r.output
+    return {"lab": lab, "run": r}
+
+
+def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example):
+    r = example["run"]
+    blocks = _blocks(r.stdout)
+    names = [b[0].split(":")[0] for b in blocks[:-1]]
+    assert names == ["coexistence", "context-degradation", "skill-activation"], r.stdout
+    for block in blocks[:-1]:
+        assert len(block) <= 40, "\n".join(block)
+        # the verdict (or the headline) is the block's last line(s), after the run's files
+        text = "\n".join(block)
+        assert text.index("summary: ") < max(text.rfind("SUPPORTED — goal:"),
+                                             text.rfind("no goal"))
+    assert blocks[-1][0] == "verdicts" and r.stdout.rstrip().splitlines()[-1] == blocks[-1][-1]
+    assert [line.split(":")[0] for line in blocks[-1][1:]] == names
+    assert "coexistence: SUPPORTED (recall -0.294 [-0.46, -0.02])" in r.stdout
+    assert not _narrow(r.stdout + r.stderr), _narrow(r.stdout + r.stderr)
+    # the screen: one line per subject, the deltas, the cases that matter worst first
+    co = "\n".join(blocks[0])
+    assert re.search(r"a-only \(control\)\s+│ 1\.000 \[0\.85, 1\.00\] │ 17 must cases", co)
+    assert re.search(r"a-plus-b\s+│\s+0\.706 │ -0\.29 \[-0\.46, -0\.02\] │\s+0\.016 │\s+0\.125 "
+                     r"│\s+3", co), co
+    cases = re.findall(r"^(must-\d+|not-\d+) ", co, re.M)
+    assert cases[:3] == ["must-007", "must-011", "must-016"], co  # wrong in two, 1/9 first
+    assert "between-case ICC" not in r.stdout and "pass^" not in r.stdout  # in --detail
+
+
+def test_the_verdict_is_the_last_line_of_a_single_run(example):
+    r = run_ix("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
+               env=NARROW)
+    assert r.code == 0, r.output
+    tail = r.stdout.rstrip().splitlines()
+    assert tail[-2].startswith("SUPPORTED — goal: Installing spreadsheet-insights"), tail[-4:]
+    assert tail[-1].endswith("must trigger by at least 5 points.")
+    assert "verdicts" not in tail  # one experiment: its own verdict is the last line
+
+
+def test_detail_prints_every_table_and_still_ends_with_the_verdict(example):
+    r = run_ix("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
+               "--detail", env=NARROW)
+    assert r.code == 0, r.output
+    for table in ("coexistence · a-plus-b", "between-case ICC", "pass^9",
+                  "a-plus-b vs a-only (control)", "flipped beyond trial noise"):
+        assert table in r.stdout, table
+    assert r.stdout.rstrip().splitlines()[-1].endswith("must trigger by at least 5 points.")
+    assert not _narrow(r.stdout), _narrow(r.stdout)
+
+
+def test_report_leads_with_the_same_screen_in_every_format(example):
+    lab = example["lab"]
+    run_id = re.search(r"`ix report (\S+)`", "\n".join(_blocks(example["run"].stdout)[0]))[1]
+    table = run_ix("report", run_id, "--lab", str(lab), env=NARROW)
+    assert table.code == 0, table.output
+    head = table.stdout.split("\ndetails\n")[0]
+    assert head.index("SUPPORTED — goal:") < head.index("a-only (control)") \
+        < head.index("cases that matter: 9 of 29")
+    detail = "specificity and reliability per subject"
+    assert detail not in head and detail in table.stdout
+    assert not _narrow(table.stdout), _narrow(table.stdout)
+    md = run_ix("report", run_id, "--lab", str(lab), "--format", "md").stdout
+    assert md.index("**SUPPORTED**") < md.index("| a-only (control) | 1.000 [0.85, 1.00] |") \
+        < md.index("**Cases that matter**: 9 of 29") < md.index("## Summary")
+    data = json.loads(run_ix("report", run_id, "--lab", str(lab), "--json").stdout)
+    assert next(iter(data)) == "screen"
+    screen = data["screen"]
+    assert screen["answer"]["kind"] == "comparisons"
+    assert [c["probe_id"] for c in screen["cases_that_matter"]][:3] == \
+        ["must-007", "must-011", "must-016"]
+    assert screen["cases_that_matter"][0]["cells"]["a-plus-b"] == \
+        {"hits": 1, "n": 9, "score": pytest.approx(1 / 9, abs=1e-6), "right": False,
+         "errors": 0}
+    html = Path(run_ix("report", run_id, "--lab", str(lab), "--format", "html", "--out",
+                       str(lab / "r.html")).code == 0 and lab / "r.html").read_text()
+    assert html.index('class="screen"') < html.index('id="summary"')
+
+
+@pytest.fixture(scope="module")
+def context_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Two subjects with long names × five context lengths, and a sweep: 20 conditions."""
+    lab = tmp_path_factory.mktemp("ctx") / "lab"
+    shutil.copytree(EXAMPLE_LAB / "context-degradation" / "cases",
+                    lab / "long-context" / "cases")
+    shutil.copytree(EXAMPLE_LAB / "skills", lab / "skills")
+    rates = ", ".join(f"must-{i:03d}: 0.9" for i in range(1, 11))
+    subject = """
+          - name: {name}
+            skills: [csv-summary]
+            runtime: {{kind: mock, activation_rates: {{{rates}}}, default_rate: 0.02,
+                      context_decay: {{half_life: {half}}}}}"""
+    write(lab / "long-context" / "experiment.yaml", """
+        name: long-context
+        sensor: {kind: activation, skill: csv-summary}
+        trials: 3
+        subjects:""" + subject.format(name=LONG, rates=rates, half=32)
+          + subject.format(name=LONG + "-and-pdf", rates=rates, half=16) + """
+        sweep:
+          context_decay.half_life: [32, 8]
+        max_subjects: 50
+        context:
+          prefix: builtin:coding-session
+          lengths: [0, 8, 16, 32, 128]
+          unit: turns
+        """)
+    r = run_ix("run", "--lab", str(lab), "--progress", "none", env=NARROW)
+    assert r.code == 0, r.output
+    return {"lab": lab, "run": r}
+
+
+def test_a_context_experiment_of_long_names_is_one_screen_with_a_legend(context_lab):
+    r = context_lab["run"]
+    lines = r.stdout.rstrip().splitlines()
+    assert len(lines) <= 40, r.stdout
+    assert not _narrow(r.stdout + r.stderr), _narrow(r.stdout + r.stderr)
+    assert "by context length" in r.stdout and "trend [95% CI]" in r.stdout
+    # every condition the screen names is whole, in the legend
+    legend = dict(re.findall(r"\b([A-Z]) = (\S+)", r.stdout))
+    assert LONG in legend.values() and f"{LONG}-and-pdf" in legend.values(), r.stdout
+    assert f"{LONG}[context_decay.half_life=8]" in legend.values(), r.stdout
+    for token in re.findall(r"frontend[\w\[\].=-]*", r.stdout):
+        assert token.startswith(LONG) and token.count("[") == token.count("]"), token
+    assert lines[-1].startswith("no goal: F1 of") or lines[-1].startswith("(a `goal:`")
+
+
+def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
+    lab = context_lab["lab"]
+    v = run_ix("validate", "--lab", str(lab), env=NARROW)
+    assert v.code == 0, v.output
+    assert not _narrow(v.stdout + v.stderr), _narrow(v.stdout + v.stderr)
+    assert f"{LONG}[context_decay.half_life=8][ctx=128]" in v.stdout
+    rep = run_ix("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context")
+    assert rep.code == 0, rep.output
+    assert not _narrow(rep.stdout), _narrow(rep.stdout)
+    assert "failure analysis" in rep.stdout

@@ -12,7 +12,9 @@ the nodes still up: a dead node costs time, not trials, and no trial is written 
 
 The cluster's workers need ix (`pip install ix-lab`, the same version) and whatever the
 subjects need (API keys in their environment, CLIs, skills at the same paths); nothing of the
-driver's environment is sent along, so no secret travels through Ray.
+driver's environment is sent along, so no secret travels through Ray. A cluster's token
+(`RAY_AUTH_MODE=token`) is Ray's business: its client reads it from this process's
+environment or `~/.ray/auth_token`; ix never reads, prints or records it (docs/running.md).
 """
 
 

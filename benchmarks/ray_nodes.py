@@ -27,12 +27,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
 
-from test_ray_cluster import free_port, kill_node, start_node  # noqa: E402
+from test_ray_cluster import AUTH, free_port, kill_node, start_node  # noqa: E402
 
 IX = str(Path(sys.executable).parent / "ix")
-# children run from cached bytecode, as an installed ix does (see run_throughput.py)
-ENV = {k: v for k, v in os.environ.items()
-       if not k.startswith("IX_") and k != "PYTHONDONTWRITEBYTECODE"}
+# children run from cached bytecode, as an installed ix does (see run_throughput.py); ix
+# joins with the nodes' token (test_ray_cluster.AUTH)
+ENV = {**{k: v for k, v in os.environ.items()
+          if not k.startswith(("IX_", "RAY_AUTH_")) and k != "PYTHONDONTWRITEBYTECODE"}, **AUTH}
 
 
 def make_lab(root: Path, cases: int, trials: int, latency_ms: float, concurrency: int) -> Path:

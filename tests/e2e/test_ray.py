@@ -17,15 +17,24 @@ import pytest
 import yaml
 
 from conftest import run_ix, tree_digest, write
-from e2e.test_ray_cluster import comparable, experiment, free_port, kill_node, spec, start_node
+from e2e.test_ray_cluster import (
+    AUTH,
+    comparable,
+    experiment,
+    free_port,
+    kill_node,
+    spec,
+    start_node,
+)
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1; its address. Stopped by
-    killing its own processes (`ray stop` would stop every Ray cluster of the user)."""
+    """A one-node Ray cluster (2 CPUs) with its head on 127.0.0.1, asking for the token of
+    `AUTH` (which `ix` is given too); its address. Stopped by killing its own processes
+    (`ray stop` would stop every Ray cluster of the user)."""
     port = free_port()
     head = start_node("--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                       "--num-cpus=2", "--include-dashboard=false",
@@ -45,7 +54,7 @@ def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
     local, remote = experiment(tmp_path / "local"), experiment(tmp_path / "ray")
     assert run_ix("run", "--lab", str(tmp_path / "local")).code == 0
     result = run_ix("run", "--lab", str(tmp_path / "ray"), "--executor", "ray",
-                    "--address", cluster)
+                    "--address", cluster, env=AUTH)
     assert result.code == 0, result.output
     assert comparable(remote) == comparable(local)
     assert len(comparable(remote)) == 8 * 6
@@ -62,7 +71,7 @@ def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
 
 
 def _start(lab: Path, cluster: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("IX_")}, **AUTH}
     return subprocess.Popen([str(Path(sys.executable).parent / "ix"), "run", "--lab", str(lab),
                              "--executor", "ray", "--address", cluster],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -100,7 +109,7 @@ def test_a_run_on_ray_killed_midway_resumes_to_the_uninterrupted_summary(cluster
     written = len(comparable(d))
     assert 8 <= written < 48
     resumed = run_ix("run", "--lab", str(lab), "--resume", "--executor", "ray",
-                     "--address", cluster)
+                     "--address", cluster, env=AUTH)
     assert resumed.code == 0, resumed.output
     assert len(comparable(d)) == 48  # exactly the missing trials ran
     assert comparable(d) == comparable(reference)
@@ -114,7 +123,7 @@ def test_a_battery_runs_on_ray(cluster, tmp_path):
     battery = write(lab / "nightly.yaml", "name: nightly\nexperiments: [e]\nseeds: 2\n"
                                           "trials: 2\noutput: batteries/{date}_{seq}\n")
     result = run_ix("batch", str(battery), "--lab", str(lab), "--executor", "ray",
-                    "--address", cluster, "--json")
+                    "--address", cluster, "--json", env=AUTH)
     assert result.code == 0, result.output
     report = json.loads(result.stdout)
     assert report["runs"] == 2 and report["completed"] == 2
@@ -129,7 +138,7 @@ def test_a_human_subject_cannot_leave_this_process(cluster, tmp_path):
     write(d / "cases" / "c.md", "---\nexpectation: must_trigger\n---\nhi\n")
     before = tree_digest(tmp_path / "lab")
     result = run_ix("run", "--lab", str(tmp_path / "lab"), "--executor", "ray",
-                    "--address", cluster)
+                    "--address", cluster, env=AUTH)
     assert result.code == 2
     assert "human" in result.stderr and "--executor" in result.stderr
     assert "Traceback" not in result.output

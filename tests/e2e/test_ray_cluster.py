@@ -4,11 +4,17 @@
 Each trial line names the node that ran it and `spec.yaml` lists the cluster's nodes; a node
 killed mid-run costs time, not trials: its tasks run again on the head, and every trial is
 written exactly once, as a local run writes it.
+
+The cluster uses token authentication, set explicitly on every node and on `ix` (`AUTH`), as
+docs/running.md says: Ray 2.59+ turns it on for a head whenever a token exists on the machine
+(`ray.init()` writes one), and a node without it then fails with `InvalidAuthToken`.
 """
 
 import asyncio
 import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -23,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_ix, write
+from conftest import run_ix, tree_digest, write
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.engine.pipeline import NODE
@@ -31,8 +37,10 @@ from ix.engine.ray_executor import RESUBMITS, RayRuntime
 
 RAY = Path(sys.executable).parent / "ray"
 IX = Path(sys.executable).parent / "ix"
-ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("IX_")},
-       "RAY_USAGE_STATS_ENABLED": "0"}
+#: The cluster's token authentication: the same token on every node and on `ix`.
+AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+ENV = {**{k: v for k, v in os.environ.items() if not k.startswith(("IX_", "RAY_AUTH_"))},
+       "RAY_USAGE_STATS_ENABLED": "0", **AUTH}
 
 
 def free_port() -> int:
@@ -57,10 +65,23 @@ def start_node(*args: str, timeout_s: float = 90) -> subprocess.Popen:
     deadline = time.monotonic() + timeout_s
     while b"Ray runtime started" not in log.read_bytes():
         if proc.poll() is not None or time.monotonic() > deadline:
+            how = (f"exited with {proc.returncode}" if proc.poll() is not None
+                   else f"not up within {timeout_s:.0f} s")
+            text = log.read_text(errors="replace")  # before kill_node removes it
             kill_node(proc)
-            raise AssertionError(f"ray start failed:\n{log.read_text(errors='replace')}")
+            raise AssertionError(f"ray start {' '.join(args)} {how}: {node_error(text)}\n"
+                                 f"{text[-4000:]}")
         time.sleep(0.1)
     return proc
+
+
+def node_error(log: str) -> str:
+    """The errors a node's `ray start` logged, each once, in order (`Unauthenticated: RPC
+    error: InvalidAuthToken: …` for a node without the cluster's token)."""
+    said = [re.sub(r"^\[[^]]*\]\s*|^\S+ \S+\s+(ERROR|WARNING)\s+", "", line).strip()
+            for line in log.splitlines()
+            if re.search(r"error|Error|failed|Failed", line) and not line[:1].isspace()]
+    return "; ".join(dict.fromkeys(said)) or "no error logged"
 
 
 def kill_node(proc: subprocess.Popen) -> None:
@@ -179,11 +200,41 @@ def test_trials_run_on_both_nodes_and_a_node_killed_mid_run_costs_none(head, tmp
 
     keys = Counter((r["subject"], r["probe_id"], r["trial"], r["attempt"]) for r in lines)
     assert len(keys) == 8 * 12 and set(keys.values()) == {1}  # every trial exactly once
+    assert AUTH["RAY_AUTH_TOKEN"] not in stderr + tree_text(tmp_path / "ray")  # never written
     assert not any(r["error"] and r["error"]["kind"] == "executor_error" for r in lines)
     local = experiment(tmp_path / "local", latency=0, trials=12)
     assert run_ix("run", "--lab", str(tmp_path / "local")).code == 0
     assert all("node" not in rec for rec in records(local))  # only where it ran elsewhere
     assert comparable(d) == comparable(local)  # the trials run again answered the same
+
+
+@pytest.mark.parametrize(("auth", "told"), [
+    ({}, "set RAY_AUTH_MODE=token and the cluster's token"),
+    ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)},
+     "is not the cluster's"),
+], ids=["no-token", "another-token"])
+def test_ix_without_the_clusters_token_says_what_to_set(head, tmp_path, auth, told):
+    experiment(tmp_path / "lab")
+    before = tree_digest(tmp_path / "lab")
+    env = {**{k: v for k, v in ENV.items() if k not in AUTH}, **auth,
+           "RAY_gcs_server_port_wait_time_s": "2"}  # Ray's retries: 2 s, not 20
+    result = subprocess.run([str(IX), "run", "--lab", str(tmp_path / "lab"), "--executor", "ray",
+                             "--address", head], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2, result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if line.startswith("ix: error:")]
+    assert f"--address: cannot join the Ray cluster at {head}: " in said
+    assert "(InvalidAuthToken)" in said and told in said and "docs/running.md" in said
+    assert "Traceback" not in result.stdout + result.stderr
+    assert tree_digest(tmp_path / "lab") == before
+
+
+def tree_text(root: Path) -> str:
+    """Every file under `root`, as text (gzipped traces unpacked)."""
+    import gzip
+
+    return "".join((gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes())
+                   .decode(errors="replace") for p in sorted(root.rglob("*")) if p.is_file())
 
 
 # --- the driver's side, in process: a fake Ray task stands for the cluster ----------------

@@ -12,7 +12,9 @@ the nodes still up: a dead node costs time, not trials, and no trial is written 
 
 The cluster's workers need ix (`pip install ix-lab`, the same version) and whatever the
 subjects need (API keys in their environment, CLIs, skills at the same paths); nothing of the
-driver's environment is sent along, so no secret travels through Ray.
+driver's environment is sent along, so no secret travels through Ray. A cluster's token
+(`RAY_AUTH_MODE=token`) is Ray's business: its client reads it from this process's
+environment or `~/.ray/auth_token`; ix never reads, prints or records it (docs/running.md).
 """
 
 
@@ -64,19 +66,46 @@ def connect(address: str | None) -> dict[str, Any]:
     if not ray.is_initialized():
         if address is not None:
             _reachable(address)
+        failed: tuple[type[BaseException], ...] = (ConnectionError, RuntimeError, ValueError,
+                                                    *_refused())
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR,
                      configure_logging=False, include_dashboard=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+        except failed as exc:
             where = address or "a new local cluster"
-            raise ConfigError(f"cannot join the Ray cluster at {where}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+            raise ConfigError(f"cannot join the Ray cluster at {where}: {_why(exc)}",
                               field="--address") from None
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     return {"kind": "ray", "address": address, "ray_version": ray.__version__,
             "nodes": len(nodes),
             "cpus": sum(n.get("Resources", {}).get("CPU", 0) for n in nodes),
             "cluster": [_described(n) for n in nodes]}
+
+
+#: Where Ray looks for a cluster's token (Ray reads it; ix never does).
+_TOKEN_FROM = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+
+
+def _why(exc: BaseException) -> str:
+    """Why `ray.init` failed, in a line. A cluster with token authentication refuses a client
+    without its token (`InvalidAuthToken`, which Ray buries in the exception's cause): say
+    what ix needs then, never the token."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(str(e) for e in chain)
+    if "no authentication token was found" in text:
+        return (f"RAY_AUTH_MODE=token but no token was found: set {_TOKEN_FROM} to the "
+                "cluster's token (docs/running.md)")
+    if "InvalidAuthToken" in text:
+        if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            return ("the cluster asks for a token (InvalidAuthToken): set RAY_AUTH_MODE=token "
+                    f"and the cluster's token ({_TOKEN_FROM}) where ix runs (docs/running.md)")
+        return (f"the cluster refused the token (InvalidAuthToken): the token ix was given "
+                f"({_TOKEN_FROM}) is not the cluster's (docs/running.md)")
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _described(node: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,6 +184,15 @@ def _wrapped(sp: "SubjectPlan", task: Any, batch: int) -> "SubjectPlan":
     spec = json.dumps(sp.runtime_spec, sort_keys=True, default=str)
     return dataclasses.replace(sp, runtime=RayRuntime(sp.runtime, spec, sp.target_skill, task,
                                                       batch))
+
+
+def _refused() -> tuple[type[BaseException], ...]:
+    """What `ray.init` raises for a token it lacks (Ray 2.52+; a `RayError`, not a
+    `ConnectionError`)."""
+    from ray import exceptions as e
+
+    error = getattr(e, "AuthenticationError", None)
+    return (error,) if isinstance(error, type) else ()
 
 
 def _lost() -> tuple[type[BaseException], ...]:

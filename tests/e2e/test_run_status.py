@@ -46,7 +46,7 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     r = run_ix("run", "--lab", str(lab), env={**COLS80, "ANTHROPIC_API_KEY": "",
                                                "ANTHROPIC_AUTH_TOKEN": ""})
     assert r.code == 2, r.output
-    last = r.stderr.strip().splitlines()[-1]
+    last = r.stderr.strip().rsplit("\nrun ", 1)[-1].replace("\n", " ")  # wrapped at 80
     assert "failed" in last and "missing_api_key" in last
     assert "ANTHROPIC_API_KEY is not set — set it, or choose `runtime: lexical`" in last
     s = _summary(d)
@@ -60,7 +60,8 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     # the error block under the table: the kind, its count, one example, what to do
     assert "missing_api_key: 6" in r.stdout and "e.g. claude-code: set ANTHROPIC_API_KEY" \
         in r.stdout
-    assert "F1 0.000" not in r.stdout and "no metrics: all 6 trials of xlsx errored" in r.stdout
+    assert "F1 0.000" not in r.stdout and "all trials errored" in r.stdout
+    assert "no goal: F1 of xlsx n/a" in r.stdout
     assert "…" not in r.output
     # --json: the summary on stdout, the reason still on stderr, the same exit code
     j = run_ix("run", "--lab", str(lab), "--json", env={"ANTHROPIC_API_KEY": "",

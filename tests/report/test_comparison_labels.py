@@ -41,7 +41,7 @@ def test_the_terminal_table_labels_roles_and_fits_80_columns():
     text = console.export_text()
     assert "…" not in text and max(map(len, text.splitlines())) <= 80
     assert "primary" in text and "goal's metric" in text
-    assert "exploratory" in text and text.count("unadjusted") == 2 * 2  # 2 variants
+    assert "exploratory" in text and text.count("unadjusted") == 2  # 2 variants
     lines = text.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("recall"))
     assert first < next(i for i, line in enumerate(lines) if line.startswith("precision"))

@@ -64,9 +64,10 @@ def _cells(summary: dict) -> list[str]:
 
 
 def _narrow(text: str) -> None:
-    """No line wider than 80 columns but a file's path, printed whole to be pasted."""
+    """No line wider than 80 columns but a file's path, printed whole to be pasted (alone on
+    its line, or beside its label)."""
     too_wide = [line for line in text.splitlines() if cell_len(line) > 80
-                and not (len(line.split()) == 2 and line.split()[1].startswith("/"))]
+                and not (len(line.split()) <= 2 and line.split()[-1].startswith("/"))]
     assert not too_wide, too_wide
     assert "…" not in text
 

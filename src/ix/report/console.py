@@ -113,7 +113,7 @@ def metrics_text(block: dict[str, Any], sensor: str | None = None) -> Text:
     trial = block.get("trial_level")
     if trial:
         text.append("\ntrial level: ")
-        labels = (("activation on must", "on not") if rate_word(sensor) == "activation rate"
+        labels = (("activation rate (must)", "(not)") if rate_word(sensor) == "activation rate"
                   else ("pass rate (must)", "(not)"))
         for label, key in zip(labels, ("must_trigger", "should_not_trigger"), strict=True):
             rate = trial[key]

@@ -127,7 +127,7 @@ def _cuts(plain: str, width: int) -> list[int]:
     or a `command`, never between a label and its number (`on not 0.156`, `>= 0.95`) nor
     inside parentheses, unless a piece without such a break is wider than the line; then its
     spaces in parentheses and before numbers serve. A token wider than the line (a path, an
-    id) is never cut: it stands alone on its line."""
+    id) is never cut: it stands alone on its line, where it can be copied whole."""
     strong, weak = _breaks(plain)
     cuts = _greedy(plain, width, strong, 0, len(plain))
     out: list[int] = []
@@ -181,11 +181,6 @@ def _greedy(plain: str, width: int, breaks: list[int], begin: int, end: int) -> 
     for b in [*breaks, end]:
         if fits(b):
             last = b
-            continue
-        if last is not None and last > start and cell_len(plain[last:b].rstrip()) > width:
-            # the next token is wider than any line (a path): it stays with its label
-            cuts += [b] if b < end else []
-            start, last = b, None
             continue
         if last is not None and last > start:
             cuts.append(last)

@@ -397,12 +397,13 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
             if role == "primary":
                 table.add_row(label, "", "", Text("goal's metric", style="dim italic"))
             else:
-                table.add_row(label, "", "", Text("unadjusted", style="dim italic"),
-                              Text("unadjusted", style="dim italic"))
+                table.add_row(label, "", "", Text("unadjusted", style="dim italic"))
             for metric, m in comp["metrics"].items():
                 if m.get("role", "exploratory") != role:
                     continue
-                table.add_row(*_comparison_row(metric_name(metric, sensor), m))
+                # "act. rate (must)": the scope kept, the table within 80 columns
+                label = metric_name(metric, sensor).replace("activation rate", "act. rate")
+                table.add_row(*_comparison_row(label, m))
         sensors = comp.get("sensors") or {}
         if len(sensors) > 1:  # one sensor: its pass rate is already the metrics'
             table.add_row(Text("sensor pass rate", style="dim italic"), "", "",

@@ -4,6 +4,7 @@ page fits a phone and prints. Runs are made by the real `ix run`; screenshots la
 each test's temporary directory."""
 
 import json
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from browser_support import Watched
-from conftest import case, run_ix, write
+from conftest import EXAMPLE_LAB, case, run_ix, write
 
 SCRIPT = "<script>window.__pwned = 'script'; alert('script')</script>"
 IMG = "<img src=x onerror=\"window.__pwned = 'img'; alert('img')\">"
@@ -114,6 +115,26 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> Made:
         r = run_ix("annotate", *args, "--lab", str(lab))
         assert r.code == 0, r.output
     return report(lab, run_id, "--out", str(lab.parent / "hostile.html"))
+
+
+@pytest.fixture(scope="module")
+def long_names_run(tmp_path_factory: pytest.TempPathFactory) -> Made:
+    """The example's sweep × context experiment with a long subject name: eight conditions
+    `frontend-design-plus-theme-factory[context_decay.half_life=8][ctx=128]` and the like,
+    pairs of which differ only at their end."""
+    lab = tmp_path_factory.mktemp("names") / "lab"
+    for name in ("context-degradation", "skills"):
+        shutil.copytree(EXAMPLE_LAB / name, lab / name, ignore=shutil.ignore_patterns("results"))
+    spec = lab / "context-degradation" / "experiment.yaml"
+    spec.write_text(spec.read_text().replace("- name: assistant", f"- name: {LONG}")
+                    .replace('"assistant[', f'"{LONG}['), encoding="utf-8")
+    return report(lab, run(lab))
+
+
+LONG = "frontend-design-plus-theme-factory"
+#: A chart text's own words, without its tooltip (`<title>`).
+OWN_TEXT = ("t => [...t.childNodes].filter(n => n.nodeType === 3).map(n => n.nodeValue)"
+            ".join('')")
 
 
 def open_report(watched_page: Any, made: Made, **size: int) -> Watched:
@@ -258,3 +279,39 @@ def test_print_emulation_renders_every_section(watched_page, mock_run, tmp_path)
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
     assert w.quiet()
 
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_no_name_is_cut_or_clipped_in_a_chart_or_a_table(watched_page, long_names_run, width):
+    """Every chart text lies inside its chart, and every condition's name is written whole
+    (or spelled out in the chart's key); no table cell hides part of its content; at 1280 px
+    the subjects' table needs no sideways scroll, its long names wrapping instead."""
+    names = long_names_run.data["summary"]["subjects"]
+    assert len(names) == 8
+    w = open_report(watched_page, long_names_run, width=width, height=900)
+    w.screenshot(f"long-names-{width}px")
+    outside = w.page.evaluate("""() => [...document.querySelectorAll('svg.chart')].flatMap(
+        svg => { const box = svg.getBoundingClientRect();
+                 return [...svg.querySelectorAll('text')].filter(t => {
+                     const r = t.getBoundingClientRect();
+                     return r.left < box.left - 1 || r.right > box.right + 1
+                         || r.top < box.top - 1 || r.bottom > box.bottom + 1; })
+                   .map(OWN_TEXT); })""".replace("OWN_TEXT", OWN_TEXT))
+    assert outside == []
+    texts = w.page.evaluate(f"""() => [...document.querySelectorAll('svg.chart text')]
+        .map({OWN_TEXT})""")
+    assert not [t for t in texts if "…" in t]
+    in_charts = {t.split(" = ", 1)[1] if " = " in t else t for t in texts}
+    assert set(names) <= in_charts
+    clipped = w.page.evaluate("""() => [...document.querySelectorAll(
+        '.ix-report td, .ix-report th')].filter(c => c.scrollWidth > c.clientWidth + 1)
+        .map(c => c.textContent)""")
+    assert clipped == []
+    summary = " ".join(w.page.inner_text("#summary").split())
+    for name in names:
+        assert name in summary.replace("- ", "-")  # wrapped, never cut
+    if width == 1280:
+        scroll, client = w.page.evaluate("""() => { const f = document.querySelector(
+            '#summary .table-wrap'); return [f.scrollWidth, f.clientWidth]; }""")
+        assert scroll <= client, f"the subjects' table scrolls: {scroll} > {client}"
+    assert w.quiet()

@@ -2,20 +2,18 @@
 re-exported here)."""
 
 import asyncio
-import json
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
+from ix.api.listing import ExperimentInfo, list_experiments  # their old home
 from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
 from ix.api.reports import compare_runs  # its old home: `ix.api.experiments.compare_runs`
-from ix.domain.errors import ConfigError
 from ix.engine.cache import check_mode, with_cache
 from ix.engine.load import refuse_load_with
 from ix.engine.outcome import is_configuration
@@ -25,8 +23,6 @@ from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
-from ix.lab.resolve import find_lab
-from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
 from ix.runtimes import get_kind
@@ -35,7 +31,6 @@ from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir
-from ix.store.runs import latest_run, read_spec
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
     from ix.api.schemas import DryRunPlan, DryRunSubject
@@ -330,57 +325,6 @@ def _grid(plan: Plan) -> str | None:
                      f"({', '.join(map(str, c.lengths))} {c.unit.replace('_', ' ')} of "
                      f"{c.source})")
     return "; ".join(parts) + f": {len(plan.subjects)} subjects" if parts else None
-
-
-@dataclass(frozen=True)
-class ExperimentInfo:
-    name: str
-    path: Path
-    cases: dict[str, int]
-    subjects: list[str]
-    last_run: str | None
-    status: str | None
-    f1: float | None
-    error: str | None = None
-
-
-def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[ExperimentInfo]]:
-    """Every experiment of the lab with its last run; one that fails to load says why."""
-    lab_path = find_lab(lab)
-    infos = []
-    for path in _experiment_dirs(lab_path):
-        last_run, status, f1 = _last_run(ExperimentDir.at(path).results)
-        try:
-            exp = load_experiment(path, lab_path).experiment
-        except ConfigError as exc:
-            infos.append(ExperimentInfo(path.name, path, {}, [], last_run, status, f1,
-                                        error=exc.render()))
-            continue
-        counts = {e: sum(1 for c in exp.cases if c.expectation == e)
-                  for e in ("must_trigger", "should_not_trigger", "acceptable")}
-        infos.append(ExperimentInfo(exp.name, path, counts, [s.name for s in exp.subjects],
-                                    last_run, status, f1))
-    return lab_path, infos
-
-
-def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
-    folder = latest_run(results)
-    if folder is None:
-        return None, None, None
-    last = folder.name
-    status: str | None
-    try:
-        status = read_spec(folder).get("status")
-    except ConfigError:
-        status = "unreadable"
-    f1 = None
-    try:
-        summary = json.loads(ExperimentDir(results).latest_summary.read_text(encoding="utf-8"))
-        if summary.get("run_id") == last:
-            f1 = summary.get("metrics", {}).get("f1")
-    except (OSError, ValueError):
-        pass
-    return last, status, f1
 
 
 def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:

@@ -21,7 +21,15 @@ from ix.report.run_report import build_report
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import find_run, latest_run, read_spec, run_folders
+from ix.store.runs import (
+    RunNotFound,
+    find_run,
+    is_completed,
+    is_summarised,
+    lab_run_folders,
+    latest_run,
+    read_spec,
+)
 from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
 from ix.store.trials import read_trials
 
@@ -41,7 +49,7 @@ FORMATS = ("table", "md", "json")
 
 def resolve_run(lab: Path, ref: str) -> Path:
     """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
-    unique prefix or suffix of one (in any experiment of the lab)."""
+    unique prefix or suffix of one (in any experiment of the lab); `RunNotFound` if none."""
     given = Path(ref)
     if given.is_dir() and RunDir(given).spec.is_file():
         return given.resolve()
@@ -51,9 +59,9 @@ def resolve_run(lab: Path, ref: str) -> Path:
             return tag_folder(lab, tag)
     try:
         return find_run(lab, ref)  # a tag-like word may still be a run id's suffix (b260b6)
-    except ConfigError as exc:
-        if is_tag_name(ref) and exc.message.startswith("no run "):
-            raise ConfigError(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
+    except RunNotFound:
+        if is_tag_name(ref):
+            raise RunNotFound(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
         raise
 
 
@@ -78,22 +86,99 @@ def read_summary(run_dir: Path) -> Summary:
     return cast(Summary, data)
 
 
-def default_run(lab: Path, cwd: Path | None = None, warn: Warn | None = None) -> Path:
-    """The latest run (with a summary) of the experiment the working directory is in, or of
-    the lab's only experiment."""
-    paths = select_experiments(lab, (), cwd=cwd)
-    if len(paths) != 1:
-        raise ConfigError(f"lab {lab} has {len(paths)} experiments: name a run or a tag (or "
-                          "work inside an experiment's folder)", field="RUN")
-    runs = run_folders(ExperimentDir.at(paths[0]).results)
-    done = next((d for d in reversed(runs) if RunDir(d).summary.is_file()), None)
+def report_run(lab: Path, ref: str | None = None, *, cwd: Path | None = None,
+               note: Warn | None = None, warn: Warn | None = None) -> Path:
+    """The run `ix report [RUN|EXPERIMENT]` reads (docs/reports.md, "Which run").
+
+    `ref` is first a run (folder, tag, id, unique prefix or suffix: a run wins over an
+    experiment of the same name, and `note` says so), else an experiment (its folder's name or
+    a path): its latest completed run, or its latest run with a summary, said in `note`.
+    Without `ref`: the latest run of the experiment `cwd` is in, else the lab's latest run,
+    said in `note`. Only runs with a summary count; a `ConfigError` when there is none.
+    """
+    if not ref:
+        cwd = (cwd or Path.cwd()).resolve()
+        paths = select_experiments(lab, (), cwd=cwd)
+        if len(paths) == 1 and cwd.is_relative_to(paths[0]):
+            return latest_of(paths[0], warn=warn)
+        return _lab_latest(lab, note)
+    try:
+        found = resolve_run(lab, ref)
+    except ConfigError as exc:
+        experiment = _experiment(lab, ref, cwd)
+        if experiment is None and isinstance(exc, RunNotFound):
+            raise RunNotFound(f"no run, tag or experiment {ref!r} in lab {lab}"
+                              f"{_known(lab)}", field="RUN") from None
+        if experiment is None:  # an ambiguous prefix, a broken tag: as it was
+            raise
+        return latest_of(experiment, completed=True, note=note)
+    experiment = _experiment(lab, ref, cwd)
+    if experiment is not None and note is not None:
+        note(f"{ref!r} names run {found.name} (a run wins over an experiment); give a path "
+             f"for experiment {experiment.name}'s latest run: ix report ./{experiment.name}")
+    return found
+
+
+def latest_of(experiment: Path, *, completed: bool = False, note: Warn | None = None,
+              warn: Warn | None = None) -> Path:
+    """The experiment's latest run with a summary; with `completed`, its latest completed
+    run, else (said in `note`) its latest with a summary. A `ConfigError` if it has none."""
+    results = ExperimentDir.at(experiment).results
+    done = latest_run(results, is_summarised)
     if done is None:
-        raise ConfigError(f"experiment {paths[0].name} has no finished run yet "
-                          "(`ix run` makes one)", field="RUN")
-    last = runs[-1]
-    if warn is not None and last != done:
+        raise ConfigError(f"experiment {experiment.name} has no finished run yet "
+                          f"(`ix run {experiment.name}` makes one)", field="RUN")
+    if completed:
+        best = latest_run(results, is_completed)
+        if best is not None:
+            return best
+        if note is not None:
+            note(f"experiment {experiment.name} has no completed run; reporting its latest, "
+                 f"{done.name} ({_status(done)})")
+        return done
+    last = latest_run(results)
+    if warn is not None and last != done and last is not None:
         warn(f"run {last.name} has no summary yet (still running?); reporting {done.name}")
     return done
+
+
+def _lab_latest(lab: Path, note: Warn | None) -> Path:
+    """The lab's latest run with a summary, across its experiments (said in `note`)."""
+    done = [p for p in lab_run_folders(lab) if is_summarised(p)]
+    if not done:
+        names = ", ".join(p.name for p in experiment_dirs(lab)) or "none"
+        raise ConfigError(f"lab {lab} has no finished run yet: `ix run` runs every "
+                          f"experiment, `ix run EXPERIMENT` one (experiments: {names})",
+                          field="RUN")
+    latest = max(done, key=lambda p: p.name)
+    if note is not None:
+        note(f"report of {RunDir(latest).experiment.path.name} run {latest.name}, the lab's "
+             "latest")
+    return latest
+
+
+def _experiment(lab: Path, ref: str, cwd: Path | None) -> Path | None:
+    """The experiment folder `ref` names (a name in the lab or a path), or None."""
+    try:
+        return select_experiments(lab, [ref], cwd=cwd)[0]
+    except ConfigError:
+        return None
+
+
+def _known(lab: Path, runs: int = 3) -> str:
+    """` (experiments: ...; latest runs: ...)`: what the lab has, for an unknown name."""
+    names = ", ".join(p.name for p in experiment_dirs(lab)) or "none"
+    latest = sorted(lab_run_folders(lab), key=lambda p: p.name)[-runs:]
+    shown = ", ".join(f"{p.name} of {RunDir(p).experiment.path.name}"
+                      for p in reversed(latest)) or "none"
+    return f" (experiments: {names}; latest runs: {shown})"
+
+
+def _status(folder: Path) -> str:
+    try:
+        return str(read_spec(folder).get("status") or "status unknown")
+    except ConfigError:
+        return "spec unreadable"
 
 
 def run_trials(run_dir: Path, run_id: str,
@@ -106,8 +191,11 @@ def run_trials(run_dir: Path, run_id: str,
 
 def report(lab: str | Path | None = None, run: str | None = None, *,
            metric: str | None = None, baseline: str | None = None,
-           warn: Warn | None = None, cwd: Path | None = None) -> "ReportOutput":
+           warn: Warn | None = None, cwd: Path | None = None,
+           note: Warn | None = None) -> "ReportOutput":
     """The report of one run (`ix report`): JSON data; see docs/reports.md for its sections.
+    `run` names a run or an experiment (`report_run`); `note` hears which run was chosen
+    when no run was named.
 
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
     is credibly worse than in that run.
@@ -115,7 +203,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
         metric = check_metric(metric)
-    run_dir = resolve_run(lab_path, run) if run else default_run(lab_path, cwd, warn)
+    run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
     summary = read_summary(run_dir)
     spec: Mapping[str, Any] = read_spec(run_dir) if RunDir(run_dir).spec.is_file() else {}
     base_dir = resolve_run(lab_path, baseline) if baseline else None
@@ -156,7 +244,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
         paths = (select_experiments(lab_path, experiments, cwd=cwd) if experiments
                  else experiment_dirs(lab_path))
         for path in paths:
-            found = _latest_completed(path)
+            found = latest_run(ExperimentDir.at(path).results, is_completed)
             if found is None:
                 notes.append(f"{path.name}: no completed run")
             else:
@@ -206,12 +294,6 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
                          f"(`ix report{run}` shows its metrics)")
     boards = [b for b in boards if len(b["rows"]) > 1]
     return {"lab": str(lab_path), "boards": boards, "overall": overall, "notes": notes}
-
-
-def _latest_completed(experiment: Path) -> Path | None:
-    return latest_run(ExperimentDir.at(experiment).results,
-                      lambda d: RunDir(d).summary.is_file() and RunDir(d).spec.is_file()
-                      and read_spec(d).get("status") == "completed")
 
 
 def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutput":

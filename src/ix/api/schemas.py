@@ -115,6 +115,22 @@ class NotValid(ClosedDict):
 
 # --------------------------------------------------------------------------- ls, plan, new
 
+class LsGoal(ClosedDict):
+    verdict: Annotated[Literal["supported", "refuted", "inconclusive"] | None, Field(
+        description="null: no verdict (the compared subjects did not run)")]
+    metric: str | None
+    compare: Annotated[list[str] | None, Field(description="[control, treatment]")]
+    diff: Annotated[float | None, Field(description="treatment - control, on `metric`")]
+    diff_ci: Interval
+
+
+class LsMetric(ClosedDict):
+    metric: Literal["f1"]
+    subject: Annotated[str | None, Field(description="the control (the first subject)")]
+    value: float | None
+    ci: Interval
+
+
 class ListedExperiment(ClosedDict):
     name: str
     path: str
@@ -123,8 +139,14 @@ class ListedExperiment(ClosedDict):
     subjects: list[str]
     last_run: str | None
     status: str | None
-    f1: float | None
+    f1: Annotated[float | None, Field(description="the control's F1 in the last run (headline)")]
     error: str | None
+    last_run_at: NotRequired[Annotated[str | None, Field(
+        None, description="when the last run finished (ISO 8601, UTC), else when it started")]]
+    goal: NotRequired[Annotated[LsGoal | None, Field(
+        None, description="the last run's goal verdict; null without a goal or a summary")]]
+    headline: NotRequired[Annotated[LsMetric | None, Field(
+        None, description="the control's F1 with its interval in the last run's summary")]]
 
 
 class LsOutput(ClosedDict):

@@ -1,45 +1,89 @@
-"""`ix ls`: the lab's experiments with their cases and last run."""
+"""`ix ls`: the lab's experiments, each with its answer and its last run."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from ix import api
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
+from ix.report.answer import metric_name
+from ix.report.layout import table
 
 if TYPE_CHECKING:
+    from ix.api.listing import ExperimentInfo
     from ix.api.schemas import LsOutput
+
+_COLUMNS = ("experiment", "verdict", "metric [95% CI]", "last run", "status", "when",
+            "cases (must/not/edge)", "subjects")
 
 
 def list_(lab: Lab = None, json_out: Json = False) -> None:
-    """List the lab's experiments with their cases and last run."""
+    """List the lab's experiments: each one's verdict (or F1) and last run. The verdict is
+    the last run's goal verdict with the goal metric's difference and its interval (without
+    a goal, the control's F1 with its interval); the run's id, status and time follow."""
     lab_path, infos = api.list_experiments(lab)
     if json_out:
         listing: LsOutput = {"lab": str(lab_path), "experiments": [
             {"name": i.name, "path": str(i.path), "cases": i.cases, "subjects": i.subjects,
-             "last_run": i.last_run, "status": i.status, "f1": i.f1, "error": i.error}
+             "last_run": i.last_run, "status": i.status, "f1": i.f1, "error": i.error,
+             "last_run_at": i.last_run_at, "goal": i.goal, "headline": i.headline}
             for i in infos]}
         print_json(listing)
         return
-    table = Table(title=f"lab {lab_path}", title_justify="left", show_edge=False)
-    for col in ("experiment", "cases (must/not/edge)", "subjects", "last run", "status", "F1"):
-        # the subjects list wraps at its commas; every other cell stays whole (ix.report.layout)
-        table.add_column(col, overflow="fold" if col == "subjects" else "ellipsis")
+    # one row per experiment, keyed by its folder's name (what `ix report NAME` takes); at
+    # 80 columns each row becomes a record (ix.report.layout): no value is cut
+    errors = any(i.error for i in infos)
+    t = table(f"lab {lab_path}", *_COLUMNS, *(("error",) if errors else ()),
+              right=("subjects",), prose=("error",))
     for i in infos:
+        verdict, metric = _answer(i)
+        run = (i.last_run or "never", i.status or "-", _when(i.last_run_at))
         if i.error:
-            table.add_row(i.path.name, Text(i.error, style="red"), "", i.last_run or "-",
-                          i.status or "-", "")
+            t.add_row(i.path.name, "", "", *run, "", "", Text(i.error, style="red"))
             continue
         c = i.cases
-        table.add_row(i.name, f"{c['must_trigger']}/{c['should_not_trigger']}/{c['acceptable']}",
-                      ", ".join(i.subjects), i.last_run or "never", i.status or "-",
-                      f"{i.f1:.3f}" if i.f1 is not None else "-")
-    out.print(table)
+        t.add_row(i.path.name, verdict, metric, *run,
+                  f"{c['must_trigger']}/{c['should_not_trigger']}/{c['acceptable']}",
+                  str(len(i.subjects)), *(("",) if errors else ()))
+    out.print(t)
 
 
+def _answer(info: "ExperimentInfo") -> tuple[Text | str, str]:
+    """The verdict word and the number it rests on: the goal's difference with its interval
+    (`recall -0.294 [-0.46, -0.02]`), else the control's F1 (`F1 0.667 [0.40, 0.86]`)."""
+    if info.last_run is None:
+        return "-", "-"
+    goal, head = info.goal, info.headline
+    if goal is not None:
+        word = (goal["verdict"] or "no verdict").upper()
+        style = {"SUPPORTED": "bold green", "REFUTED": "bold red"}.get(word, "yellow")
+        diff = (f"{metric_name(goal['metric'] or '?')} difference "
+                f"{_num(goal['diff'], sign=True)} {_ci(goal['diff_ci'])}")
+        return Text(word, style=style), diff if goal["diff"] is not None else "-"
+    if head is not None:
+        return "no goal", f"F1 {_num(head['value'])} {_ci(head['ci'])}"
+    return "-", "-"
+
+
+def _num(x: Any, sign: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:+.3f}" if sign else f"{x:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    if not ci or None in ci:
+        return "[n/a]"
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _when(iso: str | None) -> str:
+    """`2026-11-29 05:37` (UTC, to the minute) from the spec's ISO 8601 time."""
+    if not iso:
+        return "-"
+    return iso[:16].replace("T", " ") if len(iso) >= 16 and iso[10] == "T" else iso
 
 
 def register(app: typer.Typer) -> None:

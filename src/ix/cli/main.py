@@ -24,7 +24,8 @@ COMMANDS: dict[str, Entry] = {
         "Load and check experiments without running anything: every problem of the lab at"
         " once, one `file: field: message` line each (exit 2 on any), and each subject's "
         "runtime and whether its credentials are set."),
-    "ls": Entry("ix.cli.ls", "List the lab's experiments with their cases and last run."),
+    "ls": Entry("ix.cli.ls", "List the lab's experiments: each one's verdict (or F1) and last "
+                            "run."),
     "batch": Entry("ix.cli.batch",
         "Run a battery: each (experiment, seed) is one run in that experiment's results; "
         "the battery folder gets a snapshot and a combined report."),

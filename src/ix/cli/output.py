@@ -52,6 +52,12 @@ def warn(message: str) -> None:
               highlight=False)
 
 
+def note(message: str) -> None:
+    """One line on stderr that says what a command chose for the user (`ix: report of ...`);
+    text, never markup."""
+    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, soft_wrap=True)
+
+
 def fail(message: str) -> None:
     """The one line of an error on stderr; the message is text, never markup, any secret of
     the environment in it `[REDACTED]`."""

@@ -14,7 +14,7 @@ from ix.api import annotations as api_notes
 from ix.api import reports as api_reports
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
-from ix.cli.output import err, out, print_json, warn
+from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
 from ix.lab.files import write_text_atomic
 from ix.report.html import render_report_html
@@ -94,9 +94,10 @@ def _write_html(data: "ReportOutput", path: Path | None) -> None:
 
 def report(
     run: Annotated[str | None, typer.Argument(
-        help="A run id (or unique prefix), a tag, or a run folder. Default: the latest run "
-             "of the experiment the working directory is in (or the lab's only one).",
-        show_default=False)] = None,
+        help="A run id (or unique prefix or suffix), a tag, a run folder, or an experiment "
+             "(its latest completed run). Default: the latest run of the experiment the "
+             "working directory is in, else the lab's latest run.",
+        show_default=False, metavar="RUN|EXPERIMENT")] = None,
     lab: Lab = None,
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", help="table (default), md (Markdown), json, or html (one "
@@ -111,14 +112,16 @@ def report(
     json_out: Json = False,
 ) -> None:
     """One run's report: summary table, leaderboard, score breakdown per case, failure
-    analysis, cost, annotations, and with --baseline the regressions. --format html writes
-    one offline page with the charts (to --out, else the run folder's report.html).
+    analysis, cost, annotations, and with --baseline the regressions. An experiment's name
+    means its latest completed run. --format html writes one offline page with the charts
+    (to --out, else the run folder's report.html).
 
     Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
     """
     chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html"))
     _check_out(out_file)
-    data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn)
+    data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn,
+                              note=note)
     if chosen == "html":
         _write_html(data, out_file)
     else:

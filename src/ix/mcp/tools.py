@@ -87,11 +87,14 @@ class LabTools:
 
     def list_experiments(self) -> dict[str, Any]:
         """The lab's experiments: name, cases per expectation, subjects, last run with its
-        status and F1. An experiment that does not load shows its error."""
+        status and time, and its answer: the goal's verdict with the difference and its
+        interval (`goal`), else the control's F1 with its interval (`headline`). An
+        experiment that does not load shows its error."""
         lab, infos = api.list_experiments(self.lab)
         return jsonable({"lab": lab, "experiments": [
             {"name": i.name, "folder": i.path.name, "cases": i.cases, "subjects": i.subjects,
-             "last_run": i.last_run, "status": i.status, "f1": i.f1, "error": i.error}
+             "last_run": i.last_run, "status": i.status, "last_run_at": i.last_run_at,
+             "goal": i.goal, "headline": i.headline, "f1": i.f1, "error": i.error}
             for i in infos]})
 
     def show_experiment(
@@ -267,11 +270,11 @@ class LabTools:
     def get_summary(
         self,
         run: Annotated[RunRef | None, Field(description=(
-            "The run (id, unique prefix, or tag); default: the latest finished run of "
-            "`experiment`."))] = None,
+            "The run (id, unique prefix, or tag); default: the latest completed run of "
+            "`experiment`, else the lab's latest run."))] = None,
         experiment: Annotated[ExperimentName | None, Field(description=(
-            "With no `run`: whose latest finished run (needed when the lab has several "
-            "experiments)."))] = None,
+            "With no `run`: whose latest completed run (else its latest with a summary, said "
+            "in `note`)."))] = None,
         report: Annotated[bool, Field(description=(
             "Also return the full report: leaderboard with rank probabilities, per-case "
             "breakdown, failure analysis, cost, annotations."))] = False,
@@ -280,27 +283,25 @@ class LabTools:
         credible interval, precision / recall / F1 with intervals, errors, the comparisons of
         each variant with the control (`pass_rate` there is the correct rate), the goal's
         verdict, and `run_status` (completed, cancelled, failed)."""
+        notes: list[str] = []
         if run is not None:
             info = self._run(run)
-        else:
-            if experiment is not None:
-                path = self.experiment_dir(experiment)
-            else:
-                _, paths = api.resolve(self.lab, [], cwd=self.lab)
-                if len(paths) != 1:
-                    raise ConfigError(f"the lab has {len(paths)} experiments: name `run` or "
-                                      "`experiment`", field="experiment")
-                path = paths[0]
-            done = [r for r in self._runs_of(path) if r.has_summary]
-            if not done:
-                raise ConfigError(f"experiment {path.name} has no finished run yet "
-                                  "(run_experiment makes one)", field="experiment")
-            info = done[0]
+        else:  # as `ix report EXPERIMENT` and `ix report` at the lab's root choose
+            try:
+                folder = (reports.latest_of(self.experiment_dir(experiment), completed=True,
+                                            note=notes.append) if experiment is not None
+                          else reports.report_run(self.lab, None, cwd=self.lab,
+                                                  note=notes.append))
+            except ConfigError as exc:
+                raise ConfigError(exc.message, field="experiment") from None
+            info = run_folders.run_info(folder)
         summary = reports.read_summary(info.folder)
         # the summary's own status: spec.yaml is rewritten just after the summary is saved
         status = summary.get("run_status") or info.status
         out: dict[str, Any] = {"run_id": info.run_id, "experiment": info.experiment,
                                "status": status, "folder": info.folder, "summary": summary}
+        if notes:
+            out["note"] = "; ".join(notes)
         if report:
             out["report"] = reports.report(self.lab, str(info.folder))
         return jsonable(out)

@@ -10,8 +10,10 @@ hovering a shape shows its `<title>`.
 """
 
 import html
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+import string
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: Okabe–Ito colours (distinguishable with the common colour-vision deficiencies).
@@ -33,9 +35,58 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def clip(text: str, chars: int = _LABEL_CHARS) -> str:
-    """`text` cut to `chars` characters with an ellipsis (the full text goes in a title)."""
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+@dataclass(frozen=True)
+class Labels:
+    """What a chart writes for each name: the name itself when it fits, else a short key
+    (`A`, `B`, …) that the chart's key spells out in full (`A = <name>`). A name is never
+    cut: two conditions that differ only at their end must not look alike."""
+
+    shown: Mapping[str, str]
+    key: Sequence[tuple[str, str]]  # (key, name), in the order the keys were given
+
+    def __getitem__(self, name: str) -> str:
+        return self.shown[name]
+
+
+def keyed(names: Sequence[str], chars: int = _LABEL_CHARS,
+           taken: Labels | None = None) -> Labels:
+    """`names` as they fit in `chars` characters; the longer ones by key. `taken`: the
+    labels of another axis of the same chart, whose keys (and names) are not reused."""
+    used = set(names) | (set(taken.shown.values()) if taken else set())
+    shown: dict[str, str] = {}
+    key: list[tuple[str, str]] = []
+    letters = _keys()
+    for name in dict.fromkeys(names):
+        if len(name) <= chars:
+            shown[name] = name
+            continue
+        k = next(k for k in letters if k not in used)
+        shown[name] = k
+        key.append((k, name))
+    return Labels(shown, key)
+
+
+def _keys() -> Iterator[str]:
+    """A, B, …, Z, A2, B2, …"""
+    for n in itertools.count(1):
+        for c in string.ascii_uppercase:
+            yield c if n == 1 else f"{c}{n}"
+
+
+def _key_lines(key: Sequence[tuple[str, str]], x: float, y: float) -> tuple[list[str], float,
+                                                                           float]:
+    """The chart's key under it, one `A = <full name>` line each: the shapes, the height
+    they take and the right edge of the longest line."""
+    out = [_text(x, y + 16 * (i + 1), f"{k} = {name}", cls="key")
+           for i, (k, name) in enumerate(key)]
+    right = max((x + _text_width(f"{k} = {name}") for k, name in key), default=x)
+    return out, (16 * len(key) + 8 if key else 0.0), right
+
+
+def _text_width(text: str) -> float:
+    """Room for `text` at the chart's font size (generous: wide letters count more)."""
+    wide = sum(1 for ch in text if ch in "MWmw@%")
+    return 7.0 * len(text) + 3.0 * wide
 
 
 def _n(x: float) -> str:
@@ -62,9 +113,9 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", cls: str = ""
             f"{esc(text)}</text>")
 
 
-def _label_width(labels: Sequence[str]) -> float:
-    """Room for a column of (clipped) labels at the chart's font size."""
-    return 14 + 7.0 * min(_LABEL_CHARS, max((len(t) for t in labels), default=4))
+def _label_width(shown: Sequence[str]) -> float:
+    """Room for a column of labels (each a name that fits, or its key)."""
+    return 14 + max((_text_width(t) for t in shown), default=28.0)
 
 
 def _clamp(x: float, lo: float, hi: float) -> float:
@@ -72,20 +123,22 @@ def _clamp(x: float, lo: float, hi: float) -> float:
 
 
 def _legend(names: Sequence[str], colors: Sequence[str], x: float, y: float,
-            width: float) -> tuple[list[str], float]:
-    """Swatches and names, wrapped to `width`; returns the shapes and the height used."""
+            width: float) -> tuple[list[str], float, float]:
+    """Swatches and full names, wrapped to `width` (a name longer than that gets a line of
+    its own, and the chart widens to hold it); returns the shapes, the height used and the
+    right edge of the widest line."""
     out: list[str] = []
-    cx, cy = x, y
+    cx, cy, right = x, y, x
     for name, fill in zip(names, colors, strict=True):
-        label = clip(name, 22)
-        w = 18 + 7 * len(label) + 14
+        w = 14 + _text_width(name) + 14
         if cx > x and cx + w > x + width:
             cx, cy = x, cy + 18
         out.append(f'<rect class="swatch" x="{_n(cx)}" y="{_n(cy - 9)}" width="10" '
                    f'height="10" fill="{fill}">{_title(name)}</rect>')
-        out.append(_text(cx + 14, cy, label))
+        out.append(_text(cx + 14, cy, name, cls="legend"))
+        right = max(right, cx + w - 14)
         cx += w
-    return out, cy - y + 18
+    return out, cy - y + 18, right
 
 
 def _ticks(lo: float, hi: float, count: int = 4) -> list[float]:
@@ -141,16 +194,20 @@ def heatmap(rows: Sequence[str], cols: Sequence[str],
             show_values: bool = True) -> str:
     """Rows × columns of coloured cells (value in [0, 1]); a missing cell is grey."""
     cw, ch = 46.0, 18.0
-    left = _label_width(rows)
-    col_chars = min(18, max((len(c) for c in cols), default=4))
-    top = 12 + 6.0 * col_chars * 0.72  # column labels at -45°
-    width = max(left + cw * len(cols) + 40, 300.0)
-    height = top + ch * len(rows) + 40
-    out: list[str] = _scale_legend(8.0, top + ch * len(rows) + 14)
+    col_names = keyed(cols, 18)
+    row_names = keyed(rows, taken=col_names)
+    left = _label_width([row_names[r] for r in rows])
+    # column labels at -45°: room above for the longest one, and for a glyph's own height
+    top = 18 + 0.72 * max((_text_width(col_names[c]) for c in cols), default=28.0)
+    key, key_h, key_right = _key_lines([*col_names.key, *row_names.key], 8.0,
+                                       top + ch * len(rows) + 34)
+    width = max(left + cw * len(cols) + 40, 300.0, key_right + 8)
+    height = top + ch * len(rows) + 40 + key_h
+    out: list[str] = _scale_legend(8.0, top + ch * len(rows) + 14) + key
     for j, col in enumerate(cols):
         x = left + cw * j + cw / 2
         out.append(f'<text x="{_n(x)}" y="{_n(top - 6)}" transform="rotate(-45 {_n(x)} '
-                   f'{_n(top - 6)})" class="col-label">{esc(clip(col, 18))}'
+                   f'{_n(top - 6)})" class="col-label">{esc(col_names[col])}'
                    f"{_title(col)}</text>")
     # shared attributes sit on groups: a big run has thousands of cells
     rects = ['<g stroke="#ffffff" stroke-width="1">']
@@ -158,7 +215,7 @@ def heatmap(rows: Sequence[str], cols: Sequence[str],
     for i, row in enumerate(rows):
         y = top + ch * i
         out.append(f'<text x="{_n(left - 6)}" y="{_n(y + ch / 2 + 4)}" text-anchor="end" '
-                   f'class="row-label">{esc(clip(row))}{_title(row)}</text>')
+                   f'class="row-label">{esc(row_names[row])}{_title(row)}</text>')
         for j, col in enumerate(cols):
             cell = cells.get((row, col))
             x = left + cw * j
@@ -204,17 +261,19 @@ def bar_chart(bars: Sequence[Bar], *, domain: tuple[float, float] = (0.0, 1.0),
     if not d1 > d0:
         raise ValueError(f"domain must be increasing; got {domain!r}")
     row = 24.0
-    left = _label_width([b.label for b in bars])
+    names = keyed([b.label for b in bars])
+    left = _label_width([names[b.label] for b in bars])
     right = 118.0
     top, bottom = 8.0, 24.0
-    width = left + plot_width + right
-    height = top + row * len(bars) + bottom
+    key, key_h, key_right = _key_lines(names.key, 8.0, top + row * len(bars) + bottom - 4)
+    width = max(left + plot_width + right, key_right + 8)
+    height = top + row * len(bars) + bottom + key_h
 
     def x(v: float) -> float:
         return left + plot_width * (_clamp(v, d0, d1) - d0) / (d1 - d0)
 
     base = x(0.0) if d0 <= 0.0 <= d1 else x(d0)
-    out: list[str] = []
+    out: list[str] = list(key)
     axis_y = top + row * len(bars)
     for t in _ticks(d0, d1):
         out.append(f'<line class="grid" x1="{_n(x(t))}" y1="{_n(top)}" x2="{_n(x(t))}" '
@@ -225,7 +284,7 @@ def bar_chart(bars: Sequence[Bar], *, domain: tuple[float, float] = (0.0, 1.0),
     for i, b in enumerate(bars):
         y = top + row * i
         mid = y + row / 2
-        out.append(_text(left - 6, mid + 4, clip(b.label), anchor="end", cls="row-label"))
+        out.append(_text(left - 6, mid + 4, names[b.label], anchor="end", cls="row-label"))
         if b.value is None:
             out.append(_text(base + 4, mid + 4, "n/a", cls="na"))
             continue
@@ -264,8 +323,8 @@ def histogram(series: Mapping[str, Sequence[float]], *, bins: int = 10,
                 counts[name][min(bins - 1, int((v - d0) / (d1 - d0) * bins))] += 1
     peak = max((max(c) for c in counts.values()), default=0) or 1
     left, plot_w, plot_h, top = 40.0, 420.0, 150.0, 10.0
-    legend, legend_h = _legend(names, fills, left, top + plot_h + 40, plot_w)
-    width, height = left + plot_w + 16, top + plot_h + 34 + legend_h
+    legend, legend_h, right = _legend(names, fills, left, top + plot_h + 40, plot_w)
+    width, height = max(left + plot_w + 16, right + 8), top + plot_h + 34 + legend_h
     out: list[str] = []
     for t in _ticks(0, peak):
         y = top + plot_h - plot_h * t / peak
@@ -322,10 +381,13 @@ def line_plot(categories: Sequence[str], series: Sequence[Series], *,
     series are nudged sideways so their whiskers do not hide each other. `bands` also
     shades each series' intervals between its points (a curve's uncertainty)."""
     left, plot_w, plot_h, top = 44.0, 400.0, 170.0, 12.0
-    legend, legend_h = _legend([s.name for s in series], [s.color for s in series], left,
-                               top + plot_h + 40, plot_w)
-    width, height = left + plot_w + 16, top + plot_h + 34 + legend_h
+    legend, legend_h, right = _legend([s.name for s in series], [s.color for s in series],
+                                      left, top + plot_h + 40, plot_w)
     slot = plot_w / max(1, len(categories))
+    cats = keyed(categories, max(4, int(slot / 7)))
+    key, key_h, key_right = _key_lines(cats.key, left, top + plot_h + 34 + legend_h)
+    width = max(left + plot_w + 16, right + 8, key_right + 8)
+    height = top + plot_h + 34 + legend_h + key_h
 
     def y(v: float) -> float:
         return top + plot_h * (1 - _clamp(v, 0.0, 1.0))
@@ -340,7 +402,7 @@ def line_plot(categories: Sequence[str], series: Sequence[Series], *,
                    f'transform="rotate(-90 12 {_n(top + plot_h / 2)})" class="tick">'
                    f"{esc(y_label)}</text>")
     for k, cat in enumerate(categories):
-        out.append(_text(left + slot * (k + 0.5), top + plot_h + 16, clip(cat, 14),
+        out.append(_text(left + slot * (k + 0.5), top + plot_h + 16, cats[cat],
                          anchor="middle", cls="tick"))
     spread = min(slot * 0.5, 12.0 * len(series))
     for s_i, s in enumerate(series):
@@ -374,7 +436,7 @@ def line_plot(categories: Sequence[str], series: Sequence[Series], *,
                        f"{_title(p.title or f'{s.name}: {p.value:.2f}')}</circle>")
     out.append(f'<line class="axis" x1="{_n(left)}" y1="{_n(top + plot_h)}" '
                f'x2="{_n(left + plot_w)}" y2="{_n(top + plot_h)}" stroke="#666666"/>')
-    return _svg(width, height, label, out + legend, "line")
+    return _svg(width, height, label, out + legend + key, "line")
 
 
 # --- timeline --------------------------------------------------------------------------------
@@ -415,13 +477,16 @@ def timeline(lanes: Sequence[Lane], span_ms: float, *, bin_ms: float | None = No
     trials stay visible. With bins: per bin a column of how many trials started there,
     stacked by status. Errors are red in both."""
     span = max(span_ms, 1.0)
-    left = _label_width([lane.name for lane in lanes])
+    lane_names = keyed([lane.name for lane in lanes])
+    left = _label_width([lane_names[lane.name] for lane in lanes])
     plot_w, lane_h, sub_rows, top = 480.0, 40.0, 6, 8.0
     names = ["as expected", "against expectation", "error"]
-    legend, legend_h = _legend(names, list(STATUS_COLORS.values()), left,
-                               top + lane_h * len(lanes) + 40, plot_w)
-    width = left + plot_w + 16
-    height = top + lane_h * len(lanes) + 34 + legend_h
+    legend, legend_h, right = _legend(names, list(STATUS_COLORS.values()), left,
+                                      top + lane_h * len(lanes) + 40, plot_w)
+    key, key_h, key_right = _key_lines(lane_names.key, 8.0,
+                                       top + lane_h * len(lanes) + 34 + legend_h)
+    width = max(left + plot_w + 16, right + 8, key_right + 8)
+    height = top + lane_h * len(lanes) + 34 + legend_h + key_h
 
     def x(ms: float) -> float:
         return left + plot_w * _clamp(ms / span, 0.0, 1.0)
@@ -438,7 +503,8 @@ def timeline(lanes: Sequence[Lane], span_ms: float, *, bin_ms: float | None = No
         out.append(f'<line x1="{_n(left)}" y1="{_n(y0 + lane_h)}" x2="{_n(left + plot_w)}" '
                    f'y2="{_n(y0 + lane_h)}" stroke="#cccccc"/>')
         out.append(f'<text x="{_n(left - 6)}" y="{_n(y0 + lane_h / 2 + 4)}" text-anchor="end" '
-                   f'class="row-label">{esc(clip(lane.name))}{_title(lane.title or lane.name)}'
+                   f'class="row-label">{esc(lane_names[lane.name])}'
+                   f"{_title(lane.title or lane.name)}"
                    "</text>")
         sub_h = (lane_h - 6) / sub_rows
         for k, m in enumerate(lane.marks):
@@ -469,4 +535,4 @@ def timeline(lanes: Sequence[Lane], span_ms: float, *, bin_ms: float | None = No
                                   f'y="{_n(yb)}" width="{_n(max(bw - 0.5, 0.8))}" '
                                   f'height="{_n(h)}" fill="{STATUS_COLORS[status]}"/>')
                 out.append("".join(column) + "</g>")
-    return _svg(width, height, label, out + legend, "timeline")
+    return _svg(width, height, label, out + legend + key, "timeline")

@@ -224,6 +224,28 @@ def latest_run(results_dir: Path, keep: Callable[[Path], bool] | None = None) ->
                 None)
 
 
+def is_summarised(folder: Path) -> bool:
+    """The run ended and wrote its summary (completed, cancelled or failed): it can be read."""
+    return RunDir(folder).summary.is_file()
+
+
+def is_completed(folder: Path) -> bool:
+    """The run ran to its end (`status: completed` in its spec) and wrote its summary."""
+    run = RunDir(folder)
+    if not (run.summary.is_file() and run.spec.is_file()):
+        return False
+    try:
+        return read_spec(folder).get("status") == "completed"
+    except ConfigError:  # an unreadable spec: not a run one can call completed
+        return False
+
+
+def lab_run_folders(lab: Path) -> list[Path]:
+    """Every run folder of the lab's experiments (`<experiment>/results/runs/<run_id>`), in
+    path order; the lab's latest run is the one whose name (its start) sorts last."""
+    return sorted(p for p in lab.glob(f"*/{RESULTS_DIR}/{RUNS_DIR}/*") if p.is_dir())
+
+
 def matching_runs(ids: Iterable[str], ref: str) -> list[str]:
     """The run ids that `ref` names: the id itself if it is one, else every id that `ref`
     begins or ends (`20261126T08`, `b260b6`): any unique prefix or suffix names a run."""
@@ -265,9 +287,8 @@ def find_run(lab: Path, run_id: str) -> Path:
     if given.is_dir() and RunDir(given).spec.is_file():
         return given.resolve()
     folders: dict[str, list[Path]] = {}
-    for p in sorted(lab.glob(f"*/{RESULTS_DIR}/{RUNS_DIR}/*")):
-        if p.is_dir():
-            folders.setdefault(p.name, []).append(p)
+    for p in lab_run_folders(lab):
+        folders.setdefault(p.name, []).append(p)
     hits = matching_runs(folders, run_id)
     if not hits:
         raise RunNotFound(f"no run {run_id!r} in lab {lab}", field="RUN")

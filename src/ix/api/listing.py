@@ -1,0 +1,132 @@
+"""`ix ls`: the lab's experiments, each with its answer and its last run.
+
+The answer is read from the last run's `summary.json` only — the goal's verdict with the
+difference it rests on, or without a goal the control's F1 with its interval — never from the
+trial log, and nothing statistical is computed: listing a lab costs one small file per
+experiment, however many trials it holds.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ix.domain.errors import ConfigError
+from ix.lab.loader import load_experiment
+from ix.lab.resolve import find_lab
+from ix.lab.resolve import list_experiments as _experiment_dirs
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.runs import latest_run, read_spec
+
+if TYPE_CHECKING:
+    from ix.api.schemas import LsGoal, LsMetric
+
+__all__ = ["ExperimentInfo", "list_experiments"]
+
+
+@dataclass(frozen=True)
+class ExperimentInfo:
+    """One experiment as `ix ls` lists it; `goal` and `headline` come from the summary of
+    its last run (None when it has none, or for `goal` when the experiment has no goal)."""
+
+    name: str
+    path: Path
+    cases: dict[str, int]
+    subjects: list[str]
+    last_run: str | None
+    status: str | None
+    f1: float | None
+    error: str | None = None
+    #: when the last run finished (ISO 8601, UTC), else when it started
+    last_run_at: str | None = None
+    #: the goal's verdict and the difference it rests on
+    goal: "LsGoal | None" = None
+    #: the control's F1 with its interval
+    headline: "LsMetric | None" = None
+
+
+def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[ExperimentInfo]]:
+    """Every experiment of the lab with its last run; one that fails to load says why."""
+    lab_path = find_lab(lab)
+    infos = []
+    for path in _experiment_dirs(lab_path):
+        last = _last_run(ExperimentDir.at(path).results)
+        try:
+            exp = load_experiment(path, lab_path).experiment
+        except ConfigError as exc:
+            infos.append(ExperimentInfo(path.name, path, {}, [], **last, error=exc.render()))
+            continue
+        counts = {e: sum(1 for c in exp.cases if c.expectation == e)
+                  for e in ("must_trigger", "should_not_trigger", "acceptable")}
+        infos.append(ExperimentInfo(exp.name, path, counts, [s.name for s in exp.subjects],
+                                    **last))
+    return lab_path, infos
+
+
+def _last_run(results: Path) -> dict[str, Any]:
+    """The last started run's id, status and time, and its summary's answer."""
+    folder = latest_run(results)
+    facts: dict[str, Any] = {"last_run": None, "status": None, "f1": None}
+    if folder is None:
+        return facts
+    facts["last_run"] = folder.name
+    try:
+        spec = read_spec(folder)
+        facts["status"] = spec.get("status")
+        when = spec.get("finished_at") or spec.get("started_at")
+        facts["last_run_at"] = None if when is None else str(when)
+    except ConfigError:
+        facts["status"] = "unreadable"
+    summary = _summary(folder)
+    if summary is not None:
+        facts["status"] = summary.get("run_status") or facts["status"]  # spec.yaml lags it
+        facts["goal"] = _goal(summary.get("goal"))
+        facts["headline"] = _headline(summary)
+        facts["f1"] = facts["headline"]["value"] if facts["headline"] else None
+    return facts
+
+
+def _summary(folder: Path) -> Mapping[str, Any] | None:
+    """The run's summary as written; None when it has none yet or it does not read (`ix
+    report RUN` names what is wrong with it)."""
+    try:
+        data = json.loads(RunDir(folder).summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _goal(goal: Any) -> "LsGoal | None":
+    """The goal's verdict and the difference it rests on (treatment − control)."""
+    if not isinstance(goal, Mapping):
+        return None
+    effect = cast(Mapping[str, Any], goal.get("effect") if isinstance(goal.get("effect"),
+                                                                      Mapping) else {})
+    compare = goal.get("compare")
+    verdict = goal.get("verdict")
+    return {"verdict": verdict if verdict in ("supported", "refuted", "inconclusive") else None,
+            "metric": effect.get("metric") or goal.get("metric"),
+            "compare": list(compare) if isinstance(compare, list) else None,
+            "diff": _number(effect.get("diff")),
+            "diff_ci": _interval(effect.get("diff_ci"))}
+
+
+def _headline(summary: Mapping[str, Any]) -> "LsMetric | None":
+    """The control's (the first subject's) F1 with its interval."""
+    metrics = summary.get("metrics")
+    if not isinstance(metrics, Mapping) or "f1" not in metrics:
+        return None
+    subject = summary.get("subject")
+    return {"metric": "f1", "subject": subject if isinstance(subject, str) else None,
+            "value": _number(metrics.get("f1")), "ci": _interval(metrics.get("f1_ci"))}
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def _interval(ci: Any) -> list[float | None]:
+    if isinstance(ci, list) and len(ci) == 2:
+        return [_number(ci[0]), _number(ci[1])]
+    return [None, None]

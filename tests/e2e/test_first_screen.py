@@ -53,12 +53,15 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
         assert len(block) <= 40, "\n".join(block)
         # the verdict (or the headline) is the block's last line(s), after the run's files
         text = "\n".join(block)
-        assert text.index("summary: ") < max(text.rfind("SUPPORTED — goal:"),
+        assert text.index("summary:") < max(text.rfind("SUPPORTED — goal:"),
                                              text.rfind("no goal"))
     assert blocks[-1][0] == "verdicts" and r.stdout.rstrip().splitlines()[-1] == blocks[-1][-1]
     assert [line.split(":")[0] for line in blocks[-1][1:]] == names
     assert "coexistence: SUPPORTED (recall -0.294 [-0.46, -0.02])" in r.stdout
-    assert not _narrow(r.stdout + r.stderr), _narrow(r.stdout + r.stderr)
+    assert not _narrow(r.stdout), _narrow(r.stdout)
+    # through a pipe each warning is one line, for grep; on a terminal it wraps by the rule
+    warning = next(line for line in r.stderr.splitlines() if "[too-few-cases]" in line)
+    assert warning.startswith("ix: warning: ") and len(warning) > 80
     # the screen: one line per subject, the deltas, the cases that matter worst first
     co = "\n".join(blocks[0])
     assert re.search(r"a-only \(control\)\s+│ 1\.000 \[0\.85, 1\.00\] │ 17 must cases", co)
@@ -154,7 +157,7 @@ def test_a_context_experiment_of_long_names_is_one_screen_with_a_legend(context_
     r = context_lab["run"]
     lines = r.stdout.rstrip().splitlines()
     assert len(lines) <= 40, r.stdout
-    assert not _narrow(r.stdout + r.stderr), _narrow(r.stdout + r.stderr)
+    assert not _narrow(r.stdout), _narrow(r.stdout)
     assert "by context length" in r.stdout and "trend [95% CI]" in r.stdout
     # every condition the screen names is whole, in the legend
     legend = dict(re.findall(r"\b([A-Z]) = (\S+)", r.stdout))
@@ -169,9 +172,21 @@ def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
     lab = context_lab["lab"]
     v = run_ix("validate", "--lab", str(lab), env=NARROW)
     assert v.code == 0, v.output
-    assert not _narrow(v.stdout + v.stderr), _narrow(v.stdout + v.stderr)
+    assert not _narrow(v.stdout), _narrow(v.stdout)
     assert f"{LONG}[context_decay.half_life=8][ctx=128]" in v.stdout
     rep = run_ix("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context")
     assert rep.code == 0, rep.output
     assert not _narrow(rep.stdout), _narrow(rep.stdout)
     assert "failure analysis" in rep.stdout
+
+
+def test_on_a_terminal_warnings_wrap_by_the_rule_and_keep_commands_whole(example):
+    """stderr on a terminal (FORCE_COLOR makes rich treat the pipe as one; NO_COLOR keeps the
+    text plain): a warning wraps at 80 columns, never inside a `command` or between a label
+    and its number."""
+    r = run_ix("validate", "--lab", str(example["lab"]),
+               env={**NARROW, "FORCE_COLOR": "1"})
+    assert r.code == 0, r.output
+    assert r.stderr.count("ix: warning:") == 2
+    assert not [line for line in r.stderr.splitlines() if cell_len(line) > 80], r.stderr
+    assert "`ix plan coexistence`" in r.stderr and "rate 0.5" in r.stderr

@@ -46,7 +46,7 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     r = run_ix("run", "--lab", str(lab), env={**COLS80, "ANTHROPIC_API_KEY": "",
                                                "ANTHROPIC_AUTH_TOKEN": ""})
     assert r.code == 2, r.output
-    last = r.stderr.strip().rsplit("\nrun ", 1)[-1].replace("\n", " ")  # wrapped at 80
+    last = r.stderr.strip().splitlines()[-1]
     assert "failed" in last and "missing_api_key" in last
     assert "ANTHROPIC_API_KEY is not set — set it, or choose `runtime: lexical`" in last
     s = _summary(d)

@@ -20,7 +20,15 @@ class _Out(Console):
     inside a name, an id, a number, an interval or a `command`, never between a label and its
     value; `soft_wrap=True` is read the same way (a terminal's own wrap would cut words)."""
 
+    def __init__(self, *args: Any, lines: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lines = lines  # off a terminal, each message one line (stderr: to be grepped)
+
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if self.lines and not self.is_terminal:
+            kwargs["soft_wrap"] = True
+            super().print(*objects, **kwargs)
+            return
         kwargs.pop("soft_wrap", None)
         if objects and all(isinstance(o, str | Text) for o in objects):  # one text, wrapped
             markup, highlight = kwargs.pop("markup", None), kwargs.pop("highlight", None)
@@ -37,7 +45,9 @@ class _Out(Console):
 
 
 out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
-err = _Out(stderr=True, highlight=False, soft_wrap=False)
+# stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each message
+# (an error, a warning) is one line, so that grep finds it whole
+err = _Out(stderr=True, highlight=False, soft_wrap=False, lines=True)
 
 
 def print_json(data: Any) -> None:

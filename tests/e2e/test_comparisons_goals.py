@@ -111,7 +111,7 @@ def test_the_table_states_the_comparison_and_the_verdict_in_words(lab):
                goal=GOAL.format(metric="recall", direction="decrease", min_effect=0.1))
     r = run_ix("run", "--lab", str(lab))
     assert r.code == 0, r.output
-    for text in ("variants against the control", "P(better)", "flipped", "SUPPORTED",
+    for text in ("each variant against control", "P(better)", "flipped", "SUPPORTED",
                  "goal: the variant degrades recall"):
         assert text in r.stdout
 

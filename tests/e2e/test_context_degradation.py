@@ -51,8 +51,8 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     exp = lab_with_decay(lab)
     env = {"COLUMNS": "80"}
     v = run_ix("validate", "--lab", str(lab), env=env)
-    assert v.code == 0 and "\n  sonnet[ctx=0]: runtime mock" in v.stdout, v.output
-    r = run_ix("run", "--lab", str(lab), env=env)
+    assert v.code == 0 and "runtime mock" in v.stdout and "sonnet[ctx=0]," in v.stdout, v.output
+    r = run_ix("run", "--lab", str(lab), "--detail", env=env)
     assert r.code == 0, r.output
     # every line fits (a path is printed whole, however long)
     assert max(len(line) for line in r.stdout.splitlines() if str(lab) not in line) <= 80

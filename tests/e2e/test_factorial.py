@@ -46,7 +46,7 @@ def _where(name: str) -> tuple[str, int]:
 
 def test_a_factorial_run_prints_only_within_factor_comparisons_and_the_interaction(lab):
     exp = factorial_lab(lab)
-    r = run_ix("run", "--lab", str(lab), env={"COLUMNS": "80"})
+    r = run_ix("run", "--lab", str(lab), "--detail", env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
     assert summary_problems(summary) == []

@@ -39,7 +39,7 @@ def test_example_lab_runs_offline_and_gives_a_nontrivial_result(example_lab):
     assert m["tp"] + m["fn"] >= 10 and m["fp"] + m["tn"] >= 10
     rates = [p["score"] for p in summary["probe_results"]]
     assert any(0.0 < s < 1.0 for s in rates), "some cases should vary across trials"
-    assert "precision" in r.stdout and "F1" in r.stdout
+    assert "F1 [95% CI]" in r.stdout and "no goal: F1 of csv-summary" in r.stdout
 
 
 def test_trial_lines_and_summary_have_the_fields_of_001(lab):
@@ -370,7 +370,8 @@ def test_a_large_run_prints_the_cases_that_matter_and_ix_report_prints_every_cas
     shown = [line.split()[0] for line in r.stdout.splitlines()
              if re.match(r"(must|not)-\d{3} ", line)]
     assert shown == ["must-001", "not-002"]  # the two wrong cases of 30
-    run_id = re.search(r"`ix report (\S+)` lists every case", " ".join(r.stdout.split()))
+    run_id = re.search(r"every table, case and diagnostic: `ix report (\S+)`",
+                       " ".join(r.stdout.split()))
     assert run_id is not None, r.stdout
     report = run_ix("report", run_id.group(1), "--lab", str(lab))
     assert report.code == 0, report.output

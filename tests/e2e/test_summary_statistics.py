@@ -97,7 +97,7 @@ def test_the_summary_says_which_method_made_each_interval(lab):
 
 def test_the_table_shows_intervals(lab):
     mock_experiment(lab, rates={"must-001": 1.0})
-    r = run_ix("run", "--lab", str(lab), "--trials", "4")
+    r = run_ix("run", "--lab", str(lab), "--trials", "4", "--detail")
     assert r.code == 0, r.output
     assert "1.00 [0.55, 1.00]" in r.stdout  # Beta(5, 1), 4 of 4: [0.05^(1/5), 1]
     assert "F1" in r.stdout and "clustered SE" in r.stdout and "pass@1" in r.stdout

@@ -72,6 +72,6 @@ def test_a_sweep_is_planned_run_summarised_and_reported(lab):
     section = text[text.index('<section id="sweep">'):]
     section = section[:section.index("</section>")]
     assert section.count('class="bar"') == 7
-    assert all(f"<td>{row['subject']}</td>" in section for row in table["rows"])
+    assert all(f'<td class="name">{row["subject"]}</td>' in section for row in table["rows"])
     md = run_ix("report", "--lab", str(lab), "--format", "md", cwd=exp)
     assert "## Sweep of base" in md.stdout and "| base[default\\_rate=0.1,-csv] |" in md.stdout

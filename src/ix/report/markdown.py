@@ -223,7 +223,7 @@ def screen_markdown(s: Mapping[str, Any], sensor: str | None = None) -> list[str
                           f"{_signed(r['trend'], 3)} {ci(r['trend_ci'])}", fmt(r["p_declines"])]
                          for r in a["rows"]])
     elif a and a["kind"] == "sweep":
-        lines += [f"**Sweep of {md_text(a['subject'])}**", ""]
+        lines += [f"**Sweep of {md_text(a['subject'])}**: {md_text(a['grid'])}", ""]
         lines += _table(["condition", f"{a['metric_label']} [95% CI]", "P(best)"],
                         [[r["subject"], estimate_text(r["value"], r["ci"]), fmt(r["p_best"])]
                          for r in a["rows"]])

@@ -586,6 +586,7 @@ class ScreenAnswer(ClosedDict):
     prefix: NotRequired[str | None]
     lengths: NotRequired[list[int]]
     subject: NotRequired[str]
+    grid: NotRequired[Annotated[str, Field(description="the sweep's grid in words")]]
     best: NotRequired[dict[str, Any] | None]
 
 

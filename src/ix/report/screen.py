@@ -11,6 +11,7 @@ terminal, Markdown, HTML and JSON forms say the same thing.
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ix.lab.sweep import grid_words
 from ix.report.answer import goal_lines, metric_name, primary_metric
 
 #: The cases `ix run` and the head of `ix report` show at most; `ix report` lists them all.
@@ -100,6 +101,7 @@ def _answer(summary: Mapping[str, Any], metric: str, sensor: str | None,
             return {"kind": "sweep", "metric": sweep["metric"],
                     "metric_label": metric_name(sweep["metric"], sensor),
                     "subject": sweep["subject"],
+                    "grid": grid_words(sweep["keys"], len(sweep["ablate"])),
                     "rows": [{"subject": r["subject"], "value": r["value"], "ci": r["ci"],
                               "p_best": r["p_best"]} for r in sweep["rows"]],
                     "best": sweep.get("best")}

@@ -156,8 +156,8 @@ def _context(a: Mapping[str, Any], label: Label) -> list[RenderableType]:
 
 
 def _sweep(a: Mapping[str, Any], label: Label) -> list[RenderableType]:
-    head = Text(f"sweep of {label(a['subject'])}: {a['metric_label']} and P(best)",
-                style="bold")
+    head = Text(f"sweep of {label(a['subject'])}: {a['grid']}", style="bold")
+    head.append(f"; {a['metric_label']} and P(best)", style="dim")
     t = layout.table(None, "condition", f"{a['metric_label']} [95% CI]", "P(best)",
                      right=(f"{a['metric_label']} [95% CI]", "P(best)"))
     for r in a["rows"]:

@@ -253,7 +253,8 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = ()) -> Rendera
     """What `ix run` prints per experiment: the first screen (`ix.report.screen`), with the
     errored trials under the title and the verdict last."""
     errors = errors_text(summary) if summary.get("errors_by_kind") else None
-    return screen_renderable(screen(summary), sensor=summary.get("sensor"), errors=errors,
+    swept = sweep_report(summary) if summary.get("sweep") else None
+    return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
                              files=files, extra=load_parts(summary.get("load")))
 
 
@@ -288,7 +289,7 @@ def summary_renderable(summary: Mapping[str, Any], files: Sequence[str] = ()) ->
         footer.append(f" · {len(summary['skipped_cases'])} acceptable case(s) not run")
     parts += [footer, *(Text(f, style="dim") for f in files)]
     if summary.get("goal"):
-        parts += [Text(""), *verdict_parts(screen(summary), last=True)]
+        parts += [Text(""), *verdict_parts(screen(summary, None), last=True)]
     return Group(*parts)
 
 

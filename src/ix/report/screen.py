@@ -23,7 +23,8 @@ CONDITIONS_SHOWN = 4
 
 def screen(summary: Mapping[str, Any], sweep: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The first screen of `summary`'s run as data (docs/json.md, "screen"); `sweep` is the
-    report's sweep table when the caller has it (`ix.report.sweep.sweep_report`)."""
+    sweep table (`ix.report.sweep.sweep_report`: its P(best) needs scipy, so the caller that
+    has it passes it; without it a sweep's answer is its comparisons)."""
     metric = primary_metric(summary)
     sensor = summary.get("sensor")
     blocks = list(summary.get("subjects") or [])
@@ -92,19 +93,14 @@ def _answer(summary: Mapping[str, Any], metric: str, sensor: str | None,
     context = summary.get("context")
     if context:
         return _by_length(summary, context, metric)
-    if summary.get("sweep"):
-        if sweep is None:
-            from ix.report.sweep import sweep_report  # the posteriors of P(best): scipy
-
-            sweep = sweep_report(summary, metric)
-        if sweep is not None:
-            return {"kind": "sweep", "metric": sweep["metric"],
-                    "metric_label": metric_name(sweep["metric"], sensor),
-                    "subject": sweep["subject"],
-                    "grid": grid_words(sweep["keys"], len(sweep["ablate"])),
-                    "rows": [{"subject": r["subject"], "value": r["value"], "ci": r["ci"],
-                              "p_best": r["p_best"]} for r in sweep["rows"]],
-                    "best": sweep.get("best")}
+    if summary.get("sweep") and sweep is not None:
+        return {"kind": "sweep", "metric": sweep["metric"],
+                "metric_label": metric_name(sweep["metric"], sensor),
+                "subject": sweep["subject"],
+                "grid": grid_words(sweep["keys"], len(sweep["ablate"])),
+                "rows": [{"subject": r["subject"], "value": r["value"], "ci": r["ci"],
+                          "p_best": r["p_best"]} for r in sweep["rows"]],
+                "best": sweep.get("best")}
     comparisons = summary.get("comparisons") or []
     if not comparisons:
         return None

@@ -13,6 +13,7 @@ from ix.lab.sweep import grid_words
 from ix.report import layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 from ix.report.load import load_parts
+from ix.report.screen_text import screen_renderable
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 #: Rows of the long tables shown on a terminal (the JSON keeps them all).
@@ -402,8 +403,8 @@ def comparison_table(summary: Mapping[str, Any]) -> RenderableType:
                 if m.get("role", "exploratory") != role:
                     continue
                 # "act. rate (must)": the scope kept, the table within 80 columns
-                label = metric_name(metric, sensor).replace("activation rate", "act. rate")
-                table.add_row(*_comparison_row(label, m))
+                name = metric_name(metric, sensor).replace("activation rate", "act. rate")
+                table.add_row(*_comparison_row(name, m))
         sensors = comp.get("sensors") or {}
         if len(sensors) > 1:  # one sensor: its pass rate is already the metrics'
             table.add_row(Text("sensor pass rate", style="dim italic"), "", "",
@@ -631,8 +632,6 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     board = report.get("leaderboard") or {}
     lead: list[RenderableType] = []
     if report.get("screen"):  # the first screen, verdict first; the details follow
-        from ix.report.screen_text import screen_renderable
-
         lead = [screen_renderable(report["screen"], sensor=r.get("sensor"),
                                   verdict_last=False), Text(""),
                 Text("details", style="bold underline"), Text("")]

@@ -20,7 +20,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +44,7 @@ from ix.query.index_parts import (
     copy_to_parquet,
     file_state,
     parquet_list,
+    run_ids,
     safe_name,
     write_part,
     write_superseded,
@@ -55,8 +56,8 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-FORMAT = 3  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
-#            (3: the columns `invoked` and `first_invoked`)
+FORMAT = 4  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
+#            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`)
 MANIFEST = "manifest.json"
 MAX_PARTS = 8          # more parts than this are merged into one
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone
@@ -75,6 +76,19 @@ class SourceIndex:
     torn: bool
     superseded: str | None
     cases: str | None
+    #: run id -> the experiment its lines name: one run's trials seen in two folders (a
+    #: copied experiment) are one run's, counted once (`TrialIndex.copies`)
+    runs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A folder whose log repeats runs of another: its trials of `runs` are counted once, as
+    those of `kept` (DESIGN.md §3: a trial is its run, subject, case and trial)."""
+
+    source: SourceIndex
+    kept: str
+    runs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,23 @@ class TrialIndex:
             value = getattr(s, kind)
             names += list(value) if isinstance(value, tuple) else [value] if value else []
         return [str(self.root / n) for n in names]
+
+    def copies(self) -> list[Copy]:
+        """The folders holding runs another folder holds too. Of the folders of one run, the
+        one named as the run's experiment is kept, else the first by name; the others are
+        its copies. Cheap: run ids per folder, from the manifest."""
+        holders: dict[str, list[SourceIndex]] = {}
+        for s in self.sources:
+            for run_id in s.runs:
+                holders.setdefault(run_id, []).append(s)
+        found: dict[str, tuple[SourceIndex, str, list[str]]] = {}
+        for run_id, where in holders.items():
+            if len(where) < 2:
+                continue
+            ranked = sorted(where, key=lambda s: (s.name != s.runs[run_id], s.name))
+            for copy in ranked[1:]:
+                found.setdefault(copy.name, (copy, ranked[0].name, []))[2].append(run_id)
+        return [Copy(s, kept, tuple(sorted(runs))) for s, kept, runs in found.values()]
 
 
 def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
@@ -144,6 +175,7 @@ class _Entry(_Shape):
     cases: _FileName | None
     cases_signature: str | None
     trials_file: str
+    runs: dict[str, str]
 
 
 class _Manifest(_Shape):
@@ -191,7 +223,8 @@ def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
         sources.append(SourceIndex(name=name, trials_file=lab / e["trials_file"],
                                    parts=tuple(e["parts"]), rows=e["rows"],
                                    skipped=e["skipped"], torn=e["torn"],
-                                   superseded=e["superseded"], cases=e["cases"]))
+                                   superseded=e["superseded"], cases=e["cases"],
+                                   runs=e["runs"]))
     return TrialIndex(lab=lab, root=root, sources=tuple(sources))
 
 
@@ -285,16 +318,19 @@ def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Pat
     part = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
     rows, skipped = write_part(con, root, name, seq, log, start, end, state, root / part)
     parts = [*appended_to["parts"], part] if appended_to else [part]
+    runs = dict(appended_to["runs"]) if appended_to else {}
     if rows == 0:
         (root / part).unlink(missing_ok=True)
         parts.remove(part)
+    else:
+        runs.update(run_ids(con, root / part))
     head, tail = _checks(log, end)
     entry: dict[str, Any] = {
         "state": state, "offset": end, "head": head, "tail": tail, "next_part": seq + 1,
         "parts": parts, "torn": torn,
         "rows": (appended_to["rows"] if appended_to else 0) + rows,
         "skipped": (appended_to["skipped"] if appended_to else 0) + skipped,
-        "superseded": None, "cases": None, "cases_signature": None,
+        "superseded": None, "cases": None, "cases_signature": None, "runs": runs,
     }
     if appended_to is not None and rows == 0:  # nothing new: what superseded what stands
         entry["superseded"] = appended_to["superseded"]
@@ -319,5 +355,5 @@ def _write_cases(root: Path, exp: Path, warn: Warn | None) -> str | None:
     return file
 
 
-__all__ = ["FORMAT", "GRACE_S", "INDEX_DIR", "MANIFEST", "SourceIndex", "TrialIndex",
+__all__ = ["FORMAT", "GRACE_S", "INDEX_DIR", "MANIFEST", "Copy", "SourceIndex", "TrialIndex",
            "index_root", "open_index"]

@@ -206,14 +206,18 @@ class Tally:
             if passed:
                 c.passed_bits |= bit
 
-    def sense(self, probe_id: str, readings: Iterable[tuple[str, bool]]) -> None:
-        """Count one valid trial's readings, (sensor name, passed) in the sensors' order."""
+    def sense(self, probe_id: str, readings: Iterable[tuple[str, bool | None]]) -> None:
+        """Count one valid trial's readings, (sensor name, passed) in the sensors' order; a
+        reading with no verdict (passed None: n/a) is not counted, as no valid trial."""
         names, passed = [], []
         for name, ok in readings:
             names.append(name)
             passed.append(ok)
         for key, ok in zip(sensor_keys(names), passed, strict=True):
-            cell = self.sensors.setdefault(key, {}).setdefault(probe_id, [0, 0])
+            by_case = self.sensors.setdefault(key, {})  # listed, even with no verdict yet
+            if ok is None:
+                continue
+            cell = by_case.setdefault(probe_id, [0, 0])
             cell[0] += ok
             cell[1] += 1
 

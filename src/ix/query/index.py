@@ -44,6 +44,7 @@ from ix.query.index_parts import (
     copy_to_parquet,
     file_state,
     parquet_list,
+    quote,
     run_ids,
     safe_name,
     write_part,
@@ -98,6 +99,9 @@ class TrialIndex:
     lab: Path
     root: Path
     sources: tuple[SourceIndex, ...]
+    #: (source, part, line) of every row of a copied run that is not the one counted, and
+    #: `same_attempt` when it repeats an attempt counted (`_write_copies`); None: no copy
+    copied: str | None = None
 
     def paths(self, kind: str) -> list[str]:
         """The files of one kind (`parts`, `superseded`, `cases`) of every source."""
@@ -111,18 +115,25 @@ class TrialIndex:
         """The folders holding runs another folder holds too. Of the folders of one run, the
         one named as the run's experiment is kept, else the first by name; the others are
         its copies. Cheap: run ids per folder, from the manifest."""
-        holders: dict[str, list[SourceIndex]] = {}
-        for s in self.sources:
-            for run_id in s.runs:
-                holders.setdefault(run_id, []).append(s)
-        found: dict[str, tuple[SourceIndex, str, list[str]]] = {}
-        for run_id, where in holders.items():
-            if len(where) < 2:
-                continue
-            ranked = sorted(where, key=lambda s: (s.name != s.runs[run_id], s.name))
+        by_name = {s.name: s for s in self.sources}
+        found: dict[str, tuple[str, list[str]]] = {}
+        for run_id, ranked in _holders({s.name: s.runs for s in self.sources}).items():
             for copy in ranked[1:]:
-                found.setdefault(copy.name, (copy, ranked[0].name, []))[2].append(run_id)
-        return [Copy(s, kept, tuple(sorted(runs))) for s, kept, runs in found.values()]
+                found.setdefault(copy, (ranked[0], []))[1].append(run_id)
+        return [Copy(by_name[name], kept, tuple(sorted(runs)))
+                for name, (kept, runs) in found.items()]
+
+
+def _holders(runs: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """Each run held by more than one folder (`runs`: folder -> its run ids -> experiment):
+    its folders, the one counted first — named as the run's experiment, else first by name
+    (as `_KEEP` orders the rows)."""
+    where: dict[str, list[str]] = {}
+    for name, held in runs.items():
+        for run_id in held:
+            where.setdefault(run_id, []).append(name)
+    return {run_id: sorted(names, key=lambda n: (n != runs[n][run_id], n))
+            for run_id, names in where.items() if len(names) > 1}
 
 
 def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
@@ -183,6 +194,7 @@ class _Manifest(_Shape):
 
     format: int
     sources: dict[str, _Entry]
+    copied: _FileName | None = None
 
 
 def _read_manifest(root: Path, warn: Warn | None = None) -> dict[str, Any]:
@@ -225,7 +237,8 @@ def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
                                    skipped=e["skipped"], torn=e["torn"],
                                    superseded=e["superseded"], cases=e["cases"],
                                    runs=e["runs"]))
-    return TrialIndex(lab=lab, root=root, sources=tuple(sources))
+    return TrialIndex(lab=lab, root=root, sources=tuple(sources),
+                      copied=manifest.get("copied"))
 
 
 def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Path]) -> bool:
@@ -241,13 +254,16 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         files = [*e["parts"], e["superseded"], e["cases"]]
         if not all(intact(root, f) for f in files if f):
             return True  # a file missing, damaged, or a symlink: rebuilt
-    return False
+    copied = manifest.get("copied")
+    return bool(copied) and not intact(root, copied)
 
 
 def _referenced(manifest: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for e in manifest["sources"].values():
         names.update(f for f in [*e["parts"], e["superseded"], e["cases"]] if f)
+    if manifest.get("copied"):
+        names.add(manifest["copied"])
     return names
 
 
@@ -264,9 +280,39 @@ def _refresh(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[
         for exp in experiments:
             old = manifest["sources"].get(exp.name)
             sources[exp.name] = _refresh_source(con, lab, root, exp, old, warn)
+        copied = _write_copies(con, root, sources)
     finally:
         con.close()
-    return {"format": FORMAT, "sources": sources}
+    return {"format": FORMAT, "sources": sources, "copied": copied}
+
+
+def _write_copies(con: "duckdb.DuckDBPyConnection", root: Path,
+                  sources: dict[str, Any]) -> str | None:
+    """(source, part, line) of the rows a copied folder repeats (DESIGN.md §3: a trial is its
+    run, subject, case and trial, wherever its line is): of one trial, every row but the
+    latest attempt's in the folder counted first (`_holders`); `same_attempt` when the row
+    repeats an attempt kept (`trials_all` drops those only). Written when the index is
+    refreshed, ranking the copied runs' rows only, so a query pays an anti-join, as for
+    superseded attempts. None when no run is in two folders."""
+    held = _holders({name: e["runs"] for name, e in sources.items()})
+    if not held:
+        return None
+    names = sorted({n for ranked in held.values() for n in ranked})
+    parts = [p for n in names for p in sources[n]["parts"]]
+    trial = "run_id, subject, probe_id, trial"
+    keep = "(source = experiment) DESC, source, part DESC, line DESC"
+    runs = ", ".join(quote(r) for r in sorted(held))
+    file = f"copied-{secrets.token_hex(6)}.parquet"
+    copy_to_parquet(con, f"""
+        SELECT source, part, line, same_attempt FROM (
+            SELECT source, part, line,
+                   row_number() OVER (PARTITION BY {trial} ORDER BY attempt DESC, {keep})
+                       AS by_trial,
+                   row_number() OVER (PARTITION BY {trial}, attempt ORDER BY {keep}) > 1
+                       AS same_attempt
+            FROM read_parquet({parquet_list(root, parts)}) WHERE run_id IN ({runs}))
+        WHERE by_trial > 1""", root / file)
+    return file
 
 
 def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp: Path,

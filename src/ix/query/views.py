@@ -147,49 +147,24 @@ def _define(index: TrialIndex | None,
         con.execute(f"CREATE VIEW _superseded AS SELECT * FROM read_parquet({_list(superseded)})")
         anti = ("ANTI JOIN _superseded s ON r.source = s.source AND r.part = s.part "
                 "AND r.line = s.line")
-    every, latest = "_rows", f"_rows r {anti}"
-    copied = sorted({run for c in index.copies() for run in c.runs}) if index else []
-    if parts and copied:  # a copied folder's runs: each trial once (DESIGN.md §3)
-        every, latest = _once(con, copied, anti)
+    copied = [str(index.root / index.copied)] if index and index.copied and parts else []
+    once = once_all = ""
+    if copied:  # a copied folder's rows: each trial once (DESIGN.md §3, `ix.query.index`)
+        con.execute(f"CREATE VIEW _copied AS SELECT * FROM read_parquet({_list(copied)})")
+        once = ("ANTI JOIN _copied d ON r.source = d.source AND r.part = d.part "
+                "AND r.line = d.line")
+        once_all = ("ANTI JOIN (SELECT * FROM _copied WHERE same_attempt) d "
+                    "ON r.source = d.source AND r.part = d.part AND r.line = d.line")
     select = _select()
-    con.execute(f"CREATE VIEW trials_all AS {select} FROM {every} r LEFT JOIN _cases c "
+    con.execute(f"CREATE VIEW trials_all AS {select} FROM _rows r {once_all} LEFT JOIN _cases c "
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
-    con.execute(f"CREATE VIEW trials AS {select} FROM {latest} LEFT JOIN _cases c "
+    con.execute(f"CREATE VIEW trials AS {select} FROM _rows r {anti} {once} LEFT JOIN _cases c "
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
     con.execute("CREATE VIEW cases AS SELECT source AS experiment_dir, probe_id, expectation, "
                 "tags, difficulty, difficulty_level, variant_of, paraphrase_of, family "
                 "FROM _cases")
-    lock(con, readable=[*parts, *superseded], writable=writable)  # _cases is read already
+    lock(con, readable=[*parts, *superseded, *copied], writable=writable)  # _cases is read already
     return con
-
-
-#: Of one run's trial seen in several folders, the row kept: the folder named as the run's
-#: experiment, else the first by name (`ix.query.index.TrialIndex.copies`), its last line.
-_KEEP = "(source = experiment) DESC, source, part DESC, line DESC"
-
-
-def _once(con: "duckdb.DuckDBPyConnection", copied: list[str], anti: str) -> tuple[str, str]:
-    """Views of `_rows` in which the runs `copied` (held by more than one folder) count each
-    attempt once (`_rows_all`) and each trial once, at its latest attempt (`_rows_latest`);
-    the other runs' rows pass as they are. Only the copied runs' rows are ranked."""
-    con.execute("CREATE TABLE _copied (run_id VARCHAR)")
-    con.executemany("INSERT INTO _copied VALUES (?)", [(r,) for r in copied])
-    trial = "run_id, subject, probe_id, trial"
-    con.execute(f"""CREATE VIEW _rows_all AS
-        SELECT * FROM _rows WHERE run_id NOT IN (SELECT run_id FROM _copied)
-        UNION ALL BY NAME
-        SELECT * EXCLUDE (_rank) FROM (
-            SELECT *, row_number() OVER (PARTITION BY {trial}, attempt ORDER BY {_KEEP})
-                AS _rank
-            FROM _rows WHERE run_id IN (SELECT run_id FROM _copied)) WHERE _rank = 1""")
-    con.execute(f"""CREATE VIEW _rows_latest AS
-        SELECT r.* FROM _rows r {anti} WHERE r.run_id NOT IN (SELECT run_id FROM _copied)
-        UNION ALL BY NAME
-        SELECT * EXCLUDE (_rank) FROM (
-            SELECT *, row_number() OVER (PARTITION BY {trial}
-                                         ORDER BY attempt DESC, {_KEEP}) AS _rank
-            FROM _rows WHERE run_id IN (SELECT run_id FROM _copied)) WHERE _rank = 1""")
-    return "_rows_all", "_rows_latest r"
 
 
 def _select() -> str:

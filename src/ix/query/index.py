@@ -255,7 +255,7 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         if not all(intact(root, f) for f in files if f):
             return True  # a file missing, damaged, or a symlink: rebuilt
     copied = manifest.get("copied")
-    return bool(copied) and not intact(root, copied)
+    return isinstance(copied, str) and not intact(root, copied)
 
 
 def _referenced(manifest: dict[str, Any]) -> set[str]:

@@ -88,6 +88,10 @@ def test_a_clean_design_warns_about_nothing(lab):
                  "  - name: b\n    skills: [other]\n",
                  10, 10, None, "unseen-cases", "subjects[0].skills",
                  ["'csv-summary'", "can only fail"], id="skill-no-subject-has"),
+    pytest.param(CLEAN.replace(", default_rate: 0.5", ""), 10, 10, None, "never-activates",
+                 "runtime.default_rate",
+                 ["subjects control, variant (mock) never call the skill",
+                  "recall is 0 by construction"], id="mock-at-rate-0"),
 ])
 def test_each_check_warns_on_validate_and_run(lab, yaml, n_must, n_not, prompts, code,
                                               field, words):
@@ -113,6 +117,54 @@ def test_each_check_warns_on_validate_and_run(lab, yaml, n_must, n_not, prompts,
     ran = run_ix("run", "--lab", str(lab), "--json")
     assert ran.code in (0, 1) and "Traceback" not in ran.output, ran.output
     assert f"[{code}]" in ran.stderr
+
+
+def test_runtime_mock_on_the_command_line_warns_that_it_never_fires(lab):
+    """`--runtime mock` takes no options: its default rate 0 makes recall 0, said before
+    the run (issue 33)."""
+    write(lab / "skills" / "csv-summary" / "SKILL.md",
+          "---\nname: csv-summary\ndescription: Summarise CSV files.\n---\nBody\n")
+    lab_with(lab, "name: exp\ntrials: 3\nruntime: {kind: lexical}\nsensor: {kind: activation,"
+             " skill: csv-summary}\nsubjects:\n  - name: a\n    skills: [csv-summary]\n"
+             "  - name: b\n    skills: [csv-summary]\n")
+    assert "never-activates" not in codes(lab)
+    r = run_ix("run", "--lab", str(lab), "--runtime", "mock", "--json")
+    assert r.code in (0, 1), r.output
+    [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
+    assert line.startswith("ix: warning: ") and "exp/experiment.yaml: --runtime: " in line
+    assert "subjects a, b (mock) never call the skill" in line
+
+
+def test_a_subject_given_no_skills_never_activates(lab):
+    """On a runtime that reads skills, a subject with none can never call the skill under
+    test, while another subject has it (else `unseen-cases`)."""
+    write(lab / "skills" / "csv-summary" / "SKILL.md",
+          "---\nname: csv-summary\ndescription: Summarise CSV files.\n---\nBody\n")
+    lab_with(lab, "name: exp\ntrials: 3\nruntime: {kind: lexical}\nsensor: {kind: activation,"
+             " skill: csv-summary}\nsubjects:\n  - name: a\n    skills: [csv-summary]\n"
+             "  - name: b\n")
+    r = run_ix("validate", "--lab", str(lab))
+    assert r.code == 0, r.output
+    [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
+    assert line.startswith("ix: warning: ") and "exp/experiment.yaml: subjects[1].skills: " \
+        in line and "subject b (lexical) is given no skills" in line
+
+
+@pytest.mark.parametrize("sensor", [
+    "sensor: {kind: activation, skill: csv-summary}",
+    "sensors:\n  - {kind: activation, skill: csv-summary}",
+    "sensors:\n  - {kind: activation, skill: csv-summary}\n  - {kind: turns, max: 3}",
+], ids=["sensor", "sensors", "sensors-two"])
+def test_sensor_and_sensors_are_one_spelling(lab, sensor):
+    """The activation sensor under `sensors:` looks for its own skill, as under `sensor:`:
+    no false `unseen-cases` for subjects named otherwise (issue 33)."""
+    write(lab / "skills" / "csv-summary" / "SKILL.md",
+          "---\nname: csv-summary\ndescription: Summarise CSV files.\n---\nBody\n")
+    lab_with(lab, f"name: exp\ntrials: 3\nruntime: {{kind: lexical}}\n{sensor}\n"
+             "subjects:\n  - name: a-only\n    skills: [csv-summary]\n"
+             "  - name: a-too\n    skills: [csv-summary]\n")
+    r = run_ix("validate", "--lab", str(lab))
+    assert r.code == 0 and "warning" not in r.stderr, r.output
 
 
 def test_strict_refuses_with_nothing_written(lab):

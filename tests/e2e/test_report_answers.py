@@ -199,3 +199,21 @@ def test_plan_names_the_metric_of_the_smallest_detectable_difference(lab):
         _flat(r.stdout)
     data = json.loads(run_ix("plan", "exp", "--lab", str(lab), "--json").stdout)
     assert data["answers"][0]["metric"] == "mean per-case activation rate"
+
+
+def test_a_mock_subject_is_never_told_to_broaden_its_description(lab):
+    """Issue 33: mock never reads a description, so its low recall gets the advice that
+    does apply (its rates), in the summary and in `ix report`."""
+    mock_experiment(lab, rates={"must-001": 0.9}, n_must=4, n_not=4, trials=3)
+    r = run_ix("run", "--lab", str(lab), "--json")
+    assert r.code == 0, r.output
+    interpretation = json.loads(r.stdout)["interpretation"]
+    assert any("Low recall" in i for i in interpretation["issues"]), interpretation
+    assert interpretation["suggestions"] == [
+        "The mock runtime never reads the description: its default_rate and activation_rates "
+        "(per case) set how often it calls the skill."]
+    report = run_ix("report", "--lab", str(lab), json.loads(r.stdout)["run_id"],
+                    env={"COLUMNS": "80"})
+    assert report.code == 0, report.output
+    flat = " ".join(report.stdout.split())
+    assert "never reads the description" in flat and "Broaden" not in flat

@@ -229,3 +229,25 @@ def test_dry_run_estimates_tokens_only_for_runtimes_that_spend_them(lab):
     assert j[0]["subjects"][0]["estimated_input_tokens"] is None
     r = run_ix("run", "--lab", str(lab), "--dry-run", "--runtime", "claude-code", env=COLS80)
     assert r.code == 0 and "input tokens" in r.stdout
+
+
+def test_dry_run_shows_every_factor_of_its_total(lab):
+    """cases × subjects × trials = total (issue 33: the subjects were left out), after a
+    filter too; the --json plan keeps its fields."""
+    d = lab / "exp"
+    write(d / "experiment.yaml", "name: exp\ntrials: 3\nruntime: {kind: mock, default_rate: "
+          "0.5}\nsubjects:\n" + "".join(f"  - name: s{i}\n" for i in range(4)))
+    for i in range(1, 4):
+        case(d, f"must-{i:03d}", "must_trigger", f"Make a spreadsheet of sales {i}")
+        case(d, f"not-{i:03d}", "should_not_trigger", f"Write a poem about the sea {i}")
+    r = run_ix("run", "--lab", str(lab), "--dry-run", env=COLS80)
+    assert r.code == 0, r.output
+    assert r.stdout.splitlines()[0] == "exp: 6 cases × 4 subjects × 3 trials = 72 trials"
+    r = run_ix("run", "--lab", str(lab), "--dry-run", "--filter", "must-*", "--trials", "auto",
+               env=COLS80)
+    assert r.stdout.splitlines()[0] == ("exp: 3 cases × 4 subjects × up to 9 trials = up to "
+                                        "108 trials"), r.stdout
+    assert "filters must-*" in r.stdout
+    [plan] = json.loads(run_ix("run", "--lab", str(lab), "--dry-run", "--json").stdout)
+    assert (plan["cases"], len(plan["subjects"]), plan["trials_per_case"],
+            plan["total_trials"]) == (6, 4, "3", 72)

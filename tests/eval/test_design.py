@@ -71,7 +71,8 @@ def test_capability_sensors_count_all_cases_and_never_ask_for_balance():
 
 
 def test_a_goal_without_its_control_in_the_run():
-    two = (subject("a", {"kind": "mock"}), subject("b", {"kind": "mock"}))
+    mock = {"kind": "mock", "default_rate": 1.0}
+    two = (subject("a", mock), subject("b", mock))
     goal = {"hypothesis": "h", "metric": "f1", "compare": ["a", "b"], "direction": "differ",
             "min_effect": 0.0, "credibility": 0.95}
     exp = experiment(subjects=two, goal=goal)
@@ -102,3 +103,43 @@ def test_an_even_fixed_trial_count_on_a_stochastic_runtime_warns_about_ties():
     assert check_design(exp, trials=10, adaptive=True) == []     # auto: max_trials decides
     steady = experiment(subjects=(subject("a", {"kind": "command", "argv": ["true"]}),))
     assert check_design(steady, trials=10) == []
+
+
+def test_a_mock_that_never_fires_is_warned_about_once_for_the_subjects_sharing_it():
+    never = {"kind": "mock"}
+    exp = experiment(subjects=(subject("a", never), subject("b", never)))
+    [w] = check_design(exp)
+    assert (w.code, w.field) == ("never-activates", "runtime.default_rate")
+    assert "subjects a, b (mock)" in w.message and "recall is 0" in w.message
+    # a positive rate for a case of the run can fire; one for a case not run cannot
+    assert check_design(exp, runtimes={n: {"kind": "mock", "activation_rates": {"must-1": 0.9}}
+                                       for n in "ab"}) == []
+    [w] = check_design(exp, runtimes={n: {"kind": "mock", "activation_rates": {"gone": 0.9}}
+                                      for n in "ab"})
+    assert w.code == "never-activates"
+    # `--runtime mock` replaced the subjects' own runtime
+    lexical = experiment(subjects=(subject("a", {"kind": "lexical"}, ("csv",)),),
+                         sensor_options={"skill": "csv"})
+    [w] = check_design(lexical, runtimes={"a": {"kind": "mock"}})
+    assert (w.code, w.field) == ("never-activates", "--runtime")
+    # only the activation sensor reads whether the skill was called
+    assert check_design(experiment(subjects=(subject("a", never),), sensor="exit_code",
+                                   cases=cases(12, 0))) == []
+
+
+def test_a_subject_given_no_skills_on_a_runtime_that_reads_them_never_activates():
+    lexical = {"kind": "lexical", "temperature": 0}
+    with_it = subject("with", lexical, ("csv",))
+    bare = subject("bare", lexical)
+    other = subject("other", lexical, ("tsv",))
+    exp = experiment(subjects=(with_it, bare, other), sensor_options={"skill": "csv"})
+    [w] = check_design(exp)
+    assert (w.code, w.field) == ("never-activates", "subjects[1].skills")
+    assert "bare (lexical) is given no skills" in w.message and "only fail" in w.message
+    # no subject has it: `unseen-cases` says so, once
+    assert [w.code for w in check_design(exp, subjects=[bare])] == ["unseen-cases"]
+    # a condition of `ablate: skills` leaves the skill out on purpose
+    ablated = Subject(name="with[-csv]", config={"runtime": lexical, "skills": [],
+                                                 "sweep": {"of": "with", "without": "csv"}})
+    assert check_design(experiment(subjects=(with_it, ablated),
+                                   sensor_options={"skill": "csv"})) == []

@@ -107,3 +107,21 @@ def test_tally_counts_errors_apart_and_leaves_unrun_cases_out_of_the_metrics():
     assert tally.errors == 1 and tally.trials == 2
     res = tally.results("x")
     assert (res.tp, res.fn) == (1, 0)
+
+
+@pytest.mark.parametrize(("runtime", "advice"), [
+    (None, ["Narrow the skill's description", "Broaden the description"]),
+    ("claude-code", ["Narrow the skill's description", "Broaden the description"]),
+    ("lexical", ["Narrow the skill's description", "Broaden the description"]),
+    ("mock", ["The mock runtime never reads the description: its default_rate"]),
+    ("random", ["The random runtime ignores the prompt and the description"]),
+    ("command", ["The command runtime does not read skill descriptions"]),
+])
+def test_description_advice_only_for_runtimes_that_read_descriptions(runtime, advice):
+    """Issue 33: "broaden the description" to a mock subject changes nothing; its advice
+    says what does decide its calls (once, for low precision and recall alike)."""
+    m = compute_metrics([probe("must_trigger", [False]), probe("should_not_trigger", [True])])
+    suggestions = interpret(m, runtime=runtime)["suggestions"]
+    assert len(suggestions) == len(advice)
+    for said, start in zip(suggestions, advice, strict=True):
+        assert said.startswith(start), said

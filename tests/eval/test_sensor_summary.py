@@ -22,6 +22,8 @@ from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
 from ix.stats.clustered import hierarchical_interval
 
 NAMES = ["activation", "tool_count", "tool_count#2", "denied", "turns"]
+#: the sensors with a verdict on the mock's trials (`turns` has none: n/a, issue 33)
+JUDGED = NAMES[:-1]
 MUST = ["must-001", "must-002", "must-003", "must-004"]
 NOT = ["not-001", "not-002", "not-003"]
 RATES = {"control": [0.9, 0.6, 0.5, 0.8, 0.1, 0.0, 0.3],
@@ -68,7 +70,10 @@ def _counts(lines: dict[tuple[str, str, int], dict]) -> dict[str, dict[str, dict
         readings = line["readings"]
         assert [r["sensor_name"] for r in readings] == [n.split("#")[0] for n in NAMES]
         for name, r in zip(NAMES, readings, strict=True):
-            cell = out.setdefault(subject, {}).setdefault(name, {}).setdefault(case, [0, 0])
+            by_case = out.setdefault(subject, {}).setdefault(name, {})
+            if r["passed"] is None:  # n/a: no verdict, in no count
+                continue
+            cell = by_case.setdefault(case, [0, 0])
             cell[0] += r["passed"]
             cell[1] += 1
     return out
@@ -102,7 +107,10 @@ def test_every_subject_summarises_every_sensor_against_the_trials(run):
         assert list(got) == NAMES
         assert [s["primary"] for s in got.values()] == [True, False, False, False, False]
         mine = counts[block["name"]]
-        for name in NAMES:
+        # no turns reported by the mock: n/a on every trial, never a fail (issue 33)
+        assert got["turns"]["n"] == got["turns"]["passed"] == 0 and mine["turns"] == {}
+        assert got["turns"]["rate"] is None and got["turns"]["cases"] == {}
+        for name in JUDGED:
             k = sum(c[0] for c in mine[name].values())
             n = sum(c[1] for c in mine[name].values())
             s = got[name]
@@ -116,13 +124,12 @@ def test_every_subject_summarises_every_sensor_against_the_trials(run):
         # the errored trials are in no sensor's n; every valid one in each
         valid = block["trials"] - block["errors"]
         errored += block["errors"]
-        assert all(got[name]["n"] == valid for name in NAMES)
+        assert all(got[name]["n"] == valid for name in JUDGED)
         # the first sensor's counts are the cases' (its reading decides the trial)
         assert {p["probe_id"]: [p["passed"], p["n"]] for p in block["probe_results"]
                 if p["n"]} == mine["activation"]
-        # never passes with the mock (no list of denials), never judged (no turns)
+        # never passes with the mock (no list of denials)
         assert got["denied"]["passed"] == got["denied"]["n"]
-        assert got["turns"]["passed"] == 0
         # the two tool_count sensors are complements, and the second is the activation
         assert got["tool_count"]["passed"] + got["tool_count#2"]["passed"] == valid
         assert got["tool_count#2"]["passed"] == got["activation"]["passed"]
@@ -135,7 +142,10 @@ def test_sensor_comparisons_are_case_level_with_holm_across_variants_and_sensors
     comparisons = summary["comparisons"]
     assert [c["variant"] for c in comparisons] == ["variant", "third"]
     raw, adjusted = [], []
-    for name in NAMES:
+    for comp in comparisons:  # no verdict on either side: nothing compared
+        assert comp["sensors"]["turns"]["n"] == 0, comp["sensors"]["turns"]
+        assert comp["sensors"]["turns"]["diff"] is None
+    for name in JUDGED:
         for comp in comparisons:
             m = comp["sensors"][name]
             other = counts[comp["variant"]][name]
@@ -351,3 +361,29 @@ def test_a_sensor_comparison_without_shared_cases_is_outside_the_family():
     assert [m["p_value_holm"] for m in made] == \
         pytest.approx(list(multipletests([m["p_value"] for m in made], method="holm")[1]),
                       abs=1e-6)
+
+
+def test_a_first_sensor_without_a_verdict_errs_the_trial_never_fails_it(tmp_path: Path):
+    """`turns` first on a runtime that reports no turns: the trial has no verdict, so it is
+    errored (`not_applicable`, left out of the metrics), as a judge that cannot judge is —
+    never a failed trial (issue 33)."""
+    from conftest import ix_in_process
+    lab = tmp_path / "lab"
+    d = lab / "exp"
+    write(d / "experiment.yaml", "name: exp\ntrials: 1\nruntime: {kind: mock, default_rate: 1}"
+          "\nsensor: {kind: turns, max: 3}\n")
+    write(d / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nDo it\n")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
+    assert "not_applicable" in r.stderr, r.output
+    [line] = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]
+    assert line["error"]["kind"] == "not_applicable" and line["reading"] is None
+    assert "turns: n/a: no turns to count" in line["error"]["message"]
+
+
+def test_a_reading_without_a_verdict_is_in_no_count():
+    tally = Tally(CASES)
+    tally.add("c0", True, 0)
+    tally.sense("c0", [("activation", True), ("turns", None)])
+    block = sensors_block(tally, sensor_names([tally]), CASES)
+    assert (block["turns"]["n"], block["turns"]["rate"]) == (0, None)
+    assert block["activation"]["n"] == 1

@@ -23,7 +23,7 @@ def sense(kind: str, observation, **options):
     sensor = build_sensor(kind, options, target_skill="target")
     (reading,) = sensor.sense(Interaction(stimulus=CASE, trial_index=0, observation=observation))
     assert reading.sensor_name == kind == sensor.name
-    assert reading.score == (1.0 if reading.passed else 0.0)
+    assert reading.score == (None if reading.passed is None else 1.0 if reading.passed else 0.0)
     return reading
 
 
@@ -158,12 +158,13 @@ def test_turns_count_api_responses_and_chat_messages():
     assert sense("turns", obs(trace=chat), max=1).metrics == {"turns": 2}
 
 
-def test_turns_without_any_count_fail_and_say_so():
+def test_turns_without_any_count_are_not_applicable_and_say_so():
+    """Issue 33: no turns reported is no verdict (passed null, n/a), not a fail."""
     for observation in (obs(), obs(trace=["not json"]), {"stdout": "ok", "exit_code": 0}):
         r = sense("turns", observation, max=5)
-        assert not r.passed
+        assert r.passed is None and r.score is None
         assert r.metrics == {"turns": None}
-        assert r.details.startswith("no turns to count")
+        assert r.details.startswith("n/a: no turns to count")
 
 
 def test_turns_options_are_strict():

@@ -178,8 +178,8 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
         if not r.get("error"):  # every sensor's reading (the summary's `sensors`)
             listed = r.get("readings") or ([reading] if reading else [])
             tallies[r["subject"]].sense(r["probe_id"], [
-                (str(x.get("sensor_name")), x.get("passed") is True)
-                for x in listed if isinstance(x, Mapping)])
+                (str(x.get("sensor_name")), None if x.get("passed") is None  # n/a
+                 else x.get("passed") is True) for x in listed if isinstance(x, Mapping)])
     for line in lines:
         obs = line.get("observation") or {}
         tallies[line["subject"]].spend(int(obs.get("tokens_input") or 0),

@@ -64,8 +64,9 @@ class DryRunPlan(ClosedDict):
 
 
 class DesignWarningOut(ClosedDict):
-    code: Literal["too-few-cases", "no-control", "one-trial-stochastic", "unbalanced",
-                  "duplicate-prompt", "unseen-cases"]
+    code: Literal["too-few-cases", "no-control", "one-trial-stochastic",
+                  "even-trials-stochastic", "unbalanced", "duplicate-prompt", "unseen-cases",
+                  "never-activates"]
     message: str
     field: str
 

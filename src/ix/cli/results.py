@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,6 +36,18 @@ Many = list[str] | None
 FORMATS = ("table", "json", "csv")
 TABLE_LIMIT = 50       # trials a table shows unless --limit says otherwise
 QUERY_TABLE_ROWS = 1000
+
+
+def _once(say: Callable[[str], None]) -> Callable[[str], None]:
+    """`say`, each message once: the index is read by each query of the command (the scope,
+    then the rows), and would repeat what it has to say (a copied folder, skipped lines)."""
+    said: set[str] = set()
+
+    def once(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            say(message)
+    return once
 
 
 def _format(fmt: str | None, json_out: bool) -> str:
@@ -130,7 +142,7 @@ def results(
         lab, experiment=experiment, subject=subject, case=case, tag=tag,
         difficulty=difficulty, run=run, since=since, until=until, passed=passed,
         errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
-        warn=warn)
+        warn=_once(warn))
     scope = Text(rs.scope.describe() if rs.scope else "", style="dim")
     if aggregate:
         pick: Method | None = None

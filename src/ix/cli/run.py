@@ -206,15 +206,37 @@ def _usd(x: float | None) -> str:
     return f"${x:.2f}" if x >= 0.995 else f"${x:.4f}" if x >= 0.0001 else f"${x:.2g}"
 
 
+def _arithmetic(p: "DryRunPlan") -> str:
+    """The plan's total with every factor: `12 cases × 10 subjects × 9 trials = 1080 trials`
+    (`up to` with `trials: auto`); subjects of different trial counts, or a `load:` run's
+    requests, as the sum of each subject's trials."""
+    subjects, total = p["subjects"], p["total_trials"]
+    upto = "up to " if p["trials_per_case"].startswith("auto") else ""
+    per_case = int(p["trials_per_case"].rsplit(" ", 1)[-1])
+    cases, who = _count(p["cases"], "case"), _count(len(subjects), "subject")
+    counts = {s["trials"] for s in subjects}
+    if len(counts) == 1 and p["cases"] * len(subjects) * per_case == total:
+        return (f"{cases} × {who} × {upto}{_count(per_case, 'trial')} = {upto}"
+                f"{_count(total, 'trial')}")
+    if len(counts) == 1:  # `load:`: each subject's trials are its requests
+        return f"{who} × {_count(counts.pop(), 'trial')} = {total} trials ({cases})"
+    each = " + ".join(str(s["trials"]) for s in subjects)
+    return f"{each} = {upto}{total} trials ({cases}, {who})"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:
     if json_out:
         print_json(plans)
         return
     for p in plans:
-        out.print(f"[bold]{p['experiment']}[/]: {p['cases']} cases × {p['trials_per_case']} "
-                  f"trials = {p['total_trials']} trials, concurrency {p['concurrency']}"
+        out.print(f"[bold]{escape(p['experiment'])}[/]: {_arithmetic(p)}", markup=True)
+        out.print(f"  concurrency {p['concurrency']}"
                   + (f", filters {escape(' AND '.join(p['filters']))}" if p["filters"] else ""),
-                  markup=True)
+                  markup=False)
         if p.get("grid"):
             out.print(f"  {p['grid']}")
         for sub in p["subjects"]:

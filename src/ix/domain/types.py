@@ -32,7 +32,9 @@ class Reading(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     sensor_name: str
-    passed: bool
+    #: None: the sensor has no verdict on this trial (n/a: what it reads is not there, e.g.
+    #: `turns` on a runtime that reports none); left out of the sensor's pass rate
+    passed: bool | None
     score: float | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     details: str = ""

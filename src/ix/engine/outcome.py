@@ -21,7 +21,7 @@ from ix.runtimes.credentials import credentials
 CONFIGURATION_KINDS = frozenset({
     "missing_api_key", "no_skills", "unknown_skill", "bad_skills", "command_not_found",
     "cwd_not_found", "permission_denied", "template_error", "bad_url", "invalid_header",
-    "judge_template", "cache_miss",
+    "judge_template", "cache_miss", "not_applicable",
 })
 
 #: Longest example message kept per kind (the full messages are in trials.jsonl).
@@ -131,6 +131,9 @@ def hint(kind: str, example: str, runtime: Mapping[str, Any]) -> str | None:
     if kind in ("no_skills", "unknown_skill", "bad_skills"):
         return ("the subject has no usable skills — check `skill:` / `skills:` against the "
                 "lab's skills/ folder (`ix validate` names the missing ones)")
+    if kind == "not_applicable":
+        return ("the first sensor has no verdict on this runtime's trials (e.g. `turns` where "
+                "the runtime reports no turns) — put another sensor first under `sensors:`")
     if kind == "command_not_found":
         return ("the program in the runtime's `argv` is not installed or not on PATH — "
                 "install it or give its full path")

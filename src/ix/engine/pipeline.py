@@ -246,6 +246,13 @@ class SensorComponent:
             except Exception as exc:  # a sensor bug on one trial must not sink the run
                 readings.append(Reading(sensor_name=sensor.name, passed=False, details=(
                     f"sensor error: {error_record(exc, self.redactor)}")))
+        if readings and readings[0].passed is None:
+            # the first sensor, whose verdict the trial's outcome is, has none (n/a: `turns`
+            # on a runtime that reports no turns): no verdict, as for a judge that could not
+            # judge — an errored trial, left out of the metrics, never a failed one
+            first = readings[0]
+            return SensorFailure(error_record(TrialError(
+                "not_applicable", f"{first.sensor_name}: {first.details}"), self.redactor))
         # a judge's reasoning may quote what it was shown, or what it knows
         return tuple(self.redactor.tree(readings))
 

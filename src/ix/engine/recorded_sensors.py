@@ -15,12 +15,12 @@ from ix.engine.routes import standing_lines
 from ix.eval.scoring import Tally
 
 
-def _readings(record: dict[str, Any]) -> list[tuple[str, bool]]:
+def _readings(record: dict[str, Any]) -> list[tuple[str, bool | None]]:
     listed = record.get("readings")
     if not isinstance(listed, list) or not listed:
         listed = [record.get("reading")]
-    return [(str(r.get("sensor_name")), r.get("passed") is True)
-            for r in listed if isinstance(r, dict)]
+    return [(str(r.get("sensor_name")), None if r.get("passed") is None  # n/a
+             else r.get("passed") is True) for r in listed if isinstance(r, dict)]
 
 
 def recorded_sensors(log: Path, continuation: Continuation, tallies: Mapping[str, Tally],

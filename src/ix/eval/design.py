@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from ix.domain.types import Subject
 from ix.eval.goal_sizing import Basis, goal_size, unit
 from ix.eval.models import EvalCase, Experiment
+from ix.eval.scoring import SKILL_RUNTIMES
 from ix.eval.sensors import target_skill
 from ix.stats.beta import credible_interval
 from ix.stats.power import n_for_interval_width
@@ -25,15 +26,13 @@ from ix.stats.power import n_for_interval_width
 DEFAULT_WIDTH = 0.55
 #: The smaller side of must_trigger / should_not_trigger below this share of the larger one.
 BALANCE = 1 / 3
-#: Runtimes whose subjects only activate a skill they were given (the others fake the call).
-SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 #: Runtimes assumed to answer the same way every time (capability tests, a person).
 DETERMINISTIC = frozenset({"command", "http", "human"})
 #: Metrics that only must_trigger cases feed.
 MUST_ONLY = frozenset({"recall", "activation_rate"})
 
 CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "even-trials-stochastic",
-         "unbalanced", "duplicate-prompt", "unseen-cases")
+         "unbalanced", "duplicate-prompt", "unseen-cases", "never-activates")
 
 
 class DesignWarning(BaseModel):
@@ -102,7 +101,8 @@ def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = N
     _even_trials(trials, adaptive, subjects, runtimes, out)
     _unbalanced(experiment, cases, sides, filtered, out)
     _duplicates(cases, out)
-    _unseen(experiment, cases, subjects, runtimes, out)
+    unseen = _unseen(experiment, cases, subjects, runtimes, out)
+    _never_activates(experiment, cases, subjects, runtimes, unseen, out)
     return out
 
 
@@ -298,10 +298,12 @@ def _duplicates(cases: list[EvalCase], out: list[DesignWarning]) -> None:
 
 
 def _unseen(exp: Experiment, cases: list[EvalCase], subjects: list[Subject],
-            runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> None:
-    """A skill that no subject (on a runtime that reads skills) is given can never activate."""
+            runtimes: Mapping[str, Mapping[str, Any]], out: list[DesignWarning]) -> set[str]:
+    """A skill that no subject (on a runtime that reads skills) is given can never activate.
+    Returns the subjects reported."""
     if exp.sensor != "activation":
-        return
+        return set()
+    reported: set[str] = set()
     must = sum(1 for c in cases if c.expectation == "must_trigger")
     by_target: dict[str, list[tuple[int, Subject]]] = {}
     for s in subjects:
@@ -314,6 +316,7 @@ def _unseen(exp: Experiment, cases: list[EvalCase], subjects: list[Subject],
         if any(target in _visible_skills(s, runtimes.get(s.name) or {}) for _, s in group):
             continue
         names = ", ".join(s.name for _, s in group)
+        reported.update(s.name for _, s in group)
         i = group[0][0]
         out.append(DesignWarning(
             code="unseen-cases", field=f"subjects[{i}].skills" if i >= 0 else "skill",
@@ -321,6 +324,65 @@ def _unseen(exp: Experiment, cases: list[EvalCase], subjects: list[Subject],
                     f"looks for ({names}): it can never be called, so the {must} "
                     "must_trigger case(s) can only fail; add it to a subject's skills (a "
                     "folder under the lab's skills/) or set the sensor's skill"))
+    return reported
+
+
+def _never_activates(exp: Experiment, cases: list[EvalCase], subjects: list[Subject],
+                     runtimes: Mapping[str, Mapping[str, Any]], reported: set[str],
+                     out: list[DesignWarning]) -> None:
+    """A subject that can never call the skill: `mock` with no positive rate for any case of
+    the run, or a subject given no skills at all on a runtime that reads them (those whose
+    skill no subject has are `unseen-cases`; a condition that leaves the skill out with
+    `ablate: skills` does so on purpose). Its recall is 0 by construction, not measured."""
+    if exp.sensor != "activation":
+        return
+    ids = {c.id for c in cases}
+    mocks: dict[str, list[str]] = {}  # field -> subjects: one line for a runtime they share
+    for s in subjects:
+        runtime = runtimes.get(s.name) or {}
+        kind = runtime.get("kind")
+        if kind == "mock" and not _mock_can_fire(runtime, ids):
+            mocks.setdefault(_runtime_field(s, runtime), []).append(s.name)
+        elif (kind in SKILL_RUNTIMES and s.name not in reported
+              and not s.config.get("skills") and not _ablated(s)):
+            i = _index(exp, s.name)
+            out.append(DesignWarning(
+                code="never-activates", field=f"subjects[{i}].skills" if i >= 0 else "skill",
+                message=f"subject {s.name} ({kind}) is given no skills: the skill the "
+                        "activation sensor looks for can never be called, so its must_trigger "
+                        "cases can only fail; give it the skill under test"))
+    for field, names in mocks.items():
+        who = f"subject {names[0]}" if len(names) == 1 else f"subjects {', '.join(names)}"
+        out.append(DesignWarning(
+            code="never-activates", field=field,
+            message=f"{who} (mock) never call{'s' if len(names) == 1 else ''} the skill: "
+                    "default_rate is 0 and no case of the run has a positive "
+                    "activation_rates entry, so recall is 0 by construction; set "
+                    "default_rate (`runtime: {kind: mock, default_rate: 0.8}`) or "
+                    "activation_rates"))
+
+
+def _mock_can_fire(runtime: Mapping[str, Any], case_ids: set[str]) -> bool:
+    rates = dict(runtime.get("activation_rates") or {})
+    return (_number(runtime.get("default_rate", 0.0)) > 0
+            or any(_number(r) > 0 for cid, r in rates.items() if cid in case_ids))
+
+
+def _runtime_field(subject: Subject, runtime: Mapping[str, Any]) -> str:
+    """Where the subject's runtime was written: `--runtime` when the command line replaced
+    it, the subject's own `runtime`, else the experiment's."""
+    own = subject.config.get("runtime") or {}
+    if own.get("kind") != runtime.get("kind"):
+        return "--runtime"
+    where = (subject.config.get("runtime_origins") or {}).get("kind")
+    field = where[1] if isinstance(where, list | tuple) and len(where) == 2 else ""
+    return f"{field}.default_rate" if field.startswith("subjects[") else "runtime.default_rate"
+
+
+def _ablated(subject: Subject) -> bool:
+    """A condition of `ablate: skills` (`<subject>[-name]`), which leaves a skill out."""
+    sweep = subject.config.get("sweep")
+    return isinstance(sweep, Mapping) and sweep.get("without") is not None
 
 
 # --------------------------------------------------------------------------- helpers

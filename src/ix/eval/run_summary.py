@@ -26,7 +26,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       prior: str = "uniform",
                       targets: Mapping[str, str] | None = None,
                       context: Mapping[str, Any] | None = None,
-                      sweep: SweepOut | None = None) -> Summary:
+                      sweep: SweepOut | None = None,
+                      runtimes: Mapping[str, str] | None = None) -> Summary:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
@@ -34,12 +35,16 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     -> skill under test, for an activation sensor) adds each subject's routing table.
     `context` ({prefix, unit, lengths, of: {subject: [its subject, length]}}) adds the
     `context` block (`ix.eval.context_summary`); `sweep` is the `sweep` block, the grid.
-    With either, subjects are compared one factor at a time (`ix.eval.factorial`)."""
+    With either, subjects are compared one factor at a time (`ix.eval.factorial`).
+    `runtimes` (subject -> runtime kind) words each interpretation's advice for what its
+    runtime reads (`ix.eval.scoring.interpret`); without it, as for a runtime that reads
+    skills."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     activation = info.get("sensor", "activation") == "activation"
     blocks = [subject_block(name, description, tallies[name],
-                            tallies[name].results(experiment_name, activation),
+                            tallies[name].results(experiment_name, activation,
+                                                  (runtimes or {}).get(name)),
                             trials_per_case,
                             stopped=stopped.get(name) if stopped is not None else None,
                             trials_mode=info.get("trials_mode"), prior=prior,

@@ -71,7 +71,8 @@ class ReadingOut(Closed):
     """What one sensor measured on the trial."""
 
     sensor_name: str
-    passed: bool
+    passed: bool | None = Field(description="null: the sensor has no verdict on the trial "
+                                            "(n/a), left out of its pass rate")
     score: Annotated[float, Field(allow_inf_nan=False)] | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     details: str = ""

@@ -22,6 +22,17 @@ STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
 )
 LOW = 0.8  # precision or recall below this raises an issue
+#: Runtimes whose subjects choose a skill by reading the skills' descriptions (the others
+#: fake the call: mock, random; or decide without them: command, http, human, python)
+SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
+#: What decides a call on the runtimes that never read a description: the true advice
+#: where "broaden / narrow the description" would change nothing.
+_NOT_READ = {
+    "mock": "The mock runtime never reads the description: its default_rate and "
+            "activation_rates (per case) set how often it calls the skill.",
+    "random": "The random runtime ignores the prompt and the description: it calls the "
+              "skill with probability p.",
+}
 
 
 def _probe_result(probe_id: str, expectation: str, passed: int, n: int) -> ProbeResult:
@@ -55,11 +66,13 @@ def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | i
 
 def interpret(metrics: dict[str, float | int | None],
               probe_results: Sequence[ProbeResult] = (),
-              activation: bool = True) -> dict[str, object]:
+              activation: bool = True, runtime: str | None = None) -> dict[str, object]:
     """Status from F1, and what to do when precision or recall is below 0.8; `no_data` when
     no case had a valid trial (every trial errored): an F1 of 0 would then say "poor" of a
     subject that was never measured. `activation`: the first sensor reads whether the skill
-    under test was invoked; else it is a capability sensor, and the words say "passed"."""
+    under test was invoked; else it is a capability sensor, and the words say "passed".
+    `runtime`: the subject's runtime kind; advice about the description only for one that
+    reads it (`SKILL_RUNTIMES`, or None: not known, as for an imported run)."""
     tp, fp, fn, tn = (int(metrics[k] or 0) for k in ("tp", "fp", "fn", "tn"))
     precision, recall = _float(metrics["precision"]), _float(metrics["recall"])
     if not tp + fp + fn + tn:
@@ -81,9 +94,9 @@ def interpret(metrics: dict[str, float | int | None],
             issues.append(f"Low precision ({precision:.2f}): the skill "
                           f"activates on {fp} case(s) it should not"
                           + _ids(wrong["should_not_trigger"]))
-            suggestions.append("Narrow the skill's description: say what it is not for, and "
-                               "contrast it with the near-miss prompts that wrongly triggered "
-                               "it.")
+            suggestions.append(_description_advice(
+                runtime, "Narrow the skill's description: say what it is not for, and "
+                         "contrast it with the near-miss prompts that wrongly triggered it."))
         else:
             issues.append(f"Low precision ({precision:.2f}): the sensor "
                           f"passed on {fp} should_not case(s), where it should "
@@ -95,15 +108,26 @@ def interpret(metrics: dict[str, float | int | None],
             issues.append(f"Low recall ({recall:.2f}): the skill misses "
                           f"{fn} case(s) it should handle"
                           + _ids(wrong["must_trigger"]))
-            suggestions.append("Broaden the description with the words users actually type in "
-                               "the missed prompts, and say plainly 'Use when ...'.")
+            suggestions.append(_description_advice(
+                runtime, "Broaden the description with the words users actually type in the "
+                         "missed prompts, and say plainly 'Use when ...'."))
         else:
             issues.append(f"Low recall ({recall:.2f}): the sensor failed "
                           f"on {fn} must case(s), where it should pass"
                           + _ids(wrong["must_trigger"]))
             suggestions.append("Read those cases' answers (`ix report` shows them): the "
                                "subject cannot do them yet, or the sensor is too strict.")
-    return {"status": status, "issues": issues, "suggestions": suggestions}
+    return {"status": status, "issues": issues, "suggestions": list(dict.fromkeys(suggestions))}
+
+
+def _description_advice(runtime: str | None, advice: str) -> str:
+    """`advice` (about the skill's description) where the runtime reads descriptions, else
+    what does decide its calls."""
+    if runtime is None or runtime in SKILL_RUNTIMES:
+        return advice
+    return _NOT_READ.get(runtime, f"The {runtime} runtime does not read skill descriptions: "
+                                  "what it runs decides whether the skill is called, so look "
+                                  "there (`ix report` shows each case's answers).")
 
 
 def _float(x: float | int | None) -> float | None:
@@ -182,14 +206,18 @@ class Tally:
             if passed:
                 c.passed_bits |= bit
 
-    def sense(self, probe_id: str, readings: Iterable[tuple[str, bool]]) -> None:
-        """Count one valid trial's readings, (sensor name, passed) in the sensors' order."""
+    def sense(self, probe_id: str, readings: Iterable[tuple[str, bool | None]]) -> None:
+        """Count one valid trial's readings, (sensor name, passed) in the sensors' order; a
+        reading with no verdict (passed None: n/a) is not counted, as no valid trial."""
         names, passed = [], []
         for name, ok in readings:
             names.append(name)
             passed.append(ok)
         for key, ok in zip(sensor_keys(names), passed, strict=True):
-            cell = self.sensors.setdefault(key, {}).setdefault(probe_id, [0, 0])
+            by_case = self.sensors.setdefault(key, {})  # listed, even with no verdict yet
+            if ok is None:
+                continue
+            cell = by_case.setdefault(probe_id, [0, 0])
             cell[0] += ok
             cell[1] += 1
 
@@ -201,13 +229,14 @@ class Tally:
         return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,
                               self.counts[c.id].valid) for c in self.cases]
 
-    def results(self, experiment_name: str, activation: bool = True) -> ExperimentResults:
-        """The subject's results; `activation`: the first sensor is the activation sensor
-        (`interpret`'s words)."""
+    def results(self, experiment_name: str, activation: bool = True,
+                runtime: str | None = None) -> ExperimentResults:
+        """The subject's results; `activation`: the first sensor is the activation sensor,
+        `runtime` the subject's runtime kind (`interpret`'s words)."""
         probes = self.probe_results()
         counted = [p for p, c in zip(probes, self.cases, strict=True) if self.counts[c.id].valid]
         metrics = compute_metrics(counted)
-        verdict = interpret(metrics, counted, activation)
+        verdict = interpret(metrics, counted, activation, runtime)
         return ExperimentResults(
             experiment_name=experiment_name, probe_results=tuple(probes),
             precision=_float(metrics["precision"]), recall=_float(metrics["recall"]),

@@ -219,7 +219,8 @@ def _assistant_messages(trace: Sequence[Any]) -> int | None:
 
 class TurnsSensor:
     """Did the agent finish within `max` turns? A runtime that reports no turns and keeps no
-    transcript (command, http, mock) fails the reading, saying so (`metrics.turns` null)."""
+    transcript (command, http, mock) gets no verdict: the reading is n/a (`passed` and
+    `metrics.turns` null), left out of the sensor's pass rate, never a fail."""
 
     name = "turns"
 
@@ -229,9 +230,10 @@ class TurnsSensor:
     def sense(self, interaction: Interaction) -> list[Reading]:
         turns, source = count_turns(interaction.observation)
         if turns is None:
-            return [_reading(self.name, False, "no turns to count: the runtime reports none "
-                             "(meta.num_turns) and the trial has no transcript",
-                             turns=None)]
+            return [Reading(sensor_name=self.name, passed=None, score=None,
+                            metrics={"turns": None},
+                            details="n/a: no turns to count: the runtime reports none "
+                                    "(meta.num_turns) and the trial has no transcript")]
         passed = turns <= self.max
         details = f"{turns} turn(s) {'<=' if passed else '>'} {self.max} ({source})"
         return [_reading(self.name, passed, details, turns=turns)]

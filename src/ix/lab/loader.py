@@ -137,12 +137,13 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
             problems.add(exc)
     if not subjects or not cases:
         return None
+    primary = primary_sensor(spec)
     experiment = Experiment(
         name=spec.name,
         description=spec.description,
         subjects=tuple(subjects),
-        sensor=spec.sensor["kind"],
-        sensor_options={k: v for k, v in spec.sensor.items() if k != "kind"},
+        sensor=primary["kind"],
+        sensor_options={k: v for k, v in primary.items() if k != "kind"},
         trials=_trials(spec, defaults),
         adaptive=spec.trials == "auto",
         min_trials=spec.min_trials or min(DEFAULT_MIN_TRIALS, _trials(spec, defaults)),
@@ -158,6 +159,12 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,
                             defaults=defaults, context=context)
+
+
+def primary_sensor(spec: ExperimentSpec) -> dict[str, Any]:
+    """The sensor whose reading the metrics are made of: the first of `sensors:` when it is
+    given, else `sensor:` — so both spellings load the same experiment."""
+    return dict(spec.sensors[0]) if spec.sensors else dict(spec.sensor)
 
 
 #: Keys the checks after the schema's depend on: when one is wrong, they are not made.
@@ -262,16 +269,17 @@ def missing_skill(name: str, lab: Path, file: Path | str, field: str,
 
 
 def _replace_subjects(spec: ExperimentSpec, names: Sequence[str], lab: Path) -> ExperimentSpec:
-    target = spec.sensor.get("skill") or spec.skill
+    sensor = primary_sensor(spec)
+    target = sensor.get("skill") or spec.skill
     if target is None and spec.subjects:
         target = spec.subjects[0].name
     skills = [target] if target and (lab / "skills" / target / "SKILL.md").is_file() else []
-    sensor = dict(spec.sensor)
     if target and sensor.get("kind") == "activation":
         sensor.setdefault("skill", target)
     replaced = [SubjectSpec(name=n, profile=n, skills=list(skills)) for n in names]
-    return spec.model_copy(update={"subjects": replaced, "skill": None, "sensor": sensor,
-                                   "goal": None})
+    where = {"sensors": [sensor, *spec.sensors[1:]]} if spec.sensors else {"sensor": sensor}
+    return spec.model_copy(update={"subjects": replaced, "skill": None, "goal": None,
+                                   **where})
 
 
 DEFAULT_MIN_TRIALS = 2

@@ -20,7 +20,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +44,8 @@ from ix.query.index_parts import (
     copy_to_parquet,
     file_state,
     parquet_list,
+    quote,
+    run_ids,
     safe_name,
     write_part,
     write_superseded,
@@ -55,8 +57,8 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-FORMAT = 3  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
-#            (3: the columns `invoked` and `first_invoked`)
+FORMAT = 4  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
+#            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`)
 MANIFEST = "manifest.json"
 MAX_PARTS = 8          # more parts than this are merged into one
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone
@@ -75,6 +77,19 @@ class SourceIndex:
     torn: bool
     superseded: str | None
     cases: str | None
+    #: run id -> the experiment its lines name: one run's trials seen in two folders (a
+    #: copied experiment) are one run's, counted once (`TrialIndex.copies`)
+    runs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A folder whose log repeats runs of another: its trials of `runs` are counted once, as
+    those of `kept` (DESIGN.md §3: a trial is its run, subject, case and trial)."""
+
+    source: SourceIndex
+    kept: str
+    runs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,9 @@ class TrialIndex:
     lab: Path
     root: Path
     sources: tuple[SourceIndex, ...]
+    #: (source, part, line) of every row of a copied run that is not the one counted, and
+    #: `same_attempt` when it repeats an attempt counted (`_write_copies`); None: no copy
+    copied: str | None = None
 
     def paths(self, kind: str) -> list[str]:
         """The files of one kind (`parts`, `superseded`, `cases`) of every source."""
@@ -92,6 +110,30 @@ class TrialIndex:
             value = getattr(s, kind)
             names += list(value) if isinstance(value, tuple) else [value] if value else []
         return [str(self.root / n) for n in names]
+
+    def copies(self) -> list[Copy]:
+        """The folders holding runs another folder holds too. Of the folders of one run, the
+        one named as the run's experiment is kept, else the first by name; the others are
+        its copies. Cheap: run ids per folder, from the manifest."""
+        by_name = {s.name: s for s in self.sources}
+        found: dict[str, tuple[str, list[str]]] = {}
+        for run_id, ranked in _holders({s.name: s.runs for s in self.sources}).items():
+            for copy in ranked[1:]:
+                found.setdefault(copy, (ranked[0], []))[1].append(run_id)
+        return [Copy(by_name[name], kept, tuple(sorted(runs)))
+                for name, (kept, runs) in found.items()]
+
+
+def _holders(runs: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """Each run held by more than one folder (`runs`: folder -> its run ids -> experiment):
+    its folders, the one counted first — named as the run's experiment, else first by name
+    (as `_KEEP` orders the rows)."""
+    where: dict[str, list[str]] = {}
+    for name, held in runs.items():
+        for run_id in held:
+            where.setdefault(run_id, []).append(name)
+    return {run_id: sorted(names, key=lambda n: (n != runs[n][run_id], n))
+            for run_id, names in where.items() if len(names) > 1}
 
 
 def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
@@ -144,6 +186,7 @@ class _Entry(_Shape):
     cases: _FileName | None
     cases_signature: str | None
     trials_file: str
+    runs: dict[str, str]
 
 
 class _Manifest(_Shape):
@@ -151,6 +194,7 @@ class _Manifest(_Shape):
 
     format: int
     sources: dict[str, _Entry]
+    copied: _FileName | None = None
 
 
 def _read_manifest(root: Path, warn: Warn | None = None) -> dict[str, Any]:
@@ -191,8 +235,10 @@ def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
         sources.append(SourceIndex(name=name, trials_file=lab / e["trials_file"],
                                    parts=tuple(e["parts"]), rows=e["rows"],
                                    skipped=e["skipped"], torn=e["torn"],
-                                   superseded=e["superseded"], cases=e["cases"]))
-    return TrialIndex(lab=lab, root=root, sources=tuple(sources))
+                                   superseded=e["superseded"], cases=e["cases"],
+                                   runs=e["runs"]))
+    return TrialIndex(lab=lab, root=root, sources=tuple(sources),
+                      copied=manifest.get("copied"))
 
 
 def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Path]) -> bool:
@@ -208,13 +254,16 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         files = [*e["parts"], e["superseded"], e["cases"]]
         if not all(intact(root, f) for f in files if f):
             return True  # a file missing, damaged, or a symlink: rebuilt
-    return False
+    copied = manifest.get("copied")
+    return isinstance(copied, str) and not intact(root, copied)
 
 
 def _referenced(manifest: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for e in manifest["sources"].values():
         names.update(f for f in [*e["parts"], e["superseded"], e["cases"]] if f)
+    if manifest.get("copied"):
+        names.add(manifest["copied"])
     return names
 
 
@@ -231,9 +280,39 @@ def _refresh(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[
         for exp in experiments:
             old = manifest["sources"].get(exp.name)
             sources[exp.name] = _refresh_source(con, lab, root, exp, old, warn)
+        copied = _write_copies(con, root, sources)
     finally:
         con.close()
-    return {"format": FORMAT, "sources": sources}
+    return {"format": FORMAT, "sources": sources, "copied": copied}
+
+
+def _write_copies(con: "duckdb.DuckDBPyConnection", root: Path,
+                  sources: dict[str, Any]) -> str | None:
+    """(source, part, line) of the rows a copied folder repeats (DESIGN.md §3: a trial is its
+    run, subject, case and trial, wherever its line is): of one trial, every row but the
+    latest attempt's in the folder counted first (`_holders`); `same_attempt` when the row
+    repeats an attempt kept (`trials_all` drops those only). Written when the index is
+    refreshed, ranking the copied runs' rows only, so a query pays an anti-join, as for
+    superseded attempts. None when no run is in two folders."""
+    held = _holders({name: e["runs"] for name, e in sources.items()})
+    if not held:
+        return None
+    names = sorted({n for ranked in held.values() for n in ranked})
+    parts = [p for n in names for p in sources[n]["parts"]]
+    trial = "run_id, subject, probe_id, trial"
+    keep = "(source = experiment) DESC, source, part DESC, line DESC"
+    runs = ", ".join(quote(r) for r in sorted(held))
+    file = f"copied-{secrets.token_hex(6)}.parquet"
+    copy_to_parquet(con, f"""
+        SELECT source, part, line, same_attempt FROM (
+            SELECT source, part, line,
+                   row_number() OVER (PARTITION BY {trial} ORDER BY attempt DESC, {keep})
+                       AS by_trial,
+                   row_number() OVER (PARTITION BY {trial}, attempt ORDER BY {keep}) > 1
+                       AS same_attempt
+            FROM read_parquet({parquet_list(root, parts)}) WHERE run_id IN ({runs}))
+        WHERE by_trial > 1""", root / file)
+    return file
 
 
 def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp: Path,
@@ -285,16 +364,19 @@ def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Pat
     part = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
     rows, skipped = write_part(con, root, name, seq, log, start, end, state, root / part)
     parts = [*appended_to["parts"], part] if appended_to else [part]
+    runs = dict(appended_to["runs"]) if appended_to else {}
     if rows == 0:
         (root / part).unlink(missing_ok=True)
         parts.remove(part)
+    else:
+        runs.update(run_ids(con, root / part))
     head, tail = _checks(log, end)
     entry: dict[str, Any] = {
         "state": state, "offset": end, "head": head, "tail": tail, "next_part": seq + 1,
         "parts": parts, "torn": torn,
         "rows": (appended_to["rows"] if appended_to else 0) + rows,
         "skipped": (appended_to["skipped"] if appended_to else 0) + skipped,
-        "superseded": None, "cases": None, "cases_signature": None,
+        "superseded": None, "cases": None, "cases_signature": None, "runs": runs,
     }
     if appended_to is not None and rows == 0:  # nothing new: what superseded what stands
         entry["superseded"] = appended_to["superseded"]
@@ -319,5 +401,5 @@ def _write_cases(root: Path, exp: Path, warn: Warn | None) -> str | None:
     return file
 
 
-__all__ = ["FORMAT", "GRACE_S", "INDEX_DIR", "MANIFEST", "SourceIndex", "TrialIndex",
+__all__ = ["FORMAT", "GRACE_S", "INDEX_DIR", "MANIFEST", "Copy", "SourceIndex", "TrialIndex",
            "index_root", "open_index"]

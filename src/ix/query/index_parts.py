@@ -187,6 +187,14 @@ def _parse(con: "duckdb.DuckDBPyConnection", path: Path, name: str, seq: int,
     return rows, skipped
 
 
+def run_ids(con: "duckdb.DuckDBPyConnection", part: Path) -> dict[str, str]:
+    """Each run id of a part, with the experiment its lines name."""
+    rows = con.execute(f"SELECT run_id, any_value(coalesce(experiment, '')) FROM "
+                       f"read_parquet({quote(str(part))}) WHERE run_id IS NOT NULL "
+                       "GROUP BY run_id").fetchall()
+    return {str(run_id): str(experiment) for run_id, experiment in rows}
+
+
 def write_superseded(con: "duckdb.DuckDBPyConnection", root: Path, name: str,
                       parts: list[str]) -> str | None:
     """(part, line) of every attempt a later attempt of the same trial supersedes (DESIGN §3)."""

@@ -89,6 +89,11 @@ def refreshed_index(lab: "Path", warn: Warn | None = None) -> TrialIndex:
     with storage_faults("the lab's query index could not be brought up to date"):
         index = open_index(lab, warn)
     if warn is not None:
+        for c in index.copies():
+            runs = f"run {c.runs[0]}" if len(c.runs) == 1 else f"{len(c.runs)} runs " \
+                f"({c.runs[0]}, ...)"
+            warn(f"{c.source.trials_file}: {runs} also recorded in {c.kept}/ (a copied "
+                 f"folder): each trial is counted once, as {c.kept}'s")
         for s in index.sources:
             if s.skipped:
                 warn(f"{s.trials_file}: skipped {s.skipped} torn or corrupt line(s)")
@@ -142,15 +147,23 @@ def _define(index: TrialIndex | None,
         con.execute(f"CREATE VIEW _superseded AS SELECT * FROM read_parquet({_list(superseded)})")
         anti = ("ANTI JOIN _superseded s ON r.source = s.source AND r.part = s.part "
                 "AND r.line = s.line")
+    copied = [str(index.root / index.copied)] if index and index.copied and parts else []
+    once = once_all = ""
+    if copied:  # a copied folder's rows: each trial once (DESIGN.md §3, `ix.query.index`)
+        con.execute(f"CREATE VIEW _copied AS SELECT * FROM read_parquet({_list(copied)})")
+        once = ("ANTI JOIN _copied d ON r.source = d.source AND r.part = d.part "
+                "AND r.line = d.line")
+        once_all = ("ANTI JOIN (SELECT * FROM _copied WHERE same_attempt) d "
+                    "ON r.source = d.source AND r.part = d.part AND r.line = d.line")
     select = _select()
-    con.execute(f"CREATE VIEW trials_all AS {select} FROM _rows r LEFT JOIN _cases c "
+    con.execute(f"CREATE VIEW trials_all AS {select} FROM _rows r {once_all} LEFT JOIN _cases c "
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
-    con.execute(f"CREATE VIEW trials AS {select} FROM _rows r {anti} LEFT JOIN _cases c "
+    con.execute(f"CREATE VIEW trials AS {select} FROM _rows r {anti} {once} LEFT JOIN _cases c "
                 "ON c.source = r.source AND c.probe_id = r.probe_id")
     con.execute("CREATE VIEW cases AS SELECT source AS experiment_dir, probe_id, expectation, "
                 "tags, difficulty, difficulty_level, variant_of, paraphrase_of, family "
                 "FROM _cases")
-    lock(con, readable=[*parts, *superseded], writable=writable)  # _cases is read already
+    lock(con, readable=[*parts, *superseded, *copied], writable=writable)  # _cases is read already
     return con
 
 

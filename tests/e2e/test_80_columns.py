@@ -4,12 +4,13 @@ its run when pasted back (whole, or any unique prefix or suffix), and Markdown i
 (docs/cli.md, "Output at any width")."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
-from conftest import ix_in_process, run_ix, write
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix, write
 
 SUBJECTS = ["xlsx-only", "xlsx-plus-docx", "xlsx-plus-docx-pdf", "xlsx-plus-docx-pdf-pptx"]
 CASES = ["must-quarterly-revenue-pivot-table-by-region", "must-002", "must-003", "must-004",
@@ -212,3 +213,74 @@ def test_a_unique_prefix_or_suffix_names_a_run_and_an_ambiguous_one_lists_every_
     r = run_ix("run", EXPERIMENTS[0], "--resume", "--run", a[-6:], "--lab", str(lab),
                "--progress", "none")
     assert r.code == 0 and a in r.stdout, r.output
+
+
+# ------------------------------------------------- expanded names: [ctx=…] and sweep cells
+
+NARROW = {"COLUMNS": "80"}
+LONG = "frontend-design-plus-theme-factory"
+
+
+def _narrow(text: str) -> list[str]:
+    """Lines wider than 80 columns, but a path (one token, or `label: /path`) printed whole."""
+    return [line for line in text.splitlines() if cell_len(line.rstrip()) > 80
+            and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]
+
+
+@pytest.fixture(scope="module")
+def context_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Two subjects with long names × five context lengths, and a sweep: 20 conditions."""
+    lab = tmp_path_factory.mktemp("ctx") / "lab"
+    shutil.copytree(EXAMPLE_LAB / "context-degradation" / "cases",
+                    lab / "long-context" / "cases")
+    shutil.copytree(EXAMPLE_LAB / "skills", lab / "skills")
+    rates = ", ".join(f"must-{i:03d}: 0.9" for i in range(1, 11))
+    subject = """
+          - name: {name}
+            skills: [csv-summary]
+            runtime: {{kind: mock, activation_rates: {{{rates}}}, default_rate: 0.02,
+                      context_decay: {{half_life: {half}}}}}"""
+    write(lab / "long-context" / "experiment.yaml", """
+        name: long-context
+        sensor: {kind: activation, skill: csv-summary}
+        trials: 3
+        subjects:""" + subject.format(name=LONG, rates=rates, half=32)
+          + subject.format(name=LONG + "-and-pdf", rates=rates, half=16) + """
+        sweep:
+          context_decay.half_life: [32, 8]
+        max_subjects: 50
+        context:
+          prefix: builtin:coding-session
+          lengths: [0, 8, 16, 32, 128]
+          unit: turns
+        """)
+    r = run_ix("run", "--lab", str(lab), "--progress", "none", env=NARROW)
+    assert r.code == 0, r.output
+    return {"lab": lab, "run": r}
+
+
+def test_a_context_experiment_of_long_names_is_one_screen_with_a_legend(context_lab):
+    r = context_lab["run"]
+    lines = r.stdout.rstrip().splitlines()
+    assert len(lines) <= 40, r.stdout
+    assert not _narrow(r.stdout), _narrow(r.stdout)
+    assert "by context length" in r.stdout and "trend [95% CI]" in r.stdout
+    # every condition the screen names is whole, in the legend
+    legend = dict(re.findall(r"\b([A-Z]) = (\S+)", r.stdout))
+    assert LONG in legend.values() and f"{LONG}-and-pdf" in legend.values(), r.stdout
+    assert f"{LONG}[context_decay.half_life=8]" in legend.values(), r.stdout
+    for token in re.findall(r"frontend[\w\[\].=-]*", r.stdout):
+        assert token.startswith(LONG) and token.count("[") == token.count("]"), token
+    assert lines[-1].startswith("no goal: F1 of") or lines[-1].startswith("(a `goal:`")
+
+
+def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
+    lab = context_lab["lab"]
+    v = run_ix("validate", "--lab", str(lab), env=NARROW)
+    assert v.code == 0, v.output
+    assert not _narrow(v.stdout), _narrow(v.stdout)
+    assert f"{LONG}[context_decay.half_life=8][ctx=128]" in v.stdout
+    rep = run_ix("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context")
+    assert rep.code == 0, rep.output
+    assert not _narrow(rep.stdout), _narrow(rep.stdout)
+    assert "failure analysis" in rep.stdout

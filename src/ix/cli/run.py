@@ -1,5 +1,6 @@
 """`ix run`: every case x subject x trial, recorded, aggregated, summarised."""
 
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -159,8 +160,10 @@ def run(
             print_json([r.summary for r in results])
     else:
         for i, r in enumerate(results):
-            files = (f"trials: {RunDir(r.run_dir).experiment.trials}",
-                     f"summary: {r.summary_path}")
+            trials = RunDir(r.run_dir).experiment.trials
+            files = ((f"results: {trials.parent}{os.sep} ({trials.name}, "
+                      f"{r.summary_path.name})",) if r.summary_path.parent == trials.parent
+                     else (f"trials: {trials}", f"summary: {r.summary_path}"))
             if i:
                 out.print()
             out.print((summary_renderable if detail else run_screen)(r.summary, files))

@@ -79,8 +79,14 @@ def results(
         "--until", help="Trials started before this (a bare date includes that day).",
         show_default=False)] = None,
     passed: Annotated[bool | None, typer.Option(
-        "--passed/--failed", help="Only trials whose sensor passed / that ran and did not "
-                                  "pass.", show_default=False)] = None,
+        "--passed/--failed", help="Only trials whose reading passed / that ran and did not "
+                                  "pass: with the activation sensor, the skill was invoked / "
+                                  "was not (whatever the case expected; see --right/--wrong).",
+        show_default=False)] = None,
+    correct: Annotated[bool | None, typer.Option(
+        "--right/--wrong", help="Only trials whose outcome is right / wrong: the reading "
+                                "matches / goes against the case's expectation (acceptable "
+                                "cases are neither).", show_default=False)] = None,
     errors: Annotated[bool | None, typer.Option(
         "--errors/--no-errors", help="Only errored trials / no errored trials.",
         show_default=False)] = None,
@@ -115,7 +121,10 @@ def results(
     one per run x subject x case, that match the expectation), each with a 95% interval that
     treats a case's trials as one cluster (docs/results.md, "Glossary").
 
-    Examples: `ix results --subject claude-sonnet --since 7d --failed`;
+    Each trial's reading (invoked / not invoked with the activation sensor, else the sensor's
+    passed / failed) and its outcome (right / wrong against the case's expectation).
+
+    Examples: `ix results --subject claude-sonnet --since 7d --wrong`;
     `ix results --group-by subject --group-by case`; `ix results --group-by subject
     --correlation --format csv`. Exit 2 on bad input (unknown run, malformed date, ...).
     """
@@ -129,7 +138,7 @@ def results(
     rs = api_results.query_results(
         lab, experiment=experiment, subject=subject, case=case, tag=tag,
         difficulty=difficulty, run=run, since=since, until=until, passed=passed,
-        errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
+        correct=correct, errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
         warn=warn)
     scope = Text(rs.scope.describe() if rs.scope else "", style="dim")
     if aggregate:
@@ -288,25 +297,20 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
                 "tags": any(r["tags"] for r in rows),
                 "invoked": any(r.get("invoked") for r in rows)}
     titles = [t for t in ("started (UTC)", "experiment", "run", "subject", "case", "trial",
-                          "result", "invoked", "score", "ms", "tokens", "cost", "difficulty",
-                          "tags")
+                          "outcome", "reading", "invoked", "score", "ms", "tokens", "cost",
+                          "difficulty", "tags")
               if optional.get(t, True)]
     table = Table(show_edge=False)
     for title in titles:
         numeric = title in ("trial", "score", "ms", "tokens", "cost")
         table.add_column(title, justify="right" if numeric else "left")
     for r in rows:
-        if r["error"] is not None:
-            result = Text(f"error: {r['error']}", style="red")
-        elif r["passed"] is None:
-            result = Text("-")
-        else:
-            result = Text("passed", style="green") if r["passed"] else Text("failed")
         trial = str(r["trial"]) + (f" (attempt {r['attempt']})" if r["attempt"] else "")
         cells: dict[str, Any] = {
             "started (UTC)": _cell(r["started_at"]), "experiment": _cell(r["experiment"]),
             "run": _cell(r["run_id"]), "subject": _cell(r["subject"]),
-            "case": _cell(r["probe_id"]), "trial": trial, "result": result,
+            "case": _cell(r["probe_id"]), "trial": trial, "outcome": outcome_text(r),
+            "reading": Text(reading_word(r)),
             "score": _number(r["score"], 2), "ms": _number(r["duration"], 1),
             "tokens": _cell(r["tokens"]), "cost": _number(r["cost"], 4),
             "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"]),
@@ -314,6 +318,26 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
             Text("-" if r["error"] is not None else "none")}
         table.add_row(*(cells[t] for t in titles))
     return table
+
+
+def reading_word(row: Mapping[str, Any]) -> str:
+    """A trial's reading (DESIGN.md §8): "invoked" / "not invoked" with the activation sensor,
+    else the sensor's "passed" / "failed"; "-" when there is none (an errored trial)."""
+    if row.get("passed") is None:
+        return "-"
+    if row.get("sensor") in (None, "activation"):
+        return "invoked" if row["passed"] else "not invoked"
+    return "passed" if row["passed"] else "failed"
+
+
+def outcome_text(row: Mapping[str, Any]) -> Text:
+    """A trial's outcome against its case's expectation, coloured by it: right (green),
+    wrong or errored (red); "-" for an acceptable case, which has no right answer."""
+    if row.get("error") is not None:
+        return Text(f"error: {row['error']}", style="red")
+    if row.get("outcome") is None:
+        return Text("-")
+    return Text(str(row["outcome"]), style="green" if row["outcome"] == "right" else "red")
 
 
 def _number(value: Any, digits: int) -> str:

@@ -276,7 +276,8 @@ def test_click_from_the_experiments_to_a_trace(browse: Any, viewer: Viewer):
     page.locator("a.trial-link").first.click()
     page.wait_for_load_state()
     assert "Trial" in page.locator("main > h1").inner_text()
-    assert page.locator(".badge.good", has_text="passed").count() == 1
+    assert page.locator(".badge.good", has_text="right").count() == 1
+    assert page.locator("dd.reading").inner_text() == "invoked"
     calls = page.locator("ol.tool-calls li").all_inner_texts()
     assert calls and calls[0].startswith("Skill") and '"skill": "csv-summary"' in calls[0]
     assert "The CSV has 2 data rows" in page.locator("pre.answer").inner_text()

@@ -21,6 +21,29 @@ from ix.store.trials import parse_line
 TRACE_BYTES = 8 * 1024 * 1024
 
 
+def reading_word(passed: bool | None, sensor: str | None) -> str:
+    """A trial's reading in ix's words (DESIGN.md §8): "invoked" / "not invoked" with the
+    activation sensor, else the sensor's "passed" / "failed"; "-" when it has none (it
+    errored)."""
+    if passed is None:
+        return "-"
+    if sensor in (None, "activation"):
+        return "invoked" if passed else "not invoked"
+    return "passed" if passed else "failed"
+
+
+def outcome_of(record: dict[str, Any]) -> str | None:
+    """A trial line's outcome: "right" when its reading matches the case's expectation,
+    "wrong" when it goes against it; None when it errored or the case is acceptable."""
+    reading = record.get("reading")
+    if record.get("error") or not isinstance(reading, dict) or reading.get("passed") is None:
+        return None
+    expectation = record.get("expectation")
+    if expectation not in ("must_trigger", "should_not_trigger"):
+        return None
+    return "right" if bool(reading["passed"]) == (expectation == "must_trigger") else "wrong"
+
+
 def trial_record(run: RunInfo, subject: str, case: str, trial: int,
                  attempt: int | None = None) -> dict[str, Any] | None:
     """The run's line for (subject, case, trial): that `attempt`, else the latest; None if

@@ -20,6 +20,7 @@ from rich.text import Text
 from ix.api import query as api_query
 from ix.api import results as api_results
 from ix.api.results import Method
+from ix.api.trials import reading_word
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
@@ -310,7 +311,7 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
             "started (UTC)": _cell(r["started_at"]), "experiment": _cell(r["experiment"]),
             "run": _cell(r["run_id"]), "subject": _cell(r["subject"]),
             "case": _cell(r["probe_id"]), "trial": trial, "outcome": outcome_text(r),
-            "reading": Text(reading_word(r)),
+            "reading": Text(reading_word(r["passed"], r["sensor"])),
             "score": _number(r["score"], 2), "ms": _number(r["duration"], 1),
             "tokens": _cell(r["tokens"]), "cost": _number(r["cost"], 4),
             "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"]),
@@ -318,16 +319,6 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
             Text("-" if r["error"] is not None else "none")}
         table.add_row(*(cells[t] for t in titles))
     return table
-
-
-def reading_word(row: Mapping[str, Any]) -> str:
-    """A trial's reading (DESIGN.md §8): "invoked" / "not invoked" with the activation sensor,
-    else the sensor's "passed" / "failed"; "-" when there is none (an errored trial)."""
-    if row.get("passed") is None:
-        return "-"
-    if row.get("sensor") in (None, "activation"):
-        return "invoked" if row["passed"] else "not invoked"
-    return "passed" if row["passed"] else "failed"
 
 
 def outcome_text(row: Mapping[str, Any]) -> Text:

@@ -31,7 +31,8 @@ PAGE_SIZE = 50
 CASES_PAGE = 200
 #: Reports kept in memory (the latest ones asked for).
 REPORTS_KEPT = 8
-OUTCOMES = ("all", "passed", "failed", "errors")
+#: The case page's filter: a trial's outcome against its case's expectation (DESIGN.md §8).
+OUTCOMES = ("all", "right", "wrong", "errors")
 
 
 def sql_text(value: str) -> str:
@@ -213,7 +214,7 @@ class Lookup:
                     all_attempts: bool, page: int) -> tuple[list[dict[str, Any]], int]:
         """One page of the case's trials (by subject, trial, attempt) and how many there are."""
         filters: dict[str, Any] = {
-            "passed": {"passed": True, "failed": False}.get(outcome),
+            "correct": {"right": True, "wrong": False}.get(outcome),
             "errors": True if outcome == "errors" else None}
         try:
             rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),

@@ -9,6 +9,7 @@ read up to a size limit, so a huge (or hostile, e.g. a gzip bomb) file cannot ex
 import gzip
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,42 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
             elif found is None or number >= (found.get("attempt") or 0):
                 found = record
     return found
+
+
+#: A trial's identity within a run: (subject, case, trial, attempt).
+TrialKey = tuple[str, str, int, int]
+
+
+def trial_lines(run: RunInfo, keys: Collection[TrialKey]) -> dict[TrialKey, dict[str, Any]]:
+    """The run's lines of the given trials, in one pass over the experiment's log (lines of
+    other runs are skipped on their bytes, unparsed). Keys with no line are left out."""
+    path = ExperimentDir.at(run.experiment_dir).trials
+    wanted = set(keys)
+    found: dict[TrialKey, dict[str, Any]] = {}
+    if not wanted or not path.is_file():
+        return found
+    run_needle = json.dumps(run.run_id, ensure_ascii=False).encode("utf-8")
+    with path.open("rb") as f:
+        for raw in f:
+            if run_needle not in raw:
+                continue
+            record = parse_line(raw)
+            if record is None or record.get("run_id") != run.run_id:
+                continue
+            key = (record.get("subject"), record.get("probe_id"), record.get("trial"),
+                   record.get("attempt") or 0)
+            if key in wanted:
+                found[key] = record  # type: ignore[index]  # the key's parts were compared
+    return found
+
+
+def routing_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The routing decision a runtime recorded in the trial's `observation.meta.routing`
+    (the `lexical` runtime does: docs/runtimes.md); None when it recorded none."""
+    observation = record.get("observation")
+    meta = observation.get("meta") if isinstance(observation, dict) else None
+    routing = meta.get("routing") if isinstance(meta, dict) else None
+    return routing if isinstance(routing, dict) else None
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,12 @@ def results(
         "--limit", "-n", min=0, help=f"At most this many trials (0: all). Default: "
                                      f"{TABLE_LIMIT} in a table, all in json and csv.",
         show_default=False)] = None,
+    explain: Annotated[str | None, typer.Option(
+        "--explain", help="Why each trial of this case (an id or a glob) went where it did: "
+                          "the skill chosen, its score against the threshold and the words "
+                          "that carried it, as the runtime recorded them (the lexical "
+                          "runtime does). With --experiment, --subject, --run.",
+        show_default=False)] = None,
     fmt: Format = None,
     json_out: Json = False,
 ) -> None:
@@ -134,6 +140,15 @@ def results(
         raise ConfigError(f"unknown method {method!r}; allowed: pearson, spearman",
                           field="--correlation-method")
     aggregate = bool(group_by or stats or correlation)
+    if explain is not None:
+        _explain(explain, lab=lab, experiment=experiment, subject=subject, run=run,
+                 all_runs=all_runs, limit=limit, fmt=fmt,
+                 others={"--case": case, "--tag": tag, "--difficulty": difficulty,
+                         "--since": since, "--until": until, "--passed/--failed": passed,
+                         "--right/--wrong": correct, "--errors/--no-errors": errors,
+                         "--all-attempts": all_attempts or None, "--group-by": group_by,
+                         "--stats": stats or None, "--correlation": correlation or None})
+        return
     if limit is None and fmt == "table" and not aggregate:
         limit = TABLE_LIMIT
     rs = api_results.query_results(
@@ -163,6 +178,25 @@ def results(
         note += " shown (--limit 0 for all; --format csv or json for every column)"
     err.print(Text(note, style="dim"))
     err.print(scope)
+
+
+def _explain(case: str, *, lab: Any, experiment: Many, subject: Many, run: Many,
+             all_runs: bool, limit: int | None, fmt: str, others: dict[str, Any]) -> None:
+    """`--explain CASE`: the routing decisions of the case's trials (`ix.cli.explain`)."""
+    from ix.api.routing import explain_routing
+    from ix.cli.explain import print_explained
+
+    given = [flag for flag, value in others.items() if value]
+    if given:
+        raise ConfigError(f"--explain takes --experiment, --subject, --run, --all-runs and "
+                          f"--limit; leave out {', '.join(given)}", field="--explain")
+    if fmt == "csv":
+        raise ConfigError("--explain prints text or JSON, not csv", field="--format")
+    if limit is None and fmt == "table":
+        limit = TABLE_LIMIT
+    found = explain_routing(lab, case, experiment=experiment, subject=subject, run=run,
+                            all_runs=all_runs, limit=limit or None, warn=warn)
+    print_explained(found, case, fmt)
 
 
 def query(

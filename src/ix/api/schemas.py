@@ -201,6 +201,10 @@ class GoalAnswer(ClosedDict):
 
 class FromRun(ClosedDict):
     summary: str
+    scope: NotRequired[Annotated[Literal["must", "not"] | None, Field(
+        None, description="an activation experiment's values are of its must_trigger "
+                          "(\"must\") or should_not_trigger (\"not\") cases alone; null: every "
+                          "case")]]
     p: float
     sigma2_a: float
     sigma2_b: float
@@ -217,6 +221,10 @@ class FromDesign(ClosedDict):
     cases: int
     trials: int
     notes: list[str]
+    scope: NotRequired[Annotated[Literal["must", "not"] | None, Field(
+        None, description="an activation experiment's values are of its must_trigger "
+                          "(\"must\") or should_not_trigger (\"not\") cases alone; null: every "
+                          "case")]]
 
 
 class PlanOutput(ClosedDict):

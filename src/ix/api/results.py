@@ -161,6 +161,33 @@ class ResultSet(Table):
             except duckdb.Error as exc:
                 raise sql_error(exc) from None
 
+    def goal_metrics(self) -> dict[str, list[str]]:
+        """The goals of the runs these trials came from: each goal metric and the
+        experiments whose goal it is (read from each run's summary; a run without one, or
+        without a goal, adds nothing). What `ix results` leads with (DESIGN.md §8)."""
+        import json
+
+        from ix.api.runs import lab_run
+        from ix.store.layout import RunDir
+
+        pairs = self._connect_rows(f"SELECT DISTINCT experiment, run_id FROM {self._source} "
+                                   "WHERE run_id IS NOT NULL ORDER BY experiment")
+        found: dict[str, list[str]] = {}
+        for experiment, run_id in pairs:
+            try:
+                path = RunDir(lab_run(self.lab, run_id).folder).summary
+                goal = json.loads(path.read_text(encoding="utf-8")).get("goal")
+            except (ConfigError, OSError, ValueError, AttributeError):
+                continue
+            metric = goal.get("metric") if isinstance(goal, dict) else None
+            if isinstance(metric, str) and experiment not in found.get(metric, []):
+                found.setdefault(metric, []).append(experiment)
+        return found
+
+    def _connect_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        with self._connect() as con:
+            return list(self._execute(con, sql).fetchall())
+
     def correlation(self, method: Method = "pearson", level: float = 0.95) -> dict[str, Any]:
         """Score against difficulty (easy 1, medium 2, hard 3): r, lo, hi, n, method."""
         row = self.stats(level=level, correlation=method)

@@ -162,8 +162,11 @@ def results(
         if correlation:
             pick = "spearman" if method == "spearman" else "pearson"
         rows = rs.group_by(*(group_by or ()), correlation=pick)
-        _print_aggregates(rows, fmt)
+        goals = rs.goal_metrics() if fmt == "table" else {}
+        _print_aggregates(rows, fmt, lead=_lead(goals))
         if fmt == "table":
+            for metric, experiments in goals.items():
+                err.print(Text(_goal_note(metric, experiments), style="dim"))
             err.print(scope)
         return
     if fmt != "table":
@@ -250,13 +253,42 @@ def _stream(table: api_query.Table, fmt: str) -> None:
         os.unlink(tmp)
 
 
-def _print_aggregates(rows: "list[AggregateRow]", fmt: str) -> None:
+def _print_aggregates(rows: "list[AggregateRow]", fmt: str, lead: str = "must") -> None:
     if fmt == "json":
         print_json(rows)
     elif fmt == "csv":
         _write_csv(rows)
     else:
-        out.print(_aggregate_table(rows))
+        out.print(_aggregate_table(rows, lead))
+
+
+#: The rate columns of the aggregate table (DESIGN.md §8: an activation rate says its scope).
+_RATE_COLUMNS = {
+    "must": ("activation rate (must) [95% CI] invoked/valid", "activation_rate_must",
+             "passed_must", "valid_must"),
+    "not": ("activation rate (not) [95% CI] invoked/valid", "activation_rate_not",
+            "passed_not", "valid_not"),
+    "correct": ("correct rate [95% CI] correct/votes", "correct_rate", "correct", "votes"),
+}
+#: Which rate column stands for a goal's metric (the one it leads with), and how.
+_GOAL_COLUMNS = {"activation_rate": ("must", "the same"),
+                 "recall": ("must", "its trial-level counterpart"),
+                 "pass_rate": ("correct", "the same"), "correct_rate": ("correct", "the same")}
+
+
+def _lead(goals: Mapping[str, list[str]]) -> str:
+    """The rate column to lead with: the goal's metric's, when the goals in scope agree."""
+    columns = {_GOAL_COLUMNS[m][0] for m in goals if m in _GOAL_COLUMNS}
+    return columns.pop() if len(columns) == 1 else "must"
+
+
+def _goal_note(metric: str, experiments: list[str]) -> str:
+    """Where the goal's metric is in the table (or that `ix report` gives it)."""
+    whose = f"the goal's metric of {', '.join(experiments)}: {metric}"
+    if metric in _GOAL_COLUMNS:
+        column, how = _GOAL_COLUMNS[metric]
+        return f"{whose}; the {_RATE_COLUMNS[column][0].split(' [')[0]} column ({how}) leads"
+    return f"{whose}; ix report RUN gives it with its interval"
 
 
 def _write_csv(rows: Sequence[Mapping[str, Any]]) -> None:
@@ -272,16 +304,16 @@ def _write_csv(rows: Sequence[Mapping[str, Any]]) -> None:
 _KEY_TITLES = {"probe_id": "case", "run_id": "run", "first_invoked": "invoked"}
 
 
-def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+def _aggregate_table(rows: Sequence[Mapping[str, Any]], lead: str = "must") -> Table:
     keys = [k for k in (rows[0] if rows else {}) if k not in _STAT_KEYS and
             not k.startswith(("score_", "duration_", "tokens_", "cost_", "activation_rate",
-                              "correct_rate"))]
+                              "correct_rate", "valid_", "passed_"))]
+    rates = [lead, *(c for c in _RATE_COLUMNS if c != lead)]
     table = Table(show_edge=False)
     for k in keys:
         table.add_column(_KEY_TITLES.get(k, k))
-    for title in ("trials", "cases", "errors", "activation rate [95% CI]", "passed/valid",
-                  "correct rate [95% CI]", "correct/votes", "score mean",
-                  "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
+    for title in ("trials", "cases", "errors", *(_RATE_COLUMNS[c][0] for c in rates),
+                  "score mean", "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
         table.add_column(title, justify="right")
     correlated = bool(rows) and "score_difficulty_r" in rows[0]
     if correlated:
@@ -294,10 +326,12 @@ def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         families = r.get("families", r["cases"])  # the clusters: rewordings of one prompt
         cases = (str(r["cases"]) if families == r["cases"]
                  else f"{r['cases']} ({families} families)")
-        cells += [str(r["n"]), cases, str(r["errors"]),
-                  _rate(r, "activation_rate"), f"{r['passed']}/{r['valid']}",
-                  _rate(r, "correct_rate"), f"{r['correct']}/{r['votes']}",
-                  _number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
+        cells += [str(r["n"]), cases, str(r["errors"])]
+        for c in rates:
+            _, name, hits, total = _RATE_COLUMNS[c]
+            cells.append("-" if r.get(name) is None
+                         else f"{_rate(r, name)} {r[hits]}/{r[total]}")
+        cells += [_number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
                   _number(r["cost_sum"], 4)]
         if correlated:
             cells.append(_correlation(r))

@@ -203,6 +203,13 @@ def test_mcp_query_results_has_the_same_scope_and_words(two_experiments):
     assert shown["activation_rate"]["valid"] == row["valid"]
     assert shown["activation_rate"]["estimate"] == pytest.approx(row["activation_rate"])
     assert shown["correct_rate"]["valid"] == row["votes"]
+    for scope in ("must", "not"):  # each activation rate with its scope (DESIGN.md §8)
+        rate = shown[f"activation_rate_{scope}"]
+        assert rate["metric"] == f"activation_rate_{scope}"
+        assert (rate["passed"], rate["valid"]) == (row[f"passed_{scope}"], row[f"valid_{scope}"])
+        assert rate["estimate"] == pytest.approx(row[f"activation_rate_{scope}"])
+    wrong = tools.query_results(correct=False, limit=500)
+    assert wrong["rows"] and all(r["outcome"] == "wrong" for r in wrong["rows"])
     pooled = tools.query_results(group_by=["run"], all_runs=True)
     assert {g["run_id"] for g in pooled["groups"]} == set(runs.values())
 

@@ -37,7 +37,8 @@ _NUMERIC = {c for c, t, _ in COLUMNS if t in ("INTEGER", "BIGINT", "DOUBLE", "BO
 class Rate:
     """A rate over trials with its credible interval, cases as clusters (statistics.md).
 
-    `metric` names it: "activation_rate" (`passed` of `valid` trials) or "correct_rate"
+    `metric` names it: "activation_rate" (`passed` of `valid` trials; with "_must" or
+    "_not", of the must_trigger or should_not_trigger cases alone) or "correct_rate"
     (`passed` of `valid` majority votes, one per run, subject and must_trigger or
     should_not_trigger case, were right)."""
 
@@ -52,6 +53,19 @@ class Rate:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def rates_of(row: Mapping[str, Any], level: float = 0.95) -> dict[str, Rate]:
+    """An aggregate row's rates by name: activation_rate (pooled), activation_rate_must,
+    activation_rate_not and correct_rate."""
+    out = {}
+    for name, hits, total in (("activation_rate", "passed", "valid"),
+                              ("activation_rate_must", "passed_must", "valid_must"),
+                              ("activation_rate_not", "passed_not", "valid_not"),
+                              ("correct_rate", "correct", "votes")):
+        out[name] = Rate(row[name], row[f"{name}_lo"], row[f"{name}_hi"], row[hits],
+                         row[total], row["errors"], level, name)
+    return out
 
 
 class ResultSet(Table):
@@ -103,20 +117,20 @@ class ResultSet(Table):
         return int(self._scalar(f"SELECT count(*) FROM {self.filters.view} "
                                 f"WHERE {self.filters.where()}") or 0)
 
-    def activation_rate(self, level: float = 0.95) -> Rate:
+    def activation_rate(self, level: float = 0.95, scope: str | None = None) -> Rate:
         """Passed / valid trials (errored ones excluded): the share in which the skill under
-        test was invoked, with its interval (cases as clusters)."""
-        row = self.stats(level=level)
-        return Rate(row["activation_rate"], row["activation_rate_lo"],
-                    row["activation_rate_hi"], row["passed"], row["valid"], row["errors"],
-                    level)
+        test was invoked, with its interval (cases as clusters); of the must_trigger cases
+        (`scope="must"`, metric "activation_rate_must"), the should_not_trigger ones
+        ("not"), or every case pooled (None)."""
+        if scope not in (None, "must", "not"):
+            raise ConfigError(f"unknown scope {scope!r}; allowed: must, not", field="scope")
+        name = "activation_rate" if scope is None else f"activation_rate_{scope}"
+        return rates_of(self.stats(level=level), level)[name]
 
     def correct_rate(self, level: float = 0.95) -> Rate:
         """The share of majority votes (one per run, subject and must_trigger or
         should_not_trigger case) that match the expectation, with its interval."""
-        row = self.stats(level=level)
-        return Rate(row["correct_rate"], row["correct_rate_lo"], row["correct_rate_hi"],
-                    row["correct"], row["votes"], row["errors"], level, "correct_rate")
+        return rates_of(self.stats(level=level), level)["correct_rate"]
 
     def pass_rate(self, level: float = 0.95) -> Rate:
         """Deprecated alias of `activation_rate` (kept so older scripts run; "pass rate"
@@ -392,4 +406,4 @@ def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -
 
 
 __all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Scope",
-           "Table", "query_results", "run_query"]
+           "Table", "query_results", "rates_of", "run_query"]

@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ix.api.loading import resolve, validate
 from ix.domain.errors import ConfigError
@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     )
 
 
+#: Which cases an activation experiment's planning values are of (DESIGN.md §8).
+Scope = Literal["must", "not"] | None
+
+
 @dataclass(frozen=True)
 class PlanningInputs:
     """Variances read off a previous run (per-case activation rates)."""
@@ -58,7 +62,7 @@ class PlanningInputs:
     notes: tuple[str, ...]
     #: the kind of cases the values are of: "must" or "not" (an activation experiment's
     #: rates mean something only within one kind, DESIGN.md §8); None: every case
-    scope: str | None = None
+    scope: Scope = None
 
 
 def inputs_from_run(experiment_dir: Path, pair: "list[str] | None" = None,
@@ -82,7 +86,7 @@ def inputs_from_run(experiment_dir: Path, pair: "list[str] | None" = None,
     named = {b.get("name"): b for b in blocks}
     if pair and len(pair) == 2 and all(n in named for n in pair):
         blocks = [named[pair[0]], named[pair[1]]]   # the goal's pair, names whole
-    scope = None
+    scope: Scope = None
     if scoped:
         scope = "must" if _scores(blocks[0], "must_trigger") else "not"
     kind = {"must": "must_trigger", "not": "should_not_trigger"}.get(scope or "")
@@ -344,7 +348,8 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         else:
             planned = validate(lab_path, [str(paths[0])])[0]
             rate = p if p is not None else 0.5
-            cases_of, scope = list(planned.cases), None
+            cases_of = list(planned.cases)
+            scope: Scope = None
             if planned.loaded.experiment.sensor == "activation":
                 must = [c for c in cases_of if c.expectation == "must_trigger"]
                 scope = "must" if must else "not"
@@ -357,7 +362,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                                               f"rate of {rate:g} and omega2 = 0 (optimistic)",),
                 scope=scope)
             design = {"experiment": planned.loaded.experiment.name, "cases": inputs.cases,
-                      "trials": inputs.trials, "notes": list(inputs.notes)}
+                      "trials": inputs.trials, "notes": list(inputs.notes), "scope": scope}
     rate = p if p is not None else (inputs.p if inputs else 0.5)
     answers: list[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer] = []
     goal = _goal(planned)
@@ -404,7 +409,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
                           "between subjects), optionally --paired", field="ix plan")
     result: PlanOutput = {"answers": answers}
     if design is not None:
-        result["from_design"] = {**design, "scope": inputs.scope if inputs else None}
+        result["from_design"] = design
     elif inputs is not None:
         result["from_run"] = {"summary": inputs.source, "scope": inputs.scope, "p": inputs.p,
                               "sigma2_a": inputs.sigma2_a, "sigma2_b": inputs.sigma2_b,

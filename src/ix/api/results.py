@@ -228,8 +228,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                   subject: Values = None, case: Values = None, tag: Values = None,
                   difficulty: Values = None, run: Values = None, since: Moment | None = None,
                   until: Moment | None = None, passed: bool | None = None,
-                  correct: bool | None = None, errors: bool | None = None, all_attempts: bool = False,
-                  all_runs: bool = True, limit: int | None = None,
+                  correct: bool | None = None, errors: bool | None = None,
+                  all_attempts: bool = False, all_runs: bool = True, limit: int | None = None,
                   warn: Warn | None = None) -> ResultSet:
     """The trials of the lab that match every given filter (several values of one: any).
 
@@ -238,7 +238,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
     `passed` True keeps trials whose reading passed (the activation sensor's: the skill was
     invoked), False those that ran and did not pass; `correct` True keeps trials whose outcome
     is right (the reading matches the case's expectation), False those whose outcome is wrong
-    (acceptable cases have neither); `errors` True keeps errored trials, False drops them; `run` takes run ids or unique prefixes.
+    (acceptable cases have neither); `errors` True keeps errored trials, False drops them;
+    `run` takes run ids or unique prefixes.
     Without `run`: `all_runs` False keeps the latest completed run of each experiment (what
     `ix results` shows by default), True every run; either way an imported copy of trials
     the lab already holds (an import whose origin run is in the lab, or was imported before)
@@ -257,8 +258,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                           f"({stop:%Y-%m-%d %H:%M:%S}), so no trial can match", field="--since")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"must be a whole number >= 0, got {limit!r}", field="--limit")
-    for name, flag in (("passed", passed), ("correct", correct), ("errors", errors), ("all_attempts", all_attempts),
-                       ("all_runs", all_runs)):
+    for name, flag in (("passed", passed), ("correct", correct), ("errors", errors),
+                       ("all_attempts", all_attempts), ("all_runs", all_runs)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"must be True, False or None, got {flag!r}", field=name)
     filters = TrialFilter(

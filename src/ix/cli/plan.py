@@ -1,5 +1,6 @@
 """`ix plan`: power analysis, how many cases and trials."""
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -135,7 +136,7 @@ def plan(
         out.print(f"[dim]  note: {escape(note)}[/]", markup=True)
 
 
-def _scope(values: dict[str, Any]) -> str:
+def _scope(values: Mapping[str, Any]) -> str:
     """Which cases the planning values are of, for an activation experiment (DESIGN.md §8)."""
     scope = values.get("scope")
     return f" of the {scope} cases" if scope else ""

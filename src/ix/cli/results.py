@@ -154,8 +154,8 @@ def results(
     rs = api_results.query_results(
         lab, experiment=experiment, subject=subject, case=case, tag=tag,
         difficulty=difficulty, run=run, since=since, until=until, passed=passed,
-        correct=correct, errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
-        warn=warn)
+        correct=correct, errors=errors, all_attempts=all_attempts, all_runs=all_runs,
+        limit=limit or None, warn=warn)
     scope = Text(rs.scope.describe() if rs.scope else "", style="dim")
     if aggregate:
         pick: Method | None = None

@@ -232,8 +232,8 @@ def _failures(f: dict[str, Any]) -> list[str]:
     if f["cases"]:
         lines += ["Cases most often wrong (a trial counts when its outcome is wrong — its "
                   "reading goes against the case's expectation — or it errored):", ""]
-        lines += _table(["case", "expect", "wrong or errored", "rate", "errored", "wrong", "by subject",
-                         "prompt", "wrong examples (one per subject)"],
+        lines += _table(["case", "expect", "wrong or errored", "rate", "errored", "wrong",
+                         "by subject", "prompt", "wrong examples (one per subject)"],
                         [[c["probe_id"], _EXPECT.get(c["expectation"], c["expectation"]),
                           f"{c['failed']}/{c['trials']}", fmt(c["fail_rate"], 2), c["errored"],
                           c["wrong"], ", ".join(f"{k} {v['failed']}/{v['trials']}"

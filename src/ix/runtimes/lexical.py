@@ -339,9 +339,9 @@ class LexicalRuntime:
                 scores: Mapping[str, float]) -> dict[str, Any]:
         """Why `choice` was made, for the trial's `observation.meta.routing`: the threshold,
         the temperature, how many skills were scored, and the best `ROUTING_SKILLS` skills
-        that matched a word (plus the chosen one) with their score and the stems that carried it — each stem's
-        share of the score (summed over the user's messages, weighted as `scores` weighs
-        them) and the words it came from."""
+        that matched a word (plus the chosen one) with their score and the stems that carried
+        it — each stem's share of the score (summed over the user's messages, weighted as
+        `scores` weighs them) and the words it came from."""
         k1, b = self.options.k1, self.options.b
         described = dict(self._skills(subject))
         ranked = sorted((n for n in scores if n != NO_SKILL), key=lambda n: (-scores[n], n))

@@ -259,8 +259,9 @@ def skill_score(name: str, description: str, prompt: str, k1: float = 1.2, b: fl
     )
 
 
+@lru_cache(maxsize=8192)
 def skill_terms(name: str, description: str, prompt: str, k1: float = 1.2, b: float = 0.75
-                ) -> dict[str, float]:
+                ) -> tuple[tuple[str, float], ...]:
     """What carried `skill_score`: each prompt stem's share of it (non-zero ones only), so
     they add up to the score. Negative where the stem is in the skill's exclusion clauses."""
     doc = _document(name, description)
@@ -269,22 +270,23 @@ def skill_terms(name: str, description: str, prompt: str, k1: float = 1.2, b: fl
     def saturate(count: int) -> float:
         return count * (k1 + 1) / (count + norm) if count else 0.0
 
-    out = {}
-    for t in set(tokenize(prompt)):
+    out = []
+    for t in sorted(set(tokenize(prompt))):
         share = idf(t) * (saturate(doc.tf.get(t, 0)) - saturate(doc.tf_against.get(t, 0)))
         if share:
-            out[t] = share
-    return out
+            out.append((t, share))
+    return tuple(out)
 
 
-def stems_of(text: str) -> dict[str, list[str]]:
+@lru_cache(maxsize=4096)
+def stems_of(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each stem of `text` and the words as written that gave it ("summar": ["summarise"])."""
     out: dict[str, list[str]] = {}
     for w in words(text):
         found = out.setdefault(stem(w), [])
         if w not in found:
             found.append(w)
-    return out
+    return tuple((t, tuple(ws)) for t, ws in out.items())
 
 
 #: A trial line's routing record keeps the best-scoring skills (and the chosen one) and, for
@@ -337,41 +339,12 @@ class LexicalRuntime:
 
     def routing(self, subject: Subject, prompt: str, earlier: Sequence[str], choice: str,
                 scores: Mapping[str, float]) -> dict[str, Any]:
-        """Why `choice` was made, for the trial's `observation.meta.routing`: the threshold,
-        the temperature, how many skills were scored, and the best `ROUTING_SKILLS` skills
-        that matched a word (plus the chosen one) with their score and the stems that carried
-        it — each stem's share of the score (summed over the user's messages, weighted as
-        `scores` weighs them) and the words it came from."""
-        k1, b = self.options.k1, self.options.b
-        described = dict(self._skills(subject))
-        ranked = sorted((n for n in scores if n != NO_SKILL), key=lambda n: (-scores[n], n))
-        shown = [n for n in ranked if scores[n]][:ROUTING_SKILLS]  # no word matched: left out
-        if choice != NO_SKILL and choice not in shown:
-            shown.append(choice)
-        texts = [(n, m) for m in earlier if (n := len(tokenize(m)))]
-        if texts:
-            texts.append((len(tokenize(prompt)), prompt))
-        else:
-            texts = [(1, prompt)]
-        total = sum(n for n, _ in texts)
-        written: dict[str, list[str]] = {}
-        for _, text in texts:
-            for t, ws in stems_of(text).items():
-                written.setdefault(t, []).extend(w for w in ws if w not in written[t])
-        skills = []
-        for name in shown:
-            shares: dict[str, float] = {}
-            for n, text in texts:
-                for t, share in skill_terms(name, described[name], text, k1, b).items():
-                    shares[t] = shares.get(t, 0.0) + share * n / total
-            top = sorted(shares.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:ROUTING_TERMS]
-            skills.append({"skill": name, "score": round(scores[name], 4),
-                           "terms": [{"term": t, "words": written.get(t, [t]),
-                                      "share": round(v, 4)} for t, v in top]})
-        return {"chosen": None if choice == NO_SKILL else choice,
-                "threshold": self.options.threshold,
-                "temperature": self.options.temperature,
-                "scored": len(ranked), "skills": skills}
+        """Why `choice` was made, for the trial's `observation.meta.routing` (`_routing`).
+        Built once per prompt, history, choice and scores: a case's trials share it, so
+        the caller must not change it."""
+        o = self.options
+        return _routing(self._skills(subject), prompt, tuple(earlier), choice,
+                        tuple(scores.items()), o.threshold, o.temperature, o.k1, o.b)
 
     def probabilities(self, subject: Subject, prompt: str) -> dict[str, float]:
         """The chance of each choice in one trial (one-hot at `temperature: 0`)."""
@@ -444,6 +417,45 @@ class LexicalRuntime:
             if key > best_key:
                 best, best_key = name, key
         return best
+
+
+@lru_cache(maxsize=4096)
+def _routing(skills: SkillsKey, prompt: str, earlier: tuple[str, ...], choice: str,
+             scored: tuple[tuple[str, float], ...], threshold: float, temperature: float,
+             k1: float, b: float) -> dict[str, Any]:
+    """The threshold, the temperature, how many skills were scored, and the best
+    `ROUTING_SKILLS` skills that matched a word (plus the chosen one) with their score and
+    the stems that carried it — each stem's share of the score (summed over the user's
+    messages, weighted as `LexicalRuntime.scores` weighs them) and the words it came from."""
+    scores = dict(scored)
+    described = dict(skills)
+    ranked = sorted((n for n in scores if n != NO_SKILL), key=lambda n: (-scores[n], n))
+    shown = [n for n in ranked if scores[n]][:ROUTING_SKILLS]  # no word matched: left out
+    if choice != NO_SKILL and choice not in shown:
+        shown.append(choice)
+    texts = [(n, m) for m in earlier if (n := len(tokenize(m)))]
+    if texts:
+        texts.append((len(tokenize(prompt)), prompt))
+    else:
+        texts = [(1, prompt)]
+    total = sum(n for n, _ in texts)
+    written: dict[str, list[str]] = {}
+    for _, text in texts:
+        for t, ws in stems_of(text):
+            known = written.setdefault(t, [])
+            known += [w for w in ws if w not in known]
+    out = []
+    for name in shown:
+        shares: dict[str, float] = {}
+        for n, text in texts:
+            for t, share in skill_terms(name, described[name], text, k1, b):
+                shares[t] = shares.get(t, 0.0) + share * n / total
+        top = sorted(shares.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:ROUTING_TERMS]
+        out.append({"skill": name, "score": round(scores[name], 4),
+                    "terms": [{"term": t, "words": written.get(t, [t]),
+                               "share": round(v, 4)} for t, v in top]})
+    return {"chosen": None if choice == NO_SKILL else choice, "threshold": threshold,
+            "temperature": temperature, "scored": len(ranked), "skills": out}
 
 
 def _name_and_description(entry: Any) -> tuple[str, str]:

@@ -243,10 +243,13 @@ def test_every_activation_rate_says_its_scope_must_or_not(two_experiments):
         lo, hi = hierarchical_interval(k, n, estimate=rate)
         assert (row[f"activation_rate_{scope}_lo"], row[f"activation_rate_{scope}_hi"]) == \
             pytest.approx((lo, hi))
-    table = " ".join(ok("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats",
-                        columns=80).split())
-    assert "activation rate (must) [95% CI]" in table and "activation rate (not)" in table
-    assert "activation rate [95% CI]" not in table
+    r = run_ix("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats",
+               env={"COLUMNS": "80"})
+    assert r.code == 0, r.output
+    table = " ".join(r.stdout.split())
+    assert "activation rate (must)" in table and "activation rate (not)" in table
+    assert "activation rate [95% CI]" not in table and "activation rate:" not in table
+    assert "estimate [95% CI] and counts — invoked/valid" in " ".join(r.stderr.split())
     assert (f"{row['activation_rate_must']:.2f} [{row['activation_rate_must_lo']:.2f}, "
             f"{row['activation_rate_must_hi']:.2f}] {row['passed_must']}/{row['valid_must']}"
             ) in table

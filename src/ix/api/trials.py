@@ -79,17 +79,21 @@ TrialKey = tuple[str, str, int, int]
 
 
 def trial_lines(run: RunInfo, keys: Collection[TrialKey]) -> dict[TrialKey, dict[str, Any]]:
-    """The run's lines of the given trials, in one pass over the experiment's log (lines of
-    other runs are skipped on their bytes, unparsed). Keys with no line are left out."""
+    """The run's lines of the given trials, in one pass over the experiment's log that stops
+    once every one is found (lines of other runs and cases are skipped on their bytes,
+    unparsed). Keys with no line are left out."""
     path = ExperimentDir.at(run.experiment_dir).trials
     wanted = set(keys)
     found: dict[TrialKey, dict[str, Any]] = {}
     if not wanted or not path.is_file():
         return found
     run_needle = json.dumps(run.run_id, ensure_ascii=False).encode("utf-8")
+    case_needles = {needle for _, case, _, _ in wanted
+                    for needle in (json.dumps(case, ensure_ascii=False)[1:-1].encode("utf-8"),
+                                   json.dumps(case)[1:-1].encode("ascii"))}
     with path.open("rb") as f:
         for raw in f:
-            if run_needle not in raw:
+            if run_needle not in raw or not any(n in raw for n in case_needles):
                 continue
             record = parse_line(raw)
             if record is None or record.get("run_id") != run.run_id:
@@ -98,6 +102,8 @@ def trial_lines(run: RunInfo, keys: Collection[TrialKey]) -> dict[TrialKey, dict
                    record.get("attempt") or 0)
             if key in wanted:
                 found[key] = record  # type: ignore[index]  # the key's parts were compared
+                if len(found) == len(wanted):
+                    break
     return found
 
 

@@ -165,6 +165,7 @@ def results(
         goals = rs.goal_metrics() if fmt == "table" else {}
         _print_aggregates(rows, fmt, lead=_lead(goals))
         if fmt == "table":
+            err.print(Text(RATE_CELLS, style="dim"))
             for metric, experiments in goals.items():
                 err.print(Text(_goal_note(metric, experiments), style="dim"))
             err.print(scope)
@@ -264,12 +265,13 @@ def _print_aggregates(rows: "list[AggregateRow]", fmt: str, lead: str = "must") 
 
 #: The rate columns of the aggregate table (DESIGN.md §8: an activation rate says its scope).
 _RATE_COLUMNS = {
-    "must": ("activation rate (must) [95% CI] invoked/valid", "activation_rate_must",
-             "passed_must", "valid_must"),
-    "not": ("activation rate (not) [95% CI] invoked/valid", "activation_rate_not",
-            "passed_not", "valid_not"),
-    "correct": ("correct rate [95% CI] correct/votes", "correct_rate", "correct", "votes"),
+    "must": ("activation rate (must)", "activation_rate_must", "passed_must", "valid_must"),
+    "not": ("activation rate (not)", "activation_rate_not", "passed_not", "valid_not"),
+    "correct": ("correct rate", "correct_rate", "correct", "votes"),
 }
+#: What a rate cell holds (said once, on stderr, to keep the columns narrow).
+RATE_CELLS = ("rates: estimate [95% CI] and counts — invoked/valid trials, correct/votes for "
+              "the correct rate")
 #: Which rate column stands for a goal's metric (the one it leads with), and how.
 _GOAL_COLUMNS = {"activation_rate": ("must", "the same"),
                  "recall": ("must", "its trial-level counterpart"),
@@ -287,7 +289,7 @@ def _goal_note(metric: str, experiments: list[str]) -> str:
     whose = f"the goal's metric of {', '.join(experiments)}: {metric}"
     if metric in _GOAL_COLUMNS:
         column, how = _GOAL_COLUMNS[metric]
-        return f"{whose}; the {_RATE_COLUMNS[column][0].split(' [')[0]} column ({how}) leads"
+        return f"{whose}; the {_RATE_COLUMNS[column][0]} column ({how}) leads"
     return f"{whose}; ix report RUN gives it with its interval"
 
 

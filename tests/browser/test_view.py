@@ -276,7 +276,8 @@ def test_click_from_the_experiments_to_a_trace(browse: Any, viewer: Viewer):
     page.locator("a.trial-link").first.click()
     page.wait_for_load_state()
     assert "Trial" in page.locator("main > h1").inner_text()
-    assert page.locator(".badge.good", has_text="passed").count() == 1
+    assert page.locator(".badge.good", has_text="right").count() == 1
+    assert page.locator("dd.reading").inner_text() == "invoked"
     calls = page.locator("ol.tool-calls li").all_inner_texts()
     assert calls and calls[0].startswith("Skill") and '"skill": "csv-summary"' in calls[0]
     assert "The CSV has 2 data rows" in page.locator("pre.answer").inner_text()
@@ -411,6 +412,10 @@ def test_paths_outside_the_lab_are_refused(browse: Any, viewer: Viewer):
     assert browse.blocked == []
 
 
+def _color(locator: Any) -> str:
+    return str(locator.evaluate("e => getComputedStyle(e).color"))
+
+
 def test_the_case_page_says_which_skill_took_the_prompt(browse: Any, viewer: Viewer):
     """Issue 16 §5: per subject, the first skill each valid trial invoked ("taken by"), and
     per trial the skills it invoked; the report on the run page has the routing table."""
@@ -418,8 +423,17 @@ def test_the_case_page_says_which_skill_took_the_prompt(browse: Any, viewer: Vie
     page.goto(f"{viewer.url}runs/{second}/trials?{urlencode({'case': 'must-001'})}")
     assert page.locator("table.stats td.routes").all_inner_texts() == [
         "csv-summary 2/2", "csv-summary 2/2"]                      # control, variant
-    invoked = page.locator("table.trials tbody tr td:nth-child(5)").all_inner_texts()
+    invoked = page.locator("table.trials tbody tr td:nth-child(6)").all_inner_texts()
     assert invoked == ["csv-summary"] * 4
+    assert page.locator("td.reading").all_inner_texts() == ["invoked"] * 4
+    right = page.locator(".badge.outcome-right")
+    assert right.count() == 4 and _color(right.first) == "rgb(26, 127, 55)"   # --good
+    # a must case the skill did not take: not invoked, wrong, red (DESIGN.md §8)
+    page.goto(f"{viewer.url}runs/{second}/trials?{urlencode({'case': 'must-002'})}")
+    wrong = page.locator(".badge.outcome-wrong")
+    assert wrong.count() == 4 and _color(wrong.first) == "rgb(207, 34, 46)"   # --bad
+    assert page.locator("td.reading").all_inner_texts() == ["not invoked"] * 4
+    assert "passed" not in page.locator("table.trials").inner_text()
     page.goto(f"{viewer.url}runs/{second}/trials?{urlencode({'case': 'not-001'})}")
     assert page.locator("table.stats td.routes").all_inner_texts() == ["none 2/2"] * 2
     shot(browse, "case-routes")

@@ -180,10 +180,12 @@ def test_claude_code_designs_runs_and_reads_an_experiment_over_stdio(lab, tmp_pa
 
         planned = await call(session, "plan_power", experiment="csv-coexist", mde=0.3,
                              paired=True)
-        assert planned["from_design"]["cases"] == 5 and planned["from_design"]["trials"] == 4
+        # an activation experiment plans on its 3 must cases (of 5): activation rate (must)
+        assert planned["from_design"]["cases"] == 3 and planned["from_design"]["trials"] == 4
+        assert planned["from_design"]["scope"] == "must"
         (paired,) = planned["answers"]
         assert paired["question"] == "paired" and paired["n_cases"] >= 2
-        assert paired["mde_for_cases"]["cases"] == 5 and paired["assumptions"]
+        assert paired["mde_for_cases"]["cases"] == 3 and paired["assumptions"]
         width = await call(session, "plan_power", width=0.2)
         assert width["answers"][0]["n"] > 50
 
@@ -216,8 +218,11 @@ def test_claude_code_designs_runs_and_reads_an_experiment_over_stdio(lab, tmp_pa
         assert read["summary"]["goal"]["verdict"] in ("supported", "refuted", "inconclusive")
         # after a run, planning reads its rates and variances: what this design can detect
         replanned = await call(session, "plan_power", experiment="csv-coexist")
-        assert replanned["from_run"]["cases"] == 5 and replanned["from_run"]["trials"] == 4
-        assert replanned["answers"][0]["mde_for_cases"]["cases"] == 5
+        assert replanned["from_run"]["cases"] == 3 and replanned["from_run"]["trials"] == 4
+        assert replanned["from_run"]["scope"] == "must"
+        assert replanned["answers"][0]["question"] == "goal"   # the goal's metric first
+        [paired] = [a for a in replanned["answers"] if a["question"] == "paired"]
+        assert paired["mde_for_cases"]["cases"] == 3
         by_prefix = await call(session, "get_summary", run=first["run_id"][:18], report=True)
         assert by_prefix["run_id"] == first["run_id"] and "report" in by_prefix
 

@@ -57,11 +57,13 @@ def test_planning_values_come_from_the_latest_run(lab):
     r = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired", "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["from_run"]["cases"] == 6 and data["from_run"]["trials"] == 5
+    # an activation experiment: the must cases' rates (DESIGN.md §8), not must and not pooled
+    assert data["from_run"]["cases"] == 3 and data["from_run"]["trials"] == 5
+    assert data["from_run"]["scope"] == "must"
     assert data["from_run"]["sigma2_a"] > 0
     assert data["answers"][0]["n_cases"] > 0
     text = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired")
-    assert "assuming" in text.stdout and "planning values from" in text.stdout
+    assert "assuming" in text.stdout and "planning values of the must cases from" in text.stdout
 
 
 def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
@@ -69,11 +71,13 @@ def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
     r = run_ix("plan", "exp", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["from_design"]["cases"] == 6 and data["from_design"]["trials"] == 4
+    # the design's must cases (3 of 6): an activation rate is of one kind of case
+    assert data["from_design"]["cases"] == 3 and data["from_design"]["trials"] == 4
+    assert data["from_design"]["scope"] == "must"
     (answer,) = data["answers"]
-    assert answer["mde_for_cases"]["cases"] == 6 and 0 < answer["mde_for_cases"]["mde"] < 1
+    assert answer["mde_for_cases"]["cases"] == 3 and 0 < answer["mde_for_cases"]["mde"] < 1
     text = run_ix("plan", "exp", "--lab", str(lab))
-    assert "planning values from the design of exp" in text.stdout
+    assert "planning values of the must cases from the design of exp" in text.stdout
     assert not (lab / "exp" / "results").exists()
 
 
@@ -170,3 +174,26 @@ def test_a_goal_plan_with_an_effect_on_its_boundary_or_without_a_goal_is_exit_2(
     mock_experiment(lab, name="nogoal")
     r = run_ix("plan", "nogoal", "--lab", str(lab), "--effect", "0.2")
     assert r.code == 2 and "--effect" in r.stderr and "no goal" in r.stderr, r.output
+
+
+def test_an_experiment_with_a_goal_is_planned_for_its_metric_first_and_rates_say_their_scope(
+        lab):
+    """`ix plan EXP` leads with the goal's metric; the paired answer after it is of the
+    activation rate (must), the must cases' rates, and says so."""
+    goal_experiment(lab, n_must=6, n_not=4, trials=3)
+    d = lab / "exp" / "experiment.yaml"
+    d.write_text(d.read_text().replace("{kind: mock}}", "{kind: mock, default_rate: 0.5}}"))
+    assert run_ix("run", "--lab", str(lab)).code in (0, 1)
+    r = run_ix("plan", "exp", "--lab", str(lab), "--json")
+    assert r.code == 0, r.output
+    data = json.loads(r.stdout)
+    assert [a["question"] for a in data["answers"]] == ["goal", "paired"]
+    assert data["answers"][0]["metric"] == "recall"
+    assert data["answers"][1]["metric"] == "mean per-case activation rate (must)"
+    assert data["from_run"]["scope"] == "must" and data["from_run"]["cases"] == 6
+    text = run_ix("plan", "exp", "--lab", str(lab), env={"COLUMNS": "80"})
+    assert text.code == 0, text.output
+    flat = " ".join(text.stdout.split())
+    assert "settle the goal (recall decrease beyond 0.1" in flat.split(" assuming ")[0]
+    assert "activation rate (must)" in flat and "planning values of the must cases" in flat
+    assert "must and not" not in flat

@@ -195,10 +195,10 @@ def test_plan_names_the_metric_of_the_smallest_detectable_difference(lab):
     _run(lab)
     r = run_ix("plan", "exp", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
-    assert "smallest detectable difference in the mean per-case activation rate is" in \
-        _flat(r.stdout)
+    assert "smallest detectable difference in the mean per-case activation rate (must) is" \
+        in _flat(r.stdout)
     data = json.loads(run_ix("plan", "exp", "--lab", str(lab), "--json").stdout)
-    assert data["answers"][0]["metric"] == "mean per-case activation rate"
+    assert data["answers"][0]["metric"] == "mean per-case activation rate (must)"
 
 
 def test_a_mock_subject_is_never_told_to_broaden_its_description(lab):

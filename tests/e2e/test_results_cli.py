@@ -208,10 +208,10 @@ def test_aggregate_csv_and_json_agree_and_the_table_shows_intervals(ran):
         assert (float(row["activation_rate"]) if row["activation_rate"] else None) == \
             pytest.approx(g["activation_rate"])
     table = ix_ok("results", "--lab", str(ran), "--group-by", "difficulty")
-    assert "activation rate [95% CI]" in table and "pass rate" not in table
-    hard = next(g for g in got if g["difficulty"] == "hard")
-    assert (f"{hard['activation_rate']:.2f} [{hard['activation_rate_lo']:.2f}, "
-            f"{hard['activation_rate_hi']:.2f}]") in table
+    assert "activation rate (must)" in " ".join(table.split()) and "pass rate" not in table
+    hard = next(g for g in got if g["difficulty"] == "hard")  # must-002 alone
+    assert (f"{hard['activation_rate_must']:.2f} [{hard['activation_rate_must_lo']:.2f}, "
+            f"{hard['activation_rate_must_hi']:.2f}]") in table
 
 
 def test_correlation_of_score_with_difficulty_matches_scipy(ran):
@@ -235,6 +235,44 @@ def test_trial_listing_formats(ran):
     assert len(parsed) == sum(r["subject"] == "alpha" for r in raw)
     assert json.loads(parsed[0]["tags"]) in (["csv", "direct"], ["csv"], ["near-miss"], [])
     assert len(results(ran, "--limit", "5")) == 5
+
+
+def _right(r: dict) -> bool | None:
+    """The trial's outcome from its raw line: its reading against the case's expectation."""
+    if r["error"] or r["expectation"] == "acceptable":
+        return None
+    return r["reading"]["passed"] == (r["expectation"] == "must_trigger")
+
+
+def test_outcome_is_right_or_wrong_against_the_expectation_and_filters_by_it(ran):
+    """A should-not case where the skill fired is *wrong* (not "passed"): `outcome` in JSON,
+    `--right/--wrong` select by it, `--passed/--failed` still select by the reading."""
+    raw = latest(ran)
+    by_key = {key(r): r for r in raw}
+    for row in results(ran):
+        right = _right(by_key[key(row)])
+        assert row["outcome"] == {True: "right", False: "wrong", None: None}[right]
+    expect = {v: sorted(key(r) for r in raw if _right(r) is v) for v in (True, False)}
+    assert sorted(map(key, results(ran, "--right"))) == expect[True]
+    assert sorted(map(key, results(ran, "--wrong"))) == expect[False]
+    fired_wrongly = [k for k in expect[False] if k[2] == "not-001"]
+    assert fired_wrongly, "the mock should fire on not-001 now and then"
+    assert set(fired_wrongly) <= set(map(key, results(ran, "--passed")))
+
+
+def test_the_trial_table_says_invoked_and_right_or_wrong_never_passed(ran):
+    r = run_ix("results", "--lab", str(ran), "--case", "not-001", "--limit", "0",
+               env={"COLUMNS": "200"})
+    assert r.code == 0, r.output
+    header = r.stdout.splitlines()[0].split()
+    assert "outcome" in header and "reading" in header and "result" not in header
+    rows = [line for line in r.stdout.splitlines() if "not-001" in line]
+    assert rows and all(("right" in line) != ("wrong" in line) or "error" in line
+                        for line in rows)
+    assert any("not invoked" in line and "right" in line for line in rows)
+    assert any(" invoked" in line and "not invoked" not in line and "wrong" in line
+               for line in rows)
+    assert "passed" not in r.stdout and "failed" not in r.stdout
 
 
 def test_query_runs_read_only_sql_over_the_views(ran):

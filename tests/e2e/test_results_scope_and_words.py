@@ -15,7 +15,7 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from conftest import REPO, ix_in_process, mock_experiment, run_ix
+from conftest import REPO, comparison_experiment, ix_in_process, mock_experiment, run_ix
 from ix.stats.clustered import hierarchical_interval
 from ix.store.trials import read_trials
 
@@ -203,6 +203,13 @@ def test_mcp_query_results_has_the_same_scope_and_words(two_experiments):
     assert shown["activation_rate"]["valid"] == row["valid"]
     assert shown["activation_rate"]["estimate"] == pytest.approx(row["activation_rate"])
     assert shown["correct_rate"]["valid"] == row["votes"]
+    for scope in ("must", "not"):  # each activation rate with its scope (DESIGN.md §8)
+        rate = shown[f"activation_rate_{scope}"]
+        assert rate["metric"] == f"activation_rate_{scope}"
+        assert (rate["passed"], rate["valid"]) == (row[f"passed_{scope}"], row[f"valid_{scope}"])
+        assert rate["estimate"] == pytest.approx(row[f"activation_rate_{scope}"])
+    wrong = tools.query_results(correct=False, limit=500)
+    assert wrong["rows"] and all(r["outcome"] == "wrong" for r in wrong["rows"])
     pooled = tools.query_results(group_by=["run"], all_runs=True)
     assert {g["run_id"] for g in pooled["groups"]} == set(runs.values())
 
@@ -216,3 +223,48 @@ def test_correct_rate_is_accepted_where_pass_rate_is(two_experiments):
     from ix.lab.schema import GoalSpec
 
     assert GoalSpec(hypothesis="h", metric="correct_rate").metric == "pass_rate"
+
+
+def test_every_activation_rate_says_its_scope_must_or_not(two_experiments):
+    """DESIGN.md §8: `activation_rate_must` / `_not` are the rates of one kind of case each,
+    recomputed here from the raw lines, with intervals that cluster by case; the table shows
+    those, labelled, and no unlabelled pooled rate."""
+    lab, runs = two_experiments
+    (row,) = ok_json("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats")
+    raw = [r for r in lines(lab) if r["run_id"] == runs["exp-2"] and not r["error"]]
+    for scope, expectation in (("must", "must_trigger"), ("not", "should_not_trigger")):
+        mine = [r for r in raw if r["expectation"] == expectation]
+        cases = sorted({r["probe_id"] for r in mine})
+        k = [sum(r["reading"]["passed"] for r in mine if r["probe_id"] == c) for c in cases]
+        n = [sum(r["probe_id"] == c for r in mine) for c in cases]
+        rate = sum(k) / sum(n)
+        assert (row[f"passed_{scope}"], row[f"valid_{scope}"]) == (sum(k), sum(n))
+        assert row[f"activation_rate_{scope}"] == pytest.approx(rate)
+        lo, hi = hierarchical_interval(k, n, estimate=rate)
+        assert (row[f"activation_rate_{scope}_lo"], row[f"activation_rate_{scope}_hi"]) == \
+            pytest.approx((lo, hi))
+    r = run_ix("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats",
+               env={"COLUMNS": "80"})
+    assert r.code == 0, r.output
+    table = " ".join(r.stdout.split())
+    assert "activation rate (must)" in table and "activation rate (not)" in table
+    assert "activation rate [95% CI]" not in table and "activation rate:" not in table
+    assert "estimate [95% CI] and counts — invoked/valid" in " ".join(r.stderr.split())
+    assert (f"{row['activation_rate_must']:.2f} [{row['activation_rate_must_lo']:.2f}, "
+            f"{row['activation_rate_must_hi']:.2f}] {row['passed_must']}/{row['valid_must']}"
+            ) in table
+
+
+def test_results_lead_with_the_goals_metric_and_say_so(tmp_path: Path):
+    lab = tmp_path / "lab"
+    comparison_experiment(lab, n_must=3, n_not=2, trials=3, control=0.9,
+                          variants={"variant": 0.5}, name="exp",
+                          goal="goal: {hypothesis: h, metric: correct_rate}\n")
+    run_in_process(lab, "exp")
+    r = run_ix("results", "--lab", str(lab), "--group-by", "subject", env={"COLUMNS": "400"})
+    assert r.code == 0, r.output
+    header = " ".join(r.stdout.splitlines()[0].split())
+    assert header.index("correct rate") < header.index("activation rate (must)")
+    flat = " ".join(r.stderr.split())
+    assert "the goal's metric of exp: pass_rate; the correct rate column (the same) leads" \
+        in flat

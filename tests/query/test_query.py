@@ -93,7 +93,8 @@ def test_trials_view_flattens_each_line_and_joins_the_case_files(lab):
     assert first == {
         "experiment": "exp", "run_id": "r1", "subject": "alpha", "probe_id": "must-001",
         "trial": 0, "seed": 12345, "attempt": 0, "expectation": "must_trigger",
-        "passed": True, "score": 1.0, "correct": True, "sensor": "activation", "error": None,
+        "passed": True, "score": 1.0, "correct": True, "outcome": "right",
+        "sensor": "activation", "error": None,
         "error_message": None, "tokens_input": 300, "tokens_output": 40, "tokens": 340,
         "cost": 0.25, "duration": 12.5, "started_at": datetime(2026, 11, 20, 12, 0),
         "invoked": [], "first_invoked": None,
@@ -104,6 +105,7 @@ def test_trials_view_flattens_each_line_and_joins_the_case_files(lab):
     assert second["duration"] == 120000.0
     # a case whose file is gone keeps its trials, without tags or difficulty; its own family
     assert gone["correct"] is True and gone["tags"] == [] and gone["difficulty"] is None
+    assert gone["outcome"] == "right" and second["outcome"] is None  # errored: no outcome
     assert gone["family"] == "gone-001" and gone["variant_of"] is None
 
 

@@ -119,3 +119,19 @@ def test_difficulty_counts_the_cases_whose_majority_vote_is_right():
     assert (hard["k"], hard["n"], hard["rate"]) == (1, 1, 1.0)
     assert easy["ci"][0] < 0.5 < easy["ci"][1]
     assert figures.difficulty(summary, [{"probe_id": "x", "difficulty": None}]) is None
+
+
+def test_trial_listings_say_invoked_and_wrong_not_passed_and_failed(made):
+    """DESIGN.md §8 in the HTML and Markdown reports: counts of invoked trials, and the cases
+    most often wrong (a should-not case that fired is wrong, not "passed")."""
+    from ix.report.markdown import report_markdown
+
+    data = made[2]
+    body = report_body_html(data)
+    assert "invoked/valid trials" in body and "passed/valid" not in body
+    assert "Cases most often wrong" in body and "Cases that fail most" not in body
+    assert "Trials that invoked the skill, should_not_trigger cases" in body
+    assert "Trials that passed" not in body
+    text = report_markdown(data)
+    assert "invoked/valid trials" in text and "passed/valid" not in text
+    assert "Cases most often wrong" in text and "| wrong or errored |" in text

@@ -263,3 +263,39 @@ def test_earlier_user_text_dilutes_a_skills_score_by_its_length():
                                                         expectation="must_trigger")))
     obs_talked = asyncio.run(rt.invoke(subject, case))
     assert obs_plain.tool_calls and not obs_talked.tool_calls  # below the threshold now
+
+
+def test_a_trial_records_why_it_was_routed_the_scores_threshold_and_matched_words():
+    """`observation.meta.routing`: the best skills with their scores, the threshold, and the
+    stems (with the words they came from) whose shares add up to each score."""
+    rt = runtime(temperature=0)
+    obs = invoke(rt, "Don't summarise it, I'll write the release notes for v2 myself")
+    routing = obs.meta["routing"]
+    assert routing["chosen"] == called(obs) == "git-release-notes"
+    assert (routing["threshold"], routing["temperature"], routing["scored"]) == (2.0, 0.0, 3)
+    scores = rt.scores(SUBJECT, "Don't summarise it, I'll write the release notes for v2 myself")
+    skills = {s["skill"]: s for s in routing["skills"]}
+    assert list(skills) == ["git-release-notes", "csv-summary"]   # sql-tuning matched nothing
+    for name, s in skills.items():
+        assert s["score"] == pytest.approx(scores[name], abs=1e-4)
+        assert sum(t["share"] for t in s["terms"]) == pytest.approx(s["score"], abs=1e-3)
+    assert {t["term"]: t["words"] for t in skills["csv-summary"]["terms"]} == {
+        "summaris": ["summarise"]}
+    assert ["release"] in [t["words"] for t in skills["git-release-notes"]["terms"]]
+    unrelated = invoke(rt, UNRELATED_PROMPT).meta["routing"]
+    assert unrelated["chosen"] is None and unrelated["skills"] == []
+
+
+def test_routing_shares_follow_the_history_weighting():
+    """With earlier user messages, each stem's share is weighted as the score is."""
+    rt = runtime(temperature=0)
+    earlier = "Let us talk about the garden and the weather for a while today"
+    stimulus = EvalCase(id="c-001", prompt=SUMMARY_PROMPT, expectation="must_trigger",
+                        history=(Turn(role="user", content=earlier),
+                                 Turn(role="assistant", content="Sure.")))
+    obs = asyncio.run(rt.invoke(SUBJECT, stimulus, seed=0, attempt=0))
+    [csv] = [s for s in obs.meta["routing"]["skills"] if s["skill"] == "csv-summary"]
+    diluted = rt.scores(SUBJECT, SUMMARY_PROMPT, [earlier])["csv-summary"]
+    assert csv["score"] == pytest.approx(diluted, abs=1e-4) and diluted < skill_score(
+        CSV["name"], CSV["description"], SUMMARY_PROMPT)
+    assert sum(t["share"] for t in csv["terms"]) == pytest.approx(diluted, abs=1e-3)

@@ -27,7 +27,7 @@ _shared = _tests_conftest()
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lab = tmp_path_factory.mktemp("pages") / "lab"
-    _shared.mock_experiment(lab, "exp", rates={"must-001": 1.0}, trials=3)
+    _shared.mock_experiment(lab, "exp", rates={"must-001": 1.0, "not-001": 1.0}, trials=3)
     for seed in ("1", "2"):
         r = _shared.run_ix("run", "--lab", str(lab), "exp", "--seed", seed)
         assert r.code == 0, r.output
@@ -100,12 +100,34 @@ def test_ids_that_name_nothing_are_404(lab: Path, client: TestClient):
 def test_trials_are_paged_and_filtered(lab: Path, client: TestClient):
     first = runs(lab)[0]
     page = client.get(f"/runs/{first}/trials", params={"case": "must-001",
-                                                       "outcome": "passed"})
+                                                       "outcome": "right"})
     assert page.status_code == 200
-    assert page.text.count('class="trial-link"') == 3   # rate 1.0: all three passed
+    assert page.text.count('class="trial-link"') == 3   # rate 1.0: all three right
     none = client.get(f"/runs/{first}/trials", params={"case": "must-001",
-                                                       "outcome": "failed"})
+                                                       "outcome": "wrong"})
     assert "No trial matches" in none.text
+
+
+def test_a_should_not_case_where_the_skill_fired_is_wrong_and_red_not_passed(
+        lab: Path, client: TestClient):
+    """DESIGN.md §8: the reading is "invoked", the outcome "wrong", coloured as bad."""
+    first = runs(lab)[0]
+    page = client.get(f"/runs/{first}/trials", params={"case": "not-001"})
+    assert page.status_code == 200
+    assert page.text.count('class="badge bad outcome-wrong">wrong<') == 3
+    assert page.text.count('<td class="reading">invoked</td>') == 3
+    assert "passed" not in page.text and "badge good" not in page.text
+    wrong = client.get(f"/runs/{first}/trials", params={"case": "not-001", "outcome": "wrong"})
+    assert wrong.text.count('class="trial-link"') == 3
+    trial = client.get(f"/runs/{first}/trial",
+                       params={"subject": "target", "case": "not-001", "trial": "0"})
+    assert 'class="badge bad outcome-wrong">wrong<' in trial.text
+    assert '<dd class="reading">invoked</dd>' in trial.text and "passed" not in trial.text.split(
+        "trials.jsonl")[0]
+    right = client.get(f"/runs/{first}/trial",
+                       params={"subject": "target", "case": "not-002", "trial": "0"})
+    assert 'class="badge good outcome-right">right<' in right.text
+    assert '<dd class="reading">not invoked</dd>' in right.text
 
 
 def test_a_context_and_sweep_run_page_shows_the_curve_and_the_sweep(tmp_path: Path):

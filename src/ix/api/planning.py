@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ix.api.loading import resolve, validate
 from ix.domain.errors import ConfigError
@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     )
 
 
+#: Which cases an activation experiment's planning values are of (DESIGN.md §8).
+Scope = Literal["must", "not"] | None
+
+
 @dataclass(frozen=True)
 class PlanningInputs:
     """Variances read off a previous run (per-case activation rates)."""
@@ -56,12 +60,17 @@ class PlanningInputs:
     cases: int
     trials: int
     notes: tuple[str, ...]
+    #: the kind of cases the values are of: "must" or "not" (an activation experiment's
+    #: rates mean something only within one kind, DESIGN.md §8); None: every case
+    scope: Scope = None
 
 
-def inputs_from_run(experiment_dir: Path,
-                    pair: "list[str] | None" = None) -> PlanningInputs:
+def inputs_from_run(experiment_dir: Path, pair: "list[str] | None" = None,
+                    scoped: bool = False) -> PlanningInputs:
     """Planning values from `results/summary-latest.json`: of the goal's `compare` pair
-    (control, treatment) when given and in the run, else of its first two subjects."""
+    (control, treatment) when given and in the run, else of its first two subjects. With
+    `scoped` (an activation experiment) only its must_trigger cases count, or, when it has
+    none with a valid trial, its should_not_trigger ones (`scope`)."""
     path = ExperimentDir.at(experiment_dir).latest_summary
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -77,14 +86,18 @@ def inputs_from_run(experiment_dir: Path,
     named = {b.get("name"): b for b in blocks}
     if pair and len(pair) == 2 and all(n in named for n in pair):
         blocks = [named[pair[0]], named[pair[1]]]   # the goal's pair, names whole
-    a = _scores(blocks[0])
+    scope: Scope = None
+    if scoped:
+        scope = "must" if _scores(blocks[0], "must_trigger") else "not"
+    kind = {"must": "must_trigger", "not": "should_not_trigger"}.get(scope or "")
+    a = _scores(blocks[0], kind)
     if not a:
         raise ConfigError("no case has a valid trial", file=path, field="probe_results")
 
     sigma2_a = sum(p * (1 - p) for p, _ in a.values()) / len(a)
     p = sum(p for p, _ in a.values()) / len(a)
     if len(blocks) > 1:
-        b = _scores(blocks[1])
+        b = _scores(blocks[1], kind)
         shared = sorted(set(a) & set(b))
         if not shared:
             raise ConfigError(f"{blocks[1]['name']} has no case in common with "
@@ -102,12 +115,15 @@ def inputs_from_run(experiment_dir: Path,
                      "--omega2 to be safer")
     trials = int(summary.get("trials_per_case") or max(n for _, n in a.values()))
     return PlanningInputs(source=str(path), p=p, sigma2_a=sigma2_a, sigma2_b=sigma2_b,
-                          omega2=omega2, cases=len(a), trials=trials, notes=tuple(notes))
+                          omega2=omega2, cases=len(a), trials=trials, notes=tuple(notes),
+                          scope=scope)
 
 
-def _scores(block: dict[str, Any]) -> dict[str, tuple[float, int]]:
+def _scores(block: dict[str, Any], expectation: str | None = None
+            ) -> dict[str, tuple[float, int]]:
     return {p["probe_id"]: (float(p["score"]), int(p["n"]))
-            for p in block.get("probe_results", []) if p.get("score") is not None and p["n"]}
+            for p in block.get("probe_results", []) if p.get("score") is not None and p["n"]
+            and expectation in (None, p.get("expectation"))}
 
 
 def plan_width(width: float, p: float = 0.5, level: float = 0.95) -> "WidthAnswer":
@@ -156,9 +172,11 @@ def plan_independent(mde: float, p1: float, *, alpha: float = 0.05, power: float
 #: that is (the first of its assumptions).
 CASE_RATE = ("mean per-case rate",
              "each case's share of passing trials, averaged over the cases")
-CASE_ACTIVATION_RATE = ("mean per-case activation rate",
-                        "each case's share of trials that invoked the skill, averaged over "
-                        "the must and not cases")
+CASE_ACTIVATION_RATE = {
+    scope: (f"mean per-case activation rate ({scope})",
+            f"each case's share of trials that invoked the skill, averaged over the "
+            f"{kind} cases")
+    for scope, kind in (("must", "must_trigger"), ("not", "should_not_trigger"))}
 
 
 def plan_paired(*, mde: float | None, cases: int | None, sigma2_a: float, sigma2_b: float,
@@ -325,17 +343,26 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         if ExperimentDir.at(paths[0]).latest_summary.is_file():
             planned = validate(lab_path, [str(paths[0])])[0]
             pair = _goal(planned)
-            inputs = inputs_from_run(paths[0], pair["compare"] if pair else None)
+            inputs = inputs_from_run(paths[0], pair["compare"] if pair else None,
+                                     scoped=planned.loaded.experiment.sensor == "activation")
         else:
             planned = validate(lab_path, [str(paths[0])])[0]
             rate = p if p is not None else 0.5
+            cases_of = list(planned.cases)
+            scope: Scope = None
+            if planned.loaded.experiment.sensor == "activation":
+                must = [c for c in cases_of if c.expectation == "must_trigger"]
+                scope = "must" if must else "not"
+                cases_of = must or [c for c in cases_of
+                                    if c.expectation == "should_not_trigger"]
             inputs = PlanningInputs(
                 source=str(planned.loaded.config_file), p=rate, sigma2_a=rate * (1 - rate),
-                sigma2_b=rate * (1 - rate), omega2=0.0, cases=len(planned.cases),
+                sigma2_b=rate * (1 - rate), omega2=0.0, cases=len(cases_of),
                 trials=planned.trials, notes=("no run yet: the design's cases and trials, a "
-                                              f"rate of {rate:g} and omega2 = 0 (optimistic)",))
+                                              f"rate of {rate:g} and omega2 = 0 (optimistic)",),
+                scope=scope)
             design = {"experiment": planned.loaded.experiment.name, "cases": inputs.cases,
-                      "trials": inputs.trials, "notes": list(inputs.notes)}
+                      "trials": inputs.trials, "notes": list(inputs.notes), "scope": scope}
     rate = p if p is not None else (inputs.p if inputs else 0.5)
     answers: list[WidthAnswer | IndependentAnswer | PairedAnswer | GoalAnswer] = []
     goal = _goal(planned)
@@ -356,11 +383,11 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         if mde is None and n_cases is None:
             raise ConfigError("say what to plan for the paired design: --mde (how many "
                               "cases) or --cases (which difference)", field="--paired")
-        activation = planned is not None and planned.loaded.experiment.sensor == "activation"
+        scope = inputs.scope if inputs is not None else None
         try:
             answers.append(plan_paired(mde=mde, cases=n_cases, sigma2_a=s2a, sigma2_b=s2b,
                                        omega2=w2, trials=k, alpha=alpha, power=power,
-                                       metric=CASE_ACTIVATION_RATE if activation
+                                       metric=CASE_ACTIVATION_RATE[scope] if scope
                                        else CASE_RATE))
         except ConfigError:
             # unasked (a goal follows): a run whose rates sit at 0 or 1 has no variance to
@@ -375,6 +402,8 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
         else:
             answers.append(_plan_goal_of(goal, planned, inputs if design is None else None,
                                          p=p, trials=trials, effect=effect, power=power))
+    # the goal's metric first: what the experiment asks comes before what the design allows
+    answers.sort(key=lambda a: a["question"] != "goal")
     if not answers:
         raise ConfigError("say what to plan: --width W (interval width), --mde D (difference "
                           "between subjects), optionally --paired", field="ix plan")
@@ -382,7 +411,7 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     if design is not None:
         result["from_design"] = design
     elif inputs is not None:
-        result["from_run"] = {"summary": inputs.source, "p": inputs.p,
+        result["from_run"] = {"summary": inputs.source, "scope": inputs.scope, "p": inputs.p,
                               "sigma2_a": inputs.sigma2_a, "sigma2_b": inputs.sigma2_b,
                               "omega2": inputs.omega2, "cases": inputs.cases,
                               "trials": inputs.trials, "notes": list(inputs.notes)}

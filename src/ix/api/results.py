@@ -37,7 +37,8 @@ _NUMERIC = {c for c, t, _ in COLUMNS if t in ("INTEGER", "BIGINT", "DOUBLE", "BO
 class Rate:
     """A rate over trials with its credible interval, cases as clusters (statistics.md).
 
-    `metric` names it: "activation_rate" (`passed` of `valid` trials) or "correct_rate"
+    `metric` names it: "activation_rate" (`passed` of `valid` trials; with "_must" or
+    "_not", of the must_trigger or should_not_trigger cases alone) or "correct_rate"
     (`passed` of `valid` majority votes, one per run, subject and must_trigger or
     should_not_trigger case, were right)."""
 
@@ -52,6 +53,19 @@ class Rate:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def rates_of(row: Mapping[str, Any], level: float = 0.95) -> dict[str, Rate]:
+    """An aggregate row's rates by name: activation_rate (pooled), activation_rate_must,
+    activation_rate_not and correct_rate."""
+    out = {}
+    for name, hits, total in (("activation_rate", "passed", "valid"),
+                              ("activation_rate_must", "passed_must", "valid_must"),
+                              ("activation_rate_not", "passed_not", "valid_not"),
+                              ("correct_rate", "correct", "votes")):
+        out[name] = Rate(row[name], row[f"{name}_lo"], row[f"{name}_hi"], row[hits],
+                         row[total], row["errors"], level, name)
+    return out
 
 
 class ResultSet(Table):
@@ -103,20 +117,20 @@ class ResultSet(Table):
         return int(self._scalar(f"SELECT count(*) FROM {self.filters.view} "
                                 f"WHERE {self.filters.where()}") or 0)
 
-    def activation_rate(self, level: float = 0.95) -> Rate:
+    def activation_rate(self, level: float = 0.95, scope: str | None = None) -> Rate:
         """Passed / valid trials (errored ones excluded): the share in which the skill under
-        test was invoked, with its interval (cases as clusters)."""
-        row = self.stats(level=level)
-        return Rate(row["activation_rate"], row["activation_rate_lo"],
-                    row["activation_rate_hi"], row["passed"], row["valid"], row["errors"],
-                    level)
+        test was invoked, with its interval (cases as clusters); of the must_trigger cases
+        (`scope="must"`, metric "activation_rate_must"), the should_not_trigger ones
+        ("not"), or every case pooled (None)."""
+        if scope not in (None, "must", "not"):
+            raise ConfigError(f"unknown scope {scope!r}; allowed: must, not", field="scope")
+        name = "activation_rate" if scope is None else f"activation_rate_{scope}"
+        return rates_of(self.stats(level=level), level)[name]
 
     def correct_rate(self, level: float = 0.95) -> Rate:
         """The share of majority votes (one per run, subject and must_trigger or
         should_not_trigger case) that match the expectation, with its interval."""
-        row = self.stats(level=level)
-        return Rate(row["correct_rate"], row["correct_rate_lo"], row["correct_rate_hi"],
-                    row["correct"], row["votes"], row["errors"], level, "correct_rate")
+        return rates_of(self.stats(level=level), level)["correct_rate"]
 
     def pass_rate(self, level: float = 0.95) -> Rate:
         """Deprecated alias of `activation_rate` (kept so older scripts run; "pass rate"
@@ -161,6 +175,33 @@ class ResultSet(Table):
             except duckdb.Error as exc:
                 raise sql_error(exc) from None
 
+    def goal_metrics(self) -> dict[str, list[str]]:
+        """The goals of the runs these trials came from: each goal metric and the
+        experiments whose goal it is (read from each run's summary; a run without one, or
+        without a goal, adds nothing). What `ix results` leads with (DESIGN.md §8)."""
+        import json
+
+        from ix.api.runs import lab_run
+        from ix.store.layout import RunDir
+
+        pairs = self._connect_rows(f"SELECT DISTINCT experiment, run_id FROM {self._source} "
+                                   "WHERE run_id IS NOT NULL ORDER BY experiment")
+        found: dict[str, list[str]] = {}
+        for experiment, run_id in pairs:
+            try:
+                path = RunDir(lab_run(self.lab, run_id).folder).summary
+                goal = json.loads(path.read_text(encoding="utf-8")).get("goal")
+            except (ConfigError, OSError, ValueError, AttributeError):
+                continue
+            metric = goal.get("metric") if isinstance(goal, dict) else None
+            if isinstance(metric, str) and experiment not in found.get(metric, []):
+                found.setdefault(metric, []).append(experiment)
+        return found
+
+    def _connect_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        with self._connect() as con:
+            return list(self._execute(con, sql).fetchall())
+
     def correlation(self, method: Method = "pearson", level: float = 0.95) -> dict[str, Any]:
         """Score against difficulty (easy 1, medium 2, hard 3): r, lo, hi, n, method."""
         row = self.stats(level=level, correlation=method)
@@ -187,15 +228,18 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                   subject: Values = None, case: Values = None, tag: Values = None,
                   difficulty: Values = None, run: Values = None, since: Moment | None = None,
                   until: Moment | None = None, passed: bool | None = None,
-                  errors: bool | None = None, all_attempts: bool = False,
-                  all_runs: bool = True, limit: int | None = None,
+                  correct: bool | None = None, errors: bool | None = None,
+                  all_attempts: bool = False, all_runs: bool = True, limit: int | None = None,
                   warn: Warn | None = None) -> ResultSet:
     """The trials of the lab that match every given filter (several values of one: any).
 
     `case` takes globs of case ids; `since`/`until` ISO dates or datetimes (UTC unless they
     say otherwise), durations back from now (`7d`, `12h`, `30m`) or datetime objects;
-    `passed` True keeps passed trials, False those that ran and did not pass; `errors` True
-    keeps errored trials, False drops them; `run` takes run ids or unique prefixes.
+    `passed` True keeps trials whose reading passed (the activation sensor's: the skill was
+    invoked), False those that ran and did not pass; `correct` True keeps trials whose outcome
+    is right (the reading matches the case's expectation), False those whose outcome is wrong
+    (acceptable cases have neither); `errors` True keeps errored trials, False drops them;
+    `run` takes run ids or unique prefixes.
     Without `run`: `all_runs` False keeps the latest completed run of each experiment (what
     `ix results` shows by default), True every run; either way an imported copy of trials
     the lab already holds (an import whose origin run is in the lab, or was imported before)
@@ -214,14 +258,14 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
                           f"({stop:%Y-%m-%d %H:%M:%S}), so no trial can match", field="--since")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"must be a whole number >= 0, got {limit!r}", field="--limit")
-    for name, flag in (("passed", passed), ("errors", errors), ("all_attempts", all_attempts),
-                       ("all_runs", all_runs)):
+    for name, flag in (("passed", passed), ("correct", correct), ("errors", errors),
+                       ("all_attempts", all_attempts), ("all_runs", all_runs)):
         if flag is not None and not isinstance(flag, bool):
             raise ConfigError(f"must be True, False or None, got {flag!r}", field=name)
     filters = TrialFilter(
         subjects=_many("--subject", subject), cases=_many("--case", case),
         tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
-        passed=passed, errors=errors, all_attempts=all_attempts)
+        passed=passed, correct=correct, errors=errors, all_attempts=all_attempts)
     experiments, runs = _many("--experiment", experiment), _many("--run", run)
     with connect(lab_path, warn) as con:
         filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
@@ -363,4 +407,4 @@ def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -
 
 
 __all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Scope",
-           "Table", "query_results", "run_query"]
+           "Table", "query_results", "rates_of", "run_query"]

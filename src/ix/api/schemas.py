@@ -224,6 +224,10 @@ class GoalAnswer(ClosedDict):
 
 class FromRun(ClosedDict):
     summary: str
+    scope: NotRequired[Annotated[Literal["must", "not"] | None, Field(
+        None, description="an activation experiment's values are of its must_trigger "
+                          "(\"must\") or should_not_trigger (\"not\") cases alone; null: every "
+                          "case")]]
     p: float
     sigma2_a: float
     sigma2_b: float
@@ -240,6 +244,10 @@ class FromDesign(ClosedDict):
     cases: int
     trials: int
     notes: list[str]
+    scope: NotRequired[Annotated[Literal["must", "not"] | None, Field(
+        None, description="an activation experiment's values are of its must_trigger "
+                          "(\"must\") or should_not_trigger (\"not\") cases alone; null: every "
+                          "case")]]
 
 
 class PlanOutput(ClosedDict):
@@ -271,6 +279,9 @@ class ResultRow(ClosedDict):
     passed: bool | None
     score: float | None
     correct: bool | None
+    outcome: NotRequired[Annotated[Literal["right", "wrong"] | None, Field(
+        None, description="the trial's outcome against its case's expectation (`correct` in "
+                          "words); null for acceptable cases and errored trials")]]
     sensor: str | None
     error: str | None
     error_message: str | None
@@ -318,9 +329,26 @@ class AggregateRow(ClosedDict):
         description="distinct families (experiment, family): the clusters of the intervals "
                     "(= cases unless cases were generated from one original)")]]
     activation_rate: Annotated[float | None, Field(
-        description="passed / valid: share of valid trials in which the skill fired")]
+        description="passed / valid: share of valid trials in which the skill fired, every "
+                    "case pooled (see activation_rate_must / _not)")]
     activation_rate_lo: float | None
     activation_rate_hi: float | None
+    valid_must: NotRequired[Annotated[int, Field(
+        description="valid trials of must_trigger cases")]]
+    passed_must: NotRequired[Annotated[int, Field(
+        description="those in which the skill fired")]]
+    activation_rate_must: NotRequired[Annotated[float | None, Field(
+        None, description="passed_must / valid_must: the activation rate (must)")]]
+    activation_rate_must_lo: NotRequired[Annotated[float | None, Field(None)]]
+    activation_rate_must_hi: NotRequired[Annotated[float | None, Field(None)]]
+    valid_not: NotRequired[Annotated[int, Field(
+        description="valid trials of should_not_trigger cases")]]
+    passed_not: NotRequired[Annotated[int, Field(
+        description="those in which the skill fired")]]
+    activation_rate_not: NotRequired[Annotated[float | None, Field(
+        None, description="passed_not / valid_not: the activation rate (not)")]]
+    activation_rate_not_lo: NotRequired[Annotated[float | None, Field(None)]]
+    activation_rate_not_hi: NotRequired[Annotated[float | None, Field(None)]]
     votes: Annotated[int, Field(
         description="majority votes: run x subject x must/should-not case with a valid trial")]
     correct: Annotated[int, Field(description="votes that match the expectation")]

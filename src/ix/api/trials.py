@@ -9,6 +9,7 @@ read up to a size limit, so a huge (or hostile, e.g. a gzip bomb) file cannot ex
 import gzip
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,29 @@ from ix.store.trials import parse_line
 
 #: How much of a transcript is read (decompressed bytes) before the rest is left out.
 TRACE_BYTES = 8 * 1024 * 1024
+
+
+def reading_word(passed: bool | None, sensor: str | None) -> str:
+    """A trial's reading in ix's words (DESIGN.md §8): "invoked" / "not invoked" with the
+    activation sensor, else the sensor's "passed" / "failed"; "-" when it has none (it
+    errored)."""
+    if passed is None:
+        return "-"
+    if sensor in (None, "activation"):
+        return "invoked" if passed else "not invoked"
+    return "passed" if passed else "failed"
+
+
+def outcome_of(record: dict[str, Any]) -> str | None:
+    """A trial line's outcome: "right" when its reading matches the case's expectation,
+    "wrong" when it goes against it; None when it errored or the case is acceptable."""
+    reading = record.get("reading")
+    if record.get("error") or not isinstance(reading, dict) or reading.get("passed") is None:
+        return None
+    expectation = record.get("expectation")
+    if expectation not in ("must_trigger", "should_not_trigger"):
+        return None
+    return "right" if bool(reading["passed"]) == (expectation == "must_trigger") else "wrong"
 
 
 def trial_record(run: RunInfo, subject: str, case: str, trial: int,
@@ -48,6 +72,48 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
             elif found is None or number >= (found.get("attempt") or 0):
                 found = record
     return found
+
+
+#: A trial's identity within a run: (subject, case, trial, attempt).
+TrialKey = tuple[str, str, int, int]
+
+
+def trial_lines(run: RunInfo, keys: Collection[TrialKey]) -> dict[TrialKey, dict[str, Any]]:
+    """The run's lines of the given trials, in one pass over the experiment's log that stops
+    once every one is found (lines of other runs and cases are skipped on their bytes,
+    unparsed). Keys with no line are left out."""
+    path = ExperimentDir.at(run.experiment_dir).trials
+    wanted = set(keys)
+    found: dict[TrialKey, dict[str, Any]] = {}
+    if not wanted or not path.is_file():
+        return found
+    run_needle = json.dumps(run.run_id, ensure_ascii=False).encode("utf-8")
+    case_needles = {needle for _, case, _, _ in wanted
+                    for needle in (json.dumps(case, ensure_ascii=False)[1:-1].encode("utf-8"),
+                                   json.dumps(case)[1:-1].encode("ascii"))}
+    with path.open("rb") as f:
+        for raw in f:
+            if run_needle not in raw or not any(n in raw for n in case_needles):
+                continue
+            record = parse_line(raw)
+            if record is None or record.get("run_id") != run.run_id:
+                continue
+            key = (record.get("subject"), record.get("probe_id"), record.get("trial"),
+                   record.get("attempt") or 0)
+            if key in wanted:
+                found[key] = record  # type: ignore[index]  # the key's parts were compared
+                if len(found) == len(wanted):
+                    break
+    return found
+
+
+def routing_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The routing decision a runtime recorded in the trial's `observation.meta.routing`
+    (the `lexical` runtime does: docs/runtimes.md); None when it recorded none."""
+    observation = record.get("observation")
+    meta = observation.get("meta") if isinstance(observation, dict) else None
+    routing = meta.get("routing") if isinstance(meta, dict) else None
+    return routing if isinstance(routing, dict) else None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """`ix plan`: power analysis, how many cases and trials."""
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -120,18 +121,25 @@ def plan(
             out.print(f"  [dim]assuming {escape(assumption)}[/]", markup=True)
     source = result.get("from_run")
     if source is not None:
-        out.print(f"[dim]planning values from {escape(source['summary'])}: "
+        out.print(f"[dim]planning values{_scope(source)} from {escape(source['summary'])}: "
                   f"p={source['p']:.3f}, "
                   f"sigma2_a={source['sigma2_a']:.4f}, sigma2_b={source['sigma2_b']:.4f}, "
                   f"omega2={source['omega2']:.4f}, {source['cases']} cases × "
                   f"{source['trials']} trials[/]", markup=True)
     design = result.get("from_design")
     if design is not None:
-        out.print(f"[dim]planning values from the design of {escape(design['experiment'])}: "
-                  f"{design['cases']} cases × {design['trials']} trials[/]", markup=True)
+        out.print(f"[dim]planning values{_scope(design)} from the design of "
+                  f"{escape(design['experiment'])}: {design['cases']} cases × "
+                  f"{design['trials']} trials[/]", markup=True)
     notes = source["notes"] if source is not None else design["notes"] if design else []
     for note in notes:
         out.print(f"[dim]  note: {escape(note)}[/]", markup=True)
+
+
+def _scope(values: Mapping[str, Any]) -> str:
+    """Which cases the planning values are of, for an activation experiment (DESIGN.md §8)."""
+    scope = values.get("scope")
+    return f" of the {scope} cases" if scope else ""
 
 
 def register(app: typer.Typer) -> None:

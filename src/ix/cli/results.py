@@ -20,6 +20,7 @@ from rich.text import Text
 from ix.api import query as api_query
 from ix.api import results as api_results
 from ix.api.results import Method
+from ix.api.trials import reading_word
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
@@ -91,8 +92,14 @@ def results(
         "--until", help="Trials started before this (a bare date includes that day).",
         show_default=False)] = None,
     passed: Annotated[bool | None, typer.Option(
-        "--passed/--failed", help="Only trials whose sensor passed / that ran and did not "
-                                  "pass.", show_default=False)] = None,
+        "--passed/--failed", help="Only trials whose reading passed / that ran and did not "
+                                  "pass: with the activation sensor, the skill was invoked / "
+                                  "was not (whatever the case expected; see --right/--wrong).",
+        show_default=False)] = None,
+    correct: Annotated[bool | None, typer.Option(
+        "--right/--wrong", help="Only trials whose outcome is right / wrong: the reading "
+                                "matches / goes against the case's expectation (acceptable "
+                                "cases are neither).", show_default=False)] = None,
     errors: Annotated[bool | None, typer.Option(
         "--errors/--no-errors", help="Only errored trials / no errored trials.",
         show_default=False)] = None,
@@ -116,6 +123,12 @@ def results(
         "--limit", "-n", min=0, help=f"At most this many trials (0: all). Default: "
                                      f"{TABLE_LIMIT} in a table, all in json and csv.",
         show_default=False)] = None,
+    explain: Annotated[str | None, typer.Option(
+        "--explain", help="Why each trial of this case (an id or a glob) went where it did: "
+                          "the skill chosen, its score against the threshold and the words "
+                          "that carried it, as the runtime recorded them (the lexical "
+                          "runtime does). With --experiment, --subject, --run.",
+        show_default=False)] = None,
     fmt: Format = None,
     json_out: Json = False,
 ) -> None:
@@ -127,7 +140,10 @@ def results(
     one per run x subject x case, that match the expectation), each with a 95% interval that
     treats a case's trials as one cluster (docs/results.md, "Glossary").
 
-    Examples: `ix results --subject claude-sonnet --since 7d --failed`;
+    Each trial's reading (invoked / not invoked with the activation sensor, else the sensor's
+    passed / failed) and its outcome (right / wrong against the case's expectation).
+
+    Examples: `ix results --subject claude-sonnet --since 7d --wrong`;
     `ix results --group-by subject --group-by case`; `ix results --group-by subject
     --correlation --format csv`. Exit 2 on bad input (unknown run, malformed date, ...).
     """
@@ -136,21 +152,34 @@ def results(
         raise ConfigError(f"unknown method {method!r}; allowed: pearson, spearman",
                           field="--correlation-method")
     aggregate = bool(group_by or stats or correlation)
+    if explain is not None:
+        _explain(explain, lab=lab, experiment=experiment, subject=subject, run=run,
+                 all_runs=all_runs, limit=limit, fmt=fmt,
+                 others={"--case": case, "--tag": tag, "--difficulty": difficulty,
+                         "--since": since, "--until": until, "--passed/--failed": passed,
+                         "--right/--wrong": correct, "--errors/--no-errors": errors,
+                         "--all-attempts": all_attempts or None, "--group-by": group_by,
+                         "--stats": stats or None, "--correlation": correlation or None})
+        return
     if limit is None and fmt == "table" and not aggregate:
         limit = TABLE_LIMIT
     rs = api_results.query_results(
         lab, experiment=experiment, subject=subject, case=case, tag=tag,
         difficulty=difficulty, run=run, since=since, until=until, passed=passed,
-        errors=errors, all_attempts=all_attempts, all_runs=all_runs, limit=limit or None,
-        warn=_once(warn))
+        correct=correct, errors=errors, all_attempts=all_attempts, all_runs=all_runs,
+        limit=limit or None, warn=_once(warn))
     scope = Text(rs.scope.describe() if rs.scope else "", style="dim")
     if aggregate:
         pick: Method | None = None
         if correlation:
             pick = "spearman" if method == "spearman" else "pearson"
         rows = rs.group_by(*(group_by or ()), correlation=pick)
-        _print_aggregates(rows, fmt)
+        goals = rs.goal_metrics() if fmt == "table" else {}
+        _print_aggregates(rows, fmt, lead=_lead(goals))
         if fmt == "table":
+            err.print(Text(RATE_CELLS, style="dim"))
+            for metric, experiments in goals.items():
+                err.print(Text(_goal_note(metric, experiments), style="dim"))
             err.print(scope)
         return
     if fmt != "table":
@@ -165,6 +194,25 @@ def results(
         note += " shown (--limit 0 for all; --format csv or json for every column)"
     err.print(Text(note, style="dim"))
     err.print(scope)
+
+
+def _explain(case: str, *, lab: Any, experiment: Many, subject: Many, run: Many,
+             all_runs: bool, limit: int | None, fmt: str, others: dict[str, Any]) -> None:
+    """`--explain CASE`: the routing decisions of the case's trials (`ix.cli.explain`)."""
+    from ix.api.routing import explain_routing
+    from ix.cli.explain import print_explained
+
+    given = [flag for flag, value in others.items() if value]
+    if given:
+        raise ConfigError(f"--explain takes --experiment, --subject, --run, --all-runs and "
+                          f"--limit; leave out {', '.join(given)}", field="--explain")
+    if fmt == "csv":
+        raise ConfigError("--explain prints text or JSON, not csv", field="--format")
+    if limit is None and fmt == "table":
+        limit = TABLE_LIMIT
+    found = explain_routing(lab, case, experiment=experiment, subject=subject, run=run,
+                            all_runs=all_runs, limit=limit or None, warn=warn)
+    print_explained(found, case, fmt)
 
 
 def query(
@@ -218,13 +266,43 @@ def _stream(table: api_query.Table, fmt: str) -> None:
         os.unlink(tmp)
 
 
-def _print_aggregates(rows: "list[AggregateRow]", fmt: str) -> None:
+def _print_aggregates(rows: "list[AggregateRow]", fmt: str, lead: str = "must") -> None:
     if fmt == "json":
         print_json(rows)
     elif fmt == "csv":
         _write_csv(rows)
     else:
-        out.print(_aggregate_table(rows))
+        out.print(_aggregate_table(rows, lead))
+
+
+#: The rate columns of the aggregate table (DESIGN.md §8: an activation rate says its scope).
+_RATE_COLUMNS = {
+    "must": ("activation rate (must)", "activation_rate_must", "passed_must", "valid_must"),
+    "not": ("activation rate (not)", "activation_rate_not", "passed_not", "valid_not"),
+    "correct": ("correct rate", "correct_rate", "correct", "votes"),
+}
+#: What a rate cell holds (said once, on stderr, to keep the columns narrow).
+RATE_CELLS = ("rates: estimate [95% CI] and counts — invoked/valid trials, correct/votes for "
+              "the correct rate")
+#: Which rate column stands for a goal's metric (the one it leads with), and how.
+_GOAL_COLUMNS = {"activation_rate": ("must", "the same"),
+                 "recall": ("must", "its trial-level counterpart"),
+                 "pass_rate": ("correct", "the same"), "correct_rate": ("correct", "the same")}
+
+
+def _lead(goals: Mapping[str, list[str]]) -> str:
+    """The rate column to lead with: the goal's metric's, when the goals in scope agree."""
+    columns = {_GOAL_COLUMNS[m][0] for m in goals if m in _GOAL_COLUMNS}
+    return columns.pop() if len(columns) == 1 else "must"
+
+
+def _goal_note(metric: str, experiments: list[str]) -> str:
+    """Where the goal's metric is in the table (or that `ix report` gives it)."""
+    whose = f"the goal's metric of {', '.join(experiments)}: {metric}"
+    if metric in _GOAL_COLUMNS:
+        column, how = _GOAL_COLUMNS[metric]
+        return f"{whose}; the {_RATE_COLUMNS[column][0]} column ({how}) leads"
+    return f"{whose}; ix report RUN gives it with its interval"
 
 
 def _write_csv(rows: Sequence[Mapping[str, Any]]) -> None:
@@ -240,16 +318,16 @@ def _write_csv(rows: Sequence[Mapping[str, Any]]) -> None:
 _KEY_TITLES = {"probe_id": "case", "run_id": "run", "first_invoked": "invoked"}
 
 
-def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+def _aggregate_table(rows: Sequence[Mapping[str, Any]], lead: str = "must") -> Table:
     keys = [k for k in (rows[0] if rows else {}) if k not in _STAT_KEYS and
             not k.startswith(("score_", "duration_", "tokens_", "cost_", "activation_rate",
-                              "correct_rate"))]
+                              "correct_rate", "valid_", "passed_"))]
+    rates = [lead, *(c for c in _RATE_COLUMNS if c != lead)]
     table = Table(show_edge=False)
     for k in keys:
         table.add_column(_KEY_TITLES.get(k, k))
-    for title in ("trials", "cases", "errors", "activation rate [95% CI]", "passed/valid",
-                  "correct rate [95% CI]", "correct/votes", "score mean",
-                  "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
+    for title in ("trials", "cases", "errors", *(_RATE_COLUMNS[c][0] for c in rates),
+                  "score mean", "duration p50 / p90 / p99 (ms)", "tokens mean", "cost (USD)"):
         table.add_column(title, justify="right")
     correlated = bool(rows) and "score_difficulty_r" in rows[0]
     if correlated:
@@ -262,10 +340,12 @@ def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         families = r.get("families", r["cases"])  # the clusters: rewordings of one prompt
         cases = (str(r["cases"]) if families == r["cases"]
                  else f"{r['cases']} ({families} families)")
-        cells += [str(r["n"]), cases, str(r["errors"]),
-                  _rate(r, "activation_rate"), f"{r['passed']}/{r['valid']}",
-                  _rate(r, "correct_rate"), f"{r['correct']}/{r['votes']}",
-                  _number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
+        cells += [str(r["n"]), cases, str(r["errors"])]
+        for c in rates:
+            _, name, hits, total = _RATE_COLUMNS[c]
+            cells.append("-" if r.get(name) is None
+                         else f"{_rate(r, name)} {r[hits]}/{r[total]}")
+        cells += [_number(r["score_mean"], 3), durations, _number(r["tokens_mean"], 1),
                   _number(r["cost_sum"], 4)]
         if correlated:
             cells.append(_correlation(r))
@@ -300,25 +380,20 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
                 "tags": any(r["tags"] for r in rows),
                 "invoked": any(r.get("invoked") for r in rows)}
     titles = [t for t in ("started (UTC)", "experiment", "run", "subject", "case", "trial",
-                          "result", "invoked", "score", "ms", "tokens", "cost", "difficulty",
-                          "tags")
+                          "outcome", "reading", "invoked", "score", "ms", "tokens", "cost",
+                          "difficulty", "tags")
               if optional.get(t, True)]
     table = Table(show_edge=False)
     for title in titles:
         numeric = title in ("trial", "score", "ms", "tokens", "cost")
         table.add_column(title, justify="right" if numeric else "left")
     for r in rows:
-        if r["error"] is not None:
-            result = Text(f"error: {r['error']}", style="red")
-        elif r["passed"] is None:
-            result = Text("-")
-        else:
-            result = Text("passed", style="green") if r["passed"] else Text("failed")
         trial = str(r["trial"]) + (f" (attempt {r['attempt']})" if r["attempt"] else "")
         cells: dict[str, Any] = {
             "started (UTC)": _cell(r["started_at"]), "experiment": _cell(r["experiment"]),
             "run": _cell(r["run_id"]), "subject": _cell(r["subject"]),
-            "case": _cell(r["probe_id"]), "trial": trial, "result": result,
+            "case": _cell(r["probe_id"]), "trial": trial, "outcome": outcome_text(r),
+            "reading": Text(reading_word(r["passed"], r["sensor"])),
             "score": _number(r["score"], 2), "ms": _number(r["duration"], 1),
             "tokens": _cell(r["tokens"]), "cost": _number(r["cost"], 4),
             "difficulty": _cell(r["difficulty"]), "tags": _cell(r["tags"]),
@@ -326,6 +401,16 @@ def _trials_table(rows: list[dict[str, Any]]) -> Table:
             Text("-" if r["error"] is not None else "none")}
         table.add_row(*(cells[t] for t in titles))
     return table
+
+
+def outcome_text(row: Mapping[str, Any]) -> Text:
+    """A trial's outcome against its case's expectation, coloured by it: right (green),
+    wrong or errored (red); "-" for an acceptable case, which has no right answer."""
+    if row.get("error") is not None:
+        return Text(f"error: {row['error']}", style="red")
+    if row.get("outcome") is None:
+        return Text("-")
+    return Text(str(row["outcome"]), style="green" if row["outcome"] == "right" else "red")
 
 
 def _number(value: Any, digits: int) -> str:

@@ -27,6 +27,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ix import api
+from ix.api.trials import outcome_of, reading_word
 from ix.mcp.tools import jsonable
 
 Report = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -44,11 +45,14 @@ def _warn(message: str) -> None:
 
 
 def _describe(record: dict[str, Any]) -> str:
+    """A progress message: the trial's reading and its outcome (DESIGN.md §8)."""
     if record.get("error"):
         outcome = f"error ({record['error'].get('kind')})"
     else:
         reading = record.get("reading") or {}
-        outcome = "passed" if reading.get("passed") else "failed"
+        outcome = reading_word(reading.get("passed"), reading.get("sensor_name"))
+        verdict = outcome_of(record)
+        outcome += f", {verdict}" if verdict else ""
     return f"{record['subject']} {record['probe_id']} trial {record['trial']}: {outcome}"
 
 

@@ -18,6 +18,7 @@ from pydantic import Field
 from ix import api
 from ix.api import design, planning, reports, scaffold
 from ix.api import runs as run_folders
+from ix.api.results import rates_of
 from ix.api.runs import RunInfo
 from ix.mcp.inputs import (
     TRIALS_HELP,
@@ -332,7 +333,11 @@ class LabTools:
         = None,
         until: Annotated[Text | None, Field(description="As `since`.")] = None,
         passed: Annotated[bool | None, Field(description=(
-            "true: passed trials only; false: trials that ran and did not pass."))] = None,
+            "By the reading: true: trials whose sensor passed (the activation sensor's: the "
+            "skill was invoked); false: trials that ran and did not pass."))] = None,
+        correct: Annotated[bool | None, Field(description=(
+            "By the outcome: true: trials whose reading matches the case's expectation "
+            "(right); false: those against it (wrong)."))] = None,
         errors: Annotated[bool | None, Field(description=(
             "true: errored trials only; false: without them."))] = None,
         all_attempts: Annotated[bool, Field(description=(
@@ -358,15 +363,18 @@ class LabTools:
             "trials, trials_all and cases."))] = None,
     ) -> dict[str, Any]:
         """The lab's trials as rows (one per trial, latest attempt, oldest first: experiment,
-        run_id, subject, probe_id, trial, expectation, passed, score, correct, error, tokens,
-        cost, duration, started_at, tags, difficulty), filtered; or aggregated with
-        `group_by`; or any read-only SQL with `sql`. Also returns the total, the activation
-        rate and the correct rate with their intervals, and `scope` (which runs were read)."""
+        run_id, subject, probe_id, trial, expectation, passed (the reading), score, correct
+        and outcome (right / wrong against the expectation), error, tokens, cost, duration,
+        started_at, tags, difficulty), filtered; or aggregated with `group_by`; or any
+        read-only SQL with `sql`. Also returns the total, the activation rate of the must
+        cases (`activation_rate_must`), of the not cases (`_not`) and pooled
+        (`activation_rate`), and the correct rate, with their intervals, and `scope` (which
+        runs were read)."""
         warnings: list[str] = []
         filters: dict[str, Any] = {
             "experiment": experiment, "subject": subject, "case": case, "tag": tag,
             "difficulty": difficulty, "run": run, "since": since, "until": until,
-            "passed": passed, "errors": errors}
+            "passed": passed, "correct": correct, "errors": errors}
         if sql is not None:
             given = [k for k, v in filters.items() if v is not None]
             given += [name for name, on in (("group_by", group_by),
@@ -394,10 +402,12 @@ class LabTools:
         # the rates are of every matching trial, not of the `limit` rows returned
         every = api.query_results(self.lab, **filters, all_attempts=all_attempts,
                                   all_runs=all_runs, warn=warnings.append) if total else None
-        activation = every.activation_rate().as_dict() if every else None
-        correct = every.correct_rate().as_dict() if every else None
+        rates: dict[str, Any] = {"activation_rate": None, "activation_rate_must": None,
+                                 "activation_rate_not": None, "correct_rate": None}
+        if every:
+            rates = {k: r.as_dict() for k, r in rates_of(every.stats()).items()}
         return jsonable({"rows": rows, "total": total, "truncated": total > len(rows),
-                         "activation_rate": activation, "correct_rate": correct,
+                         **rates,
                          "scope": scope, "warnings": list(dict.fromkeys(warnings))})
 
 

@@ -4,7 +4,10 @@ with intervals from `ix.stats`.
 
 The words are those of docs/results.md, "Glossary", and errored trials are excluded, as in
 a summary. The **activation rate** is the share of valid trials whose (first) sensor
-passed — with the activation sensor, in which the skill under test was invoked. The
+passed — with the activation sensor, in which the skill under test was invoked — of the
+must_trigger cases (`activation_rate_must`, "activation rate (must)"), of the
+should_not_trigger ones (`activation_rate_not`, "(not)"), or of every case (`activation_rate`,
+pooled: a mix of two different things wherever both kinds are in the group). The
 **correct rate** is the share of majority votes that match the expectation: one vote per
 must_trigger or should_not_trigger case of each run and subject with a valid trial
 (activated when more than half its valid trials passed), as a summary counts them.
@@ -121,6 +124,9 @@ def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
                 "passed": passed, "cases": int(r["cases"]), "families": int(r["families"]),
                 "activation_rate": passed / valid if valid else None,
                 "activation_rate_lo": None, "activation_rate_hi": None,
+                **{k.format(scope): v for scope in ("must", "not") for k, v in (
+                    ("valid_{}", 0), ("passed_{}", 0), ("activation_rate_{}", None),
+                    ("activation_rate_{}_lo", None), ("activation_rate_{}_hi", None))},
                 "votes": 0, "correct": 0, "correct_rate": None,
                 "correct_rate_lo": None, "correct_rate_hi": None})
     for m in METRICS:
@@ -132,8 +138,12 @@ def _row(r: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return row
 
 
-#: Per case of a group: valid trials, passed, majority votes, votes that were right.
-_CaseCounts = dict[tuple[Any, ...], list[tuple[int, int, int, int]]]
+#: Per case of a group: valid trials, passed, majority votes, votes that were right, then
+#: valid and passed trials of must_trigger cases, then of should_not_trigger cases.
+_CaseCounts = dict[tuple[Any, ...], list[tuple[int, ...]]]
+#: The rates with an interval: (name, column of the totals, column of the hits).
+_RATES = (("activation_rate", 0, 1), ("correct_rate", 2, 3),
+          ("activation_rate_must", 4, 5), ("activation_rate_not", 6, 7))
 
 _RIGHT = ("(expectation = 'must_trigger' AND 2 * passed > valid) OR "
           "(expectation = 'should_not_trigger' AND 2 * passed <= valid)")
@@ -147,24 +157,29 @@ def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) 
                                "expectation"]))
     outer = "".join(f"{k}, " for k in keys)
     found: _CaseCounts = {}
-    for *key, valid, passed, votes, right in con.sql(f"""
+    for *key, valid, passed, votes, right, must_valid, must_passed, not_valid, not_passed \
+            in con.sql(f"""
             SELECT {outer} sum(valid), sum(passed),
                    count(*) FILTER (WHERE valid > 0 AND expectation IN
                                     ('must_trigger', 'should_not_trigger')),
-                   count(*) FILTER (WHERE valid > 0 AND ({_RIGHT}))
+                   count(*) FILTER (WHERE valid > 0 AND ({_RIGHT})),
+                   coalesce(sum(valid) FILTER (WHERE expectation = 'must_trigger'), 0),
+                   coalesce(sum(passed) FILTER (WHERE expectation = 'must_trigger'), 0),
+                   coalesce(sum(valid) FILTER (WHERE expectation = 'should_not_trigger'), 0),
+                   coalesce(sum(passed) FILTER (WHERE expectation = 'should_not_trigger'), 0)
             FROM (SELECT {', '.join(cell)}, count(passed) AS valid,
                          count(*) FILTER (WHERE passed) AS passed
                   FROM {rows_sql} GROUP BY {', '.join(cell)})
             GROUP BY {outer} experiment, family""").fetchall():
-        found.setdefault(tuple(key), []).append((int(valid), int(passed), int(votes),
-                                                 int(right)))
+        found.setdefault(tuple(key), []).append(tuple(int(x) for x in (
+            valid, passed, votes, right, must_valid, must_passed, not_valid, not_passed)))
     return found
 
 
 def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str],
                level: float) -> None:
-    """Each row's correct rate, and its activation-rate and correct-rate intervals, cases
-    as clusters (none where nothing counts)."""
+    """Each row's correct rate and activation rates of its must and not cases, and each
+    rate's interval, cases as clusters (none where nothing counts)."""
     import numpy as np
 
     for row in rows:
@@ -173,7 +188,12 @@ def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str
             row["votes"], row["correct"] = int(counts[:, 2].sum()), int(counts[:, 3].sum())
             if row["votes"]:
                 row["correct_rate"] = row["correct"] / row["votes"]
-        for name, total, hits in (("activation_rate", 0, 1), ("correct_rate", 2, 3)):
+            for scope, total, hits in (("must", 4, 5), ("not", 6, 7)):
+                valid, passed = int(counts[:, total].sum()), int(counts[:, hits].sum())
+                row[f"valid_{scope}"], row[f"passed_{scope}"] = valid, passed
+                if valid:
+                    row[f"activation_rate_{scope}"] = passed / valid
+        for name, total, hits in _RATES:
             if not counts.size or row[name] is None:
                 continue
             n, k = counts[:, total], counts[:, hits]

@@ -41,6 +41,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("passed", "BOOLEAN", "the (first) sensor passed; null when the trial errored"),
     ("score", "DOUBLE", "the (first) sensor's score; null when the trial errored"),
     ("correct", "BOOLEAN", "passed matched the expectation (null for acceptable cases)"),
+    ("outcome", "VARCHAR", "right or wrong: `correct` in words (null where it is null)"),
     ("sensor", "VARCHAR", "the (first) sensor's name"),
     ("error", "VARCHAR", "the error kind (timeout, runtime_error, ...), null if none"),
     ("error_message", "VARCHAR", "the error's message"),
@@ -171,6 +172,10 @@ def _select() -> str:
     exprs = {
         "correct": ("CASE r.expectation WHEN 'must_trigger' THEN r.passed "
                     "WHEN 'should_not_trigger' THEN NOT r.passed END"),
+        "outcome": ("CASE r.expectation WHEN 'must_trigger' THEN "
+                    "CASE WHEN r.passed THEN 'right' WHEN NOT r.passed THEN 'wrong' END "
+                    "WHEN 'should_not_trigger' THEN "
+                    "CASE WHEN r.passed THEN 'wrong' WHEN NOT r.passed THEN 'right' END END"),
         "tags": "coalesce(c.tags, []::VARCHAR[])",
         "difficulty": "c.difficulty",
         "difficulty_level": "c.difficulty_level",
@@ -201,6 +206,7 @@ class TrialFilter:
     since: datetime | None = None        # naive UTC, inclusive
     until: datetime | None = None        # naive UTC, exclusive
     passed: bool | None = None           # True: passed; False: ran and did not pass
+    correct: bool | None = None          # True: outcome right; False: outcome wrong
     errors: bool | None = None           # True: errored only; False: no errored trial
     all_attempts: bool = False           # superseded attempts too (`trials_all`)
     scope: tuple[str, ...] | None = None  # the runs in scope (`ix results`' default); None: all
@@ -235,6 +241,8 @@ class TrialFilter:
             terms.append(f"started_at < {literal(self.until)}")
         if self.passed is not None:
             terms.append("passed" if self.passed else "NOT passed")
+        if self.correct is not None:
+            terms.append("correct" if self.correct else "NOT correct")
         if self.errors is not None:
             terms.append("error IS NOT NULL" if self.errors else "error IS NULL")
         return " AND ".join(terms) or "TRUE"

@@ -38,8 +38,9 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri '
 #: Rows of the long lists (failing cases, flips) shown; the JSON keeps them all.
 TOP_FAILURES = 25
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
-_RATES = (("must_trigger", "Trials that passed, must_trigger cases (higher is better)"),
-          ("should_not_trigger", "Trials that passed, should_not_trigger cases (lower is better)"),
+_RATES = (("must_trigger", "Trials that {passed}, must_trigger cases (higher is better)"),
+          ("should_not_trigger", "Trials that {passed}, should_not_trigger cases (lower is "
+                                 "better)"),
           ("correct", "Trials whose outcome is right, all cases"))
 
 
@@ -161,6 +162,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
         return None
     cells = {}
     word = rate_word(report["run"].get("sensor"))
+    counted = "skill invoked" if word == "activation rate" else "passed"
     for row in s["cases"]:
         for name, c in row["by_subject"].items():
             if c["score"] is None:
@@ -169,7 +171,7 @@ def _heatmap(report: Mapping[str, Any]) -> Markup | None:
                 continue
             vote = {True: "right", False: "wrong", None: "none"}[c.get("correct")]
             tip = (f"{row['probe_id']} · {name}: {word} {c['score']:.2f}, "
-                   f"{c['passed']}/{c['n']} valid trials"
+                   f"{counted} in {c['passed']}/{c['n']} valid trials"
                    + (f" ({c['errors']} errored)" if c["errors"] else "")
                    + f"\n95% interval {ci(c['score_ci'])}\nmajority vote {vote} "
                    f"({row['expectation']})")
@@ -195,7 +197,10 @@ def _bars(report: Mapping[str, Any], colors: dict[str, str]) -> list[dict[str, A
         out.append({"title": f"{name[:1].upper()}{name[1:]}, the leaderboard's metric",
                     "svg": _svg(charts.bar_chart(primary, label=name))})
     rates = report.get("rates") or {}
-    for key, title in _RATES:
+    passed = ("invoked the skill" if rate_word(report["run"].get("sensor")) == "activation rate"
+              else "passed")
+    for key, words in _RATES:
+        title = words.format(passed=passed)
         bars = []
         for s in subjects:
             r = (rates.get(s) or {}).get(key)

@@ -103,7 +103,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         lines += screen_markdown(report["screen"], r.get("sensor"))
     lines += _answer(report.get("answer") or {}, verdict=not report.get("screen"))
     word = rate_word(r.get("sensor"))
-    lines += ["## Summary", "", f"{word.capitalize()} [95% CI], passed/valid trials, ✓ when "
+    counted = "invoked" if word == "activation rate" else "passed"
+    lines += ["## Summary", "", f"{word.capitalize()} [95% CI], {counted}/valid trials, ✓ when "
               "the case's majority vote is right.", ""]
     lines += _table(["case", "expect", *s["subjects"]],
                     [[row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -306,10 +307,10 @@ def _failures(f: dict[str, Any]) -> list[str]:
     else:
         lines += ["No errored trials.", ""]
     if f["cases"]:
-        lines += ["Cases that fail most (a trial fails when it errored or its outcome goes "
-                  "against the case's expectation):", ""]
-        lines += _table(["case", "expect", "failed", "rate", "errored", "wrong", "by subject",
-                         "prompt", "wrong examples (one per subject)"],
+        lines += ["Cases most often wrong (a trial counts when its outcome is wrong — its "
+                  "reading goes against the case's expectation — or it errored):", ""]
+        lines += _table(["case", "expect", "wrong or errored", "rate", "errored", "wrong",
+                         "by subject", "prompt", "wrong examples (one per subject)"],
                         [[c["probe_id"], _EXPECT.get(c["expectation"], c["expectation"]),
                           f"{c['failed']}/{c['trials']}", fmt(c["fail_rate"], 2), c["errored"],
                           c["wrong"], ", ".join(f"{k} {v['failed']}/{v['trials']}"
@@ -317,7 +318,7 @@ def _failures(f: dict[str, Any]) -> list[str]:
                           c.get("prompt") or "-", _examples(c.get("examples") or [])]
                          for c in f["cases"][:TOP]])
     else:
-        lines += ["No failing case.", ""]
+        lines += ["No case has a wrong or errored trial.", ""]
     return lines
 
 

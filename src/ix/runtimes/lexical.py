@@ -20,7 +20,9 @@ and installing another skill never raises a skill's chance of being chosen.
 What it is for: offline demos, tests and a floor to compare real subjects against. What it is
 not: a model of Claude. It matches words, so it misses paraphrases and fires on shared
 vocabulary, and its activation rates say nothing about how Claude would route the same prompts.
-`LexicalRuntime.scores` and `.probabilities` show the numbers behind a decision.
+`LexicalRuntime.scores` and `.probabilities` show the numbers behind a decision; each trial
+records why in `observation.meta.routing` (the best skills' scores, the threshold, the stems
+that carried each score), which `ix results --explain CASE` prints.
 """
 
 import math
@@ -257,6 +259,42 @@ def skill_score(name: str, description: str, prompt: str, k1: float = 1.2, b: fl
     )
 
 
+@lru_cache(maxsize=8192)
+def skill_terms(name: str, description: str, prompt: str, k1: float = 1.2, b: float = 0.75
+                ) -> tuple[tuple[str, float], ...]:
+    """What carried `skill_score`: each prompt stem's share of it (non-zero ones only), so
+    they add up to the score. Negative where the stem is in the skill's exclusion clauses."""
+    doc = _document(name, description)
+    norm = k1 * (1 - b + b * doc.length / AVG_LENGTH)
+
+    def saturate(count: int) -> float:
+        return count * (k1 + 1) / (count + norm) if count else 0.0
+
+    out = []
+    for t in sorted(set(tokenize(prompt))):
+        share = idf(t) * (saturate(doc.tf.get(t, 0)) - saturate(doc.tf_against.get(t, 0)))
+        if share:
+            out.append((t, share))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def stems_of(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each stem of `text` and the words as written that gave it ("summar": ["summarise"])."""
+    out: dict[str, list[str]] = {}
+    for w in words(text):
+        found = out.setdefault(stem(w), [])
+        if w not in found:
+            found.append(w)
+    return tuple((t, tuple(ws)) for t, ws in out.items())
+
+
+#: A trial line's routing record keeps the best-scoring skills (and the chosen one) and, for
+#: each, the stems that carried most of its score: enough to explain, small enough to store.
+ROUTING_SKILLS = 3
+ROUTING_TERMS = 5
+
+
 def _softmax(scores: Sequence[float], temperature: float) -> list[float]:
     top = max(scores)
     weights = [math.exp((s - top) / temperature) for s in scores]
@@ -299,6 +337,15 @@ class LexicalRuntime:
         out[NO_SKILL] = self.options.threshold
         return out
 
+    def routing(self, subject: Subject, prompt: str, earlier: Sequence[str], choice: str,
+                scores: Mapping[str, float]) -> dict[str, Any]:
+        """Why `choice` was made, for the trial's `observation.meta.routing` (`_routing`).
+        Built once per prompt, history, choice and scores: a case's trials share it, so
+        the caller must not change it."""
+        o = self.options
+        return _routing(self._skills(subject), prompt, tuple(earlier), choice,
+                        tuple(scores.items()), o.threshold, o.temperature, o.k1, o.b)
+
     def probabilities(self, subject: Subject, prompt: str) -> dict[str, float]:
         """The chance of each choice in one trial (one-hot at `temperature: 0`)."""
         scores = self.scores(subject, prompt)
@@ -317,11 +364,13 @@ class LexicalRuntime:
             choice = self._argmax(scores)
         else:
             choice = self._sample(scores, seed, attempt)
+        meta = {"routing": self.routing(subject, stimulus.prompt, earlier, choice, scores)}
         if choice == NO_SKILL:
-            return EvalObservation(content="Answered directly.")
+            return EvalObservation(content="Answered directly.", meta=meta)
         return EvalObservation(
             content=f"Using the {choice} skill.",
             tool_calls=(ToolCall(name="Skill", input={"skill": choice}),),
+            meta=meta,
         )
 
     def _skills(self, subject: Subject) -> SkillsKey:
@@ -368,6 +417,45 @@ class LexicalRuntime:
             if key > best_key:
                 best, best_key = name, key
         return best
+
+
+@lru_cache(maxsize=4096)
+def _routing(skills: SkillsKey, prompt: str, earlier: tuple[str, ...], choice: str,
+             scored: tuple[tuple[str, float], ...], threshold: float, temperature: float,
+             k1: float, b: float) -> dict[str, Any]:
+    """The threshold, the temperature, how many skills were scored, and the best
+    `ROUTING_SKILLS` skills that matched a word (plus the chosen one) with their score and
+    the stems that carried it — each stem's share of the score (summed over the user's
+    messages, weighted as `LexicalRuntime.scores` weighs them) and the words it came from."""
+    scores = dict(scored)
+    described = dict(skills)
+    ranked = sorted((n for n in scores if n != NO_SKILL), key=lambda n: (-scores[n], n))
+    shown = [n for n in ranked if scores[n]][:ROUTING_SKILLS]  # no word matched: left out
+    if choice != NO_SKILL and choice not in shown:
+        shown.append(choice)
+    texts = [(n, m) for m in earlier if (n := len(tokenize(m)))]
+    if texts:
+        texts.append((len(tokenize(prompt)), prompt))
+    else:
+        texts = [(1, prompt)]
+    total = sum(n for n, _ in texts)
+    written: dict[str, list[str]] = {}
+    for _, text in texts:
+        for t, ws in stems_of(text):
+            known = written.setdefault(t, [])
+            known += [w for w in ws if w not in known]
+    out = []
+    for name in shown:
+        shares: dict[str, float] = {}
+        for n, text in texts:
+            for t, share in skill_terms(name, described[name], text, k1, b):
+                shares[t] = shares.get(t, 0.0) + share * n / total
+        top = sorted(shares.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:ROUTING_TERMS]
+        out.append({"skill": name, "score": round(scores[name], 4),
+                    "terms": [{"term": t, "words": written.get(t, [t]),
+                               "share": round(v, 4)} for t, v in top]})
+    return {"chosen": None if choice == NO_SKILL else choice, "threshold": threshold,
+            "temperature": temperature, "scored": len(ranked), "skills": out}
 
 
 def _name_and_description(entry: Any) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from ix.api.query import run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import query_results
 from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
-from ix.api.trials import Trace, read_trace, trial_record
+from ix.api.trials import Trace, read_trace, routing_of, trial_lines, trial_record
 
 #: Trials per page of a case's trials.
 PAGE_SIZE = 50
@@ -31,7 +31,8 @@ PAGE_SIZE = 50
 CASES_PAGE = 200
 #: Reports kept in memory (the latest ones asked for).
 REPORTS_KEPT = 8
-OUTCOMES = ("all", "passed", "failed", "errors")
+#: The case page's filter: a trial's outcome against its case's expectation (DESIGN.md §8).
+OUTCOMES = ("all", "right", "wrong", "errors")
 
 
 def sql_text(value: str) -> str:
@@ -213,7 +214,7 @@ class Lookup:
                     all_attempts: bool, page: int) -> tuple[list[dict[str, Any]], int]:
         """One page of the case's trials (by subject, trial, attempt) and how many there are."""
         filters: dict[str, Any] = {
-            "passed": {"passed": True, "failed": False}.get(outcome),
+            "correct": {"right": True, "wrong": False}.get(outcome),
             "errors": True if outcome == "errors" else None}
         try:
             rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
@@ -223,7 +224,19 @@ class Lookup:
             return [], 0
         sql = (f"SELECT * FROM ({rs.sql}) ORDER BY subject, trial, attempt "
                f"LIMIT {PAGE_SIZE} OFFSET {max(0, page - 1) * PAGE_SIZE}")
-        return run_query(self.lab, sql, self._warn).rows(), rs.total()
+        rows = run_query(self.lab, sql, self._warn).rows()
+        return self._with_routing(run, rows), rs.total()
+
+    def _with_routing(self, run: RunInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The page's trials, each with the routing decision its runtime recorded (`routing`,
+        None when it recorded none: only the lexical runtime does)."""
+        keys = {(r["subject"], r["probe_id"], int(r["trial"]), int(r["attempt"] or 0)): r
+                for r in rows}
+        lines = trial_lines(run, keys)
+        for key, row in keys.items():
+            record = lines.get(key)
+            row["routing"] = routing_of(record) if record is not None else None
+        return rows
 
     def case_file(self, run: RunInfo, case: str) -> dict[str, Any] | None:
         """The case as its file reads now (prompt, expectation, tags), if it still exists."""

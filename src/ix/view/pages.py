@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, Response
 
 from ix._version import __version__
 from ix.api.runs import RunInfo
+from ix.api.trials import outcome_of, reading_word
 from ix.report.answer import metric_name
 from ix.report.html import REPORT_CSS, report_body_html
 from ix.report.layout import decimal
@@ -108,7 +109,7 @@ def environment() -> Environment:
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(pct=_pct, ci=_ci, num=_num, when=_when, pretty=pretty, metric=_metric)
     env.globals.update(href=href, run_href=run_href, session_href=session_href,
-                       version=__version__)
+                       version=__version__, reading_word=reading_word)
     return env
 
 
@@ -261,7 +262,7 @@ def trial_page(request: Request) -> HTMLResponse:
                           "tokens_output", "cost_usd")}
     return _page(request, "trial.html", run=run, record=record, subject=subject, case=case,
                  trial=trial, observation=observation, extra=extra,
-                 attempts=lookup.attempts(run, subject, case, trial),
+                 outcome=outcome_of(record), attempts=lookup.attempts(run, subject, case, trial),
                  line=pretty(record))
 
 

@@ -160,10 +160,10 @@ def run(
             print_json([r.summary for r in results])
     else:
         for i, r in enumerate(results):
-            trials = RunDir(r.run_dir).experiment.trials
-            files = ((f"results: {trials.parent}{os.sep} ({trials.name}, "
-                      f"{r.summary_path.name})",) if r.summary_path.parent == trials.parent
-                     else (f"trials: {trials}", f"summary: {r.summary_path}"))
+            log = RunDir(r.run_dir).experiment.trials
+            files = ((f"results: {log.parent}{os.sep} ({log.name}, "
+                      f"{r.summary_path.name})",) if r.summary_path.parent == log.parent
+                     else (f"trials: {log}", f"summary: {r.summary_path}"))
             if i:
                 out.print()
             out.print((summary_renderable if detail else run_screen)(r.summary, files))

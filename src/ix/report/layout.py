@@ -9,6 +9,7 @@ printed can be pasted back into a command. docs/cli.md ("Output") describes it.
 
 import copy
 import weakref
+from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
@@ -124,22 +125,33 @@ class Prose:
 def _cuts(plain: str, width: int) -> list[int]:
     """Offsets at which to break `plain` into lines of at most `width` cells: ix's one rule for
     wrapping terminal text. A line breaks after a space, never inside brackets `[0.22, 0.88]`
-    or a `command`, never between a label and its number (`on not 0.156`, `>= 0.95`) nor
-    inside parentheses, unless a piece without such a break is wider than the line; then its
-    spaces in parentheses and before numbers serve. A token wider than the line (a path, an
-    id) is never cut: it stands alone on its line, where it can be copied whole."""
-    strong, weak = _breaks(plain)
-    cuts = _greedy(plain, width, strong, 0, len(plain))
-    out: list[int] = []
-    for start, end in zip([0, *cuts], [*cuts, len(plain)], strict=True):
-        from rich.cells import cell_len
+    or a `command`, and — unless no other break fits the line — not between a label and its
+    number (`(not) 0.156`, `>= 0.95`) nor inside parentheses. A token wider than the line (a
+    path, an id) is never cut: it stands alone on its line, where it can be copied whole."""
+    from rich.cells import cell_len
 
-        if cell_len(plain[start:end].rstrip()) > width:  # too long: the weaker breaks serve
-            inner = [b for b in weak if start < b < end]
-            out += _greedy(plain, width, inner, start, end)
-        if end < len(plain):
-            out.append(end)
-    return out
+    strong, weak = _breaks(plain)
+    kinds = sorted([(b, True) for b in strong] + [(b, False) for b in weak])
+    offsets = [b for b, _ in kinds]
+    cuts: list[int] = []
+    start = 0
+    reach = 4 * width + 8
+    while len(plain) - start > reach or cell_len(plain[start:].rstrip()) > width:
+        # breaks within reach: a line of `width` cells holds at most a few times as many
+        # characters (zero-width ones), so the scan stays linear in the text
+        lo, hi = bisect_right(offsets, start), bisect_right(offsets, start + reach)
+        ahead = kinds[lo:hi] or kinds[lo:lo + 1]
+        fitting = [(b, firm) for b, firm in ahead if cell_len(plain[start:b].rstrip()) <= width]
+        firm = [b for b, is_firm in fitting if is_firm]
+        if firm or fitting:  # the last strong break that fits, else the last weak one
+            cut = firm[-1] if firm else fitting[-1][0]
+        elif ahead:  # one unbreakable run wider than the line: alone on its line
+            cut = ahead[0][0]
+        else:
+            break
+        cuts.append(cut)
+        start = cut
+    return cuts
 
 
 _OPERATORS = ("=", "==", ">=", "<=", ">", "<", "≥", "≤", "→", "±")
@@ -152,46 +164,25 @@ def _breaks(plain: str) -> tuple[list[int], list[int]]:
     weak: list[int] = []
     square = paren = 0
     tick = False
+    word_start = 0  # where the word before the current space starts
     for i, ch in enumerate(plain):
         if ch == "`":
             tick = not tick
         elif not tick:
             square += (ch == "[") - (ch == "]")
             paren += (ch == "(") - (ch == ")")
-        if ch != " " or tick or square > 0 or i + 1 >= len(plain) or plain[i + 1] == " ":
+        if ch != " ":
             continue
-        before, after = plain[:i].rsplit(" ", 1)[-1], plain[i + 1:]
+        before, word_start = plain[word_start:i], i + 1
+        if tick or square > 0 or i + 1 >= len(plain) or plain[i + 1] == " ":
+            continue
+        end = plain.find(" ", i + 1)
+        after = plain[i + 1:end if end >= 0 else len(plain)]
         numeric = after[:1].isdigit() or (after[:1] in "+-−" and after[1:2].isdigit())
-        operator = before in _OPERATORS or after.split(" ", 1)[0] in _OPERATORS
+        operator = before in _OPERATORS or after in _OPERATORS
         count = before.replace(",", "").isdigit()  # `783 trials`: a count and its unit
         (weak if paren > 0 or numeric or operator or count else strong).append(i + 1)
     return strong, weak
-
-
-def _greedy(plain: str, width: int, breaks: list[int], begin: int, end: int) -> list[int]:
-    """Greedy line filling of `plain[begin:end]` at `breaks` (offsets after a space)."""
-    from rich.cells import cell_len
-
-    cuts: list[int] = []
-    start, last = begin, None  # the current line's start, its last break that still fits
-
-    def fits(stop: int) -> bool:
-        return cell_len(plain[start:stop].rstrip()) <= width
-
-    for b in [*breaks, end]:
-        if fits(b):
-            last = b
-            continue
-        if last is not None and last > start:
-            cuts.append(last)
-            start, last = last, None
-            if fits(b):
-                last = b
-                continue
-        if b < end:  # one unbreakable run longer than the width: alone on its line
-            cuts.append(b)
-            start, last = b, None
-    return cuts
 
 
 def needed_width(console: Console, options: ConsoleOptions, t: Table) -> int:

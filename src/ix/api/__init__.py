@@ -14,15 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ix.api.design import DesignError, DesignWarning, design_warnings
     from ix.api.experiment import Experiment, ExperimentRun
-    from ix.api.experiments import (
-        ExperimentInfo,
-        arun,
-        dry_run,
-        failure_exit_code,
-        list_experiments,
-        run,
-    )
+    from ix.api.experiments import arun, dry_run, failure_exit_code, run
     from ix.api.lab import Lab
+    from ix.api.listing import ExperimentInfo, list_experiments
     from ix.api.loading import check, load, plan, resolve, subject_credentials, validate
     from ix.api.options import Observer, RunOptions
     from ix.api.query import QueryResult, run_query
@@ -45,13 +39,13 @@ _WHERE = {
     "DesignError": "ix.api.design",
     "DesignWarning": "ix.api.design",
     "design_warnings": "ix.api.design",
-    "ExperimentInfo": "ix.api.experiments",
+    "ExperimentInfo": "ix.api.listing",
     "arun": "ix.api.experiments",
     "check": "ix.api.loading",
     "compare_runs": "ix.api.reports",
     "dry_run": "ix.api.experiments",
     "failure_exit_code": "ix.api.experiments",
-    "list_experiments": "ix.api.experiments",
+    "list_experiments": "ix.api.listing",
     "load": "ix.api.loading",
     "plan": "ix.api.loading",
     "resolve": "ix.api.loading",

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ix.domain.types import Subject
 from ix.eval.goal_sizing import Basis, goal_size, unit
-from ix.eval.models import EvalCase, Experiment
+from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.eval.sensors import target_skill
 from ix.stats.beta import credible_interval
 from ix.stats.power import n_for_interval_width
@@ -25,8 +25,6 @@ from ix.stats.power import n_for_interval_width
 DEFAULT_WIDTH = 0.55
 #: The smaller side of must_trigger / should_not_trigger below this share of the larger one.
 BALANCE = 1 / 3
-#: Runtimes whose subjects only activate a skill they were given (the others fake the call).
-SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 #: Runtimes assumed to answer the same way every time (capability tests, a person).
 DETERMINISTIC = frozenset({"command", "http", "human"})
 #: Metrics that only must_trigger cases feed.

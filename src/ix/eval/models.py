@@ -20,6 +20,8 @@ DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
 #: numbers), or `per-subject`, the rule of runs made before it, to reproduce them.
 Seeding = Literal["common", "per-subject"]
 SEEDINGS: tuple[str, ...] = ("common", "per-subject")
+#: Runtimes whose subjects only activate a skill they were given (the others fake the call).
+SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 
 _frozen = ConfigDict(frozen=True)
 

@@ -2,20 +2,21 @@
 re-exported here)."""
 
 import asyncio
-import json
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
+from ix.api.listing import ExperimentInfo, list_experiments
 from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
-from ix.api.reports import compare_runs  # its old home: `ix.api.experiments.compare_runs`
-from ix.domain.errors import ConfigError
+from ix.api.reports import (
+    compare_runs,  # its old home: `ix.api.experiments.compare_runs`
+    keep_sections,
+)
 from ix.engine.cache import check_mode, with_cache
 from ix.engine.load import refuse_load_with
 from ix.engine.outcome import is_configuration
@@ -25,17 +26,15 @@ from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
-from ix.lab.resolve import find_lab
-from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
+from ix.report.digest import TrialDigest
 from ix.runtimes import get_kind
 from ix.runtimes._batches import BATCH_DISCOUNT
 from ix.runtimes._prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir
-from ix.store.runs import latest_run, read_spec
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
     from ix.api.schemas import DryRunPlan, DryRunSubject
@@ -75,9 +74,10 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            result = run_plan(plan, **_engine_args(options, observer, cont, where))
+            digest = TrialDigest() if cont is None else None
+            result = run_plan(plan, **_engine_args(options, observer, cont, where, digest))
             results.append(result)
-            _record(lab_path, plan, result, cont, options)
+            _record(lab_path, plan, result, cont, options, digest)
             if _stops_all(result):
                 break
     return results
@@ -105,9 +105,11 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            result = await arun_plan(plan, **_engine_args(options, observer, cont, where))
+            digest = TrialDigest() if cont is None else None
+            result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
+                                                          digest))
             results.append(result)
-            await asyncio.to_thread(_record, lab_path, plan, result, cont, options)
+            await asyncio.to_thread(_record, lab_path, plan, result, cont, options, digest)
             if _stops_all(result):
                 break
     return results
@@ -148,18 +150,28 @@ def _placed(jobs: list[Job], place: Callable[[Plan], Plan], lab_path: Path,
 
 
 def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | None,
-                 where: dict[str, Any] | None) -> dict[str, Any]:
-    """The keyword arguments of `run_plan`/`arun_plan` for one run."""
+                 where: dict[str, Any] | None,
+                 digest: TrialDigest | None = None) -> dict[str, Any]:
+    """The keyword arguments of `run_plan`/`arun_plan` for one run; each trial recorded is
+    also fed to `digest` (what `ix report` will read: `ix.api.reports.keep_sections`)."""
+    listener = trial_listener(observer)
+    on_trial = listener
+    if digest is not None:
+        feed = digest.add
+        on_trial = feed if listener is None else lambda record: (feed(record),
+                                                                 listener(record))[-1]
     return {"artifacts": options.artifacts,
             "command": None if options.command is None else list(options.command),
-            "on_trial": trial_listener(observer),
+            "on_trial": on_trial,
             "continuation": cont, "limits": options.limits, "executor": where,
             "warn": observer.on_warning, "on_batch": observer.on_batch}
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,
-            options: RunOptions) -> None:
-    """The run in the lab's audit log."""
+            options: RunOptions, digest: TrialDigest | None = None) -> None:
+    """The run in the lab's audit log, and what `ix report` will read beside its summary."""
+    if digest is not None:
+        keep_sections(result.run_dir, result.summary, digest, plan.loaded.path)
     record(lab_path, "run", experiment=plan.loaded.experiment.name,
            run_id=result.run_id, status=result.status, trials=result.written,
            mode=cont.mode if cont is not None else "new",
@@ -330,57 +342,6 @@ def _grid(plan: Plan) -> str | None:
                      f"({', '.join(map(str, c.lengths))} {c.unit.replace('_', ' ')} of "
                      f"{c.source})")
     return "; ".join(parts) + f": {len(plan.subjects)} subjects" if parts else None
-
-
-@dataclass(frozen=True)
-class ExperimentInfo:
-    name: str
-    path: Path
-    cases: dict[str, int]
-    subjects: list[str]
-    last_run: str | None
-    status: str | None
-    f1: float | None
-    error: str | None = None
-
-
-def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[ExperimentInfo]]:
-    """Every experiment of the lab with its last run; one that fails to load says why."""
-    lab_path = find_lab(lab)
-    infos = []
-    for path in _experiment_dirs(lab_path):
-        last_run, status, f1 = _last_run(ExperimentDir.at(path).results)
-        try:
-            exp = load_experiment(path, lab_path).experiment
-        except ConfigError as exc:
-            infos.append(ExperimentInfo(path.name, path, {}, [], last_run, status, f1,
-                                        error=exc.render()))
-            continue
-        counts = {e: sum(1 for c in exp.cases if c.expectation == e)
-                  for e in ("must_trigger", "should_not_trigger", "acceptable")}
-        infos.append(ExperimentInfo(exp.name, path, counts, [s.name for s in exp.subjects],
-                                    last_run, status, f1))
-    return lab_path, infos
-
-
-def _last_run(results: Path) -> tuple[str | None, str | None, float | None]:
-    folder = latest_run(results)
-    if folder is None:
-        return None, None, None
-    last = folder.name
-    status: str | None
-    try:
-        status = read_spec(folder).get("status")
-    except ConfigError:
-        status = "unreadable"
-    f1 = None
-    try:
-        summary = json.loads(ExperimentDir(results).latest_summary.read_text(encoding="utf-8"))
-        if summary.get("run_id") == last:
-            f1 = summary.get("metrics", {}).get("f1")
-    except (OSError, ValueError):
-        pass
-    return last, status, f1
 
 
 def failure_exit_code(summaries: Sequence[Mapping[str, Any]]) -> int:

@@ -19,7 +19,7 @@ from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
 from ix.api.optimize import SESSION_ID, list_sessions
-from ix.api.query import run_query
+from ix.api.query import QueryResult, run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import query_results
 from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
@@ -126,7 +126,8 @@ class Lookup:
                "valid, count(*) FILTER (WHERE passed) AS passed, count(correct) AS judged, "
                "count(*) FILTER (WHERE correct) AS correct, min(started_at) AS first, "
                f"max(started_at) AS last FROM trials {where}GROUP BY run_id")
-        return {row["run_id"]: row for row in run_query(self.lab, sql, self._warn).rows()}
+        # the viewer's own SQL: not checked and bound as a user's is (`run_query`)
+        return {row["run_id"]: row for row in QueryResult(self.lab, sql, self._warn).rows()}
 
     def prepare(self) -> None:
         """Build ahead what the first pages need: the lab's query index, then the report of
@@ -180,23 +181,24 @@ class Lookup:
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
-    def case_stats(self, run: RunInfo, case: str) -> list[Mapping[str, Any]]:
-        """The case's aggregate per subject (every attempt that stands)."""
+    def case_stats(self, run: RunInfo, case: str) -> tuple[list[Mapping[str, Any]],
+                                                           dict[str, str]]:
+        """The case's aggregate per subject (every attempt that stands), and its routes
+        (`case_routes`), from one snapshot of the index."""
         try:
-            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                                 warn=self._warn).group_by("subject")
+            rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
+                               warn=self._warn)
+            with rs.snapshot():
+                rows, routes = rs.group_by("subject"), rs.group_by("subject", "invoked")
         except IxError:
-            return []
-        return [r for r in rows if r["n"]]
+            return [], {}
+        return [r for r in rows if r["n"]], self.case_routes(routes)
 
-    def case_routes(self, run: RunInfo, case: str) -> dict[str, str]:
+    @staticmethod
+    def case_routes(rows: list[Any]) -> dict[str, str]:
         """Per subject, which skill took the case's valid trials (the first skill each
-        invoked), the most taken first: "pdf 4/9, none 2/9", as `ix report` says it."""
-        try:
-            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                                 warn=self._warn).group_by("subject", "invoked")
-        except IxError:
-            return {}
+        invoked; `rows` are the case's aggregates by subject and invoked), the most taken
+        first: "pdf 4/9, none 2/9", as `ix report` says it."""
         routes: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             if r["valid"]:
@@ -221,9 +223,9 @@ class Lookup:
                                **filters)
         except IxError:
             return [], 0
-        sql = (f"SELECT * FROM ({rs.sql}) ORDER BY subject, trial, attempt "
-               f"LIMIT {PAGE_SIZE} OFFSET {max(0, page - 1) * PAGE_SIZE}")
-        return run_query(self.lab, sql, self._warn).rows(), rs.total()
+        with rs.snapshot():
+            return (rs.page("subject, trial, attempt", PAGE_SIZE, max(0, page - 1) * PAGE_SIZE),
+                    rs.total())
 
     def case_file(self, run: RunInfo, case: str) -> dict[str, Any] | None:
         """The case as its file reads now (prompt, expectation, tags), if it still exists."""

@@ -229,7 +229,7 @@ def trials_page(request: Request) -> HTMLResponse:
         raise HTTPException(400, f"outcome must be one of {', '.join(OUTCOMES)}")
     all_attempts = request.query_params.get("attempts") == "all"
     page = _int(request, "page", 1, low=1)
-    stats = lookup.case_stats(run, case)
+    stats, routes = lookup.case_stats(run, case)
     if not stats:
         raise NotFound(f"no trials of case {case!r} in run {run.run_id}")
     rows, total = lookup.trials_page(run, case, subject, outcome, all_attempts, page)
@@ -237,7 +237,7 @@ def trials_page(request: Request) -> HTMLResponse:
     return _page(request, "trials.html", run=run, case=case, subject=subject, outcome=outcome,
                  outcomes=OUTCOMES, all_attempts=all_attempts, stats=stats, rows=rows,
                  total=total, page=page, pages=pages, case_file=lookup.case_file(run, case),
-                 subjects=[s["subject"] for s in stats], routes=lookup.case_routes(run, case),
+                 subjects=[s["subject"] for s in stats], routes=routes,
                  rate_word=rate_word(lookup.sensor(run)))
 
 

@@ -6,7 +6,7 @@ Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
 """
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -75,16 +75,6 @@ def point(t: Mapping[str, Any]) -> TrialPoint | None:
         outcome(t), str(error.get("kind")) if isinstance(error, dict) else None)
 
 
-def recording(trials: Iterable[dict[str, Any]],
-              points: list[TrialPoint]) -> Iterator[dict[str, Any]]:
-    """Pass `trials` through, appending each attempt's timeline point to `points`."""
-    for t in trials:
-        p = point(t)
-        if p is not None:
-            points.append(p)
-        yield t
-
-
 def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
              limit: int = TIMELINE_TRIALS, bins: int = TIMELINE_BINS) -> "Timeline | None":
     """Every attempt on a time axis from the run's first start, one lane per subject: each
@@ -95,11 +85,11 @@ def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
         return None
     if len(points) > limit:
         names = list(dict.fromkeys(p.subject for p in points))
-        lane = {name: i for i, name in enumerate(names)}
+        index = {name: i for i, name in enumerate(names)}
         return binned([p.start_ms for p in points],
                       max(p.start_ms + p.duration_ms for p in points),
                       [STATUSES.index(p.status) for p in points],
-                      [lane[p.subject] for p in points], names, subjects, bins=bins)
+                      [index[p.subject] for p in points], names, subjects, bins=bins)
     t0 = min(p.start_ms for p in points)
     span = max(p.start_ms + p.duration_ms for p in points) - t0
     lanes = _lanes(subjects, {p.subject for p in points})
@@ -141,6 +131,7 @@ def binned(starts: Sequence[float], end: float, statuses: Sequence[int],
 
 
 def _lanes(subjects: Sequence[str], found: set[str]) -> dict[str, dict[str, Any]]:
+    """One lane per subject: `subjects` in order, then the others found, by name."""
     order = list(subjects) + sorted(found - set(subjects))
     return {s: {"subject": s, "trials": 0, "errors": 0} for s in order}
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ix.report.schemas import (
         Annotation,
         AstrayCase,
+        Failures,
         Leaderboard,
         ReportOutput,
         SubjectRouting,
@@ -144,9 +145,9 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
                   "failures": digest.failures(), "cost": digest.cost(),
                   "timeline": digest.timeline(table["subjects"]),
                   "difficulty": figures.difficulty(summary, cases)}
-    failures = stored["failures"]
-    failures = {**failures, "cases": [{**row, "prompt": (prompts or {}).get(row["probe_id"])}
-                                      for row in failures["cases"]]}
+    failures = cast("Failures", {**stored["failures"], "cases": [
+        {**row, "prompt": (prompts or {}).get(row["probe_id"])}
+        for row in stored["failures"]["cases"]]})
     same = stored.get("metric") == metric
     out: ReportOutput = {
         "run": {

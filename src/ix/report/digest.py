@@ -30,10 +30,6 @@ MESSAGE_CHARS = 300
 Key = tuple[str, str, int]  # subject, probe_id, trial
 
 
-def usage() -> dict[str, Any]:
-    return {"attempts": 0, "tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
-
-
 def wrong(expectation: str, passed: bool) -> bool:
     if expectation == "must_trigger":
         return not passed
@@ -54,7 +50,10 @@ class TrialDigest:
         #: keeps no record of those): the digest is then not the report's, and not kept
         self.exact = True
         self.superseded: dict[str, int] = {}
-        self._cost: dict[str, Any] = {"by_subject": {}, "by_case": {}, "total": usage()}
+        # [attempts, tokens_input, tokens_output, cost_usd]: the total, by subject, by case
+        self._total = [0, 0, 0, 0.0]
+        self._by_subject: dict[str, list[Any]] = {}
+        self._by_case: dict[str, list[Any]] = {}
         self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
         self._expectations: dict[str, str] = {}
         self._scores: dict[str, dict[str, array[float]]] = {}
@@ -84,11 +83,10 @@ class TrialDigest:
             del self._pending[key]
         elif number > 0:
             self.exact = False
-        line = kept(t)
-        if line.get("error"):
-            self._pending[key] = line
+        if t.get("error"):
+            self._pending[key] = kept(t)
         else:
-            self.stand(line)
+            self.stand(t)  # (what `kept` would keep of it is read only for a wrong answer)
 
     def close(self) -> None:
         """The errored attempts no retry replaced stand (after the last `add`)."""
@@ -99,13 +97,20 @@ class TrialDigest:
     def attempt(self, t: Mapping[str, Any]) -> None:
         """Every attempt: its cost, and its point on the timeline."""
         obs = t.get("observation") or {}
-        for bucket in (self._cost["total"],
-                       self._cost["by_subject"].setdefault(str(t.get("subject")), usage()),
-                       self._cost["by_case"].setdefault(str(t.get("probe_id")), usage())):
-            bucket["attempts"] += 1
-            bucket["tokens_input"] += int(obs.get("tokens_input") or 0)
-            bucket["tokens_output"] += int(obs.get("tokens_output") or 0)
-            bucket["cost_usd"] += float(obs.get("cost_usd") or 0.0)
+        tokens_in = int(obs.get("tokens_input") or 0)
+        tokens_out = int(obs.get("tokens_output") or 0)
+        usd = float(obs.get("cost_usd") or 0.0)
+        subject, case = str(t.get("subject")), str(t.get("probe_id"))
+        by_subject, by_case = self._by_subject.get(subject), self._by_case.get(case)
+        if by_subject is None:
+            by_subject = self._by_subject[subject] = [0, 0, 0, 0.0]
+        if by_case is None:
+            by_case = self._by_case[case] = [0, 0, 0, 0.0]
+        for bucket in (self._total, by_subject, by_case):
+            bucket[0] += 1
+            bucket[1] += tokens_in
+            bucket[2] += tokens_out
+            bucket[3] += usd
         p = figures.point(t)
         if p is None:
             return
@@ -126,7 +131,7 @@ class TrialDigest:
             self.superseded[kind] = self.superseded.get(kind, 0) + 1
 
     def stand(self, line: Mapping[str, Any]) -> None:
-        """The attempt that stands of its trial (`kept` of its line)."""
+        """The attempt that stands of its trial (its line, or `kept` of it)."""
         subject, case = str(line.get("subject")), str(line.get("probe_id"))
         trial = int(line.get("trial") or 0)
         expectation = str(line.get("expectation"))
@@ -166,6 +171,8 @@ class TrialDigest:
         if wrong(expectation, bool(reading.get("passed"))):
             row["wrong"] += 1
             mine["failed"] += 1
+            if "observation" in line:  # a whole line, not `kept` of it
+                line = kept(line)
             example = {"subject": subject, "trial": trial, "answer": line.get("answer", ""),
                        "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
                        "invoked": line.get("invoked") or []}
@@ -179,12 +186,14 @@ class TrialDigest:
     # ------------------------------------------------------------------------- sections
 
     def cost(self) -> "Cost":
-        out = {"by_subject": {k: dict(v) for k, v in self._cost["by_subject"].items()},
-               "by_case": {k: dict(v) for k, v in self._cost["by_case"].items()},
-               "total": dict(self._cost["total"])}
-        for bucket in (out["total"], *out["by_subject"].values(), *out["by_case"].values()):
-            bucket["cost_usd"] = num(bucket["cost_usd"])
-        return cast("Cost", {**out, "note": "every attempt counts, retried ones included"})
+        def usage(b: list[Any]) -> dict[str, Any]:
+            return {"attempts": b[0], "tokens_input": b[1], "tokens_output": b[2],
+                    "cost_usd": num(b[3])}
+
+        return cast("Cost", {"by_subject": {k: usage(v) for k, v in self._by_subject.items()},
+                             "by_case": {k: usage(v) for k, v in self._by_case.items()},
+                             "total": usage(self._total),
+                             "note": "every attempt counts, retried ones included"})
 
     def breakdown(self, order: list[str]) -> "list[BreakdownRow]":
         """Per case and subject: the readings' scores (n, mean, sd, min, max) and the mean of

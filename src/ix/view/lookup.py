@@ -64,6 +64,7 @@ class Lookup:
         self.lab = lab
         self._warn = warn
         self._reports: OrderedDict[tuple[Any, ...], ReportResult] = OrderedDict()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[tuple[Any, ...], threading.Lock] = {}
 
@@ -142,6 +143,21 @@ class Lookup:
                         reverse=True)[:REPORTS_KEPT]
         for run in chosen:
             self.report(run)
+
+    def memo(self, run: RunInfo, what: str, make: Callable[[], Any]) -> Any:
+        """`make()` for the run, kept until its files change (`fingerprint`): what a run's
+        page shows of a finished run (its counts, its report rendered) is made once."""
+        key = (what, *fingerprint(run))
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = make()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > 4 * REPORTS_KEPT:
+                self._memo.popitem(last=False)
+        return value
 
     # --------------------------------------------------------------------------- reports
 

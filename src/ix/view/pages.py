@@ -184,10 +184,12 @@ def run_page(request: Request) -> HTMLResponse:
     shown = cases[(page - 1) * CASES_PAGE: page * CASES_PAGE]
     subjects = sorted({s for c in cases for s in c["by_subject"]}) if not result.data \
         else result.data["summary"]["subjects"]
-    counts = lookup.run_counts(run.run_id).get(run.run_id)
+    counts = lookup.memo(run, "counts", lambda: lookup.run_counts(run.run_id).get(run.run_id))
     sensor = result.data["run"].get("sensor") if result.data else lookup.sensor(run)
+    data = result.data
+    body = lookup.memo(run, "body", lambda: report_html(data)) if data else None
     return _page(request, "run.html", run=run, report=result.data, note=result.note,
-                 body=report_html(result.data) if result.data else None, cases=shown,
+                 body=body, cases=shown,
                  subjects=subjects, page=page, pages=pages, counts=counts,
                  case_count=len(cases), rate_word=rate_word(sensor))
 

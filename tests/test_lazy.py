@@ -6,12 +6,12 @@ import sys
 import textwrap
 
 
-def run(code: str) -> str:
+def run(code: str, *, stderr: bool = False) -> str:
     """Run `code` in a fresh interpreter (sys.modules is shared in-process) and return its
-    output."""
+    output (`stderr`: its error output)."""
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=120, check=True)
-    return proc.stdout.strip()
+    return (proc.stderr if stderr else proc.stdout).strip()
 
 
 def test_the_import_waits_for_the_first_attribute_use():
@@ -116,6 +116,39 @@ def test_the_statistics_report_and_judge_modules_import_no_numpy_scipy_or_jinja2
         print(sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "scipy", "jinja2"}))
     """)
     assert out == "[]"
+
+
+def test_reading_a_run_loads_no_numpy_or_scipy(tmp_path):
+    """`ix ls`, `ix report RUN` (json, table, md), `ix results` and the closed-form `ix plan
+    --mde` read what the run wrote (the summary, its report.json, the up-to-date index), or
+    compute elementary formulas: numpy and scipy load only when a statistic must be computed
+    (issue 33)."""
+    from conftest import comparison_experiment, ix_in_process
+
+    lab = tmp_path / "lab"
+    exp = comparison_experiment(lab, n_must=3, n_not=2, trials=3, control=0.3,
+                                variants={"better": 0.9})
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
+    # the first query builds the lab's index (scanning the log with numpy); an index that is
+    # up to date is opened as it is
+    assert ix_in_process("results", "--lab", str(lab)).code == 0
+    run_id = next((exp / "results" / "runs").iterdir()).name
+    for argv in (["ls"], ["report", run_id, "--format", "json"], ["report", run_id],
+                 ["report", run_id, "--format", "md"], ["results"], ["plan", "--mde", "0.1"],
+                 ["plan", "--mde", "0.1", "--paired", "--trials", "5"]):
+        out = run(f"""
+            import sys
+            from ix.cli.main import main
+            sys.argv = ["ix", *{argv!r}, "--lab", {str(lab)!r}]
+            try:
+                main()
+            except SystemExit as exc:
+                assert not exc.code, exc.code
+            print(file=sys.stderr)
+            print(sorted({{m.split(".")[0] for m in sys.modules}} & {{"numpy", "scipy"}}),
+                  file=sys.stderr)
+        """, stderr=True)
+        assert out.splitlines()[-1] == "[]", (argv, out)
 
 
 #: The function-level imports of ix modules that stay, each deferring a heavy third-party

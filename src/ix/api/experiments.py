@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
-from ix.api.listing import ExperimentInfo, list_experiments  # their old home
+from ix.api.listing import ExperimentInfo, list_experiments
 from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
-from ix.api.reports import compare_runs  # its old home: `ix.api.experiments.compare_runs`
+from ix.api.reports import (
+    compare_runs,  # its old home: `ix.api.experiments.compare_runs`
+    keep_sections,
+)
 from ix.engine.cache import check_mode, with_cache
 from ix.engine.load import refuse_load_with
 from ix.engine.outcome import is_configuration
@@ -25,6 +28,7 @@ from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
 from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
+from ix.report.digest import TrialDigest
 from ix.runtimes import get_kind
 from ix.runtimes._batches import BATCH_DISCOUNT
 from ix.runtimes._prices import estimate_cost
@@ -70,9 +74,10 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            result = run_plan(plan, **_engine_args(options, observer, cont, where))
+            digest = TrialDigest() if cont is None else None
+            result = run_plan(plan, **_engine_args(options, observer, cont, where, digest))
             results.append(result)
-            _record(lab_path, plan, result, cont, options)
+            _record(lab_path, plan, result, cont, options, digest)
             if _stops_all(result):
                 break
     return results
@@ -100,9 +105,11 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            result = await arun_plan(plan, **_engine_args(options, observer, cont, where))
+            digest = TrialDigest() if cont is None else None
+            result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
+                                                          digest))
             results.append(result)
-            await asyncio.to_thread(_record, lab_path, plan, result, cont, options)
+            await asyncio.to_thread(_record, lab_path, plan, result, cont, options, digest)
             if _stops_all(result):
                 break
     return results
@@ -143,18 +150,28 @@ def _placed(jobs: list[Job], place: Callable[[Plan], Plan], lab_path: Path,
 
 
 def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | None,
-                 where: dict[str, Any] | None) -> dict[str, Any]:
-    """The keyword arguments of `run_plan`/`arun_plan` for one run."""
+                 where: dict[str, Any] | None,
+                 digest: TrialDigest | None = None) -> dict[str, Any]:
+    """The keyword arguments of `run_plan`/`arun_plan` for one run; each trial recorded is
+    also fed to `digest` (what `ix report` will read: `ix.api.reports.keep_sections`)."""
+    listener = trial_listener(observer)
+    on_trial = listener
+    if digest is not None:
+        feed = digest.add
+        on_trial = feed if listener is None else lambda record: (feed(record),
+                                                                 listener(record))[-1]
     return {"artifacts": options.artifacts,
             "command": None if options.command is None else list(options.command),
-            "on_trial": trial_listener(observer),
+            "on_trial": on_trial,
             "continuation": cont, "limits": options.limits, "executor": where,
             "warn": observer.on_warning, "on_batch": observer.on_batch}
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,
-            options: RunOptions) -> None:
-    """The run in the lab's audit log."""
+            options: RunOptions, digest: TrialDigest | None = None) -> None:
+    """The run in the lab's audit log, and what `ix report` will read beside its summary."""
+    if digest is not None:
+        keep_sections(result.run_dir, result.summary, digest, plan.loaded.path)
     record(lab_path, "run", experiment=plan.loaded.experiment.name,
            run_id=result.run_id, status=result.status, trials=result.written,
            mode=cont.mode if cont is not None else "new",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ix.api.loading import resolve, validate
+from ix import api  # `api.loading` (the engine) loads when an experiment is planned
 from ix.domain.errors import ConfigError
 from ix.eval.goal_sizing import FINAL_REPLICATES, Basis, goal_size, unit
 from ix.stats.intervals import beta_interval
@@ -339,14 +339,14 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
     design: FromDesign | None = None
     planned: Any = None
     if experiment is not None:
-        lab_path, paths = resolve(lab, [experiment])
+        lab_path, paths = api.loading.resolve(lab, [experiment])
         if ExperimentDir.at(paths[0]).latest_summary.is_file():
-            planned = validate(lab_path, [str(paths[0])])[0]
+            planned = api.loading.validate(lab_path, [str(paths[0])])[0]
             pair = _goal(planned)
             inputs = inputs_from_run(paths[0], pair["compare"] if pair else None,
                                      scoped=planned.loaded.experiment.sensor == "activation")
         else:
-            planned = validate(lab_path, [str(paths[0])])[0]
+            planned = api.loading.validate(lab_path, [str(paths[0])])[0]
             rate = p if p is not None else 0.5
             cases_of = list(planned.cases)
             scope: Scope = None

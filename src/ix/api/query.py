@@ -41,6 +41,7 @@ class Table:
         self._sql = sql
         self._warn = warn
         self._held: TrialIndex | None = None
+        self._held_con: duckdb.DuckDBPyConnection | None = None  # views over `_held`
 
     @property
     def sql(self) -> str:
@@ -50,7 +51,8 @@ class Table:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Self]:
         """Inside `with t.snapshot():` every call reads one snapshot of the index, e.g. rows
-        and counts that agree while a run is appending trials."""
+        and counts that agree while a run is appending trials, through one set of views
+        (defined once: a page that asks several things of one set pays for them once)."""
         if self._held is not None:
             yield self
             return
@@ -59,12 +61,21 @@ class Table:
             yield self
         finally:
             self._held = None
+            if self._held_con is not None:
+                self._held_con.close()
+                self._held_con = None
 
     @contextlib.contextmanager
     def _connect(self, writable: tuple[str, ...] = ()
                  ) -> Iterator["duckdb.DuckDBPyConnection"]:
         """A connection over the held snapshot (else the index as it is now), locked: it
         reads the index and writes only the files `writable` (ix.query.sql_guard)."""
+        if self._held is not None and not writable:
+            if self._held_con is None:
+                self._held_con = connect_index(self._held)
+            with self._held_con.cursor() as con:  # the same views, locked alike
+                yield con
+            return
         index = self._held if self._held is not None else refreshed_index(self.lab, self._warn)
         with connect_index(index, writable=writable) as con:
             yield con
@@ -100,7 +111,7 @@ class Table:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row as a dict (column name -> Python value)."""
-        return list(self)
+        return list(iter(self))  # not list(self): its length hint would run a count first
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         import duckdb
@@ -117,6 +128,14 @@ class Table:
 
     def __len__(self) -> int:
         return int(self._scalar(f"SELECT count(*) FROM ({self.sql})") or 0)
+
+    def page(self, order: str, limit: int, offset: int = 0) -> list[dict[str, Any]]:
+        """`limit` rows from `offset` in `order` (columns of the views, as ix writes them)."""
+        with self._connect() as con:
+            cursor = self._execute(con, f"SELECT * FROM ({self.sql}) ORDER BY {order} "
+                                        f"LIMIT {int(limit)} OFFSET {int(offset)}")
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
     def to_dataframe(self) -> Any:
         """A pandas DataFrame (else a polars one); ImportError naming both if neither is there."""

@@ -1,6 +1,8 @@
 """Reports, leaderboards and run lookup: `ix report`, `ix leaderboard`, `ix compare` (the
-runs' statistics and their config diff). Everything here reads; nothing writes into the lab."""
+runs' statistics and their config diff). Everything here reads; nothing writes into the lab
+but `keep_sections`, which `ix run` calls as a run ends."""
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -8,16 +10,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError
 from ix.eval.schemas import SCHEMA_VERSION, Summary, summary_problems
+from ix.lab.files import write_json_atomic
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
 from ix.query.case_table import case_prompts, case_rows
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
+from ix.report.digest import TrialDigest
 from ix.report.leaderboard import check_metric, counts_of
 from ix.report.leaderboard import leaderboard as rank
 from ix.report.regression import baseline_section
-from ix.report.run_report import build_report
+from ix.report.run_report import build_report, stored_sections
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.layout import ExperimentDir, RunDir
@@ -189,6 +193,54 @@ def run_trials(run_dir: Path, run_id: str,
     return (t for t in read_trials(path, warn, trials_only=True) if t.get("run_id") == run_id)
 
 
+#: The keys of a run's `report.json` (`keep_sections`); one missing: the file is not used.
+STORED_KEYS = ("run_id", "finished_at", "log", "metric", "breakdown", "failures", "cost",
+               "timeline", "leaderboard", "difficulty", "sweep")
+
+
+def _log_state(run_dir: Path) -> dict[str, int] | None:
+    """Size and modification time of the trial log the run's lines are in."""
+    try:
+        st = RunDir(run_dir).experiment.trials.stat()
+    except OSError:
+        return None
+    return {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
+                  experiment: Path) -> None:
+    """At the end of `ix run`: the report's sections that need the run's trials or a
+    statistic (`ix.report.run_report.stored_sections`), kept in the run's `report.json`, so
+    `ix report` and the viewer read neither (docs/json.md). Not when `digest` missed a line
+    it cannot place (a trial whose earlier attempt stood); best effort: without the file a
+    report reads the trials, as for a run made before it existed."""
+    log = _log_state(run_dir)
+    if not digest.exact or log is None:
+        return
+    digest.close()
+    with contextlib.suppress(OSError):
+        write_json_atomic(RunDir(run_dir).report,  # readable as its summary is
+                          {**stored_sections(summary, digest, case_rows(experiment)),
+                           "log": log}, shared=True)
+
+
+def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
+    """The run's `report.json` if it was kept for this very summary (same `run_id` and
+    `finished_at`: a run continued later has a newer summary) and trial log (the same size
+    and modification time: nothing was written to it since, by another run or by hand, that
+    the report would read), else None."""
+    try:
+        data = json.loads(RunDir(run_dir).report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or any(k not in data for k in STORED_KEYS) \
+            or data["run_id"] != summary["run_id"] \
+            or data["finished_at"] != summary.get("finished_at") \
+            or data["log"] != _log_state(run_dir):
+        return None
+    return data
+
+
 def report(lab: str | Path | None = None, run: str | None = None, *,
            metric: str | None = None, baseline: str | None = None,
            warn: Warn | None = None, cwd: Path | None = None,
@@ -207,12 +259,14 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     summary = read_summary(run_dir)
     spec: Mapping[str, Any] = read_spec(run_dir) if RunDir(run_dir).spec.is_file() else {}
     base_dir = resolve_run(lab_path, baseline) if baseline else None
+    stored = read_stored(run_dir, summary)
+    experiment = RunDir(run_dir).experiment.path
     data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
                         annotations=read_annotations(run_dir, warn),
-                        cases=case_rows(RunDir(run_dir).experiment.path, warn),
-                        prompts=case_prompts(RunDir(run_dir).experiment.path),
-                        folder=str(run_dir))
+                        cases=case_rows(experiment, warn) if stored is None else None,
+                        prompts=case_prompts(experiment), folder=str(run_dir),
+                        stored=stored)
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
     return data

@@ -4,6 +4,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The subject config key of an expanded subject (by `context:` or `sweep:`): the name of
+#: the subject the experiment lists, whose skill it tests.
+ORIGIN = "origin"
+
 
 class Subject(BaseModel):
     """A subject under test: one condition being compared (a skill set, a model, a service)."""

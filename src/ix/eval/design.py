@@ -15,8 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ix.domain.types import Subject
 from ix.eval.goal_sizing import Basis, goal_size, unit
-from ix.eval.models import EvalCase, Experiment
-from ix.eval.scoring import SKILL_RUNTIMES
+from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.eval.sensors import target_skill
 from ix.stats.beta import credible_interval
 from ix.stats.power import n_for_interval_width

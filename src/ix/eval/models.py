@@ -20,6 +20,10 @@ DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
 #: numbers), or `per-subject`, the rule of runs made before it, to reproduce them.
 Seeding = Literal["common", "per-subject"]
 SEEDINGS: tuple[str, ...] = ("common", "per-subject")
+#: Runtimes whose subjects choose a skill by reading the skills' descriptions and only activate
+#: one they were given (the others fake the call: mock, random; or decide without them:
+#: command, http, human, python).
+SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 
 _frozen = ConfigDict(frozen=True)
 

@@ -16,15 +16,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ix.eval.models import EvalCase, ExperimentResults, ProbeResult
+from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults, ProbeResult
 
 STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
 )
 LOW = 0.8  # precision or recall below this raises an issue
-#: Runtimes whose subjects choose a skill by reading the skills' descriptions (the others
-#: fake the call: mock, random; or decide without them: command, http, human, python)
-SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 #: What decides a call on the runtimes that never read a description: the true advice
 #: where "broaden / narrow the description" would change nothing.
 _NOT_READ = {

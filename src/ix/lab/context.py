@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ix.domain.errors import ConfigError
-from ix.domain.types import Subject
+from ix.domain.types import ORIGIN, Subject
 from ix.eval.models import Turn
 from ix.lab.history import turns_of
 from ix.lab.schema import ContextSpec, PrefixSpec, validate
@@ -34,9 +34,6 @@ Unit = Literal["turns", "tool_calls", "tokens"]
 BUILTIN = ("coding-session",)
 #: The subject config key that holds an expanded subject's length and its base's name.
 KEY = "context"
-#: The subject config key of an expanded subject (by `context:` or `sweep:`): the name of
-#: the subject the experiment lists, whose skill it tests.
-ORIGIN = "origin"
 
 
 def expanded_name(subject: str, length: int) -> str:

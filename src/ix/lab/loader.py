@@ -13,8 +13,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
-from ix.eval.design import SKILL_RUNTIMES
-from ix.eval.models import EvalCase, Experiment
+from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.context import Context, load_context
 from ix.lab.frontmatter import read_frontmatter

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.domain.types import Subject
-from ix.lab.context import ORIGIN
+from ix.domain.types import ORIGIN, Subject
 
 __all__ = ["KEY", "SUBJECT_KEYS", "expand_sweep", "grid_words"]
 

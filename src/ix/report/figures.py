@@ -6,7 +6,7 @@ Plain JSON data, part of `ix report --json`; `ix.report.html` draws it.
 """
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -27,6 +27,8 @@ else:
 TIMELINE_TRIALS = 600
 #: How many time bins a big run's timeline has.
 TIMELINE_BINS = 80
+#: A timeline point's statuses (`outcome`), by code.
+STATUSES = ("ok", "wrong", "error")
 #: Difficulty levels in order (DESIGN.md §2).
 LEVELS: tuple[Difficulty, ...] = ("easy", "medium", "hard")
 
@@ -42,7 +44,7 @@ class TrialPoint(NamedTuple):
     error: str | None  # the error kind
 
 
-def outcome(trial: dict[str, Any]) -> str:
+def outcome(trial: Mapping[str, Any]) -> str:
     """`error`, `wrong` (the reading goes against the case's expectation) or `ok`."""
     if trial.get("error"):
         return "error"
@@ -54,65 +56,94 @@ def outcome(trial: dict[str, Any]) -> str:
     return "ok"
 
 
-def recording(trials: Iterable[dict[str, Any]],
-              points: list[TrialPoint]) -> Iterator[dict[str, Any]]:
-    """Pass `trials` through, appending each attempt's timeline point to `points`."""
-    for t in trials:
-        started = t.get("started_at")
-        if isinstance(started, str):
-            try:
-                at = datetime.fromisoformat(started).timestamp() * 1000.0
-            except ValueError:
-                at = None
-            if at is not None:
-                duration = t.get("duration_ms")
-                error = t.get("error")
-                points.append(TrialPoint(
-                    str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
-                    int(t.get("attempt") or 0), at,
-                    float(duration) if isinstance(duration, int | float)
-                    and math.isfinite(duration) else 0.0,  # (NaN, 1e400 in an edited line)
-                    outcome(t), str(error.get("kind")) if isinstance(error, dict) else None))
-        yield t
+def point(t: Mapping[str, Any]) -> TrialPoint | None:
+    """The attempt's point on the timeline (None without a readable `started_at`)."""
+    started = t.get("started_at")
+    if not isinstance(started, str):
+        return None
+    try:
+        at = datetime.fromisoformat(started).timestamp() * 1000.0
+    except ValueError:
+        return None
+    duration = t.get("duration_ms")
+    error = t.get("error")
+    return TrialPoint(
+        str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
+        int(t.get("attempt") or 0), at,
+        float(duration) if isinstance(duration, int | float)
+        and math.isfinite(duration) else 0.0,  # (NaN, 1e400 in an edited line)
+        outcome(t), str(error.get("kind")) if isinstance(error, dict) else None)
 
 
 def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,
              limit: int = TIMELINE_TRIALS, bins: int = TIMELINE_BINS) -> "Timeline | None":
     """Every attempt on a time axis from the run's first start, one lane per subject: each
     trial (`marks`) when there are at most `limit`, else counts per status in `bins` equal
-    time bins (by start time), so the report stays small. None without timestamps."""
+    time bins (by start time, `binned`), so the report stays small. None without
+    timestamps."""
     if not points:
         return None
+    if len(points) > limit:
+        names = list(dict.fromkeys(p.subject for p in points))
+        index = {name: i for i, name in enumerate(names)}
+        return binned([p.start_ms for p in points],
+                      max(p.start_ms + p.duration_ms for p in points),
+                      [STATUSES.index(p.status) for p in points],
+                      [index[p.subject] for p in points], names, subjects, bins=bins)
     t0 = min(p.start_ms for p in points)
     span = max(p.start_ms + p.duration_ms for p in points) - t0
-    order = list(subjects) + sorted({p.subject for p in points} - set(subjects))
-    lanes: dict[str, dict[str, Any]] = {s: {"subject": s, "trials": 0, "errors": 0}
-                                        for s in order}
-    by_mode = len(points) <= limit
-    bin_ms = max(span, 1.0) / bins
+    lanes = _lanes(subjects, {p.subject for p in points})
     for lane in lanes.values():
-        if by_mode:
-            lane["marks"] = []
-        else:
-            lane["bins"] = [{"ok": 0, "wrong": 0, "error": 0} for _ in range(bins)]
+        lane["marks"] = []
     for p in sorted(points, key=lambda p: (p.start_ms, p.subject, p.probe_id, p.trial)):
         lane = lanes[p.subject]
         lane["trials"] += 1
         lane["errors"] += p.status == "error"
-        offset = p.start_ms - t0
-        if by_mode:
-            lane["marks"].append({"t": num(offset), "d": num(p.duration_ms),
-                                  "status": p.status, "probe_id": p.probe_id,
-                                  "trial": p.trial, "attempt": p.attempt, "error": p.error})
-        else:
-            lane["bins"][min(bins - 1, int(offset / bin_ms))][p.status] += 1
+        lane["marks"].append({"t": num(p.start_ms - t0), "d": num(p.duration_ms),
+                              "status": p.status, "probe_id": p.probe_id,
+                              "trial": p.trial, "attempt": p.attempt, "error": p.error})
+    return _timeline(t0, span, len(points), sum(p.status == "error" for p in points), None,
+                     lanes)
+
+
+def binned(starts: Sequence[float], end: float, statuses: Sequence[int],
+           lane_of: Sequence[int], names: Sequence[str], subjects: Sequence[str], *,
+           bins: int = TIMELINE_BINS) -> "Timeline | None":
+    """`timeline`'s counts per status (`STATUSES[statuses[i]]`) in `bins` equal time bins,
+    from each attempt's start, its lane (`names[lane_of[i]]`) and the latest end."""
+    if not starts:
+        return None
+    t0 = min(starts)
+    span = end - t0
+    lanes = _lanes(subjects, set(names))
+    for lane in lanes.values():
+        lane["bins"] = [{"ok": 0, "wrong": 0, "error": 0} for _ in range(bins)]
+    bin_ms = max(span, 1.0) / bins
+    by_index = [lanes[name] for name in names]
+    errors = 0
+    for start, status, i in zip(starts, statuses, lane_of, strict=True):
+        lane = by_index[i]
+        lane["trials"] += 1
+        lane["errors"] += status == 2
+        errors += status == 2
+        lane["bins"][min(bins - 1, int((start - t0) / bin_ms))][STATUSES[status]] += 1
+    return _timeline(t0, span, len(starts), errors, bin_ms, lanes)
+
+
+def _lanes(subjects: Sequence[str], found: set[str]) -> dict[str, dict[str, Any]]:
+    """One lane per subject: `subjects` in order, then the others found, by name."""
+    order = list(subjects) + sorted(found - set(subjects))
+    return {s: {"subject": s, "trials": 0, "errors": 0} for s in order}
+
+
+def _timeline(t0: float, span: float, attempts: int, errors: int, bin_ms: float | None,
+              lanes: dict[str, dict[str, Any]]) -> "Timeline":
     start = datetime.fromtimestamp(t0 / 1000.0, tz=UTC).isoformat(timespec="milliseconds")
     # the lanes are filled by key and status above: the checker takes their type from here
     return cast("Timeline", {
-        "start": start.replace("+00:00", "Z"), "span_ms": num(span), "attempts": len(points),
-        "errors": sum(p.status == "error" for p in points),
-        "mode": "trials" if by_mode else "bins",
-        "bin_ms": None if by_mode else num(bin_ms), "lanes": list(lanes.values())})
+        "start": start.replace("+00:00", "Z"), "span_ms": num(span), "attempts": attempts,
+        "errors": errors, "mode": "trials" if bin_ms is None else "bins",
+        "bin_ms": None if bin_ms is None else num(bin_ms), "lanes": list(lanes.values())})
 
 
 def difficulty(summary: Mapping[str, Any],

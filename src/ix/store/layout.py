@@ -8,6 +8,7 @@
         spec.yaml               what the run was asked (`store/runs.py`)
         run.lock                held while the run writes
         summary.json            its summary
+        report.json             what `ix report` reads besides it (`api/reports.py`)
         annotations.jsonl       notes on it (`store/annotations.py`)
         batches.jsonl           the batches it sent, with `batch: true` (`runtimes/_batches.py`)
         traces/                 its trials' traces
@@ -41,6 +42,7 @@ RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
 BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/_batches.py`)
 TRACES_DIR = "traces"
@@ -70,6 +72,10 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.path / SUMMARY_FILE
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT_FILE
 
     @property
     def annotations(self) -> Path:

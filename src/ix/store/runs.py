@@ -6,6 +6,8 @@ id. While a process executes a run it holds an exclusive lock on the folder's `r
 which the kernel releases however the process ends, so a run is never continued twice at once.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import os
@@ -17,16 +19,18 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ix._version import __version__
 from ix.domain.errors import ConfigError, NotFound, RunBusy
-from ix.eval.schemas import RunSpec, SpecPlugin, SpecVersions
 from ix.lab.files import write_text_atomic
 from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
 from ix.lab.yamlio import dump_yaml, load_yaml_file
 from ix.store.layout import RESULTS_DIR, RUNS_DIR, ExperimentDir, RunDir
 from ix.store.trials import stamp
+
+if TYPE_CHECKING:  # TypedDicts: building them costs more than reading a spec
+    from ix.eval.schemas import RunSpec, SpecPlugin, SpecVersions
 
 try:
     import fcntl
@@ -134,7 +138,8 @@ def check_results(results_dir: Path, run_id: str | None = None) -> None:
     if run_id is not None:
         run = place.run(run_id)
         entries += [(run.path, FOLDER), (run.spec, FILE), (run.lock, FILE),
-                    (run.summary, FILE), (run.batches, FILE), (run.traces, FOLDER)]
+                    (run.summary, FILE), (run.report, FILE), (run.batches, FILE),
+                    (run.traces, FOLDER)]
     check_entries(entries)
 
 
@@ -197,7 +202,7 @@ def read_spec(directory: Path) -> RunSpec:
     """`spec.yaml` as ix wrote it (not validated: a reader takes each key with `.get`, as an
     older ix may not have written it); `{}` when the file holds no mapping."""
     data = load_yaml_file(RunDir(directory).spec)
-    return cast(RunSpec, data if isinstance(data, dict) else {})
+    return cast("RunSpec", data if isinstance(data, dict) else {})
 
 
 def iso(moment: datetime) -> str:

@@ -19,7 +19,7 @@ from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
 from ix.api.optimize import SESSION_ID, list_sessions
-from ix.api.query import run_query
+from ix.api.query import QueryResult, run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import query_results
 from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
@@ -65,6 +65,7 @@ class Lookup:
         self.lab = lab
         self._warn = warn
         self._reports: OrderedDict[tuple[Any, ...], ReportResult] = OrderedDict()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[tuple[Any, ...], threading.Lock] = {}
 
@@ -127,7 +128,8 @@ class Lookup:
                "valid, count(*) FILTER (WHERE passed) AS passed, count(correct) AS judged, "
                "count(*) FILTER (WHERE correct) AS correct, min(started_at) AS first, "
                f"max(started_at) AS last FROM trials {where}GROUP BY run_id")
-        return {row["run_id"]: row for row in run_query(self.lab, sql, self._warn).rows()}
+        # the viewer's own SQL: not checked and bound as a user's is (`run_query`)
+        return {row["run_id"]: row for row in QueryResult(self.lab, sql, self._warn).rows()}
 
     def prepare(self) -> None:
         """Build ahead what the first pages need: the lab's query index, then the report of
@@ -142,6 +144,21 @@ class Lookup:
                         reverse=True)[:REPORTS_KEPT]
         for run in chosen:
             self.report(run)
+
+    def memo(self, run: RunInfo, what: str, make: Callable[[], Any]) -> Any:
+        """`make()` for the run, kept until its files change (`fingerprint`): what a run's
+        page shows of a finished run (its counts, its report rendered) is made once."""
+        key = (what, *fingerprint(run))
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = make()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > 4 * REPORTS_KEPT:
+                self._memo.popitem(last=False)
+        return value
 
     # --------------------------------------------------------------------------- reports
 
@@ -181,23 +198,24 @@ class Lookup:
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
-    def case_stats(self, run: RunInfo, case: str) -> list[Mapping[str, Any]]:
-        """The case's aggregate per subject (every attempt that stands)."""
+    def case_stats(self, run: RunInfo, case: str) -> tuple[list[Mapping[str, Any]],
+                                                           dict[str, str]]:
+        """The case's aggregate per subject (every attempt that stands), and its routes
+        (`case_routes`), from one snapshot of the index."""
         try:
-            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                                 warn=self._warn).group_by("subject")
+            rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
+                               warn=self._warn)
+            with rs.snapshot():
+                rows, routes = rs.group_by("subject"), rs.group_by("subject", "invoked")
         except IxError:
-            return []
-        return [r for r in rows if r["n"]]
+            return [], {}
+        return [r for r in rows if r["n"]], self.case_routes(routes)
 
-    def case_routes(self, run: RunInfo, case: str) -> dict[str, str]:
+    @staticmethod
+    def case_routes(rows: list[Any]) -> dict[str, str]:
         """Per subject, which skill took the case's valid trials (the first skill each
-        invoked), the most taken first: "pdf 4/9, none 2/9", as `ix report` says it."""
-        try:
-            rows = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                                 warn=self._warn).group_by("subject", "invoked")
-        except IxError:
-            return {}
+        invoked; `rows` are the case's aggregates by subject and invoked), the most taken
+        first: "pdf 4/9, none 2/9", as `ix report` says it."""
         routes: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             if r["valid"]:
@@ -222,10 +240,10 @@ class Lookup:
                                **filters)
         except IxError:
             return [], 0
-        sql = (f"SELECT * FROM ({rs.sql}) ORDER BY subject, trial, attempt "
-               f"LIMIT {PAGE_SIZE} OFFSET {max(0, page - 1) * PAGE_SIZE}")
-        rows = run_query(self.lab, sql, self._warn).rows()
-        return self._with_routing(run, rows), rs.total()
+        with rs.snapshot():
+            rows = rs.page("subject, trial, attempt", PAGE_SIZE, max(0, page - 1) * PAGE_SIZE)
+            total = rs.total()
+        return self._with_routing(run, rows), total
 
     def _with_routing(self, run: RunInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The page's trials, each with the routing decision its runtime recorded (`routing`,

@@ -185,10 +185,12 @@ def run_page(request: Request) -> HTMLResponse:
     shown = cases[(page - 1) * CASES_PAGE: page * CASES_PAGE]
     subjects = sorted({s for c in cases for s in c["by_subject"]}) if not result.data \
         else result.data["summary"]["subjects"]
-    counts = lookup.run_counts(run.run_id).get(run.run_id)
+    counts = lookup.memo(run, "counts", lambda: lookup.run_counts(run.run_id).get(run.run_id))
     sensor = result.data["run"].get("sensor") if result.data else lookup.sensor(run)
+    data = result.data
+    body = lookup.memo(run, "body", lambda: report_html(data)) if data else None
     return _page(request, "run.html", run=run, report=result.data, note=result.note,
-                 body=report_html(result.data) if result.data else None, cases=shown,
+                 body=body, cases=shown,
                  subjects=subjects, page=page, pages=pages, counts=counts,
                  case_count=len(cases), rate_word=rate_word(sensor))
 
@@ -230,7 +232,7 @@ def trials_page(request: Request) -> HTMLResponse:
         raise HTTPException(400, f"outcome must be one of {', '.join(OUTCOMES)}")
     all_attempts = request.query_params.get("attempts") == "all"
     page = _int(request, "page", 1, low=1)
-    stats = lookup.case_stats(run, case)
+    stats, routes = lookup.case_stats(run, case)
     if not stats:
         raise NotFound(f"no trials of case {case!r} in run {run.run_id}")
     rows, total = lookup.trials_page(run, case, subject, outcome, all_attempts, page)
@@ -238,7 +240,7 @@ def trials_page(request: Request) -> HTMLResponse:
     return _page(request, "trials.html", run=run, case=case, subject=subject, outcome=outcome,
                  outcomes=OUTCOMES, all_attempts=all_attempts, stats=stats, rows=rows,
                  total=total, page=page, pages=pages, case_file=lookup.case_file(run, case),
-                 subjects=[s["subject"] for s in stats], routes=lookup.case_routes(run, case),
+                 subjects=[s["subject"] for s in stats], routes=routes,
                  rate_word=rate_word(lookup.sensor(run)))
 
 

@@ -1,0 +1,269 @@
+"""What `ix report` needs of a run's trial lines, gathered in one pass: the score breakdown per
+case, the failure analysis, the cost and the timeline (the sections `summary.json` does not
+hold).
+
+`ix run` feeds each line as it is recorded (`add`) and keeps the sections next to the run's
+summary (`ix.api.reports.REPORT_FILE`), so reading a run never reads its trials again; an
+older run, or one continued, is digested from its lines when it is reported
+(`attempt` for every line, `stand` for the attempt that stands of each trial, `supersede`
+for the others). The memory kept grows with cases × subjects and with the errored trials,
+not with the trials (the timeline keeps 11 bytes a trial).
+"""
+
+import math
+from array import array
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from ix.eval.estimates import num
+from ix.report import figures
+from ix.stats.describe import describe
+from ix.store.trial_lines import invoked_skills
+
+if TYPE_CHECKING:
+    from ix.report.schemas import BreakdownRow, Cost, Failures, ScoreStats, Timeline
+
+#: How many example messages the failure analysis keeps per error kind.
+EXAMPLES = 3
+MESSAGE_CHARS = 300
+
+Key = tuple[str, str, int]  # subject, probe_id, trial
+
+
+def wrong(expectation: str, passed: bool) -> bool:
+    if expectation == "must_trigger":
+        return not passed
+    if expectation == "should_not_trigger":
+        return passed
+    return False
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+class TrialDigest:
+    """The report's trial sections of one run, built line by line (see the module)."""
+
+    def __init__(self) -> None:
+        #: False once a line superseded one that had stood without error (the live `add`
+        #: keeps no record of those): the digest is then not the report's, and not kept
+        self.exact = True
+        self.superseded: dict[str, int] = {}
+        # [attempts, tokens_input, tokens_output, cost_usd]: the total, by subject, by case
+        self._total = [0, 0, 0, 0.0]
+        self._by_subject: dict[str, list[Any]] = {}
+        self._by_case: dict[str, list[Any]] = {}
+        self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
+        self._expectations: dict[str, str] = {}
+        self._scores: dict[str, dict[str, array[float]]] = {}
+        self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._kinds: dict[str, dict[str, Any]] = {}
+        self._points: list[figures.TrialPoint] | None = []  # None past TIMELINE_TRIALS
+        self._starts: array[float] = array("d")
+        self._status: array[int] = array("b")
+        self._lane: array[int] = array("I")
+        self._lanes: dict[str, int] = {}
+        self._end = -math.inf
+
+    # ------------------------------------------------------------------------- feeding
+
+    def add(self, t: Mapping[str, Any]) -> None:
+        """One line as `ix run` records it, in the log's order."""
+        self.attempt(t)
+        key = (str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0))
+        number = int(t.get("attempt") or 0)
+        old = self._pending.get(key)
+        if old is not None:
+            if number < int(old.get("attempt") or 0):
+                self.supersede(t)
+                return
+            self.supersede(old)
+            del self._pending[key]
+        elif number > 0:
+            self.exact = False
+        if t.get("error"):
+            self._pending[key] = kept(t)
+        else:
+            self.stand(t)  # (what `kept` would keep of it is read only for a wrong answer)
+
+    def close(self) -> None:
+        """The errored attempts no retry replaced stand (after the last `add`)."""
+        for line in self._pending.values():
+            self.stand(line)
+        self._pending.clear()
+
+    def attempt(self, t: Mapping[str, Any]) -> None:
+        """Every attempt: its cost, and its point on the timeline."""
+        obs = t.get("observation") or {}
+        tokens_in = int(obs.get("tokens_input") or 0)
+        tokens_out = int(obs.get("tokens_output") or 0)
+        usd = float(obs.get("cost_usd") or 0.0)
+        subject, case = str(t.get("subject")), str(t.get("probe_id"))
+        by_subject, by_case = self._by_subject.get(subject), self._by_case.get(case)
+        if by_subject is None:
+            by_subject = self._by_subject[subject] = [0, 0, 0, 0.0]
+        if by_case is None:
+            by_case = self._by_case[case] = [0, 0, 0, 0.0]
+        for bucket in (self._total, by_subject, by_case):
+            bucket[0] += 1
+            bucket[1] += tokens_in
+            bucket[2] += tokens_out
+            bucket[3] += usd
+        p = figures.point(t)
+        if p is None:
+            return
+        if self._points is not None:
+            self._points.append(p)
+            if len(self._points) > figures.TIMELINE_TRIALS:
+                self._points = None
+        self._starts.append(p.start_ms)
+        self._status.append(figures.STATUSES.index(p.status))
+        self._lane.append(self._lanes.setdefault(p.subject, len(self._lanes)))
+        self._end = max(self._end, p.start_ms + p.duration_ms)
+
+    def supersede(self, line: Mapping[str, Any]) -> None:
+        """An attempt a later one of its trial put out of standing."""
+        error = line.get("error")
+        if error:
+            kind = str(error.get("kind"))
+            self.superseded[kind] = self.superseded.get(kind, 0) + 1
+
+    def stand(self, line: Mapping[str, Any]) -> None:
+        """The attempt that stands of its trial (its line, or `kept` of it)."""
+        subject, case = str(line.get("subject")), str(line.get("probe_id"))
+        trial = int(line.get("trial") or 0)
+        expectation = str(line.get("expectation"))
+        self._expectations.setdefault(case, expectation)
+        scores = self._scores.setdefault(case, {})
+        row = self._rows.setdefault(case, {"probe_id": case, "expectation": expectation,
+                                           "trials": 0, "errored": 0, "wrong": 0,
+                                           "by_subject": {}, "examples": {}})
+        mine = row["by_subject"].setdefault(subject, {"trials": 0, "failed": 0})
+        row["trials"] += 1
+        mine["trials"] += 1
+        error = line.get("error")
+        if error:
+            row["errored"] += 1
+            mine["failed"] += 1
+            kind = str(error.get("kind") or "unknown")
+            group = self._kinds.setdefault(kind, {"kind": kind, "count": 0, "subjects": {},
+                                                  "cases": set(), "messages": {}})
+            group["count"] += 1
+            group["subjects"][subject] = group["subjects"].get(subject, 0) + 1
+            group["cases"].add(case)
+            message = str(error.get("message") or "")[:MESSAGE_CHARS]
+            first = group["messages"].get(message)
+            if first is None or (subject, case, trial) < first[0]:
+                group["messages"][message] = ((subject, case, trial), {
+                    "subject": subject, "probe_id": case, "trial": trial, "message": message})
+            return
+        reading = line.get("reading")
+        if not reading:
+            return
+        score = reading.get("score")
+        if _number(score):
+            scores.setdefault(subject, array("d")).append(float(score))
+        for k, v in (reading.get("metrics") or {}).items():
+            if _number(v):
+                self._extra.setdefault((case, subject), {}).setdefault(k, []).append(float(v))
+        if wrong(expectation, bool(reading.get("passed"))):
+            row["wrong"] += 1
+            mine["failed"] += 1
+            if "observation" in line:  # a whole line, not `kept` of it
+                line = kept(line)
+            example = {"subject": subject, "trial": trial, "answer": line.get("answer", ""),
+                       "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
+                       "invoked": line.get("invoked") or []}
+            # its first wrong trial that invoked a skill (a wrong route says more than
+            # silence), else its first
+            rank = (not example["invoked"], trial)
+            shown = row["examples"].get(subject)
+            if shown is None or rank < shown[0]:
+                row["examples"][subject] = (rank, example)
+
+    # ------------------------------------------------------------------------- sections
+
+    def cost(self) -> "Cost":
+        def usage(b: list[Any]) -> dict[str, Any]:
+            return {"attempts": b[0], "tokens_input": b[1], "tokens_output": b[2],
+                    "cost_usd": num(b[3])}
+
+        return cast("Cost", {"by_subject": {k: usage(v) for k, v in self._by_subject.items()},
+                             "by_case": {k: usage(v) for k, v in self._by_case.items()},
+                             "total": usage(self._total),
+                             "note": "every attempt counts, retried ones included"})
+
+    def breakdown(self, order: list[str]) -> "list[BreakdownRow]":
+        """Per case and subject: the readings' scores (n, mean, sd, min, max) and the mean of
+        each numeric metric the sensor reported (an LLM judge's dimensions, an exit code...);
+        cases in `order`, then the others by id."""
+        rank = {case: i for i, case in enumerate(order)}
+        out: list[BreakdownRow] = []
+        for case in sorted(self._expectations, key=lambda c: (rank.get(c, len(rank)), c)):
+            by_subject: dict[str, ScoreStats] = {}
+            for subject, values in sorted(self._scores[case].items()):
+                d = describe(values)
+                by_subject[subject] = {
+                    "n": d.n, "mean": num(d.mean), "sd": num(d.std) if d.n > 1 else None,
+                    "min": num(min(values)), "max": num(max(values)),
+                    "metrics": {k: num(sum(v) / len(v))
+                                for k, v in sorted(self._extra.get((case, subject),
+                                                                   {}).items())}}
+            out.append({"probe_id": case, "expectation": self._expectations[case],
+                        "by_subject": by_subject})
+        return out
+
+    def failures(self, prompts: Mapping[str, str] | None = None) -> "Failures":
+        """Errored trials grouped by error kind (with example messages), and the cases that
+        fail most: a trial fails when it errored or its outcome contradicts the case's
+        expectation. Each failing case carries its prompt (`prompts`: case id -> text) and one
+        wrong trial of every subject that answered it wrongly, with the skills invoked."""
+        errors = []
+        for group in sorted(self._kinds.values(), key=lambda g: (-g["count"], g["kind"])):
+            examples = [e for _, e in sorted(group["messages"].values(),
+                                             key=lambda m: m[0])[:EXAMPLES]]
+            errors.append({"kind": group["kind"], "count": group["count"],
+                           "subjects": dict(sorted(group["subjects"].items())),
+                           "cases": sorted(group["cases"]), "examples": examples,
+                           "superseded": self.superseded.get(group["kind"], 0)})
+        for kind, count in sorted(self.superseded.items()):
+            if kind not in self._kinds:
+                errors.append({"kind": kind, "count": 0, "subjects": {}, "cases": [],
+                               "examples": [], "superseded": count})
+        failing = []
+        for row in self._rows.values():
+            failed = row["errored"] + row["wrong"]
+            if failed:
+                failing.append({
+                    "probe_id": row["probe_id"], "expectation": row["expectation"],
+                    "trials": row["trials"], "errored": row["errored"], "wrong": row["wrong"],
+                    "prompt": (prompts or {}).get(row["probe_id"]),
+                    "by_subject": dict(sorted(row["by_subject"].items())),
+                    "examples": [e for _, (_, e) in sorted(row["examples"].items())],
+                    "failed": failed, "fail_rate": num(failed / row["trials"])})
+        failing.sort(key=lambda r: (-r["fail_rate"], -r["failed"], r["probe_id"]))
+        # groups and rows are filled by key above: the checker takes their type from here
+        return cast("Failures", {"errored_trials": sum(g["count"] for g in self._kinds.values()),
+                                 "errors": errors, "cases": failing})
+
+    def timeline(self, subjects: list[str]) -> "Timeline | None":
+        """`figures.timeline` of every attempt (binned from 11 bytes a trial once there are
+        more than `figures.TIMELINE_TRIALS`)."""
+        if self._points is not None:
+            return figures.timeline(self._points, subjects)
+        return figures.binned(self._starts, self._end, self._status, self._lane,
+                              list(self._lanes), subjects)
+
+
+def kept(t: Mapping[str, Any]) -> dict[str, Any]:
+    """What the report needs of a line, not its observation (contents can be large)."""
+    obs = t.get("observation") or {}
+    line = {k: t.get(k) for k in ("subject", "probe_id", "trial", "attempt", "expectation",
+                                  "error", "reading")}
+    line["invoked"] = invoked_skills(obs)
+    if wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
+            and not t.get("error"):  # a wrong answer: keep its start, as an example
+        line["answer"] = str(obs.get("content") or "")[:MESSAGE_CHARS]
+    return line

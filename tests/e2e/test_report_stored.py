@@ -1,0 +1,56 @@
+"""`ix run` keeps the report's trial sections and statistics in the run's `report.json`, so
+`ix report` reads neither the trials nor computes again what the run computed (issue 33)."""
+
+import json
+import os
+from pathlib import Path
+
+from conftest import comparison_experiment, ix_in_process, run_ix, write
+
+
+def _lab(tmp_path: Path) -> tuple[Path, Path]:
+    lab = tmp_path / "lab"
+    exp = comparison_experiment(lab, n_must=4, n_not=3, trials=3, control=0.4,
+                                variants={"better": 0.9})
+    config = exp / "experiment.yaml"
+    # errored trials too, so the failure analysis has error kinds and example messages
+    write(config, config.read_text(encoding="utf-8").replace(
+        "activation_rates:", "error_rates: {must-000: 0.5, not-001: 0.3}, activation_rates:"))
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
+    run_dir = next((exp / "results" / "runs").iterdir())
+    return lab, run_dir
+
+
+def test_the_report_of_a_new_run_reads_its_report_json_not_its_trials(tmp_path):
+    lab, run_dir = _lab(tmp_path)
+    stored = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert (stored["run_id"], stored["finished_at"]) == (summary["run_id"],
+                                                          summary["finished_at"])
+    args = ("report", run_dir.name, "--format", "json", "--lab", str(lab))
+    from_trials = json.loads(run_ix(*args).stdout)  # made from what the run kept...
+    assert from_trials["failures"]["errored_trials"] > 0
+    assert from_trials["failures"]["cases"][0]["prompt"]  # from the case files, when reported
+    log = run_dir.parent.parent / "trials.jsonl"
+    lines, before = log.read_bytes(), log.stat()
+    # ...so the trials are not read: the same report with the log blanked (same size and time)
+    log.write_bytes(b"\n" * len(lines))
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    kept = run_ix(*args)
+    assert kept.code == 0, kept.stderr
+    assert json.loads(kept.stdout) == from_trials
+    # once the log changed since (another run appended, a hand edit), or for another version
+    # of the summary (a run continued since), report.json is not used: the trials are read,
+    # here none
+    log.write_bytes(b"\n" * (len(lines) + 1))
+    assert json.loads(run_ix(*args).stdout)["breakdown"] == []
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    log.write_bytes(b"\n" * len(lines))
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (run_dir / "report.json").write_text(json.dumps({**stored, "finished_at": "2000-01-01"}),
+                                         encoding="utf-8")
+    stale = json.loads(run_ix(*args).stdout)
+    assert stale["breakdown"] == [] and stale["failures"]["errored_trials"] == 0
+    log.write_bytes(lines)
+    again = json.loads(run_ix(*args).stdout)
+    assert again == from_trials  # the trials read back give the very same report

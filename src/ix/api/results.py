@@ -8,12 +8,14 @@ experiment, a malformed date, SQL that does not parse or bind or would write —
 `ConfigError`; checks that need no data run before the index is touched.
 """
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
+from ix.api.runs import lab_run
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
@@ -21,7 +23,7 @@ from ix.query.aggregate import Method, aggregate, group_columns, preload_statist
 from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.sql_guard import sql_error
 from ix.query.views import COLUMN_NAMES, COLUMNS, TrialFilter, connect
-from ix.store.layout import ExperimentDir
+from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import ambiguous, matching_runs, read_spec
 
 if TYPE_CHECKING:
@@ -179,11 +181,6 @@ class ResultSet(Table):
         """The goals of the runs these trials came from: each goal metric and the
         experiments whose goal it is (read from each run's summary; a run without one, or
         without a goal, adds nothing). What `ix results` leads with (DESIGN.md §8)."""
-        import json
-
-        from ix.api.runs import lab_run
-        from ix.store.layout import RunDir
-
         pairs = self._connect_rows(f"SELECT DISTINCT experiment, run_id FROM {self._source} "
                                    "WHERE run_id IS NOT NULL ORDER BY experiment")
         found: dict[str, list[str]] = {}

@@ -20,7 +20,9 @@ from rich.text import Text
 from ix.api import query as api_query
 from ix.api import results as api_results
 from ix.api.results import Method
+from ix.api.routing import explain_routing
 from ix.api.trials import reading_word
+from ix.cli.explain import print_explained
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
@@ -199,9 +201,6 @@ def results(
 def _explain(case: str, *, lab: Any, experiment: Many, subject: Many, run: Many,
              all_runs: bool, limit: int | None, fmt: str, others: dict[str, Any]) -> None:
     """`--explain CASE`: the routing decisions of the case's trials (`ix.cli.explain`)."""
-    from ix.api.routing import explain_routing
-    from ix.cli.explain import print_explained
-
     given = [flag for flag, value in others.items() if value]
     if given:
         raise ConfigError(f"--explain takes --experiment, --subject, --run, --all-runs and "

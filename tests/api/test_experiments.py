@@ -41,7 +41,7 @@ class Recorder(api.Observer):
 def _torn_experiment(lab: Path) -> Path:
     """Three cases of one trial (design warnings: too few cases) whose trial log ends in a
     torn line (a warning when the run opens it)."""
-    d = mock_experiment(lab, trials=1, n_must=2, n_not=1, n_edge=0)
+    d = mock_experiment(lab, trials=1, n_must=2, n_not=1, n_edge=0, rates={"must-001": 1.0})
     (d / "results").mkdir()
     (d / "results" / "trials.jsonl").write_text('{"torn": ', encoding="utf-8")
     return d
@@ -65,7 +65,7 @@ def test_observer_hears_design_plan_warning_and_trials_in_order(lab: Path) -> No
 
 
 def test_default_observer_says_design_warnings_through_on_warning(lab: Path) -> None:
-    mock_experiment(lab, trials=1, n_must=2, n_not=1, n_edge=0)
+    mock_experiment(lab, trials=1, n_must=2, n_not=1, n_edge=0, rates={"must-001": 1.0})
 
     class Warnings(api.Observer):
         def __init__(self) -> None:

@@ -150,8 +150,9 @@ def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set
     r = run_ix("validate", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     assert "  offline: runtime lexical (ix.yaml), no credentials needed" in r.stdout
-    assert ("  api: runtime anthropic (experiment.yaml subjects[1].runtime), IX_TEST_KEY_B "
-            "is not set") in r.stdout, r.stdout
+    flat = " ".join(r.stdout.split())  # wrapped at 80 columns, never inside a name
+    assert ("api: runtime anthropic (experiment.yaml subjects[1].runtime), IX_TEST_KEY_B "
+            "is not set") in flat, r.stdout
     warning = [x for x in r.stderr.splitlines() if "IX_TEST_KEY_B" in x]
     assert len(warning) == 1 and warning[0].startswith("ix: warning: ")
     assert "runtime: lexical" in warning[0]  # what to do

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 #: The browser fixtures (`chromium`, `watched_page`) of tests/browser/, and the echoing
 #: service (`echo_server`) of the secrets tests.
@@ -222,3 +223,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return path if _shares_fixtures(path) else nodeid
 
     return SharedFixtureScheduling(config, log)
+
+
+def too_wide(text: str, width: int = 80) -> list[str]:
+    """Lines wider than `width` columns, but a path (one token, or `label: /path`) printed
+    whole to be pasted."""
+    return [line for line in text.splitlines() if cell_len(line.rstrip()) > width
+            and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix, write
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix, too_wide, write
 
 SUBJECTS = ["xlsx-only", "xlsx-plus-docx", "xlsx-plus-docx-pdf", "xlsx-plus-docx-pdf-pptx"]
 CASES = ["must-quarterly-revenue-pivot-table-by-region", "must-002", "must-003", "must-004",
@@ -221,12 +221,6 @@ NARROW = {"COLUMNS": "80"}
 LONG = "frontend-design-plus-theme-factory"
 
 
-def _narrow(text: str) -> list[str]:
-    """Lines wider than 80 columns, but a path (one token, or `label: /path`) printed whole."""
-    return [line for line in text.splitlines() if cell_len(line.rstrip()) > 80
-            and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]
-
-
 @pytest.fixture(scope="module")
 def context_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Two subjects with long names × five context lengths, and a sweep: 20 conditions."""
@@ -263,7 +257,7 @@ def test_a_context_experiment_of_long_names_is_one_screen_with_a_legend(context_
     r = context_lab["run"]
     lines = r.stdout.rstrip().splitlines()
     assert len(lines) <= 40, r.stdout
-    assert not _narrow(r.stdout), _narrow(r.stdout)
+    assert not too_wide(r.stdout), too_wide(r.stdout)
     assert "by context length" in r.stdout and "trend [95% CI]" in r.stdout
     # every condition the screen names is whole, in the legend
     legend = dict(re.findall(r"\b([A-Z]) = (\S+)", r.stdout))
@@ -278,9 +272,9 @@ def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
     lab = context_lab["lab"]
     v = run_ix("validate", "--lab", str(lab), env=NARROW)
     assert v.code == 0, v.output
-    assert not _narrow(v.stdout), _narrow(v.stdout)
+    assert not too_wide(v.stdout), too_wide(v.stdout)
     assert f"{LONG}[context_decay.half_life=8][ctx=128]" in v.stdout
     rep = run_ix("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context")
     assert rep.code == 0, rep.output
-    assert not _narrow(rep.stdout), _narrow(rep.stdout)
+    assert not too_wide(rep.stdout), too_wide(rep.stdout)
     assert "failure analysis" in rep.stdout

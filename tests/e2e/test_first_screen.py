@@ -10,9 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from rich.cells import cell_len
 
-from conftest import EXAMPLE_LAB, run_ix
+from conftest import EXAMPLE_LAB, run_ix, too_wide
 
 NARROW = {"COLUMNS": "80"}
 
@@ -26,12 +25,6 @@ def _blocks(stdout: str) -> list[list[str]]:
         if blocks:
             blocks[-1].append(line)
     return blocks
-
-
-def _narrow(text: str) -> list[str]:
-    """Lines wider than 80 columns, but a path (one token, or `label: /path`) printed whole."""
-    return [line for line in text.splitlines() if cell_len(line.rstrip()) > 80
-            and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +52,7 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
     assert blocks[-1][0] == "verdicts" and r.stdout.rstrip().splitlines()[-1] == blocks[-1][-1]
     assert [line.split(":")[0] for line in blocks[-1][1:]] == names
     assert "coexistence: SUPPORTED (recall -0.294 [-0.46, -0.02])" in r.stdout
-    assert not _narrow(r.stdout), _narrow(r.stdout)
+    assert not too_wide(r.stdout), too_wide(r.stdout)
     # through a pipe each warning is one line, for grep; on a terminal it wraps by the rule
     warning = next(line for line in r.stderr.splitlines() if "[too-few-cases]" in line)
     assert warning.startswith("ix: warning: ") and len(warning) > 80
@@ -91,7 +84,7 @@ def test_detail_prints_every_table_and_still_ends_with_the_verdict(example):
                   "a-plus-b vs a-only (control)", "flipped beyond trial noise"):
         assert table in r.stdout, table
     assert r.stdout.rstrip().splitlines()[-1].endswith("must trigger by at least 5 points.")
-    assert not _narrow(r.stdout), _narrow(r.stdout)
+    assert not too_wide(r.stdout), too_wide(r.stdout)
 
 
 def test_report_leads_with_the_same_screen_in_every_format(example):
@@ -104,7 +97,7 @@ def test_report_leads_with_the_same_screen_in_every_format(example):
         < head.index("cases that matter: 9 of 29")
     detail = "specificity and reliability per subject"
     assert detail not in head and detail in table.stdout
-    assert not _narrow(table.stdout), _narrow(table.stdout)
+    assert not too_wide(table.stdout), too_wide(table.stdout)
     md = run_ix("report", run_id, "--lab", str(lab), "--format", "md").stdout
     assert md.index("**SUPPORTED**") < md.index("| a-only (control) | 1.000 [0.85, 1.00] |") \
         < md.index("**Cases that matter**: 9 of 29") < md.index("## Summary")
@@ -130,5 +123,5 @@ def test_on_a_terminal_warnings_wrap_by_the_rule_and_keep_commands_whole(example
                env={**NARROW, "FORCE_COLOR": "1"})
     assert r.code == 0, r.output
     assert r.stderr.count("ix: warning:") == 2
-    assert not _narrow(r.stderr), r.stderr
+    assert not too_wide(r.stderr), r.stderr
     assert "`ix plan coexistence`" in r.stderr and "rate 0.5" in r.stderr

@@ -25,7 +25,8 @@ class _Out(Console):
         self.lines = lines  # off a terminal, each message one line (stderr: to be grepped)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        if self.lines and not self.is_terminal:
+        whole = kwargs.pop("whole", False)  # an error: one line off a terminal, whatever the width
+        if self.lines and not self.is_terminal and (whole or not os.environ.get("COLUMNS")):
             kwargs["soft_wrap"] = True
             super().print(*objects, **kwargs)
             return
@@ -45,8 +46,8 @@ class _Out(Console):
 
 
 out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
-# stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each message
-# (an error, a warning) is one line, so that grep finds it whole
+# stderr: wrapped by the same rule on a terminal. Off a terminal an error is one line, so that
+# grep finds it whole; a warning or a note is one line too unless a width is given (`COLUMNS`)
 err = _Out(stderr=True, highlight=False, soft_wrap=False, lines=True)
 
 
@@ -72,7 +73,7 @@ def fail(message: str) -> None:
     """The one line of an error on stderr; the message is text, never markup, any secret of
     the environment in it `[REDACTED]`."""
     err.print(f"[bold red]ix: error:[/] {escape(_redact(message))}", markup=True,
-              highlight=False)
+              highlight=False, whole=True)
 
 
 def _redact(message: str) -> str:

@@ -40,13 +40,15 @@ def primary_metric(summary: Mapping[str, Any]) -> str:
     return "f1" if summary.get("sensor", "activation") == "activation" else "pass_rate"
 
 
-def _num(x: float | None, digits: int = 3, sign: bool = False) -> str:
+def num_text(x: float | None, digits: int = 3, sign: bool = False) -> str:
+    """A number as every view prints it: 3 digits, `n/a` for none."""
     if x is None:
         return "n/a"
     return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def _interval(ci: Any) -> str:
+def interval_text(ci: Any) -> str:
+    """An interval as every view prints it, `[0.22, 0.88]`; `[n/a]` when either end is none."""
     if not isinstance(ci, list | tuple) or len(ci) != 2 or None in ci:
         return "[n/a]"
     return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
@@ -82,17 +84,17 @@ def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[s
     if e:
         extra = []
         if e.get("diff_median") is not None:
-            extra.append(f"posterior median {_num(e['diff_median'], sign=True)}")
+            extra.append(f"posterior median {num_text(e['diff_median'], sign=True)}")
         if e.get("paired"):
             extra.append("paired")
         lines.append(f"{metric_name(e.get('metric', goal.get('metric', '')), sensor)}: "
                      f"{control} "
-                     f"{_num(e.get('control'))} → {treatment} {_num(e.get('treatment'))}, "
-                     f"difference {_num(e.get('diff'), sign=True)} "
-                     f"{_interval(e.get('diff_ci'))}"
+                     f"{num_text(e.get('control'))} → {treatment} {num_text(e.get('treatment'))}, "
+                     f"difference {num_text(e.get('diff'), sign=True)} "
+                     f"{interval_text(e.get('diff_ci'))}"
                      + (f" ({', '.join(extra)})" if extra else ""))
-    lines.append(f"P(supported) = {_num(goal.get('p_supported'))}, P(refuted) = "
-                 f"{_num(goal.get('p_refuted'))}; {goal.get('rule') or ''}".rstrip("; "))
+    lines.append(f"P(supported) = {num_text(goal.get('p_supported'))}, P(refuted) = "
+                 f"{num_text(goal.get('p_refuted'))}; {goal.get('rule') or ''}".rstrip("; "))
     why = (goal.get("reachable") or {}).get("why")
     if why:     # a verdict the data cannot reach (STATS.md §10)
         lines.append(why)
@@ -141,9 +143,9 @@ def comparison_sentence(c: dict[str, Any], metric: str | None = None,
     else:
         judged = "no credible difference"
     role = "the goal's metric" if m.get("role") == "primary" else "unadjusted"
-    return (f"{head}: {metric_name(key, sensor)} {_num(m.get('control'))} → "
-            f"{_num(m.get('variant'))}, difference {_num(m.get('diff'), sign=True)} "
-            f"{_interval(m.get('diff_ci'))} ({role}), {judged}; P(variant better) "
+    return (f"{head}: {metric_name(key, sensor)} {num_text(m.get('control'))} → "
+            f"{num_text(m.get('variant'))}, difference {num_text(m.get('diff'), sign=True)} "
+            f"{interval_text(m.get('diff_ci'))} ({role}), {judged}; P(variant better) "
             f"{_p(m.get('p_variant_better'))}, p (Holm) {_p(m.get('p_value_holm'))}")
 
 
@@ -178,8 +180,8 @@ def interaction_sentence(subject: str, i: Mapping[str, Any],
               "no credible difference")
     return (f"{subject} vs {i['versus']} (control), by context length: "
             f"{metric_name(i.get('metric', 'activation_rate'), sensor)} trend "
-            f"{_num(i.get('diff'), sign=True)} per doubling against the control's "
-            f"{_interval(i.get('diff_ci'))}, {judged}; P(declines faster) "
+            f"{num_text(i.get('diff'), sign=True)} per doubling against the control's "
+            f"{interval_text(i.get('diff_ci'))}, {judged}; P(declines faster) "
             f"{_p(i.get('p_lower'))}, p (Holm) {_p(i.get('p_value_holm'))}")
 
 
@@ -195,8 +197,9 @@ def robustness_sentence(r: Mapping[str, Any], subject: str | None = None) -> str
     units = (f", {families} families" if families is not None
              and families != r.get("n_originals") else "")
     return (f"robustness{f' of {subject}' if subject else ''}: {judged} — correct rate "
-            f"{_num(r.get('original'))} on originals → {_num(r.get('perturbed'))} reworded, "
-            f"difference {_num(r.get('diff'), sign=True)} {_interval(r.get('diff_ci'))}, "
+            f"{num_text(r.get('original'))} on originals → "
+            f"{num_text(r.get('perturbed'))} reworded, "
+            f"difference {num_text(r.get('diff'), sign=True)} {interval_text(r.get('diff_ci'))}, "
             f"P(worse) {_p(r.get('p_worse'))} ({r.get('n_originals')} originals, "
             f"{r.get('n_perturbed')} rewordings{units})")
 

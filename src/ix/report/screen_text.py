@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.report import layout
+from ix.report.answer import interval_text, num_text
 
 Label = Callable[[str], str]
 _STATUS = {"excellent": "bold green", "good": "green", "needs_work": "yellow", "poor": "bold red",
@@ -19,24 +20,12 @@ VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "INCONCLUSIVE
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
 
 
-def _n(x: float | None, digits: int = 3, sign: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-
-
-def _ci(ci: Sequence[float | None] | None) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
-        return "[n/a]"
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
-
-
 def _estimate(value: float | None, ci: Sequence[float | None] | None) -> Text:
     if value is None:
         return Text("n/a", style="dim")
     text = Text(f"{value:.3f}")
     if ci is not None:
-        text.append(f" {_ci(ci)}", style="dim")
+        text.append(f" {interval_text(ci)}", style="dim")
     return text
 
 
@@ -120,14 +109,14 @@ def _deltas(a: Mapping[str, Any], label: Label) -> list[RenderableType]:
         if r["not_compared"]:
             delta = Text("not compared", style="dim")
         else:
-            delta = Text(f"{_n(r['diff'], 2, sign=True)} ")
-            delta.append(_ci(r["diff_ci"]), style="dim")
+            delta = Text(f"{num_text(r['diff'], 2, sign=True)} ")
+            delta.append(interval_text(r["diff_ci"]), style="dim")
             lo, hi = (r["diff_ci"] or [None, None])[:2]
             if lo is not None and hi is not None and (lo > 0 or hi < 0):
                 delta.stylize("bold")
         flips = Text(str(len(r["flipped"])), style="bold red" if r["flipped"] else "dim")
-        t.add_row(label(r["variant"]), _n(r["value"]), delta, _n(r["p_better"]),
-                  _n(r["p_holm"]), flips)
+        t.add_row(label(r["variant"]), num_text(r["value"]), delta, num_text(r["p_better"]),
+                  num_text(r["p_holm"]), flips)
     return [head, t]
 
 
@@ -140,18 +129,19 @@ def _context(a: Mapping[str, Any], label: Label) -> list[RenderableType]:
                      right=(*lengths, "trend [95% CI]", "P(declines)"))
     lines = Text()
     for r in a["rows"]:
-        trend = Text(f"{_n(r['trend'], 3, sign=True)} ")
-        trend.append(_ci(r["trend_ci"]), style="dim")
-        t.add_row(label(r["subject"]), *(_n(r["values"].get(n), 2) for n in lengths), trend,
-                  _n(r["p_declines"]))
+        trend = Text(f"{num_text(r['trend'], 3, sign=True)} ")
+        trend.append(interval_text(r["trend_ci"]), style="dim")
+        t.add_row(label(r["subject"]), *(num_text(r["values"].get(n), 2) for n in lengths), trend,
+                  num_text(r["p_declines"]))
         i = r["interaction"]
         if i is not None:
             if lines.plain:
                 lines.append("\n")
             lines.append(f"{label(r['subject'])} vs {label(i['versus'])}: trend "
-                         f"{_n(i['diff'], 3, sign=True)} per doubling {_ci(i['diff_ci'])}, "
-                         f"P(declines faster) {_n(i['p_declines_faster'])}, p Holm "
-                         f"{_n(i['p_holm'])}")
+                         f"{num_text(i['diff'], 3, sign=True)} per doubling "
+                         f"{interval_text(i['diff_ci'])}, "
+                         f"P(declines faster) {num_text(i['p_declines_faster'])}, p Holm "
+                         f"{num_text(i['p_holm'])}")
     return [head, t, *([lines] if lines.plain else [])]
 
 
@@ -161,11 +151,11 @@ def _sweep(a: Mapping[str, Any], label: Label) -> list[RenderableType]:
     t = layout.table(None, "condition", f"{a['metric_label']} [95% CI]", "P(best)",
                      right=(f"{a['metric_label']} [95% CI]", "P(best)"))
     for r in a["rows"]:
-        t.add_row(label(r["subject"]), _estimate(r["value"], r["ci"]), _n(r["p_best"]))
+        t.add_row(label(r["subject"]), _estimate(r["value"], r["ci"]), num_text(r["p_best"]))
     parts: list[RenderableType] = [head, t]
     if a.get("best"):
         parts.append(Text(f"best: {label(a['best']['subject'])}, P(best) "
-                          f"{_n(a['best']['p_best'])}"))
+                          f"{num_text(a['best']['p_best'])}"))
     return parts
 
 

@@ -1,11 +1,14 @@
 """`ix run` keeps the report's trial sections and statistics in the run's `report.json`, so
 `ix report` reads neither the trials nor computes again what the run computed (issue 33)."""
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
 from conftest import comparison_experiment, ix_in_process, run_ix, write
+from ix.api import reports
+from ix.eval.schemas import summary_adapter
 
 
 def _lab(tmp_path: Path) -> tuple[Path, Path]:
@@ -54,3 +57,21 @@ def test_the_report_of_a_new_run_reads_its_report_json_not_its_trials(tmp_path):
     log.write_bytes(lines)
     again = json.loads(run_ix(*args).stdout)
     assert again == from_trials  # the trials read back give the very same report
+
+
+def test_a_summary_is_checked_once_as_the_run_writes_it_and_not_again_while_unchanged(tmp_path):
+    """report.json keeps the sha256 of the summary the run checked: `ix report` does not build
+    the summary's checker for those very bytes, and checks any other bytes as before."""
+    lab, run_dir = _lab(tmp_path)
+    raw = (run_dir / "summary.json").read_bytes()
+    kept = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    assert kept["summary_sha256"] == hashlib.sha256(raw).hexdigest()
+    summary_adapter.cache_clear()
+    assert reports.report(lab, run_dir.name)["run"]["run_id"] == run_dir.name
+    assert summary_adapter.cache_info().currsize == 0  # the checker was never built
+    # the same summary with other bytes (a hand edit that breaks it) is checked: exit 2
+    broken = json.loads(raw)
+    broken["subjects"] = "none"
+    (run_dir / "summary.json").write_text(json.dumps(broken), encoding="utf-8")
+    r = run_ix("report", run_dir.name, "--format", "json", "--lab", str(lab))
+    assert r.code == 2 and "summary.json" in r.stderr and "subjects" in r.stderr, r.stderr

@@ -3,6 +3,7 @@ runs' statistics and their config diff). Everything here reads; nothing writes i
 but `keep_sections`, which `ix run` calls as a run ends."""
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -69,12 +70,17 @@ def resolve_run(lab: Path, ref: str) -> Path:
         raise
 
 
-def read_summary(run_dir: Path) -> Summary:
+def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
     """The run's `summary.json`, checked against its type (`ix.eval.schemas.Summary`); a
-    `ConfigError` naming the file and what is wrong with it if it is none."""
+    `ConfigError` naming the file and what is wrong with it if it is none.
+
+    `checked`: the sha256 of the summary as the run wrote and checked it (its `report.json`
+    keeps it): the very same bytes are not checked again, since building the checker is
+    most of what reading a summary costs."""
     path = RunDir(run_dir).summary
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = json.loads(raw)
     except FileNotFoundError:
         raise ConfigError("this run has no summary (it is still running, or it died before "
                           "writing one)", file=path) from None
@@ -82,6 +88,9 @@ def read_summary(run_dir: Path) -> Summary:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
     except ValueError:
         raise ConfigError("not valid JSON", file=path) from None
+    if checked is not None and isinstance(data, dict) \
+            and hashlib.sha256(raw).hexdigest() == checked:
+        return cast(Summary, data)
     problems = summary_problems(data)
     if problems:
         shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more problems"
@@ -219,9 +228,11 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
         return
     digest.close()
     with contextlib.suppress(OSError):
-        write_json_atomic(RunDir(run_dir).report,  # readable as its summary is
-                          {**stored_sections(summary, digest, case_rows(experiment)),
-                           "log": log}, shared=True)
+        kept = {**stored_sections(summary, digest, case_rows(experiment)), "log": log}
+        raw = RunDir(run_dir).summary.read_bytes()
+        if not summary_problems(json.loads(raw)):  # checked once, here, as written
+            kept["summary_sha256"] = hashlib.sha256(raw).hexdigest()
+        write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
 
 
 def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
@@ -229,12 +240,23 @@ def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
     `finished_at`: a run continued later has a newer summary) and trial log (the same size
     and modification time: nothing was written to it since, by another run or by hand, that
     the report would read), else None."""
+    return _kept_for(_read_kept(run_dir), summary, run_dir)
+
+
+def _read_kept(run_dir: Path) -> dict[str, Any] | None:
+    """The run's `report.json` as a JSON object with every stored key, else None."""
     try:
         data = json.loads(RunDir(run_dir).report.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or any(k not in data for k in STORED_KEYS) \
-            or data["run_id"] != summary["run_id"] \
+    if not isinstance(data, dict) or any(k not in data for k in STORED_KEYS):
+        return None
+    return data
+
+
+def _kept_for(data: dict[str, Any] | None, summary: Summary,
+              run_dir: Path) -> dict[str, Any] | None:
+    if data is None or data["run_id"] != summary["run_id"] \
             or data["finished_at"] != summary.get("finished_at") \
             or data["log"] != _log_state(run_dir):
         return None
@@ -256,10 +278,11 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     if metric is not None:
         metric = check_metric(metric)
     run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
-    summary = read_summary(run_dir)
+    kept = _read_kept(run_dir)
+    summary = read_summary(run_dir, checked=kept.get("summary_sha256") if kept else None)
     spec: Mapping[str, Any] = read_spec(run_dir) if RunDir(run_dir).spec.is_file() else {}
     base_dir = resolve_run(lab_path, baseline) if baseline else None
-    stored = read_stored(run_dir, summary)
+    stored = _kept_for(kept, summary, run_dir)
     experiment = RunDir(run_dir).experiment.path
     data = build_report(summary, spec, run_trials(run_dir, summary["run_id"], warn),
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),

@@ -2,14 +2,16 @@
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ix.domain.model import Model
 
 #: The subject config key of an expanded subject (by `context:` or `sweep:`): the name of
 #: the subject the experiment lists, whose skill it tests.
 ORIGIN = "origin"
 
 
-class Subject(BaseModel):
+class Subject(Model):
     """A subject under test: one condition being compared (a skill set, a model, a service)."""
 
     model_config = ConfigDict(frozen=True)
@@ -19,7 +21,7 @@ class Subject(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-class Interaction(BaseModel):
+class Interaction(Model):
     """One stimulus-response pair; `error` is set instead of `observation` when invoking failed."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -30,7 +32,7 @@ class Interaction(BaseModel):
     error: str | None = None
 
 
-class Reading(BaseModel):
+class Reading(Model):
     """What one sensor measured on one interaction."""
 
     model_config = ConfigDict(frozen=True)

@@ -32,9 +32,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ix.domain.errors import ConfigError, TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase
 from ix.eval.plugins import build, find
@@ -57,7 +58,7 @@ GENERATED_BY = "generated_by"
 SEPARATOR = "~p"
 
 
-class ParaphraseOptions(BaseModel):
+class ParaphraseOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     n: int = Field(3, ge=1, le=20)

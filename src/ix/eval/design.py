@@ -11,8 +11,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.goal_sizing import Basis, goal_size, unit
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
@@ -34,7 +35,7 @@ CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "even-trials-sto
          "unbalanced", "duplicate-prompt", "unseen-cases", "never-activates")
 
 
-class DesignWarning(BaseModel):
+class DesignWarning(Model):
     """One design problem: a stable `code`, what is wrong and what to do, and the field of
     `experiment.yaml` (or `cases`) it is about."""
 

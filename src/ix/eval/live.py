@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import ConfigError
+from ix.domain.model import Model
 
 __all__ = ["KIND", "LiveOptions", "live", "object_ref", "using"]
 
@@ -25,7 +26,7 @@ KIND = "python"
 _LIVE: ContextVar[Mapping[str, Any] | None] = ContextVar("ix_live_objects", default=None)
 
 
-class LiveOptions(BaseModel):
+class LiveOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     object: str = Field(min_length=1)

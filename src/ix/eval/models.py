@@ -8,8 +8,9 @@ DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `cost_usd`, exp
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ix.domain.model import Model
 from ix.domain.types import Subject
 
 Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
@@ -28,7 +29,7 @@ SKILL_RUNTIMES = frozenset({"lexical", "claude-code", "anthropic", "openai"})
 _frozen = ConfigDict(frozen=True)
 
 
-class ToolCall(BaseModel):
+class ToolCall(Model):
     """A tool invocation observed in an agent's response."""
 
     model_config = _frozen
@@ -37,7 +38,7 @@ class ToolCall(BaseModel):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
-class HistoryToolCall(BaseModel):
+class HistoryToolCall(Model):
     """A tool call the assistant made earlier in a case's conversation, with its result."""
 
     model_config = _frozen
@@ -47,7 +48,7 @@ class HistoryToolCall(BaseModel):
     result: str = ""
 
 
-class Turn(BaseModel):
+class Turn(Model):
     """One turn of the conversation before a case's prompt (DESIGN.md §7): the user's text,
     or the assistant's text and the tool calls it made."""
 
@@ -58,7 +59,7 @@ class Turn(BaseModel):
     tool_calls: tuple[HistoryToolCall, ...] = ()
 
 
-class EvalCase(BaseModel):
+class EvalCase(Model):
     """One case: the prompt sent verbatim and the behaviour expected of the subject, after
     the conversation in `history` (none: the prompt opens it)."""
 
@@ -74,7 +75,7 @@ class EvalCase(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class EvalObservation(BaseModel):
+class EvalObservation(Model):
     """What the subject did in response to a case's prompt.
 
     Every runtime fills `duration_ms`, `tokens_input`, `tokens_output` and `cost_usd` (0 where
@@ -103,7 +104,7 @@ class EvalObservation(BaseModel):
     trace: Any = Field(default=None, exclude=True, repr=False)
 
 
-class Experiment(BaseModel):
+class Experiment(Model):
     """An experiment as loaded from `experiment.yaml` + `cases/*.md`, fully resolved.
 
     `runtime` is the experiment-level runtime as a mapping with a `kind`; each subject's own
@@ -133,7 +134,7 @@ class Experiment(BaseModel):
     prior: str = "uniform"      # the Beta prior of every rate interval: uniform or jeffreys
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(Model):
     """One probe aggregated across its trials; `correct` is the majority vote."""
 
     model_config = _frozen
@@ -144,7 +145,7 @@ class ProbeResult(BaseModel):
     correct: bool
 
 
-class ExperimentResults(BaseModel):
+class ExperimentResults(Model):
     """Everything one subject's run added up to; metrics and interpretation are flat fields."""
 
     model_config = _frozen

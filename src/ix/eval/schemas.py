@@ -16,9 +16,10 @@ added, MAJOR when one is removed, renamed or changes type or meaning.
 import functools
 from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
+from ix.domain.model import Model
 from ix.eval.models import Expectation, Seeding
 
 SCHEMA_VERSION = "2.1"
@@ -27,7 +28,7 @@ SCHEMA_VERSION = "2.1"
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
 
 
-class Closed(BaseModel):
+class Closed(Model):
     """An object with exactly these keys (`additionalProperties: false`). Built on first use
     (`defer_build`): most commands import these models and never validate with them."""
 

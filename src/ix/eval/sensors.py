@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ix.domain.errors import ConfigError, did_you_mean
+from ix.domain.model import Model
 from ix.domain.ports import Sensor
 from ix.domain.types import Interaction, Reading
 from ix.eval import plugins
@@ -37,7 +38,7 @@ from ix.eval.transcript_sensors import (
 from ix.eval.validation import from_validation_error
 
 
-class ActivationOptions(BaseModel):
+class ActivationOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     skill: str | None = None
@@ -100,7 +101,7 @@ def _field(observation: Any, name: str) -> Any:
     return getattr(observation, name, None)
 
 
-class ExitCodeOptions(BaseModel):
+class ExitCodeOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     expected: int = 0
@@ -124,7 +125,7 @@ class ExitCodeSensor:
         return [_reading(self.name, passed, details, exit_code=code)]
 
 
-class HttpStatusOptions(BaseModel):
+class HttpStatusOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     expected: Any = 200  # a status, or a non-empty list of them
@@ -159,7 +160,7 @@ class HttpStatusSensor:
         return [_reading(self.name, passed, details, status=status)]
 
 
-class LatencyOptions(BaseModel):
+class LatencyOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max_ms: Annotated[float, Field(ge=0)]
@@ -186,7 +187,7 @@ class LatencySensor:
         return [_reading(self.name, passed, details, duration_ms=ms)]
 
 
-class TokenOptions(BaseModel):
+class TokenOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max_tokens: Annotated[int, Field(ge=0)]
@@ -211,7 +212,7 @@ class TokenSensor:
 Target = Literal["content", "stdout", "stderr", "body"]
 
 
-class MatcherOptions(BaseModel):
+class MatcherOptions(Model):
     """Exactly one of `contains`, `regex`, `json_path` (with `equals`); checked when built."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

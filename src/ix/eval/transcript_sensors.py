@@ -13,9 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import ConfigError
+from ix.domain.model import Model
 from ix.domain.types import Interaction, Reading
 from ix.eval.json_path import json_equal, parse_json_path, resolve_json_path, short
 
@@ -57,7 +58,7 @@ def _arrow(names: Sequence[str]) -> str:
 
 # --------------------------------------------------------------------------- tool_sequence
 
-class ToolSequenceOptions(BaseModel):
+class ToolSequenceOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     expected: Annotated[list[ToolName], Field(min_length=1)]
@@ -120,7 +121,7 @@ class ToolSequenceSensor:
 
 # --------------------------------------------------------------------------- tool_count
 
-class ToolCountOptions(BaseModel):
+class ToolCountOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     tool: ToolName
@@ -158,7 +159,7 @@ class ToolCountSensor:
 
 # --------------------------------------------------------------------------- turns
 
-class TurnsOptions(BaseModel):
+class TurnsOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     max: Annotated[int, Field(ge=1)]
@@ -241,7 +242,7 @@ class TurnsSensor:
 
 # --------------------------------------------------------------------------- denied
 
-class DeniedOptions(BaseModel):
+class DeniedOptions(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     tools: Annotated[list[ToolName], Field(min_length=1)] | None = None
@@ -294,7 +295,7 @@ class DeniedSensor:
 
 # --------------------------------------------------------------------------- tool_input
 
-class ToolInputOptions(BaseModel):
+class ToolInputOptions(Model):
     """`json_path` into a named tool's input, and exactly one of `equals`, `contains`,
     `regex` (the matcher's operators; checked when built)."""
 

@@ -10,14 +10,15 @@ import math
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ix.domain.errors import ConfigError
+from ix.domain.model import Model
 from ix.eval.validation import from_validation_error
 from ix.interchange.inspect_log import LOG_VERSION
 
 
-class _Open(BaseModel):
+class _Open(Model):
     model_config = ConfigDict(extra="allow")
 
 

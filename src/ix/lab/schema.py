@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from ix.domain.errors import ConfigError
+from ix.domain.model import Model
 from ix.eval.models import Difficulty, Expectation, Seeding
 from ix.eval.validation import from_validation_error
 from ix.lab.names import name_problem, normalise
@@ -27,7 +28,7 @@ from ix.lab.names import name_problem, normalise
 M = TypeVar("M", bound=BaseModel)
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
@@ -323,7 +324,7 @@ class LabDefaults(_Strict):
     _check = field_validator("runtime")(_check_kind)
 
 
-class SkillFrontmatter(BaseModel):
+class SkillFrontmatter(Model):
     """SKILL.md: ix needs the name and description; Claude Code accepts other keys, so do we."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)

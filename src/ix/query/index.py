@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+from pydantic import ConfigDict, StringConstraints, ValidationError
 
+from ix.domain.model import Model
 from ix.lab.files import write_text_atomic
 from ix.lab.resolve import list_experiments
 from ix.query.case_table import case_rows, cases_signature
@@ -162,7 +163,7 @@ def open_index(lab: Path, warn: Warn | None = None) -> TrialIndex:
 _FileName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+\.(parquet|jsonl)$")]
 
 
-class _Shape(BaseModel):
+class _Shape(Model):
     model_config = ConfigDict(strict=True, extra="forbid")
 
 

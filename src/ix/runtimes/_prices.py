@@ -16,7 +16,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ix.domain.model import Model
 
 PRICES_AS_OF = "2026-11-26"
 
@@ -31,7 +33,7 @@ class Price:
     cache_write: float | None = None
 
 
-class PriceOption(BaseModel):
+class PriceOption(Model):
     """One entry of a runtime's `prices` option: `{input_per_mtok, output_per_mtok, ...}`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import TrialError
+from ix.domain.model import Model
 from ix.domain.redaction import MIN_SECRET, REDACTED, SECRET_NAME, environment_secrets
 
 T = TypeVar("T")
@@ -46,7 +47,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-class RetryOptions(BaseModel):
+class RetryOptions(Model):
     """Runtime options `retries` (after the first try), `backoff_s`, `backoff_max_s`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -134,7 +135,7 @@ def status_error(status: int, message: str, retry_after_s: float | None = None) 
                       f"HTTP {status}: {message}")
 
 
-class RateLimitOptions(BaseModel):
+class RateLimitOptions(Model):
     """Runtime options `requests_per_minute` and `tokens_per_minute` (None: unlimited)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

@@ -38,9 +38,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from ix.domain.errors import ConfigError, TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._conversation import anthropic_history, history_of
@@ -80,7 +81,7 @@ def _project_only() -> list[SettingSource]:
     return ["project"]
 
 
-class ClaudeCodeOptions(BaseModel):
+class ClaudeCodeOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     model: str | None = None

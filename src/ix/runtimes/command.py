@@ -20,9 +20,10 @@ import time
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from ix.domain.errors import TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation
 from ix.runtimes import _templates
@@ -49,7 +50,7 @@ def _env_name(name: str) -> str:
     return name
 
 
-class CommandOptions(BaseModel):
+class CommandOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     argv: list[str] = Field(min_length=1)

@@ -20,9 +20,10 @@ import weakref
 from collections import deque
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
@@ -31,7 +32,7 @@ END_OF_ANSWER = "."
 _SKILL = re.compile(r"^\s*(?:/skill\s+|skill:\s*)(\S+)\s*$", re.IGNORECASE)
 
 
-class HumanOptions(BaseModel):
+class HumanOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     prompt_prefix: str = ""

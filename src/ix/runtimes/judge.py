@@ -28,10 +28,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ix._lazy import lazy
 from ix.domain.errors import ConfigError, TrialError
+from ix.domain.model import Model
 from ix.domain.types import Interaction, Reading, Subject
 from ix.eval.models import EvalCase
 from ix.eval.validation import from_validation_error
@@ -44,13 +45,13 @@ else:  # imported when a rubric is parsed
     jinja2 = lazy("jinja2")
 
 
-class JudgeOptions(BaseModel):
+class JudgeOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     agent: Annotated[str, Field(min_length=1)]
 
 
-class Rubric(BaseModel):
+class Rubric(Model):
     """The rubric file's frontmatter."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

@@ -34,9 +34,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
 from ix.runtimes._conversation import history_of
@@ -47,7 +48,7 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 NO_SKILL = ""
 
 
-class LexicalOptions(BaseModel):
+class LexicalOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     threshold: float = 2.0

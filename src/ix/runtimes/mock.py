@@ -9,9 +9,10 @@ tool is called (`activation_rates`), so a run is reproducible to the byte. With
 import asyncio
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ix.domain.errors import TrialError
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
 from ix.runtimes._seeding import uniform
@@ -20,7 +21,7 @@ from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class ContextDecay(BaseModel):
+class ContextDecay(Model):
     """How fast a mock subject forgets its skills as the conversation grows."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -29,7 +30,7 @@ class ContextDecay(BaseModel):
                              description="turns of history that halve the activation rate")
 
 
-class MockOptions(BaseModel):
+class MockOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     activation_rates: dict[str, Rate] = Field(default_factory=dict)

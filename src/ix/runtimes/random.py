@@ -5,15 +5,16 @@ The lower-bound baseline of `003_…`: a subject that beats it knows something a
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall
 from ix.runtimes._seeding import uniform
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 
-class RandomOptions(BaseModel):
+class RandomOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     p: float = Field(0.5, ge=0.0, le=1.0)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ix.domain.errors import ConfigError, did_you_mean
+from ix.domain.model import Model
 from ix.domain.ports import ExperimentRuntime
 from ix.eval import plugins
 from ix.eval.validation import from_validation_error
@@ -94,7 +95,7 @@ def build_runtime(spec: Mapping[str, Any], context: RuntimeContext) -> Experimen
     return kind.build(options, context)
 
 
-class PluginOptions(BaseModel):
+class PluginOptions(Model):
     """A plugin runtime's options: anything, passed on as keyword arguments; the plugin's
     object validates them when it is called (`ix.eval.plugins.build`)."""
 

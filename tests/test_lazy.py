@@ -159,6 +159,8 @@ DEFERRED = {
     ("cli/main.py", "_fail"),  # rich: only when there is an error to print
     ("cli/mcp.py", "mcp"),  # the MCP server: an optional extra
     ("cli/view.py", "view"),  # uvicorn and starlette: an optional extra
+    # the summary's schema (sixty-odd pydantic types): only when a summary must be checked
+    ("api/reports.py", "_summary_problems"),
 }
 
 

@@ -2,6 +2,8 @@
 runs' statistics and their config diff). Everything here reads; nothing writes into the lab
 but `keep_sections`, which `ix run` calls as a run ends."""
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError
-from ix.eval.schemas import SCHEMA_VERSION, Summary, summary_problems
+from ix.eval.schema_version import SCHEMA_VERSION
 from ix.lab.files import write_json_atomic
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import find_lab, select_experiments
@@ -39,6 +41,7 @@ from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
 from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
+    from ix.eval.schemas import Summary
     from ix.report.schemas import (
         Baseline,
         CompareOutput,
@@ -70,6 +73,14 @@ def resolve_run(lab: Path, ref: str) -> Path:
         raise
 
 
+def _summary_problems(data: object) -> list[str]:
+    """`ix.eval.schemas.summary_problems`, imported when a summary must be checked: the
+    schema's sixty-odd types are most of what importing a reader of runs would cost."""
+    from ix.eval.schemas import summary_problems
+
+    return summary_problems(data)
+
+
 def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
     """The run's `summary.json`, checked against its type (`ix.eval.schemas.Summary`); a
     `ConfigError` naming the file and what is wrong with it if it is none.
@@ -90,13 +101,13 @@ def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
         raise ConfigError("not valid JSON", file=path) from None
     if checked is not None and isinstance(data, dict) \
             and hashlib.sha256(raw).hexdigest() == checked:
-        return cast(Summary, data)
-    problems = summary_problems(data)
+        return cast("Summary", data)
+    problems = _summary_problems(data)
     if problems:
         shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more problems"
                                            if len(problems) > 4 else "")
         raise ConfigError(f"not a run summary of schema {SCHEMA_VERSION}: {shown}", file=path)
-    return cast(Summary, data)
+    return cast("Summary", data)
 
 
 def report_run(lab: Path, ref: str | None = None, *, cwd: Path | None = None,
@@ -230,7 +241,7 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
     with contextlib.suppress(OSError):
         kept = {**stored_sections(summary, digest, case_rows(experiment)), "log": log}
         raw = RunDir(run_dir).summary.read_bytes()
-        if not summary_problems(json.loads(raw)):  # checked once, here, as written
+        if not _summary_problems(json.loads(raw)):  # checked once, here, as written
             kept["summary_sha256"] = hashlib.sha256(raw).hexdigest()
         write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
 
@@ -266,7 +277,7 @@ def _kept_for(data: dict[str, Any] | None, summary: Summary,
 def report(lab: str | Path | None = None, run: str | None = None, *,
            metric: str | None = None, baseline: str | None = None,
            warn: Warn | None = None, cwd: Path | None = None,
-           note: Warn | None = None) -> "ReportOutput":
+           note: Warn | None = None) -> ReportOutput:
     """The report of one run (`ix report`): JSON data; see docs/reports.md for its sections.
     `run` names a run or an experiment (`report_run`); `note` hears which run was chosen
     when no run was named.
@@ -295,7 +306,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     return data
 
 
-def _against(ref: str, base: Summary, summary: Summary) -> "Baseline":
+def _against(ref: str, base: Summary, summary: Summary) -> Baseline:
     comparison = compare_summaries([base, summary])
     usable = [c for c in comparison["comparisons"] if "error" not in c]
     if not usable:
@@ -308,7 +319,7 @@ def _against(ref: str, base: Summary, summary: Summary) -> "Baseline":
 
 def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 runs: Sequence[str] = (), *, metric: str | None = None,
-                cwd: Path | None = None) -> "LeaderboardOutput":
+                cwd: Path | None = None) -> LeaderboardOutput:
     """`ix leaderboard`: per experiment, its subjects ranked (the latest completed run of
     each experiment, or the runs named); and, over several experiments, the subjects ranked
     on their pooled counts."""
@@ -373,7 +384,7 @@ def leaderboard(lab: str | Path | None = None, experiments: Sequence[str] = (),
     return {"lab": str(lab_path), "boards": boards, "overall": overall, "notes": notes}
 
 
-def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutput":
+def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> CompareOutput:
     """Two or more runs of an experiment, each later one against the first."""
     if len(run_ids) < 2:
         raise ConfigError("give at least two runs to compare (the first is the baseline)",
@@ -402,7 +413,7 @@ def compare_runs(lab: str | Path | None, run_ids: Sequence[str]) -> "CompareOutp
     return out
 
 
-def config_changes(run_dirs: Sequence[Path]) -> "list[ConfigChanges]":
+def config_changes(run_dirs: Sequence[Path]) -> list[ConfigChanges]:
     """What changed in configuration from the first run to each later one (`ix compare`)."""
     specs = [_with_descriptions(read_spec(d)) if RunDir(d).spec.is_file() else {}
              for d in run_dirs]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from ix._lazy import lazy
 from ix.eval.families import family_labels
 from ix.eval.models import EvalCase
-from ix.eval.schemas import TrialLevelOut, TrialRateOut
+from ix.eval.numbers import LEVEL, num, pair
 from ix.stats.classification import f1_interval, precision_interval, recall_interval
 from ix.stats.clustered import clustered_se, hierarchical_interval
 from ix.stats.intervals import beta_interval
@@ -23,10 +23,11 @@ from ix.stats.sequential import StoppingRule, unbiased_first_k_cases
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ix.eval.schemas import TrialLevelOut, TrialRateOut
 else:
     np = lazy("numpy")
 
-LEVEL = 0.95
 
 
 class MetricIntervals(TypedDict):
@@ -128,17 +129,6 @@ METHODS: dict[str, str] = {
 }
 
 _GROUPS = ("must_trigger", "should_not_trigger")
-
-
-def num(x: float | None, digits: int = 6) -> float | None:
-    """A JSON-safe float: rounded, and None instead of NaN or infinity."""
-    if x is None or not math.isfinite(x):
-        return None
-    return round(float(x), digits)
-
-
-def pair(lo: float, hi: float) -> list[float | None]:
-    return [num(lo), num(hi)]
 
 
 #: `prior:` in experiment.yaml: the Beta prior of every rate interval in a summary.

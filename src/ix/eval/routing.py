@@ -8,10 +8,12 @@ taken first. Errored trials are left out, as they are of every rate.
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ix.eval.models import EvalCase
-from ix.eval.schemas import RouteOut, RoutingOut, RoutingRowOut
+
+if TYPE_CHECKING:
+    from ix.eval.schemas import RouteOut, RoutingOut, RoutingRowOut
 
 EXPECTATIONS: tuple[Literal["must_trigger"], Literal["should_not_trigger"]] = (
     "must_trigger", "should_not_trigger")
@@ -22,14 +24,14 @@ def is_target(skill: str, target: str) -> bool:
     return skill == target or skill.endswith(f":{target}")
 
 
-def case_routes(counts: Counter[str | None]) -> list[RouteOut]:
+def case_routes(counts: Counter[str | None]) -> "list[RouteOut]":
     """`[{skill, trials}]`, the most taken first (`skill: null` is no skill; ties by name)."""
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] is None, kv[0] or ""))
     return [{"skill": skill, "trials": n} for skill, n in ordered if n]
 
 
 def routing_table(target: str, cases: Sequence[EvalCase],
-                  routes: Mapping[str, Counter[str | None]]) -> RoutingOut:
+                  routes: Mapping[str, Counter[str | None]]) -> "RoutingOut":
     """The subject's routing block: per expectation, trials to the target, to others, to none."""
     rows: list[RoutingRowOut] = []
     for expectation in EXPECTATIONS:

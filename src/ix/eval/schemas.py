@@ -21,8 +21,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ix.domain.model import Model
 from ix.eval.models import Expectation, Seeding
-
-SCHEMA_VERSION = "2.1"
+from ix.eval.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # its home; named here too
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]

@@ -23,7 +23,6 @@ from ix._lazy import lazy
 from ix.eval.estimates import LEVEL, num, pair, trial_rate
 from ix.eval.families import family_labels
 from ix.eval.models import EvalCase
-from ix.eval.schemas import MetricComparison, SensorCaseOut, SensorRateOut
 from ix.eval.scoring import Tally
 from ix.stats.case_level import case_level_difference
 from ix.stats.difference import difference_interval
@@ -31,6 +30,8 @@ from ix.stats.power import holm
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ix.eval.schemas import MetricComparison, SensorCaseOut, SensorRateOut
 else:
     np = lazy("numpy")
 
@@ -54,7 +55,7 @@ def _counts(tally: Tally, name: str, cases: Sequence[EvalCase]) -> list[tuple[in
 
 
 def sensors_block(tally: Tally, names: Sequence[str], cases: Sequence[EvalCase],
-                  level: float = LEVEL, prior: str = "uniform") -> dict[str, SensorRateOut]:
+                  level: float = LEVEL, prior: str = "uniform") -> "dict[str, SensorRateOut]":
     """One subject's `sensors`: per sensor (`names`, the first the primary), its pass rate over
     the valid trials with its case-clustered interval (`trial_rate`, as `trial_level`'s),
     passed/valid, and each case's counts."""
@@ -79,7 +80,7 @@ def sensors_block(tally: Tally, names: Sequence[str], cases: Sequence[EvalCase],
 
 
 def _comparison(control: Tally, variant: Tally, name: str, cases: Sequence[EvalCase],
-                level: float) -> MetricComparison:
+                level: float) -> "MetricComparison":
     labels = family_labels(cases)
     m = case_level_difference(_counts(control, name, cases), _counts(variant, name, cases),
                               labels)
@@ -103,7 +104,7 @@ def _comparison(control: Tally, variant: Tally, name: str, cases: Sequence[EvalC
 def compare_sensors(tallies: Sequence[Tally], names: Sequence[str],
                     cases: Sequence[EvalCase], level: float = LEVEL,
                     pairs: Sequence[tuple[int, int]] | None = None,
-                    ) -> list[dict[str, MetricComparison]]:
+                    ) -> "list[dict[str, MetricComparison]]":
     """Per variant (the tallies after the control's, in order; or each (control, variant)
     of `pairs`, indices into `tallies`: `ix.eval.factorial`), each sensor's pass rate
     against the control's: the case-level paired difference, `p_value_holm` adjusted across

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ix.eval.estimates import num
+from ix.eval.numbers import num
 from ix.report import figures
 from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills

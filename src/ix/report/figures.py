@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ix._lazy import lazy
-from ix.eval.estimates import num
 from ix.eval.models import Difficulty
+from ix.eval.numbers import num
 from ix.stats.clustered import hierarchical_interval
 from ix.stats.intervals import beta_interval
 

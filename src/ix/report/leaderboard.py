@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.domain.errors import ConfigError, did_you_mean
-from ix.eval.estimates import LEVEL, num, pair
+from ix.eval.numbers import LEVEL, num, pair
 from ix.report.answer import METRICS
 from ix.stats.classification import f1_interval
 from ix.stats.intervals import beta_interval

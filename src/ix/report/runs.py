@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ix.eval.comparisons import effect, flips
-from ix.eval.estimates import num, pair
 from ix.eval.models import EvalCase
+from ix.eval.numbers import num, pair
 from ix.eval.scoring import Tally
 from ix.eval.sensor_summary import compare_sensors, sensors_block
 

@@ -20,7 +20,7 @@ values — the K-trial quantity each seed estimates — and `estimand` names wha
 from collections.abc import Sequence
 from typing import Any
 
-from ix.eval.estimates import LEVEL, num
+from ix.eval.numbers import LEVEL, num
 from ix.report.leaderboard import Counts, counts_of, standing
 from ix.stats.clustered import hierarchical_interval
 

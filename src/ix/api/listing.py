@@ -71,19 +71,22 @@ def _last_run(results: Path) -> dict[str, Any]:
     if folder is None:
         return facts
     facts["last_run"] = folder.name
-    try:
-        spec = read_spec(folder)
-        facts["status"] = spec.get("status")
-        when = spec.get("finished_at") or spec.get("started_at")
-        facts["last_run_at"] = None if when is None else str(when)
-    except ConfigError:
-        facts["status"] = "unreadable"
     summary = _summary(folder)
-    if summary is not None:
-        facts["status"] = summary.get("run_status") or facts["status"]  # spec.yaml lags it
+    if summary is not None:  # the run's status and times are in it: spec.yaml is not read
+        when = summary.get("finished_at") or summary.get("started_at")
+        facts["status"] = summary.get("run_status")
+        facts["last_run_at"] = None if when is None else str(when)
         facts["goal"] = _goal(summary.get("goal"))
         facts["headline"] = _headline(summary)
         facts["f1"] = facts["headline"]["value"] if facts["headline"] else None
+    if facts["status"] is None:  # still running, or died before its summary
+        try:
+            spec = read_spec(folder)
+            facts["status"] = spec.get("status")
+            when = spec.get("finished_at") or spec.get("started_at")
+            facts["last_run_at"] = facts["last_run_at"] or (None if when is None else str(when))
+        except ConfigError:
+            facts["status"] = "unreadable"
     return facts
 
 

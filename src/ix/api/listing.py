@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ix.api.census import census
 from ix.domain.errors import ConfigError
-from ix.lab.loader import load_experiment
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as _experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
@@ -50,17 +50,10 @@ def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[Experime
     """Every experiment of the lab with its last run; one that fails to load says why."""
     lab_path = find_lab(lab)
     infos = []
-    for path in _experiment_dirs(lab_path):
+    for path, found in census(_experiment_dirs(lab_path), lab_path):
         last = _last_run(ExperimentDir.at(path).results)
-        try:
-            exp = load_experiment(path, lab_path).experiment
-        except ConfigError as exc:
-            infos.append(ExperimentInfo(path.name, path, {}, [], **last, error=exc.render()))
-            continue
-        counts = {e: sum(1 for c in exp.cases if c.expectation == e)
-                  for e in ("must_trigger", "should_not_trigger", "acceptable")}
-        infos.append(ExperimentInfo(exp.name, path, counts, [s.name for s in exp.subjects],
-                                    **last))
+        infos.append(ExperimentInfo(found.name, path, found.cases, found.subjects, **last,
+                                    error=found.error))
     return lab_path, infos
 
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import SECRET_NAME, Redactor, environment_secrets, looks_like_secret, parts
-from ix.lab.config import LAB_CONFIG, user_config_path
+from ix.lab.config import LAB_CONFIG
+from ix.lab.resolve import user_config_path
 from ix.lab.secrets import is_secret_key
 from ix.lab.subjects import subjects_path
 from ix.lab.yamlio import load_yaml_file

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.lab.resolve import user_config_path
 from ix.lab.schema import LabDefaults, validate
 from ix.lab.secrets import holds_secret
 from ix.lab.yamlio import load_yaml_file
@@ -31,12 +32,6 @@ class Defaults:
     concurrency: int | None
     timeout_s: float
     sources: Mapping[str, str]
-
-
-def user_config_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ix" / "config.yaml"
 
 
 _log = logging.getLogger("ix.config")

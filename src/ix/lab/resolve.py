@@ -1,7 +1,7 @@
 """Where the lab is (`001_…` "Lab Resolution") and which experiments a command means."""
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ix.domain.errors import ConfigError
@@ -117,3 +117,10 @@ def select_experiments(
 
 def lab_of(experiment_dir: Path) -> Path:
     return experiment_dir.resolve().parent
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The user's own config, `$XDG_CONFIG_HOME/ix/config.yaml` (else under ~/.config)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ix" / "config.yaml"

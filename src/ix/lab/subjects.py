@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from ix.domain.errors import ConfigError
 from ix.eval.validation import from_validation_error
-from ix.lab.config import user_config_path
 from ix.lab.files import write_text_atomic
 from ix.lab.names import name_problem
+from ix.lab.resolve import user_config_path
 from ix.lab.schema import ProfileSpec
 from ix.lab.secrets import check_no_secrets
 from ix.lab.yamlio import dump_yaml, load_yaml_file

@@ -7,49 +7,26 @@ walk of the data — validation, an error message, JSON — would blow up) or th
 itself (a recursive alias).
 """
 
+from __future__ import annotations
+
+import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from ix._lazy import lazy
 from ix.domain.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
+else:
+    yaml = lazy("yaml")  # PyYAML: imported when a first file is read or written
 
 #: The largest text file ix reads (cases, experiment.yaml, ix.yaml, ...): a prompt of a
 #: million tokens is about 4 MB.
 MAX_TEXT_BYTES = 16 * (1 << 20)
 #: How many more values aliases may add to a document than are written in it.
 ALIAS_BUDGET = 100_000
-
-_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
-
-
-class _StrictLoader(_Base):  # type: ignore[misc,valid-type]
-    """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently), alias
-    bombs and recursive aliases."""
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        """PyYAML's constructors raise plain Python errors on some values (`!!int` with
-        nothing, `2001-02-31` read as a date): a `ConfigError` at the value's line instead."""
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
-            mark = node.start_mark
-            what = (f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]}"
-                    if isinstance(node, yaml.ScalarNode) else "cannot read this value")
-            raise ConfigError(f"line {mark.line + 1}, column {mark.column + 1}: invalid YAML: "
-                              f"{what}: {exc or type(exc).__name__}") from None
-
-    #: Whether the text may hold an alias (`*name`): only then is the node graph checked.
-    may_alias = True
-
-    def get_single_data(self) -> Any:
-        node = self.get_single_node()
-        if node is None:
-            return None
-        if self.may_alias:
-            _check_aliases(node)
-        return self.construct_document(node)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -152,14 +129,46 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
+@functools.cache
+def _strict_loader() -> type[yaml.SafeLoader]:
+    """The loader class, made at the first parse (PyYAML is imported then)."""
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _StrictLoader(base):  # type: ignore[misc,valid-type]
+        """SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently), alias
+        bombs and recursive aliases."""
+
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+            """PyYAML's constructors raise plain Python errors on some values (`!!int` with
+            nothing, `2001-02-31` read as a date): a `ConfigError` at the value's line instead."""
+            try:
+                return super().construct_object(node, deep=deep)
+            except (ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
+                mark = node.start_mark
+                what = (f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]}"
+                        if isinstance(node, yaml.ScalarNode) else "cannot read this value")
+                raise ConfigError(f"line {mark.line + 1}, column {mark.column + 1}: invalid YAML: "
+                                  f"{what}: {exc or type(exc).__name__}") from None
+
+        #: Whether the text may hold an alias (`*name`): only then is the node graph checked.
+        may_alias = True
+
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            if node is None:
+                return None
+            if self.may_alias:
+                _check_aliases(node)
+            return self.construct_document(node)
+
+    _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                  _construct_mapping)
+    return _StrictLoader
 
 
 def parse_yaml(text: str, *, file: Path | str) -> Any:
     """Parse YAML text; every failure is a `ConfigError` naming `file` (and the line)."""
-    loader = _StrictLoader(text)
+    loader: Any = _strict_loader()(text)
     loader.may_alias = "*" in text
     try:
         return loader.get_single_data()
@@ -207,20 +216,24 @@ def load_yaml_file(path: Path) -> Any:
     return parse_yaml(read_text(path), file=path)
 
 
-class _Dumper(yaml.SafeDumper):
-    """SafeDumper that writes a string holding NEL (U+0085) double-quoted, where it is
-    escaped: PyYAML writes it raw in other styles and reads it back as a line break."""
-
-
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = '"' if "\x85" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _represent_str)
+@functools.cache
+def _dumper() -> type[yaml.SafeDumper]:
+    """The dumper class, made at the first write (PyYAML is imported then)."""
+
+    class _Dumper(yaml.SafeDumper):
+        """SafeDumper that writes a string holding NEL (U+0085) double-quoted, where it is
+        escaped: PyYAML writes it raw in other styles and reads it back as a line break."""
+
+    _Dumper.add_representer(str, _represent_str)
+    return _Dumper
 
 
 def dump_yaml(data: Any) -> str:
     """YAML that `parse_yaml` reads back equal (tests/lab/test_fuzz_loaders.py)."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+    return yaml.dump(data, Dumper=_dumper(), sort_keys=False, allow_unicode=True,
                      default_flow_style=False)

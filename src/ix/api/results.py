@@ -9,20 +9,29 @@ experiment, a malformed date, SQL that does not parse or bind or would write —
 """
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
-from ix.api.runs import lab_run
+from ix.api.reports import read_summary
+from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, IxError
 from ix.lab.resolve import find_lab
 from ix.query.aggregate import Method, aggregate, group_columns, preload_statistics
 from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.sql_guard import sql_error
-from ix.query.views import COLUMN_NAMES, COLUMNS, TrialFilter, connect
+from ix.query.views import (
+    COLUMN_NAMES,
+    COLUMNS,
+    TrialFilter,
+    connect,
+    connect_index,
+    refreshed_index,
+)
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import ambiguous, matching_runs, read_spec
 
@@ -276,6 +285,99 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
 
 
 @dataclass(frozen=True)
+class CaseTrials:
+    """One case of one run, as the viewer's case page shows it (`case_trials`)."""
+
+    #: per subject with a trial: the aggregate of the case's trials that stand (`group_by`)
+    stats: "list[AggregateRow]"
+    #: per subject and first skill invoked: the same, counts only (no interval)
+    routes: "list[AggregateRow]"
+    #: one page of the trials that pass the filters, by subject, trial and attempt
+    rows: list[dict[str, Any]]
+    #: how many trials pass the filters
+    total: int
+
+
+def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str | None = None,
+                correct: bool | None = None, errors: bool | None = None,
+                all_attempts: bool = False, limit: int = 50, offset: int = 0,
+                warn: Warn | None = None) -> CaseTrials:
+    """The trials of exactly one case (an id, not a glob) of `run`, read from one snapshot of
+    the index through one set of views: each subject's aggregate, the skills that took its
+    valid trials, and the trials that match `subject`, `correct` and `errors` (as
+    `query_results` takes them), `limit` of them from `offset`.
+
+    Each subject's activation-rate interval is the run's summary's `score_ci` when the
+    summary counts the same trials under the same rule (the trials that stand, a uniform
+    prior, a 95% level); only otherwise is it computed (`beta_interval`: numpy and scipy
+    load). Nothing of the case: empty lists and 0."""
+    import duckdb
+
+    lab_path = find_lab(lab)
+    case_only = TrialFilter(runs=(run.run_id,), cases=(_exact_glob(case),))
+    shown = replace(case_only, subjects=(subject,) if subject is not None else (),
+                    correct=correct, errors=errors, all_attempts=all_attempts)
+    source = f"(SELECT * FROM {case_only.view} WHERE {case_only.where()})"
+    with connect_index(refreshed_index(lab_path, warn)) as con:
+        try:
+            stats = [r for r in aggregate(con, source, ["subject"], intervals=False) if r["n"]]
+            if not _summary_intervals(stats, run, case):
+                stats = [r for r in aggregate(con, source, ["subject"]) if r["n"]]
+            routes = aggregate(con, source, ["subject", "invoked"], intervals=False)
+            cursor = con.execute(f"SELECT * FROM {shown.view} WHERE {shown.where()} "
+                                 f"ORDER BY subject, trial, attempt "
+                                 f"LIMIT {int(limit)} OFFSET {int(offset)}")
+            names = [d[0] for d in cursor.description or ()]
+            rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+            (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
+                                    f"WHERE {shown.where()}").fetchall()
+        except duckdb.Error as exc:
+            raise sql_error(exc) from None
+    return CaseTrials(cast("list[AggregateRow]", stats), cast("list[AggregateRow]", routes),
+                      rows, int(total))
+
+
+def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> bool:
+    """Each row's (one subject's trials of `case`) activation-rate interval from the run's
+    summary, where its `score_ci` is the interval `aggregate` would compute: the same passed
+    and valid counts, a uniform prior and a 95% level (a case is one cluster, so its interval
+    is `beta_interval` of these counts). False, with the rows unchanged, unless every row
+    with a valid trial got one."""
+    if not run.has_summary:
+        return False
+    try:
+        summary = read_summary(run.folder)
+    except IxError:
+        return False
+    statistics = summary.get("statistics") or {}
+    if statistics.get("level") != 0.95 or statistics.get("prior") != "uniform":
+        return False
+    by_subject = {row["subject"]: row for row in stats}
+    found: dict[str, tuple[float, float]] = {}
+    for block in summary.get("subjects") or ():
+        row = by_subject.get(block["name"])
+        probe = next((p for p in block["probe_results"] if p["probe_id"] == case), None)
+        if row is None or probe is None:
+            continue
+        interval = probe.get("score_ci")
+        if probe.get("n") == row["valid"] and probe.get("passed") == row["passed"] \
+                and isinstance(interval, list) and len(interval) == 2 \
+                and all(isinstance(x, int | float) for x in interval):
+            found[block["name"]] = (float(interval[0]), float(interval[1]))
+    if any(row["valid"] and row["subject"] not in found for row in stats):
+        return False
+    for row in stats:
+        if row["valid"]:
+            row["activation_rate_lo"], row["activation_rate_hi"] = found[row["subject"]]
+    return True
+
+
+def _exact_glob(value: str) -> str:
+    """A glob (as `case` filters take) that matches exactly `value`."""
+    return re.sub(r"([*?\[\\])", r"\\\1", value)
+
+
+@dataclass(frozen=True)
 class Scope:
     """Which runs a `ResultSet` reads: `kind` "latest" (the latest completed run of each
     experiment: `runs`), "all" (every run) or "runs" (those `--run` named); `copies` are the
@@ -403,5 +505,5 @@ def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -
     return tuple(chosen)
 
 
-__all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Scope",
-           "Table", "query_results", "rates_of", "run_query"]
+__all__ = ["EXPORT_FORMATS", "CaseTrials", "Method", "QueryResult", "Rate", "ResultSet", "Results",
+           "Scope", "Table", "case_trials", "query_results", "rates_of", "run_query"]

@@ -67,12 +67,15 @@ def group_columns(by: Sequence[str]) -> list[str]:
 
 
 def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] = (), *,
-              level: float = 0.95, correlation: Method | None = None) -> list[dict[str, Any]]:
+              level: float = 0.95, correlation: Method | None = None,
+              intervals: bool = True) -> list[dict[str, Any]]:
     """One row per group of `source` (a table or a parenthesised SELECT over trial columns).
 
     `by` are `GROUPS` names; none gives a single row over everything. With `correlation`,
     each row also has the correlation of score with the difficulty's ordinal
     (easy 1, medium 2, hard 3) over the valid trials of cases that have a difficulty.
+    `intervals` False leaves every `_lo` and `_hi` None (the counts and rates are all
+    there): only DuckDB runs, and neither numpy nor scipy is loaded.
     """
     keys = group_columns(by)
     rows_sql = _with_tags(source, keys)
@@ -83,7 +86,7 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
                     f"quantile_cont({m}, [0.5, 0.9, 0.99]) AS {m}_q"]
     group = f"GROUP BY {', '.join(keys)} ORDER BY {', '.join(f'{k} NULLS LAST' for k in keys)}" \
         if keys else ""
-    loader = preload_statistics()
+    loader = preload_statistics() if intervals else None
     result = con.sql(f"""
         SELECT {select_keys} count(*) AS n, count(error) AS errors, count(passed) AS valid,
                count(*) FILTER (WHERE passed) AS passed,
@@ -94,9 +97,13 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     """)
     names = result.columns
     records = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
-    loader.join()
+    if loader is not None:
+        loader.join()
     out = [_row(r, keys) for r in records]
-    _intervals(out, _per_case(con, rows_sql, keys), keys, level)
+    per_case = _per_case(con, rows_sql, keys)
+    _rates(out, per_case, keys)
+    if intervals:
+        _intervals(out, per_case, keys, level)
     if correlation is not None:
         found = _correlations(con, rows_sql, keys, level, correlation)
         for row in out:
@@ -176,23 +183,30 @@ def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) 
     return found
 
 
+def _rates(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str]) -> None:
+    """Each row's votes, correct rate and activation rates of its must and not cases."""
+    for row in rows:
+        counts = per_case.get(tuple(row[k] for k in keys), [])
+        if not counts:
+            continue
+        row["votes"], row["correct"] = sum(c[2] for c in counts), sum(c[3] for c in counts)
+        if row["votes"]:
+            row["correct_rate"] = row["correct"] / row["votes"]
+        for scope, total, hits in (("must", 4, 5), ("not", 6, 7)):
+            valid, passed = sum(c[total] for c in counts), sum(c[hits] for c in counts)
+            row[f"valid_{scope}"], row[f"passed_{scope}"] = valid, passed
+            if valid:
+                row[f"activation_rate_{scope}"] = passed / valid
+
+
 def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str],
                level: float) -> None:
-    """Each row's correct rate and activation rates of its must and not cases, and each
-    rate's interval, cases as clusters (none where nothing counts)."""
+    """Each rate's interval (`_rates` first), cases as clusters (none where nothing
+    counts)."""
     import numpy as np
 
     for row in rows:
         counts = np.array(per_case.get(tuple(row[k] for k in keys), []), dtype=float)
-        if counts.size:
-            row["votes"], row["correct"] = int(counts[:, 2].sum()), int(counts[:, 3].sum())
-            if row["votes"]:
-                row["correct_rate"] = row["correct"] / row["votes"]
-            for scope, total, hits in (("must", 4, 5), ("not", 6, 7)):
-                valid, passed = int(counts[:, total].sum()), int(counts[:, hits].sum())
-                row[f"valid_{scope}"], row[f"passed_{scope}"] = valid, passed
-                if valid:
-                    row[f"activation_rate_{scope}"] = passed / valid
         for name, total, hits in _RATES:
             if not counts.size or row[name] is None:
                 continue

@@ -232,16 +232,16 @@ def trials_page(request: Request) -> HTMLResponse:
         raise HTTPException(400, f"outcome must be one of {', '.join(OUTCOMES)}")
     all_attempts = request.query_params.get("attempts") == "all"
     page = _int(request, "page", 1, low=1)
-    stats, routes = lookup.case_stats(run, case)
-    if not stats:
+    found = lookup.case(run, case, subject, outcome, all_attempts, page)
+    if not found.stats:
         raise NotFound(f"no trials of case {case!r} in run {run.run_id}")
-    rows, total = lookup.trials_page(run, case, subject, outcome, all_attempts, page)
-    pages = max(1, math.ceil(total / PAGE_SIZE))
+    pages = max(1, math.ceil(found.total / PAGE_SIZE))
     return _page(request, "trials.html", run=run, case=case, subject=subject, outcome=outcome,
-                 outcomes=OUTCOMES, all_attempts=all_attempts, stats=stats, rows=rows,
-                 total=total, page=page, pages=pages, case_file=lookup.case_file(run, case),
-                 subjects=[s["subject"] for s in stats], routes=routes,
-                 rate_word=rate_word(lookup.sensor(run)))
+                 outcomes=OUTCOMES, all_attempts=all_attempts, stats=found.stats,
+                 rows=found.rows, total=found.total, page=page, pages=pages,
+                 case_file=lookup.case_file(run, case),
+                 subjects=[s["subject"] for s in found.stats],
+                 routes=lookup.case_routes(found.routes), rate_word=rate_word(lookup.sensor(run)))
 
 
 def _trial_args(request: Request) -> tuple[str, str, int, int | None]:

@@ -21,7 +21,13 @@ from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError, IxError
 from ix.lab.resolve import find_lab
-from ix.query.aggregate import Method, aggregate, group_columns, preload_statistics
+from ix.query.aggregate import (
+    Method,
+    aggregate,
+    by_subject,
+    group_columns,
+    preload_statistics,
+)
 from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.sql_guard import sql_error
 from ix.query.views import (
@@ -288,10 +294,11 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
 class CaseTrials:
     """One case of one run, as the viewer's case page shows it (`case_trials`)."""
 
-    #: per subject with a trial: the aggregate of the case's trials that stand (`group_by`)
-    stats: "list[AggregateRow]"
-    #: per subject and first skill invoked: the same, counts only (no interval)
-    routes: "list[AggregateRow]"
+    #: per subject with a trial, of the case's trials that stand: n, errors, valid, passed,
+    #: activation_rate with its _lo and _hi, duration_p50 and _p90, tokens_mean, cost_sum
+    stats: list[dict[str, Any]]
+    #: per subject and first skill invoked (`first_invoked`, None: none was): `valid` trials
+    routes: list[dict[str, Any]]
     #: one page of the trials that pass the filters, by subject, trial and attempt
     rows: list[dict[str, Any]]
     #: how many trials pass the filters
@@ -320,21 +327,27 @@ def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str
     source = f"(SELECT * FROM {case_only.view} WHERE {case_only.where()})"
     with connect_index(refreshed_index(lab_path, warn)) as con:
         try:
-            stats = [r for r in aggregate(con, source, ["subject"], intervals=False) if r["n"]]
+            stats, routes = by_subject(con, source)
             if not _summary_intervals(stats, run, case):
-                stats = [r for r in aggregate(con, source, ["subject"]) if r["n"]]
-            routes = aggregate(con, source, ["subject", "invoked"], intervals=False)
-            cursor = con.execute(f"SELECT * FROM {shown.view} WHERE {shown.where()} "
-                                 f"ORDER BY subject, trial, attempt "
-                                 f"LIMIT {int(limit)} OFFSET {int(offset)}")
-            names = [d[0] for d in cursor.description or ()]
-            rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-            (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
-                                    f"WHERE {shown.where()}").fetchall()
+                computed = {r["subject"]: r for r in aggregate(con, source, ["subject"])}
+                for row in stats:
+                    for end in ("activation_rate_lo", "activation_rate_hi"):
+                        row[end] = computed[row["subject"]][end]
+            found = con.execute(f"SELECT *, count(*) OVER () AS _total FROM {shown.view} "
+                                f"WHERE {shown.where()} ORDER BY subject, trial, attempt "
+                                f"LIMIT {int(limit)} OFFSET {int(offset)}")
+            names = [d[0] for d in found.description or ()]
+            rows = [dict(zip(names, values, strict=True)) for values in found.fetchall()]
+            if rows:
+                total = rows[0]["_total"]
+            else:  # past the last page
+                (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
+                                        f"WHERE {shown.where()}").fetchall()
+            for row in rows:
+                del row["_total"]
         except duckdb.Error as exc:
             raise sql_error(exc) from None
-    return CaseTrials(cast("list[AggregateRow]", stats), cast("list[AggregateRow]", routes),
-                      rows, int(total))
+    return CaseTrials(stats, routes, rows, int(total))
 
 
 def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> bool:

@@ -67,15 +67,12 @@ def group_columns(by: Sequence[str]) -> list[str]:
 
 
 def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] = (), *,
-              level: float = 0.95, correlation: Method | None = None,
-              intervals: bool = True) -> list[dict[str, Any]]:
+              level: float = 0.95, correlation: Method | None = None) -> list[dict[str, Any]]:
     """One row per group of `source` (a table or a parenthesised SELECT over trial columns).
 
     `by` are `GROUPS` names; none gives a single row over everything. With `correlation`,
     each row also has the correlation of score with the difficulty's ordinal
     (easy 1, medium 2, hard 3) over the valid trials of cases that have a difficulty.
-    `intervals` False leaves every `_lo` and `_hi` None (the counts and rates are all
-    there): only DuckDB runs, and neither numpy nor scipy is loaded.
     """
     keys = group_columns(by)
     rows_sql = _with_tags(source, keys)
@@ -86,7 +83,7 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
                     f"quantile_cont({m}, [0.5, 0.9, 0.99]) AS {m}_q"]
     group = f"GROUP BY {', '.join(keys)} ORDER BY {', '.join(f'{k} NULLS LAST' for k in keys)}" \
         if keys else ""
-    loader = preload_statistics() if intervals else None
+    loader = preload_statistics()
     result = con.sql(f"""
         SELECT {select_keys} count(*) AS n, count(error) AS errors, count(passed) AS valid,
                count(*) FILTER (WHERE passed) AS passed,
@@ -97,13 +94,9 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     """)
     names = result.columns
     records = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
-    if loader is not None:
-        loader.join()
+    loader.join()
     out = [_row(r, keys) for r in records]
-    per_case = _per_case(con, rows_sql, keys)
-    _rates(out, per_case, keys)
-    if intervals:
-        _intervals(out, per_case, keys, level)
+    _intervals(out, _per_case(con, rows_sql, keys), keys, level)
     if correlation is not None:
         found = _correlations(con, rows_sql, keys, level, correlation)
         for row in out:
@@ -114,6 +107,39 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
                         "score_difficulty_n": r.n if r else 0,
                         "score_difficulty_method": correlation})
     return out
+
+
+def by_subject(con: "duckdb.DuckDBPyConnection", source: str
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Of `source`'s trials, per subject: n, errors, valid, passed, activation_rate (its
+    `_lo`/`_hi` None: no interval is computed), duration_p50 and _p90, tokens_mean and
+    cost_sum, as `aggregate` computes them; and per subject and first skill invoked
+    (`first_invoked`) the valid trials. One query, nothing but DuckDB: what a case page
+    shows of its trials."""
+    found = con.execute(f"""
+        SELECT subject, first_invoked, grouping(first_invoked) AS per_subject, count(*) AS n,
+               count(error) AS errors, count(passed) AS valid,
+               count(*) FILTER (WHERE passed) AS passed,
+               quantile_cont(duration, [0.5, 0.9]) AS duration_q, avg(tokens) AS tokens_mean,
+               sum(cost) AS cost_sum
+        FROM {source} AS t GROUP BY GROUPING SETS ((subject), (subject, first_invoked))
+        ORDER BY subject NULLS LAST, first_invoked NULLS LAST""")
+    names = [d[0] for d in found.description or ()]
+    stats, routes = [], []
+    for r in (dict(zip(names, values, strict=True)) for values in found.fetchall()):
+        valid, passed = int(r["valid"]), int(r["passed"])
+        if not r["per_subject"]:
+            routes.append({"subject": r["subject"], "first_invoked": r["first_invoked"],
+                           "valid": valid})
+            continue
+        q = r["duration_q"] or [None, None]
+        stats.append({"subject": r["subject"], "n": int(r["n"]), "errors": int(r["errors"]),
+                      "valid": valid, "passed": passed,
+                      "activation_rate": passed / valid if valid else None,
+                      "activation_rate_lo": None, "activation_rate_hi": None,
+                      "duration_p50": _num(q[0]), "duration_p90": _num(q[1]),
+                      "tokens_mean": _num(r["tokens_mean"]), "cost_sum": _num(r["cost_sum"])})
+    return stats, routes
 
 
 def _with_tags(source: str, keys: list[str]) -> str:
@@ -183,30 +209,23 @@ def _per_case(con: "duckdb.DuckDBPyConnection", rows_sql: str, keys: list[str]) 
     return found
 
 
-def _rates(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str]) -> None:
-    """Each row's votes, correct rate and activation rates of its must and not cases."""
-    for row in rows:
-        counts = per_case.get(tuple(row[k] for k in keys), [])
-        if not counts:
-            continue
-        row["votes"], row["correct"] = sum(c[2] for c in counts), sum(c[3] for c in counts)
-        if row["votes"]:
-            row["correct_rate"] = row["correct"] / row["votes"]
-        for scope, total, hits in (("must", 4, 5), ("not", 6, 7)):
-            valid, passed = sum(c[total] for c in counts), sum(c[hits] for c in counts)
-            row[f"valid_{scope}"], row[f"passed_{scope}"] = valid, passed
-            if valid:
-                row[f"activation_rate_{scope}"] = passed / valid
-
-
 def _intervals(rows: list[dict[str, Any]], per_case: _CaseCounts, keys: list[str],
                level: float) -> None:
-    """Each rate's interval (`_rates` first), cases as clusters (none where nothing
-    counts)."""
+    """Each row's correct rate and activation rates of its must and not cases, and each
+    rate's interval, cases as clusters (none where nothing counts)."""
     import numpy as np
 
     for row in rows:
         counts = np.array(per_case.get(tuple(row[k] for k in keys), []), dtype=float)
+        if counts.size:
+            row["votes"], row["correct"] = int(counts[:, 2].sum()), int(counts[:, 3].sum())
+            if row["votes"]:
+                row["correct_rate"] = row["correct"] / row["votes"]
+            for scope, total, hits in (("must", 4, 5), ("not", 6, 7)):
+                valid, passed = int(counts[:, total].sum()), int(counts[:, hits].sum())
+                row[f"valid_{scope}"], row[f"passed_{scope}"] = valid, passed
+                if valid:
+                    row[f"activation_rate_{scope}"] = passed / valid
         for name, total, hits in _RATES:
             if not counts.size or row[name] is None:
                 continue

@@ -34,9 +34,9 @@ from ix.query.views import (
     COLUMN_NAMES,
     COLUMNS,
     TrialFilter,
-    connect,
-    connect_index,
+    cursor,
     refreshed_index,
+    shared_views,
 )
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import ambiguous, matching_runs, read_spec
@@ -279,7 +279,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
         tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
         passed=passed, correct=correct, errors=errors, all_attempts=all_attempts)
     experiments, runs = _many("--experiment", experiment), _many("--run", run)
-    with connect(lab_path, warn) as con:
+    views = shared_views(refreshed_index(lab_path, warn))
+    with cursor(views) as con:
         filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
                           runs=_runs(con, lab_path, runs))
         scope = Scope("runs", (), ()) if runs else _scope(con, lab_path, latest=not all_runs)
@@ -325,7 +326,8 @@ def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str
     shown = replace(case_only, subjects=(subject,) if subject is not None else (),
                     correct=correct, errors=errors, all_attempts=all_attempts)
     source = f"(SELECT * FROM {case_only.view} WHERE {case_only.where()})"
-    with connect_index(refreshed_index(lab_path, warn)) as con:
+    views = shared_views(refreshed_index(lab_path, warn))
+    with cursor(views) as con:
         try:
             stats, routes = by_subject(con, source)
             if not _summary_intervals(stats, run, case):

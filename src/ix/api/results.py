@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
-from ix.api.reports import read_summary
 from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
-from ix.domain.errors import ConfigError, IxError
+from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
 from ix.query.aggregate import (
     Method,
@@ -357,34 +356,39 @@ def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> 
     summary, where its `score_ci` is the interval `aggregate` would compute: the same passed
     and valid counts, a uniform prior and a 95% level (a case is one cluster, so its interval
     is `beta_interval` of these counts). False, with the rows unchanged, unless every row
-    with a valid trial got one."""
-    if not run.has_summary:
-        return False
+    with a valid trial got one. The summary is read as JSON and only these values are taken,
+    each checked (its full check, `read_summary`, costs more than the page on first use)."""
     try:
-        summary = read_summary(run.folder)
-    except IxError:
+        summary = json.loads(RunDir(run.folder).summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
-    statistics = summary.get("statistics") or {}
-    if statistics.get("level") != 0.95 or statistics.get("prior") != "uniform":
+    statistics = summary.get("statistics") if isinstance(summary, dict) else None
+    if not isinstance(statistics, dict) or statistics.get("level") != 0.95 \
+            or statistics.get("prior") != "uniform":
         return False
-    by_subject = {row["subject"]: row for row in stats}
     found: dict[str, tuple[float, float]] = {}
-    for block in summary.get("subjects") or ():
-        row = by_subject.get(block["name"])
-        probe = next((p for p in block["probe_results"] if p["probe_id"] == case), None)
-        if row is None or probe is None:
-            continue
-        interval = probe.get("score_ci")
-        if probe.get("n") == row["valid"] and probe.get("passed") == row["passed"] \
-                and isinstance(interval, list) and len(interval) == 2 \
-                and all(isinstance(x, int | float) for x in interval):
-            found[block["name"]] = (float(interval[0]), float(interval[1]))
-    if any(row["valid"] and row["subject"] not in found for row in stats):
+    for block in _dicts(summary.get("subjects")):
+        probe = next((p for p in _dicts(block.get("probe_results"))
+                      if p.get("probe_id") == case), None)
+        if probe is not None and isinstance(block.get("name"), str):
+            counts, interval = (probe.get("passed"), probe.get("n")), probe.get("score_ci")
+            if all(type(x) is int for x in counts) and isinstance(interval, list) \
+                    and len(interval) == 2 \
+                    and all(type(x) in (int, float) for x in interval):
+                found[block["name"]] = (*counts, float(interval[0]), float(interval[1]))
+    known = [found.get(row["subject"]) for row in stats]
+    if any(row["valid"] and (k is None or k[:2] != (row["passed"], row["valid"]))
+           for row, k in zip(stats, known, strict=True)):
         return False
-    for row in stats:
-        if row["valid"]:
-            row["activation_rate_lo"], row["activation_rate_hi"] = found[row["subject"]]
+    for row, k in zip(stats, known, strict=True):
+        if row["valid"] and k is not None:
+            row["activation_rate_lo"], row["activation_rate_hi"] = k[2:]
     return True
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The dicts of a JSON list (none if it is not one)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _exact_glob(value: str) -> str:

@@ -113,6 +113,14 @@ def environment() -> Environment:
     return env
 
 
+def compile_templates() -> None:
+    """Compile every page's template ahead (at startup, in the background): a first request
+    then only renders, ~10 ms instead of ~100 ms for a case's page."""
+    env = environment()
+    for name in env.list_templates(extensions=["html"]):
+        env.get_template(name)
+
+
 def render(template: str, **context: Any) -> str:
     context.setdefault("lab", "")
     return environment().get_template(template).render(**context)

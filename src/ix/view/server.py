@@ -12,6 +12,7 @@ import uvicorn
 
 from ix.view.app import LOCAL_HOSTS, create_app
 from ix.view.lookup import Lookup
+from ix.view.pages import compile_templates
 
 log = logging.getLogger("ix.view")
 
@@ -49,8 +50,10 @@ def url_of(sock: socket.socket) -> str:
 
 
 def warm(lookup: Lookup) -> None:
-    """Prepare the first pages in the background (see `Lookup.prepare`)."""
+    """Prepare the first pages in the background: their templates compiled, then what they
+    read (`Lookup.prepare`)."""
     try:
+        compile_templates()
         lookup.prepare()
     except Exception:  # a broken lab shows its error on the page instead
         log.debug("ix view: preparing failed", exc_info=True)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ix._lazy import preload
 from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
@@ -126,12 +125,12 @@ class Lookup:
         return {row["run_id"]: row for row in QueryResult(self.lab, sql, self._warn).rows()}
 
     def prepare(self) -> None:
-        """Build ahead what the first pages need: the lab's query index, then the report of
-        each experiment's latest finished run (newest first, at most `REPORTS_KEPT`). Run in
-        a background thread at startup; a page that asks meanwhile waits for the same build."""
-        statistics = preload("scipy.stats")  # the reports', while DuckDB builds the index
+        """Build ahead what the first pages need: the lab's query index and its views, then
+        the report of each experiment's latest finished run (newest first, at most
+        `REPORTS_KEPT`). Run in a background thread at startup; a page that asks meanwhile
+        waits for the same build. numpy and scipy load only for a report that computes (a
+        run without a current report.json), as in `ix report`."""
         self.run_counts()
-        statistics.join()
         latest = [next((r for r in runs if r.has_summary), None)
                   for runs in list_runs(self.lab).values()]
         chosen = sorted((r for r in latest if r is not None), key=lambda r: r.run_id,

@@ -334,18 +334,13 @@ def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str
                 for row in stats:
                     for end in ("activation_rate_lo", "activation_rate_hi"):
                         row[end] = computed[row["subject"]][end]
-            found = con.execute(f"SELECT *, count(*) OVER () AS _total FROM {shown.view} "
-                                f"WHERE {shown.where()} ORDER BY subject, trial, attempt "
+            found = con.execute(f"SELECT * FROM {shown.view} WHERE {shown.where()} "
+                                f"ORDER BY subject, trial, attempt "
                                 f"LIMIT {int(limit)} OFFSET {int(offset)}")
             names = [d[0] for d in found.description or ()]
             rows = [dict(zip(names, values, strict=True)) for values in found.fetchall()]
-            if rows:
-                total = rows[0]["_total"]
-            else:  # past the last page
-                (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
-                                        f"WHERE {shown.where()}").fetchall()
-            for row in rows:
-                del row["_total"]
+            (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
+                                    f"WHERE {shown.where()}").fetchall()
         except duckdb.Error as exc:
             raise sql_error(exc) from None
     return CaseTrials(stats, routes, rows, int(total))

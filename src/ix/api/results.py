@@ -361,23 +361,23 @@ def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> 
     if not isinstance(statistics, dict) or statistics.get("level") != 0.95 \
             or statistics.get("prior") != "uniform":
         return False
-    found: dict[str, tuple[float, float]] = {}
+    found: dict[str, tuple[int, int, float, float]] = {}  # subject: passed, valid, lo, hi
     for block in _dicts(summary.get("subjects")):
         probe = next((p for p in _dicts(block.get("probe_results"))
                       if p.get("probe_id") == case), None)
-        if probe is not None and isinstance(block.get("name"), str):
-            counts, interval = (probe.get("passed"), probe.get("n")), probe.get("score_ci")
-            if all(type(x) is int for x in counts) and isinstance(interval, list) \
-                    and len(interval) == 2 \
-                    and all(type(x) in (int, float) for x in interval):
-                found[block["name"]] = (*counts, float(interval[0]), float(interval[1]))
+        if probe is None or not isinstance(block.get("name"), str):
+            continue
+        passed, valid, interval = probe.get("passed"), probe.get("n"), probe.get("score_ci")
+        if type(passed) is int and type(valid) is int and isinstance(interval, list) \
+                and len(interval) == 2 and all(type(x) in (int, float) for x in interval):
+            found[block["name"]] = (passed, valid, float(interval[0]), float(interval[1]))
     known = [found.get(row["subject"]) for row in stats]
     if any(row["valid"] and (k is None or k[:2] != (row["passed"], row["valid"]))
            for row, k in zip(stats, known, strict=True)):
         return False
     for row, k in zip(stats, known, strict=True):
         if row["valid"] and k is not None:
-            row["activation_rate_lo"], row["activation_rate_hi"] = k[2:]
+            row["activation_rate_lo"], row["activation_rate_hi"] = k[2], k[3]
     return True
 
 

@@ -125,6 +125,7 @@ SHARED = 4
 _shared: list[tuple[tuple[TrialIndex, tuple[tuple[str, str], ...]],
                     "duckdb.DuckDBPyConnection"]] = []
 _shared_lock = threading.Lock()
+_defining = threading.Lock()
 
 
 def shared_views(index: TrialIndex) -> "duckdb.DuckDBPyConnection":
@@ -134,16 +135,28 @@ def shared_views(index: TrialIndex) -> "duckdb.DuckDBPyConnection":
     files and the imports not in place yet: any change to either defines new views. Never
     close the connection: read through `cursor`, and hold the connection meanwhile."""
     key = (index, _pending(index))
+    found = _kept(key)
+    if found is not None:
+        return found
+    with _defining:  # a reader that comes meanwhile waits for these views, not makes its own
+        found = _kept(key)
+        if found is not None:
+            return found
+        con = _define(index, pending=key[1])
+        with _shared_lock:
+            kept = [(k, c) for k, c in _shared if k != key] + [(key, con)]
+            _shared[:] = kept[-SHARED:]  # the others close once their last reader is done
+    return con
+
+
+def _kept(key: tuple[TrialIndex, tuple[tuple[str, str], ...]]
+          ) -> "duckdb.DuckDBPyConnection | None":
     with _shared_lock:
         for i, (k, con) in enumerate(_shared):
             if k == key:
                 _shared.append(_shared.pop(i))
                 return con
-    con = _define(index, pending=key[1])  # outside the lock: slow, and one reader may wait
-    with _shared_lock:
-        kept = [(k, c) for k, c in _shared if k != key] + [(key, con)]
-        _shared[:] = kept[-SHARED:]  # the others close once their last reader is done
-    return con
+    return None
 
 
 @contextmanager

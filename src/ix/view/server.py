@@ -53,8 +53,8 @@ def warm(lookup: Lookup) -> None:
     """Prepare the first pages in the background: their templates compiled, then what they
     read (`Lookup.prepare`)."""
     try:
-        compile_templates()
         lookup.prepare()
+        compile_templates()
     except Exception:  # a broken lab shows its error on the page instead
         log.debug("ix view: preparing failed", exc_info=True)
 

@@ -119,10 +119,10 @@ def test_the_statistics_report_and_judge_modules_import_no_numpy_scipy_or_jinja2
 
 
 def test_reading_a_run_loads_no_numpy_or_scipy(tmp_path):
-    """`ix ls`, `ix report RUN` (json, table, md), `ix results` and the closed-form `ix plan
-    --mde` read what the run wrote (the summary, its report.json, the up-to-date index), or
-    compute elementary formulas: numpy and scipy load only when a statistic must be computed
-    (issue 33)."""
+    """`ix ls`, `ix report RUN` (json, table, md), `ix results`, the closed-form `ix plan
+    --mde` and the viewer's run and case pages read what the run wrote (the summary, its
+    report.json, the up-to-date index), or compute elementary formulas: numpy and scipy load
+    only when a statistic must be computed (issue 33)."""
     from conftest import comparison_experiment, ix_in_process
 
     lab = tmp_path / "lab"
@@ -153,6 +153,20 @@ def test_reading_a_run_loads_no_numpy_or_scipy(tmp_path):
         # listed before (the census is kept) reads no YAML
         assert out.splitlines()[-1].endswith(" False") or argv[0] != "report", (argv, out)
     assert out.splitlines()[-1] == "[] False False", out
+    out = run(f"""
+        import sys
+        from pathlib import Path
+        from starlette.testclient import TestClient
+        from ix.view.app import create_app
+        from ix.view.server import warm
+        app = create_app(Path({str(lab)!r}))
+        warm(app.state.lookup)  # what `ix view` does at startup, in the background
+        client = TestClient(app, base_url="http://127.0.0.1")
+        for path in ("/runs/{run_id}", "/runs/{run_id}/trials?case=must-001"):
+            assert client.get(path).status_code == 200, path
+        print(sorted({{m.split(".")[0] for m in sys.modules}} & {{"numpy", "scipy"}}))
+    """)
+    assert out.splitlines()[-1] == "[]", out
 
 
 #: The function-level imports of ix modules that stay, each deferring a heavy third-party

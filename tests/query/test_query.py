@@ -20,7 +20,15 @@ from ix.query import index as index_module
 from ix.query import index_folder
 from ix.query.aggregate import aggregate
 from ix.query.index import INDEX_DIR, MANIFEST, open_index
-from ix.query.views import COLUMN_NAMES, TrialFilter, check_read_only, connect
+from ix.query.views import (
+    COLUMN_NAMES,
+    TrialFilter,
+    check_read_only,
+    connect,
+    cursor,
+    refreshed_index,
+    shared_views,
+)
 from ix.store.trials import TrialWriter, read_trials
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -116,6 +124,24 @@ def test_started_at_with_an_offset_is_stored_in_utc(lab):
     append(exp, [line])
     assert rows(lab, "SELECT started_at FROM trials") == [(datetime(2026, 11, 20, 12, 30, 0,
                                                                     250000),)]
+
+
+def test_readers_share_the_views_of_an_unchanged_index_and_see_what_changed(lab, monkeypatch):
+    """`shared_views`: one set of views per snapshot of the index in a process; an appended
+    line is a new snapshot, read through new views. Cursors read in UTC, locked alike."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    exp = experiment(lab)
+    append(exp, [record("r1", "a", "must-001", 0)])
+    first = shared_views(refreshed_index(lab))
+    assert shared_views(refreshed_index(lab)) is first
+    append(exp, [record("r1", "a", "must-001", 1)])
+    again = shared_views(refreshed_index(lab))
+    assert again is not first
+    with cursor(again) as con:
+        assert con.execute("SELECT count(*), current_setting('TimeZone') FROM trials"
+                           ).fetchall() == [(2, "UTC")]
+        with pytest.raises(Exception, match="disabled by configuration"):
+            con.execute(f"SELECT * FROM read_text({str(exp / 'experiment.yaml')!r})")
 
 
 def test_latest_attempt_stands_and_trials_all_keeps_the_superseded(lab):

@@ -2,6 +2,7 @@
 the cases a run without a summary still shows, bad query strings, unknown ids."""
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,33 @@ def test_trials_are_paged_and_filtered(lab: Path, client: TestClient):
     none = client.get(f"/runs/{first}/trials", params={"case": "must-001",
                                                        "outcome": "wrong"})
     assert "No trial matches" in none.text
+
+
+def test_a_case_page_takes_its_intervals_from_the_summary_if_it_counts_the_same_trials(
+        lab: Path, client: TestClient):
+    """Reading a run never recomputes what its summary holds (issue 33): each subject's
+    interval is the summary's `score_ci`, computed from the trials only when the summary
+    counts other trials than the index holds."""
+    second = runs(lab)[1]
+    summary = lab / "exp" / "results" / "runs" / second / "summary.json"
+    saved = summary.read_text(encoding="utf-8")
+
+    def intervals(changes: dict[str, Any]) -> list[str]:
+        data = json.loads(saved)
+        for block in data["subjects"]:
+            next(p for p in block["probe_results"] if p["probe_id"] == "must-001").update(changes)
+        summary.write_text(json.dumps(data), encoding="utf-8")
+        page = client.get(f"/runs/{second}/trials", params={"case": "must-001"})
+        assert page.status_code == 200
+        return re.findall(r'<span class="ci">([^<]*)</span>', page.text)
+
+    try:
+        computed = intervals({"n": 4})  # 3 trials in the index
+        assert computed == ["[47.3, 100.0]"]  # 3 of 3: Beta(4, 1), one-sided: 0.05 ** (1/4)
+        assert intervals({"score_ci": [0.111, 0.999]}) == ["[11.1, 99.9]"]
+        assert intervals({"n": 4, "score_ci": [0.111, 0.999]}) == computed
+    finally:
+        summary.write_text(saved, encoding="utf-8")
 
 
 def test_a_should_not_case_where_the_skill_fired_is_wrong_and_red_not_passed(

@@ -21,9 +21,11 @@ from ix.query.sql_guard import sql_error
 from ix.query.views import (
     check_read_only,
     connect_index,
+    cursor,
     literal,
     refreshed_index,
     schema_connection,
+    shared_views,
 )
 
 if TYPE_CHECKING:
@@ -61,23 +63,23 @@ class Table:
             yield self
         finally:
             self._held = None
-            if self._held_con is not None:
-                self._held_con.close()
-                self._held_con = None
+            self._held_con = None  # shared: other readers may use it still
 
     @contextlib.contextmanager
     def _connect(self, writable: tuple[str, ...] = ()
                  ) -> Iterator["duckdb.DuckDBPyConnection"]:
         """A connection over the held snapshot (else the index as it is now), locked: it
-        reads the index and writes only the files `writable` (ix.query.sql_guard)."""
-        if self._held is not None and not writable:
-            if self._held_con is None:
-                self._held_con = connect_index(self._held)
-            with self._held_con.cursor() as con:  # the same views, locked alike
+        reads the index and writes only the files `writable` (ix.query.sql_guard). To read,
+        a cursor of the views this process keeps for the snapshot (`shared_views`)."""
+        index = self._held if self._held is not None else refreshed_index(self.lab, self._warn)
+        if writable:
+            with connect_index(index, writable=writable) as con:
                 yield con
             return
-        index = self._held if self._held is not None else refreshed_index(self.lab, self._warn)
-        with connect_index(index, writable=writable) as con:
+        views = self._held_con if self._held_con is not None else shared_views(index)
+        if self._held is not None:
+            self._held_con = views  # the same views for the rest of the snapshot
+        with cursor(views) as con:
             yield con
 
     def _run(self, con: "duckdb.DuckDBPyConnection", sql: str) -> "duckdb.DuckDBPyRelation":

@@ -9,20 +9,34 @@ experiment, a malformed date, SQL that does not parse or bind or would write —
 """
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
-from ix.api.runs import lab_run
+from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
-from ix.query.aggregate import Method, aggregate, group_columns, preload_statistics
+from ix.query.aggregate import (
+    Method,
+    aggregate,
+    by_subject,
+    group_columns,
+    preload_statistics,
+)
 from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.sql_guard import sql_error
-from ix.query.views import COLUMN_NAMES, COLUMNS, TrialFilter, connect
+from ix.query.views import (
+    COLUMN_NAMES,
+    COLUMNS,
+    TrialFilter,
+    cursor,
+    refreshed_index,
+    shared_views,
+)
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import ambiguous, matching_runs, read_spec
 
@@ -264,7 +278,8 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
         tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
         passed=passed, correct=correct, errors=errors, all_attempts=all_attempts)
     experiments, runs = _many("--experiment", experiment), _many("--run", run)
-    with connect(lab_path, warn) as con:
+    views = shared_views(refreshed_index(lab_path, warn))
+    with cursor(views) as con:
         filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
                           runs=_runs(con, lab_path, runs))
         scope = Scope("runs", (), ()) if runs else _scope(con, lab_path, latest=not all_runs)
@@ -273,6 +288,107 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
     found = ResultSet(lab_path, filters, limit, warn)
     found.scope = scope
     return found
+
+
+@dataclass(frozen=True)
+class CaseTrials:
+    """One case of one run, as the viewer's case page shows it (`case_trials`)."""
+
+    #: per subject with a trial, of the case's trials that stand: n, errors, valid, passed,
+    #: activation_rate with its _lo and _hi, duration_p50 and _p90, tokens_mean, cost_sum
+    stats: list[dict[str, Any]]
+    #: per subject and first skill invoked (`first_invoked`, None: none was): `valid` trials
+    routes: list[dict[str, Any]]
+    #: one page of the trials that pass the filters, by subject, trial and attempt
+    rows: list[dict[str, Any]]
+    #: how many trials pass the filters
+    total: int
+
+
+def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str | None = None,
+                correct: bool | None = None, errors: bool | None = None,
+                all_attempts: bool = False, limit: int = 50, offset: int = 0,
+                warn: Warn | None = None) -> CaseTrials:
+    """The trials of exactly one case (an id, not a glob) of `run`, read from one snapshot of
+    the index through one set of views: each subject's aggregate, the skills that took its
+    valid trials, and the trials that match `subject`, `correct` and `errors` (as
+    `query_results` takes them), `limit` of them from `offset`.
+
+    Each subject's activation-rate interval is the run's summary's `score_ci` when the
+    summary counts the same trials under the same rule (the trials that stand, a uniform
+    prior, a 95% level); only otherwise is it computed (`beta_interval`: numpy and scipy
+    load). Nothing of the case: empty lists and 0."""
+    import duckdb
+
+    lab_path = find_lab(lab)
+    case_only = TrialFilter(runs=(run.run_id,), cases=(_exact_glob(case),))
+    shown = replace(case_only, subjects=(subject,) if subject is not None else (),
+                    correct=correct, errors=errors, all_attempts=all_attempts)
+    source = f"(SELECT * FROM {case_only.view} WHERE {case_only.where()})"
+    views = shared_views(refreshed_index(lab_path, warn))
+    with cursor(views) as con:
+        try:
+            stats, routes = by_subject(con, source)
+            if not _summary_intervals(stats, run, case):
+                computed = {r["subject"]: r for r in aggregate(con, source, ["subject"])}
+                for row in stats:
+                    for end in ("activation_rate_lo", "activation_rate_hi"):
+                        row[end] = computed[row["subject"]][end]
+            found = con.execute(f"SELECT * FROM {shown.view} WHERE {shown.where()} "
+                                f"ORDER BY subject, trial, attempt "
+                                f"LIMIT {int(limit)} OFFSET {int(offset)}")
+            names = [d[0] for d in found.description or ()]
+            rows = [dict(zip(names, values, strict=True)) for values in found.fetchall()]
+            (total,), = con.execute(f"SELECT count(*) FROM {shown.view} "
+                                    f"WHERE {shown.where()}").fetchall()
+        except duckdb.Error as exc:
+            raise sql_error(exc) from None
+    return CaseTrials(stats, routes, rows, int(total))
+
+
+def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> bool:
+    """Each row's (one subject's trials of `case`) activation-rate interval from the run's
+    summary, where its `score_ci` is the interval `aggregate` would compute: the same passed
+    and valid counts, a uniform prior and a 95% level (a case is one cluster, so its interval
+    is `beta_interval` of these counts). False, with the rows unchanged, unless every row
+    with a valid trial got one. The summary is read as JSON and only these values are taken,
+    each checked (its full check, `read_summary`, costs more than the page on first use)."""
+    try:
+        summary = json.loads(RunDir(run.folder).summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    statistics = summary.get("statistics") if isinstance(summary, dict) else None
+    if not isinstance(statistics, dict) or statistics.get("level") != 0.95 \
+            or statistics.get("prior") != "uniform":
+        return False
+    found: dict[str, tuple[int, int, float, float]] = {}  # subject: passed, valid, lo, hi
+    for block in _dicts(summary.get("subjects")):
+        probe = next((p for p in _dicts(block.get("probe_results"))
+                      if p.get("probe_id") == case), None)
+        if probe is None or not isinstance(block.get("name"), str):
+            continue
+        passed, valid, interval = probe.get("passed"), probe.get("n"), probe.get("score_ci")
+        if type(passed) is int and type(valid) is int and isinstance(interval, list) \
+                and len(interval) == 2 and all(type(x) in (int, float) for x in interval):
+            found[block["name"]] = (passed, valid, float(interval[0]), float(interval[1]))
+    known = [found.get(row["subject"]) for row in stats]
+    if any(row["valid"] and (k is None or k[:2] != (row["passed"], row["valid"]))
+           for row, k in zip(stats, known, strict=True)):
+        return False
+    for row, k in zip(stats, known, strict=True):
+        if row["valid"] and k is not None:
+            row["activation_rate_lo"], row["activation_rate_hi"] = k[2], k[3]
+    return True
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The dicts of a JSON list (none if it is not one)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _exact_glob(value: str) -> str:
+    """A glob (as `case` filters take) that matches exactly `value`."""
+    return re.sub(r"([*?\[\\])", r"\\\1", value)
 
 
 @dataclass(frozen=True)
@@ -403,5 +519,5 @@ def _runs(con: "duckdb.DuckDBPyConnection", lab: Path, given: tuple[str, ...]) -
     return tuple(chosen)
 
 
-__all__ = ["EXPORT_FORMATS", "Method", "QueryResult", "Rate", "ResultSet", "Results", "Scope",
-           "Table", "query_results", "rates_of", "run_query"]
+__all__ = ["EXPORT_FORMATS", "CaseTrials", "Method", "QueryResult", "Rate", "ResultSet", "Results",
+           "Scope", "Table", "case_trials", "query_results", "rates_of", "run_query"]

@@ -109,6 +109,39 @@ def aggregate(con: "duckdb.DuckDBPyConnection", source: str, by: Sequence[str] =
     return out
 
 
+def by_subject(con: "duckdb.DuckDBPyConnection", source: str
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Of `source`'s trials, per subject: n, errors, valid, passed, activation_rate (its
+    `_lo`/`_hi` None: no interval is computed), duration_p50 and _p90, tokens_mean and
+    cost_sum, as `aggregate` computes them; and per subject and first skill invoked
+    (`first_invoked`) the valid trials. One query, nothing but DuckDB: what a case page
+    shows of its trials."""
+    found = con.execute(f"""
+        SELECT subject, first_invoked, grouping(first_invoked) AS per_subject, count(*) AS n,
+               count(error) AS errors, count(passed) AS valid,
+               count(*) FILTER (WHERE passed) AS passed,
+               quantile_cont(duration, [0.5, 0.9]) AS duration_q, avg(tokens) AS tokens_mean,
+               sum(cost) AS cost_sum
+        FROM {source} AS t GROUP BY GROUPING SETS ((subject), (subject, first_invoked))
+        ORDER BY subject NULLS LAST, first_invoked NULLS LAST""")
+    names = [d[0] for d in found.description or ()]
+    stats, routes = [], []
+    for r in (dict(zip(names, values, strict=True)) for values in found.fetchall()):
+        valid, passed = int(r["valid"]), int(r["passed"])
+        if not r["per_subject"]:
+            routes.append({"subject": r["subject"], "first_invoked": r["first_invoked"],
+                           "valid": valid})
+            continue
+        q = r["duration_q"] or [None, None]
+        stats.append({"subject": r["subject"], "n": int(r["n"]), "errors": int(r["errors"]),
+                      "valid": valid, "passed": passed,
+                      "activation_rate": passed / valid if valid else None,
+                      "activation_rate_lo": None, "activation_rate_hi": None,
+                      "duration_p50": _num(q[0]), "duration_p90": _num(q[1]),
+                      "tokens_mean": _num(r["tokens_mean"]), "cost_sum": _num(r["cost_sum"])})
+    return stats, routes
+
+
 def _with_tags(source: str, keys: list[str]) -> str:
     """`source`, with one row per tag of each trial (a trial without tags: tag null)."""
     if "tag" not in keys:

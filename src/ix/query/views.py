@@ -10,7 +10,9 @@ locked once its views are defined: it opens no file but the index files they rea
 (`ix.query.sql_guard`, docs/queries.md).
 """
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -117,21 +119,78 @@ def schema_connection() -> "duckdb.DuckDBPyConnection":
     return _define(None)
 
 
-def _define(index: TrialIndex | None,
-            writable: Sequence[str] = ()) -> "duckdb.DuckDBPyConnection":
+#: How many sets of views `shared_views` keeps: those of the latest snapshots read (of any
+#: lab) in this process.
+SHARED = 4
+_shared: list[tuple[tuple[TrialIndex, tuple[tuple[str, str], ...]],
+                    "duckdb.DuckDBPyConnection"]] = []
+_shared_lock = threading.Lock()
+_defining = threading.Lock()
+
+
+def shared_views(index: TrialIndex) -> "duckdb.DuckDBPyConnection":
+    """The views over one snapshot of the index (`connect_index`, locked alike), defined once
+    and kept for the next reader in this process: opening a DuckDB database and defining the
+    views costs tens of milliseconds, a cursor (`cursor`) nothing. A snapshot is the index's
+    files and the imports not in place yet: any change to either defines new views. Never
+    close the connection: read through `cursor`, and hold the connection meanwhile."""
+    key = (index, _pending(index))
+    found = _kept(key)
+    if found is not None:
+        return found
+    with _defining:  # a reader that comes meanwhile waits for these views, not makes its own
+        found = _kept(key)
+        if found is not None:
+            return found
+        con = _define(index, pending=key[1])
+        with _shared_lock:
+            kept = [(k, c) for k, c in _shared if k != key] + [(key, con)]
+            _shared[:] = kept[-SHARED:]  # the others close once their last reader is done
+    return con
+
+
+def _kept(key: tuple[TrialIndex, tuple[tuple[str, str], ...]]
+          ) -> "duckdb.DuckDBPyConnection | None":
+    with _shared_lock:
+        for i, (k, con) in enumerate(_shared):
+            if k == key:
+                _shared.append(_shared.pop(i))
+                return con
+    return None
+
+
+@contextmanager
+def cursor(views: "duckdb.DuckDBPyConnection") -> Iterator["duckdb.DuckDBPyConnection"]:
+    """A cursor of `shared_views`' connection: the same views, locked alike; one per thread."""
+    with _shared_lock:
+        con = views.cursor()
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _pending(index: TrialIndex) -> tuple[tuple[str, str], ...]:
+    """(source, run id) of each import whose lines may be in the log before its run folder."""
+    return tuple(sorted((s.name, run_id) for s in index.sources
+                        for run_id in pending_runs(s.trials_file.parent)))
+
+
+def _define(index: TrialIndex | None, writable: Sequence[str] = (),
+            pending: Sequence[tuple[str, str]] | None = None) -> "duckdb.DuckDBPyConnection":
     import duckdb
 
     con = duckdb.connect(config=dict(CONFIG))
-    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET GLOBAL TimeZone = 'UTC'")  # GLOBAL: every cursor's too
     parts = index.paths("parts") if index else []
     superseded = index.paths("superseded") if index else []
     cases = index.paths("cases") if index else []
     row_ddl = ", ".join(f"{c} {t}" for c, t in ROW_COLUMNS)
-    pending = [(s.name, run_id) for s in index.sources
-               for run_id in pending_runs(s.trials_file.parent)] if index else []
+    if pending is None:
+        pending = _pending(index) if index else ()
     if parts and pending:  # an import's lines before its run folder: not there yet
         con.execute("CREATE TABLE _pending (source VARCHAR, run_id VARCHAR)")
-        con.executemany("INSERT INTO _pending VALUES (?, ?)", pending)
+        con.executemany("INSERT INTO _pending VALUES (?, ?)", list(pending))
         con.execute(f"CREATE VIEW _rows AS SELECT * FROM read_parquet({_list(parts)}) r "
                     "ANTI JOIN _pending p ON r.source = p.source AND r.run_id = p.run_id")
     elif parts:
@@ -269,5 +328,6 @@ def _list(paths: Sequence[str]) -> str:
     return "[" + _values(paths) + "]"
 
 
-__all__ = ["COLUMNS", "COLUMN_NAMES", "VIEWS", "TrialFilter", "check_read_only", "connect",
-           "connect_index", "literal", "refreshed_index", "schema_connection", "sql_error"]
+__all__ = ["COLUMNS", "COLUMN_NAMES", "SHARED", "VIEWS", "TrialFilter", "check_read_only",
+           "connect", "connect_index", "cursor", "literal", "refreshed_index",
+           "schema_connection", "shared_views", "sql_error"]

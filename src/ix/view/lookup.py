@@ -6,22 +6,20 @@ Every id that comes from a URL is checked here; anything that does not name a th
 lab raises `NotFound`.
 """
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ix._lazy import preload
 from ix.api import IxError, NotFound
 from ix.api.annotations import list_tags
 from ix.api.experiments import compare_runs, list_experiments, load
 from ix.api.optimize import SESSION_ID, list_sessions
 from ix.api.query import QueryResult, run_query
 from ix.api.reports import read_summary, report
-from ix.api.results import query_results
+from ix.api.results import CaseTrials, case_trials, query_results
 from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
 from ix.api.trials import Trace, read_trace, routing_of, trial_lines, trial_record
 
@@ -38,11 +36,6 @@ OUTCOMES = ("all", "right", "wrong", "errors")
 def sql_text(value: str) -> str:
     """A DuckDB string literal."""
     return "'" + value.replace("'", "''") + "'"
-
-
-def exact_glob(value: str) -> str:
-    """A glob (as `ix results --case` takes) that matches exactly `value`."""
-    return re.sub(r"([*?\[\\])", r"\\\1", value)
 
 
 def check_text(value: str | None, what: str) -> str:
@@ -132,12 +125,12 @@ class Lookup:
         return {row["run_id"]: row for row in QueryResult(self.lab, sql, self._warn).rows()}
 
     def prepare(self) -> None:
-        """Build ahead what the first pages need: the lab's query index, then the report of
-        each experiment's latest finished run (newest first, at most `REPORTS_KEPT`). Run in
-        a background thread at startup; a page that asks meanwhile waits for the same build."""
-        statistics = preload("scipy.stats")  # the reports', while DuckDB builds the index
+        """Build ahead what the first pages need: the lab's query index and its views, then
+        the report of each experiment's latest finished run (newest first, at most
+        `REPORTS_KEPT`). Run in a background thread at startup; a page that asks meanwhile
+        waits for the same build. numpy and scipy load only for a report that computes (a
+        run without a current report.json), as in `ix report`."""
         self.run_counts()
-        statistics.join()
         latest = [next((r for r in runs if r.has_summary), None)
                   for runs in list_runs(self.lab).values()]
         chosen = sorted((r for r in latest if r is not None), key=lambda r: r.run_id,
@@ -198,18 +191,21 @@ class Lookup:
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
-    def case_stats(self, run: RunInfo, case: str) -> tuple[list[Mapping[str, Any]],
-                                                           dict[str, str]]:
-        """The case's aggregate per subject (every attempt that stands), and its routes
-        (`case_routes`), from one snapshot of the index."""
+    def case(self, run: RunInfo, case: str, subject: str | None, outcome: str,
+             all_attempts: bool, page: int) -> CaseTrials:
+        """The case's aggregate per subject (every attempt that stands), the skills that took
+        its trials, and one page of its trials (by subject, trial, attempt, each with its
+        routing: `_with_routing`) with how many there are, from one snapshot of the index
+        (`case_trials`); nothing when the run has no trial of it."""
         try:
-            rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                               warn=self._warn)
-            with rs.snapshot():
-                rows, routes = rs.group_by("subject"), rs.group_by("subject", "invoked")
+            found = case_trials(self.lab, run, case, subject=subject,
+                                correct={"right": True, "wrong": False}.get(outcome),
+                                errors=True if outcome == "errors" else None,
+                                all_attempts=all_attempts, limit=PAGE_SIZE,
+                                offset=max(0, page - 1) * PAGE_SIZE, warn=self._warn)
         except IxError:
-            return [], {}
-        return [r for r in rows if r["n"]], self.case_routes(routes)
+            return CaseTrials([], [], [], 0)
+        return replace(found, rows=self._with_routing(run, found.rows))
 
     @staticmethod
     def case_routes(rows: list[Any]) -> dict[str, str]:
@@ -227,23 +223,6 @@ class Lookup:
             n = sum(x["trials"] for x in found)
             out[subject] = ", ".join(f"{x['skill'] or 'none'} {x['trials']}/{n}" for x in found)
         return out
-
-    def trials_page(self, run: RunInfo, case: str, subject: str | None, outcome: str,
-                    all_attempts: bool, page: int) -> tuple[list[dict[str, Any]], int]:
-        """One page of the case's trials (by subject, trial, attempt) and how many there are."""
-        filters: dict[str, Any] = {
-            "correct": {"right": True, "wrong": False}.get(outcome),
-            "errors": True if outcome == "errors" else None}
-        try:
-            rs = query_results(self.lab, run=run.run_id, case=exact_glob(case),
-                               subject=subject, all_attempts=all_attempts, warn=self._warn,
-                               **filters)
-        except IxError:
-            return [], 0
-        with rs.snapshot():
-            rows = rs.page("subject, trial, attempt", PAGE_SIZE, max(0, page - 1) * PAGE_SIZE)
-            total = rs.total()
-        return self._with_routing(run, rows), total
 
     def _with_routing(self, run: RunInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The page's trials, each with the routing decision its runtime recorded (`routing`,
@@ -314,4 +293,4 @@ class Lookup:
 
 
 __all__ = ["CASES_PAGE", "OUTCOMES", "PAGE_SIZE", "SESSION_ID", "Lookup", "NotFound",
-           "ReportResult", "check_text", "exact_glob", "sql_text"]
+           "ReportResult", "check_text", "sql_text"]

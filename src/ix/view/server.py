@@ -12,6 +12,7 @@ import uvicorn
 
 from ix.view.app import LOCAL_HOSTS, create_app
 from ix.view.lookup import Lookup
+from ix.view.pages import compile_templates
 
 log = logging.getLogger("ix.view")
 
@@ -49,11 +50,16 @@ def url_of(sock: socket.socket) -> str:
 
 
 def warm(lookup: Lookup) -> None:
-    """Prepare the first pages in the background (see `Lookup.prepare`)."""
+    """Prepare the first pages in the background: what they read (`Lookup.prepare`), then
+    their templates compiled."""
     try:
         lookup.prepare()
     except Exception:  # a broken lab shows its error on the page instead
         log.debug("ix view: preparing failed", exc_info=True)
+    try:
+        compile_templates()
+    except Exception:  # the page that needs a broken template says so
+        log.debug("ix view: compiling the templates failed", exc_info=True)
 
 
 def serve(lab: Path, host: str, port: int,

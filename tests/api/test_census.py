@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from conftest import case, mock_experiment, write
-
 from ix.api import list_experiments
 from ix.api.census import CENSUS_FILE
 

@@ -11,6 +11,7 @@ import copy
 import weakref
 from bisect import bisect_right
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -49,7 +50,9 @@ def key(t: Table, index: int) -> Table:
 
 
 class Fitted:
-    """A table as a table when it fits the console's width, else as records (see module)."""
+    """A table as a table when it fits the console's width, else as records (see module).
+    Its cells are measured once (`measure`): rich alone would measure every one of them
+    three times to decide the fit and twice more to print the table."""
 
     def __init__(self, t: Table, key: int | None = None) -> None:
         self.table = copy.copy(t)
@@ -60,16 +63,32 @@ class Fitted:
             if not _is_prose(col):
                 col.no_wrap = True
             col.overflow = "fold"  # never an ellipsis, whatever the width
+        self._measured: tuple[Console, ConsoleOptions, list[Measurement]] | None = None
+
+    def columns(self, console: Console, options: ConsoleOptions) -> list[Measurement]:
+        """`measure` of the table, kept for the next ask on the same console and options
+        (`Keyed` asks before printing)."""
+        wide = options.update_width(_WIDE)
+        if self._measured is None or self._measured[0] is not console \
+                or self._measured[1] != wide:
+            self._measured = (console, wide, measure(console, options, self.table))
+        return self._measured[2]
+
+    def fits(self, console: Console, options: ConsoleOptions) -> bool:
+        """Whether the table shows as a table at the console's width (else as records)."""
+        columns = self.columns(console, options)
+        return needed_width(console, options, self.table, columns) <= options.max_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.title is not None:
             yield console.render_str(self.title, style="table.title", highlight=False) \
                 if isinstance(self.title, str) else self.title
-        if needed_width(console, options, self.table) <= options.max_width \
-                or not _flat(self.table):
+        if not _flat(self.table):  # nested renderables: printed as rich lays them out
             yield self.table
-            return
-        yield from _records(console, self.table, self.key, options.max_width)
+        elif not self.fits(console, options):
+            yield from _records(console, self.table, self.key, options.max_width)
+        else:
+            yield _pinned(console, options, self.table, self.columns(console, options))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)
@@ -185,16 +204,51 @@ def _breaks(plain: str) -> tuple[list[int], list[int]]:
     return strong, weak
 
 
-def needed_width(console: Console, options: ConsoleOptions, t: Table) -> int:
-    """The width at which `t` shows every identifier and number on one line."""
+def needed_width(console: Console, options: ConsoleOptions, t: Table,
+                 columns: list[Measurement] | None = None) -> int:
+    """The width at which `t` shows every identifier and number on one line; `columns`: its
+    `measure`, when known."""
+    columns = measure(console, options, t) if columns is None else columns
+    natural = _natural(console, options, t, columns)
     wide = options.update_width(_WIDE)
-    natural = Measurement.get(console, wide, t).maximum
     for col in t.columns:
         if _is_prose(col):
             longest = max((Measurement.get(console, wide, _render(console, c)).maximum
                            for c in (col.header, *col.cells)), default=0)
             natural -= max(0, longest - PROSE_MIN)
     return natural
+
+
+def measure(console: Console, options: ConsoleOptions, t: Table) -> list[Measurement]:
+    """Each column's width range, padding included, at an unbounded width: every cell measured
+    once (rich's `Measurement.get` of a table measures each twice)."""
+    wide = options.update_width(_WIDE)
+    return [t._measure_column(console, wide, col) for col in t.columns]
+
+
+def _natural(console: Console, options: ConsoleOptions, t: Table,
+             columns: list[Measurement]) -> int:
+    """The width of `t` with every cell on one line, as `Measurement.get` has it."""
+    if _sizes_itself(t):
+        return Measurement.get(console, options.update_width(_WIDE), t).maximum
+    return max(0, sum(m.maximum for m in columns) + t._extra_width)
+
+
+def _pinned(console: Console, options: ConsoleOptions, t: Table,
+            columns: list[Measurement]) -> Table:
+    """`t`, and when it fits as it is, a copy with each column's width fixed at its measured
+    maximum: the widths rich would print it at, given so that it measures no cell again."""
+    if _sizes_itself(t) or _natural(console, options, t, columns) > options.max_width:
+        return t  # rich wraps its prose columns, or sizes it as the table asks
+    pinned = copy.copy(t)
+    pinned.columns = [replace(col, width=m.maximum - t._get_padding_width(col._index))
+                      for col, m in zip(t.columns, columns, strict=True)]
+    return pinned
+
+
+def _sizes_itself(t: Table) -> bool:
+    """A table with a width, a minimum width or `expand`: rich sizes it to that."""
+    return t.expand or t.min_width is not None
 
 
 def _is_prose(col: Column) -> bool:
@@ -251,10 +305,9 @@ class Keyed:
         self.build = build
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        parts = self.build(lambda name: name)
-        tables = [p for p in parts if isinstance(p, Table)]
-        if all(needed_width(console, options, t) <= options.max_width for t in tables):
-            yield from (fit(p) for p in parts)
+        parts = [fit(p) for p in self.build(lambda name: name)]
+        if all(p.fits(console, options) for p in parts if isinstance(p, Fitted)):
+            yield from parts  # measured once: the fit is known when they are printed
             return
         keys = dict(zip(self.names, letters(len(self.names)), strict=True))
         yield legend(keys, options.max_width)

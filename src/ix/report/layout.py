@@ -270,27 +270,27 @@ def _render(console: Console, cell: Any) -> Text:
 
 
 def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
-    """Each row: its key cell, then `header: value` pairs packed two spaces apart."""
+    """Each row: its key cell, then `header: value` pairs packed two spaces apart into lines
+    of `width`, the lines as one Text (rich's cost is per Text printed, not per line)."""
     columns = t.columns
+    labels = [f"{_render(console, col.header).plain}: " for col in columns]
     rows = zip(*(list(col.cells) for col in columns), strict=True) if columns else iter(())
     for cells in rows:
         head = _render(console, cells[key]).copy() if key < len(cells) else Text()
         head.stylize("bold")
         yield head
-        line = Text("  ")
-        for i, (col, cell) in enumerate(zip(columns, cells, strict=True)):
+        lines: list[Text] = []
+        for i, (label, cell) in enumerate(zip(labels, cells, strict=True)):
             value = _render(console, cell)
             if i == key or not value.plain.strip():
                 continue
-            pair = Text.assemble((f"{_render(console, col.header).plain}: ", "dim"), value)
-            if line.plain.strip() and line.cell_len + 2 + pair.cell_len > width:
-                yield line
-                line = Text("  ")
-            if line.plain.strip():
-                line.append("  ")
-            line.append_text(pair)
-        if line.plain.strip():
-            yield line
+            pair = Text.assemble((label, "dim"), value)
+            if lines and lines[-1].cell_len + 2 + pair.cell_len <= width:
+                lines[-1].append("  ").append_text(pair)
+            else:
+                lines.append(Text("  ").append_text(pair))
+        if lines:
+            yield Text("\n").join(lines)
 
 
 class Keyed:

@@ -10,14 +10,14 @@ printed can be pasted back into a command. docs/cli.md ("Output") describes it.
 import copy
 import weakref
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
-from rich.text import Text
+from rich.text import Span, Text
 
 #: The narrowest a prose column (descriptions, messages, lists) is wrapped to inside a table.
 PROSE_MIN = 24
@@ -86,7 +86,7 @@ class Fitted:
         if not _flat(self.table):  # nested renderables: printed as rich lays them out
             yield self.table
         elif not self.fits(console, options):
-            yield from _records(console, self.table, self.key, options.max_width)
+            yield from _joined(_records(console, self.table, self.key, options.max_width))
         else:
             yield _pinned(console, options, self.table, self.columns(console, options))
 
@@ -121,7 +121,10 @@ class Prose:
         self.text = text
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
+        yield from _joined(self._lines(options.max_width))
+
+    def _lines(self, width: int) -> Iterator[Text]:
+        """The text's lines, each cut at `width` by `_cuts`."""
         for line in self.text.split("\n", allow_blank=True):
             if line.cell_len <= width or self.text.no_wrap:
                 yield line
@@ -269,9 +272,8 @@ def _render(console: Console, cell: Any) -> Text:
     return console.render_str(str(cell), highlight=False)
 
 
-def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
-    """Each row: its key cell, then `header: value` pairs packed two spaces apart into lines
-    of `width`, the lines as one Text (rich's cost is per Text printed, not per line)."""
+def _records(console: Console, t: Table, key: int, width: int) -> Iterator[Text]:
+    """Each row: its key cell, then `header: value` pairs packed two spaces apart."""
     columns = t.columns
     labels = [f"{_render(console, col.header).plain}: " for col in columns]
     rows = zip(*(list(col.cells) for col in columns), strict=True) if columns else iter(())
@@ -279,18 +281,54 @@ def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
         head = _render(console, cells[key]).copy() if key < len(cells) else Text()
         head.stylize("bold")
         yield head
-        lines: list[Text] = []
+        line = Text("  ")
         for i, (label, cell) in enumerate(zip(labels, cells, strict=True)):
             value = _render(console, cell)
             if i == key or not value.plain.strip():
                 continue
             pair = Text.assemble((label, "dim"), value)
-            if lines and lines[-1].cell_len + 2 + pair.cell_len <= width:
-                lines[-1].append("  ").append_text(pair)
-            else:
-                lines.append(Text("  ").append_text(pair))
-        if lines:
-            yield Text("\n").join(lines)
+            if line.plain.strip() and line.cell_len + 2 + pair.cell_len > width:
+                yield line
+                line = Text("  ")
+            if line.plain.strip():
+                line.append("  ")
+            line.append_text(pair)
+        if line.plain.strip():
+            yield line
+
+
+def _joined(lines: Iterable[Text]) -> Iterator[Text]:
+    """`lines`, each run of them that rich prints alike joined into one Text: rich's cost is
+    per Text printed, and it prints a joined run line by line, as it would each alone."""
+    run: list[Text] = []
+    for line in lines:
+        if run and not _alike(run[0], line):
+            yield _join(run)
+            run = []
+        run.append(line)
+    if run:
+        yield _join(run)
+
+
+def _alike(a: Text, b: Text) -> bool:
+    """Whether `a` and `b` print by the same rules (style, wrapping, justification, tabs),
+    each ending its line."""
+    return a.end == b.end == "\n" and (a.style, a.justify, a.overflow, a.no_wrap, a.tab_size) \
+        == (b.style, b.justify, b.overflow, b.no_wrap, b.tab_size)
+
+
+def _join(run: list[Text]) -> Text:
+    """The lines of `run` (alike) as one Text with their rules and their spans."""
+    if len(run) == 1:
+        return run[0]
+    joined = run[0].blank_copy("\n".join(line.plain for line in run))
+    spans: list[Span] = []
+    offset = 0
+    for line in run:
+        spans += (span.move(offset) for span in line.spans)
+        offset += len(line) + 1
+    joined.spans = spans
+    return joined
 
 
 class Keyed:

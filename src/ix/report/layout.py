@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
@@ -63,9 +64,9 @@ class Fitted:
             if not _is_prose(col):
                 col.no_wrap = True
             col.overflow = "fold"  # never an ellipsis, whatever the width
-        self._measured: tuple[Console, ConsoleOptions, list[Measurement]] | None = None
+        self._measured: tuple[Console, ConsoleOptions, list[int]] | None = None
 
-    def columns(self, console: Console, options: ConsoleOptions) -> list[Measurement]:
+    def columns(self, console: Console, options: ConsoleOptions) -> list[int]:
         """`measure` of the table, kept for the next ask on the same console and options
         (`Keyed` asks before printing)."""
         wide = options.update_width(_WIDE)
@@ -150,8 +151,6 @@ def _cuts(plain: str, width: int) -> list[int]:
     or a `command`, and — unless no other break fits the line — not between a label and its
     number (`(not) 0.156`, `>= 0.95`) nor inside parentheses. A token wider than the line (a
     path, an id) is never cut: it stands alone on its line, where it can be copied whole."""
-    from rich.cells import cell_len
-
     strong, weak = _breaks(plain)
     kinds = sorted([(b, True) for b in strong] + [(b, False) for b in weak])
     offsets = [b for b, _ in kinds]
@@ -208,44 +207,64 @@ def _breaks(plain: str) -> tuple[list[int], list[int]]:
 
 
 def needed_width(console: Console, options: ConsoleOptions, t: Table,
-                 columns: list[Measurement] | None = None) -> int:
+                 columns: list[int] | None = None) -> int:
     """The width at which `t` shows every identifier and number on one line; `columns`: its
     `measure`, when known."""
     columns = measure(console, options, t) if columns is None else columns
     natural = _natural(console, options, t, columns)
-    wide = options.update_width(_WIDE)
     for col in t.columns:
         if _is_prose(col):
-            longest = max((Measurement.get(console, wide, _render(console, c)).maximum
-                           for c in (col.header, *col.cells)), default=0)
+            longest = max((_widest(_render(console, c)) for c in (col.header, *col.cells)),
+                          default=0)
             natural -= max(0, longest - PROSE_MIN)
     return natural
 
 
-def measure(console: Console, options: ConsoleOptions, t: Table) -> list[Measurement]:
-    """Each column's width range, padding included, at an unbounded width: every cell measured
-    once (rich's `Measurement.get` of a table measures each twice)."""
+def measure(console: Console, options: ConsoleOptions, t: Table) -> list[int]:
+    """Each column's width with every cell on one line, padding included: what rich measures
+    as the column's maximum, at an unbounded width."""
     wide = options.update_width(_WIDE)
-    return [t._measure_column(console, wide, col) for col in t.columns]
+    return [_column_width(console, wide, t, col) for col in t.columns]
 
 
-def _natural(console: Console, options: ConsoleOptions, t: Table,
-             columns: list[Measurement]) -> int:
+def _column_width(console: Console, options: ConsoleOptions, t: Table, col: Column) -> int:
+    """The column's maximum width as rich measures it. A column of text is as wide as its
+    widest line, padded and clamped as rich does it, which rich learns by taking every cell
+    through several layers (Padding, Measurement, casts) at many times the cost; any other
+    column, rich measures."""
+    cells = [*([col.header] if t.show_header else []), *col.cells,
+             *([col.footer] if t.show_footer else [])]
+    if t.collapse_padding or col.width is not None or not cells \
+            or not all(isinstance(c, str | Text) for c in cells):
+        return t._measure_column(console, options, col).maximum
+    pad = t._get_padding_width(col._index)
+    widest = max(_widest(console.render_str(c, markup=options.markup, highlight=False)
+                         if isinstance(c, str) else c) for c in cells)
+    return Measurement(0, min(widest + pad, options.max_width)).clamp(
+        None if col.min_width is None else col.min_width + pad,
+        None if col.max_width is None else col.max_width + pad).maximum
+
+
+def _widest(text: Text) -> int:
+    """The width of `text`'s widest line (what rich measures as its maximum)."""
+    return min(max(map(cell_len, text.plain.splitlines()), default=0), _WIDE)
+
+
+def _natural(console: Console, options: ConsoleOptions, t: Table, columns: list[int]) -> int:
     """The width of `t` with every cell on one line, as `Measurement.get` has it."""
     if _sizes_itself(t):
         return Measurement.get(console, options.update_width(_WIDE), t).maximum
-    return max(0, sum(m.maximum for m in columns) + t._extra_width)
+    return max(0, sum(columns) + t._extra_width)
 
 
-def _pinned(console: Console, options: ConsoleOptions, t: Table,
-            columns: list[Measurement]) -> Table:
+def _pinned(console: Console, options: ConsoleOptions, t: Table, columns: list[int]) -> Table:
     """`t`, and when it fits as it is, a copy with each column's width fixed at its measured
     maximum: the widths rich would print it at, given so that it measures no cell again."""
     if _sizes_itself(t) or _natural(console, options, t, columns) > options.max_width:
         return t  # rich wraps its prose columns, or sizes it as the table asks
     pinned = copy.copy(t)
-    pinned.columns = [replace(col, width=m.maximum - t._get_padding_width(col._index))
-                      for col, m in zip(t.columns, columns, strict=True)]
+    pinned.columns = [replace(col, width=width - t._get_padding_width(col._index))
+                      for col, width in zip(t.columns, columns, strict=True)]
     return pinned
 
 

@@ -258,13 +258,17 @@ def _natural(console: Console, options: ConsoleOptions, t: Table, columns: list[
 
 
 def _pinned(console: Console, options: ConsoleOptions, t: Table, columns: list[int]) -> Table:
-    """`t`, and when it fits as it is, a copy with each column's width fixed at its measured
-    maximum: the widths rich would print it at, given so that it measures no cell again."""
-    if _sizes_itself(t) or _natural(console, options, t, columns) > options.max_width:
-        return t  # rich wraps its prose columns, or sizes it as the table asks
+    """`t` with the widths rich prints its columns at given, so that it measures none of their
+    cells again: every column's measured width when the table fits as it is; else (rich
+    wraps its prose columns to fit) the width of each column that never wraps."""
+    if _sizes_itself(t):
+        return t  # rich sizes it as the table asks
+    fits = _natural(console, options, t, columns) <= options.max_width
     pinned = copy.copy(t)
-    pinned.columns = [replace(col, width=width - t._get_padding_width(col._index))
-                      for col, width in zip(t.columns, columns, strict=True)]
+    pinned.columns = [
+        replace(col, width=width - t._get_padding_width(col._index))
+        if fits or (col.no_wrap and col.min_width is None and col.max_width is None) else col
+        for col, width in zip(t.columns, columns, strict=True)]
     return pinned
 
 

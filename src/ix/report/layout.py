@@ -234,15 +234,21 @@ def _column_width(console: Console, options: ConsoleOptions, t: Table, col: Colu
     column, rich measures."""
     cells = [*([col.header] if t.show_header else []), *col.cells,
              *([col.footer] if t.show_footer else [])]
-    if t.collapse_padding or col.width is not None or not cells \
-            or not all(isinstance(c, str | Text) for c in cells):
+    widths = [w for w in (_text_width(console, options, c) for c in cells) if w is not None]
+    if t.collapse_padding or col.width is not None or not cells or len(widths) < len(cells):
         return t._measure_column(console, options, col).maximum
     pad = t._get_padding_width(col._index)
-    widest = max(_widest(console.render_str(c, markup=options.markup, highlight=False)
-                         if isinstance(c, str) else c) for c in cells)
-    return Measurement(0, min(widest + pad, options.max_width)).clamp(
+    return Measurement(0, min(max(widths) + pad, options.max_width)).clamp(
         None if col.min_width is None else col.min_width + pad,
         None if col.max_width is None else col.max_width + pad).maximum
+
+
+def _text_width(console: Console, options: ConsoleOptions, cell: Any) -> int | None:
+    """The width of a cell of text (`str` or `Text`) as rich measures it; None for any
+    other renderable."""
+    if isinstance(cell, str):
+        cell = console.render_str(cell, markup=options.markup, highlight=False)
+    return _widest(cell) if isinstance(cell, Text) else None
 
 
 def _widest(text: Text) -> int:

@@ -52,8 +52,9 @@ def key(t: Table, index: int) -> Table:
 
 class Fitted:
     """A table as a table when it fits the console's width, else as records (see module).
-    Its cells are measured once (`measure`): rich alone would measure every one of them
-    three times to decide the fit and twice more to print the table."""
+    Its cells are measured once (`_measure`) and rich prints it at the widths measured
+    (`_pinned`): rich's own measurement of the table takes every cell through its layers
+    twice, and printing it once more."""
 
     def __init__(self, t: Table, key: int | None = None) -> None:
         self.table = copy.copy(t)
@@ -66,19 +67,19 @@ class Fitted:
             col.overflow = "fold"  # never an ellipsis, whatever the width
         self._measured: tuple[Console, ConsoleOptions, list[int]] | None = None
 
-    def columns(self, console: Console, options: ConsoleOptions) -> list[int]:
-        """`measure` of the table, kept for the next ask on the same console and options
+    def widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        """`_measure` of the table, kept for the next ask on the same console and options
         (`Keyed` asks before printing)."""
         wide = options.update_width(_WIDE)
         if self._measured is None or self._measured[0] is not console \
                 or self._measured[1] != wide:
-            self._measured = (console, wide, measure(console, options, self.table))
+            self._measured = (console, wide, _measure(console, options, self.table))
         return self._measured[2]
 
     def fits(self, console: Console, options: ConsoleOptions) -> bool:
         """Whether the table shows as a table at the console's width (else as records)."""
-        columns = self.columns(console, options)
-        return needed_width(console, options, self.table, columns) <= options.max_width
+        widths = self.widths(console, options)
+        return _needed(console, options, self.table, widths) <= options.max_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.title is not None:
@@ -89,7 +90,7 @@ class Fitted:
         elif not self.fits(console, options):
             yield from _joined(_records(console, self.table, self.key, options.max_width))
         else:
-            yield _pinned(console, options, self.table, self.columns(console, options))
+            yield _pinned(console, options, self.table, self.widths(console, options))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)
@@ -206,12 +207,14 @@ def _breaks(plain: str) -> tuple[list[int], list[int]]:
     return strong, weak
 
 
-def needed_width(console: Console, options: ConsoleOptions, t: Table,
-                 columns: list[int] | None = None) -> int:
-    """The width at which `t` shows every identifier and number on one line; `columns`: its
-    `measure`, when known."""
-    columns = measure(console, options, t) if columns is None else columns
-    natural = _natural(console, options, t, columns)
+def needed_width(console: Console, options: ConsoleOptions, t: Table) -> int:
+    """The width at which `t` shows every identifier and number on one line."""
+    return _needed(console, options, t, _measure(console, options, t))
+
+
+def _needed(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> int:
+    """`needed_width` of `t`, its columns' `widths` known."""
+    natural = _natural(console, options, t, widths)
     for col in t.columns:
         if _is_prose(col):
             longest = max((_widest(_render(console, c)) for c in (col.header, *col.cells)),
@@ -220,7 +223,7 @@ def needed_width(console: Console, options: ConsoleOptions, t: Table,
     return natural
 
 
-def measure(console: Console, options: ConsoleOptions, t: Table) -> list[int]:
+def _measure(console: Console, options: ConsoleOptions, t: Table) -> list[int]:
     """Each column's width with every cell on one line, padding included: what rich measures
     as the column's maximum, at an unbounded width."""
     wide = options.update_width(_WIDE)
@@ -256,25 +259,25 @@ def _widest(text: Text) -> int:
     return min(max(map(cell_len, text.plain.splitlines()), default=0), _WIDE)
 
 
-def _natural(console: Console, options: ConsoleOptions, t: Table, columns: list[int]) -> int:
+def _natural(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> int:
     """The width of `t` with every cell on one line, as `Measurement.get` has it."""
     if _sizes_itself(t):
         return Measurement.get(console, options.update_width(_WIDE), t).maximum
-    return max(0, sum(columns) + t._extra_width)
+    return max(0, sum(widths) + t._extra_width)
 
 
-def _pinned(console: Console, options: ConsoleOptions, t: Table, columns: list[int]) -> Table:
+def _pinned(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> Table:
     """`t` with the widths rich prints its columns at given, so that it measures none of their
     cells again: every column's measured width when the table fits as it is; else (rich
     wraps its prose columns to fit) the width of each column that never wraps."""
     if _sizes_itself(t):
         return t  # rich sizes it as the table asks
-    fits = _natural(console, options, t, columns) <= options.max_width
+    fits = _natural(console, options, t, widths) <= options.max_width
     pinned = copy.copy(t)
     pinned.columns = [
         replace(col, width=width - t._get_padding_width(col._index))
         if fits or (col.no_wrap and col.min_width is None and col.max_width is None) else col
-        for col, width in zip(t.columns, columns, strict=True)]
+        for col, width in zip(t.columns, widths, strict=True)]
     return pinned
 
 

@@ -10,13 +10,15 @@ printed can be pasted back into a command. docs/cli.md ("Output") describes it.
 import copy
 import weakref
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
-from rich.text import Text
+from rich.text import Span, Text
 
 #: The narrowest a prose column (descriptions, messages, lists) is wrapped to inside a table.
 PROSE_MIN = 24
@@ -49,7 +51,10 @@ def key(t: Table, index: int) -> Table:
 
 
 class Fitted:
-    """A table as a table when it fits the console's width, else as records (see module)."""
+    """A table as a table when it fits the console's width, else as records (see module).
+    Its cells are measured once (`_measure`) and rich prints it at the widths measured
+    (`_pinned`): rich's own measurement of the table takes every cell through its layers
+    twice, and printing it once more."""
 
     def __init__(self, t: Table, key: int | None = None) -> None:
         self.table = copy.copy(t)
@@ -60,16 +65,32 @@ class Fitted:
             if not _is_prose(col):
                 col.no_wrap = True
             col.overflow = "fold"  # never an ellipsis, whatever the width
+        self._measured: tuple[Console, ConsoleOptions, list[int]] | None = None
+
+    def widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        """`_measure` of the table, kept for the next ask on the same console and options
+        (`Keyed` asks before printing)."""
+        wide = options.update_width(_WIDE)
+        if self._measured is None or self._measured[0] is not console \
+                or self._measured[1] != wide:
+            self._measured = (console, wide, _measure(console, options, self.table))
+        return self._measured[2]
+
+    def fits(self, console: Console, options: ConsoleOptions) -> bool:
+        """Whether the table shows as a table at the console's width (else as records)."""
+        widths = self.widths(console, options)
+        return _needed(console, options, self.table, widths) <= options.max_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.title is not None:
             yield console.render_str(self.title, style="table.title", highlight=False) \
                 if isinstance(self.title, str) else self.title
-        if needed_width(console, options, self.table) <= options.max_width \
-                or not _flat(self.table):
+        if not _flat(self.table):  # nested renderables: printed as rich lays them out
             yield self.table
-            return
-        yield from _records(console, self.table, self.key, options.max_width)
+        elif not self.fits(console, options):
+            yield from _joined(_records(console, self.table, self.key, options.max_width))
+        else:
+            yield _pinned(console, options, self.table, self.widths(console, options))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)
@@ -102,7 +123,10 @@ class Prose:
         self.text = text
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
+        yield from _joined(self._lines(options.max_width))
+
+    def _lines(self, width: int) -> Iterator[Text]:
+        """The text's lines, each cut at `width` by `_cuts`."""
         for line in self.text.split("\n", allow_blank=True):
             if line.cell_len <= width or self.text.no_wrap:
                 yield line
@@ -128,8 +152,6 @@ def _cuts(plain: str, width: int) -> list[int]:
     or a `command`, and — unless no other break fits the line — not between a label and its
     number (`(not) 0.156`, `>= 0.95`) nor inside parentheses. A token wider than the line (a
     path, an id) is never cut: it stands alone on its line, where it can be copied whole."""
-    from rich.cells import cell_len
-
     strong, weak = _breaks(plain)
     kinds = sorted([(b, True) for b in strong] + [(b, False) for b in weak])
     offsets = [b for b, _ in kinds]
@@ -187,14 +209,81 @@ def _breaks(plain: str) -> tuple[list[int], list[int]]:
 
 def needed_width(console: Console, options: ConsoleOptions, t: Table) -> int:
     """The width at which `t` shows every identifier and number on one line."""
-    wide = options.update_width(_WIDE)
-    natural = Measurement.get(console, wide, t).maximum
+    return _needed(console, options, t, _measure(console, options, t))
+
+
+def _needed(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> int:
+    """`needed_width` of `t`, its columns' `widths` known."""
+    natural = _natural(console, options, t, widths)
     for col in t.columns:
         if _is_prose(col):
-            longest = max((Measurement.get(console, wide, _render(console, c)).maximum
-                           for c in (col.header, *col.cells)), default=0)
+            longest = max((_widest(_render(console, c)) for c in (col.header, *col.cells)),
+                          default=0)
             natural -= max(0, longest - PROSE_MIN)
     return natural
+
+
+def _measure(console: Console, options: ConsoleOptions, t: Table) -> list[int]:
+    """Each column's width with every cell on one line, padding included: what rich measures
+    as the column's maximum, at an unbounded width."""
+    wide = options.update_width(_WIDE)
+    return [_column_width(console, wide, t, col) for col in t.columns]
+
+
+def _column_width(console: Console, options: ConsoleOptions, t: Table, col: Column) -> int:
+    """The column's maximum width as rich measures it. A column of text is as wide as its
+    widest line, padded and clamped as rich does it, which rich learns by taking every cell
+    through several layers (Padding, Measurement, casts) at many times the cost; any other
+    column, rich measures."""
+    cells = [*([col.header] if t.show_header else []), *col.cells,
+             *([col.footer] if t.show_footer else [])]
+    widths = [w for w in (_text_width(console, options, c) for c in cells) if w is not None]
+    if t.collapse_padding or col.width is not None or not cells or len(widths) < len(cells):
+        return t._measure_column(console, options, col).maximum
+    pad = t._get_padding_width(col._index)
+    return Measurement(0, min(max(widths) + pad, options.max_width)).clamp(
+        None if col.min_width is None else col.min_width + pad,
+        None if col.max_width is None else col.max_width + pad).maximum
+
+
+def _text_width(console: Console, options: ConsoleOptions, cell: Any) -> int | None:
+    """The width of a cell of text (`str` or `Text`) as rich measures it; None for any
+    other renderable."""
+    if isinstance(cell, str):
+        cell = console.render_str(cell, markup=options.markup, highlight=False)
+    return _widest(cell) if isinstance(cell, Text) else None
+
+
+def _widest(text: Text) -> int:
+    """The width of `text`'s widest line (what rich measures as its maximum)."""
+    return min(max(map(cell_len, text.plain.splitlines()), default=0), _WIDE)
+
+
+def _natural(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> int:
+    """The width of `t` with every cell on one line, as `Measurement.get` has it."""
+    if _sizes_itself(t):
+        return Measurement.get(console, options.update_width(_WIDE), t).maximum
+    return max(0, sum(widths) + t._extra_width)
+
+
+def _pinned(console: Console, options: ConsoleOptions, t: Table, widths: list[int]) -> Table:
+    """`t` with the widths rich prints its columns at given, so that it measures none of their
+    cells again: every column's measured width when the table fits as it is; else (rich
+    wraps its prose columns to fit) the width of each column that never wraps."""
+    if _sizes_itself(t):
+        return t  # rich sizes it as the table asks
+    fits = _natural(console, options, t, widths) <= options.max_width
+    pinned = copy.copy(t)
+    pinned.columns = [
+        replace(col, width=width - t._get_padding_width(col._index))
+        if fits or (col.no_wrap and col.min_width is None and col.max_width is None) else col
+        for col, width in zip(t.columns, widths, strict=True)]
+    return pinned
+
+
+def _sizes_itself(t: Table) -> bool:
+    """A table with a width, a minimum width or `expand`: rich sizes it to that."""
+    return t.expand or t.min_width is not None
 
 
 def _is_prose(col: Column) -> bool:
@@ -215,20 +304,21 @@ def _render(console: Console, cell: Any) -> Text:
     return console.render_str(str(cell), highlight=False)
 
 
-def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
+def _records(console: Console, t: Table, key: int, width: int) -> Iterator[Text]:
     """Each row: its key cell, then `header: value` pairs packed two spaces apart."""
     columns = t.columns
+    labels = [f"{_render(console, col.header).plain}: " for col in columns]
     rows = zip(*(list(col.cells) for col in columns), strict=True) if columns else iter(())
     for cells in rows:
         head = _render(console, cells[key]).copy() if key < len(cells) else Text()
         head.stylize("bold")
         yield head
         line = Text("  ")
-        for i, (col, cell) in enumerate(zip(columns, cells, strict=True)):
+        for i, (label, cell) in enumerate(zip(labels, cells, strict=True)):
             value = _render(console, cell)
             if i == key or not value.plain.strip():
                 continue
-            pair = Text.assemble((f"{_render(console, col.header).plain}: ", "dim"), value)
+            pair = Text.assemble((label, "dim"), value)
             if line.plain.strip() and line.cell_len + 2 + pair.cell_len > width:
                 yield line
                 line = Text("  ")
@@ -237,6 +327,40 @@ def _records(console: Console, t: Table, key: int, width: int) -> RenderResult:
             line.append_text(pair)
         if line.plain.strip():
             yield line
+
+
+def _joined(lines: Iterable[Text]) -> Iterator[Text]:
+    """`lines`, each run of them that rich prints alike joined into one Text: rich's cost is
+    per Text printed, and it prints a joined run line by line, as it would each alone."""
+    run: list[Text] = []
+    for line in lines:
+        if run and not _alike(run[0], line):
+            yield _join(run)
+            run = []
+        run.append(line)
+    if run:
+        yield _join(run)
+
+
+def _alike(a: Text, b: Text) -> bool:
+    """Whether `a` and `b` print by the same rules (style, wrapping, justification, tabs),
+    each ending its line."""
+    return a.end == b.end == "\n" and (a.style, a.justify, a.overflow, a.no_wrap, a.tab_size) \
+        == (b.style, b.justify, b.overflow, b.no_wrap, b.tab_size)
+
+
+def _join(run: list[Text]) -> Text:
+    """The lines of `run` (alike) as one Text with their rules and their spans."""
+    if len(run) == 1:
+        return run[0]
+    joined = run[0].blank_copy("\n".join(line.plain for line in run))
+    spans: list[Span] = []
+    offset = 0
+    for line in run:
+        spans += (span.move(offset) for span in line.spans)
+        offset += len(line) + 1
+    joined.spans = spans
+    return joined
 
 
 class Keyed:
@@ -251,10 +375,9 @@ class Keyed:
         self.build = build
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        parts = self.build(lambda name: name)
-        tables = [p for p in parts if isinstance(p, Table)]
-        if all(needed_width(console, options, t) <= options.max_width for t in tables):
-            yield from (fit(p) for p in parts)
+        parts = [fit(p) for p in self.build(lambda name: name)]
+        if all(p.fits(console, options) for p in parts if isinstance(p, Fitted)):
+            yield from parts  # measured once: the fit is known when they are printed
             return
         keys = dict(zip(self.names, letters(len(self.names)), strict=True))
         yield legend(keys, options.max_width)

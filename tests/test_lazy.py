@@ -204,3 +204,19 @@ def test_ix_modules_import_each_other_at_the_top():
                 if any(n == "ix" or n.startswith("ix.") for n in names):
                     found.add((path.relative_to(root).as_posix(), fn.name))
     assert found == DEFERRED
+
+
+def test_the_console_script_collects_garbage_again_before_the_command_runs(tmp_path):
+    """`ix` imports its modules with the collector off, then freezes what they made and turns
+    it back on before the command runs: a long `ix run` or `ix view` collects as usual."""
+    out = run(f"""
+        import gc, sys
+        from ix.cli import main
+        sys.argv = ["ix", "ls", "--lab", {str(tmp_path)!r}]
+        try:
+            main()
+        except SystemExit:
+            pass
+        print(gc.isenabled(), gc.get_freeze_count() > 1000)
+    """)
+    assert out.splitlines()[-1] == "True True"

@@ -4,6 +4,7 @@ This module only assembles the command tree: each command is in its own module, 
 when the command runs (`ix.cli.lazy`), so `ix --help` costs typer and no more.
 """
 
+import gc
 import sys
 from typing import Annotated, NoReturn
 
@@ -114,7 +115,9 @@ def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    pass
+    if not gc.isenabled():  # the console script's start-up (`ix.cli.main`): the command's
+        gc.freeze()  # module is imported by now (`ix.cli.lazy`); what start-up made is kept
+        gc.enable()  # out of every later collection, which runs as usual from here
 
 
 def main() -> None:

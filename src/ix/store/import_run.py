@@ -23,7 +23,6 @@ import errno
 import functools
 import json
 import os
-import re
 import secrets
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,6 +37,7 @@ from ix.lab.files import dumps, write_json_atomic, write_text_atomic
 from ix.lab.resolve import list_experiments
 from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
 from ix.store.runs import check_results, read_spec, run_folders, write_spec
+from ix.store.staging import RUN_ID, STAGE_PREFIX, STAGE_SUFFIX, pending_runs, staged
 from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, save_summary, stamp
 
@@ -48,34 +48,8 @@ except ImportError:  # pragma: no cover - Windows: imports do not take turns
 
 Warn = Callable[[str], None]
 
-STAGE_PREFIX = ".ix-import-"
-STAGE_SUFFIX = ".tmp"
-_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 _RUN = "run"                     # the staged run folder, renamed to runs/<run_id>
 _PREVIOUS = "previous-latest.json"  # a hard link to the summary-latest.json replaced
-
-
-def staged(name: str) -> bool:
-    """Whether a file or folder name is an import's staging area (no reader looks at one)."""
-    return name.startswith(STAGE_PREFIX) and name.endswith(STAGE_SUFFIX)
-
-
-def pending_runs(results: Path) -> set[str]:
-    """The runs of `results` whose import has not appeared yet: staged, and without their run
-    folder. Their lines may already be in the log (an import between its append and its
-    first rename, or killed there); readers that count lines leave them out (`ix.query.views`),
-    so an import appears to them with its run folder, all at once, or not at all."""
-    try:
-        names = os.listdir(results)
-    except OSError:
-        return set()
-    found = set()
-    for name in names:
-        run_id = name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)] if staged(name) else ""
-        if _RUN_ID.fullmatch(run_id) and \
-                not os.path.lexists(ExperimentDir(results).run(run_id).path):
-            found.add(run_id)
-    return found
 
 
 @contextmanager
@@ -138,7 +112,7 @@ def _settle_run(results: Path, stage: Path) -> str:
     run_id = stage.name[len(STAGE_PREFIX):-len(STAGE_SUFFIX)]
     place = ExperimentDir(results)
     log = place.trials
-    if (not _RUN_ID.fullmatch(run_id) or stage.is_symlink() or not stage.is_dir()
+    if (not RUN_ID.fullmatch(run_id) or stage.is_symlink() or not stage.is_dir()
             or (not log.is_file() and not place.run(run_id).path.exists())):
         _remove(stage)
         return f"removed {stage}: an import that was stopped before it wrote anything"

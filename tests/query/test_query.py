@@ -16,9 +16,11 @@ from scipy import stats as sps
 
 from conftest import case, write
 from ix.domain.errors import ConfigError
+from ix.eval.models import DIFFICULTIES
 from ix.query import index as index_module
 from ix.query import index_folder
 from ix.query.aggregate import aggregate
+from ix.query.case_table import DIFFICULTY_LEVELS
 from ix.query.index import INDEX_DIR, MANIFEST, open_index
 from ix.query.views import (
     COLUMN_NAMES,
@@ -430,6 +432,12 @@ def test_aggregates_match_numpy_and_scipy_on_the_raw_lines(lab):
         assert g["cost_sum"] == pytest.approx(sum(columns["cost"]), rel=1e-9)
         # one case per group: difficulty is constant, so no correlation
         assert g["score_difficulty_r"] is None
+
+
+def test_the_difficulty_ordinals_follow_the_case_models_difficulties():
+    """The query layer spells the ordinals out (it reads case files without the models)."""
+    assert tuple(DIFFICULTY_LEVELS) == DIFFICULTIES
+    assert list(DIFFICULTY_LEVELS.values()) == [1, 2, 3]
 
 
 def test_correlation_of_score_with_difficulty_matches_scipy(lab):

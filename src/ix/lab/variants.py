@@ -37,11 +37,12 @@ from typing import TYPE_CHECKING, Any
 from ix._lazy import lazy
 from ix.domain.errors import ConfigError
 from ix.eval import sandbox
-from ix.eval.models import EvalCase
 
 if TYPE_CHECKING:
     import jinja2
     from jinja2 import meta as jinja2_meta
+
+    from ix.eval.models import EvalCase
 else:  # only cases with variants pay for jinja2
     jinja2 = lazy("jinja2")
     jinja2_meta = lazy("jinja2.meta")

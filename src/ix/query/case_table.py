@@ -19,10 +19,9 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.eval.models import Difficulty
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.variants import MAX_VARIANTS
@@ -32,8 +31,10 @@ from ix.store.layout import ExperimentDir
 
 Warn = Callable[[str], None]
 
-#: The ordinal of each difficulty, for correlations: easy = 1, medium = 2, hard = 3.
-DIFFICULTY_LEVELS: dict[str, int] = {d: i for i, d in enumerate(get_args(Difficulty), start=1)}
+#: The ordinal of each difficulty, for correlations: easy = 1, medium = 2, hard = 3 (the
+#: difficulties of `ix.eval.models`, in their order; spelled out here, as reading a case file
+#: leniently needs none of the models).
+DIFFICULTY_LEVELS: dict[str, int] = {"easy": 1, "medium": 2, "hard": 3}
 
 
 def suite_dir(experiment: Path) -> Path:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
-from ix.api.reports import resolve_run, run_trials
+from ix.api.reports import run_trials
+from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError
 from ix.lab.paths import check_tree
 from ix.lab.resolve import find_lab

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError
 from ix.eval.schema_version import SCHEMA_VERSION
 from ix.lab.files import write_json_atomic
@@ -30,14 +31,13 @@ from ix.store.annotations import read_annotations
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import (
     RunNotFound,
-    find_run,
     is_completed,
     is_summarised,
     lab_run_folders,
     latest_run,
     read_spec,
 )
-from ix.store.tags import is_tag_name, read_tags, tag_folder, tags_by_run
+from ix.store.tags import tags_by_run
 from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
@@ -53,24 +53,6 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 FORMATS = ("table", "md", "json")
-
-
-def resolve_run(lab: Path, ref: str) -> Path:
-    """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
-    unique prefix or suffix of one (in any experiment of the lab); `RunNotFound` if none."""
-    given = Path(ref)
-    if given.is_dir() and RunDir(given).spec.is_file():
-        return given.resolve()
-    if is_tag_name(ref):
-        tag = read_tags(lab).get(ref)
-        if tag is not None:
-            return tag_folder(lab, tag)
-    try:
-        return find_run(lab, ref)  # a tag-like word may still be a run id's suffix (b260b6)
-    except RunNotFound:
-        if is_tag_name(ref):
-            raise RunNotFound(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
-        raise
 
 
 def _summary_problems(data: object) -> list[str]:

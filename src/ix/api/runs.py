@@ -1,9 +1,10 @@
 """The runs of a lab, and a run named by a reference that came from outside (a URL).
 
-`list_runs` is what `ix view` lists; `lab_run` looks up a run id or tag the way `ix report`
-does, but only ever answers with a run folder inside the lab: a reference that is a path, that
-holds glob characters, or that resolves (through a symlink or a tag) outside the lab is
-refused. Everything here reads.
+`list_runs` is what `ix view` lists; `resolve_run` is how `ix report` finds a run; `lab_run`
+looks up a run id or tag the same way, but only ever answers with a run folder inside the lab:
+a reference that is a path, that holds glob characters, or that resolves (through a symlink
+or a tag) outside the lab is refused. Everything here reads, and nothing here reports: a
+command that only finds a run does not import the report machinery.
 """
 
 import os
@@ -13,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ix.api.reports import resolve_run
 from ix.domain.errors import ConfigError
 from ix.lab.resolve import find_lab
 from ix.lab.resolve import list_experiments as experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import read_spec, run_folders
+from ix.store.runs import RunNotFound, find_run, read_spec, run_folders
+from ix.store.tags import is_tag_name, read_tags, tag_folder
 
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
 RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -87,6 +88,24 @@ def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
     return out
 
 
+def resolve_run(lab: Path, ref: str) -> Path:
+    """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
+    unique prefix or suffix of one (in any experiment of the lab); `RunNotFound` if none."""
+    given = Path(ref)
+    if given.is_dir() and RunDir(given).spec.is_file():
+        return given.resolve()
+    if is_tag_name(ref):
+        tag = read_tags(lab).get(ref)
+        if tag is not None:
+            return tag_folder(lab, tag)
+    try:
+        return find_run(lab, ref)  # a tag-like word may still be a run id's suffix (b260b6)
+    except RunNotFound:
+        if is_tag_name(ref):
+            raise RunNotFound(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
+        raise
+
+
 def lab_run(lab: Path, ref: str) -> RunInfo:
     """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab.
 
@@ -120,4 +139,5 @@ def _inside(path: Path, root: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-__all__ = ["RUN_REF", "RunInfo", "fingerprint", "lab_run", "list_runs", "run_info"]
+__all__ = ["RUN_REF", "RunInfo", "fingerprint", "lab_run", "list_runs", "resolve_run",
+           "run_info"]

@@ -64,8 +64,9 @@ def _collector_paused() -> Iterator[None]:
 
 
 out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
-# stderr: wrapped by the same rule on a terminal. Off a terminal an error is one line, so that
-# grep finds it whole; a warning or a note is one line too unless a width is given (`COLUMNS`)
+# stderr: wrapped by the same rule on a terminal. Off a terminal an error or a note (`ix: report
+# of ...`) is one line, so that grep finds it whole; a warning is one line too unless a width
+# is given (`COLUMNS`)
 err = _Out(stderr=True, highlight=False, soft_wrap=False, lines=True)
 
 
@@ -84,7 +85,7 @@ def warn(message: str) -> None:
 def note(message: str) -> None:
     """One line on stderr that says what a command chose for the user (`ix: report of ...`);
     text, never markup."""
-    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, whole=True)
 
 
 def fail(message: str) -> None:

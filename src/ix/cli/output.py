@@ -28,8 +28,7 @@ class _Out(Console):
         self.lines = lines  # off a terminal, each message one line (stderr: to be grepped)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        whole = kwargs.pop("whole", False)  # an error: one line off a terminal, whatever the width
-        if self.lines and not self.is_terminal and (whole or not os.environ.get("COLUMNS")):
+        if self.lines and not self.is_terminal:
             kwargs["soft_wrap"] = True
             super().print(*objects, **kwargs)
             return
@@ -64,9 +63,9 @@ def _collector_paused() -> Iterator[None]:
 
 
 out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
-# stderr: wrapped by the same rule on a terminal. Off a terminal an error or a note (`ix: report
-# of ...`) is one line, so that grep finds it whole; a warning is one line too unless a width
-# is given (`COLUMNS`)
+# stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each message
+# (an error, a warning) is one line, so that grep finds it whole — whatever `COLUMNS` says, so
+# that a message's text never depends on the width (or on the length of a path in it)
 err = _Out(stderr=True, highlight=False, soft_wrap=False, lines=True)
 
 
@@ -85,14 +84,14 @@ def warn(message: str) -> None:
 def note(message: str) -> None:
     """One line on stderr that says what a command chose for the user (`ix: report of ...`);
     text, never markup."""
-    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, whole=True)
+    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> None:
     """The one line of an error on stderr; the message is text, never markup, any secret of
     the environment in it `[REDACTED]`."""
     err.print(f"[bold red]ix: error:[/] {escape(_redact(message))}", markup=True,
-              highlight=False, whole=True)
+              highlight=False)
 
 
 def _redact(message: str) -> str:

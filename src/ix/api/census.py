@@ -99,7 +99,8 @@ def _read(lab: Path, key: str) -> dict[str, dict[str, Any]]:
 
 def _well_formed(entry: object) -> bool:
     """A kept entry as `census` writes one (anything else: loaded again)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("outside"), list):
+    if not isinstance(entry, dict) or not isinstance(entry.get("outside"), list) \
+            or not isinstance(entry.get("outside_state"), list):
         return False
     c = entry.get("census")
     return (isinstance(c, dict) and set(c) == {"name", "cases", "subjects", "error"}

@@ -69,3 +69,14 @@ def test_an_experiment_that_does_not_load_is_loaded_again_each_time(lab: Path):
     config = exp / "experiment.yaml"
     config.write_text(config.read_text().replace("trails: 3\n", ""))
     assert _listed(lab)["broken"][2] is None
+
+
+def test_a_run_still_going_is_listed_from_its_spec(lab: Path):
+    """No summary yet (a run in progress, or one that died): status and time come from
+    spec.yaml, and no key of the listing is missing."""
+    exp = mock_experiment(lab, "exp", n_must=1, n_not=1, n_edge=0, trials=1)
+    write(exp / "results" / "runs" / "2026-11-29T12-00-00Z" / "spec.yaml",
+          "status: running\nstarted_at: '2026-11-29T12:00:00.000Z'\n")
+    _, (info,) = list_experiments(lab)
+    assert (info.last_run, info.status, info.last_run_at, info.goal, info.headline) == \
+        ("2026-11-29T12-00-00Z", "running", "2026-11-29T12:00:00.000Z", None, None)

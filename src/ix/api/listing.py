@@ -60,7 +60,7 @@ def list_experiments(lab: str | Path | None = None) -> tuple[Path, list[Experime
 def _last_run(results: Path) -> dict[str, Any]:
     """The last started run's id, status and time, and its summary's answer."""
     folder = latest_run(results)
-    facts: dict[str, Any] = {"last_run": None, "status": None, "f1": None}
+    facts: dict[str, Any] = {"last_run": None, "status": None, "f1": None, "last_run_at": None}
     if folder is None:
         return facts
     facts["last_run"] = folder.name

@@ -181,6 +181,8 @@ DEFERRED = {
     ("api/reports.py", "_summary_problems"),
     # the experiment loader (YAML, the lab's schema): `ix ls` only when the lab changed
     ("api/census.py", "_load"),
+    # the HTML report's charts and page (jinja2): only for `ix report --format html`
+    ("cli/reports.py", "_write_html"),
 }
 
 

@@ -4,6 +4,8 @@
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import comparison_experiment, ix_in_process, run_ix, write
@@ -75,3 +77,41 @@ def test_a_summary_is_checked_once_as_the_run_writes_it_and_not_again_while_unch
     (run_dir / "summary.json").write_text(json.dumps(broken), encoding="utf-8")
     r = run_ix("report", run_dir.name, "--format", "json", "--lab", str(lab))
     assert r.code == 2 and "summary.json" in r.stderr and "subjects" in r.stderr, r.stderr
+
+
+def _yaml_read_by(code: str) -> bool:
+    """Whether `code`, run in a fresh interpreter, imported PyYAML (it prints its result)."""
+    done = subprocess.run([sys.executable, "-c", f"{code}\nimport sys\n"
+                           "print('yaml' in sys.modules)"], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.split()[-1] == "True"
+
+
+def test_report_json_keeps_what_the_report_reads_from_spec_and_case_files(tmp_path):
+    """The spec's git commit and description and the failing cases' prompts are kept too,
+    each with what says it is still so (the spec's sha256, the case files' state): a report
+    of an unchanged run parses no YAML, and an edit of either is read again."""
+    lab, run_dir = _lab(tmp_path)
+    kept = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    failing = [c["probe_id"] for c in kept["failures"]["cases"]]
+    assert failing and sorted(kept["prompts"]["by_case"]) == sorted(failing)
+    before = reports.report(lab, run_dir.name)
+    assert before["failures"]["cases"][0]["prompt"] == \
+        kept["prompts"]["by_case"][before["failures"]["cases"][0]["probe_id"]]
+    assert not _yaml_read_by(f"from ix.api.reports import report\n"
+                             f"report({str(lab)!r}, {run_dir.name!r})")
+    # an edited spec is read again
+    spec = run_dir / "spec.yaml"
+    text = spec.read_text(encoding="utf-8")
+    assert "\ngit_commit: null\n" in text
+    spec.write_text(text.replace("\ngit_commit: null\n", "\ngit_commit: abc1234\n"),
+                    encoding="utf-8")
+    assert reports.report(lab, run_dir.name)["run"]["git_commit"] == "abc1234"
+    # and so is an edited case file
+    case = before["failures"]["cases"][0]["probe_id"]
+    path = run_dir.parents[2] / "cases" / f"{case}.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nand one more line\n",
+                    encoding="utf-8")
+    after = {c["probe_id"]: c["prompt"] for c in
+             reports.report(lab, run_dir.name)["failures"]["cases"]}
+    assert after[case].endswith("and one more line")

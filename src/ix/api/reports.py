@@ -18,7 +18,7 @@ from ix.lab.files import write_json_atomic
 from ix.lab.frontmatter import read_frontmatter
 from ix.lab.resolve import find_lab, select_experiments
 from ix.lab.resolve import list_experiments as experiment_dirs
-from ix.query.case_table import case_prompts, case_rows
+from ix.query.case_table import case_files_state, case_prompts, case_rows, suite_dir
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
 from ix.report.digest import TrialDigest
@@ -225,7 +225,53 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
         raw = RunDir(run_dir).summary.read_bytes()
         if not _summary_problems(json.loads(raw)):  # checked once, here, as written
             kept["summary_sha256"] = hashlib.sha256(raw).hexdigest()
+        kept.update(_sources(run_dir, experiment, kept["failures"]["cases"]))
         write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
+
+
+def _sources(run_dir: Path, experiment: Path,
+             failing: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a report reads from spec.yaml (`git_commit`, the description) and the failing
+    cases' prompts, each with what says it is still so (the spec's sha256, the case files'
+    `case_files_state`): a report of an unchanged run parses no YAML."""
+    kept: dict[str, Any] = {}
+    path = RunDir(run_dir).spec
+    with contextlib.suppress(ConfigError, OSError):
+        raw = path.read_bytes()
+        spec = read_spec(run_dir)
+        kept["spec"] = {"sha256": hashlib.sha256(raw).hexdigest(),
+                        "git_commit": spec.get("git_commit"),
+                        "description": (spec.get("config") or {}).get("description")}
+    suite = suite_dir(experiment)
+    prompts = case_prompts(experiment)
+    kept["prompts"] = {"suite": str(suite), "state": case_files_state(experiment, suite),
+                       "by_case": {c["probe_id"]: prompts[c["probe_id"]] for c in failing
+                                   if c["probe_id"] in prompts}}
+    return kept
+
+
+def _spec(run_dir: Path, kept: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """spec.yaml's keys a report shows: as kept in report.json while spec.yaml has the same
+    bytes, else read."""
+    held = kept.get("spec") if kept else None
+    path = RunDir(run_dir).spec
+    if isinstance(held, dict):
+        with contextlib.suppress(OSError):
+            if hashlib.sha256(path.read_bytes()).hexdigest() == held.get("sha256"):
+                return {"git_commit": held.get("git_commit"),
+                        "config": {"description": held.get("description")}}
+    return read_spec(run_dir) if path.is_file() else {}
+
+
+def _prompts(experiment: Path, stored: Mapping[str, Any] | None) -> dict[str, str]:
+    """The case prompts a report shows: the failing cases' as kept in report.json while the
+    case files are as they were, else read from the case files."""
+    held = stored.get("prompts") if stored else None
+    if isinstance(held, dict) and isinstance(held.get("by_case"), dict) \
+            and isinstance(held.get("suite"), str) \
+            and held.get("state") == case_files_state(experiment, Path(held["suite"])):
+        return held["by_case"]
+    return case_prompts(experiment)
 
 
 def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
@@ -273,7 +319,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
     kept = _read_kept(run_dir)
     summary = read_summary(run_dir, checked=kept.get("summary_sha256") if kept else None)
-    spec: Mapping[str, Any] = read_spec(run_dir) if RunDir(run_dir).spec.is_file() else {}
+    spec = _spec(run_dir, kept)
     base_dir = resolve_run(lab_path, baseline) if baseline else None
     stored = _kept_for(kept, summary, run_dir)
     experiment = RunDir(run_dir).experiment.path
@@ -281,7 +327,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
                         metric=metric, tags=tags_by_run(lab_path).get(summary["run_id"], []),
                         annotations=read_annotations(run_dir, warn),
                         cases=case_rows(experiment, warn) if stored is None else None,
-                        prompts=case_prompts(experiment), folder=str(run_dir),
+                        prompts=_prompts(experiment, stored), folder=str(run_dir),
                         stored=stored)
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)

@@ -28,17 +28,19 @@ from ix.query.aggregate import (
     preload_statistics,
 )
 from ix.query.case_table import DIFFICULTY_LEVELS
+from ix.query.index import RunFacts, TrialIndex
 from ix.query.sql_guard import sql_error
 from ix.query.views import (
     COLUMN_NAMES,
     COLUMNS,
     TrialFilter,
     cursor,
+    pending_imports,
     refreshed_index,
     shared_views,
 )
-from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import ambiguous, matching_runs, read_spec
+from ix.store.layout import RunDir
+from ix.store.runs import ambiguous, matching_runs
 
 if TYPE_CHECKING:
     import duckdb
@@ -278,11 +280,12 @@ def query_results(lab: str | Path | None = None, *, experiment: Values = None,
         tags=_many("--tag", tag), difficulties=difficulties, since=start, until=stop,
         passed=passed, correct=correct, errors=errors, all_attempts=all_attempts)
     experiments, runs = _many("--experiment", experiment), _many("--run", run)
-    views = shared_views(refreshed_index(lab_path, warn))
+    index = refreshed_index(lab_path, warn)
+    views = shared_views(index)
     with cursor(views) as con:
         filters = replace(filters, experiments=_experiments(con, lab_path, experiments),
                           runs=_runs(con, lab_path, runs))
-        scope = Scope("runs", (), ()) if runs else _scope(con, lab_path, latest=not all_runs)
+    scope = Scope("runs", (), ()) if runs else _scope(index, latest=not all_runs)
     filters = replace(filters, scope=scope.runs if scope.kind == "latest" else None,
                       exclude_runs=scope.copies)
     found = ResultSet(lab_path, filters, limit, warn)
@@ -419,42 +422,23 @@ class Scope:
         return text
 
 
-def _origins(spec: Mapping[str, Any]) -> set[str]:
-    """The ix run ids an imported run's trials came from (empty for a run ix made)."""
-    if not isinstance(spec.get("import"), dict) and "imported_from" not in spec:
-        return set()
-    origin = spec.get("origin")
-    found: set[str] = set()
-    if isinstance(origin, dict):
-        if origin.get("run_id"):
-            found.add(str(origin["run_id"]))
-        for log in origin.get("logs") or ():
-            if isinstance(log, dict) and log.get("ix_run_id"):
-                found.add(str(log["ix_run_id"]))
-    return found
-
-
-def _scope(con: "duckdb.DuckDBPyConnection", lab: Path, *, latest: bool) -> Scope:
-    """The runs in scope and the imported copies to leave out, from each run's spec.yaml.
+def _scope(index: TrialIndex, *, latest: bool) -> Scope:
+    """The runs in scope and the imported copies to leave out, from what each run's spec.yaml
+    says (`TrialIndex`'s `RunFacts`, read again only when a spec changed).
 
     A run counts as completed when its spec says so, or when it has no spec (trials written
     before run folders existed). Imports are judged oldest first: one whose origin run is a
     run of the lab, or the origin of an import kept before, is a copy."""
-    pairs = con.sql("SELECT DISTINCT source, run_id FROM _rows WHERE run_id IS NOT NULL "
-                    "ORDER BY run_id").fetchall()
-    specs: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    for source, run_id in pairs:
-        run = ExperimentDir.at(lab / source).run(run_id)
-        spec: Mapping[str, Any]
-        try:
-            spec = read_spec(run.path) if run.spec.is_file() else {}
-        except ConfigError:
-            spec = {"status": "unreadable"}
-        specs[run_id] = (source, spec)
-    made = {r for r, (_, spec) in specs.items() if not _origins(spec)}
+    waiting = set(pending_imports(index))  # not in the views yet: not in any scope
+    facts: dict[str, tuple[str, RunFacts]] = {}
+    for run_id, source, held in sorted((run_id, s.name, s.specs.get(run_id))
+                                       for s in index.sources for run_id in s.runs
+                                       if (s.name, run_id) not in waiting):
+        facts[run_id] = (source, held or {"state": None, "status": "completed", "origins": []})
+    made = {r for r, (_, f) in facts.items() if not f["origins"]}
     seen, copies = set(made), []
-    for run_id, (_, spec) in specs.items():
-        origins = _origins(spec)
+    for run_id, (_, f) in facts.items():
+        origins = set(f["origins"])
         if not origins:
             continue
         if origins & seen:
@@ -464,8 +448,8 @@ def _scope(con: "duckdb.DuckDBPyConnection", lab: Path, *, latest: bool) -> Scop
     if not latest:
         return Scope("all", (), tuple(copies))
     newest: dict[str, str] = {}
-    for run_id, (source, spec) in specs.items():  # oldest first: the last one wins
-        if run_id not in copies and spec.get("status", "completed") == "completed":
+    for run_id, (source, f) in facts.items():  # oldest first: the last one wins
+        if run_id not in copies and f["status"] == "completed":
             newest[source] = run_id
     return Scope("latest", tuple(sorted(newest.values())), tuple(copies))
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.text import Text
 
 from ix.domain.redaction import Redactor, environment_secrets
 from ix.lab.files import indented
-from ix.report.layout import fit
+from ix.report.layout import fit, plain_pieces
 
 
 class _Out(Console):
@@ -45,7 +45,35 @@ class _Out(Console):
         objects = tuple(fit(o) for o in objects)
         kwargs.setdefault("crop", False)  # a path longer than the width is printed whole
         with _collector_paused():
-            super().print(*objects, **kwargs)
+            if self._plain_ok(kwargs):
+                self._print_plain(objects, kwargs)
+            else:
+                super().print(*objects, **kwargs)
+
+    def _plain_ok(self, kwargs: dict[str, Any]) -> bool:
+        """Off a terminal with no colour, and nothing asked of rich's layout but the
+        defaults: the lines ix laid out itself can be written as they are."""
+        return self.color_system is None and not self.record and not self._buffer_index \
+            and kwargs.get("end", "\n") == "\n" \
+            and not set(kwargs) - {"crop", "sep", "end", "style"}
+
+    def _print_plain(self, objects: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """What `print` writes, the text of each line laid out by `layout` written as it is
+        (`plain_pieces`), the rest printed by rich."""
+        text: list[str] = []
+        for piece in (p for o in objects for p in plain_pieces(self, self.options, o)):
+            if isinstance(piece, str):
+                text.append(piece)
+                continue
+            if text:
+                self.file.write("".join(text))
+                text.clear()
+            # in a Group, a line prints as inside the part it came from (a Text printed
+            # alone would be joined into a new Text, losing its `no_wrap`)
+            super().print(Group(piece) if isinstance(piece, Text) else piece, **kwargs)
+        if text:
+            self.file.write("".join(text))
+            self.file.flush()
 
 
 @contextmanager
@@ -62,11 +90,12 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-out = _Out(highlight=False, soft_wrap=False, markup=False)  # names are text: `base[ctx=8]`
+# names are text, `base[ctx=8]` and `:tada:` alike: neither markup nor emoji codes
+out = _Out(highlight=False, soft_wrap=False, markup=False, emoji=False)
 # stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each message
 # (an error, a warning) is one line, so that grep finds it whole — whatever `COLUMNS` says, so
 # that a message's text never depends on the width (or on the length of a path in it)
-err = _Out(stderr=True, highlight=False, soft_wrap=False, lines=True)
+err = _Out(stderr=True, highlight=False, soft_wrap=False, emoji=False, lines=True)
 
 
 def print_json(data: Any) -> None:

@@ -17,7 +17,6 @@ from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
 from ix.lab.files import write_text_atomic
-from ix.report.html import render_report_html
 from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.terminal import leaderboards_renderable, report_renderable
@@ -82,6 +81,8 @@ def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
 
 def _write_html(data: "ReportOutput", path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
+    from ix.report.html import render_report_html  # the charts and the page: for html only
+
     target = path or Path(data["run"]["folder"]) / "report.html"
     try:
         write_text_atomic(target, render_report_html(data), shared=True)

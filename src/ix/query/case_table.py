@@ -63,18 +63,37 @@ def _probe_records(experiment: Path) -> list[Path]:
         return []
 
 
-def cases_signature(experiment: Path) -> str:
+def cases_signature(experiment: Path, suite: Path | None = None) -> str:
     """Changes whenever experiment.yaml, a case file or a probe's record is added, removed or
-    modified."""
+    modified. `suite`: the cases folder experiment.yaml named when last read (it is part of
+    the signature, and so is experiment.yaml's size and time); default: read it now."""
     h = hashlib.sha256()
     h.update(f"rows {ROWS_VERSION}\n".encode())
-    for path in (experiment / EXPERIMENT_FILE,):
+    _hash_case_files(h, experiment, suite_dir(experiment) if suite is None else suite)
+    for path in _probe_records(experiment):
         try:
             st = path.stat()
-            h.update(f"{path.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
         except OSError:
-            h.update(b"-\n")
-    suite = suite_dir(experiment)
+            continue
+        h.update(f"probe {path.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def case_files_state(experiment: Path, suite: Path) -> str:
+    """Changes whenever experiment.yaml or a case file of `suite` (the folder experiment.yaml
+    named when `suite` was read: a new experiment.yaml may name another) is added, removed or
+    modified; read from the files' sizes and times, without parsing one."""
+    h = hashlib.sha256()
+    _hash_case_files(h, experiment, suite)
+    return h.hexdigest()
+
+
+def _hash_case_files(h: "hashlib._Hash", experiment: Path, suite: Path) -> None:
+    try:
+        st = (experiment / EXPERIMENT_FILE).stat()
+        h.update(f"{EXPERIMENT_FILE}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    except OSError:
+        h.update(b"-\n")
     try:
         entries = sorted((e.name, e.stat()) for e in os.scandir(suite)
                          if e.name.endswith(".md") and e.is_file())
@@ -83,13 +102,6 @@ def cases_signature(experiment: Path) -> str:
     h.update(str(suite).encode() + b"\n")
     for name, st in entries:
         h.update(f"{name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
-    for path in _probe_records(experiment):
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        h.update(f"probe {path.name}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
 
 
 def _row(case_id: str, meta: Mapping[str, Any], **origin: str | None) -> dict[str, Any]:

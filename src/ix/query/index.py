@@ -22,14 +22,15 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from pydantic import ConfigDict, StringConstraints, ValidationError
 
+from ix.domain.errors import ConfigError
 from ix.domain.model import Model
 from ix.lab.files import write_text_atomic
 from ix.lab.resolve import list_experiments
-from ix.query.case_table import case_rows, cases_signature
+from ix.query.case_table import case_rows, cases_signature, suite_dir
 from ix.query.index_folder import (
     INDEX_DIR,
     clear_entry,
@@ -52,14 +53,16 @@ from ix.query.index_parts import (
     write_superseded,
 )
 from ix.store.layout import ExperimentDir
+from ix.store.runs import read_spec
 
 if TYPE_CHECKING:
     import duckdb
 
 Warn = Callable[[str], None]
 
-FORMAT = 4  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
-#            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`)
+FORMAT = 5  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
+#            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`; 5: its
+#            `suite` and each run's `specs`)
 MANIFEST = "manifest.json"
 MAX_PARTS = 8          # more parts than this are merged into one
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone
@@ -81,6 +84,20 @@ class SourceIndex:
     #: run id -> the experiment its lines name: one run's trials seen in two folders (a
     #: copied experiment) are one run's, counted once (`TrialIndex.copies`)
     runs: dict[str, str] = field(default_factory=dict)
+    #: run id -> what its spec.yaml says of it (`RunFacts`), read when the spec last changed
+    specs: dict[str, "RunFacts"] = field(default_factory=dict)
+
+
+class RunFacts(TypedDict):
+    """What a run's spec.yaml says that a query's scope needs (`ix results`), with the spec's
+    `file_state` then: a spec that changed is read again."""
+
+    #: None: the run has no spec.yaml
+    state: dict[str, int] | None
+    #: `status` as written (a run with no spec: completed), or `unreadable`
+    status: str
+    #: the ix run ids an imported run's trials came from; empty for a run ix made
+    origins: list[str]
 
 
 @dataclass(frozen=True)
@@ -173,6 +190,12 @@ class _State(_Shape):
     mtime_ns: int
 
 
+class _Facts(_Shape):
+    state: _State | None
+    status: str
+    origins: list[str]
+
+
 class _Entry(_Shape):
     state: _State
     offset: int
@@ -186,8 +209,10 @@ class _Entry(_Shape):
     superseded: _FileName | None
     cases: _FileName | None
     cases_signature: str | None
+    suite: str | None
     trials_file: str
     runs: dict[str, str]
+    specs: dict[str, _Facts]
 
 
 class _Manifest(_Shape):
@@ -237,7 +262,7 @@ def _as_index(lab: Path, root: Path, manifest: dict[str, Any]) -> TrialIndex:
                                    parts=tuple(e["parts"]), rows=e["rows"],
                                    skipped=e["skipped"], torn=e["torn"],
                                    superseded=e["superseded"], cases=e["cases"],
-                                   runs=e["runs"]))
+                                   runs=e["runs"], specs=e["specs"]))
     return TrialIndex(lab=lab, root=root, sources=tuple(sources),
                       copied=manifest.get("copied"))
 
@@ -250,7 +275,10 @@ def _stale(lab: Path, root: Path, manifest: dict[str, Any], experiments: list[Pa
         e = entries[exp.name]
         if e["state"] != file_state(ExperimentDir.at(exp).trials):
             return True
-        if e["cases_signature"] != cases_signature(exp):
+        if e["suite"] is None or e["cases_signature"] != cases_signature(exp, Path(e["suite"])):
+            return True  # experiment.yaml (which names the suite) or a case file changed
+        if any(_spec_state(exp, run_id) != facts["state"]
+               for run_id, facts in e["specs"].items()):
             return True
         files = [*e["parts"], e["superseded"], e["cases"]]
         if not all(intact(root, f) for f in files if f):
@@ -327,15 +355,57 @@ def _refresh_source(con: "duckdb.DuckDBPyConnection", lab: Path, root: Path, exp
     if entry is None or entry["state"] != state:
         entry = _index_log(con, root, exp.name, log, state, entry if entry and
                            _appended(log, entry, state) else None)
-    signature = cases_signature(exp)
+    suite = suite_dir(exp)
+    signature = cases_signature(exp, suite)
     if old is not None and old["cases_signature"] == signature and (
             old["cases"] is None or intact(root, old["cases"])):
         entry["cases"] = old["cases"]
     else:
         entry["cases"] = _write_cases(root, exp, warn)
     entry["cases_signature"] = signature
+    entry["suite"] = str(suite)
     entry["trials_file"] = str(log.relative_to(lab))
+    before = old["specs"] if old else {}
+    entry["specs"] = {run_id: _facts(exp, run_id, before.get(run_id)) for run_id in entry["runs"]}
     return entry
+
+
+def _spec_state(exp: Path, run_id: str) -> dict[str, int] | None:
+    try:
+        return file_state(ExperimentDir.at(exp).run(run_id).spec)
+    except OSError:
+        return None
+
+
+def _facts(exp: Path, run_id: str, old: RunFacts | None) -> RunFacts:
+    """The run's `RunFacts`: as known while its spec.yaml did not change, else read."""
+    state = _spec_state(exp, run_id)
+    if old is not None and old["state"] == state:
+        return old
+    if state is None:
+        return {"state": None, "status": "completed", "origins": []}
+    try:
+        spec = read_spec(ExperimentDir.at(exp).run(run_id).path)
+    except ConfigError:
+        return {"state": state, "status": "unreadable", "origins": []}
+    status = spec.get("status", "completed")
+    return {"state": state, "status": status if isinstance(status, str) else "unreadable",
+            "origins": sorted(origins(spec))}
+
+
+def origins(spec: Any) -> set[str]:
+    """The ix run ids an imported run's trials came from (empty for a run ix made)."""
+    if not isinstance(spec.get("import"), dict) and "imported_from" not in spec:
+        return set()
+    origin = spec.get("origin")
+    found: set[str] = set()
+    if isinstance(origin, dict):
+        if origin.get("run_id"):
+            found.add(str(origin["run_id"]))
+        for log in origin.get("logs") or ():
+            if isinstance(log, dict) and log.get("ix_run_id"):
+                found.add(str(log["ix_run_id"]))
+    return found
 
 
 def _appended(log: Path, entry: dict[str, Any], state: dict[str, int]) -> bool:
@@ -377,7 +447,8 @@ def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Pat
         "parts": parts, "torn": torn,
         "rows": (appended_to["rows"] if appended_to else 0) + rows,
         "skipped": (appended_to["skipped"] if appended_to else 0) + skipped,
-        "superseded": None, "cases": None, "cases_signature": None, "runs": runs,
+        "superseded": None, "cases": None, "cases_signature": None, "suite": None,
+        "runs": runs, "specs": {},
     }
     if appended_to is not None and rows == 0:  # nothing new: what superseded what stands
         entry["superseded"] = appended_to["superseded"]

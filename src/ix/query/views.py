@@ -134,7 +134,7 @@ def shared_views(index: TrialIndex) -> "duckdb.DuckDBPyConnection":
     views costs tens of milliseconds, a cursor (`cursor`) nothing. A snapshot is the index's
     files and the imports not in place yet: any change to either defines new views. Never
     close the connection: read through `cursor`, and hold the connection meanwhile."""
-    key = (index, _pending(index))
+    key = (index, pending_imports(index))
     found = _kept(key)
     if found is not None:
         return found
@@ -170,7 +170,7 @@ def cursor(views: "duckdb.DuckDBPyConnection") -> Iterator["duckdb.DuckDBPyConne
         con.close()
 
 
-def _pending(index: TrialIndex) -> tuple[tuple[str, str], ...]:
+def pending_imports(index: TrialIndex) -> tuple[tuple[str, str], ...]:
     """(source, run id) of each import whose lines may be in the log before its run folder."""
     return tuple(sorted((s.name, run_id) for s in index.sources
                         for run_id in pending_runs(s.trials_file.parent)))
@@ -187,7 +187,7 @@ def _define(index: TrialIndex | None, writable: Sequence[str] = (),
     cases = index.paths("cases") if index else []
     row_ddl = ", ".join(f"{c} {t}" for c, t in ROW_COLUMNS)
     if pending is None:
-        pending = _pending(index) if index else ()
+        pending = pending_imports(index) if index else ()
     if parts and pending:  # an import's lines before its run folder: not there yet
         con.execute("CREATE TABLE _pending (source VARCHAR, run_id VARCHAR)")
         con.executemany("INSERT INTO _pending VALUES (?, ?)", list(pending))

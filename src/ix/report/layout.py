@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from rich.box import HEAVY_HEAD
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
@@ -112,6 +113,95 @@ def fit(renderable: Any) -> Any:
     if isinstance(renderable, Group):
         return Group(*(fit(r) for r in renderable.renderables), fit=renderable.fit)
     return renderable
+
+
+def plain_pieces(console: Console, options: ConsoleOptions, renderable: Any
+                 ) -> Iterator[str | Any]:
+    """`renderable` as a console with no colour prints it: the text of each line whose
+    layout ix settled itself (`Prose`, a table's records), the line's end included; anything
+    else (a table shown as a table) as itself, for rich to print. The same characters rich
+    writes, without taking every line through rich's segments once more: that pass was most
+    of the time `ix report` and `ix results` spent printing (tests/report/test_layout.py
+    compares the two)."""
+    width = options.max_width
+    if isinstance(renderable, Group):
+        for child in renderable.renderables:
+            yield from plain_pieces(console, options, child)
+    elif isinstance(renderable, Prose):
+        for line in renderable._lines(width):
+            yield _plain(line, width)
+    elif isinstance(renderable, Keyed):
+        for part in renderable.parts(console, options):
+            yield from plain_pieces(console, options, part)
+    elif isinstance(renderable, Fitted) and _flat(renderable.table):
+        if renderable.title is not None:
+            title = renderable.title
+            yield _plain(console.render_str(title, style="table.title", highlight=False)
+                         if isinstance(title, str) else title, width)
+        if not renderable.fits(console, options):
+            for line in _records(console, renderable.table, renderable.key, width):
+                yield _plain(line, width)
+        else:
+            widths = renderable.widths(console, options)
+            rows = _plain_rows(console, options, renderable.table, widths)
+            yield from rows if rows is not None else \
+                [_pinned(console, options, renderable.table, widths)]
+    else:
+        yield renderable
+
+
+def _plain_rows(console: Console, options: ConsoleOptions, t: Table,
+                widths: list[int]) -> list[str] | None:
+    """The lines of `t`, a table of ix's style (`table`) that fits at the `widths` measured, as
+    rich prints it with no colour: each cell on one line, padded and justified as its column
+    says, `┃` between the headers, a `━╇━` rule under them, `│` between the cells. None for
+    any table rich must lay out itself (another box or padding, a cell of several lines, a
+    centred column, a caption)."""
+    if t.box is not HEAVY_HEAD or t.show_edge or t.pad_edge or t.padding != (0, 1, 0, 1) \
+            or not t.show_header or t.show_footer or t.show_lines or t.leading \
+            or t.collapse_padding or t.caption is not None or _sizes_itself(t) \
+            or options.ascii_only or options.legacy_windows \
+            or _natural(console, options, t, widths) > options.max_width:  # prose wraps
+        return None
+    last = len(t.columns) - 1
+    columns = []
+    for i, (col, width) in enumerate(zip(t.columns, widths, strict=True)):
+        inner = width - t._get_padding_width(i)
+        cells = []
+        for cell in (col.header, *col.cells):
+            text = _render(console, cell)
+            plain = text.plain
+            justify = text.justify or col.justify
+            if "\n" in plain or "\t" in plain or justify not in ("left", "default", "right"):
+                return None
+            if justify == "right":
+                plain = plain.rstrip()
+            fill = " " * (inner - cell_len(plain))
+            if fill == "" and cell_len(plain) > inner:
+                return None  # wider than measured: rich folds it
+            cells.append(f"{' ' if i else ''}"
+                         f"{fill + plain if justify == 'right' else plain + fill}"
+                         f"{' ' if i < last else ''}")
+        columns.append(cells)
+    rows = list(zip(*columns, strict=True))
+    box = HEAVY_HEAD
+    lines = [box.head_vertical.join(rows[0]) + "\n",
+             box.get_row(widths, "head", edge=False) + "\n"]
+    for n, row in enumerate(rows[1:], 1):
+        lines.append((box.foot_vertical if n == len(rows) - 1 else box.mid_vertical)
+                     .join(row) + "\n")
+    return lines
+
+
+def _plain(line: Text, width: int) -> str | Text:
+    """The line as rich would write it off a terminal: its text and end, when rich would
+    neither wrap, pad, fold nor expand it; else the line, for rich to print."""
+    plain = line.plain
+    if line.end == "\n" and line.justify in (None, "default") and "\t" not in plain \
+            and "\n" not in plain \
+            and (cell_len(plain) <= width or (line.no_wrap and line.overflow == "ignore")):
+        return plain + "\n"
+    return line
 
 
 class Prose:
@@ -375,13 +465,17 @@ class Keyed:
         self.build = build
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.parts(console, options)
+
+    def parts(self, console: Console, options: ConsoleOptions) -> list[Any]:
+        """The parts with the names when every table fits, else the legend and the parts
+        with the keys."""
         parts = [fit(p) for p in self.build(lambda name: name)]
         if all(p.fits(console, options) for p in parts if isinstance(p, Fitted)):
-            yield from parts  # measured once: the fit is known when they are printed
-            return
+            return parts  # measured once: the fit is known when they are printed
         keys = dict(zip(self.names, letters(len(self.names)), strict=True))
-        yield legend(keys, options.max_width)
-        yield from (fit(p) for p in self.build(lambda name: keys.get(name, name)))
+        return [legend(keys, options.max_width),
+                *(fit(p) for p in self.build(lambda name: keys.get(name, name)))]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(1, options.max_width)

@@ -145,3 +145,27 @@ def test_imports_take_turns_in_a_lab(tmp_path: Path) -> None:
     thread.join(timeout=60)
     assert finished and finished[0] >= released
     assert any("waiting" in s for s in said)
+
+
+def test_settling_an_import_stopped_after_it_kept_the_old_summary(tmp_path: Path) -> None:
+    """An import stopped after it linked the old summary-latest.json aside (and before its
+    own took its place) is completed by settling, the link left behind notwithstanding."""
+    from ix.store.import_run import settle
+
+    lab = lab_with_experiment(tmp_path / "lab", tmp_path)
+    results = lab / "e" / "results"
+    run_id = "20250101T000000Z-cccccc"
+    stage = results / f".ix-import-{run_id}.tmp"
+    stage.mkdir()
+    line = json.dumps({"run_id": run_id, "trial": 0}) + "\n"
+    (stage / "trials.jsonl").write_text(line)
+    with (results / "trials.jsonl").open("a") as f:
+        f.write(line)  # the lines reached the log
+    (results / "runs" / run_id).mkdir()  # and the run folder its place
+    os.link(results / "summary-latest.json", stage / "previous-latest.json")
+    (stage / "summary-latest.json").write_text(json.dumps({"run_id": run_id}))
+    done = settle(lab)
+    assert done == [f"completed run {run_id} of e, an import that was stopped part way "
+                    "(1 of its lines were in the log)"]
+    assert json.loads((results / "summary-latest.json").read_text())["run_id"] == run_id
+    assert not stage.exists()

@@ -281,6 +281,7 @@ def _published(results: Path, stage: Path, run_id: str, *,
         elif pending.is_file():
             previous = stage / _PREVIOUS
             if latest.is_file():
+                previous.unlink(missing_ok=True)  # left by an import stopped here before
                 os.link(latest, previous)  # no copy: the old file itself, to put back
                 undo.append(lambda: os.replace(previous, latest))
             else:

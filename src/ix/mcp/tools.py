@@ -395,10 +395,9 @@ class LabTools:
             groups = found.group_by(*group_by)
             return jsonable({"groups": groups[:limit], "truncated": len(groups) > limit,
                              "scope": scope, "warnings": warnings})
-        # each read opens the index afresh (ResultSet.snapshot() would share one connection,
-        # but DuckDB refuses a second statement after total()'s fetchone() on it)
-        rows = found.rows()
-        total = found.total()
+        with found.snapshot():  # the rows and their count from one reading of the index
+            rows = found.rows()
+            total = found.total()
         # the rates are of every matching trial, not of the `limit` rows returned
         every = api.query_results(self.lab, **filters, all_attempts=all_attempts,
                                   all_runs=all_runs, warn=warnings.append) if total else None

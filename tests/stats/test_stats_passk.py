@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ix.stats.passk import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+from ix.stats.passk import k_levels, mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -162,3 +162,11 @@ def test_more_passes_raise_both_and_larger_k_raises_pass_at_k_but_lowers_pass_ha
     if k < n:
         assert pass_at_k(n, c, k + 1) >= pass_at_k(n, c, k)
         assert pass_hat_k(n, c, k + 1) <= pass_hat_k(n, c, k)
+
+
+def test_k_levels_list_every_k_to_32_then_the_doublings_and_the_largest():
+    assert k_levels(0) == [] and k_levels(1) == [1] and k_levels(9) == list(range(1, 10))
+    assert k_levels(32) == list(range(1, 33))
+    assert k_levels(33) == [*range(1, 33), 33]
+    assert k_levels(64) == [*range(1, 33), 64]
+    assert k_levels(2500) == [*range(1, 33), 64, 128, 256, 512, 1024, 2048, 2500]

@@ -18,7 +18,7 @@ from ix.eval.numbers import LEVEL, num, pair
 from ix.stats.classification import f1_interval, precision_interval, recall_interval
 from ix.stats.clustered import clustered_se, hierarchical_interval
 from ix.stats.intervals import beta_interval
-from ix.stats.passk import pass_hat_k, pass_k_intervals
+from ix.stats.passk import k_levels, pass_hat_k, pass_k_intervals
 from ix.stats.sequential import StoppingRule, unbiased_first_k_cases
 
 if TYPE_CHECKING:
@@ -319,9 +319,9 @@ def trial_level(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray
 
 def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
            max_k: int, level: float = LEVEL, rule: Any = None) -> PassK:
-    """pass@k and pass^k for k = 1 .. max_k (at most the most valid trials of any case), a
-    trial passing when it matched the expectation, each with the interval of a seeded
-    case-level Bayesian bootstrap.
+    """pass@k and pass^k for k = 1 .. max_k (at most the most valid trials of any case; past
+    `EVERY_K`, its doublings and the largest: `k_levels`), a trial passing when it matched
+    the expectation, each with the interval of a seeded case-level Bayesian bootstrap.
 
     Under `trials: auto` (`rule`) only k ≤ min_trials: every case reached those k whatever
     the rule did, and each case's estimate accounts for where it stopped (`_first_k`). A
@@ -335,7 +335,7 @@ def pass_k(cases: Sequence[EvalCase], passed: np.ndarray, valid: np.ndarray,
     if rule is not None:
         reached = min(reached, rule.min_trials)
     per_case: dict[tuple[str, int], np.ndarray] = {}
-    for k in range(1, reached + 1):
+    for k in k_levels(reached):
         yes, no = _first_k(passed, valid, k, True, rule), _first_k(passed, valid, k, False, rule)
         per_case[("at", k)] = 1 - np.where(must, no, yes)    # not all k wrong
         per_case[("hat", k)] = np.where(must, yes, no)       # all k right

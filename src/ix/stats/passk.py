@@ -115,6 +115,24 @@ def mean_pass_hat_k(ns: npt.ArrayLike, cs: npt.ArrayLike, k: int) -> float:
 
 
 #: Draws of the case-level Bayesian bootstrap behind pass@k / pass^k intervals.
+#: Every k up to this is listed; beyond it, the doublings and the largest k.
+EVERY_K = 32
+
+
+def k_levels(reached: int) -> list[int]:
+    """The k a summary lists pass@k and pass^k for when cases reached `reached` trials: every
+    k up to `EVERY_K`, then each power of two, and `reached` itself (which `ix run` prints).
+    A run of 2,500 trials per case lists 44 k, not 2,500, each with a bootstrap interval."""
+    levels = list(range(1, min(reached, EVERY_K) + 1))
+    k = EVERY_K * 2
+    while k < reached:
+        levels.append(k)
+        k *= 2
+    if reached > EVERY_K:
+        levels.append(reached)
+    return levels
+
+
 BOOTSTRAP_DRAWS = 2000
 #: Cases drawn one by one, smallest groups of equal counts first; every other group's
 #: weighted mean is drawn from its exact mean and variance (normal), so the cost does not

@@ -234,8 +234,9 @@ _VALID = " AND ".join([
 #: `input.skill` of every Skill call of the observation, in order (`invoked_skills` in SQL):
 #: a tool call that is not an object, or whose skill is not a string, names none.
 _SKILL_CALLS = (
-    "[t ->> '$.input.skill' FOR t IN coalesce(try_cast(json_extract(observation, "
-    "'$.tool_calls') AS JSON[]), []) IF json_type(t) = 'OBJECT' AND t ->> '$.name' = 'Skill' "
+    "[json_extract_string(t, '$.input.skill') FOR t IN coalesce(try_cast(json_extract("
+    "observation, '$.tool_calls') AS JSON[]), []) IF json_type(t) = 'OBJECT' "
+    "AND json_extract_string(t, '$.name') = 'Skill' "
     "AND json_type(t, '$.input.skill') = 'VARCHAR']"
 )
 
@@ -302,7 +303,8 @@ def parsed_select(source: str, name: str, seq: int) -> str:
     WITH ORDINALITY`): the part's columns and `junk`, true for a line that is no trial record.
     `name` is the experiment's folder, quoted; `seq` the part's sequence number."""
     def text(value: str) -> str:
-        return f"CASE WHEN json_type({value}) = 'VARCHAR' THEN {value} ->> '$' END"
+        return (f"CASE WHEN json_type({value}) = 'VARCHAR' "
+                f"THEN json_extract_string({value}, '$') END")
 
     def number(value: str, kind: str) -> str:
         return (f"CASE WHEN json_type({value}) IN ('UBIGINT', 'BIGINT', 'DOUBLE') "

@@ -28,7 +28,7 @@ from ix.query.aggregate import (
     preload_statistics,
 )
 from ix.query.case_table import DIFFICULTY_LEVELS
-from ix.query.index import RunFacts, TrialIndex
+from ix.query.index import NO_SPEC, RunFacts, TrialIndex
 from ix.query.sql_guard import sql_error
 from ix.query.views import (
     COLUMN_NAMES,
@@ -434,7 +434,7 @@ def _scope(index: TrialIndex, *, latest: bool) -> Scope:
     for run_id, source, held in sorted((run_id, s.name, s.specs.get(run_id))
                                        for s in index.sources for run_id in s.runs
                                        if (s.name, run_id) not in waiting):
-        facts[run_id] = (source, held or {"state": None, "status": "completed", "origins": []})
+        facts[run_id] = (source, held or NO_SPEC)
     made = {r for r, (_, f) in facts.items() if not f["origins"]}
     seen, copies = set(made), []
     for run_id, (_, f) in facts.items():

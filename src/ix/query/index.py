@@ -100,6 +100,10 @@ class RunFacts(TypedDict):
     origins: list[str]
 
 
+#: A run with no spec.yaml (trials written before run folders had one): completed, made by ix.
+NO_SPEC: RunFacts = {"state": None, "status": "completed", "origins": []}
+
+
 @dataclass(frozen=True)
 class Copy:
     """A folder whose log repeats runs of another: its trials of `runs` are counted once, as
@@ -383,17 +387,17 @@ def _facts(exp: Path, run_id: str, old: RunFacts | None) -> RunFacts:
     if old is not None and old["state"] == state:
         return old
     if state is None:
-        return {"state": None, "status": "completed", "origins": []}
+        return NO_SPEC
     try:
         spec = read_spec(ExperimentDir.at(exp).run(run_id).path)
     except ConfigError:
         return {"state": state, "status": "unreadable", "origins": []}
     status = spec.get("status", "completed")
     return {"state": state, "status": status if isinstance(status, str) else "unreadable",
-            "origins": sorted(origins(spec))}
+            "origins": sorted(_origins(spec))}
 
 
-def origins(spec: Any) -> set[str]:
+def _origins(spec: Any) -> set[str]:
     """The ix run ids an imported run's trials came from (empty for a run ix made)."""
     if not isinstance(spec.get("import"), dict) and "imported_from" not in spec:
         return set()

@@ -121,7 +121,7 @@ def plain_pieces(console: Console, options: ConsoleOptions, renderable: Any
     layout ix settled itself (`Prose`, a table's records), the line's end included; anything
     else (a table shown as a table) as itself, for rich to print. The same characters rich
     writes, without taking every line through rich's segments once more: that pass was most
-    of the time `ix report` and `ix results` spent printing (tests/report/test_layout.py
+    of the time `ix report` and `ix results` spent printing (tests/report/test_plain_print.py
     compares the two)."""
     width = options.max_width
     if isinstance(renderable, Group):
@@ -176,20 +176,20 @@ def _plain_rows(console: Console, options: ConsoleOptions, t: Table,
                 return None
             if justify == "right":
                 plain = plain.rstrip()
-            fill = " " * (inner - cell_len(plain))
-            if fill == "" and cell_len(plain) > inner:
+            room = inner - cell_len(plain)
+            if room < 0:
                 return None  # wider than measured: rich folds it
+            fill = " " * room
             cells.append(f"{' ' if i else ''}"
                          f"{fill + plain if justify == 'right' else plain + fill}"
                          f"{' ' if i < last else ''}")
         columns.append(cells)
     rows = list(zip(*columns, strict=True))
-    box = HEAVY_HEAD
-    lines = [box.head_vertical.join(rows[0]) + "\n",
-             box.get_row(widths, "head", edge=False) + "\n"]
-    for n, row in enumerate(rows[1:], 1):
-        lines.append((box.foot_vertical if n == len(rows) - 1 else box.mid_vertical)
-                     .join(row) + "\n")
+    lines = [HEAVY_HEAD.head_vertical.join(rows[0]) + "\n",
+             HEAVY_HEAD.get_row(widths, "head", edge=False) + "\n"]
+    for n, row in enumerate(rows[1:], 1):  # the last row is rich's footer row
+        vertical = HEAVY_HEAD.foot_vertical if n == len(rows) - 1 else HEAVY_HEAD.mid_vertical
+        lines.append(vertical.join(row) + "\n")
     return lines
 
 

@@ -114,7 +114,6 @@ def mean_pass_hat_k(ns: npt.ArrayLike, cs: npt.ArrayLike, k: int) -> float:
 
 
 
-#: Draws of the case-level Bayesian bootstrap behind pass@k / pass^k intervals.
 #: Every k up to this is listed; beyond it, the doublings and the largest k.
 EVERY_K = 32
 
@@ -133,6 +132,7 @@ def k_levels(reached: int) -> list[int]:
     return levels
 
 
+#: Draws of the case-level Bayesian bootstrap behind pass@k / pass^k intervals.
 BOOTSTRAP_DRAWS = 2000
 #: Cases drawn one by one, smallest groups of equal counts first; every other group's
 #: weighted mean is drawn from its exact mean and variance (normal), so the cost does not

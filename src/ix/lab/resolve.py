@@ -115,10 +115,6 @@ def select_experiments(
     return found
 
 
-def lab_of(experiment_dir: Path) -> Path:
-    return experiment_dir.resolve().parent
-
-
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     """The user's own config, `$XDG_CONFIG_HOME/ix/config.yaml` (else under ~/.config)."""
     env = os.environ if env is None else env

@@ -23,10 +23,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reseed)
 
 
-def _new_id() -> str:
-    return f"{_PREFIX}{next(_counter):08x}"
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 

@@ -160,16 +160,6 @@ def interpretation(summary: Mapping[str, Any]) -> "list[SubjectInterpretation]":
     return out
 
 
-def interpretation_lines(rows: "list[SubjectInterpretation]") -> list[str]:
-    """`<subject>: <status>`, then `issue: …` and `suggestion: …` lines for that subject."""
-    lines = []
-    for row in rows:
-        lines.append(f"{row['subject']}: {row['status'] or 'no status'}")
-        lines += [f"issue: {x}" for x in row["issues"]]
-        lines += [f"suggestion: {x}" for x in row["suggestions"]]
-    return lines
-
-
 def interaction_sentence(subject: str, i: Mapping[str, Any],
                          sensor: str | None = None) -> str:
     """`<subject> vs <control> (control), by context length: ...`: the difference of the two

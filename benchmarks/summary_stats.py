@@ -30,7 +30,7 @@ def main() -> None:
     from ix.eval.models import EvalCase
     from ix.eval.scoring import Tally
     from ix.eval.summary import build_summary, subject_block
-    from ix.lab.files import dumps
+    from ix.fs.files import dumps
     from ix.stats import clustered, intervals, passk  # noqa: F401
     imported = time.perf_counter() - t0
 

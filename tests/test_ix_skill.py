@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_ix
-from ix.lab.frontmatter import read_frontmatter
+from ix.fs.frontmatter import read_frontmatter
 from ix.lab.schema import SkillFrontmatter, validate
 
 PLUGIN = REPO / "integrations" / "claude-code"

@@ -4,7 +4,8 @@ import re
 
 import ix.domain.errors as errors
 from ix.api import design
-from ix.lab import loader, paths
+from ix.fs import paths
+from ix.lab import loader
 
 CLASSES = {c.__name__: c for c in (
     Exception, errors.IxError, errors.ConfigError, errors.ConfigErrors, errors.StorageError,

@@ -1,4 +1,4 @@
-"""`ix.lab.files.indented`: the stdlib's indented JSON, byte for byte, faster."""
+"""`ix.fs.files.indented`: the stdlib's indented JSON, byte for byte, faster."""
 
 import enum
 import json
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ix.lab.files import dumps, indented
+from ix.fs.files import dumps, indented
 
 
 class Colour(enum.IntEnum):

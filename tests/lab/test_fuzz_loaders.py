@@ -19,8 +19,8 @@ from ix.domain.errors import ConfigError
 from ix.domain.types import Reading
 from ix.engine.resume import ERRORED, FAILED, PASSED, read_state
 from ix.eval.models import EvalObservation
-from ix.lab.frontmatter import read_frontmatter, split_frontmatter
-from ix.lab.yamlio import ALIAS_BUDGET, dump_yaml, load_yaml_file, parse_yaml
+from ix.fs.frontmatter import read_frontmatter, split_frontmatter
+from ix.fs.yamlio import ALIAS_BUDGET, dump_yaml, load_yaml_file, parse_yaml
 from ix.store.trials import read_trials
 
 FUZZ = settings(max_examples=300, deadline=None,

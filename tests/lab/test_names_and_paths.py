@@ -1,4 +1,4 @@
-"""`ix.lab.names` (names checked, NFC, look-alikes, injective file names) and `ix.lab.paths`
+"""`ix.fs.names` (names checked, NFC, look-alikes, injective file names) and `ix.fs.paths`
 (never through a symlink, never into a FIFO, never out of the lab), in process."""
 
 import os
@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 from conftest import mock_experiment, write
 from ix.domain.errors import ConfigError
-from ix.lab.loader import load_experiment
-from ix.lab.names import check_distinct, check_name, file_part, name_problem, skeleton
-from ix.lab.paths import (
+from ix.fs.names import check_distinct, check_name, file_part, name_problem, skeleton
+from ix.fs.paths import (
     FILE,
     FOLDER,
     UnsafePath,
@@ -22,6 +21,7 @@ from ix.lab.paths import (
     open_regular,
     readable_file,
 )
+from ix.lab.loader import load_experiment
 from ix.store.cache import ObservationCache, entry_key
 from ix.store.trials import TrialWriter, read_trials
 
@@ -187,7 +187,7 @@ def test_file_part_never_maps_two_names_to_one_file(a, b):
 
 
 def test_an_experiment_argument_naming_an_unknown_user_home_is_a_clean_error(tmp_path):
-    from ix.lab.resolve import select_experiments
+    from ix.fs.resolve import select_experiments
 
     mock_experiment(tmp_path, "~e")  # a folder named like a home folder, and no user `e`
     mock_experiment(tmp_path, "exp")

@@ -3,7 +3,7 @@
 import pytest
 
 from ix.domain.errors import ConfigError
-from ix.lab.frontmatter import split_frontmatter
+from ix.fs.frontmatter import split_frontmatter
 from ix.lab.skill_file import DESCRIPTION_MAX, check_description, with_description
 
 

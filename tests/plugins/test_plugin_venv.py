@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 from conftest import case, write
-from ix.lab.yamlio import load_yaml_file
+from ix.fs.yamlio import load_yaml_file
 
 
 def fresh_venv(folder: Path) -> tuple[Path, Path]:

@@ -1,4 +1,4 @@
-"""The batch collector (`ix.runtimes._batches`) in process, against the loopback batch APIs:
+"""The batch collector (`ix.runtimes.batches`) in process, against the loopback batch APIs:
 splitting, the journal read back, a batch created just before a crash found again."""
 
 import asyncio
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ix.runtimes._batches import BatchJournal, chunks, custom_id
 from ix.runtimes.anthropic import AnthropicOptions, AnthropicRuntime
+from ix.runtimes.batches import BatchJournal, chunks, custom_id
 from ix.runtimes.openai import OpenAIOptions, OpenAIRuntime
 from ix.runtimes.registry import RuntimeContext
 from runtimes.fake_batch_servers import ApiError, FakeBatchServer

@@ -15,7 +15,7 @@ from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase
 from ix.runtimes import RuntimeContext, build_runtime
-from ix.runtimes._transport import RateLimiter
+from ix.runtimes.transport import RateLimiter
 
 SUBJECT = Subject(name="svc", config={"model": "v2"})
 FAST = {"backoff_s": 0.001, "backoff_max_s": 0.01}

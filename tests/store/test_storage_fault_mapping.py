@@ -1,4 +1,4 @@
-"""`ix.store.storage_faults`: which errors are the storage's, and what the one line says; the
+"""`ix.fs.storage_faults`: which errors are the storage's, and what the one line says; the
 writers that leave nothing behind when they fail (tests/e2e/test_hardening_storage.py runs
 the real faults through every command)."""
 
@@ -9,9 +9,9 @@ import duckdb
 import pytest
 
 from ix.domain.errors import IxError, StorageError
+from ix.fs.files import write_text_atomic
+from ix.fs.storage_faults import HINT, storage_error, storage_faults
 from ix.interchange.export import write_folder
-from ix.lab.files import write_text_atomic
-from ix.store.storage_faults import HINT, storage_error, storage_faults
 
 # The message of a real failure: `ix results` refreshing its index under RLIMIT_FSIZE.
 DUCKDB_FULL = ('IO Error: Async write failed for range [offset=0, size=2372]: '

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         subjects_file,
     )
     from ix.domain.errors import ConfigError, IxError, NotFound, RunBusy, StorageError
-    from ix.engine.plan import Overrides
+    from ix.engine.plan import Overrides, Plan
     from ix.engine.run import Limits, RunResult
 
 #: Each public name and the module that defines it.
@@ -74,6 +74,7 @@ _WHERE = {
     "RunBusy": "ix.domain.errors",
     "StorageError": "ix.domain.errors",
     "Overrides": "ix.engine.plan",
+    "Plan": "ix.engine.plan",
     "Limits": "ix.engine.run",
     "RunResult": "ix.engine.run",
 }
@@ -110,6 +111,7 @@ __all__ = [
     "NotFound",
     "Observer",
     "Overrides",
+    "Plan",
     "QueryResult",
     "Rate",
     "ResultSet",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TypedDict, cast
 from ix.api.reports import run_trials
 from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError
-from ix.lab.paths import check_tree
-from ix.lab.resolve import find_lab
+from ix.fs.paths import check_tree
+from ix.fs.resolve import find_lab
 from ix.store.annotations import add_annotation, make_annotation, read_annotations
 from ix.store.audit import identity, now_utc, record
 from ix.store.layout import RunDir

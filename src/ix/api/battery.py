@@ -28,15 +28,15 @@ from ix.domain.errors import ConfigError, RunBusy
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import Limits, RunResult, run_plan
-from ix.lab.files import write_json_atomic, write_text_atomic
+from ix.fs.files import write_json_atomic, write_text_atomic
+from ix.fs.resolve import find_lab, list_experiments
+from ix.fs.storage_faults import storage_error, storage_faults
+from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.lab.loader import LoadedExperiment, load_experiment
-from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.schema import BatterySpec, validate
-from ix.lab.yamlio import dump_yaml, load_yaml_file
 from ix.store.audit import record
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import RunLock, iso, lock_run, read_spec, run_folders
-from ix.store.storage_faults import storage_error, storage_faults
 
 SNAPSHOT = "battery.yaml"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ix.lab.resolve import find_lab
+from ix.fs.resolve import find_lab
 from ix.store.cache import ObservationCache
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ix._version import __version__
 from ix.domain.errors import ConfigError
-from ix.lab.files import write_json_atomic
-from ix.lab.resolve import EXPERIMENT_FILE, user_config_path
+from ix.fs.files import write_json_atomic
+from ix.fs.resolve import EXPERIMENT_FILE, user_config_path
 
 if TYPE_CHECKING:
     from ix.lab.loader import LoadedExperiment

@@ -21,8 +21,8 @@ from ix.api.loading import resolve
 from ix.api.loading import validate as plan_experiments
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan
-from ix.lab.files import write_text_atomic
-from ix.lab.resolve import find_lab, select_experiments
+from ix.fs.files import write_text_atomic
+from ix.fs.resolve import find_lab, select_experiments
 from ix.runtimes.credentials import credentials
 from ix.store.tags import is_tag_name, read_tags
 

@@ -45,11 +45,11 @@ from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
 from ix.eval.live import KIND, object_ref, using
 from ix.eval.models import EvalCase
-from ix.lab.files import write_text_atomic
-from ix.lab.names import check_name, name_problem
-from ix.lab.paths import FILE, FOLDER, UnsafePath, check_entry
-from ix.lab.resolve import EXPERIMENT_FILE
-from ix.lab.yamlio import dump_yaml, read_text
+from ix.fs.files import write_text_atomic
+from ix.fs.names import check_name, name_problem
+from ix.fs.paths import FILE, FOLDER, UnsafePath, check_entry
+from ix.fs.resolve import EXPERIMENT_FILE
+from ix.fs.yamlio import dump_yaml, read_text
 
 __all__ = ["Experiment", "ExperimentRun"]
 

@@ -30,8 +30,8 @@ from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
 from ix.report.digest import TrialDigest
 from ix.runtimes import get_kind
-from ix.runtimes._batches import BATCH_DISCOUNT
-from ix.runtimes._prices import estimate_cost
+from ix.runtimes.batches import BATCH_DISCOUNT
+from ix.runtimes.prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir

@@ -21,6 +21,10 @@ from ix.eval.models import EvalCase
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import RunInfo, RunSpec, Summary
 from ix.eval.scoring import Tally
+from ix.fs.names import name_problem, normalise
+from ix.fs.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
+from ix.fs.storage_faults import storage_faults
+from ix.fs.yamlio import load_yaml_file
 from ix.interchange.export import latest_attempts
 from ix.interchange.importing import (
     Imported,
@@ -30,15 +34,11 @@ from ix.interchange.importing import (
     write_experiment,
 )
 from ix.lab.loader import load_experiment
-from ix.lab.names import name_problem, normalise
-from ix.lab.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
-from ix.lab.yamlio import load_yaml_file
 from ix.store.audit import record
 from ix.store.import_run import find_import, import_turn, new_experiment, settle
 from ix.store.layout import ExperimentDir
 from ix.store.recorder import RunRecorder
 from ix.store.runs import environment, iso, new_run_id
-from ix.store.storage_faults import storage_faults
 
 if TYPE_CHECKING:
     from ix.api.schemas import ImportOutput

@@ -23,7 +23,7 @@ from ix.api.reports import compare_runs
 from ix.api.results import Results
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
-from ix.lab.resolve import find_lab
+from ix.fs.resolve import find_lab
 
 if TYPE_CHECKING:
     from ix.report.schemas import CompareOutput

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.census import census
 from ix.domain.errors import ConfigError
-from ix.lab.resolve import find_lab
-from ix.lab.resolve import list_experiments as _experiment_dirs
+from ix.fs.resolve import find_lab
+from ix.fs.resolve import list_experiments as _experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import latest_run, read_spec
 

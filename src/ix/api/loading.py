@@ -7,8 +7,8 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, flatten
 from ix.engine.plan import Overrides, Plan, build_plan
+from ix.fs.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
-from ix.lab.resolve import find_lab, is_experiment, select_experiments
 from ix.runtimes.credentials import credentials
 
 __all__ = ["check", "load", "plan", "resolve", "subject_credentials", "validate"]

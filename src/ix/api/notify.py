@@ -34,7 +34,7 @@ from ix.domain.errors import ConfigError
 from ix.engine.run import RunResult
 from ix.report.answer import goal_verdict, metric_name, primary_metric
 from ix.report.leaderboard import counts_of, standing
-from ix.runtimes._transport import retry_after_header
+from ix.runtimes.transport import retry_after_header
 
 Warn = Callable[[str], None]
 

@@ -24,20 +24,21 @@ from ix.engine.optimize import SESSION_ID, Hooks, Outcome, Settings, read_sessio
 from ix.engine.optimize import optimize as run_session
 from ix.engine.proposers import KEYWORDS, KeywordsProposer, Proposer, RuntimeProposer
 from ix.engine.run import Limits
-from ix.lab.files import shared_mode, write_json_atomic, write_text_atomic
+from ix.eval.optimize import CREDIBILITY, MIN_CHANGED, TOLERANCE
+from ix.fs.files import shared_mode, write_json_atomic, write_text_atomic
+from ix.fs.paths import FILE, UnsafePath, check_entry, check_tree, open_regular
+from ix.fs.resolve import find_lab, list_experiments
+from ix.fs.yamlio import MAX_TEXT_BYTES
 from ix.lab.loader import LoadedExperiment, load_experiment
-from ix.lab.paths import FILE, UnsafePath, check_entry, check_tree, open_regular
-from ix.lab.resolve import find_lab, list_experiments
 from ix.lab.subjects import load_registry
-from ix.lab.yamlio import MAX_TEXT_BYTES
 from ix.report.optimize import optimize_html, optimize_markdown
 from ix.runtimes.registry import available
 from ix.store.audit import record
 from ix.store.layout import OptimizeDir
 from ix.store.runs import iso
 
-__all__ = ["SESSION_ID", "OptimizeResult", "Settings", "apply_session", "list_sessions",
-           "make_proposer", "optimize", "session"]
+__all__ = ["CREDIBILITY", "MIN_CHANGED", "SESSION_ID", "TOLERANCE", "OptimizeResult",
+           "Settings", "apply_session", "list_sessions", "make_proposer", "optimize", "session"]
 
 
 #: What `optimize` returns: the session's folder and `optimize.json`'s content, and whether

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ix.domain.errors import ConfigError
-from ix.lab.files import shared_mode
-from ix.lab.resolve import find_lab
+from ix.fs.files import shared_mode
+from ix.fs.resolve import find_lab
 from ix.query.index import TrialIndex
 from ix.query.sql_guard import sql_error
 from ix.query.views import (

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, cast
 from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError
 from ix.eval.schema_version import SCHEMA_VERSION
-from ix.lab.files import write_json_atomic
-from ix.lab.frontmatter import read_frontmatter
-from ix.lab.resolve import find_lab, select_experiments
-from ix.lab.resolve import list_experiments as experiment_dirs
+from ix.fs.files import write_json_atomic
+from ix.fs.frontmatter import read_frontmatter
+from ix.fs.resolve import find_lab, select_experiments
+from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.query.case_table import case_files_state, case_prompts, case_rows, suite_dir
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes

@@ -19,7 +19,7 @@ from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
 from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError
-from ix.lab.resolve import find_lab
+from ix.fs.resolve import find_lab
 from ix.query.aggregate import (
     Method,
     aggregate,

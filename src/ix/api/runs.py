@@ -7,7 +7,6 @@ or a tag) outside the lab is refused. Everything here reads, and nothing here re
 command that only finds a run does not import the report machinery.
 """
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.resolve import find_lab
-from ix.lab.resolve import list_experiments as experiment_dirs
+from ix.fs.paths import lies_within
+from ix.fs.resolve import find_lab
+from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import RunNotFound, find_run, read_spec, run_folders
 from ix.store.tags import is_tag_name, read_tags, tag_folder
@@ -84,7 +84,7 @@ def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
     out: dict[Path, list[RunInfo]] = {}
     for experiment in experiment_dirs(lab_path):
         folders = run_folders(ExperimentDir.at(experiment).results)
-        out[experiment] = [run_info(p) for p in reversed(folders) if _inside(p, lab_path)]
+        out[experiment] = [run_info(p) for p in reversed(folders) if lies_within(p, lab_path)]
     return out
 
 
@@ -115,7 +115,7 @@ def lab_run(lab: Path, ref: str) -> RunInfo:
     if not isinstance(ref, str) or not RUN_REF.fullmatch(ref) or ".." in ref:
         raise ConfigError(f"not a run id or tag: {ref!r}", field="RUN")
     folder = resolve_run(lab, ref)
-    if not _inside(folder, lab) or not folder.is_dir():
+    if not lies_within(folder, lab) or not folder.is_dir():
         raise ConfigError(f"run {ref!r} is not inside lab {lab}", field="RUN")
     return run_info(folder)
 
@@ -131,12 +131,6 @@ def fingerprint(run: RunInfo) -> tuple[Any, ...]:
         except OSError:
             stamps.append(None)
     return tuple(stamps)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    """`path` lies under `root` once both are resolved (symlinks followed)."""
-    real, base = os.path.realpath(path), os.path.realpath(root)
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
 __all__ = ["RUN_REF", "RunInfo", "fingerprint", "lab_run", "list_runs", "resolve_run",

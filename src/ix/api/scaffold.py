@@ -17,11 +17,11 @@ from typing import Any
 from ix.api.subjects import list_subjects
 from ix.domain.errors import ConfigError, raise_all
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
+from ix.fs.resolve import find_lab, is_lab
+from ix.fs.storage_faults import storage_error
+from ix.fs.yamlio import dump_yaml
 from ix.lab.loader import MissingSkill, check_experiment, missing_skill
-from ix.lab.resolve import find_lab, is_lab
-from ix.lab.yamlio import dump_yaml
 from ix.runtimes import get_kind
-from ix.store.storage_faults import storage_error
 
 #: A name is a folder name: letters, digits, `.`, `_`, `-`; it starts with a letter or digit.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

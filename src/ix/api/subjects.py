@@ -14,12 +14,12 @@ from ix.domain.redaction import Redactor, environment_secrets
 from ix.domain.types import Subject
 from ix.engine.redactor import runtime_secrets, spec_secrets
 from ix.eval.models import EvalCase
+from ix.fs.resolve import find_lab
+from ix.fs.yamlio import parse_yaml
 from ix.lab import subjects as registry
 from ix.lab.loader import resolve_skill
-from ix.lab.resolve import find_lab
 from ix.lab.secrets import check_no_secrets, is_secret_key, looks_like_secret, reads_env_template
 from ix.lab.subjects import RegisteredSubject
-from ix.lab.yamlio import parse_yaml
 from ix.runtimes import RuntimeContext, get_kind, validate_options
 
 if TYPE_CHECKING:

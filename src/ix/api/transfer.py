@@ -15,6 +15,8 @@ from ix._version import __version__
 from ix.api.results import query_results
 from ix.domain.errors import ConfigError
 from ix.eval.models import EvalCase
+from ix.fs.resolve import find_lab
+from ix.fs.storage_faults import storage_faults
 from ix.interchange.export import (
     check_out,
     latest_attempts,
@@ -25,10 +27,8 @@ from ix.interchange.export import (
 )
 from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
 from ix.lab.loader import load_experiment
-from ix.lab.resolve import find_lab
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import find_run, read_spec
-from ix.store.storage_faults import storage_faults
 from ix.store.trials import parse_line
 
 if TYPE_CHECKING:

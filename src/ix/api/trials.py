@@ -15,6 +15,7 @@ from typing import Any
 
 from ix.api.runs import RunInfo
 from ix.domain.errors import ConfigError
+from ix.fs.paths import lies_within
 from ix.store.layout import ExperimentDir
 from ix.store.trials import parse_line
 
@@ -151,8 +152,7 @@ def read_trace(run: RunInfo, record: dict[str, Any], limit: int = TRACE_BYTES) -
         raise ConfigError(f"the trace path {ref!r} is not a relative path", field="trace")
     results = ExperimentDir.at(run.experiment_dir).results
     path = os.path.realpath(results / ref)
-    base = os.path.realpath(run.folder).rstrip(os.sep) + os.sep
-    if not path.startswith(base) or not os.path.isfile(path):
+    if not lies_within(path, run.folder) or not os.path.isfile(path):
         raise ConfigError(f"the trace {ref!r} is not a file inside the run's folder",
                           field="trace")
     opener: Any = gzip.open if path.endswith(".gz") else open

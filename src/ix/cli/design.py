@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from rich.markup import escape
 
+from ix.api import Plan
 from ix.api.design import DesignWarning, design_warnings
 from ix.cli.output import err
-from ix.engine.plan import Plan
 
 if TYPE_CHECKING:  # the output types (ix.api.schemas): not imported by `ix validate` itself
     from ix.api.schemas import DesignWarningOut, Validated

@@ -6,18 +6,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from ix.api.optimize import Settings
+from ix.api import Limits
+from ix.api.optimize import CREDIBILITY, MIN_CHANGED, TOLERANCE, Settings
 from ix.api.optimize import optimize as run_optimize
 from ix.cli.options import CacheModeOption, Json, Lab, ProgressOption
 from ix.cli.options import progress_mode as progress_mode_of
 from ix.cli.output import err, out, print_json
 from ix.cli.progress import RunProgress
-from ix.engine.run import Limits
-from ix.eval.optimize import CREDIBILITY, MIN_CHANGED, TOLERANCE
 from ix.report.optimize_terminal import optimize_renderable
 
 if TYPE_CHECKING:
-    from ix.engine.plan import Plan
+    from ix.api import Plan
 
 
 class _Steps(RunProgress):

@@ -25,11 +25,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ix.api import Plan
 from ix.api.design import DesignWarning
 from ix.api.options import Observer
 from ix.cli import design as design_cli
 from ix.cli.output import err, warn
-from ix.engine.plan import Plan
 
 Mode = Literal["auto", "bar", "json", "none"]
 

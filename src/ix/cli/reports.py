@@ -12,15 +12,14 @@ from rich.console import Console, RenderableType
 
 from ix.api import annotations as api_notes
 from ix.api import reports as api_reports
+from ix.api.disk import write_report
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
-from ix.lab.files import write_text_atomic
 from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.terminal import leaderboards_renderable, report_renderable
-from ix.store.storage_faults import storage_error, storage_faults
 
 if TYPE_CHECKING:
     from ix.report.schemas import ReportOutput
@@ -74,8 +73,7 @@ def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
         Console(file=buffer, width=160, no_color=True, highlight=False,
                 force_terminal=False).print(fit(view))
         text = buffer.getvalue()
-    with storage_faults("the report was not written", file=path):  # atomic: no half file
-        write_text_atomic(path, text, shared=True)  # a report is for others to read
+    write_report(path, text)  # atomic: no half file
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
@@ -84,12 +82,7 @@ def _write_html(data: "ReportOutput", path: Path | None) -> None:
     from ix.report.html import render_report_html  # the charts and the page: for html only
 
     target = path or Path(data["run"]["folder"]) / "report.html"
-    try:
-        write_text_atomic(target, render_report_html(data), shared=True)
-    except OSError as exc:
-        raise storage_error(exc, "the report was not written", file=target) or ConfigError(
-            f"cannot write the report: {exc.strerror or exc}", file=target,
-            field="--out") from None
+    write_report(target, render_report_html(data))
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 

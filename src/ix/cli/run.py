@@ -31,7 +31,6 @@ from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import run_screen, summary_renderable, verdicts_text
 from ix.report.load import missed_objectives
-from ix.store.layout import RunDir
 
 if TYPE_CHECKING:
     from ix.api.schemas import DryRunPlan
@@ -160,7 +159,7 @@ def run(
             print_json([r.summary for r in results])
     else:
         for i, r in enumerate(results):
-            log = RunDir(r.run_dir).experiment.trials
+            log = r.trials_path
             files = ((f"results: {log.parent}{os.sep} ({log.name}, "
                       f"{r.summary_path.name})",) if r.summary_path.parent == log.parent
                      else (f"trials: {log}", f"summary: {r.summary_path}"))

@@ -4,10 +4,10 @@
     ├── IxError          one line for the user: `file: field: message`; exit 2, no traceback
     │   ├── ConfigError      bad input or configuration; says what is allowed
     │   │   ├── ConfigErrors     several problems at once (`ix validate` lists each)
-    │   │   ├── UnsafePath       a write outside the lab, through a link (ix.lab.paths)
+    │   │   ├── UnsafePath       a write outside the lab, through a link (ix.fs.paths)
     │   │   ├── MissingSkill     a skill that is not in the lab's skills/ (ix.lab.loader)
     │   │   └── DesignError      design checks refused under --strict (ix.api.design)
-    │   ├── StorageError     the disk refused a write: full, read-only (ix.store.storage_faults)
+    │   ├── StorageError     the disk refused a write: full, read-only (ix.fs.storage_faults)
     │   ├── RunBusy          another ix process is executing the run (holds its lock)
     │   └── NotFound         the run, case or trial named does not exist (the viewer's 404)
     └── TrialError       one trial failed as its runtime understands it: recorded in the
@@ -73,7 +73,7 @@ class StorageError(IxError):
     """The results could not be written (a full disk, a read-only folder, a deleted lab).
 
     A user can fix it, so the CLI prints it as one line and exits 2, as for bad input;
-    `ix.store.storage_faults` makes it from the `OSError` (or DuckDB error) underneath."""
+    `ix.fs.storage_faults` makes it from the `OSError` (or DuckDB error) underneath."""
 
 
 class RunBusy(IxError):

@@ -56,14 +56,14 @@ from ix.eval.optimize import (
 )
 from ix.eval.schemas import SCHEMA_VERSION
 from ix.eval.sensors import target_skill
-from ix.lab.files import dumps, write_text_atomic
-from ix.lab.frontmatter import split_frontmatter
+from ix.fs.appending import append_line
+from ix.fs.files import dumps, write_text_atomic
+from ix.fs.frontmatter import split_frontmatter
+from ix.fs.paths import check_tree
+from ix.fs.yamlio import read_text
 from ix.lab.loader import LoadedExperiment
-from ix.lab.paths import check_tree
 from ix.lab.skill_file import check_description, with_description
-from ix.lab.yamlio import read_text
 from ix.stats.paired_f1 import PairedF1, paired_f1
-from ix.store.appending import append_line
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
 from ix.store.runs import iso, latest_run, read_spec

@@ -21,11 +21,11 @@ from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.plugins import Plugin, in_use
 from ix.eval.sensors import build_sensor, target_skill
+from ix.fs.frontmatter import read_frontmatter
+from ix.fs.names import normalise
 from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
-from ix.lab.frontmatter import read_frontmatter
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
-from ix.lab.names import normalise
 from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
 from ix.runtimes.judge import build_judge
 
@@ -333,7 +333,7 @@ def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:
     if not names:
         return list(subjects)
     by_name = {s.name: s for s in subjects}
-    names = [normalise(n) for n in names]  # names are kept in NFC (`ix.lab.names`)
+    names = [normalise(n) for n in names]  # names are kept in NFC (`ix.fs.names`)
     missing = [n for n in names if n not in by_name]
     if missing:
         raise ConfigError(f"no subject {missing[0]!r}; subjects: {', '.join(by_name)}",

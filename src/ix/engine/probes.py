@@ -40,10 +40,10 @@ from ix.domain.types import Subject
 from ix.eval.models import EvalCase
 from ix.eval.plugins import build, find
 from ix.eval.validation import from_validation_error
-from ix.lab.files import write_json_atomic
+from ix.fs.files import write_json_atomic
+from ix.fs.yamlio import read_text
 from ix.lab.loader import LoadedExperiment
 from ix.lab.subjects import load_registry
-from ix.lab.yamlio import read_text
 from ix.runtimes.registry import RuntimeContext, available, build_runtime
 from ix.store.layout import ExperimentDir
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import SECRET_NAME, Redactor, environment_secrets, looks_like_secret, parts
+from ix.fs.resolve import user_config_path
+from ix.fs.yamlio import load_yaml_file
 from ix.lab.config import LAB_CONFIG
-from ix.lab.resolve import user_config_path
 from ix.lab.secrets import is_secret_key
 from ix.lab.subjects import subjects_path
-from ix.lab.yamlio import load_yaml_file
 
 if TYPE_CHECKING:
     from ix.engine.plan import SubjectPlan

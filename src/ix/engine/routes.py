@@ -12,7 +12,7 @@ from typing import Any
 
 from ix.engine.resume import FAILED, PASSED, Continuation
 from ix.eval.scoring import Tally
-from ix.lab.paths import readable_file
+from ix.fs.paths import readable_file
 from ix.store.trial_lines import TrialLine, decode_line, invoked_skills, trial_line
 
 

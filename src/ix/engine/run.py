@@ -75,14 +75,15 @@ from ix.eval.schemas import (
     SweepOut,
 )
 from ix.eval.scoring import Tally
+from ix.fs.names import file_part
+from ix.fs.paths import inside, open_regular
+from ix.fs.storage_faults import HINT
 from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
-from ix.lab.names import file_part
-from ix.lab.paths import inside, open_regular
 from ix.lab.secrets import redact_secrets
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
-from ix.runtimes._batches import Batcher, BatchJournal
+from ix.runtimes.batches import Batcher, BatchJournal
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
 from ix.store.runs import (
@@ -91,7 +92,6 @@ from ix.store.runs import (
     git_commit,
     iso,
 )
-from ix.store.storage_faults import HINT
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_scan import ERROR_OBJECTS, run_markers
 from ix.store.trials import TrialWriter, fsync_policy
@@ -108,6 +108,11 @@ class RunResult:
     run_dir: Path
     plan: Plan
     written: int
+
+    @property
+    def trials_path(self) -> Path:
+        """The trial log the run appended to (`results/trials.jsonl` of its experiment)."""
+        return RunDir(self.run_dir).experiment.trials
 
 
 #: What every summary computes with, imported while the trials run. The ix modules of the

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.files import write_text_atomic
+from ix.fs.files import write_text_atomic
 from ix.store.trial_lines import standing, trial_line
 from ix.store.trials import parse_line, skipped_line
 

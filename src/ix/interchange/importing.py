@@ -2,7 +2,7 @@
 
 Every trial is checked as the line a run would write — `ix.eval.schemas.TrialLine`, strictly
 (no `true` for a number, no `"3"` for a count, no NaN) — and its subject and case by the rules
-names meet at load (`ix.lab.names`), so a bad line, row or sample is a `ConfigError` naming the
+names meet at load (`ix.fs.names`), so a bad line, row or sample is a `ConfigError` naming the
 file, the row and the field, and nothing is written. `ix.store.import_run` writes what passed.
 docs/export.md has the rules.
 """
@@ -22,10 +22,10 @@ from pydantic import ValidationError
 from ix.domain.errors import ConfigError
 from ix.eval.schemas import TrialLine
 from ix.eval.validation import from_validation_error
+from ix.fs.names import check_distinct, check_name, file_part
+from ix.fs.yamlio import dump_yaml, read_text
 from ix.interchange.inspect_read import log_trials, parse_log
-from ix.lab.names import check_distinct, check_name, file_part
 from ix.lab.schema import GoalSpec
-from ix.lab.yamlio import dump_yaml, read_text
 from ix.store.runs import iso
 
 FORMATS = ("inspect", "jsonl", "csv")

@@ -1,2 +1,3 @@
-"""What the user wrote: the lab and its experiments (loading, schema, defaults, the subject
-registry, YAML and frontmatter), and the safe-file helpers every writer uses."""
+"""What the user wrote: the lab and its experiments (loading, schema, defaults, variants,
+sweeps, the subject registry, the user's config and secrets). The disk helpers it reads them
+with are in `ix.fs`."""

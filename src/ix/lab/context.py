@@ -23,9 +23,9 @@ from typing import Literal
 from ix.domain.errors import ConfigError
 from ix.domain.types import ORIGIN, Subject
 from ix.eval.models import Turn
+from ix.fs.yamlio import load_yaml_file, parse_yaml
 from ix.lab.history import turns_of
 from ix.lab.schema import ContextSpec, PrefixSpec, validate
-from ix.lab.yamlio import load_yaml_file, parse_yaml
 
 __all__ = ["BUILTIN", "ORIGIN", "Context", "chars", "expanded_name", "load_context", "tokens"]
 

@@ -14,12 +14,13 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
+from ix.fs.frontmatter import read_frontmatter
+from ix.fs.names import check_distinct, check_name, shown, skeleton
+from ix.fs.resolve import EXPERIMENT_FILE
+from ix.fs.yamlio import load_yaml_file
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.context import Context, load_context
-from ix.lab.frontmatter import read_frontmatter
 from ix.lab.history import turns_of
-from ix.lab.names import check_distinct, check_name, shown, skeleton
-from ix.lab.resolve import EXPERIMENT_FILE
 from ix.lab.schema import (
     CaseSpec,
     ExperimentSpec,
@@ -30,7 +31,6 @@ from ix.lab.schema import (
 from ix.lab.subjects import RegisteredSubject, load_registry, subjects_path
 from ix.lab.sweep import expand_sweep
 from ix.lab.variants import expand_variants
-from ix.lab.yamlio import load_yaml_file
 
 
 @dataclass(frozen=True)

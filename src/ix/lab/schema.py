@@ -23,7 +23,7 @@ from ix.domain.errors import ConfigError
 from ix.domain.model import Model
 from ix.eval.models import Difficulty, Expectation, Seeding
 from ix.eval.validation import from_validation_error
-from ix.lab.names import name_problem, normalise
+from ix.fs.names import name_problem, normalise
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,7 +55,7 @@ def _check_kind(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _named(what: str) -> Any:
-    """A validator: the value is a name (`ix.lab.names`), kept in NFC; None passes."""
+    """A validator: the value is a name (`ix.fs.names`), kept in NFC; None passes."""
     def check(value: Any) -> Any:
         if value is None:
             return None

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from ix.domain.errors import ConfigError
-from ix.lab.frontmatter import split_frontmatter
+from ix.fs.frontmatter import split_frontmatter
 
 __all__ = ["DESCRIPTION_MAX", "check_description", "with_description"]
 

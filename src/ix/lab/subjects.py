@@ -18,12 +18,12 @@ from pydantic import ValidationError
 
 from ix.domain.errors import ConfigError
 from ix.eval.validation import from_validation_error
-from ix.lab.files import write_text_atomic
-from ix.lab.names import name_problem
-from ix.lab.resolve import user_config_path
+from ix.fs.files import write_text_atomic
+from ix.fs.names import name_problem
+from ix.fs.resolve import user_config_path
+from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.lab.schema import ProfileSpec
 from ix.lab.secrets import check_no_secrets
-from ix.lab.yamlio import dump_yaml, load_yaml_file
 
 SUBJECTS_FILE = "subjects.yaml"
 BUILTIN = "built-in"
@@ -124,7 +124,7 @@ def read_user_subjects(path: Path) -> dict[str, RegisteredSubject]:
 
 def check_name(name: Any, *, file: Path | str | None = None, field: str = "name") -> str:
     """A registry name: ASCII letters, digits, `.`, `_`, `-`, and a name by every rule of
-    `ix.lab.names` (so no `..`), since experiments use it as a subject's name."""
+    `ix.fs.names` (so no `..`), since experiments use it as a subject's name."""
     if not isinstance(name, str) or not _NAME.match(name) or name_problem(name) is not None:
         raise ConfigError(f"invalid subject name {name!r}: letters, digits, '.', '_' and '-', "
                           "starting with a letter or digit, without '..'", file=file,

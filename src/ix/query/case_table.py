@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.frontmatter import read_frontmatter
-from ix.lab.resolve import EXPERIMENT_FILE
+from ix.fs.frontmatter import read_frontmatter
+from ix.fs.resolve import EXPERIMENT_FILE
+from ix.fs.yamlio import load_yaml_file, read_text
 from ix.lab.variants import MAX_VARIANTS
 from ix.lab.variants import SEPARATOR as VARIANT_SEPARATOR
-from ix.lab.yamlio import load_yaml_file, read_text
 from ix.store.layout import ExperimentDir
 
 Warn = Callable[[str], None]

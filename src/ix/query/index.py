@@ -28,8 +28,8 @@ from pydantic import ConfigDict, StringConstraints, ValidationError
 
 from ix.domain.errors import ConfigError
 from ix.domain.model import Model
-from ix.lab.files import write_text_atomic
-from ix.lab.resolve import list_experiments
+from ix.fs.files import write_text_atomic
+from ix.fs.resolve import list_experiments
 from ix.query.case_table import case_rows, cases_signature, suite_dir
 from ix.query.index_folder import (
     INDEX_DIR,

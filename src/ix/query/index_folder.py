@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ix.lab.paths import FOLDER, UnsafePath, check_entry, check_tree
+from ix.fs.paths import FOLDER, UnsafePath, check_entry, check_tree
 
 Warn = Callable[[str], None]
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ix.domain.errors import ConfigError, IxError
-from ix.store.storage_faults import storage_error
+from ix.fs.storage_faults import storage_error
 
 if TYPE_CHECKING:
     import duckdb

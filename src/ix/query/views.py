@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ix.fs.storage_faults import storage_faults
 from ix.query.index import TrialIndex, open_index
 from ix.query.index_parts import ROW_COLUMNS
 from ix.query.sql_guard import CONFIG, VIEWS, check_read_only, lock, sql_error
 from ix.store.staging import pending_runs
-from ix.store.storage_faults import storage_faults
 
 if TYPE_CHECKING:
     from pathlib import Path

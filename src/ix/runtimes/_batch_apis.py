@@ -1,4 +1,4 @@
-"""The two providers' batch endpoints behind one interface (`ix.runtimes._batches`), through
+"""The two providers' batch endpoints behind one interface (`ix.runtimes.batches`), through
 their official SDKs: Anthropic's Message Batches and OpenAI's Batch API (a JSONL file of
 Chat Completions requests). Control calls are retried like a trial's request (`with_retries`)."""
 
@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from ix.runtimes._batches import BatchResult
-from ix.runtimes._transport import RetryOptions, Transient, status_error, with_retries
+from ix.runtimes.batches import BatchResult
+from ix.runtimes.transport import RetryOptions, Transient, status_error, with_retries
 
 T = TypeVar("T")
 

@@ -28,12 +28,13 @@ from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._batch_apis import AnthropicBatches, OpenAIBatches
-from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import anthropic_history_tools, anthropic_messages, history_of
-from ix.runtimes._prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
 from ix.runtimes._seeding import own_stream
 from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
-from ix.runtimes._transport import (
+from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
+from ix.runtimes.prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
+from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.transport import (
     RateLimiter,
     RateLimitOptions,
     RetryOptions,
@@ -41,7 +42,6 @@ from ix.runtimes._transport import (
     status_error,
     with_retries,
 )
-from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 #: The SDK (1-2 s to import): imported when a trial first needs it, or in the background
 #: once a runtime is built (`require_sdk`).

@@ -27,7 +27,9 @@ from ix.eval.models import EvalObservation
 from ix.runtimes import _templates
 from ix.runtimes._seeding import own_stream
 from ix.runtimes._templates import TemplateStr
-from ix.runtimes._transport import (
+from ix.runtimes.http_pools import Pools, close_at_loop_end
+from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.transport import (
     SECRET_NAME,
     RateLimiter,
     RetryOptions,
@@ -36,8 +38,6 @@ from ix.runtimes._transport import (
     status_error,
     with_retries,
 )
-from ix.runtimes.http_pools import Pools, close_at_loop_end
-from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 
 if TYPE_CHECKING:
     import httpx

@@ -26,16 +26,9 @@ from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._batch_apis import OpenAIBatches
-from ix.runtimes._batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes._conversation import history_of, openai_history_tools, openai_messages
-from ix.runtimes._prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes._seeding import own_stream, uniform
 from ix.runtimes._skills import openai_skill_tool, skill_listing, subject_skills
-from ix.runtimes._transport import (
-    RateLimiter,
-    RateLimitOptions,
-    RetryOptions,
-)
 from ix.runtimes.anthropic import (
     ENV_NAME,
     LoopClient,
@@ -46,7 +39,14 @@ from ix.runtimes.anthropic import (
     require_sdk,
     send_raw,
 )
+from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
+from ix.runtimes.prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.transport import (
+    RateLimiter,
+    RateLimitOptions,
+    RetryOptions,
+)
 
 #: The SDK: imported when a trial first needs it, or in the background once a runtime is
 #: built (`require_sdk`).

@@ -17,7 +17,7 @@ from ix.domain.model import Model
 from ix.domain.ports import ExperimentRuntime
 from ix.eval import plugins
 from ix.eval.validation import from_validation_error
-from ix.runtimes._batches import BATCH_CONCURRENCY
+from ix.runtimes.batches import BATCH_CONCURRENCY
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.store.appending import append_line
+from ix.fs.appending import append_line
+from ix.fs.storage_faults import storage_faults
 from ix.store.audit import identity, now_utc
 from ix.store.layout import RunDir
-from ix.store.storage_faults import storage_faults
 
 MAX_TEXT = 10_000
 

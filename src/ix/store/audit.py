@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ix._version import __version__
-from ix.store.appending import append_line
+from ix.fs.appending import append_line
 
 AUDIT_FILE = "audit.jsonl"
 

@@ -34,8 +34,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ix.lab.paths import FOLDER, check_entry, check_tree
-from ix.store.storage_faults import storage_error
+from ix.fs.paths import FOLDER, check_entry, check_tree
+from ix.fs.storage_faults import storage_error
 
 CACHE_DIR = Path(".ix") / "cache" / "observations"
 ENTRY_SUFFIX = ".json.gz"

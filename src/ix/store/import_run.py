@@ -33,8 +33,8 @@ from typing import Any
 
 from ix.domain.errors import ConfigError
 from ix.eval.schemas import RunSpec
-from ix.lab.files import dumps, write_json_atomic, write_text_atomic
-from ix.lab.resolve import list_experiments
+from ix.fs.files import dumps, write_json_atomic, write_text_atomic
+from ix.fs.resolve import list_experiments
 from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
 from ix.store.runs import check_results, read_spec, run_folders, write_spec
 from ix.store.staging import RUN_ID, STAGE_PREFIX, STAGE_SUFFIX, pending_runs, staged

@@ -10,7 +10,7 @@
         summary.json            its summary
         report.json             what `ix report` reads besides it (`api/reports.py`)
         annotations.jsonl       notes on it (`store/annotations.py`)
-        batches.jsonl           the batches it sent, with `batch: true` (`runtimes/_batches.py`)
+        batches.jsonl           the batches it sent, with `batch: true` (`runtimes/batches.py`)
         traces/                 its trials' traces
     optimize/<id>/              one `ix optimize` session (`OptimizeDir`)
         optimize.json           its state and outcome, rewritten after each step
@@ -44,7 +44,7 @@ LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
-BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/_batches.py`)
+BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/batches.py`)
 TRACES_DIR = "traces"
 OPTIMIZE_DIR = "optimize"
 OPTIMIZE_FILE = "optimize.json"

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
 from ix.domain.errors import ConfigError, IxError
-from ix.lab.paths import entry_kind
+from ix.fs.paths import entry_kind
 
 #: URL scheme -> the extra that installs its backend (`file://` needs none).
 SCHEMES = {"s3": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure",

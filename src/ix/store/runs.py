@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, cast
 
 from ix._version import __version__
 from ix.domain.errors import ConfigError, NotFound, RunBusy
-from ix.lab.files import write_text_atomic
-from ix.lab.paths import FILE, FOLDER, check_entries, open_regular
-from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.fs.files import write_text_atomic
+from ix.fs.paths import FILE, FOLDER, check_entries, open_regular
+from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.store.layout import RESULTS_DIR, RUNS_DIR, ExperimentDir, RunDir
 from ix.store.trials import stamp
 

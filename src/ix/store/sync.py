@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ix.lab.files import shared_mode
-from ix.lab.names import name_problem
-from ix.lab.paths import UnsafePath, inside
-from ix.lab.resolve import list_experiments
+from ix.fs.appending import append_line
+from ix.fs.files import shared_mode
+from ix.fs.names import name_problem
+from ix.fs.paths import UnsafePath, inside
+from ix.fs.resolve import list_experiments
 from ix.store.annotations import annotations_path
-from ix.store.appending import append_line
 from ix.store.audit import audit_path
 from ix.store.layout import (
     ANNOTATIONS_FILE,

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ix.lab.paths import readable_file
+from ix.fs.paths import readable_file
 from ix.store.trial_lines import MAX_TRIAL, decode_line
 
 #: What tells two trial lines apart: (run_id, subject, probe_id, trial, attempt).

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.files import write_text_atomic
-from ix.lab.names import name_problem
-from ix.lab.paths import UnsafePath, inside
-from ix.lab.yamlio import dump_yaml, load_yaml_file
+from ix.fs.files import write_text_atomic
+from ix.fs.names import name_problem
+from ix.fs.paths import UnsafePath, inside
+from ix.fs.storage_faults import storage_faults
+from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.store.layout import RESULTS_DIR, RUNS_DIR
-from ix.store.storage_faults import storage_faults
 
 TAGS_FILE = "tags.yaml"
 TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,99}")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy is imported where a log is read: other commands start faster
     import numpy as np
 
-from ix.lab.paths import readable_file
+from ix.fs.paths import readable_file
 from ix.store.trial_lines import (
     LONG_LINE,
     MAX_COUNT,

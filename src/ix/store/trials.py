@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from ix.domain.errors import ConfigError
-from ix.lab.files import dumps, located, write_text_atomic
-from ix.lab.paths import FOLDER, check_entry, open_regular, readable_file
+from ix.fs.files import dumps, located, write_text_atomic
+from ix.fs.paths import FOLDER, check_entry, open_regular, readable_file
 from ix.store.layout import ExperimentDir
 from ix.store.trial_lines import decode_line, trial_line
 

@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.lab.yamlio import parse_yaml, read_text
+from ix.fs.yamlio import parse_yaml, read_text
 
 
 def split_frontmatter(text: str, *, file: Path | str) -> tuple[dict[str, Any], str]:

@@ -2,7 +2,7 @@
 so a reader sees the old file or the new one and never half of one (summaries, `spec.yaml`,
 `tags.yaml`, `subjects.yaml`, the index manifest, reports, exports).
 
-The temporary file is `.<name>.<random>.tmp` (`store/storage_faults.py` names the file a
+The temporary file is `.<name>.<random>.tmp` (`fs/storage_faults.py` names the file a
 user knows when the disk refuses one). A file is private to the user (0600) unless `shared`:
 then it keeps the mode of the file it replaces, or gets the usual 0666 less the umask.
 """

@@ -16,7 +16,7 @@ a new attempt) has a new custom id, so it goes into a new batch.
 The journal may come from elsewhere (a lab cloned or synced), so it is read defensively: a
 line that is not a journal line (not JSON, not an object, a key missing or of the wrong type)
 is skipped with a warning naming the file and the line, never a traceback; and it is opened
-without following a symlink (the engine passes `ix.lab.paths.open_regular`, which refuses a
+without following a symlink (the engine passes `ix.fs.paths.open_regular`, which refuses a
 FIFO or a device too), so ix never appends to the file a link points at.
 """
 
@@ -108,7 +108,7 @@ Opener = Callable[[Path, int, int], int]
 
 def open_nofollow(path: Path, flags: int, mode: int = 0o666) -> int:
     """`os.open` that refuses a symlink at `path` (`ConfigError`: exit 2, naming it); the
-    engine passes the richer `ix.lab.paths.open_regular` instead."""
+    engine passes the richer `ix.fs.paths.open_regular` instead."""
     try:
         return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
                        mode)

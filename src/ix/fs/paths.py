@@ -38,15 +38,21 @@ class UnsafePath(ConfigError):
 def inside(root: Path, path: Path, *, field: str | None = None) -> Path:
     """`path`, once sure it stays inside `root`: as written (no `..` climbing out) and as the
     file system resolves it (no symlink leading out). Else `UnsafePath`."""
-    base = os.path.abspath(root)
-    target = os.path.abspath(path)
-    real_base = os.path.realpath(base)
-    real_target = os.path.realpath(target)
-    for b, t in ((base, target), (real_base, real_target)):
-        if t != b and not t.startswith(b.rstrip(os.sep) + os.sep):
-            raise UnsafePath(f"would write outside {root} (to {real_target}); ix writes only "
-                             "inside its own folders", file=path, field=field)
+    base, target = os.path.abspath(root), os.path.abspath(path)
+    if not _under(target, base) or not lies_within(target, base):
+        raise UnsafePath(f"would write outside {root} (to {os.path.realpath(target)}); ix "
+                         "writes only inside its own folders", file=path, field=field)
     return path
+
+
+def lies_within(path: str | Path, root: str | Path) -> bool:
+    """`path` is `root` or lies under it once both are resolved (every symlink followed): the
+    one "inside the lab" check, for what ix reads from a lab as much as for what it writes."""
+    return _under(os.path.realpath(path), os.path.realpath(root))
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
 
 
 def entry_kind(mode: int) -> str:

@@ -10,7 +10,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from ix.lab.paths import open_regular
+from ix.fs.paths import open_regular
 
 try:
     import fcntl

@@ -6,13 +6,12 @@ Bad input raises `ConfigError` before anything is written.
 """
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from ix.api.reports import run_trials
 from ix.api.runs import resolve_run
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.paths import check_tree
 from ix.fs.resolve import find_lab
 from ix.store.annotations import add_annotation, make_annotation, read_annotations
@@ -117,7 +116,7 @@ def annotate(lab: str | Path | None, run: str, text: str,
 
 
 def list_annotations(lab: str | Path | None, run: str,
-                     warn: Callable[[str], None] | None = None) -> "AnnotationList":
+                     warn: Warn | None = None) -> "AnnotationList":
     lab_path = find_lab(lab)
     run_dir = resolve_run(lab_path, run)
     return {**_run_info(run_dir),

@@ -9,17 +9,17 @@ a run the next import completes.
 """
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.engine.plan import trial_seed
 from ix.eval.models import EvalCase
 from ix.eval.run_summary import summarise_tallies
-from ix.eval.schemas import RunInfo, RunSpec, Summary
+from ix.eval.schemas import RunSpec, Summary, SummaryRun
 from ix.eval.scoring import Tally
 from ix.fs.names import name_problem, normalise
 from ix.fs.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from ix.api.schemas import ImportOutput
 
 IMPORT_FORMATS = ("inspect", "jsonl", "csv")
-Warn = Callable[[str], None]
-
 
 @dataclass(frozen=True)
 class ImportResult:
@@ -189,7 +187,7 @@ def _write(lab: Path, exp_dir: Path, new: bool, imported: Imported, source: Path
     sensor = next((line["reading"]["sensor_name"] for line in lines
                    if isinstance(line.get("reading"), Mapping)
                    and line["reading"].get("sensor_name")), "imported")
-    info: RunInfo = {"sensor": sensor, "seed": None, "trials_per_case": trials_per_case,
+    info: SummaryRun = {"sensor": sensor, "seed": None, "trials_per_case": trials_per_case,
             "trials_mode": {"mode": "fixed"}, "started_at": iso(now), "finished_at": iso(now),
             "skipped_cases": [], "imported_from": str(source), "format": fmt}
     summary = summarise_tallies(experiment_name=name, run_id=run_id, run_status="completed",

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, overload
 from ix.api.battery import BatteryResult, resume_battery, run_battery
 from ix.api.experiments import run
 from ix.api.options import Observer, RunOptions
-from ix.api.query import QueryResult, Warn, run_query
+from ix.api.query import QueryResult, run_query
 from ix.api.reports import compare_runs
 from ix.api.results import Results
+from ix.domain.errors import Warn
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
 from ix.fs.resolve import find_lab

@@ -30,13 +30,11 @@ from urllib.parse import urlsplit
 from ix._version import __version__
 from ix.api.battery import BatteryResult
 from ix.api.battery_report import outcome_lines
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.engine.run import RunResult
 from ix.report.answer import goal_verdict, metric_name, primary_metric
 from ix.report.leaderboard import counts_of, standing
 from ix.runtimes.transport import retry_after_header
-
-Warn = Callable[[str], None]
 
 #: Waits before the 2nd, 3rd and 4th attempt (a `Retry-After` replaces the wait, up to
 #: `MAX_WAIT_S`).

@@ -9,11 +9,11 @@ changed). SQL that does not parse, names an unknown table or column, or would wr
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.files import shared_mode
 from ix.fs.resolve import find_lab
 from ix.query.index import TrialIndex
@@ -31,7 +31,6 @@ from ix.query.views import (
 if TYPE_CHECKING:
     import duckdb
 
-Warn = Callable[[str], None]
 EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet")
 
 

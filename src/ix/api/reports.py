@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.runs import resolve_run
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.eval.schema_version import SCHEMA_VERSION
 from ix.fs.files import write_json_atomic
 from ix.fs.frontmatter import read_frontmatter
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
         ReportOutput,
     )
 
-Warn = Callable[[str], None]
 FORMATS = ("table", "md", "json")
 
 

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ix.api.query import EXPORT_FORMATS, QueryResult, Table, Warn, run_query
+from ix.api.query import EXPORT_FORMATS, QueryResult, Table, run_query
 from ix.api.runs import RunInfo, lab_run
 from ix.api.timespec import Moment, parse_moment
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.resolve import find_lab
 from ix.query.aggregate import (
     Method,

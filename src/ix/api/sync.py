@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ix.domain.errors import ConfigError, IxError
+from ix.domain.errors import ConfigError, IxError, Warn
 from ix.fs.resolve import find_lab
 from ix.fs.storage_faults import storage_faults
 from ix.query.index import open_index
@@ -20,8 +20,6 @@ from ix.store import sync as store_sync
 from ix.store.layout import RunDir
 from ix.store.remote import BACKENDS, Remote, check_url
 from ix.store.sync import SyncProgress
-
-Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)

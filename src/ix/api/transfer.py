@@ -6,14 +6,14 @@ trial lines, `runs/<run_id>/spec.yaml` and a summary built by the same aggregati
 run` — all at once, so a failed or killed import leaves no trace in the lab.
 """
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix._version import __version__
 from ix.api.results import query_results
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.eval.models import EvalCase
 from ix.fs.resolve import find_lab
 from ix.fs.storage_faults import storage_faults
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from ix.api.schemas import ExportOutput
 
 EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet", "inspect")
-Warn = Callable[[str], None]
-
 
 @dataclass(frozen=True)
 class ExportResult:

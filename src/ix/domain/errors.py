@@ -18,8 +18,12 @@ differs. Pydantic's errors become `ConfigError`s in `ix.eval.validation`.
 """
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+
+#: Where a warning goes: one line for the user (the CLI prints it on stderr, a library caller
+#: may collect it). Passed down by the commands that can warn; never an exception.
+Warn = Callable[[str], None]
 
 
 class IxError(Exception):

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.domain.types import Subject
 from ix.engine.cache import CacheMode, check_mode, with_cache
 from ix.engine.plan import build_plan
@@ -125,7 +125,7 @@ class Hooks:
 
     on_plan: Callable[[Any], None] | None = None
     on_trial: OnTrial | None = None
-    warn: Callable[[str], None] | None = None
+    warn: Warn | None = None
     say: Callable[[str], None] | None = None
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.engine.plan import Plan
 from ix.eval.models import SEEDINGS, EvalCase, Seeding
 from ix.store.layout import ExperimentDir, RunDir
@@ -80,7 +80,7 @@ def per_case(spec: Mapping[str, Any]) -> int | None:
 
 
 def find_continuation(results: Path, run_id: str | None, mode: Mode,
-                      warn: Callable[[str], None] | None = None) -> Continuation:
+                      warn: Warn | None = None) -> Continuation:
     """The run to continue: `run_id`, else the experiment's latest run that ix executed
     (an imported run has no plan of its own to continue)."""
     if run_id is None:

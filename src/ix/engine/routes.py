@@ -13,12 +13,12 @@ from typing import Any
 from ix.engine.resume import FAILED, PASSED, Continuation
 from ix.eval.scoring import Tally
 from ix.fs.paths import readable_file
-from ix.store.trial_lines import TrialLine, decode_line, invoked_skills, trial_line
+from ix.store.trial_lines import LineFacts, decode_line, invoked_skills, trial_line
 
 
 def standing_lines(log: Path, continuation: Continuation, tallies: Mapping[str, Tally],
                    case_ids: Collection[str], needle: bytes = b""
-                   ) -> Iterator[tuple[TrialLine, dict[str, Any]]]:
+                   ) -> Iterator[tuple[LineFacts, dict[str, Any]]]:
     """The continued run's recorded trials that stand and are valid (each its latest
     attempt's line, passed or failed), of a subject in `tallies` and a case in `case_ids`:
     (line, record). Only lines holding `needle` are decoded (one pass over the bytes)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ix._lazy import preload
-from ix.domain.errors import ConfigError, StorageError
+from ix.domain.errors import ConfigError, StorageError, Warn
 from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
 from ix.engine.adaptive import AdaptiveFeed
@@ -165,7 +165,7 @@ GRACE_S = 30.0
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
              on_trial: OnTrial | None = None, continuation: Continuation | None = None,
              limits: Limits = Limits(), executor: dict[str, Any] | None = None,
-             warn: Callable[[str], None] | None = None,
+             warn: Warn | None = None,
              on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
     """Execute `plan` and write everything it produces under the experiment's `results/`.
 
@@ -195,7 +195,7 @@ async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] |
                     on_trial: OnTrial | None = None,
                     continuation: Continuation | None = None, limits: Limits = Limits(),
                     executor: dict[str, Any] | None = None,
-                    warn: Callable[[str], None] | None = None,
+                    warn: Warn | None = None,
                     on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
     """`run_plan` on the running asyncio loop: the trials are a task of the caller's loop;
     opening and closing the run (file writes, the summary's statistics) run in a worker
@@ -251,7 +251,7 @@ def _finish(steps: Generator[Any, str | None, RunResult],
 
 def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                on_trial: OnTrial | None, continuation: Continuation | None, limits: Limits,
-               executor: dict[str, Any] | None, warn: Callable[[str], None] | None,
+               executor: dict[str, Any] | None, warn: Warn | None,
                signals: bool, on_batch: Callable[[dict[str, Any]], None] | None = None,
                ) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
@@ -399,7 +399,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
 
 def _batchers(plan: Plan, directory: Path, spec: RunSpec, recorder: RunRecorder,
               on_batch: Callable[[dict[str, Any]], None] | None,
-              warn: Callable[[str], None] | None) -> list[Batcher]:
+              warn: Warn | None) -> list[Batcher]:
     """The `batch: true` runtimes of the run, each given the run's batch journal (read and
     appended never through a symlink; `warn` hears of the lines it skips); every batch
     created is added to `spec.yaml` at once (`batches`)."""
@@ -648,7 +648,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                    limits: Limits, broken: dict[str, str], errlog: ErrorLog,
                    signals: bool = True, load: LoadFeed | None = None,
                    batchers: Sequence[Batcher] = (),
-                   warn: Callable[[str], None] | None = None) -> str | None:
+                   warn: Warn | None = None) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran.
     `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread).
     `load`: the trials are released on its schedule (`load:`) instead of all at once.

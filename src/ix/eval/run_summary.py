@@ -12,7 +12,7 @@ from ix.eval.context_summary import context_block
 from ix.eval.factorial import factor_pairs
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
-from ix.eval.schemas import GoalOut, RunInfo, SubjectComparison, Summary, SweepOut
+from ix.eval.schemas import GoalOut, SubjectComparison, Summary, SummaryRun, SweepOut
 from ix.eval.scoring import Tally
 from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
 from ix.eval.summary import build_summary, subject_block
@@ -20,7 +20,7 @@ from ix.eval.summary import build_summary, subject_block
 
 def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       subjects: Sequence[tuple[str, str]], tallies: Mapping[str, Tally],
-                      cases: Sequence[EvalCase], trials_per_case: int, info: RunInfo,
+                      cases: Sequence[EvalCase], trials_per_case: int, info: SummaryRun,
                       goal: dict[str, Any] | None = None,
                       stopped: Mapping[str, dict[str, str]] | None = None,
                       prior: str = "uniform",

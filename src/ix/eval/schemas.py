@@ -826,7 +826,7 @@ class LoadOut(ClosedDict):
     subjects: list[LoadSubjectOut]
 
 
-class RunInfo(TypedDict):
+class SummaryRun(TypedDict):
     """What a run's summary says about the run itself, beside its results (the keys
     `build_summary` adds after `statistics`, in this order)."""
 

@@ -31,12 +31,12 @@ from ix.eval.schemas import (
     GoalOut,
     Prior,
     ProbeResultOut,
-    RunInfo,
     RunStatus,
     Stopped,
     SubjectBlock,
     SubjectComparison,
     Summary,
+    SummaryRun,
     TrialsMode,
 )
 from ix.eval.scoring import Tally
@@ -118,7 +118,7 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
 
 
 def build_summary(*, experiment_name: str, run_id: str, run_status: str,
-                  blocks: list[SubjectBlock], info: RunInfo,
+                  blocks: list[SubjectBlock], info: SummaryRun,
                   comparisons: list[SubjectComparison] | None = None,
                   goal: GoalOut | None = None,
                   prior: str = "uniform") -> Summary:

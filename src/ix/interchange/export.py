@@ -12,16 +12,14 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.files import write_text_atomic
 from ix.store.trial_lines import standing, trial_line
 from ix.store.trials import parse_line, skipped_line
-
-Warn = Callable[[str], None]
 
 
 def run_lines(trials: Path, run_id: str, warn: Warn | None = None) -> list[bytes]:

@@ -17,19 +17,17 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import EXPERIMENT_FILE
 from ix.fs.yamlio import load_yaml_file, read_text
 from ix.lab.variants import MAX_VARIANTS
 from ix.lab.variants import SEPARATOR as VARIANT_SEPARATOR
 from ix.store.layout import ExperimentDir
-
-Warn = Callable[[str], None]
 
 #: The ordinal of each difficulty, for correlations: easy = 1, medium = 2, hard = 3 (the
 #: difficulties of `ix.eval.models`, in their order; spelled out here, as reading a case file

@@ -19,14 +19,13 @@ rebuilt, with a warning, never a traceback.
 import hashlib
 import json
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from pydantic import ConfigDict, StringConstraints, ValidationError
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.domain.model import Model
 from ix.fs.files import write_text_atomic
 from ix.fs.resolve import list_experiments
@@ -57,8 +56,6 @@ from ix.store.runs import read_spec
 
 if TYPE_CHECKING:
     import duckdb
-
-Warn = Callable[[str], None]
 
 FORMAT = 5  # bump when the part schema or what a part keeps changes: older indexes are rebuilt
 #            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`; 5: its

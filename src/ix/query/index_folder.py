@@ -22,12 +22,11 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+from ix.domain.errors import Warn
 from ix.fs.paths import FOLDER, UnsafePath, check_entry, check_tree
-
-Warn = Callable[[str], None]
 
 INDEX_DIR = Path(".ix") / "index"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -11,12 +11,13 @@ locked once its views are defined: it opens no file but the index files they rea
 """
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ix.domain.errors import Warn
 from ix.fs.storage_faults import storage_faults
 from ix.query.index import TrialIndex, open_index
 from ix.query.index_parts import ROW_COLUMNS
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import duckdb
-
-Warn = Callable[[str], None]
 
 #: The columns of `trials` and `trials_all`, in order, with their types and meaning.
 COLUMNS: tuple[tuple[str, str, str], ...] = (

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.eval.schemas import RunSpec
 from ix.fs.files import dumps, write_json_atomic, write_text_atomic
 from ix.fs.resolve import list_experiments
@@ -45,8 +45,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: imports do not take turns
     fcntl = None  # type: ignore[assignment]
-
-Warn = Callable[[str], None]
 
 _RUN = "run"                     # the staged run folder, renamed to runs/<run_id>
 _PREVIOUS = "previous-latest.json"  # a hard link to the summary-latest.json replaced

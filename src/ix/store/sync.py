@@ -30,11 +30,12 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ix.domain.errors import Warn
 from ix.fs.appending import append_line
 from ix.fs.files import shared_mode
 from ix.fs.names import name_problem
@@ -67,7 +68,6 @@ from ix.store.sync_lines import (
 from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
 from ix.store.trials import TrialWriter
 
-Warn = Callable[[str], None]
 AUDIT_DIR = "audit"
 TAGS_DIR = "tags"
 TRIALS_DIR = "trials"

@@ -9,7 +9,7 @@ attempt (run, subject, case, trial, attempt), any other log line by its bytes.
 """
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,6 @@ LineId = tuple[str, str, str, int, int]
 SEGMENT = ".jsonl"
 SEGMENT_LINES = 100_000     # lines per segment: a re-run after an interruption resends at most
 SEGMENT_BYTES = 64 << 20    # this much, and progress moves at least this often
-
-Warn = Callable[[str], None]
 
 
 def digest(data: bytes) -> str:

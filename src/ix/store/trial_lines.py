@@ -66,7 +66,7 @@ class TrialRecord(TypedDict):
     load: NotRequired[dict[str, Any]]  # a `load:` run's request: at_s, late_ms, warmup
 
 
-class TrialLine(NamedTuple):
+class LineFacts(NamedTuple):
     """What a reader needs of one trial record."""
 
     run_id: str
@@ -156,7 +156,7 @@ def _object(value: Any) -> bool:
     return value is None or isinstance(value, dict)
 
 
-def trial_line(record: Any) -> TrialLine | None:
+def trial_line(record: Any) -> LineFacts | None:
     """The trial record `record` (a decoded line) holds, or None when it is not one."""
     if not isinstance(record, dict):
         return None
@@ -182,7 +182,7 @@ def trial_line(record: Any) -> TrialLine | None:
         return None
     if error is not None and not isinstance(error.get("kind"), str):
         return None
-    return TrialLine(run_id, subject, probe_id, trial, attempt or 0, error is not None,
+    return LineFacts(run_id, subject, probe_id, trial, attempt or 0, error is not None,
                      passed is True, observation.get("tokens_input", 0),
                      observation.get("tokens_output", 0), float(cost))
 

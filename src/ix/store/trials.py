@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, Warn
 from ix.fs.files import dumps, located, write_text_atomic
 from ix.fs.paths import FOLDER, check_entry, open_regular, readable_file
 from ix.store.layout import ExperimentDir
@@ -40,8 +40,6 @@ _LOCK_UN = fcntl.LOCK_UN if fcntl is not None else 0
 #: (it also survives a power cut), at a cost docs/reliability.md measures.
 FSYNC_ENV = "IX_FSYNC"
 FSYNC_POLICIES = ("end", "line")
-
-Warn = Callable[[str], None]
 
 _log = logging.getLogger("ix.results")
 

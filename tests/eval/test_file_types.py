@@ -1,6 +1,6 @@
-"""The summary and `spec.yaml` have types (`ix.eval.schemas.Summary`, `RunSpec`) that the
-engine is held to and readers rely on: a real run's files validate against them, and a
-summary that is not one is refused naming the file."""
+"""The summary and `spec.yaml` have types (`ix.eval.schemas.Summary`,
+`ix.store.spec_schema.RunSpec`) that the engine is held to and readers rely on: a real run's
+files validate against them, and a summary that is not one is refused naming the file."""
 
 import json
 import shutil
@@ -14,8 +14,9 @@ from ix.api.reports import read_summary
 from ix.domain.errors import ConfigError
 from ix.engine.plan import build_plan
 from ix.engine.run import run_plan
-from ix.eval.schemas import SCHEMA_VERSION, spec_adapter, summary_adapter, summary_problems
+from ix.eval.schemas import SCHEMA_VERSION, summary_adapter, summary_problems
 from ix.lab.loader import load_experiment
+from ix.store.spec_schema import spec_adapter
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from ix.domain.errors import RunBusy
-from ix.eval.schemas import RunSpec
 from ix.store.layout import ExperimentDir
 from ix.store.recorder import RunRecorder
+from ix.store.spec_schema import RunSpec
 
 STARTED = datetime(2026, 11, 26, 1, 2, 3, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from ix.fs.resolve import find_lab
 from ix.store.annotations import add_annotation, make_annotation, read_annotations
 from ix.store.audit import identity, now_utc, record
 from ix.store.layout import RunDir
-from ix.store.runs import read_spec
+from ix.store.spec import read_spec
 from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
 from ix.store.tags import delete_tag as delete
 

@@ -36,7 +36,8 @@ from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.schema import BatterySpec, validate
 from ix.store.audit import record
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunLock, iso, lock_run, read_spec, run_folders
+from ix.store.runs import RunLock, iso, lock_run, run_folders
+from ix.store.spec import read_spec
 
 SNAPSHOT = "battery.yaml"
 

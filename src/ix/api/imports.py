@@ -19,7 +19,7 @@ from ix.domain.errors import ConfigError, Warn
 from ix.engine.plan import trial_seed
 from ix.eval.models import EvalCase
 from ix.eval.run_summary import summarise_tallies
-from ix.eval.schemas import RunSpec, Summary, SummaryRun
+from ix.eval.schemas import Summary, SummaryRun
 from ix.eval.scoring import Tally
 from ix.fs.names import name_problem, normalise
 from ix.fs.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experiments
@@ -38,7 +38,9 @@ from ix.store.audit import record
 from ix.store.import_run import find_import, import_turn, new_experiment, settle
 from ix.store.layout import ExperimentDir
 from ix.store.recorder import RunRecorder
-from ix.store.runs import environment, iso, new_run_id
+from ix.store.runs import iso, new_run_id
+from ix.store.spec import environment
+from ix.store.spec_schema import RunSpec
 
 if TYPE_CHECKING:
     from ix.api.schemas import ImportOutput

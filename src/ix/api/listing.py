@@ -17,7 +17,8 @@ from ix.domain.errors import ConfigError
 from ix.fs.resolve import find_lab
 from ix.fs.resolve import list_experiments as _experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import latest_run, read_spec
+from ix.store.runs import latest_run
+from ix.store.spec import read_spec
 
 if TYPE_CHECKING:
     from ix.api.schemas import LsGoal, LsMetric

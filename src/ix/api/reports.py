@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError, Warn
 from ix.eval.schema_version import SCHEMA_VERSION
-from ix.fs.files import write_json_atomic
+from ix.fs.files import write_json_atomic, write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import find_lab, select_experiments
 from ix.fs.resolve import list_experiments as experiment_dirs
+from ix.fs.storage_faults import storage_error
 from ix.query.case_table import case_files_state, case_prompts, case_rows, suite_dir
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
@@ -29,14 +30,8 @@ from ix.report.run_report import build_report, stored_sections
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import (
-    RunNotFound,
-    is_completed,
-    is_summarised,
-    lab_run_folders,
-    latest_run,
-    read_spec,
-)
+from ix.store.runs import RunNotFound, is_completed, is_summarised, lab_run_folders, latest_run
+from ix.store.spec import read_spec
 from ix.store.tags import tags_by_run
 from ix.store.trials import read_trials
 
@@ -484,3 +479,15 @@ def _with_descriptions(spec: Mapping[str, Any]) -> dict[str, Any]:
             except (OSError, ValueError, ConfigError):
                 continue
     return out
+
+
+def write_report(path: Path, text: str, *, field: str = "--out") -> None:
+    """A report's `text` to `path`, whole or not at all, readable by others (a report is for
+    sharing). A storage fault is a `StorageError`; another refusal of the OS a `ConfigError`
+    on `field`."""
+    try:
+        write_text_atomic(path, text, shared=True)
+    except OSError as exc:
+        raise storage_error(exc, "the report was not written", file=path) or ConfigError(
+            f"cannot write the report: {exc.strerror or exc}", file=path,
+            field=field) from None

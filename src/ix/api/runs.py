@@ -18,7 +18,8 @@ from ix.fs.paths import lies_within
 from ix.fs.resolve import find_lab
 from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunNotFound, find_run, read_spec, run_folders
+from ix.store.runs import RunNotFound, find_run, run_folders
+from ix.store.spec import read_spec
 from ix.store.tags import is_tag_name, read_tags, tag_folder
 
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.

@@ -13,17 +13,9 @@ from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field, TypeAdapter
 
-from ix.eval.schemas import (
-    SCHEMA_VERSION,
-    ClosedDict,
-    Expectation,
-    GoalReach,
-    Interval,
-    Summary,
-    ToolCallOut,
-    TrialLine,
-)
+from ix.eval.schemas import SCHEMA_VERSION, ClosedDict, Expectation, GoalReach, Interval, Summary
 from ix.report.schemas import CompareOutput, LeaderboardOutput, ReportOutput
+from ix.store.trial_schema import ToolCallOut, TrialLine
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

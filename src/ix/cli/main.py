@@ -11,10 +11,10 @@ from typing import Annotated, NoReturn
 import typer
 
 from ix._version import __version__
-from ix.api.disk import storage_error
 from ix.cli.lazy import Entry, lazy_group
 from ix.cli.options import SETTINGS
 from ix.domain.errors import IxError
+from ix.fs.storage_faults import storage_error
 
 #: Every command of `ix`, in the order `ix --help` lists them: its module (which has a
 #: `register(app)`) and its line in the listing (the first sentence of its help).

@@ -11,8 +11,8 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.text import Text
 
-from ix.api.disk import indented
 from ix.domain.redaction import Redactor, environment_secrets
+from ix.fs.files import indented
 from ix.report.layout import fit, plain_pieces
 
 

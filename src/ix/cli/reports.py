@@ -12,7 +12,6 @@ from rich.console import Console, RenderableType
 
 from ix.api import annotations as api_notes
 from ix.api import reports as api_reports
-from ix.api.disk import write_report
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
@@ -73,7 +72,7 @@ def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
         Console(file=buffer, width=160, no_color=True, highlight=False,
                 force_terminal=False).print(fit(view))
         text = buffer.getvalue()
-    write_report(path, text)  # atomic: no half file
+    api_reports.write_report(path, text)  # atomic: no half file
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
@@ -82,7 +81,7 @@ def _write_html(data: "ReportOutput", path: Path | None) -> None:
     from ix.report.html import render_report_html  # the charts and the page: for html only
 
     target = path or Path(data["run"]["folder"]) / "report.html"
-    write_report(target, render_report_html(data))
+    api_reports.write_report(target, render_report_html(data))
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 

@@ -66,7 +66,8 @@ from ix.lab.skill_file import check_description, with_description
 from ix.stats.paired_f1 import PairedF1, paired_f1
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
-from ix.store.runs import iso, latest_run, read_spec
+from ix.store.runs import iso, latest_run
+from ix.store.spec import read_spec
 
 __all__ = [
     "ORIGINAL",

@@ -23,7 +23,8 @@ from ix.domain.errors import ConfigError, Warn
 from ix.engine.plan import Plan
 from ix.eval.models import SEEDINGS, EvalCase, Seeding
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import experiment_run, latest_run, read_spec, run_folders
+from ix.store.runs import experiment_run, latest_run, run_folders
+from ix.store.spec import read_spec
 from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
 
 __all__ = ["ERRORED", "FAILED", "MISSING", "PASSED", "Continuation", "Mode", "RunState",

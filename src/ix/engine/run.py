@@ -63,17 +63,7 @@ from ix.engine.resume import (
 from ix.engine.routes import recorded_routes
 from ix.eval.models import EvalObservation
 from ix.eval.run_summary import summarise_tallies
-from ix.eval.schemas import (
-    FailedSubjectOut,
-    RunSpec,
-    SpecBatch,
-    SpecCases,
-    SpecGenerated,
-    SpecStatus,
-    Summary,
-    SweepCondition,
-    SweepOut,
-)
+from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
 from ix.eval.scoring import Tally
 from ix.fs.names import file_part
 from ix.fs.paths import inside, open_regular
@@ -86,12 +76,9 @@ from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
-from ix.store.runs import (
-    check_results,
-    environment,
-    git_commit,
-    iso,
-)
+from ix.store.runs import check_results, git_commit, iso
+from ix.store.spec import environment
+from ix.store.spec_schema import RunSpec, SpecBatch, SpecCases, SpecGenerated, SpecStatus
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_scan import ERROR_OBJECTS, run_markers
 from ix.store.trials import TrialWriter, fsync_policy

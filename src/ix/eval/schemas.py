@@ -1,13 +1,12 @@
-"""The files ix writes, as types: a `trials.jsonl` line, a run's summary and `spec.yaml`.
+"""A run's summary as a type, the file `eval` computes (DESIGN.md §4; docs/json.md).
 
-These types are the documentation of the files (DESIGN.md §3, §4; docs/json.md) and the
-source of `ix schema trial` and `ix schema summary`. The summary and the spec are
-TypedDicts: the code that builds them is annotated with them (the type checker holds it to
-every key), pydantic validates one read back (`summary_problems`) and generates the summary's
-JSON Schema, byte for byte what the pydantic models they replace generated
-(tests/cli/golden/). The trial line is still a pydantic model. Objects are closed
-(`additionalProperties: false`) except where the data is free-form by design: an
-observation's `meta`, a reading's `metrics`.
+These types document `summary.json` and are the source of `ix schema summary`. They are
+TypedDicts: the code that builds a summary is annotated with them (the type checker holds it
+to every key), pydantic validates one read back (`summary_problems`) and generates the JSON
+Schema, byte for byte what the pydantic models they replaced generated (tests/cli/golden/).
+Objects are closed (`additionalProperties: false`). The files a run writes beside it have
+their types in the store: a trial line in `ix.store.trial_schema`, `spec.yaml` in
+`ix.store.spec_schema` (which takes `SpecPlugin` from here: `ix.eval.plugins` describes it).
 
 Versioning (docs/json.md): `SCHEMA_VERSION` is MAJOR.MINOR; MINOR grows when a field is
 added, MAJOR when one is removed, renamed or changes type or meaning.
@@ -19,111 +18,11 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from ix.domain.model import Model
-from ix.eval.models import Expectation, Seeding
+from ix.eval.models import Expectation
 from ix.eval.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # its home; named here too
 
 #: A credible interval [low, high]; null ends when there is nothing to estimate.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
-
-
-class Closed(Model):
-    """An object with exactly these keys (`additionalProperties: false`). Built on first use
-    (`defer_build`): most commands import these models and never validate with them."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-# --------------------------------------------------------------------------- trials.jsonl
-
-#: A count ix writes (tokens, a trial seed): from 0, and small enough for a signed 64-bit
-#: integer (the query layer's BIGINT); a trial seed is 8 bytes of a hash shifted right by one.
-Count = Annotated[int, Field(ge=0, lt=2**63)]
-#: A measured amount (milliseconds, dollars): from 0 and finite (JSON has no NaN or infinity).
-Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class ToolCallOut(Closed):
-    name: str
-    input: dict[str, Any] = Field(default_factory=dict)
-
-
-class ObservationOut(Closed):
-    """What the subject did (`EvalObservation`); the capability fields only where they
-    apply (absent, never null)."""
-
-    content: str = ""
-    tool_calls: list[ToolCallOut] = Field(default_factory=list)
-    duration_ms: Amount = 0
-    tokens_input: Count = 0
-    tokens_output: Count = 0
-    cost_usd: Amount = 0.0
-    exit_code: int | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    status: int | None = None
-    headers: dict[str, str] | None = None
-    body: str | None = None
-    meta: dict[str, Any] | None = Field(None, description="other facts the runtime reports")
-
-
-class ReadingOut(Closed):
-    """What one sensor measured on the trial."""
-
-    sensor_name: str
-    passed: bool | None = Field(description="null: the sensor has no verdict on the trial "
-                                            "(n/a), left out of its pass rate")
-    score: Annotated[float, Field(allow_inf_nan=False)] | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    details: str = ""
-
-
-class TrialErrorOut(Closed):
-    kind: str = Field(description="timeout, runtime_error, rate_limited, cache_miss, ...")
-    message: str
-
-
-class TrialLoadOut(Closed):
-    """A request of a `load:` run: when it was due and how late the generator sent it."""
-
-    at_s: Amount = Field(description="scheduled send time, seconds after the subject's load "
-                                     "began")
-    late_ms: Amount = Field(description="actual send time − scheduled send time")
-    warmup: bool = Field(description="sent during warmup_s: recorded, left out of every "
-                                     "statistic")
-
-
-class TrialNodeOut(Closed):
-    """The Ray node that ran the trial (`--executor ray`)."""
-
-    id: str = Field(description="Ray's node id (`ray list nodes`)")
-    ip: str
-    host: str
-
-
-class TrialLine(Closed):
-    """One line of `<experiment>/results/trials.jsonl`: one attempt of one trial."""
-
-    run_id: str
-    experiment: str
-    subject: str
-    probe_id: str
-    trial: Annotated[int, Field(ge=0)]
-    seed: Count | None = Field(description="the derived trial seed (null for some imports)")
-    attempt: Annotated[int, Field(ge=0)]
-    node: TrialNodeOut | None = Field(None, description="--executor ray only: the node "
-                                                        "that ran it")
-    expectation: Expectation
-    started_at: str = Field(description="ISO-8601 UTC, milliseconds, Z")
-    duration_ms: Amount
-    observation: ObservationOut | None = Field(description="null when the trial errored")
-    reading: ReadingOut | None = Field(description="the first sensor's reading; null when "
-                                                   "the trial errored")
-    error: TrialErrorOut | None
-    readings: list[ReadingOut] | None = Field(None, description="every sensor's reading, "
-                                                                "when there are several")
-    trace: str | None = Field(None, description="the gzipped transcript, relative to the lab")
-    load: TrialLoadOut | None = Field(None, description="a request of a `load:` run only")
 
 
 # --------------------------------------------------------------------------- summary
@@ -842,56 +741,7 @@ class SummaryRun(TypedDict):
 
 
 
-# --------------------------------------------------------------------------- spec.yaml
-# `runs/<run_id>/spec.yaml`, the record of how a run was made (DESIGN.md §4). Not an `ix
-# schema` document: the engine and `ix import` write it, `--resume`, `ix compare`, `ix
-# report`, `ix ls`, `ix export` and the viewer read it. Closed like the summary, so a key
-# written but not declared here fails the test that validates a real run's spec.
-
-class SpecSkill(ClosedDict):
-    name: str
-    path: str
-    sha256: str | None
-    description: str | None
-
-
-class SpecSubject(ClosedDict):
-    name: str
-    description: NotRequired[str]
-    profile: NotRequired[str | None]
-    runtime: dict[str, Any]
-    target_skill: NotRequired[str | None]
-    skills: NotRequired[list[SpecSkill]]
-
-
-class SpecGenerated(ClosedDict):
-    """A case a `probe:` generated for the run (absent before 1.5)."""
-
-    id: str
-    by: str
-    prompt: str
-
-
-class SpecCases(ClosedDict):
-    run: int
-    skipped_acceptable: NotRequired[list[str]]
-    sha256: NotRequired[str]
-    generated: NotRequired[list[SpecGenerated]]
-
-
-class SpecConfig(ClosedDict):
-    """The experiment as it ran (`ix import`: its subjects and case count only)."""
-
-    name: str
-    description: NotRequired[str]
-    sensor: NotRequired[dict[str, Any]]
-    sensors: NotRequired[list[dict[str, Any]] | None]
-    timeout_s: NotRequired[float]
-    goal: NotRequired[dict[str, Any] | None]
-    subjects: list[SpecSubject]
-    cases: SpecCases
-    load: NotRequired[dict[str, Any]]
-
+# --------------------------------------------------------------------------- plugins
 
 class SpecPlugin(ClosedDict):
     """A plugin the run used (docs/plugins.md): its kind, name and distribution."""
@@ -902,98 +752,10 @@ class SpecPlugin(ClosedDict):
     version: str | None
 
 
-class SpecVersions(ClosedDict):
-    ix: str
-    python: str
-    platform: str
-    executable: str
-    host: str
-    packages: dict[str, str]
-    plugins: NotRequired[list[SpecPlugin]]
-
-
-class SpecContinued(ClosedDict):
-    """One `--resume` or `--retry-errors` of the run."""
-
-    mode: str
-    at: str
-    command: list[str]
-    executor: dict[str, Any]
-
-
-class SpecBatch(ClosedDict):
-    """One batch a `batch: true` runtime submitted (Message Batches / OpenAI Batch API): a
-    later `--resume` collects its results instead of submitting its trials again."""
-
-    id: str
-    provider: str
-    subject: str
-    requests: int
-    submitted_at: str
-
-
-class SpecImport(ClosedDict):
-    source: str
-    format: str
-    sha256: str
-
-
-#: `import` is a Python keyword: the key is declared the functional way
-_ImportKey = TypedDict("_ImportKey", {"import": NotRequired[SpecImport]})
-
-
-SpecStatus = Literal["running", "completed", "cancelled", "failed"]
-
-
-class RunSpec(ClosedDict, _ImportKey):
-    """`spec.yaml`. `status` is `running` while a process executes the run; the keys from
-    `stop_reason` on are written when it ends, `continued` by each resume, and `import`,
-    `imported_from`, `format` and `origin` by `ix import` (which writes no `concurrency`,
-    `overrides`, `git_commit`, `sources` or `executor`)."""
-
-    run_id: str
-    experiment: str
-    experiment_dir: str
-    lab: str
-    status: SpecStatus
-    started_at: str
-    finished_at: str | None
-    seed: int | None
-    #: how its trial seeds were derived (DESIGN.md §2); absent: a run made before the key
-    #: existed, whose seeds are `per-subject`
-    seeding: NotRequired[Seeding]
-    trials: int
-    trials_mode: TrialsMode
-    concurrency: NotRequired[int]
-    overrides: NotRequired[dict[str, Any]]
-    command: list[str]
-    versions: SpecVersions
-    git_commit: NotRequired[str | None]
-    sources: NotRequired[dict[str, str]]
-    config: SpecConfig
-    executor: NotRequired[dict[str, Any]]
-    continued: NotRequired[list[SpecContinued]]
-    batches: NotRequired[list[SpecBatch]]
-    imported_from: NotRequired[str]
-    format: NotRequired[str]
-    origin: NotRequired[dict[str, Any] | None]
-    stop_reason: NotRequired[str | None]
-    stop_cause: NotRequired[StopCause | None]
-    reason: NotRequired[str | None]
-    observed: NotRequired[dict[str, list[str]]]
-    trials_written: NotRequired[int]
-
-
 @functools.cache
 def summary_adapter() -> TypeAdapter[Summary]:
     """Validates a summary read back (built on first use: a few milliseconds)."""
     return TypeAdapter(Summary)
-
-
-@functools.cache
-def spec_adapter() -> TypeAdapter[RunSpec]:
-    """Validates a `spec.yaml` (the tests; readers take what ix wrote)."""
-    return TypeAdapter(RunSpec)
 
 
 def summary_problems(data: object) -> list[str]:

@@ -1,6 +1,6 @@
 """Outside results into the lab (`ix import`): read and check a whole file before writing.
 
-Every trial is checked as the line a run would write — `ix.eval.schemas.TrialLine`, strictly
+Every trial is checked as the line a run would write — `ix.store.trial_schema.TrialLine`, strictly
 (no `true` for a number, no `"3"` for a count, no NaN) — and its subject and case by the rules
 names meet at load (`ix.fs.names`), so a bad line, row or sample is a `ConfigError` naming the
 file, the row and the field, and nothing is written. `ix.store.import_run` writes what passed.
@@ -20,13 +20,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ix.domain.errors import ConfigError
-from ix.eval.schemas import TrialLine
 from ix.eval.validation import from_validation_error
 from ix.fs.names import check_distinct, check_name, file_part
 from ix.fs.yamlio import dump_yaml, read_text
 from ix.interchange.inspect_read import log_trials, parse_log
 from ix.lab.schema import GoalSpec
 from ix.store.runs import iso
+from ix.store.trial_schema import TrialLine
 
 FORMATS = ("inspect", "jsonl", "csv")
 #: The order of a trial line's keys, as the engine writes them (resume reads this order fast).

@@ -52,7 +52,7 @@ from ix.query.index_parts import (
     write_superseded,
 )
 from ix.store.layout import ExperimentDir
-from ix.store.runs import read_spec
+from ix.store.spec import read_spec
 
 if TYPE_CHECKING:
     import duckdb

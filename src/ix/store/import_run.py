@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError, Warn
-from ix.eval.schemas import RunSpec
 from ix.fs.files import dumps, write_json_atomic, write_text_atomic
 from ix.fs.resolve import list_experiments
 from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
-from ix.store.runs import check_results, read_spec, run_folders, write_spec
+from ix.store.runs import check_results, run_folders
+from ix.store.spec import read_spec, write_spec
+from ix.store.spec_schema import RunSpec
 from ix.store.staging import RUN_ID, STAGE_PREFIX, STAGE_SUFFIX, pending_runs, staged
 from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, save_summary, stamp

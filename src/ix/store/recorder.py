@@ -19,10 +19,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ix.eval.schemas import RunSpec
 from ix.store.import_run import add_run, write_run
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunLock, create_run, lock_run, write_spec
+from ix.store.runs import RunLock, create_run, lock_run
+from ix.store.spec import write_spec
+from ix.store.spec_schema import RunSpec
 from ix.store.trials import TrialWriter, save_summary
 
 Line = dict[str, Any]

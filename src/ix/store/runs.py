@@ -15,22 +15,19 @@ import platform
 import secrets
 import shutil
 import subprocess
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from ix._version import __version__
 from ix.domain.errors import ConfigError, NotFound, RunBusy
-from ix.fs.files import write_text_atomic
 from ix.fs.paths import FILE, FOLDER, check_entries, open_regular
-from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.store.layout import RESULTS_DIR, RUNS_DIR, ExperimentDir, RunDir
+from ix.store.spec import read_spec, write_spec
 from ix.store.trials import stamp
 
 if TYPE_CHECKING:  # TypedDicts: building them costs more than reading a spec
-    from ix.eval.schemas import RunSpec, SpecPlugin, SpecVersions
+    from ix.store.spec_schema import RunSpec
 
 try:
     import fcntl
@@ -59,38 +56,6 @@ def git_commit(path: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}+dirty" if dirty.strip() else head
-
-
-_PACKAGES = ("pydantic", "numpy", "scipy", "anthropic", "openai", "claude-agent-sdk", "httpx")
-
-
-def environment(plugins: Sequence[SpecPlugin] = ()) -> SpecVersions:
-    """What produced a run: ix, Python, the host, the versions of the packages that
-    runtimes use (those installed), and the plugins the run uses (none: no `plugins` key)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-
-    packages = {}
-    for name in _PACKAGES:
-        try:
-            packages[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    versions: SpecVersions = {
-        "ix": __version__, "python": platform.python_version(),
-        "platform": platform.platform(terse=True), "executable": sys.executable,
-        "host": platform.node(), "packages": packages}
-    if plugins:
-        versions["plugins"] = list(plugins)
-    return versions
-
-
-def write_spec(directory: Path, spec: RunSpec, *, create: bool = True) -> Path:
-    """`spec.yaml`, atomically. `create=False`: the run folder must exist (one deleted
-    during the run is an error, not recreated)."""
-    path = RunDir(directory).spec
-    write_text_atomic(path, dump_yaml(spec), parents=create, shared=True)
-    return path
 
 
 class RunLock:
@@ -196,13 +161,6 @@ def create_run(results_dir: Path, started: datetime,
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
-
-
-def read_spec(directory: Path) -> RunSpec:
-    """`spec.yaml` as ix wrote it (not validated: a reader takes each key with `.get`, as an
-    older ix may not have written it); `{}` when the file holds no mapping."""
-    data = load_yaml_file(RunDir(directory).spec)
-    return cast("RunSpec", data if isinstance(data, dict) else {})
 
 
 def iso(moment: datetime) -> str:

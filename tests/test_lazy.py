@@ -178,7 +178,7 @@ DEFERRED = {
     ("cli/mcp.py", "mcp"),  # the MCP server: an optional extra
     ("cli/view.py", "view"),  # uvicorn and starlette: an optional extra
     # the summary's schema (sixty-odd pydantic types): only when a summary must be checked
-    ("api/reports.py", "_summary_problems"),
+    ("store/summaries.py", "_summary_problems"),
     # the experiment loader (YAML, the lab's schema): `ix ls` only when the lab changed
     ("api/census.py", "_load"),
     # the HTML report's charts and page (jinja2): only for `ix report --format html`

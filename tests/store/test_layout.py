@@ -59,7 +59,7 @@ def test_the_file_names_are_defined_in_the_layout_only():
 def test_archived_summaries_of_one_second_never_overwrite_each_other(tmp_path: Path):
     """The engine's `save_summary` and an import's publication take the same names: the
     first free of summary-<stamp>.json, summary-<stamp>-2.json, ..."""
-    from ix.store.trials import save_summary
+    from ix.store.summaries import save_summary
 
     experiment = ExperimentDir.at(tmp_path / "exp")
     finished = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)

@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from ix.domain.errors import ConfigError, NotFound
-from ix.store.runs import (
-    RunNotFound,
-    experiment_run,
-    find_run,
-    latest_run,
-    new_run_id,
-    run_folders,
-)
+from ix.store.lookup import RunNotFound, experiment_run, find_run, latest_run, run_folders
+from ix.store.runs import new_run_id
 
 T = datetime(2026, 11, 26, 8, 0, 0, tzinfo=UTC)
 

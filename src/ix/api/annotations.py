@@ -5,7 +5,6 @@ lab), annotations in `<run folder>/annotations.jsonl`, the audit log in `<lab>/a
 Bad input raises `ConfigError` before anything is written.
 """
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
@@ -18,6 +17,7 @@ from ix.store.annotations import add_annotation, make_annotation, read_annotatio
 from ix.store.audit import identity, now_utc, record
 from ix.store.layout import RunDir
 from ix.store.spec import read_spec
+from ix.store.summaries import summary_as_written
 from ix.store.tags import Tag, check_tag_name, read_tags, set_tag
 from ix.store.tags import delete_tag as delete
 
@@ -85,10 +85,7 @@ def _case_ids(run_dir: Path) -> set[str]:
     """The cases a run ran (from its summary, else from its trial lines)."""
     path = RunDir(run_dir).summary
     if path.is_file():
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise ConfigError("not valid JSON", file=path) from None
+        summary = summary_as_written(path)
         ids = {p["probe_id"] for b in summary.get("subjects", [])
                for p in b.get("probe_results", []) if isinstance(p, dict) and "probe_id" in p}
         return ids | set(summary.get("skipped_cases") or [])

@@ -12,13 +12,12 @@ first trial runs.
 import contextlib
 import fnmatch
 import itertools
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ix._version import __version__
 from ix.api.battery_report import combined_report, outcome_lines, report_markdown
@@ -36,8 +35,13 @@ from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.schema import BatterySpec, validate
 from ix.store.audit import record
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunLock, iso, lock_run, run_folders
+from ix.store.lookup import run_folders
+from ix.store.runs import RunLock, iso, lock_run
 from ix.store.spec import read_spec
+from ix.store.summaries import summary_as_written
+
+if TYPE_CHECKING:
+    from ix.eval.schemas import Summary
 
 SNAPSHOT = "battery.yaml"
 
@@ -349,11 +353,11 @@ def _resume_job(entry: Any, i: int, file: Path, spec: BatterySpec, lab: Path,
     entry.update(run_id=cont.run_id)
     if cont.spec.get("status") != "completed":
         return _Job(entry, continuing(plan, cont), continuation=cont)
-    run = RunDir(results / "runs" / cont.run_id)
+    run = ExperimentDir(results).run(cont.run_id)
     summary_path = Path(entry["summary"]) if entry.get("summary") else run.summary
     if not summary_path.is_file():
         summary_path = run.summary
-    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    summary = cast("Summary", summary_as_written(summary_path))  # as the run wrote it
     entry.update(status="completed", summary=str(summary_path))
     done = RunResult(cont.run_id, "completed", summary, summary_path, run.path, plan,
                      cont.recorded)

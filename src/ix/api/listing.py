@@ -6,7 +6,6 @@ trial log, and nothing statistical is computed: listing a lab costs one small fi
 experiment, however many trials it holds.
 """
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,9 @@ from ix.domain.errors import ConfigError
 from ix.fs.resolve import find_lab
 from ix.fs.resolve import list_experiments as _experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import latest_run
+from ix.store.lookup import latest_run
 from ix.store.spec import read_spec
+from ix.store.summaries import summary_as_written
 
 if TYPE_CHECKING:
     from ix.api.schemas import LsGoal, LsMetric
@@ -88,10 +88,9 @@ def _summary(folder: Path) -> Mapping[str, Any] | None:
     """The run's summary as written; None when it has none yet or it does not read (`ix
     report RUN` names what is wrong with it)."""
     try:
-        data = json.loads(RunDir(folder).summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return summary_as_written(RunDir(folder).summary)
+    except ConfigError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def _goal(goal: Any) -> "LsGoal | None":

@@ -14,7 +14,6 @@ Planning values can come from the latest run of an experiment instead of guesses
 impossible combination of flags is a `ConfigError` naming the flags, never a traceback.
 """
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from ix.stats.power import (
     sample_size_two_proportions,
 )
 from ix.store.layout import ExperimentDir
+from ix.store.summaries import summary_as_written
 
 if TYPE_CHECKING:
     from ix.api.schemas import (
@@ -72,13 +72,10 @@ def inputs_from_run(experiment_dir: Path, pair: "list[str] | None" = None,
     `scoped` (an activation experiment) only its must_trigger cases count, or, when it has
     none with a valid trial, its should_not_trigger ones (`scope`)."""
     path = ExperimentDir.at(experiment_dir).latest_summary
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except OSError:
+    if not path.is_file():
         raise ConfigError("no run yet: run the experiment first, or give --p / --sigma2 "
-                          "explicitly", file=path) from None
-    except ValueError:
-        raise ConfigError("not valid JSON", file=path) from None
+                          "explicitly", file=path)
+    summary = summary_as_written(path)
     blocks = summary.get("subjects") or []
     if not blocks:
         raise ConfigError("summary has no subjects", file=path, field="subjects")
@@ -441,7 +438,7 @@ def _plan_goal_of(goal: dict[str, Any], planned: Any, inputs: PlanningInputs | N
     control, treatment = goal["compare"][:2]
     if inputs is not None and p is None:
         path = Path(inputs.source)
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = summary_as_written(path)
         blocks = {b.get("name"): b for b in summary.get("subjects") or []}
         if control not in blocks:
             raise ConfigError(f"the goal's control {control} is not in the latest run "

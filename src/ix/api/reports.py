@@ -1,4 +1,4 @@
-"""Reports, leaderboards and run lookup: `ix report`, `ix leaderboard`, `ix compare` (the
+"""Reports and leaderboards: `ix report`, `ix leaderboard`, `ix compare` (the
 runs' statistics and their config diff). Everything here reads; nothing writes into the lab
 but `keep_sections`, which `ix run` calls as a run ends."""
 
@@ -9,11 +9,9 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from ix.api.runs import resolve_run
 from ix.domain.errors import ConfigError, Warn
-from ix.eval.schema_version import SCHEMA_VERSION
 from ix.fs.files import write_json_atomic, write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import find_lab, select_experiments
@@ -30,8 +28,10 @@ from ix.report.run_report import build_report, stored_sections
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunNotFound, is_completed, is_summarised, lab_run_folders, latest_run
+from ix.store.lookup import is_completed, latest_run, report_run, resolve_run
+from ix.store.lookup import latest_of as latest_of  # which run `ix report EXPERIMENT` reads
 from ix.store.spec import read_spec
+from ix.store.summaries import checked_sha256, read_summary
 from ix.store.tags import tags_by_run
 from ix.store.trials import read_trials
 
@@ -47,138 +47,6 @@ if TYPE_CHECKING:
     )
 
 FORMATS = ("table", "md", "json")
-
-
-def _summary_problems(data: object) -> list[str]:
-    """`ix.eval.schemas.summary_problems`, imported when a summary must be checked: the
-    schema's sixty-odd types are most of what importing a reader of runs would cost."""
-    from ix.eval.schemas import summary_problems
-
-    return summary_problems(data)
-
-
-def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
-    """The run's `summary.json`, checked against its type (`ix.eval.schemas.Summary`); a
-    `ConfigError` naming the file and what is wrong with it if it is none.
-
-    `checked`: the sha256 of the summary as the run wrote and checked it (its `report.json`
-    keeps it): the very same bytes are not checked again, since building the checker is
-    most of what reading a summary costs."""
-    path = RunDir(run_dir).summary
-    try:
-        raw = path.read_bytes()
-        data = json.loads(raw)
-    except FileNotFoundError:
-        raise ConfigError("this run has no summary (it is still running, or it died before "
-                          "writing one)", file=path) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    except ValueError:
-        raise ConfigError("not valid JSON", file=path) from None
-    if checked is not None and isinstance(data, dict) \
-            and hashlib.sha256(raw).hexdigest() == checked:
-        return cast("Summary", data)
-    problems = _summary_problems(data)
-    if problems:
-        shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more problems"
-                                           if len(problems) > 4 else "")
-        raise ConfigError(f"not a run summary of schema {SCHEMA_VERSION}: {shown}", file=path)
-    return cast("Summary", data)
-
-
-def report_run(lab: Path, ref: str | None = None, *, cwd: Path | None = None,
-               note: Warn | None = None, warn: Warn | None = None) -> Path:
-    """The run `ix report [RUN|EXPERIMENT]` reads (docs/reports.md, "Which run").
-
-    `ref` is first a run (folder, tag, id, unique prefix or suffix: a run wins over an
-    experiment of the same name, and `note` says so), else an experiment (its folder's name or
-    a path): its latest completed run, or its latest run with a summary, said in `note`.
-    Without `ref`: the latest run of the experiment `cwd` is in, else the lab's latest run,
-    said in `note`. Only runs with a summary count; a `ConfigError` when there is none.
-    """
-    if not ref:
-        cwd = (cwd or Path.cwd()).resolve()
-        paths = select_experiments(lab, (), cwd=cwd)
-        if len(paths) == 1 and cwd.is_relative_to(paths[0]):
-            return latest_of(paths[0], warn=warn)
-        return _lab_latest(lab, note)
-    try:
-        found = resolve_run(lab, ref)
-    except ConfigError as exc:
-        experiment = _experiment(lab, ref, cwd)
-        if experiment is None and isinstance(exc, RunNotFound):
-            raise RunNotFound(f"no run, tag or experiment {ref!r} in lab {lab}"
-                              f"{_known(lab)}", field="RUN") from None
-        if experiment is None:  # an ambiguous prefix, a broken tag: as it was
-            raise
-        return latest_of(experiment, completed=True, note=note)
-    experiment = _experiment(lab, ref, cwd)
-    if experiment is not None and note is not None:
-        note(f"{ref!r} names run {found.name} (a run wins over an experiment); give a path "
-             f"for experiment {experiment.name}'s latest run: ix report ./{experiment.name}")
-    return found
-
-
-def latest_of(experiment: Path, *, completed: bool = False, note: Warn | None = None,
-              warn: Warn | None = None) -> Path:
-    """The experiment's latest run with a summary; with `completed`, its latest completed
-    run, else (said in `note`) its latest with a summary. A `ConfigError` if it has none."""
-    results = ExperimentDir.at(experiment).results
-    done = latest_run(results, is_summarised)
-    if done is None:
-        raise ConfigError(f"experiment {experiment.name} has no finished run yet "
-                          f"(`ix run {experiment.name}` makes one)", field="RUN")
-    if completed:
-        best = latest_run(results, is_completed)
-        if best is not None:
-            return best
-        if note is not None:
-            note(f"experiment {experiment.name} has no completed run; reporting its latest, "
-                 f"{done.name} ({_status(done)})")
-        return done
-    last = latest_run(results)
-    if warn is not None and last != done and last is not None:
-        warn(f"run {last.name} has no summary yet (still running?); reporting {done.name}")
-    return done
-
-
-def _lab_latest(lab: Path, note: Warn | None) -> Path:
-    """The lab's latest run with a summary, across its experiments (said in `note`)."""
-    done = [p for p in lab_run_folders(lab) if is_summarised(p)]
-    if not done:
-        names = ", ".join(p.name for p in experiment_dirs(lab)) or "none"
-        raise ConfigError(f"lab {lab} has no finished run yet: `ix run` runs every "
-                          f"experiment, `ix run EXPERIMENT` one (experiments: {names})",
-                          field="RUN")
-    latest = max(done, key=lambda p: p.name)
-    if note is not None:
-        note(f"report of {RunDir(latest).experiment.path.name} run {latest.name}, the lab's "
-             "latest")
-    return latest
-
-
-def _experiment(lab: Path, ref: str, cwd: Path | None) -> Path | None:
-    """The experiment folder `ref` names (a name in the lab or a path), or None."""
-    try:
-        return select_experiments(lab, [ref], cwd=cwd)[0]
-    except ConfigError:
-        return None
-
-
-def _known(lab: Path, runs: int = 3) -> str:
-    """` (experiments: ...; latest runs: ...)`: what the lab has, for an unknown name."""
-    names = ", ".join(p.name for p in experiment_dirs(lab)) or "none"
-    latest = sorted(lab_run_folders(lab), key=lambda p: p.name)[-runs:]
-    shown = ", ".join(f"{p.name} of {RunDir(p).experiment.path.name}"
-                      for p in reversed(latest)) or "none"
-    return f" (experiments: {names}; latest runs: {shown})"
-
-
-def _status(folder: Path) -> str:
-    try:
-        return str(read_spec(folder).get("status") or "status unknown")
-    except ConfigError:
-        return "spec unreadable"
 
 
 def run_trials(run_dir: Path, run_id: str,
@@ -216,9 +84,9 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
     digest.close()
     with contextlib.suppress(OSError):
         kept = {**stored_sections(summary, digest, case_rows(experiment)), "log": log}
-        raw = RunDir(run_dir).summary.read_bytes()
-        if not _summary_problems(json.loads(raw)):  # checked once, here, as written
-            kept["summary_sha256"] = hashlib.sha256(raw).hexdigest()
+        sha256 = checked_sha256(run_dir)  # checked once, here, as written
+        if sha256 is not None:
+            kept["summary_sha256"] = sha256
         kept.update(_sources(run_dir, experiment, kept["failures"]["cases"]))
         write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
 

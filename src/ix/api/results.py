@@ -40,7 +40,8 @@ from ix.query.views import (
     shared_views,
 )
 from ix.store.layout import RunDir
-from ix.store.runs import ambiguous, matching_runs
+from ix.store.lookup import ambiguous, matching_runs
+from ix.store.summaries import summary_as_written
 
 if TYPE_CHECKING:
     import duckdb
@@ -357,10 +358,10 @@ def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> 
     with a valid trial got one. The summary is read as JSON and only these values are taken,
     each checked (its full check, `read_summary`, costs more than the page on first use)."""
     try:
-        summary = json.loads(RunDir(run.folder).summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = summary_as_written(RunDir(run.folder).summary)
+    except ConfigError:
         return False
-    statistics = summary.get("statistics") if isinstance(summary, dict) else None
+    statistics = summary.get("statistics")
     if not isinstance(statistics, dict) or statistics.get("level") != 0.95 \
             or statistics.get("prior") != "uniform":
         return False

@@ -7,7 +7,6 @@ or a tag) outside the lab is refused. Everything here reads, and nothing here re
 command that only finds a run does not import the report machinery.
 """
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +17,8 @@ from ix.fs.paths import lies_within
 from ix.fs.resolve import find_lab
 from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import RunNotFound, find_run, run_folders
+from ix.store.lookup import RUN_REF, lab_run_folder, resolve_run, run_folders
 from ix.store.spec import read_spec
-from ix.store.tags import is_tag_name, read_tags, tag_folder
-
-#: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
-RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 @dataclass(frozen=True)
@@ -89,36 +84,10 @@ def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
     return out
 
 
-def resolve_run(lab: Path, ref: str) -> Path:
-    """The run folder that `ref` names: a run folder's path, a tag of the lab, a run id or a
-    unique prefix or suffix of one (in any experiment of the lab); `RunNotFound` if none."""
-    given = Path(ref)
-    if given.is_dir() and RunDir(given).spec.is_file():
-        return given.resolve()
-    if is_tag_name(ref):
-        tag = read_tags(lab).get(ref)
-        if tag is not None:
-            return tag_folder(lab, tag)
-    try:
-        return find_run(lab, ref)  # a tag-like word may still be a run id's suffix (b260b6)
-    except RunNotFound:
-        if is_tag_name(ref):
-            raise RunNotFound(f"no run or tag {ref!r} in lab {lab}", field="RUN") from None
-        raise
-
-
 def lab_run(lab: Path, ref: str) -> RunInfo:
-    """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab.
-
-    Unlike `ix report`'s lookup, a path is never accepted and the folder must lie inside the
-    lab once every symlink is resolved; otherwise (or when nothing matches) a `ConfigError`.
-    """
-    if not isinstance(ref, str) or not RUN_REF.fullmatch(ref) or ".." in ref:
-        raise ConfigError(f"not a run id or tag: {ref!r}", field="RUN")
-    folder = resolve_run(lab, ref)
-    if not lies_within(folder, lab) or not folder.is_dir():
-        raise ConfigError(f"run {ref!r} is not inside lab {lab}", field="RUN")
-    return run_info(folder)
+    """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab, never
+    a path and never outside the lab (`ix.store.lookup.lab_run_folder`)."""
+    return run_info(lab_run_folder(lab, ref))
 
 
 def fingerprint(run: RunInfo) -> tuple[Any, ...]:

@@ -28,7 +28,7 @@ from ix.interchange.export import (
 from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
 from ix.lab.loader import load_experiment
 from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import find_run
+from ix.store.lookup import find_run
 from ix.store.spec import read_spec
 from ix.store.trials import parse_line
 

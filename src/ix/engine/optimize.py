@@ -66,8 +66,10 @@ from ix.lab.skill_file import check_description, with_description
 from ix.stats.paired_f1 import PairedF1, paired_f1
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
-from ix.store.runs import iso, latest_run
+from ix.store.lookup import latest_run
+from ix.store.runs import iso
 from ix.store.spec import read_spec
+from ix.store.summaries import summary_as_written
 
 __all__ = [
     "ORIGINAL",
@@ -539,8 +541,7 @@ class _Session:
             spec = read_spec(latest)
             done = RunDir(latest).summary
             if spec.get("status") == "completed" and done.is_file():
-                summary: dict[str, Any] = json.loads(read_text(done))
-                return summary
+                return summary_as_written(done)
         exp = self.loaded.experiment.model_copy(update={
             "subjects": tuple(subjects), "cases": tuple(cases), "goal": None})
         loaded = replace(self.loaded, path=folder, experiment=exp,

@@ -22,8 +22,8 @@ from typing import Any, Literal
 from ix.domain.errors import ConfigError, Warn
 from ix.engine.plan import Plan
 from ix.eval.models import SEEDINGS, EvalCase, Seeding
-from ix.store.layout import ExperimentDir, RunDir
-from ix.store.runs import experiment_run, latest_run, run_folders
+from ix.store.layout import ExperimentDir
+from ix.store.lookup import experiment_run, is_executed, latest_run, run_folders
 from ix.store.spec import read_spec
 from ix.store.trial_scan import ERRORED, FAILED, MISSING, PASSED, RunState, read_state
 
@@ -86,8 +86,7 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
     (an imported run has no plan of its own to continue)."""
     if run_id is None:
         folders = run_folders(results)
-        latest = latest_run(results, lambda p: RunDir(p).spec.is_file()
-                            and not read_spec(p).get("imported_from"))
+        latest = latest_run(results, is_executed)
         if latest is None:
             raise ConfigError("this experiment has no run to continue"
                               + (" (only imported ones)" if folders else ""), field="--run")

@@ -80,7 +80,7 @@ from ix.store.runs import check_results, git_commit, iso
 from ix.store.spec import environment
 from ix.store.spec_schema import RunSpec, SpecBatch, SpecCases, SpecGenerated, SpecStatus
 from ix.store.trial_lines import invoked_skills
-from ix.store.trial_scan import ERROR_OBJECTS, run_markers
+from ix.store.trial_scan import standing_errors
 from ix.store.trials import TrialWriter, fsync_policy
 
 OnTrial = Callable[[dict[str, Any]], None]
@@ -431,26 +431,8 @@ def _earlier_errors(trials: Path, continuation: Continuation, errlog: ErrorLog,
     only their count): read from the run's errored lines of the log."""
     if not any(t.errors for t in tallies.values()):
         return
-    markers = run_markers(continuation.run_id)  # in the stdlib's spacing or the compact one
-    latest: dict[tuple[str, str, int], tuple[int, str, str]] = {}
-    try:
-        with trials.open("rb") as f:
-            for line in f:
-                if not any(m in line for m in markers) \
-                        or not any(e in line for e in ERROR_OBJECTS):
-                    continue
-                try:
-                    rec = json.loads(line)
-                    key = (rec["subject"], rec["probe_id"], int(rec["trial"]))
-                    attempt, error = int(rec.get("attempt") or 0), rec["error"]
-                    kind, message = str(error["kind"]), str(error.get("message") or "")
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if key not in latest or attempt >= latest[key][0]:
-                    latest[key] = (attempt, kind, message)
-    except OSError:
-        return
-    for (subject, probe_id, trial), (_, kind, message) in latest.items():
+    for (subject, probe_id, trial), (kind, message) in standing_errors(
+            trials, continuation.run_id).items():
         codes = continuation.state.codes.get((subject, probe_id))
         if subject in tallies and codes is not None and trial < len(codes) \
                 and codes[trial] == ERRORED:

@@ -35,12 +35,14 @@ from ix.domain.errors import ConfigError, Warn
 from ix.fs.files import dumps, write_json_atomic, write_text_atomic
 from ix.fs.resolve import list_experiments
 from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
-from ix.store.runs import check_results, run_folders
+from ix.store.lookup import run_folders
+from ix.store.runs import check_results
 from ix.store.spec import read_spec, write_spec
 from ix.store.spec_schema import RunSpec
 from ix.store.staging import RUN_ID, STAGE_PREFIX, STAGE_SUFFIX, pending_runs, staged
+from ix.store.summaries import save_summary
 from ix.store.trial_scan import run_markers
-from ix.store.trials import TrialWriter, save_summary, stamp
+from ix.store.trials import TrialWriter, stamp
 
 try:
     import fcntl

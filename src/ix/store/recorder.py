@@ -24,7 +24,8 @@ from ix.store.layout import ExperimentDir, RunDir
 from ix.store.runs import RunLock, create_run, lock_run
 from ix.store.spec import write_spec
 from ix.store.spec_schema import RunSpec
-from ix.store.trials import TrialWriter, save_summary
+from ix.store.summaries import save_summary
+from ix.store.trials import TrialWriter
 
 Line = dict[str, Any]
 

@@ -15,15 +15,15 @@ import platform
 import secrets
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ix.domain.errors import ConfigError, NotFound, RunBusy
+from ix.domain.errors import RunBusy
 from ix.fs.paths import FILE, FOLDER, check_entries, open_regular
-from ix.store.layout import RESULTS_DIR, RUNS_DIR, ExperimentDir, RunDir
-from ix.store.spec import read_spec, write_spec
+from ix.store.layout import ExperimentDir, RunDir
+from ix.store.spec import write_spec
 from ix.store.trials import stamp
 
 if TYPE_CHECKING:  # TypedDicts: building them costs more than reading a spec
@@ -165,96 +165,3 @@ def create_run(results_dir: Path, started: datetime,
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class RunNotFound(ConfigError, NotFound):
-    """No run answers to a reference: a `ConfigError` as ever (exit 2, the same line), and a
-    `NotFound` for the callers that answer "not found" (the viewer's 404)."""
-
-
-def run_folders(results_dir: Path) -> list[Path]:
-    """The run folders of an experiment's `results/`, oldest first: a run id sorts by its start
-    (to the millisecond), so "the latest run" is the last one. None when there is no `runs/`."""
-    runs = ExperimentDir(results_dir).runs
-    if not runs.is_dir():
-        return []
-    return sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
-
-
-def latest_run(results_dir: Path, keep: Callable[[Path], bool] | None = None) -> Path | None:
-    """The experiment's last started run folder (that `keep` accepts), or None."""
-    return next((p for p in reversed(run_folders(results_dir)) if keep is None or keep(p)),
-                None)
-
-
-def is_summarised(folder: Path) -> bool:
-    """The run ended and wrote its summary (completed, cancelled or failed): it can be read."""
-    return RunDir(folder).summary.is_file()
-
-
-def is_completed(folder: Path) -> bool:
-    """The run ran to its end (`status: completed` in its spec) and wrote its summary."""
-    run = RunDir(folder)
-    if not (run.summary.is_file() and run.spec.is_file()):
-        return False
-    try:
-        return read_spec(folder).get("status") == "completed"
-    except ConfigError:  # an unreadable spec: not a run one can call completed
-        return False
-
-
-def lab_run_folders(lab: Path) -> list[Path]:
-    """Every run folder of the lab's experiments (`<experiment>/results/runs/<run_id>`), in
-    path order; the lab's latest run is the one whose name (its start) sorts last."""
-    return sorted(p for p in lab.glob(f"*/{RESULTS_DIR}/{RUNS_DIR}/*") if p.is_dir())
-
-
-def matching_runs(ids: Iterable[str], ref: str) -> list[str]:
-    """The run ids that `ref` names: the id itself if it is one, else every id that `ref`
-    begins or ends (`20261126T08`, `b260b6`): any unique prefix or suffix names a run."""
-    ids = list(ids)
-    if ref in ids:
-        return [ref]
-    return sorted({i for i in ids if ref and (i.startswith(ref) or i.endswith(ref))})
-
-
-def ambiguous(ref: str, hits: list[str], field: str = "RUN") -> ConfigError:
-    """The error for a `ref` that names several runs: every candidate, so one can be pasted."""
-    return ConfigError(f"{ref!r} names {len(hits)} runs: {', '.join(hits)}; give more of "
-                       "the id (any unique prefix or suffix names a run)", field=field)
-
-
-def experiment_run(results_dir: Path, ref: str, field: str = "--run") -> Path:
-    """The run folder (with a `spec.yaml`) that `ref` — a run id, or a unique prefix or
-    suffix of one — names in one experiment's `results/`; `RunNotFound` naming the latest
-    five when none does, the candidates when several do."""
-    runs = ExperimentDir(results_dir).runs
-    run_id = ref
-    if runs.is_dir():
-        hits = matching_runs((p.name for p in run_folders(results_dir)), ref)
-        if len(hits) > 1:
-            raise ambiguous(ref, hits, field)
-        run_id = hits[0] if hits else ref
-    directory = runs / run_id
-    if not RunDir(directory).spec.is_file():
-        known = ", ".join(sorted(p.name for p in runs.iterdir())[-5:]) if runs.is_dir() else ""
-        raise RunNotFound(f"no run {run_id!r} in {results_dir}"
-                          + (f" (latest: {known})" if known else ""), field=field)
-    return directory
-
-
-def find_run(lab: Path, run_id: str) -> Path:
-    """The run folder of `run_id` (or a unique prefix or suffix of it) in any experiment of
-    the lab; an ambiguous one is a `ConfigError` listing the candidates."""
-    given = Path(run_id)
-    if given.is_dir() and RunDir(given).spec.is_file():
-        return given.resolve()
-    folders: dict[str, list[Path]] = {}
-    for p in lab_run_folders(lab):
-        folders.setdefault(p.name, []).append(p)
-    hits = matching_runs(folders, run_id)
-    if not hits:
-        raise RunNotFound(f"no run {run_id!r} in lab {lab}", field="RUN")
-    if len(hits) > 1:
-        raise ambiguous(run_id, hits)
-    return folders[hits[0]][0]

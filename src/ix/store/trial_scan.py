@@ -29,6 +29,7 @@ from ix.store.trial_lines import (
     MAX_TRIAL,
     decode_line,
     might_not_decode,
+    supersedes,
     suspects,
     trial_line,
 )
@@ -604,3 +605,31 @@ def _json_fields(raw: bytes, run_id: str) -> Fields | tuple[()] | None:
     code = ERRORED if line.errored else PASSED if line.passed else FAILED
     return (line.subject, line.probe_id, line.trial, line.attempt, code, line.tokens_input,
             line.tokens_output, line.cost_usd)
+
+
+def standing_errors(trials: Path, run_id: str) -> dict[tuple[str, str, int], tuple[str, str]]:
+    """(subject, probe_id, trial) -> the error's (kind, message), of the run's errored lines
+    in the log, the latest attempt of each (`supersedes`: a later line on a tie). What a
+    resume's state keeps only as a count; a trial a later attempt got right is still here, so
+    the caller keeps those its state calls errored. Nothing when the log does not read."""
+    markers = run_markers(run_id)  # in the stdlib's spacing or the compact one
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    try:
+        with trials.open("rb") as f:
+            for line in f:
+                if not any(m in line for m in markers) \
+                        or not any(e in line for e in ERROR_OBJECTS):
+                    continue
+                try:
+                    rec = json.loads(line)
+                    key = (rec["subject"], rec["probe_id"], int(rec["trial"]))
+                    error = rec["error"]
+                    found = {"attempt": int(rec.get("attempt") or 0), "kind": str(error["kind"]),
+                             "message": str(error.get("message") or "")}
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if key not in latest or supersedes(found, latest[key]):
+                    latest[key] = found
+    except OSError:
+        return {}
+    return {key: (e["kind"], e["message"]) for key, e in latest.items()}

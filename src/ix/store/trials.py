@@ -21,9 +21,8 @@ from typing import Any
 import orjson
 
 from ix.domain.errors import ConfigError, Warn
-from ix.fs.files import dumps, located, write_text_atomic
+from ix.fs.files import located
 from ix.fs.paths import FOLDER, check_entry, open_regular, readable_file
-from ix.store.layout import ExperimentDir
 from ix.store.trial_lines import decode_line, trial_line
 
 try:
@@ -332,16 +331,3 @@ def read_trials(path: Path, warn: Warn | None = None, *,
                     warn(skipped_line(path, number, raw, record is not None))
                 continue
             yield record
-
-
-def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: datetime,
-                 also: tuple[Path, ...] = (), *, parents: bool = True) -> Path:
-    """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
-    the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an
-    error (`FileNotFoundError`), not recreated."""
-    text = dumps(summary)
-    place = ExperimentDir(results_dir)
-    archived = next(p for p in place.archived_summaries(stamp(finished)) if not p.exists())
-    for path in (archived, place.latest_summary, *also):
-        write_text_atomic(path, text, parents=parents, shared=True)
-    return archived

@@ -105,7 +105,7 @@ def _promises(p_supported) -> bool:
 
 def row_reach_promise(rng, cell, reps):
     """The suggestion and `ix plan` on inconclusive runs: do they promise `supported`?"""
-    from ix.api.planning import plan_power
+    from ix.api.power_plan import plan_power
 
     metric, direction, _ = cell
     goal = _goal(metric, direction)

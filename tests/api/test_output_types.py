@@ -13,7 +13,7 @@ from typing_extensions import is_typeddict
 
 from conftest import comparison_experiment
 from ix import api
-from ix.api import annotations, planning, reports
+from ix.api import annotations, power_plan, reports
 from ix.api import schemas as api_schemas
 from ix.api.results import query_results
 from ix.report import schemas as report_schemas
@@ -72,7 +72,7 @@ def test_dry_run_tags_annotations_and_aggregates_return_their_types(two_runs):
 
 
 def test_plan_answers_return_their_types():
-    _exactly(api_schemas.WidthAnswer, planning.plan_width(0.2))
-    _exactly(api_schemas.IndependentAnswer, planning.plan_independent(0.2, 0.5))
-    _exactly(api_schemas.PairedAnswer, planning.plan_paired(
+    _exactly(api_schemas.WidthAnswer, power_plan.plan_width(0.2))
+    _exactly(api_schemas.IndependentAnswer, power_plan.plan_independent(0.2, 0.5))
+    _exactly(api_schemas.PairedAnswer, power_plan.plan_paired(
         mde=0.2, cases=20, sigma2_a=0.2, sigma2_b=0.2, omega2=0.05, trials=3))

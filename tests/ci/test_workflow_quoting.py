@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import mock_experiment, write  # type: ignore[attr-defined]
-from ix.api import ci
+from ix.api.integrations import ci
 from ix.domain.errors import ConfigError
 
 HOSTILE = [
@@ -159,7 +159,7 @@ def test_the_text_is_parsed_back_and_a_workflow_that_says_more_is_never_returned
         tmp_path, monkeypatch):
     """The net under the checks and the quoting: with both taken away, an expression or a
     line break that reaches the text is caught when it is read back."""
-    from ix.api import ci_text
+    from ix.api.integrations import ci_text
 
     name = "e${{ github.event.pull_request.title }}"
     root, lab = _repo(tmp_path, "lab", name)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_LAB, write  # type: ignore[attr-defined]
-from ix.api import ci
+from ix.api.integrations import ci
 from ix.domain.errors import ConfigError
 
 

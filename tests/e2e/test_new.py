@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import _ix_argv, run_ix, tree_digest, write
-from ix.api.scaffold import create_experiment
+from ix.api.integrations.scaffold import create_experiment
 from ix.domain.errors import ConfigError
 
 SKILL = "---\nname: csv-summary\ndescription: Summarise CSV files (columns, types, counts).\n---\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import comparison_experiment, mock_experiment, run_ix
-from ix.api.notify import Webhook, post, webhook
+from ix.api.integrations.notify import Webhook, post, webhook
 from ix.cli.options import recorded_command
 from ix.domain.errors import ConfigError
 

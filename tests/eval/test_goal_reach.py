@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ix.api import planning
+from ix.api import power_plan
 from ix.eval.design import check_design
 from ix.eval.goal_reach import control_estimate, reach_block
 from ix.eval.goal_sizing import Basis
@@ -122,7 +122,7 @@ def test_an_assumed_effect_beyond_the_room_is_capped_not_refused():
     # most the control allows, and says only refuted can come of it
     goal = _goal(m=0.05)
     basis = Basis.design(["must_trigger"] * 20 + ["should_not_trigger"] * 5, 0.1, 3)
-    a = planning.plan_goal(goal, basis, effect=-0.3, source="a design")
+    a = power_plan.plan_goal(goal, basis, effect=-0.3, source="a design")
     room = sps.binom.sf(1, 3, 0.1)       # P(a 3-trial vote activates) at rate 0.1
     assert a["effect_asked"] == -0.3 and a["effect"] == pytest.approx(-room, abs=1e-6)
     assert a["reachable"]["verdicts"] == ["refuted"] and a["p_supported"] == 0.0
@@ -148,7 +148,7 @@ def test_validate_run_and_plan_size_one_goal_with_one_function(tmp_path):
     cases = _cases(12, 12)
     exp = Experiment(name="e", trials=3, cases=tuple(cases), goal=goal)
     [warning] = [w for w in check_design(exp) if w.code == "too-few-cases"]
-    design = planning.plan_goal(goal, Basis.design([c.expectation for c in cases], 0.5, 3),
+    design = power_plan.plan_goal(goal, Basis.design([c.expectation for c in cases], 0.5, 3),
                                 source="the design")
     assert f"needs about {design['t_start']} must_trigger cases" in warning.message
     assert ("at the worst-case rate 0.5, to settle with probability 0.8 by the one-sided t "
@@ -169,9 +169,9 @@ def test_validate_run_and_plan_size_one_goal_with_one_function(tmp_path):
     assert summary["goal"]["verdict"] == "inconclusive" and s["cases"] > 20
     path = tmp_path / "summary-latest.json"
     path.write_text(json.dumps(summary), encoding="utf-8")
-    inputs = planning.PlanningInputs(source=str(path), p=0.5, sigma2_a=0, sigma2_b=0,
+    inputs = power_plan.PlanningInputs(source=str(path), p=0.5, sigma2_a=0, sigma2_b=0,
                                      omega2=0, cases=24, trials=3, notes=())
-    plan = planning._plan_goal_of(goal, None, inputs, p=None, trials=None, effect=None,
+    plan = power_plan._plan_goal_of(goal, None, inputs, p=None, trials=None, effect=None,
                                   power=0.8)
     assert (plan["cases"], plan["p_settle"]) == (s["cases"], s["p_settle"])
     assert plan["effect"] == s["effect"] and plan["compare"] == ["control", "treatment"]

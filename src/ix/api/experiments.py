@@ -18,7 +18,7 @@ from ix.api.reports import (
     keep_sections,
 )
 from ix.engine.cache import check_mode, with_cache
-from ix.engine.load import refuse_load_with
+from ix.engine.load_test import refuse_load_with
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.probes import with_probe

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 import typer
 
 from ix import api
-from ix.api import notify
 from ix.api import sync as api_sync
 from ix.api.battery import outcome_lines, plan_battery, resume_battery, run_battery
+from ix.api.integrations import notify
 from ix.cli.options import (
     Address,
     Executor,

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ix.api import ci as api_ci
+from ix.api.integrations import ci as api_ci
 from ix.cli.options import SETTINGS, Lab
 from ix.cli.options import JsonText as Json
 from ix.cli.output import err, out, print_json

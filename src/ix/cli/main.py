@@ -36,7 +36,7 @@ COMMANDS: dict[str, Entry] = {
     "optimize": Entry("ix.cli.optimize",
         "Improve a skill's description with held-out evidence: propose, test on train cases,"
         " judge the best on held-out cases."),
-    "plan": Entry("ix.cli.plan",
+    "plan": Entry("ix.cli.power_plan",
         "Power analysis: how many cases and trials for a target interval width or "
         "difference, or, for an experiment with a goal, how many cases settle the goal."),
     "report": Entry("ix.cli.reports",

@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 
 from ix import api
-from ix.api import notify
 from ix.api import sync as api_sync
+from ix.api.integrations import notify
 from ix.cli.options import (
     Address,
     CacheModeOption,
@@ -30,7 +30,7 @@ from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import run_screen, summary_renderable, verdicts_text
-from ix.report.load import missed_objectives
+from ix.report.load_test import missed_objectives
 
 if TYPE_CHECKING:
     from ix.api.schemas import DryRunPlan

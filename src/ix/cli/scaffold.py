@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ix.api.scaffold import create_experiment
+from ix.api.integrations.scaffold import create_experiment
 from ix.cli.output import out, print_json
 
 if TYPE_CHECKING:

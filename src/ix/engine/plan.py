@@ -115,7 +115,7 @@ class Plan:
     redactor: Redactor = field(default_factory=Redactor, repr=False)
     #: The installed plugins its runtimes, sensors and probe come from (`spec.yaml` names them)
     plugins: tuple[Plugin, ...] = ()
-    #: `load:`: the requests' schedule; the trials are its requests (`ix.engine.load`)
+    #: `load:`: the requests' schedule; the trials are its requests (`ix.engine.load_test`)
     load: LoadPlan | None = None
     #: how trial seeds are derived: `common` (every subject alike) or `per-subject` (runs
     #: made before common random numbers, continued or reproduced); spec.yaml records it

@@ -28,7 +28,7 @@ from ix.domain.errors import ConfigError, StorageError, Warn
 from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
 from ix.engine.adaptive import AdaptiveFeed
-from ix.engine.load import LoadFeed
+from ix.engine.load_test import LoadFeed
 from ix.engine.outcome import (
     ErrorLog,
     breaker_reason,

@@ -2,7 +2,7 @@
 
 Planned once, before anything runs (`ix.engine.plan.build_plan`), from the experiment's
 seed: the same experiment and seed give the same schedule, so two runs (or two subjects of
-one run, which all get the same one) face the same arrivals. `ix.engine.load` sends it.
+one run, which all get the same one) face the same arrivals. `ix.engine.load_test` sends it.
 """
 
 import hashlib

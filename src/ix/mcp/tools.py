@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ix import api
-from ix.api import design, planning, reports, scaffold
+from ix.api import design, power_plan, reports
 from ix.api import runs as run_folders
+from ix.api.integrations import scaffold
 from ix.api.results import rates_of
 from ix.api.runs import RunInfo
 from ix.mcp.inputs import (
@@ -263,7 +264,7 @@ class LabTools:
         rule and checked by simulating it: `p_settle`). Every answer lists its assumptions;
         say them when you report the number."""
         path = str(self.experiment_dir(experiment)) if experiment is not None else None
-        return jsonable(planning.plan_power(
+        return jsonable(power_plan.plan_power(
             self.lab, path, width=width, mde=mde, paired=paired, p=p, trials=trials,
             cases=cases, sigma2_a=sigma2_a, sigma2_b=sigma2_b, omega2=omega2, alpha=alpha,
             power=power, level=level, method=method, effect=effect))

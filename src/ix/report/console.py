@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ix.report import layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
-from ix.report.load import load_parts
+from ix.report.load_test import load_parts
 from ix.report.screen import screen
 from ix.report.screen_text import VERDICT_STYLE, screen_renderable, verdict_parts, verdict_word
 from ix.report.sweep import sweep_report

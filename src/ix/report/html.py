@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from ix._lazy import lazy
-from ix.report import charts, load
+from ix.report import charts, load_test
 from ix.report.answer import metric_name
 from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
 
@@ -53,8 +53,10 @@ def _env() -> jinja2.Environment:
                        metric=lambda m, sensor=None: metric_name(
                            m, sensor if isinstance(sensor, str) else None))
     # the `load` block, in the words `ix report` prints on a terminal
-    env.filters.update(rps=load.rps, percentiles=load.percentiles, schedule=load.schedule_text,
-                       error_rate=lambda s: load.rate_text(s["error_rate"], s["error_rate_ci"]))
+    env.filters.update(rps=load_test.rps, percentiles=load_test.percentiles,
+                       schedule=load_test.schedule_text,
+                       error_rate=lambda s: load_test.rate_text(s["error_rate"],
+                                                                s["error_rate_ci"]))
     return env
 
 

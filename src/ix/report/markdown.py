@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ix.report.answer import metric_name
-from ix.report.load import percentiles, rate_text, rps, schedule_text
+from ix.report.load_test import percentiles, rate_text, rps, schedule_text
 from ix.report.terminal import (
     METRIC_NAMES,
     SENSOR_FAMILY_NOTE,

@@ -12,7 +12,7 @@ from rich.text import Text
 from ix.lab.sweep import grid_words
 from ix.report import layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
-from ix.report.load import load_parts
+from ix.report.load_test import load_parts
 from ix.report.screen_text import screen_renderable
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}

@@ -130,7 +130,7 @@ class HttpRuntime:
         return self._pools, self._limiter
 
     async def prepare(self) -> None:
-        """Import httpx and make the first pool now: a load test (`ix.engine.load`) calls this
+        """Import httpx and make the first pool now: a load test (`ix.engine.load_test`) calls this
         before its first request, so no request is timed with the set-up."""
         await self._session()
 

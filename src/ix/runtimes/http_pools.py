@@ -3,7 +3,7 @@
 httpcore walks every connection of a pool each time a request starts or ends (and asks each
 idle one whether its socket is readable), and closes idle connections whenever a pool holds
 more than its keep-alive limit: with tens of requests in flight — a load test
-(`ix.engine.load`) — one large pool costs milliseconds of CPU per request and reopens
+(`ix.engine.load_test`) — one large pool costs milliseconds of CPU per request and reopens
 connections all the time, which the event loop then spends instead of sending on time. Here
 each pool (one `httpx.AsyncClient`) holds at most `PER_POOL` connections, all kept alive; a
 request takes the first pool with room, and a new pool is made when all are full. At the

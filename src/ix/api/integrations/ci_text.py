@@ -1,5 +1,5 @@
-"""The text of the CI workflow `ix ci init` writes (ix.api.ci plans it): what a name in it may
-hold, the quoting, the templates, and the reading back.
+"""The text of the CI workflow `ix ci init` writes (`ix.api.integrations.ci` plans it): what
+a name in it may hold, the quoting, the templates, and the reading back.
 
 The workflow is written from a template rather than dumped from a mapping: it carries comments
 (which secrets to set, where the baseline comes from) that a reader of the file needs. Every

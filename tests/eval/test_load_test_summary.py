@@ -1,11 +1,11 @@
-"""The summary's `load` block from counted requests (ix.eval.load_summary), and the
+"""The summary's `load` block from counted requests (ix.eval.load_test_summary), and the
 schedule a `load:` plans (ix.engine.schedule)."""
 
 import pytest
 from pydantic import TypeAdapter
 
 from ix.engine.schedule import load_plan
-from ix.eval.load_summary import LoadTally, Objective, load_block, objectives
+from ix.eval.load_test_summary import LoadTally, Objective, load_block, objectives
 from ix.eval.schemas import LoadOut, summary_adapter
 
 OPTIONS = {"rps": 100.0, "duration_s": 10.0, "warmup_s": 2.0, "arrivals": "uniform",

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from ix.api import planning
+from ix.api import power_plan
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
 from ix.domain.errors import ConfigError
@@ -62,7 +62,7 @@ def plan(
     `ix plan skill-activation --effect 0.2` (the goal, simulated with ix's own rule).
     """
     try:
-        result = planning.plan_power(lab, experiment, width=width, mde=mde, paired=paired, p=p,
+        result = power_plan.plan_power(lab, experiment, width=width, mde=mde, paired=paired, p=p,
                                      trials=trials, cases=cases, sigma2_a=sigma2_a,
                                      sigma2_b=sigma2_b, omega2=omega2, alpha=alpha,
                                      power=power, level=level, method=method, effect=effect)

@@ -3,7 +3,7 @@ a battery) on a schedule, on pull requests and by hand, gates each experiment wi
 `ix report --baseline TAG` and keeps the HTML reports as an artifact (docs/scheduling.md).
 
 This module plans it: what to install, run and gate, from the lab. Its text, and what a name
-from the lab may hold to be put into it, are ix.api.ci_text's.
+from the lab may hold to be put into it, are ix.api.integrations.ci_text's.
 """
 
 import re
@@ -16,7 +16,7 @@ from typing import Any
 
 from ix._version import __version__
 from ix.api.battery import plan_battery
-from ix.api.ci_text import Gate, Platform, check_name, check_text, read_back, render
+from ix.api.integrations.ci_text import Gate, Platform, check_name, check_text, read_back, render
 from ix.api.loading import resolve
 from ix.api.loading import validate as plan_experiments
 from ix.domain.errors import ConfigError

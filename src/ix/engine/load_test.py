@@ -22,7 +22,7 @@ from typing import Any
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan, SubjectPlan, TrialKey
 from ix.engine.schedule import LoadPlan
-from ix.eval.load_summary import LoadTally, Objective, load_block, objectives
+from ix.eval.load_test_summary import LoadTally, Objective, load_block, objectives
 from ix.eval.schemas import LoadOut
 from ix.matrix import Construct
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from ix.domain.errors import ConfigError
 from ix.domain.types import ORIGIN, Subject
@@ -33,7 +33,7 @@ Unit = Literal["turns", "tool_calls", "tokens"]
 #: `prefix: builtin:<name>`: the prefixes shipped with ix (`ix/lab/prefixes/<name>.yaml`).
 BUILTIN = ("coding-session",)
 #: The subject config key that holds an expanded subject's length and its base's name.
-KEY = "context"
+KEY: Final = "context"
 
 
 def expanded_name(subject: str, length: int) -> str:

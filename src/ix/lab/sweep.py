@@ -17,7 +17,7 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, cast
 
 from ix.domain.errors import ConfigError
 from ix.domain.types import ORIGIN, Subject
@@ -25,7 +25,7 @@ from ix.domain.types import ORIGIN, Subject
 __all__ = ["KEY", "SUBJECT_KEYS", "expand_sweep", "grid_words"]
 
 #: The subject config key that holds a condition's subject, values and ablated skill.
-KEY = "sweep"
+KEY: Final = "sweep"
 #: Keys of a subject that a sweep sets on the subject itself (the rest are runtime options).
 SUBJECT_KEYS = ("model", "concurrency")
 #: Keys a sweep cannot set, with what to do instead.
@@ -76,14 +76,14 @@ def _set(mapping: dict[str, Any], dotted: str, value: Any) -> None:
 
 def _apply(base: Subject, values: Mapping[str, Any], without: str | None,
            file: Path) -> Subject:
-    config = copy.deepcopy(dict(base.config))
+    config = copy.deepcopy(base.config)
     runtime = dict(config.get("runtime") or {})
     origins = dict(config.get("runtime_origins") or {})
     for key, value in values.items():
         if key == "model":
             config["model"] = value
         elif key in SUBJECT_KEYS:
-            config[key] = value
+            cast("dict[str, Any]", config)[key] = value  # one of SubjectConfig's keys
             continue
         _set(runtime, key, value)  # a runtime option; `a.b` one inside a mapping option
         top = key.split(".")[0]

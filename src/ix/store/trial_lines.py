@@ -223,23 +223,25 @@ TYPED_COLUMNS = (
 
 
 def _str(value: str) -> str:
-    return f"left({value}, 1) = '\"'"
+    return f"starts_with({value}, '\"')"
 
 
 def _sql_object(column: str) -> str:
     """Absent, null or an object."""
-    return f"({column} IS NULL OR {column} = 'null' OR left({column}, 1) = '{{')"
+    return f"({column} IS NULL OR {column} = 'null' OR starts_with({column}, '{{'))"
 
 
-#: The JSON type of each number the rule reads (`t_` and the value's name), parsed once.
-_TYPES = {"trial": "trial", "attempt": "attempt", "o1": "o[1]", "o2": "o[2]", "o3": "o[3]",
-          "score": "rd[2]"}
+#: The JSON type of each number the rule reads but integers (`t_` and the value's name),
+#: parsed once.
+_TYPES = {"o3": "o[3]", "score": "rd[2]"}
 
 
-def _int(value: str, kind: str) -> str:
-    """The integer `value` holds (by its JSON type `kind`), or NULL: not one, or not a BIGINT."""
-    return (f"CASE WHEN {kind} IN ('UBIGINT', 'BIGINT') "
-            f"THEN try_cast(CAST({value} AS VARCHAR) AS BIGINT) END")
+def _int(value: str) -> str:
+    """The integer `value` holds, or NULL: not one, or not a BIGINT. Unparsed: the text of a
+    JSON integer is digits after an optional "-", which a cast reads; of any other value a cast
+    fails, but for a number with a fraction or an exponent (`5.0`, `1e2`)."""
+    return (f"CASE WHEN NOT (contains({value}, '.') OR contains({value}, 'e') "
+            f"OR contains({value}, 'E')) THEN try_cast(CAST({value} AS VARCHAR) AS BIGINT) END")
 
 
 def _number(value: str, kind: str, sql_type: str) -> str:
@@ -286,7 +288,7 @@ def _text(value: str) -> str:
 
 def _skill_calls(tool_calls: str) -> str:
     return ("[json_extract_string(t, '$.input.skill') FOR t IN coalesce(try_cast("
-            f"{tool_calls} AS JSON[]), []) IF left(t, 1) = '{{' "
+            f"{tool_calls} AS JSON[]), []) IF starts_with(t, '{{') "
             "AND json_extract_string(t, '$.name') = 'Skill' "
             "AND json_type(t, '$.input.skill') = 'VARCHAR']")
 
@@ -397,9 +399,8 @@ def _select(source: str, name: str, seq: int, typed: bool) -> str:
             SELECT *, {nested} FROM {source}),
         kinds AS (SELECT *, {kinds} FROM raw),
         num AS (
-            SELECT *, {_int('trial', 't_trial')} AS i_trial,
-                {_int('attempt', 't_attempt')} AS i_attempt,
-                {_int('o[1]', 't_o1')} AS i_o1, {_int('o[2]', 't_o2')} AS i_o2,
+            SELECT *, {_int('trial')} AS i_trial, {_int('attempt')} AS i_attempt,
+                {_int('o[1]')} AS i_o1, {_int('o[2]')} AS i_o2,
                 {_number('o[3]', 't_o3', 'DOUBLE')} AS cost,
                 {_number('rd[2]', 't_score', 'DOUBLE')} AS score
             FROM kinds)

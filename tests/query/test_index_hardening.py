@@ -269,7 +269,7 @@ def test_the_typed_read_gives_the_part_the_hardened_read_gives(lab, tmp_path):
     assert rows("typed.parquet") == rows("hardened.parquet")
     assert len(rows("typed.parquet")) == typed[0] > 500
     source = (f"read_json({quote(str(log))}, format = 'newline_delimited', "
-              f"columns = {TYPED_COLUMNS}, ignore_errors = true)")
+              f"columns = {TYPED_COLUMNS}, ignore_errors = true) WITH ORDINALITY")
     [(suspects, lines, invoked)] = con.execute(
         "SELECT count(*) FILTER (suspect), count(*), count(*) FILTER (len(invoked) > 0) "
         f"FROM ({typed_select(source, quote('exp'), 0)})").fetchall()

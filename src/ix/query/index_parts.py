@@ -178,37 +178,33 @@ def _parse(con: "duckdb.DuckDBPyConnection", path: Path, name: str, seq: int,
     """Every line typed (`typed_select`), then the suspects it flags by the hardened rule
     (`parsed_select` of the same lines): the same part as reading every line so (`hardened`,
     what tests/query/test_index_hardening.py compares it with), at a fraction of the cost; a
-    log of ix's own lines has no suspects. The typed rows are stored in the log's order
-    (DuckDB preserves insertion order), so a row's line is its `rowid + 1`: numbering them
-    as they are read (WITH ORDINALITY) would read them in one thread."""
-    def source(columns: str, ordinality: str = " WITH ORDINALITY") -> str:
+    log of ix's own lines has no suspects."""
+    def source(columns: str) -> str:
         return (f"read_json({quote(str(path))}, format = 'newline_delimited', "
                 f"ignore_errors = true, maximum_object_size = 1073741824, "
-                f"columns = {columns}){ordinality}")
+                f"columns = {columns}) WITH ORDINALITY")
 
     if hardened:
         select = parsed_select(source(JSON_COLUMNS), quote(name), seq)
-        select = f"SELECT * EXCLUDE (line), false AS suspect FROM ({select}) ORDER BY line"
+        select = f"SELECT *, false AS suspect FROM ({select})"
     else:
-        select = typed_select(source(TYPED_COLUMNS, ""), quote(name), seq)
-    con.execute("SET preserve_insertion_order = true")
+        select = typed_select(source(TYPED_COLUMNS), quote(name), seq)
     con.execute("CREATE OR REPLACE TEMP TABLE parsed AS " + select)
     row = con.execute("SELECT count(*) FILTER (NOT junk AND NOT suspect), "
                       "count(*) FILTER (junk AND NOT suspect), count(*) FILTER (suspect) "
                       "FROM parsed").fetchone()
     rows, skipped, suspect = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
     columns = ", ".join(c for c, _ in ROW_COLUMNS)
-    typed = ", ".join("rowid + 1 AS line" if c == "line" else c for c, _ in ROW_COLUMNS)
-    select = f"SELECT {typed} FROM parsed WHERE NOT junk"
+    select = f"SELECT {columns} FROM parsed WHERE NOT junk"
     if suspect:
         lines = (f"(SELECT * FROM {source(JSON_COLUMNS)} "
-                 "WHERE ordinality IN (SELECT rowid + 1 FROM parsed WHERE suspect))")
+                 "WHERE ordinality IN (SELECT line FROM parsed WHERE suspect))")
         con.execute("CREATE OR REPLACE TEMP TABLE hardened AS "
                     + parsed_select(lines, quote(name), seq))
         row = con.execute("SELECT count(*) FILTER (NOT junk), count(*) FILTER (junk) "
                           "FROM hardened").fetchone()
         rows, skipped = (rows + int(row[0]), skipped + int(row[1])) if row else (rows, skipped)
-        select = (f"SELECT {columns} FROM (SELECT {typed} FROM parsed "
+        select = (f"SELECT {columns} FROM (SELECT {columns} FROM parsed "
                   f"WHERE NOT junk AND NOT suspect UNION ALL SELECT {columns} FROM hardened "
                   "WHERE NOT junk) ORDER BY line")
     copy_to_parquet(con, select, dest)

@@ -370,11 +370,9 @@ def parsed_select(source: str, name: str, seq: int) -> str:
 
 
 def typed_select(source: str, name: str, seq: int) -> str:
-    """`parsed_select` of a `read_json(..., columns = TYPED_COLUMNS)`, plus `suspect`: true
-    for a line whose columns may differ from `parsed_select`'s (none of ix's own), to be read
-    by it instead; every other line's columns and `junk` are the same. Without `line`: a
-    source WITH ORDINALITY is read in one thread (DuckDB numbers its rows in a streaming
-    window), so the rows are stored in order and a row's line is its `rowid + 1`."""
+    """`parsed_select` of a `read_json(..., columns = TYPED_COLUMNS) WITH ORDINALITY`, plus
+    `suspect`: true for a line whose columns may differ from `parsed_select`'s (none of ix's
+    own), to be read by it instead; every other line's columns and `junk` are the same."""
     return _select(source, name, seq, typed=True)
 
 
@@ -395,7 +393,6 @@ def _select(source: str, name: str, seq: int, typed: bool) -> str:
                   + _skill_calls("json_extract(observation, '$.tool_calls')") + " AS sk")
         suspect = ""
     kinds = ", ".join(f"json_type({v}) AS t_{k}" for k, v in _TYPES.items())
-    line = "" if typed else " ordinality AS line,"
 
     return f"""
         WITH raw AS (
@@ -407,7 +404,7 @@ def _select(source: str, name: str, seq: int, typed: bool) -> str:
                 {_number('o[3]', 't_o3', 'DOUBLE')} AS cost,
                 {_number('rd[2]', 't_score', 'DOUBLE')} AS score
             FROM kinds)
-        SELECT {name} AS source, {seq}::INTEGER AS part,{line}
+        SELECT {name} AS source, {seq}::INTEGER AS part, ordinality AS line,
             coalesce(experiment, {name}) AS experiment, {text('run_id')} AS run_id,
             {text('subject')} AS subject, {text('probe_id')} AS probe_id,
             try_cast(i_trial AS INTEGER) AS trial, seed,

@@ -4,11 +4,13 @@
 
 Prints, for the real `ix` command in a subprocess (no terminal, so no progress bar):
 1. 1,000 cases x 10 trials at 0 latency: trials/s for the whole command (start-up included)
-   and for the engine alone (the run's started_at..finished_at). Targets: whole command
-   >= 10,000/s, engine >= 20,000/s (<= 50 us of ix per trial). The same at 1,000 x 100
-   trials (whole command: no slower per trial than at 10k).
-2. The same at latency_ms 50 and concurrency 100, against the ideal
-   trials x latency / concurrency = 5.0 s. Target <= 1.1x.
+   and for the engine alone (the run's started_at..finished_at). At 10k the interpreter's
+   start-up (~0.5 s, `run_phases.py`) is most of the whole command, so its targets are set at
+   100k (1b, issue 34's regression guards): 1,000 x 100 trials, engine >= 15,000/s and the
+   whole command >= 12,000/s.
+2. The same at latency_ms 50 and concurrency 100 (10,000 trials), against the ideal
+   trials x latency / concurrency = 5.0 s. Target (issue 34): the whole command net of
+   start-up (the child's start to the run's started_at) <= 1.05x the ideal.
 3. Peak RSS (ru_maxrss of the child) at 10k and 100k trials (and 1M with --big).
    Target: flat.
 """
@@ -54,7 +56,7 @@ def run(lab: Path) -> dict[str, float]:
     if results.exists():
         for p in sorted(results.rglob("*"), reverse=True):
             p.rmdir() if p.is_dir() else p.unlink()
-    t0 = time.perf_counter()
+    t0, clock0 = time.perf_counter(), time.time()
     proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate()
@@ -66,7 +68,9 @@ def run(lab: Path) -> dict[str, float]:
     started = datetime.fromisoformat(summary["started_at"].replace("Z", "+00:00"))
     finished = datetime.fromisoformat(summary["finished_at"].replace("Z", "+00:00"))
     trials = sum(b["trials"] for b in summary["subjects"])
-    return {"wall": wall, "engine": (finished - started).total_seconds(), "trials": trials}
+    startup = max(0.0, started.timestamp() - clock0)  # the child's start to the run's start
+    return {"wall": wall, "engine": (finished - started).total_seconds(), "trials": trials,
+            "net": wall - startup}
 
 
 def peak_rss_mib(lab: Path) -> float:
@@ -85,19 +89,27 @@ def peak_rss_mib(lab: Path) -> float:
     return int(out.stdout.strip()) / 1024
 
 
-def throughput(lab: Path, repeat: int, label: str) -> None:
-    """Trials/s of `repeat` runs of `lab` at latency 0: the whole command and the engine."""
+def throughput(lab: Path, repeat: int, label: str, targets: tuple[int, int] | None) -> None:
+    """Trials/s of `repeat` runs of `lab` at latency 0: the whole command and the engine,
+    against `targets` (whole command, engine: trials/s), each marked met or MISSED."""
     runs = [run(lab) for _ in range(repeat)]
     n = runs[0]["trials"]
     walls = [r["wall"] for r in runs]
     engines = [r["engine"] for r in runs]
+
+    def against(rate: float, i: int) -> str:
+        if targets is None:
+            return ""
+        return (f"   (target >= {targets[i]:,}/s: "
+                f"{'met' if rate >= targets[i] else 'MISSED'})")
+
     print(f"{label} {n:,} trials, latency 0, concurrency 100")
     print(f"   whole command: best {min(walls):.3f} s = {n / min(walls):,.0f} trials/s, "
           f"median {statistics.median(walls):.3f} s = {n / statistics.median(walls):,.0f}/s"
-          "   (target >= 10,000/s)")
+          + against(n / min(walls), 0))
     print(f"   engine only:   best {min(engines):.3f} s = {n / min(engines):,.0f} trials/s "
           f"({min(engines) / n * 1e6:.0f} us/trial), median {statistics.median(engines):.3f} s"
-          f" = {n / statistics.median(engines):,.0f}/s   (target >= 20,000/s)\n")
+          f" = {n / statistics.median(engines):,.0f}/s" + against(n / min(engines), 1) + "\n")
 
 
 def main() -> None:
@@ -114,9 +126,10 @@ def main() -> None:
 
         lab = make_lab(root, 1000, 10, 0, 100)
         run(lab)  # warm-up: bytecode cached, files in the page cache
-        throughput(lab, args.repeat, "1)")
+        throughput(lab, args.repeat, "1)", None)
         if args.repeat_100k:
-            throughput(make_lab(root, 1000, 100, 0, 100), args.repeat_100k, "1b)")
+            throughput(make_lab(root, 1000, 100, 0, 100), args.repeat_100k, "1b)",
+                       (12_000, 15_000))
 
         lab = make_lab(root, 1000, 10, 50, 100)
         runs = [run(lab) for _ in range(args.repeat)]
@@ -124,12 +137,16 @@ def main() -> None:
         ideal = n * 0.050 / 100
         walls = [r["wall"] for r in runs]
         engines = [r["engine"] for r in runs]
+        nets = [r["net"] for r in runs]
+        met = "met" if min(nets) / ideal <= 1.05 else "MISSED"
         print(f"2) {n:,} trials, latency 50 ms, concurrency 100: ideal {ideal:.2f} s")
         print(f"   whole command: best {min(walls):.3f} s = {min(walls) / ideal:.3f}x ideal, "
               f"median {statistics.median(walls):.3f} s = "
-              f"{statistics.median(walls) / ideal:.3f}x   (target <= 1.1x)")
+              f"{statistics.median(walls) / ideal:.3f}x")
+        print(f"   net of start-up: best {min(nets):.3f} s = {min(nets) / ideal:.3f}x ideal, "
+              f"median {statistics.median(nets) / ideal:.3f}x   (target <= 1.05x: {met})")
         print(f"   engine only:   best {min(engines):.3f} s = {min(engines) / ideal:.3f}x ideal, "
-              f"median {statistics.median(engines) / ideal:.3f}x   (target <= 1.1x)\n")
+              f"median {statistics.median(engines) / ideal:.3f}x\n")
 
         sizes = [(1000, 10), (1000, 100)] + ([(1000, 1000)] if args.big else [])
         print("3) peak RSS of `ix run` (latency 0)")

@@ -117,6 +117,33 @@ def hostile_lines(run: str) -> list[bytes]:
         prefix + '"trial": 917, "x": "text,} and }{ in a string"}',
         prefix + '"trial": 918}   ',
         prefix + '"trial": 919} {"trial": 920}',
+        # what a typed read cannot tell apart (ix.store.trial_lines.TYPED_COLUMNS)
+        prefix + '"trial": 921, "observation": "{\\"tokens_input\\": 1}"}',
+        prefix + '"trial": 922, "observation": [{"tokens_input": 1, "tokens_output": 1, '
+                 '"cost_usd": 0}]}',
+        prefix + '"trial": 923, "reading": [{"passed": true, "sensor_name": "a"}]}',
+        prefix + '"trial": 924, "reading": {"passed": null}}',
+        prefix + '"trial": 925, "reading": "{\\"passed\\": true}"}',
+        prefix + '"trial": 926, "error": [{"kind": "x"}]}',
+        prefix + '"trial": 927, "error": {"kind": "\\u0078", "message": 3}}',
+        prefix.replace('"s"', '"s\\"q\\u00e9\\\\"') + '"trial": 928}',
+        prefix + '"trial": 929, "observation": {"tokens_input": 1, "tokens_output": 2, '
+                 '"cost_usd": 0, "tool_calls": [{"name": "Skill", "input": {"skill": "a\\u0062"}}, '
+                 '5, {"name": "Skill", "input": {"skill": 3}}, {"name": "Sk\\u0069ll", '
+                 '"input": {"skill": "c"}}, {"name": "Skill", "input": {"skill": "ab"}}]}}',
+        prefix + '"trial": 930, "observation": {"tokens_input": 1, "tokens_output": 2, '
+                 '"cost_usd": 0, "tool_calls": {"name": "Skill", "input": {"skill": "a"}}}}',
+        prefix + '"trial": 931, "reading": {"sensor_name": "a", "passed": true, "score": NaN}}',
+        *(prefix + f'"trial": {932 + i}, "observation": {{"tokens_input": 1, "tokens_output": 2, '
+          f'"cost_usd": 0, "tool_calls": {calls}}}}}'
+          for i, calls in enumerate([
+              '"[{\\"name\\": \\"Skill\\", \\"input\\": {\\"skill\\": \\"a\\"}}]"',
+              '[[{"name": "Skill", "input": {"skill": "a"}}]]', "null", "7", "[]",
+              '[{"name": "Skill", "input": "{\\"skill\\": \\"a\\"}"}]',
+              '[{"name": "Skill", "input": [{"skill": "a"}]}]',
+              '[{"name": "Skill", "name": 3, "input": {"skill": "a", "skill": 4}}]',
+              '[{"name": 3, "name": "Skill", "input": {"skill": 4, "skill": "a"}}]',
+              '[{"name": ["Skill"], "input": {"skill": ["a"]}}, {"name": "Skill"}]'])),
         '[1, 2]', '"a string"', "5", "null", "true", "{}", '{"subject": 3}',
         '{"run_id": "' + run + '", "subject": 3, "probe_id": null, "trial": "x"}',
         "not json at all", "",
@@ -191,7 +218,7 @@ def test_json_lines_that_are_not_trials_are_no_rows_and_are_reported(lab):
             "OR trial IS NULL OR trial < 0 OR run_id IS NULL").fetchall()
     assert phantoms == 0 and n > 150
     # strings are names ("" and "3" too); 3, true, [], {} and null are not
-    assert subjects == sorted({"s", "t", *(v for v in ODD if isinstance(v, str))})
+    assert subjects == sorted({"s", "t", 's"q\u00e9\\', *(v for v in ODD if isinstance(v, str))})
     lines = log.read_bytes().count(b"\n")
     [index] = open_index(lab).sources
     assert index.rows + index.skipped + 2 == lines  # 2 blank lines: no line at all
@@ -211,6 +238,42 @@ def test_the_rule_in_python_and_in_sql_keep_the_same_records_with_the_same_value
             "coalesce(cost, 0.0) FROM trials_all").fetchall()
     assert sorted(got) == expected
     assert len(expected) > 300
+
+
+def test_the_typed_read_gives_the_part_the_hardened_read_gives(lab, tmp_path):
+    """A part is read typed, and only the lines that fail its cheap check (`suspect`) by the
+    hardened rule: on a log of good lines and garbage of every shape, the same rows with the
+    same values in the same order, and the same lines skipped, as reading every line by the
+    hardened rule."""
+    import duckdb
+
+    from ix.query.index_parts import _parse, quote
+    from ix.store.trial_lines import TYPED_COLUMNS, typed_select
+
+    log = hostile_log(lab)
+    with log.open("ab") as f:  # ix's own lines, some with a Skill call, as most of a log is
+        for trial in range(1000, 1200):
+            observation = good()["observation"] | {"tool_calls": [
+                {"name": "Skill", "input": {"skill": f"k{trial % 3}"}}] * (trial % 3)}
+            f.write(json.dumps(good(RUN, trial, observation=observation)).encode() + b"\n")
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    typed = _parse(con, log, "exp", 0, tmp_path / "typed.parquet")
+    hardened = _parse(con, log, "exp", 0, tmp_path / "hardened.parquet", hardened=True)
+    assert typed == hardened
+
+    def rows(part: str) -> list[str]:
+        got = con.execute(f"SELECT * FROM read_parquet('{tmp_path / part}')").fetchall()
+        return [repr(row) for row in got]  # repr: a NaN score equals itself
+
+    assert rows("typed.parquet") == rows("hardened.parquet")
+    assert len(rows("typed.parquet")) == typed[0] > 500
+    source = (f"read_json({quote(str(log))}, format = 'newline_delimited', "
+              f"columns = {TYPED_COLUMNS}, ignore_errors = true) WITH ORDINALITY")
+    [(suspects, lines, invoked)] = con.execute(
+        "SELECT count(*) FILTER (suspect), count(*), count(*) FILTER (len(invoked) > 0) "
+        f"FROM ({typed_select(source, quote('exp'), 0)})").fetchall()
+    assert 0 < suspects < lines / 4 and invoked > 100  # not vacuous: both paths were taken
 
 
 # --------------------------------------------------------------------------- the folder (3b)

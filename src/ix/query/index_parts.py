@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ix.store.trial_lines import (
     JSON_COLUMNS,
+    TYPED_COLUMNS,
     decode_line,
     parsed_select,
     suspects,
+    typed_select,
 )
 
 if TYPE_CHECKING:
@@ -172,18 +174,42 @@ def _before(arr: "np.ndarray", positions: "np.ndarray") -> "np.ndarray":
 
 
 def _parse(con: "duckdb.DuckDBPyConnection", path: Path, name: str, seq: int,
-           dest: Path) -> tuple[int, int]:
-    source = (f"read_json({quote(str(path))}, format = 'newline_delimited', "
-              f"ignore_errors = true, maximum_object_size = 1073741824, "
-              f"columns = {JSON_COLUMNS}) WITH ORDINALITY")
-    con.execute("CREATE OR REPLACE TEMP TABLE parsed AS "
-                + parsed_select(source, quote(name), seq))
-    row = con.execute("SELECT count(*) FILTER (NOT junk), count(*) FILTER (junk) "
+           dest: Path, hardened: bool = False) -> tuple[int, int]:
+    """Every line typed (`typed_select`), then the suspects it flags by the hardened rule
+    (`parsed_select` of the same lines): the same part as reading every line so (`hardened`,
+    what tests/query/test_index_hardening.py compares it with), at a fraction of the cost; a
+    log of ix's own lines has no suspects."""
+    def source(columns: str) -> str:
+        return (f"read_json({quote(str(path))}, format = 'newline_delimited', "
+                f"ignore_errors = true, maximum_object_size = 1073741824, "
+                f"columns = {columns}) WITH ORDINALITY")
+
+    if hardened:
+        select = parsed_select(source(JSON_COLUMNS), quote(name), seq)
+        select = f"SELECT *, false AS suspect FROM ({select})"
+    else:
+        select = typed_select(source(TYPED_COLUMNS), quote(name), seq)
+    con.execute("CREATE OR REPLACE TEMP TABLE parsed AS " + select)
+    row = con.execute("SELECT count(*) FILTER (NOT junk AND NOT suspect), "
+                      "count(*) FILTER (junk AND NOT suspect), count(*) FILTER (suspect) "
                       "FROM parsed").fetchone()
-    rows, skipped = (int(row[0]), int(row[1])) if row else (0, 0)
+    rows, skipped, suspect = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
     columns = ", ".join(c for c, _ in ROW_COLUMNS)
-    copy_to_parquet(con, f"SELECT {columns} FROM parsed WHERE NOT junk", dest)
+    select = f"SELECT {columns} FROM parsed WHERE NOT junk"
+    if suspect:
+        lines = (f"(SELECT * FROM {source(JSON_COLUMNS)} "
+                 "WHERE ordinality IN (SELECT line FROM parsed WHERE suspect))")
+        con.execute("CREATE OR REPLACE TEMP TABLE hardened AS "
+                    + parsed_select(lines, quote(name), seq))
+        row = con.execute("SELECT count(*) FILTER (NOT junk), count(*) FILTER (junk) "
+                          "FROM hardened").fetchone()
+        rows, skipped = (rows + int(row[0]), skipped + int(row[1])) if row else (rows, skipped)
+        select = (f"SELECT {columns} FROM (SELECT {columns} FROM parsed "
+                  f"WHERE NOT junk AND NOT suspect UNION ALL SELECT {columns} FROM hardened "
+                  "WHERE NOT junk) ORDER BY line")
+    copy_to_parquet(con, select, dest)
     con.execute("DROP TABLE parsed")
+    con.execute("DROP TABLE IF EXISTS hardened")
     return rows, skipped
 
 

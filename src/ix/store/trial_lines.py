@@ -13,8 +13,10 @@ gave 298 phantom rows). A line is a trial record when it is a JSON object whose
 
 Of a key written twice the first value counts, as DuckDB reads it. `trial_line` applies the
 rule in Python (to the lines a fast reader does not read on its own); `parsed_select` applies
-it in DuckDB to the columns of `read_json(..., columns = JSON_COLUMNS)`.
-tests/query/test_index_hardening.py holds the two to the same answer on every shape of line.
+it in DuckDB to the columns of `read_json(..., columns = JSON_COLUMNS)`, and `typed_select`
+to those of `read_json(..., columns = TYPED_COLUMNS)`, ~4× cheaper, for every line but those
+its `suspect` column flags (which `parsed_select` then reads).
+tests/query/test_index_hardening.py holds them to the same answer on every shape of line.
 """
 
 import json
@@ -198,47 +200,97 @@ JSON_COLUMNS = (
     "error: 'JSON'}"
 )
 
-_INT = "('UBIGINT', 'BIGINT')"
+#: The same keys, the three objects read as structs of the keys the rule and the index read,
+#: each kept as raw JSON: no object is written out as text and parsed again (what costs
+#: `JSON_COLUMNS` its time). A struct cannot tell an object from a value of another type (a
+#: string, a list: every key NULL), nor a key given as null from one absent (NULL both): a
+#: line where that could matter is a `suspect` of `typed_select`. ix's own lines never are:
+#: every observation has its token counts and cost, every reading its sensor.
+TYPED_COLUMNS = (
+    "{experiment: 'VARCHAR', run_id: 'JSON', subject: 'JSON', probe_id: 'JSON', "
+    "trial: 'JSON', seed: 'BIGINT', attempt: 'JSON', expectation: 'VARCHAR', "
+    "started_at: 'VARCHAR', duration_ms: 'DOUBLE', "
+    "observation: 'STRUCT(tokens_input JSON, tokens_output JSON, cost_usd JSON, "
+    "duration_ms JSON, tool_calls STRUCT(name JSON, input STRUCT(skill JSON))[])', "
+    "reading: 'STRUCT(passed JSON, score JSON, sensor_name JSON)', "
+    "error: 'STRUCT(kind JSON, message JSON)'}"
+)
+
+# The rule reads each value as the JSON text read_json and json_extract write (minified: a
+# string starts with `"`, an object with `{`, null is `null`, a boolean `true` or `false`) and
+# parses a value only where its text does not tell enough (a number: integer or not, in range);
+# each such parse once per value (`_TYPES`), since every parse of a JSON value costs.
 
 
-def _sql_index(value: str) -> str:
-    return (f"(json_type({value}) IN {_INT} "
-            f"AND try_cast({value} AS BIGINT) BETWEEN 0 AND {MAX_TRIAL})")
+def _str(value: str) -> str:
+    return f"starts_with({value}, '\"')"
 
 
 def _sql_object(column: str) -> str:
-    """Absent, null or an object: read_json writes the JSON minified, so `{` starts it."""
-    return f"({column} IS NULL OR json_type({column}) = 'NULL' OR left({column}, 1) = '{{')"
+    """Absent, null or an object."""
+    return f"({column} IS NULL OR {column} = 'null' OR starts_with({column}, '{{'))"
 
 
-def _sql_count(value: str) -> str:
-    return (f"({value} IS NULL OR (json_type({value}) IN {_INT} "
-            f"AND try_cast({value} AS BIGINT) >= 0))")
+#: The JSON type of each number the rule reads but integers (`t_` and the value's name),
+#: parsed once.
+_TYPES = {"o3": "o[3]", "score": "rd[2]"}
 
 
-_VALID = " AND ".join([
-    "json_type(run_id) = 'VARCHAR'", "json_type(subject) = 'VARCHAR'",
-    "json_type(probe_id) = 'VARCHAR'", _sql_index("trial"),
-    f"(attempt IS NULL OR json_type(attempt) = 'NULL' OR {_sql_index('attempt')})",
-    _sql_object("observation"), _sql_object("reading"), _sql_object("error"),
-    # an absent key reads as SQL NULL; a key given as null reads as JSON 'null'
-    "(o[1] IS NULL OR json_type(o[1]) <> 'NULL')", _sql_count("o[1]"),
-    "(o[2] IS NULL OR json_type(o[2]) <> 'NULL')", _sql_count("o[2]"),
-    "(o[3] IS NULL OR (json_type(o[3]) IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
-    "AND isfinite(try_cast(o[3] AS DOUBLE))))",
-    "(rd[1] IS NULL OR json_type(rd[1]) IN ('NULL', 'BOOLEAN'))",
-    "(error IS NULL OR json_type(error) = 'NULL' OR json_type(er[1]) = 'VARCHAR')",
-])
+def _int(value: str) -> str:
+    """The integer `value` holds, or NULL: not one, or not a BIGINT. Unparsed: the text of a
+    JSON integer is digits after an optional "-", which a cast reads; of any other value a cast
+    fails, but for a number with a fraction or an exponent (`5.0`, `1e2`)."""
+    return (f"CASE WHEN NOT (contains({value}, '.') OR contains({value}, 'e') "
+            f"OR contains({value}, 'E')) THEN try_cast(CAST({value} AS VARCHAR) AS BIGINT) END")
+
+
+def _number(value: str, kind: str, sql_type: str) -> str:
+    return (f"CASE WHEN {kind} IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
+            f"THEN try_cast({value} AS {sql_type}) END")
+
+
+def _valid(typed: bool) -> str:
+    """The rule over the columns `_select` derives: from `JSON_COLUMNS`, or (`typed`) from
+    `TYPED_COLUMNS` on a line that is no `suspect` (its observation and reading are absent,
+    null or objects; an error of another type has no `kind`)."""
+    objects = [] if typed else [_sql_object("observation"), _sql_object("reading"),
+                                _sql_object("error")]
+    error = (f"(error IS NULL OR {_str('er[1]')})" if typed else
+             f"(error IS NULL OR error = 'null' OR {_str('er[1]')})")
+    return " AND ".join([
+        _str("run_id"), _str("subject"), _str("probe_id"),
+        f"i_trial BETWEEN 0 AND {MAX_TRIAL}",
+        f"(attempt IS NULL OR attempt = 'null' OR i_attempt BETWEEN 0 AND {MAX_TRIAL})",
+        *objects,
+        # an absent key reads as SQL NULL; a key given as null as 'null', which is no count
+        "(o[1] IS NULL OR i_o1 >= 0)", "(o[2] IS NULL OR i_o2 >= 0)",
+        "(o[3] IS NULL OR isfinite(cost))",
+        "(rd[1] IS NULL OR rd[1] IN ('null', 'true', 'false'))",
+        error,
+    ])
 
 
 #: `input.skill` of every Skill call of the observation, in order (`invoked_skills` in SQL):
 #: a tool call that is not an object, or whose skill is not a string, names none.
-_SKILL_CALLS = (
-    "[json_extract_string(t, '$.input.skill') FOR t IN coalesce(try_cast(json_extract("
-    "observation, '$.tool_calls') AS JSON[]), []) IF json_type(t) = 'OBJECT' "
-    "AND json_extract_string(t, '$.name') = 'Skill' "
-    "AND json_type(t, '$.input.skill') = 'VARCHAR']"
-)
+def _typed_skill_calls(tool_calls: str) -> str:
+    """`_skill_calls` of `TYPED_COLUMNS`' tool calls: a list of structs (a tool call that is
+    no object has no name; a list that is none is NULL)."""
+    return (f"[{_text('t.input.skill')} FOR t IN coalesce({tool_calls}, []) "
+            f"IF {_text('t.name')} = 'Skill' AND {_str('t.input.skill')}]")
+
+
+def _text(value: str) -> str:
+    """The text of the JSON string `value`, unescaped; NULL if it holds no string. Without a
+    backslash its text has no quote but the two around it."""
+    return (f"CASE WHEN {_str(value)} THEN CASE WHEN contains({value}, '\\') "
+            f"THEN json_extract_string({value}, '$') ELSE replace({value}, '\"', '') END END")
+
+
+def _skill_calls(tool_calls: str) -> str:
+    return ("[json_extract_string(t, '$.input.skill') FOR t IN coalesce(try_cast("
+            f"{tool_calls} AS JSON[]), []) IF starts_with(t, '{{') "
+            "AND json_extract_string(t, '$.name') = 'Skill' "
+            "AND json_type(t, '$.input.skill') = 'VARCHAR']")
 
 
 def invoked_skills(observation: Any) -> list[str]:
@@ -298,45 +350,78 @@ def standing(lines: Iterable[_Line],
     return out
 
 
+#: A line `typed_select` may read otherwise than `parsed_select`: an observation lacking a
+#: token count or its cost (absent, null, or no object at all), a reading lacking all it is read
+#: for (`{}`, or no object). An error's type needs no check: without a string `kind` the line is
+#: junk either way.
+_SUSPECT = (
+    "(observation IS NOT NULL AND (observation.tokens_input IS NULL "
+    "OR observation.tokens_output IS NULL OR observation.cost_usd IS NULL)) "
+    "OR (reading IS NOT NULL AND reading.passed IS NULL AND reading.score IS NULL "
+    "AND reading.sensor_name IS NULL)"
+)
+
+
 def parsed_select(source: str, name: str, seq: int) -> str:
     """A SELECT of one row per line of `source` (a `read_json(..., columns = JSON_COLUMNS)
     WITH ORDINALITY`): the part's columns and `junk`, true for a line that is no trial record.
     `name` is the experiment's folder, quoted; `seq` the part's sequence number."""
-    def text(value: str) -> str:
-        return (f"CASE WHEN json_type({value}) = 'VARCHAR' "
-                f"THEN json_extract_string({value}, '$') END")
+    return _select(source, name, seq, typed=False)
 
-    def number(value: str, kind: str) -> str:
-        return (f"CASE WHEN json_type({value}) IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
-                f"THEN try_cast({value} AS {kind}) END")
+
+def typed_select(source: str, name: str, seq: int) -> str:
+    """`parsed_select` of a `read_json(..., columns = TYPED_COLUMNS) WITH ORDINALITY`, plus
+    `suspect`: true for a line whose columns may differ from `parsed_select`'s (none of ix's
+    own), to be read by it instead; every other line's columns and `junk` are the same."""
+    return _select(source, name, seq, typed=True)
+
+
+def _select(source: str, name: str, seq: int, typed: bool) -> str:
+    text = _text
+    if typed:
+        nested = ("[observation.tokens_input, observation.tokens_output, observation.cost_usd, "
+                  "observation.duration_ms] AS o, "
+                  "[reading.passed, reading.score, reading.sensor_name] AS rd, "
+                  "[error.kind, error.message] AS er, "
+                  f"{_typed_skill_calls('observation.tool_calls')} AS sk")
+        suspect = f",\n            coalesce({_SUSPECT}, false) AS suspect"
+    else:
+        nested = ("json_extract(observation, ['$.tokens_input', '$.tokens_output', "
+                  "'$.cost_usd', '$.duration_ms']) AS o, "
+                  "json_extract(reading, ['$.passed', '$.score', '$.sensor_name']) AS rd, "
+                  "json_extract(error, ['$.kind', '$.message']) AS er, "
+                  + _skill_calls("json_extract(observation, '$.tool_calls')") + " AS sk")
+        suspect = ""
+    kinds = ", ".join(f"json_type({v}) AS t_{k}" for k, v in _TYPES.items())
 
     return f"""
         WITH raw AS (
-            SELECT *, json_extract(observation, ['$.tokens_input', '$.tokens_output',
-                                                 '$.cost_usd', '$.duration_ms']) AS o,
-                   json_extract(reading, ['$.passed', '$.score', '$.sensor_name']) AS rd,
-                   json_extract(error, ['$.kind', '$.message']) AS er,
-                   {_SKILL_CALLS} AS sk
-            FROM {source})
+            SELECT *, {nested} FROM {source}),
+        kinds AS (SELECT *, {kinds} FROM raw),
+        num AS (
+            SELECT *, {_int('trial')} AS i_trial, {_int('attempt')} AS i_attempt,
+                {_int('o[1]')} AS i_o1, {_int('o[2]')} AS i_o2,
+                {_number('o[3]', 't_o3', 'DOUBLE')} AS cost,
+                {_number('rd[2]', 't_score', 'DOUBLE')} AS score
+            FROM kinds)
         SELECT {name} AS source, {seq}::INTEGER AS part, ordinality AS line,
             coalesce(experiment, {name}) AS experiment, {text('run_id')} AS run_id,
             {text('subject')} AS subject, {text('probe_id')} AS probe_id,
-            try_cast(trial AS INTEGER) AS trial, seed,
-            coalesce(try_cast(attempt AS INTEGER), 0) AS attempt, expectation,
-            try_cast(rd[1] AS BOOLEAN) AS passed, {number('rd[2]', 'DOUBLE')} AS score,
+            try_cast(i_trial AS INTEGER) AS trial, seed,
+            coalesce(try_cast(i_attempt AS INTEGER), 0) AS attempt, expectation,
+            CASE rd[1] WHEN 'true' THEN true WHEN 'false' THEN false END AS passed, score,
             {text('rd[3]')} AS sensor, {text('er[1]')} AS error,
             {text('er[2]')} AS error_message,
-            {number('o[1]', 'BIGINT')} AS tokens_input,
-            {number('o[2]', 'BIGINT')} AS tokens_output,
+            i_o1 AS tokens_input, i_o2 AS tokens_output,
             CASE WHEN o[1] IS NOT NULL OR o[2] IS NOT NULL
-                 THEN try_cast(coalesce({number('o[1]', 'HUGEINT')}, 0)
-                               + coalesce({number('o[2]', 'HUGEINT')}, 0) AS BIGINT)
+                 THEN try_cast(coalesce(i_o1::HUGEINT, 0) + coalesce(i_o2::HUGEINT, 0)
+                               AS BIGINT)
                  END AS tokens,
-            {number('o[3]', 'DOUBLE')} AS cost,
-            coalesce(duration_ms, {number('o[4]', 'DOUBLE')}) AS duration,
+            cost,
+            coalesce(duration_ms, {_number('o[4]', 'json_type(o[4])', 'DOUBLE')}) AS duration,
             try_cast(started_at AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS started_at,
             list_filter(sk, lambda x, i: list_position(sk, x) = i) AS invoked,
             sk[1] AS first_invoked,
-            NOT coalesce({_VALID}, false) AS junk
-        FROM raw
+            NOT coalesce({_valid(typed)}, false) AS junk{suspect}
+        FROM num
     """

@@ -2,11 +2,12 @@
 
 import json
 
-from conftest import mock_experiment, run_ix
+from conftest import ix_in_process, mock_experiment, run_ix
 
 
 def run_id(lab, *args):
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """A run to compare (set-up, in process); its id."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)["run_id"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import _ix_argv, run_ix, write
+from conftest import _ix_argv, ix_in_process, run_ix, write
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 LONG_SKILL = "x" * 70_000
@@ -65,8 +65,8 @@ def wait_for_lines(d: Path, n: int, timeout: float = 60) -> None:
 
 
 def reference(tmp_path: Path) -> tuple[dict, set]:
-    d = experiment(tmp_path / "reference", latency_ms=0)
-    assert run_ix("run", "--lab", str(d.parent)).code == 0
+    d = experiment(tmp_path / "reference", latency_ms=0)  # to compare with: in process
+    assert ix_in_process("run", "--lab", str(d.parent)).code == 0
     s = json.loads((d / "results" / "summary-latest.json").read_text())
     return stable(s), {(x["subject"], x["probe_id"], x["trial"]) for x in records(d)}
 
@@ -74,7 +74,7 @@ def reference(tmp_path: Path) -> tuple[dict, set]:
 def test_two_runs_at_once_and_readers_meanwhile_all_see_a_valid_log(lab, tmp_path):
     ref, keys = reference(tmp_path)
     d = experiment(lab)
-    first = run_ix("run", "--lab", str(lab))  # so that `ix report` has a finished run
+    first = ix_in_process("run", "--lab", str(lab))  # so that `ix report` has a finished run
     assert first.code == 0, first.output
     a, b = start(lab, "run"), start(lab, "run")
     reads = 0

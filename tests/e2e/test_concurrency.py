@@ -15,6 +15,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import _ix_argv, ix_in_process, run_ix, write
@@ -139,6 +140,7 @@ def test_a_colliding_run_id_is_drawn_again(tmp_path, monkeypatch):
     assert yaml.safe_load((folder / "spec.yaml").read_text()) == {"run_id": run_id}
 
 
+@pytest.mark.slow
 def test_one_run_is_executed_by_one_process_and_its_lock_dies_with_it(lab, tmp_path):
     ref, keys = reference(tmp_path)
     d = experiment(lab, latency_ms=150)  # the resume lasts seconds: time to try a second
@@ -177,6 +179,7 @@ time.sleep(120)
 """
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_line_while_holding_the_log_lock_blocks_no_one(lab):
     d = experiment(lab, latency_ms=0)
     log = d / "results" / "trials.jsonl"

@@ -58,12 +58,15 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     second, cancelled run; read-only for the tests that use it."""
     lab = tmp_path_factory.mktemp("made") / "lab"
     d = two_subject_experiment(lab)
-    ix_ok("run", "--lab", str(lab), "--json")
+    # the ids as the commands give them: made in process, two runs may start in one second,
+    # and ids of one second do not sort by time
+    first = json.loads(ix_ok("run", "--lab", str(lab), "--json"))["run_id"]
     ix_ok("run", "--lab", str(lab), "--retry-failed", "--json")
-    first = sorted(p.name for p in (d / "results" / "runs").iterdir())[0]
     r = ix_in_process("run", "--lab", str(lab), "--max-trials", "5", "--json")
     assert r.code == 130, r.output
-    cancelled = sorted(p.name for p in (d / "results" / "runs").iterdir())[-1]
+    cancelled = json.loads(r.stdout)["run_id"]
+    assert sorted(p.name for p in (d / "results" / "runs").iterdir()) == sorted([first,
+                                                                                 cancelled])
     summary = json.loads((d / "results" / "runs" / first / "summary.json").read_text())
     return {"lab": lab, "dir": d, "run": first, "cancelled": cancelled, "summary": summary}
 

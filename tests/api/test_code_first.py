@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ix
-from conftest import run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, tree_digest, write
 from ix.domain.errors import ConfigError
 from ix.domain.types import Reading
 from ix.eval.models import EvalCase, EvalObservation
@@ -53,7 +53,7 @@ def test_the_same_experiment_in_yaml_and_in_python_gives_the_same_records(tmp_pa
           "---\nexpectation: must_trigger\n---\nProfile q3.tsv\n")
     write(yaml_lab / "exp" / "cases" / "not-001.md", "---\nexpectation: should_not_trigger\n"
           "rationale: Not about data.\n---\nWrite a haiku\n")
-    r = run_ix("run", "exp", "--lab", str(yaml_lab), "--json")
+    r = ix_in_process("run", "exp", "--lab", str(yaml_lab), "--json")  # the YAML run, compared
     assert r.code == 0, r.output
 
     code_lab = tmp_path / "code-lab"
@@ -64,7 +64,7 @@ def test_the_same_experiment_in_yaml_and_in_python_gives_the_same_records(tmp_pa
         yaml_lab / "exp" / "results" / "trials.jsonl")
     assert outcome.summary["metrics"] == json.loads(r.stdout)["metrics"]
     # the folder it wrote is an experiment `ix run` runs as it is
-    again = run_ix("run", "exp", "--lab", str(code_lab), "--json")
+    again = ix_in_process("run", "exp", "--lab", str(code_lab), "--json")
     assert again.code == 0, again.output
     assert json.loads(again.stdout)["metrics"] == outcome.summary["metrics"]
 

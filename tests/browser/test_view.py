@@ -27,6 +27,11 @@ import pytest
 
 from conftest import REPO, mock_experiment, run_ix, write
 
+#: Chromium and a real report or server: left out by `scripts/test --fast`. (The runs
+#: stay real `ix` subprocesses: the browser holds an event loop, so `ix run` cannot run
+#: in this process while it is open.)
+pytestmark = pytest.mark.slow
+
 FIXTURES = REPO / "tests" / "fixtures" / "claude-stream"
 #: What a hostile model (or case author) writes; it must show as text and never run.
 SCRIPT = "<script>window.__pwned = 'script'</script>"

@@ -3,7 +3,8 @@ holding a copy of the example lab, as the runner would (GitHub: each `run:` step
 `bash -eo pipefail` from its working-directory, later steps per their `if:`; GitLab: the
 script lines in one `bash -eo pipefail`). Only the install step is replaced (`ix --version`:
 ix is installed here). The gate passes against a baseline of the same configuration and
-exits 1 once a committed change makes an experiment worse."""
+exits 1 once a committed change makes an experiment worse. Each test runs a whole workflow
+(a dozen real `ix` commands): marked slow."""
 
 import os
 import shutil
@@ -13,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, run_ix  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix  # type: ignore[attr-defined]
 
 BIN = str(Path(sys.executable).parent)
 GIT = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
 EXPERIMENTS = ("coexistence", "context-degradation", "skill-activation")
 IF_INSTALLED = "${{ !cancelled() && steps.install.outcome == 'success' }}"
+
+pytestmark = pytest.mark.slow
 
 
 def _env(root: Path, platform: str) -> dict[str, str]:
@@ -69,15 +72,16 @@ def run_gitlab(root: Path, load) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory) -> Path:
     """A git repository: the example lab under labs/main with one run of each experiment,
-    each tagged baseline-<experiment>, and both workflows written by the real `ix ci init`."""
+    each tagged baseline-<experiment> (set-up, in process), and both workflows written by the
+    real `ix ci init`."""
     root = tmp_path_factory.mktemp("origin")
     lab = root / "labs" / "main"
     shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    assert run_ix("run", "--lab", str(lab), "--progress", "none", cwd=root).code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--progress", "none", cwd=root).code == 0
     for name in EXPERIMENTS:
         (run,) = (lab / name / "results" / "runs").iterdir()
-        assert run_ix("tag", run.name, f"baseline-{name}", "--lab", str(lab)).code == 0
+        assert ix_in_process("tag", run.name, f"baseline-{name}", "--lab", str(lab)).code == 0
     for flag in ("--github", "--gitlab"):
         r = run_ix("ci", "init", flag, "--lab", "labs/main", cwd=root / "labs")
         assert r.code == 0, r.output

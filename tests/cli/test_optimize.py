@@ -192,6 +192,7 @@ def _slow_lab(lab: Path, latency_ms: int = 60) -> Path:
     return lab / "slow"
 
 
+@pytest.mark.slow
 def test_sigkill_mid_session_then_the_same_command_continues_it(lab: Path) -> None:
     experiment = _slow_lab(lab)
     argv = [*_ix_argv(), "optimize", "slow", "--lab", str(lab), "--rounds", "2", "--json"]

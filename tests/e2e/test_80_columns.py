@@ -158,6 +158,7 @@ def test_every_command_that_prints_a_table_is_checked_here():
 _PASTED: set[str] = set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("label", _labels())
 def test_no_value_is_cut_and_every_run_id_printed_names_its_run(wide_lab, tmp_path, label,

@@ -22,6 +22,9 @@ from e2e.test_llm_runtimes import every_text_under, make_lab, router
 from runtimes.fake_batch_servers import FakeBatchServer
 from runtimes.fake_llm_servers import FAKE_KEY, INPUT_TOKENS, OUTPUT_TOKENS
 
+#: Loopback batch servers that answer after a delay, and SIGKILL / ctrl-c mid-batch.
+pytestmark = pytest.mark.slow
+
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini"}
 PRICE = {"anthropic": (3.0, 15.0), "openai": (0.15, 0.60)}
 KEY_ENV = "IX_TEST_BATCH_KEY"

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import ix_in_process, mock_experiment, run_ix, write
@@ -113,6 +114,7 @@ def _count(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_sigkill_mid_battery_then_resume_gives_every_trial_exactly_once(lab):
     per_run = 6 * 10  # 6 cases x 10 trials, one subject: ~1 s a run
     for name in ("alpha", "beta"):

@@ -19,6 +19,7 @@ def _ix() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "ix"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_a_signal_cancels_the_run_and_keeps_completed_trials(lab, sig):
     exp = mock_experiment(lab, n_must=10, n_not=10, n_edge=0, trials=10,
@@ -56,6 +57,7 @@ def _wait_until_running(results: Path, runs_before: int) -> None:
     raise AssertionError("the run did not start")
 
 
+@pytest.mark.slow
 def test_the_first_ctrl_c_lets_trials_in_flight_finish_and_a_second_cancels_them(lab):
     exp = mock_experiment(lab, n_must=4, n_not=0, n_edge=0, trials=2,
                           runtime_extra="latency_ms: 1500", extra_yaml="concurrency: 2\n")

@@ -136,6 +136,7 @@ def _sleepers(marker: str) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_run_and_leaves_no_program_running(lab):
     d = lab / "interrupted"
     write(d / "experiment.yaml", f"""

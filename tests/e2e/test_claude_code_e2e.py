@@ -99,6 +99,7 @@ def make_lab(root: Path, flaky_key: str) -> Path:
     return lab
 
 
+@pytest.mark.slow
 def test_ix_run_with_the_real_claude_code_cli(api, tmp_path):
     lab = make_lab(tmp_path, flaky_key=f"e2e-{time.monotonic_ns()}")
     scratch = tmp_path / "tmp"

@@ -2,11 +2,12 @@
 
 import json
 
-from conftest import mock_experiment, run_ix
+from conftest import ix_in_process, mock_experiment, run_ix
 
 
 def run_id(lab, *args):
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """A run to compare (set-up, in process); its id."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)["run_id"]
 
@@ -18,7 +19,10 @@ def test_a_regression_between_two_runs_is_credible_and_named(lab):
     yaml = (exp / "experiment.yaml").read_text().replace(": 0.95", ": 0.1")
     (exp / "experiment.yaml").write_text(yaml)
     after = run_id(lab)
-    r = run_ix("compare", before, after[:18], "--lab", str(lab), "--json")
+    # a prefix of the id names its run: the shortest from 18 characters on that is unique
+    # (made in process, both runs may start in one second and share more than the stamp)
+    prefix = next(after[:n] for n in range(18, len(after)) if not before.startswith(after[:n]))
+    r = run_ix("compare", before, prefix, "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     assert data["baseline"] == before

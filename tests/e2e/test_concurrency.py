@@ -15,9 +15,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
-from conftest import _ix_argv, run_ix, write
+from conftest import _ix_argv, ix_in_process, run_ix, write
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 LONG_SKILL = "x" * 70_000
@@ -65,8 +66,8 @@ def wait_for_lines(d: Path, n: int, timeout: float = 60) -> None:
 
 
 def reference(tmp_path: Path) -> tuple[dict, set]:
-    d = experiment(tmp_path / "reference", latency_ms=0)
-    assert run_ix("run", "--lab", str(d.parent)).code == 0
+    d = experiment(tmp_path / "reference", latency_ms=0)  # to compare with: in process
+    assert ix_in_process("run", "--lab", str(d.parent)).code == 0
     s = json.loads((d / "results" / "summary-latest.json").read_text())
     return stable(s), {(x["subject"], x["probe_id"], x["trial"]) for x in records(d)}
 
@@ -74,7 +75,7 @@ def reference(tmp_path: Path) -> tuple[dict, set]:
 def test_two_runs_at_once_and_readers_meanwhile_all_see_a_valid_log(lab, tmp_path):
     ref, keys = reference(tmp_path)
     d = experiment(lab)
-    first = run_ix("run", "--lab", str(lab))  # so that `ix report` has a finished run
+    first = ix_in_process("run", "--lab", str(lab))  # so that `ix report` has a finished run
     assert first.code == 0, first.output
     a, b = start(lab, "run"), start(lab, "run")
     reads = 0
@@ -139,6 +140,7 @@ def test_a_colliding_run_id_is_drawn_again(tmp_path, monkeypatch):
     assert yaml.safe_load((folder / "spec.yaml").read_text()) == {"run_id": run_id}
 
 
+@pytest.mark.slow
 def test_one_run_is_executed_by_one_process_and_its_lock_dies_with_it(lab, tmp_path):
     ref, keys = reference(tmp_path)
     d = experiment(lab, latency_ms=150)  # the resume lasts seconds: time to try a second
@@ -177,6 +179,7 @@ time.sleep(120)
 """
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_line_while_holding_the_log_lock_blocks_no_one(lab):
     d = experiment(lab, latency_ms=0)
     log = d / "results" / "trials.jsonl"

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fake_messages_sse import FAKE_KEY, FakeMessages
 
 from conftest import ix_in_process, run_ix, write
@@ -96,6 +97,7 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     assert "<h3>haiku</h3>" in section and "P(declines)" in section
 
 
+@pytest.mark.slow
 def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, tmp_path):
     """SIGKILL while the expanded subjects run, then `--resume`: every (subject, case, trial)
     once, and the summary — context block included — that a run never interrupted has."""

@@ -21,9 +21,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import yaml
 
-from conftest import _ix_argv, run_ix, write
+from conftest import _ix_argv, ix_in_process, run_ix, write
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
 CASES, TRIALS = 12, 8
@@ -253,7 +254,7 @@ def kill_and_resume(lab: Path, point: KillPoint, reference: dict, keys: set) -> 
 def reference_run(root: Path) -> tuple[dict, set]:
     lab = root / "reference"
     d = experiment(lab, latency_ms=0)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))  # the uninterrupted run to compare with
     assert r.code == 0, r.output
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     keys = {(x["subject"], x["probe_id"], x["trial"])
@@ -277,6 +278,7 @@ def sweep(root: Path, seed: int, n: int) -> list[Outcome]:
 
 # --------------------------------------------------------------------------- the tests
 
+@pytest.mark.slow
 def test_a_run_killed_at_random_points_resumes_with_nothing_lost_or_doubled(tmp_path):
     outcomes = sweep(tmp_path, seed=20261126, n=15)
     failed = [(o.point, o.failures) for o in outcomes if not o.survived]
@@ -291,7 +293,7 @@ def test_a_run_killed_at_random_points_resumes_with_nothing_lost_or_doubled(tmp_
 def test_a_torn_last_line_is_reported_by_number_and_removed_on_resume(lab, tmp_path):
     reference, keys = reference_run(tmp_path)
     d = experiment(lab)
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "30").code == 130
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "30").code == 130  # set-up
     log = d / "results" / "trials.jsonl"
     line = tear(log)
     assert line == 31
@@ -306,7 +308,7 @@ def test_a_torn_last_line_is_reported_by_number_and_removed_on_resume(lab, tmp_p
 
 def test_a_whole_last_record_missing_its_newline_is_kept(lab):
     d = experiment(lab, latency_ms=0)
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "10").code == 130
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "10").code == 130  # set-up
     log = d / "results" / "trials.jsonl"
     log.write_bytes(log.read_bytes()[:-1])  # the write stopped just before the newline
     r = run_ix("run", "--lab", str(lab), "--resume")

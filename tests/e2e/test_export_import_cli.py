@@ -1,4 +1,5 @@
-"""`ix export` and `ix import` end to end: the real command in a subprocess (docs/export.md)."""
+"""`ix export` and `ix import` end to end: the real command in a subprocess (docs/export.md);
+the runs they read, and the export an import test starts from, are set-up, made in process."""
 
 import json
 import time
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import read_eval_log
 
-from conftest import mock_experiment, run_ix, tree_digest
+from conftest import ix_in_process, mock_experiment, run_ix, tree_digest
 
 RATES = {"must-001": 1.0, "must-002": 0.5, "not-001": 0.25}
 
@@ -19,7 +20,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lab = tmp_path_factory.mktemp("cli") / "lab"
     lab.mkdir()
     mock_experiment(lab, "exp", rates=RATES, trials=4)
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     summary = json.loads(r.stdout)
     return {"lab": lab, "run": summary["run_id"], "summary": summary}
@@ -170,11 +171,11 @@ def test_resume_passes_over_an_imported_run_and_refuses_to_continue_one(tmp_path
     lab = tmp_path / "lab"
     lab.mkdir()
     mock_experiment(lab, "exp", rates=RATES, trials=2)
-    first = run_ix("run", "--lab", str(lab), "--json")
+    first = ix_in_process("run", "--lab", str(lab), "--json")  # set-up: a run, exported
     assert first.code == 0, first.output
     executed = json.loads(first.stdout)["run_id"]
     out = tmp_path / "run.jsonl"
-    assert run_ix("export", executed, "--lab", str(lab), "--format", "jsonl",
+    assert ix_in_process("export", executed, "--lab", str(lab), "--format", "jsonl",
                   "--out", str(out)).code == 0
     time.sleep(1.1)  # run ids sort by their start second: the import must be the latest
     r = run_ix("import", str(out), "--format", "jsonl", "--lab", str(lab), "--json")

@@ -292,6 +292,7 @@ def kill_import(lab: Path, source: Path, point: KillPoint) -> None:
 
 # ~26 `ix` processes (12 kills, each followed by a re-import; the lab counted in process by
 # `counted`): slow with four test workers on two loaded cores — more than the default limit.
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_killed_import_leaves_no_trace_or_the_whole_run_and_is_made_once(
         tmp_path: Path) -> None:
@@ -390,6 +391,7 @@ def test_an_import_killed_in_the_middle_of_its_append_is_completed_once(
 
 # --------------------------------------------------------------------------- item 5: racing
 
+@pytest.mark.slow
 def test_imports_racing_to_create_one_experiment_create_it_once(tmp_path: Path) -> None:
     """Four imports naming one new experiment start together (three files, and one of them
     twice), in two rounds: no traceback; the experiment is made once and holds each file's
@@ -426,6 +428,7 @@ def test_imports_racing_to_create_one_experiment_create_it_once(tmp_path: Path) 
 
 # --------------------------------------------------------------------------- item 8b: full disk
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["staging", "append", "new-experiment"])
 def test_an_import_on_a_full_disk_changes_nothing_and_says_so_in_one_line(
         tmp_path: Path, where: str) -> None:

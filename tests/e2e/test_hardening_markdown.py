@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from conftest import case, run_ix, write
+from conftest import case, ix_in_process, run_ix, write
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
@@ -79,11 +79,15 @@ def _check_rendered(markdown: str, *texts: str) -> None:
 @pytest.fixture(scope="module")
 def hostile_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     lab = _hostile_lab(tmp_path_factory.mktemp("md"))
-    run = _ok("run", "--lab", str(lab), "exp", "--json")
-    run_id = json.loads(run)["run_id"]
-    _ok("annotate", "--lab", str(lab), run_id, NOTE)
-    _ok("annotate", "--lab", str(lab), run_id, CASE_IMG, NOTE)
-    _ok("tag", "--lab", str(lab), run_id, TAG)
+    def set_up(*args: str) -> str:  # the run and its notes: in process, not under test
+        r = ix_in_process(*args)
+        assert r.code == 0, r.output
+        return r.stdout
+
+    run_id = json.loads(set_up("run", "--lab", str(lab), "exp", "--json"))["run_id"]
+    set_up("annotate", "--lab", str(lab), run_id, NOTE)
+    set_up("annotate", "--lab", str(lab), run_id, CASE_IMG, NOTE)
+    set_up("tag", "--lab", str(lab), run_id, TAG)
     return lab, run_id
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, mock_experiment, run_ix, tree_digest, write
+from conftest import case, ix_in_process, mock_experiment, run_ix, tree_digest, write
 from runtimes.fake_llm_servers import FAKE_KEY, FakeLLMServer, Reply, Request, text_reply
 
 KEY_ENV = "IX_TEST_KEY"
@@ -107,7 +107,7 @@ def test_a_fifo_trial_log_is_refused_at_once_and_counts_nothing(lab):
 @pytest.mark.parametrize("command", [("report",), ("run", "--resume")])
 def test_readers_refuse_a_fifo_trial_log_instead_of_blocking(lab, command):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "1")
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "1")  # set-up, in process
     assert r.code == 130, r.output  # cancelled: a run to resume
     log = exp / "results/trials.jsonl"
     log.unlink()
@@ -147,7 +147,7 @@ def test_a_symlink_where_a_run_writes_is_refused_before_anything_is_written(lab,
 
 def test_resuming_a_run_never_truncates_what_its_symlinked_lock_points_at(lab, tmp_path):
     exp = mock_experiment(lab, n_must=2, n_not=2, n_edge=0, trials=2)
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "2")
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "2")  # set-up, in process
     assert r.code == 130, r.output  # cancelled: a run to resume
     (run,) = run_folders(exp)
     lock = exp / "results/runs" / run / "run.lock"
@@ -163,7 +163,7 @@ def test_resuming_a_run_never_truncates_what_its_symlinked_lock_points_at(lab, t
 
 def test_annotate_never_writes_into_a_symlinked_run_folder(lab, tmp_path):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up, in process
     (run,) = run_folders(exp)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -176,7 +176,7 @@ def test_annotate_never_writes_into_a_symlinked_run_folder(lab, tmp_path):
 
 def test_a_tag_naming_a_folder_outside_the_lab_is_refused(lab, tmp_path):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up, in process
     (run,) = run_folders(exp)
     elsewhere = tmp_path / "elsewhere" / run  # a run of another lab of the user's
     shutil.copytree(exp / "results/runs" / run, elsewhere)
@@ -215,7 +215,7 @@ def test_cache_clear_never_deletes_through_a_symlinked_cache_folder(lab, tmp_pat
 
 def test_a_symlinked_cache_shard_is_refused_and_left_alone(lab, tmp_path):
     mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
-    assert run_ix("run", "--lab", str(lab), "--cache").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--cache").code == 0  # set-up, in process
     observations = lab / ".ix/cache/observations"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

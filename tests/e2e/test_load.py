@@ -83,6 +83,7 @@ def nearest_rank(values: list[float], q: float) -> float:
     return ordered[max(1, math.ceil(len(ordered) * q - 1e-9)) - 1]
 
 
+@pytest.mark.slow
 def test_percentiles_under_load_match_the_service_times_the_server_recorded(lab):
     # answers of ~400 ms: the client's own share of a latency (its CPU, a busy machine's
     # scheduling) stays a few percent of it
@@ -174,6 +175,7 @@ def test_the_summary_and_the_report_show_the_load_block_in_80_columns(lab, servi
     assert data["load"]["subjects"][0]["subject"] == "svc"
 
 
+@pytest.mark.slow
 def test_a_command_subject_under_load_and_a_missed_sla_exits_1(lab):
     d = lab / "tool"
     write(d / "experiment.yaml", """
@@ -234,6 +236,7 @@ def test_load_refuses_other_runtimes_and_a_trial_count(lab):
     assert r.code == 2 and "--cache" in r.stderr, r.output
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_load_keeps_every_completed_request(lab, service):
     exp = http_experiment(lab, service.url, "{rps: 20, duration_s: 60}")
     trials = exp / "results" / "trials.jsonl"

@@ -123,6 +123,7 @@ def test_tools_are_listed_with_strict_described_input_schemas(lab, tmp_path):
     serve(lab, tmp_path / "stderr.txt", body)
 
 
+@pytest.mark.slow
 def test_claude_code_designs_runs_and_reads_an_experiment_over_stdio(lab, tmp_path):
     """The issue's "done when": create, validate, plan, run with progress, then read back
     the summary, a comparison of two subjects and one of two runs, and query the trials."""
@@ -319,6 +320,7 @@ def test_bad_inputs_are_error_results_naming_the_argument(lab, tmp_path):
     serve(lab, tmp_path / "stderr.txt", body)
 
 
+@pytest.mark.slow
 def test_cancelling_a_run_keeps_its_trials_and_the_server_serves_on(lab, tmp_path):
     mock_experiment(lab, "slow", n_must=10, n_not=10, n_edge=0, trials=10,
                     runtime_extra="latency_ms: 100", extra_yaml="concurrency: 2\n")
@@ -400,6 +402,7 @@ def test_ix_help_lists_mcp():
     assert "mcp" in proc.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_records_it_cancelled_and_stdout_is_only_the_protocol(lab, tmp_path):
     exp = mock_experiment(lab, "slow", n_must=4, n_not=0, n_edge=0, trials=50,
                           runtime_extra="latency_ms: 100", extra_yaml="concurrency: 2\n")
@@ -432,6 +435,7 @@ def test_sigterm_mid_run_records_it_cancelled_and_stdout_is_only_the_protocol(la
     assert spec["status"] == "cancelled" and spec["trials_written"] >= 3
 
 
+@pytest.mark.slow
 def test_optimize_description_recommends_applies_and_reports_progress(tmp_path: Path) -> None:
     lab = make_lab(tmp_path / "lab")
     skill = lab / "skills" / "table-profile" / "SKILL.md"

@@ -121,6 +121,7 @@ def _trial_lines(exp: Path, run_id: str) -> list[dict[str, Any]]:
 # -- item 12: a signal ends the server promptly, idle or mid-run ---------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_ends_an_idle_server_at_once_though_the_client_keeps_stdin_open(
         lab, tmp_path, signum):
@@ -135,6 +136,7 @@ def test_a_signal_ends_an_idle_server_at_once_though_the_client_keeps_stdin_open
         assert "Traceback" not in server.stderr()
 
 
+@pytest.mark.slow
 def test_sigterm_mid_run_ends_the_server_promptly_and_the_run_is_kept_and_resumable(
         lab, tmp_path, ix):
     exp = mock_experiment(lab, "slow", n_must=4, n_not=2, n_edge=0, trials=10,
@@ -174,6 +176,7 @@ def test_sigterm_mid_run_ends_the_server_promptly_and_the_run_is_kept_and_resuma
     assert [t for t in trials[:len(kept)]] == kept  # what was kept, kept as it was
 
 
+@pytest.mark.slow
 def test_sigint_mid_run_cancels_slow_trials_in_flight_instead_of_waiting_for_them(
         lab, tmp_path):
     """Trials that would take a minute are not waited for: after a grace of a second they

@@ -5,12 +5,12 @@ import os
 import re
 import stat
 
-from conftest import mock_experiment, run_ix
+from conftest import ix_in_process, mock_experiment, run_ix
 
 
 def _run(lab) -> str:
     mock_experiment(lab, rates={"must-001": 0.75, "not-001": 0.3}, trials=3)
-    r = run_ix("run", "--lab", str(lab), "--json", "--progress", "none")
+    r = ix_in_process("run", "--lab", str(lab), "--json", "--progress", "none")  # set-up
     assert r.code == 0, r.output
     return re.search(r'"run_id": "([^"]+)"', r.stdout).group(1)
 

@@ -7,7 +7,7 @@ from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
-from conftest import case, mock_experiment, run_ix, write
+from conftest import case, ix_in_process, mock_experiment, run_ix, write
 
 
 def plan(*args, lab=None):
@@ -53,7 +53,7 @@ def test_paired_mde_for_a_given_number_of_cases_inverts_n():
 
 def test_planning_values_come_from_the_latest_run(lab):
     mock_experiment(lab, rates={"must-001": 0.5, "must-002": 0.2, "not-001": 0.1})
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run plan reads
     r = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired", "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
@@ -183,7 +183,7 @@ def test_an_experiment_with_a_goal_is_planned_for_its_metric_first_and_rates_say
     goal_experiment(lab, n_must=6, n_not=4, trials=3)
     d = lab / "exp" / "experiment.yaml"
     d.write_text(d.read_text().replace("{kind: mock}}", "{kind: mock, default_rate: 0.5}}"))
-    assert run_ix("run", "--lab", str(lab)).code in (0, 1)
+    assert ix_in_process("run", "--lab", str(lab)).code in (0, 1)  # set-up: the run plan reads
     r = run_ix("plan", "exp", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)

@@ -50,6 +50,7 @@ def summary(d: Path) -> dict:
     return {k: v for k, v in s.items() if k not in VOLATILE}
 
 
+@pytest.mark.slow
 def test_a_run_on_ray_records_what_a_local_run_records(cluster, tmp_path):
     local, remote = experiment(tmp_path / "local"), experiment(tmp_path / "ray")
     assert run_ix("run", "--lab", str(tmp_path / "local")).code == 0
@@ -88,6 +89,7 @@ def _wait_for_lines(d: Path, n: int) -> None:
     raise AssertionError("the run wrote too few trials")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_a_run_on_ray_killed_midway_resumes_to_the_uninterrupted_summary(cluster, tmp_path,
                                                                          sig):
@@ -117,6 +119,7 @@ def test_a_run_on_ray_killed_midway_resumes_to_the_uninterrupted_summary(cluster
     assert spec(d)["continued"][-1]["executor"]["kind"] == "ray"
 
 
+@pytest.mark.slow
 def test_a_battery_runs_on_ray(cluster, tmp_path):
     lab = tmp_path / "lab"
     experiment(lab)
@@ -132,6 +135,7 @@ def test_a_battery_runs_on_ray(cluster, tmp_path):
     assert [s["executor"]["kind"] for s in specs] == ["ray", "ray"]
 
 
+@pytest.mark.slow
 def test_a_human_subject_cannot_leave_this_process(cluster, tmp_path):
     d = write(tmp_path / "lab" / "e" / "experiment.yaml",
               "name: e\nskill: t\ntrials: 1\nruntime: {kind: human}\n").parent

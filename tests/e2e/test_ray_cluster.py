@@ -166,6 +166,7 @@ def nodes_by_resource(d: Path) -> dict[str, dict]:
     return {next(r for r in n["resources"] if r in ("head", "worker")): n for n in cluster}
 
 
+@pytest.mark.slow
 def test_trials_run_on_both_nodes_and_a_node_killed_mid_run_costs_none(head, tmp_path):
     node = second_node(head, "127.0.0.2")
     try:
@@ -208,6 +209,7 @@ def test_trials_run_on_both_nodes_and_a_node_killed_mid_run_costs_none(head, tmp
     assert comparable(d) == comparable(local)  # the trials run again answered the same
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("auth", "told"), [
     ({}, "set RAY_AUTH_MODE=token and the cluster's token"),
     ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)},

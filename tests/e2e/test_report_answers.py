@@ -205,7 +205,7 @@ def test_a_mock_subject_is_never_told_to_broaden_its_description(lab):
     """Issue 33: mock never reads a description, so its low recall gets the advice that
     does apply (its rates), in the summary and in `ix report`."""
     mock_experiment(lab, rates={"must-001": 0.9}, n_must=4, n_not=4, trials=3)
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")  # the summary's advice: logic
     assert r.code == 0, r.output
     interpretation = json.loads(r.stdout)["interpretation"]
     assert any("Low recall" in i for i in interpretation["issues"]), interpretation

@@ -69,6 +69,7 @@ def wait_for_lines(d: Path, n: int) -> None:
     raise AssertionError("the run wrote too few trials")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_path, sig):
     d = experiment(lab)
@@ -220,6 +221,7 @@ def keys(d: Path) -> list[tuple[str, str, int]]:
     return sorted((x["subject"], x["probe_id"], x["trial"]) for x in trials(d))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
 def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_path,
                                                                               sig):

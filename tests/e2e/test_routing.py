@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 
 PROMPTS = {"must-001": "Sum column B of budget.xlsx",
            "must-002": "Pivot the sales sheet by region",
@@ -62,7 +62,7 @@ def first_skill(line: dict) -> str | None:
 @pytest.fixture
 def ran(lab: Path) -> Path:
     d = routed_lab(lab)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))  # set-up: the run the tests read
     assert r.code == 0, r.output
     return d
 
@@ -165,12 +165,13 @@ def test_the_failure_table_shows_the_prompt_and_every_subjects_wrong_example(lab
 
 def test_a_resumed_run_routes_the_trials_it_recorded_before(lab: Path, tmp_path: Path):
     d = routed_lab(lab, trials=6)
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "10")
+    # the routing a summary records is under test, not the commands: in process
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "10")
     assert r.code == 130, r.output
-    assert run_ix("run", "--lab", str(lab), "--resume").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--resume").code == 0
     resumed = json.loads((d / "results" / "summary-latest.json").read_text())
     fresh = routed_lab(tmp_path / "fresh", trials=6)
-    assert run_ix("run", "--lab", str(tmp_path / "fresh")).code == 0
+    assert ix_in_process("run", "--lab", str(tmp_path / "fresh")).code == 0
     whole = json.loads((fresh / "results" / "summary-latest.json").read_text())
     for a, b in zip(resumed["subjects"], whole["subjects"], strict=True):
         assert a["routing"] == b["routing"]

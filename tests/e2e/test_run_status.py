@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import case, mock_experiment, run_ix, write
+from conftest import case, ix_in_process, mock_experiment, run_ix, write
 
 COLS80 = {"COLUMNS": "80"}
 
@@ -191,7 +191,7 @@ def test_a_resumed_run_keeps_the_kinds_of_its_earlier_errors(lab):
     """The error block of a resumed run covers the errored trials it was started with."""
     mock_experiment(lab, rates={"must-001": 1.0}, trials=2, n_edge=0,
                     runtime_extra="error_rates: {must-001: 1.0}")
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "3").code == 130
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "3").code == 130  # set-up
     r = run_ix("run", "--lab", str(lab), "--resume", "--json")
     assert r.code == 0, r.output
     s = json.loads(r.stdout)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, run_ix, write
+from conftest import case, ix_in_process, run_ix, write
 from ix.api.schemas import SCHEMA_VERSION, SCHEMAS, json_schema
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -60,8 +60,9 @@ def made(tmp_path_factory) -> dict:
     runs = [ok_json("run", "--lab", str(lab), "exp", "--json", "--seed", str(seed))
             for seed in (0, 1)]
     ids = [r["run_id"] for r in runs]  # type: ignore[index]
-    assert run_ix("tag", ids[0], "base", "--lab", str(lab)).code == 0
-    assert run_ix("annotate", ids[0], "must-001", "looked at it", "--lab", str(lab)).code == 0
+    assert ix_in_process("tag", ids[0], "base", "--lab", str(lab)).code == 0  # set-up
+    assert ix_in_process("annotate", ids[0], "must-001", "looked at it",
+                         "--lab", str(lab)).code == 0
     return {"lab": lab, "exp": exp, "runs": runs, "ids": ids}
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import _ix_argv, run_ix, tree_digest, write
+from conftest import _ix_argv, ix_in_process, run_ix, tree_digest, write
 from faults_support import faulty, set_writable
 
 VOLATILE = {"run_id", "started_at", "finished_at"}
@@ -66,8 +66,8 @@ def keys(d: Path) -> list[tuple]:
 
 
 def reference(tmp_path: Path) -> tuple[dict, list]:
-    d = experiment(tmp_path / "reference")
-    assert run_ix("run", "--lab", str(d.parent)).code == 0
+    d = experiment(tmp_path / "reference")  # the uninterrupted run to compare with: in process
+    assert ix_in_process("run", "--lab", str(d.parent)).code == 0
     return stable(json.loads((d / "results" / "summary-latest.json").read_text())), keys(d)
 
 

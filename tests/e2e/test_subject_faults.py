@@ -106,6 +106,7 @@ def processes_with(marker: str) -> list[psutil.Process]:
 COMMAND_CASES = ["ok", "hang", "exit", "signal", "raise", "garbage", "huge", "badutf8"]
 
 
+@pytest.mark.slow
 def test_command_subject_faults_are_recorded_per_trial_with_bounded_memory(lab: Path,
                                                                            tmp_path: Path):
     marker = f"ix-fault-orphan-{uuid.uuid4().hex}"

@@ -6,11 +6,12 @@ import math
 import pytest
 from scipy import stats as sps
 
-from conftest import mock_experiment, run_ix
+from conftest import ix_in_process, mock_experiment, run_ix
 
 
 def summary_of(lab, *args):
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """The summary of a run: the statistics under test, computed in process."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)
 

@@ -15,7 +15,8 @@ from conftest import ix_in_process, mock_experiment, run_ix, tree_digest, write
 
 
 def run_id(lab: Path, *args: str) -> str:
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+    """A run to tag or annotate (set-up, in process); its id."""
+    r = ix_in_process("run", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)["run_id"]
 

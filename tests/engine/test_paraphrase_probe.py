@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, text_reply
 
-from conftest import run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, tree_digest, write
 
 
 def _reword(request) -> object:
@@ -44,9 +44,10 @@ def test_paraphrases_run_as_cases_and_are_asked_for_once(lab: Path, tmp_path: Pa
     with FakeLLMServer("anthropic") as api:
         api.router = _reword
         exp = _lab(lab, api.base_url, tmp_path / "config")
-        first = run_ix("run", "exp", "--lab", str(lab), "--json", env=env)
+        # what is recorded and replayed is under test, not the command: in process
+        first = ix_in_process("run", "exp", "--lab", str(lab), "--json", env=env)
         asked = len(api.requests)
-        second = run_ix("run", "exp", "--lab", str(lab), "--json", env=env)
+        second = ix_in_process("run", "exp", "--lab", str(lab), "--json", env=env)
         assert len(api.requests) == asked == 2  # one per must/not case, then none
     assert first.code == 0, first.output
     assert second.code == 0, second.output

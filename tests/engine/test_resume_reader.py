@@ -4,7 +4,7 @@ reads, and a resumed run counts exactly what running its trials would have."""
 import json
 from types import SimpleNamespace
 
-from conftest import run_ix, write
+from conftest import ix_in_process, write
 from ix.store import trial_scan
 from ix.store.trial_scan import _fast_fields, _json_fields, read_state
 
@@ -23,7 +23,7 @@ def test_the_fast_path_agrees_with_json_on_real_lines(lab):
     ]) + "\n")
     for i in range(3):
         write(d / "cases" / f"must-{i}.md", f"---\nexpectation: must_trigger\n---\nSay \"{i}\"\n")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")  # real lines to read: in process
     assert r.code == 0, r.output
     run_id = json.loads(r.stdout)["run_id"]
     lines = (d / "results" / "trials.jsonl").read_bytes().splitlines(keepends=True)
@@ -95,12 +95,13 @@ def test_the_block_reader_equals_decoding_every_line(lab, monkeypatch):
     write(d / "cases" / "must-0.md", "---\nexpectation: must_trigger\n---\nSay \"0\"\n")
     write(d / "cases" / "must-1.md", "---\nexpectation: must_trigger\n---\nSay 1\n")
     write(d / "cases" / f"must-{'x' * 240}.md", "---\nexpectation: must_trigger\n---\nlong\n")
-    assert run_ix("run", "--lab", str(lab)).code == 0
-    r = run_ix("run", "--lab", str(lab), "--retry-failed", "--json")  # attempts 1 appear
+    # the log the reader is tried on, written in process
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
+    r = ix_in_process("run", "--lab", str(lab), "--retry-failed", "--json")  # attempts 1 appear
     assert r.code == 0, r.output
     run_id = json.loads(r.stdout)["run_id"]
     write(d / "experiment.yaml", (d / "experiment.yaml").read_text().replace("sensors:", "#"))
-    assert run_ix("run", "--lab", str(lab)).code == 0  # another run, one sensor per line
+    assert ix_in_process("run", "--lab", str(lab)).code == 0  # another run, one sensor per line
     log = d / "results" / "trials.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
     ours = [json.loads(x) for x in lines if json.loads(x)["run_id"] == run_id]

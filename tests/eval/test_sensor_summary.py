@@ -14,7 +14,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from conftest import run_ix, write
+from conftest import ix_in_process, write
 from ix.eval.estimates import trial_level
 from ix.eval.models import EvalCase
 from ix.eval.scoring import Tally, sensor_keys
@@ -92,7 +92,8 @@ def _interval(per_case: dict[str, list]) -> list[float]:
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     lab = tmp_path_factory.mktemp("sensors") / "lab"
     d = _experiment(lab)
-    r = run_ix("run", "multi", "--lab", str(lab), "--progress", "none")
+    # the summary's numbers are under test, not the command: in process
+    r = ix_in_process("run", "multi", "--lab", str(lab), "--progress", "none")
     assert r.code in (0, 1), r.output
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     return {"lab": lab, "dir": d, "summary": summary, "output": r.stdout,
@@ -177,13 +178,14 @@ def test_sensor_comparisons_are_case_level_with_holm_across_variants_and_sensors
 def test_a_resumed_run_counts_the_recorded_trials_of_every_sensor(tmp_path: Path, run):
     lab = tmp_path / "lab"
     d = _experiment(lab)
-    first = run_ix("run", "multi", "--lab", str(lab), "--progress", "none",
-                   "--max-trials", "40")
+    first = ix_in_process("run", "multi", "--lab", str(lab), "--progress", "none",
+                          "--max-trials", "40")
     assert first.code == 130, first.output  # stopped by the budget, to be resumed
     before = json.loads((d / "results" / "summary-latest.json").read_text())
     assert sum(b["sensors"]["denied"]["n"] for b in before["subjects"]) < \
         sum(b["sensors"]["denied"]["n"] for b in run["summary"]["subjects"])
-    resumed = run_ix("run", "multi", "--lab", str(lab), "--progress", "none", "--resume")
+    resumed = ix_in_process("run", "multi", "--lab", str(lab), "--progress", "none",
+                            "--resume")
     assert resumed.code in (0, 1), resumed.output
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     whole = run["summary"]  # the same experiment and seed, run in one go

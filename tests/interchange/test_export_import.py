@@ -14,7 +14,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import SampleScore, Score, accuracy, stderr
 
-from conftest import run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, tree_digest, write
 from ix.api import transfer
 from ix.domain.errors import ConfigError
 
@@ -46,7 +46,8 @@ def two_subject_experiment(lab: Path, folder: str = "tr") -> Path:
 
 
 def ix_ok(*args: str) -> str:
-    r = run_ix(*args)
+    """A run to export (set-up, in process); its stdout."""
+    r = ix_in_process(*args)
     assert r.code == 0, r.output
     return r.stdout
 
@@ -57,12 +58,15 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     second, cancelled run; read-only for the tests that use it."""
     lab = tmp_path_factory.mktemp("made") / "lab"
     d = two_subject_experiment(lab)
-    ix_ok("run", "--lab", str(lab), "--json")
+    # the ids as the commands give them: made in process, two runs may start in one second,
+    # and ids of one second do not sort by time
+    first = json.loads(ix_ok("run", "--lab", str(lab), "--json"))["run_id"]
     ix_ok("run", "--lab", str(lab), "--retry-failed", "--json")
-    first = sorted(p.name for p in (d / "results" / "runs").iterdir())[0]
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "5", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "5", "--json")
     assert r.code == 130, r.output
-    cancelled = sorted(p.name for p in (d / "results" / "runs").iterdir())[-1]
+    cancelled = json.loads(r.stdout)["run_id"]
+    assert sorted(p.name for p in (d / "results" / "runs").iterdir()) == sorted([first,
+                                                                                 cancelled])
     summary = json.loads((d / "results" / "runs" / first / "summary.json").read_text())
     return {"lab": lab, "dir": d, "run": first, "cancelled": cancelled, "summary": summary}
 

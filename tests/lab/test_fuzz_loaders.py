@@ -23,6 +23,9 @@ from ix.fs.frontmatter import read_frontmatter, split_frontmatter
 from ix.fs.yamlio import ALIAS_BUDGET, dump_yaml, load_yaml_file, parse_yaml
 from ix.store.trials import read_trials
 
+#: Hundreds of generated inputs per test: left out by `scripts/test --fast`.
+pytestmark = pytest.mark.slow
+
 FUZZ = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])

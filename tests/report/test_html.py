@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import mock_experiment, run_ix
+from conftest import ix_in_process, mock_experiment, run_ix
 from ix.report import figures
 from ix.report.html import REPORT_CSS, render_report_html, report_body_html
 
@@ -17,10 +17,10 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     """A mock run without difficulties; its id and `ix report --json`."""
     lab = tmp_path_factory.mktemp("html") / "lab"
     mock_experiment(lab, rates={"must-001": 0.9, "must-002": 0.5, "not-001": 0.2}, trials=3)
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")  # set-up, in process
     assert r.code == 0, r.output
     run_id = json.loads(r.stdout)["run_id"]
-    r = run_ix("report", run_id, "--lab", str(lab), "--json")
+    r = ix_in_process("report", run_id, "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     return lab, run_id, json.loads(r.stdout)
 

@@ -231,6 +231,7 @@ def test_anthropic_async_client_and_completion_endpoint_share_one_server() -> No
         assert len(api.api_requests()) == 1
 
 
+@pytest.mark.slow
 def test_state_survives_a_sigkilled_client_and_serves_a_subprocess_by_env() -> None:
     script = (
         "import anthropic, time\n"

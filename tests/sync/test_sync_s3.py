@@ -1,16 +1,22 @@
 """`ix sync push|pull` against a local S3 (moto's server on 127.0.0.1), through the real `ix`
 command: two labs pushing at once, a pull into a third, interrupted transfers, `ix run
---sync`, and the errors a user meets (no credentials, a bad URL, a backend not installed)."""
+--sync`, and the errors a user meets (no credentials, a bad URL, a backend not installed).
+The runs a sync moves, and the reads that check what a pull left, are set-up and inspection:
+in process (`ix_in_process`). A real S3 server and killed transfers: marked slow."""
 
 import json
 import signal
 import subprocess
 from pathlib import Path
 
-from conftest import _ix_argv, _ix_env, mock_experiment, run_ix
+import pytest
+
+from conftest import _ix_argv, _ix_env, ix_in_process, mock_experiment, run_ix
 from sync_support import S3, no_secret_in, synthetic_trials, trial_ids
 
 RATES = {"must-001": 0.5, "must-002": 0.7, "not-001": 0.2}
+
+pytestmark = pytest.mark.slow
 
 
 def _lab(root: Path) -> Path:
@@ -32,9 +38,10 @@ def test_two_labs_pushing_at_once_then_a_pull_gives_every_trial_exactly_once(tmp
     a, b, c = _lab(tmp_path / "a"), _lab(tmp_path / "b"), tmp_path / "c"
     c.mkdir()
     for lab, seed in ((a, "1"), (b, "2")):
-        r = run_ix("run", "exp", "--lab", str(lab), "--seed", seed, "--json", env=s3.env())
+        r = ix_in_process("run", "exp", "--lab", str(lab), "--seed", seed, "--json",
+                          env=s3.env())
         assert r.code == 0, r.output
-    r = run_ix("tag", _ids(a)[0][0], "baseline", "--lab", str(a))
+    r = ix_in_process("tag", _ids(a)[0][0], "baseline", "--lab", str(a))
     assert r.code == 0, r.output
     pushes = [_popen("sync", "push", s3.url, "--lab", str(lab), "--json", env=s3.env())
               for lab in (a, b)]
@@ -56,11 +63,11 @@ def test_two_labs_pushing_at_once_then_a_pull_gives_every_trial_exactly_once(tmp
     assert sorted(x["action"] for x in audit) == ["run", "run", "tag"]
 
     # `ix results` and `ix query` read the index, brought up to date by the pull
-    r = run_ix("query", "SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM trials",
-               "--lab", str(c), "--json")
+    r = ix_in_process("query", "SELECT count(*) AS n, count(DISTINCT run_id) AS runs FROM trials",
+                      "--lab", str(c), "--json")
     assert r.code == 0, r.output
     assert json.loads(r.stdout) == [{"n": len(pulled), "runs": 2}]
-    r = run_ix("results", "--all-runs", "--lab", str(c), "--json")
+    r = ix_in_process("results", "--all-runs", "--lab", str(c), "--json")
     assert r.code == 0, r.output
     assert len(json.loads(r.stdout)) == len(pulled)
 
@@ -111,10 +118,10 @@ def test_a_pull_killed_mid_transfer_leaves_the_lab_whole_and_a_rerun_completes_i
     source = _lab(tmp_path / "source")
     synthetic_trials(source / "exp" / "results" / "trials.jsonl", "20261126T100000Z-000aaa",
                      250_000)
-    r = run_ix("sync", "push", s3.url, "--lab", str(source), env=s3.env())
+    r = ix_in_process("sync", "push", s3.url, "--lab", str(source), env=s3.env())
     assert r.code == 0, r.output
     lab = _lab(tmp_path / "lab")
-    r = run_ix("run", "exp", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "exp", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     log = lab / "exp" / "results" / "trials.jsonl"
     before = log.read_bytes()
@@ -206,7 +213,7 @@ def test_bad_urls_and_missing_backends_exit_2_saying_what_to_do(tmp_path):
 def test_file_urls_round_trip_through_a_folder(tmp_path):
     a, b = _lab(tmp_path / "a"), tmp_path / "b"
     b.mkdir()
-    r = run_ix("run", "exp", "--lab", str(a), "--json")
+    r = ix_in_process("run", "exp", "--lab", str(a), "--json")
     assert r.code == 0, r.output
     url = (tmp_path / "shared").as_uri()
     r = run_ix("sync", "push", url, "--lab", str(a))

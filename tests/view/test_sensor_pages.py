@@ -1,8 +1,8 @@
 """Every sensor in the viewer (issue 20), in-process (Starlette's test client) on a lab run by
-the real `ix run`: a run's page shows the per-sensor table of its report, the compare page
-each sensor's pass rate in both runs and the difference, and a capability experiment (first
-sensor not `activation`) is worded "pass rate" on the run, trials and compare pages, while an
-activation experiment keeps "activation rate"."""
+`ix run` (set-up, in process): a run's page shows the per-sensor table of its report, the
+compare page each sensor's pass rate in both runs and the difference, and a capability
+experiment (first sensor not `activation`) is worded "pass rate" on the run, trials and
+compare pages, while an activation experiment keeps "activation rate"."""
 
 import importlib.util
 import json
@@ -45,11 +45,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _shared.case(lab / "agent", c, "must_trigger")
     _shared.case(lab / "agent", "not-001", "should_not_trigger")
     for seed in ("1", "2"):
-        r = _shared.run_ix("run", "agent", "--lab", str(lab), "--seed", seed,
-                           "--progress", "none")
+        r = _shared.ix_in_process("run", "agent", "--lab", str(lab), "--seed", seed,
+                                  "--progress", "none")
         assert r.code in (0, 1), r.output
     _shared.mock_experiment(lab, "exp", rates={"must-001": 1.0}, trials=3)  # activation
-    r = _shared.run_ix("run", "exp", "--lab", str(lab), "--progress", "none")
+    r = _shared.ix_in_process("run", "exp", "--lab", str(lab), "--progress", "none")
     assert r.code in (0, 1), r.output
     return lab
 

@@ -8,7 +8,7 @@ lines plus a torn line written here, or while the summary files are written. The
 `ix run --resume` (a plain `ix run` when the kill came before the run existed) must finish
 the run: every JSON/YAML file parsed at the kill, each trial recorded exactly once, a torn
 line reported and removed, the summary equal to an uninterrupted run's, the spec completed.
-The harness is that of tests/e2e/test_crash_safety.py (which runs 15 points); this prints
+The harness is that of tests/engine/test_crash_safety.py (which runs 15 points); this prints
 the figure: runs survived / tried, by phase. About 2 s a point.
 """
 
@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "engine")]
 
 from test_crash_safety import PHASES, TOTAL, sweep  # noqa: E402
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/load_generator.py [--rps 200] [--duration 30] [--warmup 5]
         [--median-ms 100] [--sigma 0.4] [--arrivals uniform|poisson]
 
-Starts tests/e2e/load_server.py (its own process: each request sleeps a seeded lognormal
+Starts tests/engine/load_server.py (its own process: each request sleeps a seeded lognormal
 time and reports the time it slept), runs the real `ix run --json` on an http experiment
 with that `load:`, and prints: offered, sent and achieved rps; the generator's schedule
 error (p50/p99/max of send time − scheduled time); and each latency percentile ix reported,
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SERVER = REPO / "tests" / "e2e" / "load_server.py"
+SERVER = REPO / "tests" / "engine" / "load_server.py"
 IX = str(Path(sys.executable).parent / "ix")
 sys.path.insert(0, str(SERVER.parent))
 from load_server import lognormal_quantile  # noqa: E402

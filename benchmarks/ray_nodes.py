@@ -10,7 +10,7 @@ wall-clock of the whole command, the engine's time (the run's started_at..finish
 trials/s, and how many trials each node ran (from the trial lines' `node`). Both nodes
 share this machine's cores, so a second node adds a worker process, not CPU: whatever it
 gains, one node of 2 CPUs (two worker processes) gains as well. The nodes are started and
-killed here (harness: tests/e2e/test_ray_cluster.py).
+killed here (harness: tests/engine/test_ray_cluster.py).
 """
 
 import argparse
@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "engine")]
 
 from test_ray_cluster import AUTH, free_port, kill_node, start_node  # noqa: E402
 

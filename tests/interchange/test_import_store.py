@@ -2,7 +2,8 @@
 
 In process: a storage fault injected at each file-system call of an import in turn (the
 first, the second, ...), the settling of what killed imports leave, and imports taking turns.
-The real command under real faults (SIGKILL, RLIMIT_FSIZE) is tests/e2e/test_hardening_import.py.
+The real command under real faults (SIGKILL, RLIMIT_FSIZE) is
+tests/interchange/test_hardening_import.py.
 """
 
 import errno

@@ -1,5 +1,5 @@
 """`ix.mcp.stdio.check` (each line of stdin, as JSON-RPC 2.0 says) and `ix.mcp.cap` (what one
-`run_experiment` call may start), in process; tests/e2e/test_mcp_hardening.py drives both
+`run_experiment` call may start), in process; tests/ix_mcp/test_mcp_hardening.py drives both
 through the real server."""
 
 import json

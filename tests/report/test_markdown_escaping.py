@@ -2,7 +2,7 @@
 as the text they hold (issue 14, item 15): whatever the text, a real CommonMark renderer
 (markdown-it-py, which rich ships; raw HTML allowed, as many renderers do) gives it back as
 text, in one paragraph, list item, table cell or code span: never HTML, a link, emphasis, a
-heading, a list or a cell of its own. tests/e2e/test_hardening_markdown.py runs the reports.
+heading, a list or a cell of its own. tests/report/test_hardening_markdown.py runs the reports.
 """
 
 import html

@@ -1,5 +1,5 @@
 """`ix.fs.storage_faults`: which errors are the storage's, and what the one line says; the
-writers that leave nothing behind when they fail (tests/e2e/test_hardening_storage.py runs
+writers that leave nothing behind when they fail (tests/store/test_hardening_storage.py runs
 the real faults through every command)."""
 
 import errno

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from conftest import _ix_argv, _ix_env, run_ix
-from e2e.test_llm_runtimes import every_text_under, make_lab, router
 from runtimes.fake_batch_servers import FakeBatchServer
 from runtimes.fake_llm_servers import FAKE_KEY, INPUT_TOKENS, OUTPUT_TOKENS
+from runtimes.test_llm_runtimes import every_text_under, make_lab, router
 
 #: Loopback batch servers that answer after a delay, and SIGKILL / ctrl-c mid-batch.
 pytestmark = pytest.mark.slow

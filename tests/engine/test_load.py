@@ -1,5 +1,5 @@
 """`load:` end to end: the open-loop generator through the real `ix run`, against a local
-service whose latency follows a known distribution (tests/e2e/load_server.py, a process of
+service whose latency follows a known distribution (tests/engine/load_server.py, a process of
 its own) and a local program.
 
 The accuracy test holds the percentiles ix reports against the service times the server

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import run_ix, tree_digest, write
-from e2e.test_ray_cluster import (
+from engine.test_ray_cluster import (
     AUTH,
     comparable,
     experiment,

@@ -1,7 +1,7 @@
 """A local HTTP service whose latency follows a known distribution, for `load:` tests and
 benchmarks/load_generator.py.
 
-    python tests/e2e/load_server.py --median-ms 100 --sigma 0.4 --seed 1
+    python tests/engine/load_server.py --median-ms 100 --sigma 0.4 --seed 1
 
 Each request sleeps a lognormal service time (median `--median-ms`, log-sd `--sigma`), drawn
 from one seeded generator in arrival order, and answers 200 with the time it really spent

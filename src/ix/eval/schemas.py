@@ -740,7 +740,6 @@ class SummaryRun(TypedDict):
     format: NotRequired[str]
 
 
-
 # --------------------------------------------------------------------------- plugins
 
 class SpecPlugin(ClosedDict):

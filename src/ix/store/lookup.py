@@ -34,12 +34,8 @@ class RunNotFound(ConfigError, NotFound):
     `NotFound` for the callers that answer "not found" (the viewer's 404)."""
 
 
-
-
 #: A run id (`20261126T021500Z-3f9a1c`, or a prefix) or a tag name: nothing else reaches a lookup.
 RUN_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-
-
 
 
 def run_folders(results_dir: Path) -> list[Path]:
@@ -75,13 +71,9 @@ def is_completed(folder: Path) -> bool:
 
 def is_executed(folder: Path) -> bool:
     """ix ran the run (it has a spec that names no `imported_from`): a run `--resume` can
-    continue, as an imported run has no plan of its own."""
-    if not RunDir(folder).spec.is_file():
-        return False
-    try:
-        return not read_spec(folder).get("imported_from")
-    except ConfigError:
-        return False
+    continue, as an imported run has no plan of its own. An unreadable spec is a
+    `ConfigError`: `--resume` names it rather than continue an older run."""
+    return RunDir(folder).spec.is_file() and not read_spec(folder).get("imported_from")
 
 
 def lab_run_folders(lab: Path) -> list[Path]:
@@ -159,8 +151,6 @@ def resolve_run(lab: Path, ref: str) -> Path:
         raise
 
 
-
-
 def lab_run_folder(lab: Path, ref: str) -> Path:
     """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab.
 
@@ -173,8 +163,6 @@ def lab_run_folder(lab: Path, ref: str) -> Path:
     if not lies_within(folder, lab) or not folder.is_dir():
         raise ConfigError(f"run {ref!r} is not inside lab {lab}", field="RUN")
     return folder
-
-
 
 
 def report_run(lab: Path, ref: str | None = None, *, cwd: Path | None = None,

@@ -276,6 +276,42 @@ def test_the_typed_read_gives_the_part_the_hardened_read_gives(lab, tmp_path):
     assert 0 < suspects < lines / 4 and invoked > 100  # not vacuous: both paths were taken
 
 
+def test_a_log_read_on_every_thread_keeps_each_record_at_its_line(tmp_path):
+    """The typed read fills its table on every thread and numbers a record by its row's
+    place (`rowid`): on a log several read blocks long, with blank lines, junk and long
+    answers scattered through it, every row's `line` is the one `WITH ORDINALITY` gives
+    (the hardened read, on one thread), and the answers are the rows of those lines."""
+    import random
+
+    import duckdb
+
+    from ix.query.index_parts import READ_BLOCK, _parse
+
+    rnd = random.Random(5)
+    log = tmp_path / "trials.jsonl"
+    with log.open("wb") as f:
+        for trial in range(3 * READ_BLOCK // 400):
+            kind = rnd.random()
+            if kind < 0.01:
+                f.write(b"\n")
+            elif kind < 0.02:
+                f.write(b'{"run_id": 7, "not": "a trial"}\n')
+            else:
+                answer = "y" * rnd.choice([10, 300, 5000])
+                f.write(json.dumps(good(RUN, trial, observation=good()["observation"]
+                                        | {"content": answer})).encode() + b"\n")
+    assert log.stat().st_size > 2.5 * READ_BLOCK  # more blocks than threads
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    typed = _parse(con, log, "exp", 0, tmp_path / "typed.parquet", longest=5400)
+    hardened = _parse(con, log, "exp", 0, tmp_path / "hardened.parquet", hardened=True)
+    assert typed == hardened and typed[1] > 30
+    read = "SELECT line, trial FROM read_parquet('{}')"
+    got = con.execute(read.format(tmp_path / "typed.parquet")).fetchall()
+    assert got == con.execute(read.format(tmp_path / "hardened.parquet")).fetchall()
+    assert len({line - trial for line, trial in got}) > 30  # blank lines shift the numbering
+
+
 # --------------------------------------------------------------------------- the folder (3b)
 
 def _lab_with_a_run(lab: Path) -> str:

@@ -75,9 +75,9 @@ def complete_end(log: Path, start: int, size: int) -> tuple[int, bool]:
 def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int, log: Path,
                start: int, end: int, state: dict[str, int], dest: Path) -> tuple[int, int]:
     """Parse bytes [start, end) of the log into a Parquet part; (rows, skipped lines)."""
-    undecodable = _undecodable(log, start, end)
+    undecodable, longest = _undecodable(log, start, end)
     if start == 0 and end == state["size"] and not undecodable:
-        rows, skipped = _parse(con, log, name, seq, dest)
+        rows, skipped = _parse(con, log, name, seq, dest, longest)
         if file_state(log) == state:  # nothing was appended while DuckDB read the file
             return rows, skipped
     tmp = root / f".{safe_name(name)}-{secrets.token_hex(6)}.jsonl.tmp"
@@ -91,7 +91,7 @@ def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int
                     out.write(b"null")
                     src.seek(length, os.SEEK_CUR)
                 at = offset + length
-        return _parse(con, tmp, name, seq, dest)
+        return _parse(con, tmp, name, seq, dest, longest)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -105,12 +105,14 @@ def _copy(src: BinaryIO, out: BinaryIO, size: int) -> None:
         size -= len(block)
 
 
-def _undecodable(log: Path, start: int, end: int) -> list[tuple[int, int]]:
+def _undecodable(log: Path, start: int, end: int) -> tuple[list[tuple[int, int]], int]:
     """(offset, length) of each line of [start, end) that DuckDB may read but Python does not
     decode (`decode_line`): nested too deep, a number of thousands of digits, text after the
     object (which DuckDB before 2.0 ignores). The resume reader skips such a line as corrupt,
-    so the index must too. Only suspects are decoded; a log of ix's own lines has none."""
+    so the index must too. Only suspects are decoded; a log of ix's own lines has none.
+    Also the length of the longest line, which sizes DuckDB's read (`_parse`)."""
     found: list[tuple[int, int]] = []
+    longest = 0
     with log.open("rb") as f:
         f.seek(start)
         at, remaining, carry = start, end - start, b""
@@ -122,18 +124,20 @@ def _undecodable(log: Path, start: int, end: int) -> list[tuple[int, int]]:
             data = carry + block
             cut = len(data) if remaining <= 0 else data.rfind(b"\n") + 1
             data, carry = data[:cut], data[cut:]
-            for offset, line in _suspects(data):
+            odd, longest_here = _suspects(data)
+            longest = max(longest, longest_here)
+            for offset, line in odd:
                 if decode_line(line) is None:
                     found.append((at + offset, len(line)))
             at += len(data)
-    return found
+    return found, longest
 
 
-def _suspects(data: bytes) -> Iterator[tuple[int, bytes]]:
+def _suspects(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
     """The lines of `data` (whole lines) that Python might not decode though DuckDB does:
     nested deep or holding a huge number (`suspects`), not ending in "}", or with a trailing
     comma or "}{" (whitespace aside) — found with numpy, since a log has millions of lines
-    and ix's own are never suspects."""
+    and ix's own are never suspects; and the length of the longest line."""
     import numpy as np
 
     arr = np.frombuffer(data, np.uint8)
@@ -141,7 +145,7 @@ def _suspects(data: bytes) -> Iterator[tuple[int, bytes]]:
     if data and not data.endswith(b"\n"):
         ends = np.append(ends, len(data))
     if not len(ends):
-        return
+        return [], 0
     starts = np.r_[0, ends[:-1] + 1]
     lengths = ends - starts
     odd = suspects(arr, starts, ends) | ((lengths > 0) & (arr[np.maximum(ends - 1, 0)] != 125))
@@ -150,10 +154,9 @@ def _suspects(data: bytes) -> Iterator[tuple[int, bytes]]:
     lenient = np.r_[closers[_before(arr, closers) == 44], openers[_before(arr, openers) == 125]]
     if len(lenient):
         odd[np.searchsorted(ends, lenient)] = True
-    for i in np.flatnonzero(odd).tolist():
-        line = data[int(starts[i]):int(ends[i])]
-        if line.strip(b" \t\r"):
-            yield int(starts[i]), line
+    lines = [(int(starts[i]), data[int(starts[i]):int(ends[i])])
+             for i in np.flatnonzero(odd).tolist()]
+    return [(at, line) for at, line in lines if line.strip(b" \t\r")], int(lengths.max())
 
 
 def _before(arr: "np.ndarray", positions: "np.ndarray") -> "np.ndarray":
@@ -173,38 +176,54 @@ def _before(arr: "np.ndarray", positions: "np.ndarray") -> "np.ndarray":
     return found
 
 
+#: The least `maximum_object_size` of a read: DuckDB reads a log in blocks of about this size,
+#: one per thread (1 GiB, as ix read before, left a 556 MB log to one thread); a log with a
+#: longer line is read with blocks that hold it.
+READ_BLOCK = 1 << 22
+
+
 def _parse(con: "duckdb.DuckDBPyConnection", path: Path, name: str, seq: int,
-           dest: Path, hardened: bool = False) -> tuple[int, int]:
+           dest: Path, longest: int = 0, hardened: bool = False) -> tuple[int, int]:
     """Every line typed (`typed_select`), then the suspects it flags by the hardened rule
     (`parsed_select` of the same lines): the same part as reading every line so (`hardened`,
     what tests/query/test_index_hardening.py compares it with), at a fraction of the cost; a
-    log of ix's own lines has no suspects."""
-    def source(columns: str) -> str:
-        return (f"read_json({quote(str(path))}, format = 'newline_delimited', "
-                f"ignore_errors = true, maximum_object_size = 1073741824, "
-                f"columns = {columns}) WITH ORDINALITY")
+    log of ix's own lines has no suspects. `longest` is the length of the log's longest line.
 
+    The typed read runs on every thread: a record's `line` is its row's place in the table
+    the read fills in order (`rowid`), which is what `WITH ORDINALITY` numbers, read on one
+    thread only; the hardened read, the reference, numbers so."""
+    size = max(READ_BLOCK, longest + 2)
+
+    def source(columns: str, numbered: bool) -> str:
+        read = (f"read_json({quote(str(path))}, format = 'newline_delimited', "
+                f"ignore_errors = true, maximum_object_size = {size}, columns = {columns})")
+        return (f"{read} WITH ORDINALITY" if numbered
+                else f"(SELECT *, NULL::BIGINT AS ordinality FROM {read})")
+
+    con.execute("SET preserve_insertion_order = true")  # the rowid of a row is its line's place
     if hardened:
-        select = parsed_select(source(JSON_COLUMNS), quote(name), seq)
+        select = parsed_select(source(JSON_COLUMNS, True), quote(name), seq)
         select = f"SELECT *, false AS suspect FROM ({select})"
     else:
-        select = typed_select(source(TYPED_COLUMNS), quote(name), seq)
+        select = typed_select(source(TYPED_COLUMNS, False), quote(name), seq)
     con.execute("CREATE OR REPLACE TEMP TABLE parsed AS " + select)
     row = con.execute("SELECT count(*) FILTER (NOT junk AND NOT suspect), "
                       "count(*) FILTER (junk AND NOT suspect), count(*) FILTER (suspect) "
                       "FROM parsed").fetchone()
     rows, skipped, suspect = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
     columns = ", ".join(c for c, _ in ROW_COLUMNS)
-    select = f"SELECT {columns} FROM parsed WHERE NOT junk"
+    line = "line" if hardened else "rowid + 1"
+    placed = ", ".join(f"{line} AS line" if c == "line" else c for c, _ in ROW_COLUMNS)
+    select = f"SELECT {placed} FROM parsed WHERE NOT junk"
     if suspect:
-        lines = (f"(SELECT * FROM {source(JSON_COLUMNS)} "
-                 "WHERE ordinality IN (SELECT line FROM parsed WHERE suspect))")
+        lines = (f"(SELECT * FROM {source(JSON_COLUMNS, True)} "
+                 f"WHERE ordinality IN (SELECT {line} FROM parsed WHERE suspect))")
         con.execute("CREATE OR REPLACE TEMP TABLE hardened AS "
                     + parsed_select(lines, quote(name), seq))
         row = con.execute("SELECT count(*) FILTER (NOT junk), count(*) FILTER (junk) "
                           "FROM hardened").fetchone()
         rows, skipped = (rows + int(row[0]), skipped + int(row[1])) if row else (rows, skipped)
-        select = (f"SELECT {columns} FROM (SELECT {columns} FROM parsed "
+        select = (f"SELECT {columns} FROM (SELECT {placed} FROM parsed "
                   f"WHERE NOT junk AND NOT suspect UNION ALL SELECT {columns} FROM hardened "
                   "WHERE NOT junk) ORDER BY line")
     copy_to_parquet(con, select, dest)
@@ -251,7 +270,7 @@ def copy_to_parquet(con: "duckdb.DuckDBPyConnection", select: str, dest: Path) -
     """COPY to a temporary file beside `dest`, then rename: a reader never sees half a part."""
     tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
     try:
-        con.execute(f"COPY ({select}) TO {quote(str(tmp))} (FORMAT parquet)")
+        con.execute(f"COPY ({select}) TO {quote(str(tmp))} (FORMAT parquet, COMPRESSION lz4)")
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from ix.stats.comparisons import (
     paired_diff_cdf,
     paired_diff_cdf_bounds,
 )
-from ix.stats.decisions import Verdict, goal_outcome, goal_verdict
+from ix.stats.decisions import GoalVerdict, goal_outcome, goal_verdict
 
 
 def normal(mean, sd):
@@ -70,7 +70,7 @@ def test_the_rule_states_the_event_the_threshold_and_the_credibility():
 
 def test_verdict_is_a_frozen_dataclass():
     v = goal_verdict(normal(0.1, 0.05), direction="increase", min_effect=0.0, credibility=0.9)
-    assert isinstance(v, Verdict)
+    assert isinstance(v, GoalVerdict)
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.verdict = "refuted"  # type: ignore[misc]
 

@@ -25,6 +25,8 @@ from ix.domain.errors import Warn
 from ix.engine.plan import Overrides
 from ix.engine.run import RunResult
 from ix.fs.resolve import find_lab
+from ix.lab.loader import load_experiment
+from ix.store.lab_storage import LabStorage
 
 if TYPE_CHECKING:
     from ix.report.schemas import CompareOutput
@@ -67,6 +69,14 @@ class Lab:
     def results(self) -> Results:
         """`lab.results.query(subject=..., since=..., ...)`: see `ix.api.results.query_results`."""
         return Results(self.path, self._warn)
+
+    def storage(self, subject: str = "subject") -> LabStorage:
+        """The seed's `Storage` over this lab: verdicts from outside ix (`ix.domain.Verdict`),
+        appended to an experiment as one run of `subject`, which every command then reads
+        (`ix.store.lab_storage`). Use it in a `with` block, or call `save_summary` for each
+        experiment: a run not saved is left `cancelled`, its lines kept."""
+        return LabStorage(self.path, lambda folder: load_experiment(folder, self.path).experiment,
+                          subject=subject)
 
     @overload
     def run(self, experiment: str, **overrides: Any) -> "RunResult": ...

@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "AsyncSensor": "ports", "ExperimentRuntime": "ports", "Probe": "ports", "Sensor": "ports",
-    "Interaction": "types", "Reading": "types", "Subject": "types",
+    "Storage": "ports", "Interaction": "types", "Reading": "types", "Subject": "types",
+    "ProbeResult": "verdicts", "Verdict": "verdicts", "aggregate_readings": "verdicts",
 }
 
 if TYPE_CHECKING:
-    from ix.domain.ports import AsyncSensor, ExperimentRuntime, Probe, Sensor
+    from ix.domain.ports import AsyncSensor, ExperimentRuntime, Probe, Sensor, Storage
     from ix.domain.types import Interaction, Reading, Subject
+    from ix.domain.verdicts import ProbeResult, Verdict, aggregate_readings
 
 
 def __getattr__(name: str) -> Any:
@@ -32,7 +34,11 @@ __all__ = [
     "ExperimentRuntime",
     "Interaction",
     "Probe",
+    "ProbeResult",
     "Reading",
     "Sensor",
+    "Storage",
     "Subject",
+    "Verdict",
+    "aggregate_readings",
 ]

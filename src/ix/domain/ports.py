@@ -1,9 +1,11 @@
 """The seams of an experiment. Implement the methods; no base class is needed."""
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ix.domain.types import Interaction, Reading, Subject
+from ix.domain.verdicts import Verdict
 
 
 @runtime_checkable
@@ -45,3 +47,28 @@ class AsyncSensor(Protocol):
     def name(self) -> str: ...
 
     async def sense(self, interaction: Interaction) -> list[Reading]: ...
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """The persistence boundary for experiments and their results (domain models seed, "Eval
+    Protocols › Storage"). ix's own is `ix.store.lab_storage.LabStorage`, over a lab folder
+    (`ix.Lab(...).storage()`); the experiment is an `ix.eval.models.Experiment` and the
+    results an `ix.eval.models.ExperimentResults`, named `Any` here because the domain
+    knows no eval types."""
+
+    def load_experiment(self, path: Path) -> Any:
+        """The experiment definition of a folder (`experiment.yaml` + `cases/`)."""
+        ...
+
+    def list_experiments(self, base: Path) -> list[Path]:
+        """The experiment folders under `base`."""
+        ...
+
+    def append_result(self, experiment_name: str, result: Verdict) -> None:
+        """One trial's verdict, kept (a JSONL line) before this returns."""
+        ...
+
+    def save_summary(self, experiment_name: str, results: Any) -> Path:
+        """The aggregate summary of what was appended; where it was written."""
+        ...

@@ -14,10 +14,10 @@ from typing import Any
 from ix.eval.schemas import (
     LoadOut,
     LoadSubjectOut,
+    LoadVerdict,
     QuantileOut,
     ScheduleErrorOut,
     SlaOut,
-    Verdict,
 )
 from ix.stats.beta import credible_interval
 from ix.stats.quantiles import QuantileEstimate, min_sample, quantile_interval
@@ -115,7 +115,7 @@ def _sla(objective: Objective, tally: LoadTally, ordered: list[float]) -> SlaOut
     within = sum(1 for v in ordered if v <= objective.max_ms)
     rate, rate_ci = _rate(within, n)
     quantile: QuantileOut | None = None
-    verdict: Verdict | None
+    verdict: LoadVerdict | None
     if n == 0:
         verdict, reason = None, "no measured request finished"
     elif objective.percentile is None:
@@ -157,7 +157,7 @@ def _subject(tally: LoadTally, rps: float, slas: Sequence[Objective]) -> LoadSub
     late = sorted(tally.late_ms)
     checks = [_sla(o, tally, ordered) for o in slas]
     verdicts = {c["verdict"] for c in checks}
-    verdict: Verdict | None = None
+    verdict: LoadVerdict | None = None
     if checks and verdicts != {None}:
         verdict = ("missed" if "missed" in verdicts else
                    "inconclusive" if verdicts & {"inconclusive", None} else "met")

@@ -1,9 +1,10 @@
 """Eval vocabulary (`002_…`): what is asked, what came back, and what it added up to.
 
-Stimulus types (`EvalCase`, `EvalObservation`) and result types (`ProbeResult`,
-`ExperimentResults`) live together so that one file is the whole schema. The extra fields that
-DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `cost_usd`, experiment
-`runtime`/`seed`/...) all have defaults, so every `002_…` construction still works.
+Stimulus types (`EvalCase`, `EvalObservation`) and result types (`Verdict`, `ProbeResult`,
+`ExperimentResults`) live together so that one file is the whole schema; the first two are
+defined in `ix.domain.verdicts`, beside the rule that makes one from the other. The extra
+fields that DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `cost_usd`,
+experiment `runtime`/`seed`/...) all have defaults, so every `002_…` construction still works.
 """
 
 from typing import Any, Literal
@@ -12,6 +13,8 @@ from pydantic import ConfigDict, Field
 
 from ix.domain.model import Model
 from ix.domain.types import Subject
+from ix.domain.verdicts import ProbeResult as ProbeResult  # the seed's import path too
+from ix.domain.verdicts import Verdict as Verdict
 
 Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 EXPECTATIONS: tuple[str, ...] = ("must_trigger", "should_not_trigger", "acceptable")
@@ -132,17 +135,6 @@ class Experiment(Model):
     adaptive: bool = False      # trials: auto — `trials` is then the maximum per case
     min_trials: int = 2
     prior: str = "uniform"      # the Beta prior of every rate interval: uniform or jeffreys
-
-
-class ProbeResult(Model):
-    """One probe aggregated across its trials; `correct` is the majority vote."""
-
-    model_config = _frozen
-
-    probe_id: str
-    expectation: str
-    score: float
-    correct: bool
 
 
 class ExperimentResults(Model):

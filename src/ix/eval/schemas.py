@@ -628,7 +628,7 @@ class SweepOut(ClosedDict):
     conditions: list[SweepCondition]
 
 
-Verdict = Literal["met", "missed", "inconclusive"]
+LoadVerdict = Literal["met", "missed", "inconclusive"]
 
 
 class QuantileOut(ClosedDict):
@@ -689,7 +689,7 @@ class SlaOut(ClosedDict):
     quantile: Annotated[QuantileOut | None, Field(
         description="the percentile over the n requests, an errored one as slower than any "
                     "answer; null without `percentile`")]
-    verdict: Annotated[Verdict | None, Field(description="null: no measured request finished")]
+    verdict: Annotated[LoadVerdict | None, Field(description="null: no measured request finished")]
     reason: str
 
 
@@ -706,7 +706,7 @@ class LoadSubjectOut(ClosedDict):
     error_rate_ci: Interval
     schedule_error: ScheduleErrorOut
     sla: list[SlaOut]
-    verdict: Annotated[Verdict | None, Field(
+    verdict: Annotated[LoadVerdict | None, Field(
         description="missed if any objective is missed, else inconclusive if any is, else "
                     "met; null without a latency sensor")]
 

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults, ProbeResult
+from ix.domain.verdicts import ProbeResult, activated, majority
+from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults
 
 STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
@@ -32,14 +33,6 @@ _NOT_READ = {
 }
 
 
-def _probe_result(probe_id: str, expectation: str, passed: int, n: int) -> ProbeResult:
-    score = passed / n if n else 0.0
-    activated = score > 0.5
-    correct = activated if expectation == "must_trigger" else not activated
-    return ProbeResult(probe_id=probe_id, expectation=expectation, score=score,
-                       correct=bool(n) and correct)
-
-
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -49,11 +42,11 @@ def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | i
     denominator is empty is None (undefined), not 0."""
     tp = fp = fn = tn = 0
     for p in probe_results:
-        activated = p.score > 0.5
+        fired = activated(p.score)
         if p.expectation == "must_trigger":
-            tp, fn = (tp + 1, fn) if activated else (tp, fn + 1)
+            tp, fn = (tp + 1, fn) if fired else (tp, fn + 1)
         elif p.expectation == "should_not_trigger":
-            fp, tn = (fp + 1, tn) if activated else (fp, tn + 1)
+            fp, tn = (fp + 1, tn) if fired else (fp, tn + 1)
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
     f1 = (2 * precision * recall / (precision + recall) if precision and recall
           else 0.0 if fp + fn else None)  # = 2TP/(2TP+FP+FN); 0 when TP = 0 < FP + FN
@@ -223,8 +216,8 @@ class Tally:
         self.routes.setdefault(probe_id, Counter())[first_invoked] += 1
 
     def probe_results(self) -> list[ProbeResult]:
-        return [_probe_result(c.id, c.expectation, self.counts[c.id].passed,
-                              self.counts[c.id].valid) for c in self.cases]
+        return [majority(c.id, c.expectation, self.counts[c.id].passed,
+                         self.counts[c.id].valid) for c in self.cases]
 
     def results(self, experiment_name: str, activation: bool = True,
                 runtime: str | None = None) -> ExperimentResults:

@@ -9,7 +9,6 @@ reader never opens half of one.
 import json
 import os
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Literal
 
-__all__ = ["Verdict", "goal_outcome", "goal_verdict"]
+__all__ = ["GoalVerdict", "goal_outcome", "goal_verdict"]
 
 Direction = Literal["increase", "decrease", "differ"]
 Outcome = Literal["supported", "refuted", "inconclusive"]
@@ -32,7 +32,7 @@ _SLACK = 1e-6
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GoalVerdict:
     """A goal's verdict: `verdict` ("supported" | "refuted" | "inconclusive"),
     `p_supported` (posterior probability of an effect beyond the region of practical
     equivalence in the stated direction), `p_refuted` (= 1 − p_supported: inside the region
@@ -56,7 +56,7 @@ def _probability(cdf: Callable[[float], float], d: float) -> float:
 
 
 def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_effect: float,
-                 credibility: float) -> Verdict:
+                 credibility: float) -> GoalVerdict:
     """Decide a goal from F(d) = `cdf(d)` = P(effect ≤ d), effect = treatment − control.
 
     With m = `min_effect` and c = `credibility`, p_supported is
@@ -125,7 +125,7 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
             + (" (each direction at (1 + c)/2)" if direction == "differ" else "")
             + f", refuted if P({complement}) >= {c:g}, "
             f"else inconclusive (effect = treatment - control)")
-    return Verdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)
+    return GoalVerdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)
 
 
 def goal_outcome(cdf: Callable[[float], float],

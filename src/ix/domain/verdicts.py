@@ -1,0 +1,93 @@
+"""From readings to a case's verdict: the seed's `Verdict`, `ProbeResult` and
+`aggregate_readings` (domain models seed, "Eval Models" and "Type Flow").
+
+One rule decides a case, wherever its trials are counted: of the trials with a verdict (a
+reading whose `passed` is a boolean; an errored trial, or one whose first sensor had no
+verdict, is left out), the fraction that passed is the case's `score`; the majority vote
+activates when `score > 0.5` (so a tie does not), and is `correct` when it matches the
+case's expectation. `majority` applies it to counts (the engine's `Tally`, which keeps
+counts only), `aggregate_readings` to a case's trials (`Verdict`s), and both give the same
+`ProbeResult`. `acceptable` cases never run and never count (`ix.eval.scoring`).
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ConfigDict
+
+from ix.domain.model import Model
+from ix.domain.types import Reading
+
+_frozen = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class Verdict(Model):
+    """One trial of one probe: what came back and what the first sensor read of it (domain
+    models seed, "Eval Models › Verdict"). `reading` is None for a trial with no verdict (it
+    errored, or its sensor could not judge): it does not count towards the case's score."""
+
+    model_config = _frozen
+
+    probe_id: str
+    #: the trial's index, from 0
+    trial: int
+    #: the case's expectation when it ran: `must_trigger` or `should_not_trigger`
+    expectation: str
+    #: what the subject answered (an `EvalObservation`, or the runtime's own object)
+    observation: Any = None
+    reading: Reading | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """The trial's verdict: None when it has none."""
+        return None if self.reading is None else self.reading.passed
+
+
+class ProbeResult(Model):
+    """One probe aggregated across its trials (domain models seed, "Eval Models ›
+    ProbeResult"): `score` the fraction of its trials with a verdict that passed (0.0 with
+    none), `correct` whether the majority vote matches the expectation (False with none).
+    `trials` holds the `Verdict`s when they were kept (`aggregate_readings`); a count-only
+    aggregate (the engine's) leaves it empty."""
+
+    model_config = _frozen
+
+    probe_id: str
+    expectation: str
+    score: float
+    correct: bool
+    trials: tuple[Verdict, ...] = ()
+
+
+def activated(score: float) -> bool:
+    """The majority vote of a case whose trials passed at rate `score`: strictly more than
+    half (a tie does not activate)."""
+    return score > 0.5
+
+
+def majority(probe_id: str, expectation: str, passed: int, valid: int,
+             trials: tuple[Verdict, ...] = ()) -> ProbeResult:
+    """The `ProbeResult` of a case whose `valid` trials (those with a verdict) include
+    `passed` that passed."""
+    score = passed / valid if valid else 0.0
+    fired = activated(score)
+    correct = fired if expectation == "must_trigger" else not fired
+    return ProbeResult(probe_id=probe_id, expectation=expectation, score=score,
+                       correct=bool(valid) and correct, trials=trials)
+
+
+def aggregate_readings(verdicts: Iterable[Verdict]) -> ProbeResult:
+    """The seed's aggregate step (Reading → ProbeResult): the `ProbeResult` of one case's
+    trials, kept in its `trials`. Every verdict must be of the same probe and expectation
+    (ValueError otherwise, or with none: a case's result needs its id)."""
+    trials = tuple(verdicts)
+    if not trials:
+        raise ValueError("aggregate_readings needs at least one verdict (the case's id)")
+    first = trials[0]
+    mixed = {(v.probe_id, v.expectation) for v in trials} - {(first.probe_id,
+                                                              first.expectation)}
+    if mixed:
+        raise ValueError(f"aggregate_readings takes one case's verdicts: {first.probe_id!r} "
+                         f"({first.expectation}) and {sorted(mixed)!r} given together")
+    votes = [v.passed for v in trials if v.passed is not None]
+    return majority(first.probe_id, first.expectation, sum(votes), len(votes), trials)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.api.query import EXPORT_FORMATS, QueryResult, Table, run_query
-from ix.api.runs import RunInfo, lab_run
+from ix.api.runs import RunEntry, lab_run
 from ix.api.timespec import Moment, parse_moment
 from ix.domain.errors import ConfigError, Warn
 from ix.fs.resolve import find_lab
@@ -309,7 +309,7 @@ class CaseTrials:
     total: int
 
 
-def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str | None = None,
+def case_trials(lab: str | Path | None, run: RunEntry, case: str, *, subject: str | None = None,
                 correct: bool | None = None, errors: bool | None = None,
                 all_attempts: bool = False, limit: int = 50, offset: int = 0,
                 warn: Warn | None = None) -> CaseTrials:
@@ -350,7 +350,7 @@ def case_trials(lab: str | Path | None, run: RunInfo, case: str, *, subject: str
     return CaseTrials(stats, routes, rows, int(total))
 
 
-def _summary_intervals(stats: list[dict[str, Any]], run: RunInfo, case: str) -> bool:
+def _summary_intervals(stats: list[dict[str, Any]], run: RunEntry, case: str) -> bool:
     """Each row's (one subject's trials of `case`) activation-rate interval from the run's
     summary, where its `score_ci` is the interval `aggregate` would compute: the same passed
     and valid counts, a uniform prior and a 95% level (a case is one cluster, so its interval

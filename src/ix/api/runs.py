@@ -22,8 +22,9 @@ from ix.store.spec import read_spec
 
 
 @dataclass(frozen=True)
-class RunInfo:
-    """One run folder, as its `spec.yaml` describes it."""
+class RunEntry:
+    """One run folder, as its `spec.yaml` describes it (what a report prints of a run is
+    `ix.report.schemas.RunInfo`, the name `ix schema` gives it)."""
 
     run_id: str
     experiment: str
@@ -39,7 +40,7 @@ class RunInfo:
     sensor: str | None = None
 
 
-def run_info(folder: Path) -> RunInfo:
+def run_info(folder: Path) -> RunEntry:
     """A run folder's facts; an unreadable `spec.yaml` gives status `unreadable`."""
     run = RunDir(folder)
     spec: Mapping[str, Any]
@@ -49,7 +50,7 @@ def run_info(folder: Path) -> RunInfo:
     except ConfigError:
         spec, status = {}, "unreadable"
     experiment_dir = run.experiment.path
-    return RunInfo(run_id=folder.name, experiment=str(spec.get("experiment")
+    return RunEntry(run_id=folder.name, experiment=str(spec.get("experiment")
                                                       or experiment_dir.name),
                    experiment_dir=experiment_dir, folder=folder,
                    status=str(status) if status is not None else None,
@@ -74,23 +75,23 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunInfo]]:
+def list_runs(lab: str | Path | None = None) -> dict[Path, list[RunEntry]]:
     """Each experiment folder of the lab -> its runs, newest first."""
     lab_path = find_lab(lab)
-    out: dict[Path, list[RunInfo]] = {}
+    out: dict[Path, list[RunEntry]] = {}
     for experiment in experiment_dirs(lab_path):
         folders = run_folders(ExperimentDir.at(experiment).results)
         out[experiment] = [run_info(p) for p in reversed(folders) if lies_within(p, lab_path)]
     return out
 
 
-def lab_run(lab: Path, ref: str) -> RunInfo:
+def lab_run(lab: Path, ref: str) -> RunEntry:
     """The run that `ref` (a run id, a unique prefix of one, or a tag) names in the lab, never
     a path and never outside the lab (`ix.store.lookup.lab_run_folder`)."""
     return run_info(lab_run_folder(lab, ref))
 
 
-def fingerprint(run: RunInfo) -> tuple[Any, ...]:
+def fingerprint(run: RunEntry) -> tuple[Any, ...]:
     """Changes whenever the run's summary, spec or trial log changes (a cache key)."""
     stamps: list[Any] = [str(run.folder)]
     folder = RunDir(run.folder)
@@ -103,5 +104,5 @@ def fingerprint(run: RunInfo) -> tuple[Any, ...]:
     return tuple(stamps)
 
 
-__all__ = ["RUN_REF", "RunInfo", "fingerprint", "lab_run", "list_runs", "resolve_run",
+__all__ = ["RUN_REF", "RunEntry", "fingerprint", "lab_run", "list_runs", "resolve_run",
            "run_info"]

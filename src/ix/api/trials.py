@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ix.api.runs import RunInfo
+from ix.api.runs import RunEntry
 from ix.domain.errors import ConfigError
 from ix.fs.paths import lies_within
 from ix.store.layout import ExperimentDir
@@ -46,7 +46,7 @@ def outcome_of(record: dict[str, Any]) -> str | None:
     return "right" if bool(reading["passed"]) == (expectation == "must_trigger") else "wrong"
 
 
-def trial_record(run: RunInfo, subject: str, case: str, trial: int,
+def trial_record(run: RunEntry, subject: str, case: str, trial: int,
                  attempt: int | None = None) -> dict[str, Any] | None:
     """The run's line for (subject, case, trial): that `attempt`, else the latest; None if
     there is none. Lines are matched on their bytes first, so only candidates are parsed."""
@@ -79,7 +79,7 @@ def trial_record(run: RunInfo, subject: str, case: str, trial: int,
 TrialKey = tuple[str, str, int, int]
 
 
-def trial_lines(run: RunInfo, keys: Collection[TrialKey]) -> dict[TrialKey, dict[str, Any]]:
+def trial_lines(run: RunEntry, keys: Collection[TrialKey]) -> dict[TrialKey, dict[str, Any]]:
     """The run's lines of the given trials, in one pass over the experiment's log that stops
     once every one is found (lines of other runs and cases are skipped on their bytes,
     unparsed). Keys with no line are left out."""
@@ -142,7 +142,7 @@ class Trace:
     truncated: bool
 
 
-def read_trace(run: RunInfo, record: dict[str, Any], limit: int = TRACE_BYTES) -> Trace | None:
+def read_trace(run: RunEntry, record: dict[str, Any], limit: int = TRACE_BYTES) -> Trace | None:
     """The transcript of a trial line (None when it has none). A `ConfigError` when the
     line's `trace` does not lead to a file inside the run's folder."""
     ref = record.get("trace")

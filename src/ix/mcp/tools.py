@@ -20,7 +20,7 @@ from ix.api import design, power_plan, reports
 from ix.api import runs as run_folders
 from ix.api.integrations import scaffold
 from ix.api.results import rates_of
-from ix.api.runs import RunInfo
+from ix.api.runs import RunEntry
 from ix.mcp.inputs import (
     TRIALS_HELP,
     CaseInput,
@@ -73,13 +73,13 @@ class LabTools:
             raise ConfigError(f"{name!r} is not an experiment of lab {self.lab}", field=field)
         return paths[0]
 
-    def _runs_of(self, path: Path) -> list[RunInfo]:
+    def _runs_of(self, path: Path) -> list[RunEntry]:
         for folder, infos in run_folders.list_runs(self.lab).items():
             if folder.name == path.name:
                 return infos
         return []
 
-    def _run(self, ref: str, field: str = "run") -> RunInfo:
+    def _run(self, ref: str, field: str = "run") -> RunEntry:
         try:
             return run_folders.lab_run(self.lab, ref)
         except ConfigError as exc:

@@ -20,7 +20,7 @@ from ix.api.optimize import SESSION_ID, list_sessions
 from ix.api.query import QueryResult, run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import CaseTrials, case_trials, query_results
-from ix.api.runs import RunInfo, fingerprint, lab_run, list_runs
+from ix.api.runs import RunEntry, fingerprint, lab_run, list_runs
 from ix.api.trials import Trace, read_trace, routing_of, trial_lines, trial_record
 
 #: Trials per page of a case's trials.
@@ -64,7 +64,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- runs
 
-    def run(self, ref: str) -> RunInfo:
+    def run(self, ref: str) -> RunEntry:
         try:
             return lab_run(self.lab, ref)
         except IxError as exc:
@@ -138,7 +138,7 @@ class Lookup:
         for run in chosen:
             self.report(run)
 
-    def memo(self, run: RunInfo, what: str, make: Callable[[], Any]) -> Any:
+    def memo(self, run: RunEntry, what: str, make: Callable[[], Any]) -> Any:
         """`make()` for the run, kept until its files change (`fingerprint`): what a run's
         page shows of a finished run (its counts, its report rendered) is made once."""
         key = (what, *fingerprint(run))
@@ -155,7 +155,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- reports
 
-    def report(self, run: RunInfo) -> ReportResult:
+    def report(self, run: RunEntry) -> ReportResult:
         """`ix report`'s data for the run, built once per version of its files."""
         key = fingerprint(run)
         with self._lock:
@@ -182,7 +182,7 @@ class Lookup:
 
     # --------------------------------------------------------------------------- trials
 
-    def case_table(self, run: RunInfo) -> list[Mapping[str, Any]]:
+    def case_table(self, run: RunEntry) -> list[Mapping[str, Any]]:
         """Per case and subject of the run: n, errors, activation rate with its interval."""
         try:
             rows = query_results(self.lab, run=run.run_id,
@@ -191,7 +191,7 @@ class Lookup:
             return []
         return sorted(rows, key=lambda r: (str(r["probe_id"]), str(r["subject"])))
 
-    def case(self, run: RunInfo, case: str, subject: str | None, outcome: str,
+    def case(self, run: RunEntry, case: str, subject: str | None, outcome: str,
              all_attempts: bool, page: int) -> CaseTrials:
         """The case's aggregate per subject (every attempt that stands), the skills that took
         its trials, and one page of its trials (by subject, trial, attempt, each with its
@@ -224,7 +224,7 @@ class Lookup:
             out[subject] = ", ".join(f"{x['skill'] or 'none'} {x['trials']}/{n}" for x in found)
         return out
 
-    def _with_routing(self, run: RunInfo, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _with_routing(self, run: RunEntry, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The page's trials, each with the routing decision its runtime recorded (`routing`,
         None when it recorded none: only the lexical runtime does)."""
         keys = {(r["subject"], r["probe_id"], int(r["trial"]), int(r["attempt"] or 0)): r
@@ -235,7 +235,7 @@ class Lookup:
             row["routing"] = routing_of(record) if record is not None else None
         return rows
 
-    def case_file(self, run: RunInfo, case: str) -> dict[str, Any] | None:
+    def case_file(self, run: RunEntry, case: str) -> dict[str, Any] | None:
         """The case as its file reads now (prompt, expectation, tags), if it still exists."""
         try:
             loaded = load(run.experiment_dir, self.lab)
@@ -246,21 +246,21 @@ class Lookup:
                 return c.model_dump()
         return None
 
-    def trial(self, run: RunInfo, subject: str, case: str, trial: int,
+    def trial(self, run: RunEntry, subject: str, case: str, trial: int,
               attempt: int | None) -> dict[str, Any]:
         record = trial_record(run, subject, case, trial, attempt)
         if record is None:
             raise NotFound("no such trial in this run")
         return record
 
-    def attempts(self, run: RunInfo, subject: str, case: str, trial: int) -> list[int]:
+    def attempts(self, run: RunEntry, subject: str, case: str, trial: int) -> list[int]:
         """The attempts recorded for one trial, oldest first."""
         sql = (f"SELECT attempt FROM trials_all WHERE run_id = {sql_text(run.run_id)} AND "
                f"subject = {sql_text(subject)} AND probe_id = {sql_text(case)} AND "
                f"trial = {int(trial)} ORDER BY attempt")
         return [int(r["attempt"] or 0) for r in run_query(self.lab, sql, self._warn).rows()]
 
-    def trace(self, run: RunInfo, record: dict[str, Any]) -> Trace | None:
+    def trace(self, run: RunEntry, record: dict[str, Any]) -> Trace | None:
         """The trial's transcript; `NotFound` when its path leads outside the run's folder."""
         try:
             return read_trace(run, record)
@@ -269,14 +269,14 @@ class Lookup:
 
     # --------------------------------------------------------------------------- compare
 
-    def compare(self, a: RunInfo, b: RunInfo) -> tuple[Mapping[str, Any], str | None]:
+    def compare(self, a: RunEntry, b: RunEntry) -> tuple[Mapping[str, Any], str | None]:
         """`ix compare A B` (None and the reason when the runs cannot be compared)."""
         try:
             return compare_runs(self.lab, [a.run_id, b.run_id]), None
         except IxError as exc:
             return {}, exc.message
 
-    def sensor(self, run: RunInfo) -> str | None:
+    def sensor(self, run: RunEntry) -> str | None:
         """The kind of the run's first sensor (which words its rates: DESIGN.md §8): its
         spec's, else its summary's (an imported run's spec names none); None: unknown."""
         if run.sensor is not None:
@@ -285,7 +285,7 @@ class Lookup:
         found = (summary or {}).get("sensor")
         return found if isinstance(found, str) else None
 
-    def summary(self, run: RunInfo) -> Mapping[str, Any] | None:
+    def summary(self, run: RunEntry) -> Mapping[str, Any] | None:
         try:
             return read_summary(run.folder)
         except IxError:

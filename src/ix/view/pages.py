@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from ix._version import __version__
-from ix.api.runs import RunInfo
+from ix.api.runs import RunEntry
 from ix.api.trials import outcome_of, reading_word
 from ix.report.answer import metric_name
 from ix.report.html import REPORT_CSS, report_body_html
@@ -147,7 +147,7 @@ def _int(request: Request, name: str, default: int | None = None, low: int = 0) 
     return int(raw)
 
 
-def _run(request: Request, name: str = "run") -> RunInfo:
+def _run(request: Request, name: str = "run") -> RunEntry:
     ref = request.path_params.get(name) if name == "run" else request.query_params.get(name)
     if not ref:
         raise NotFound("no run given")

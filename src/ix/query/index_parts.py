@@ -148,14 +148,28 @@ def _suspects(data: bytes) -> tuple[list[tuple[int, bytes]], int]:
     starts = np.r_[0, ends[:-1] + 1]
     lengths = ends - starts
     odd = suspects(arr, starts, ends) | ((lengths > 0) & (arr[np.maximum(ends - 1, 0)] != 125))
-    closers = np.flatnonzero((arr == 125) | (arr == 93))  # "}" "]" after ","
-    openers = np.flatnonzero(arr == 123)                   # "{" after "}"
-    lenient = np.r_[closers[_before(arr, closers) == 44], openers[_before(arr, openers) == 125]]
+    folded = arr | 32  # "}" and "]" alike, and "{" and "["
+    closers = np.flatnonzero(folded == 125)                # "}" "]" after ","
+    openers = np.flatnonzero(folded == 123)
+    openers = openers[arr[openers] == 123]                 # "{" after "}"
+    lenient = np.r_[_after(arr, closers, 44), _after(arr, openers, 125)]
     if len(lenient):
         odd[np.searchsorted(ends, lenient)] = True
     lines = [(int(starts[i]), data[int(starts[i]):int(ends[i])])
              for i in np.flatnonzero(odd).tolist()]
     return [(at, line) for at, line in lines if line.strip(b" \t\r")], int(lengths.max())
+
+
+def _after(arr: "np.ndarray", positions: "np.ndarray", byte: int) -> "np.ndarray":
+    """The positions whose `_before` is `byte`: looked for only where the byte just before is
+    it or a blank (a few of the millions of braces in a log)."""
+    import numpy as np
+
+    positions = positions[positions > 0]
+    prev = arr[positions - 1]
+    exact, blank = prev == byte, (prev == 32) | (prev == 9) | (prev == 13)
+    spaced = positions[blank]
+    return np.r_[positions[exact], spaced[_before(arr, spaced) == byte]]
 
 
 def _before(arr: "np.ndarray", positions: "np.ndarray") -> "np.ndarray":

@@ -312,6 +312,26 @@ def test_a_log_read_on_every_thread_keeps_each_record_at_its_line(tmp_path):
     assert len({line - trial for line, trial in got}) > 30  # blank lines shift the numbering
 
 
+def test_a_line_longer_than_a_read_block_is_read_whole(tmp_path):
+    """DuckDB reads a log in blocks (`READ_BLOCK`) while numpy measures its lines: a line
+    longer than a block sends the log to a second read sized to it, and every record,
+    the long one too, is in the part at its line."""
+    import duckdb
+
+    from ix.query.index_parts import READ_BLOCK, file_state, write_part
+
+    log = tmp_path / "trials.jsonl"
+    long = good()["observation"] | {"content": "y" * (READ_BLOCK + 100)}
+    log.write_bytes(b"".join(json.dumps(record).encode() + b"\n" for record in (
+        good(RUN, 0), good(RUN, 1, observation=long), good(RUN, 2))))
+    state = file_state(log)
+    con = duckdb.connect()
+    assert write_part(con, tmp_path, "exp", 0, log, 0, state["size"], state,
+                      tmp_path / "part.parquet") == (3, 0)
+    assert con.execute(f"SELECT line, trial FROM read_parquet('{tmp_path / 'part.parquet'}')"
+                       ).fetchall() == [(1, 0), (2, 1), (3, 2)]
+
+
 # --------------------------------------------------------------------------- the folder (3b)
 
 def _lab_with_a_run(lab: Path) -> str:

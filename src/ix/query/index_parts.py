@@ -9,6 +9,7 @@ reader never opens half of one.
 import json
 import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -73,12 +74,21 @@ def complete_end(log: Path, start: int, size: int) -> tuple[int, bool]:
 
 def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int, log: Path,
                start: int, end: int, state: dict[str, int], dest: Path) -> tuple[int, int]:
-    """Parse bytes [start, end) of the log into a Parquet part; (rows, skipped lines)."""
-    undecodable, longest = _undecodable(log, start, end)
-    if start == 0 and end == state["size"] and not undecodable:
-        rows, skipped = _parse(con, log, name, seq, dest, longest)
-        if file_state(log) == state:  # nothing was appended while DuckDB read the file
-            return rows, skipped
+    """Parse bytes [start, end) of the log into a Parquet part; (rows, skipped lines).
+
+    A whole log is read by DuckDB (on its threads) while numpy looks for the lines Python
+    cannot decode (`_undecodable`, on one more): a log of ix's own lines has none, and the
+    part stands. With some, a line longer than a read block, or a log that grew meanwhile,
+    the range is read again from a copy with those lines made junk."""
+    parsed = None
+    with ThreadPoolExecutor(1) as pool:
+        scan = pool.submit(_undecodable, log, start, end)
+        if start == 0 and end == state["size"]:
+            parsed = _parse(con, log, name, seq, dest)
+        undecodable, longest = scan.result()
+    if parsed is not None and not undecodable and longest + 2 <= READ_BLOCK \
+            and file_state(log) == state:  # nothing was appended while DuckDB read the file
+        return parsed
     tmp = root / f".{safe_name(name)}-{secrets.token_hex(6)}.jsonl.tmp"
     try:
         with log.open("rb") as src, tmp.open("wb") as out:

@@ -1,16 +1,20 @@
 """Shared fixtures: the real `ix` command in a subprocess, and labs written to disk."""
 
+import contextlib
 import functools
 import hashlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from rich.cells import cell_len
@@ -67,12 +71,14 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
                   ) -> Result:
     """`run_ix` without the process: the same command tree (`ix.cli.main.main`), argv,
     environment (clean of the user's ix settings, as `run_ix` makes it) and working folder, with
-    stdout and stderr captured. For a test's *set-up* — the run a report test reads, the lab
-    a query test attacks — where the command line is not what is tested: about a second less
-    per call than a subprocess (interpreter, imports). What a test asserts about a command's
-    exit code, output, signals or files still goes through `run_ix`.
-    (`tests/test_conftest.py` holds the two to the same answers.)"""
-    import contextlib
+    stdout and stderr captured, and on that stderr what a process prints there by itself
+    (`_as_a_process_shows_them`). For a test's *set-up* — the run a report test reads, the lab
+    a query test attacks — and for logic such as which bad input is refused with which message,
+    where the command line is not what is tested: about a second less per call than a
+    subprocess (interpreter, imports). What a test asserts about a command's contract (exit
+    code, output, signals, files) goes through `run_ix` at least once. An exception that
+    `main` lets through (a real process would print its traceback and exit 1) is raised here,
+    to fail the test. (`tests/test_conftest.py` holds the two to the same answers.)"""
     import io
 
     from ix.cli.main import main
@@ -90,7 +96,8 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
         sys.argv = ["ix", *args]
         if cwd is not None:
             os.chdir(cwd)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), \
+                _as_a_process_shows_them():
             try:
                 main()
             except SystemExit as exc:
@@ -103,6 +110,37 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
     stdout.flush()
     stderr.flush()
     return Result(code, raw_out.getvalue().decode("utf-8"), raw_err.getvalue().decode("utf-8"))
+
+
+@contextlib.contextmanager
+def _as_a_process_shows_them() -> Iterator[None]:
+    """What a fresh `ix` process prints on its stderr unasked, printed to `sys.stderr` in
+    process too, where pytest would collect it out of sight (a stray warning is a second line
+    under the one-line error): Python warnings under Python's default filters, each once per
+    place, and log records of WARNING and up, which no handler takes (logging's last resort)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        (file or sys.stderr).write(
+            warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():  # a fresh registry, as in a new process
+        warnings.resetwarnings()
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__",
+                                append=True)
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter("ignore", category, append=True)
+        warnings.showwarning = show
+        root.handlers.clear()
+        root.setLevel(logging.WARNING)
+        try:
+            yield
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
 
 
 @pytest.fixture

@@ -6,7 +6,10 @@ import os
 import shutil
 import signal
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
 
 from conftest import ix_in_process, mock_experiment, run_ix, write
 
@@ -62,3 +65,56 @@ def test_a_command_that_writes_bytes_is_captured_in_order(tmp_path):
     real = run_ix("results", "--lab", str(tmp_path), "--format", "json")
     assert inner.code == real.code == 0, inner.output + real.output
     assert json.loads(inner.stdout) == json.loads(real.stdout) and len(json.loads(real.stdout)) == 6
+
+
+def test_a_log_warning_reaches_stderr_in_process_as_in_a_process(tmp_path):
+    """A record logged at WARNING reaches a real process's stderr by logging's last resort
+    (here: a user config holding a token, readable by others, is not read); in process,
+    pytest's own log handlers would take it out of sight."""
+    lab = tmp_path / "lab"
+    mock_experiment(lab, trials=1)
+    user_config = write(tmp_path / "config" / "ix" / "config.yaml",
+                        'runtime:\n  kind: http\n  url: http://127.0.0.1:9/c\n'
+                        '  headers: {Authorization: "Bearer tok_live_0123456789abcdef"}\n')
+    user_config.chmod(0o644)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    inner = ix_in_process("validate", "--lab", str(lab), env=env)
+    real = run_ix("validate", "--lab", str(lab), env=env)
+    assert f"{user_config}: not read: it holds a secret" in real.stderr, real.output
+    assert (inner.code, inner.stdout, inner.stderr) == (real.code, real.stdout, real.stderr)
+
+
+def test_a_python_warning_in_process_is_printed_as_a_new_process_prints_it(tmp_path,
+                                                                           monkeypatch):
+    """Python's default filters, each call with a fresh registry: a UserWarning is printed
+    every time, a DeprecationWarning outside `__main__` never."""
+    from ix import api
+
+    listed = api.list_experiments
+
+    def list_experiments(lab):
+        warnings.warn("a user warning", UserWarning, stacklevel=1)
+        warnings.warn("a deprecation", DeprecationWarning, stacklevel=1)
+        return listed(lab)
+
+    monkeypatch.setattr(api, "list_experiments", list_experiments)
+    mock_experiment(tmp_path, trials=1)
+    for _ in range(2):
+        r = ix_in_process("ls", "--lab", str(tmp_path))
+        assert r.code == 0, r.output
+        assert "UserWarning: a user warning" in r.stderr and "deprecation" not in r.output
+
+
+def test_an_exception_main_lets_through_is_raised_in_process(tmp_path, monkeypatch):
+    """A real process prints its traceback and exits 1; in process the exception is raised,
+    so the test that met it fails (never a quiet exit code), and the process is restored."""
+    from ix import api
+
+    def list_experiments(lab):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(api, "list_experiments", list_experiments)
+    before = (dict(os.environ), os.getcwd(), list(sys.argv))
+    with pytest.raises(RuntimeError, match="a bug"):
+        ix_in_process("ls", "--lab", str(tmp_path), cwd=tmp_path)
+    assert (dict(os.environ), os.getcwd(), list(sys.argv)) == before

@@ -3,7 +3,9 @@
 The requirement: "Every malformed input gets exit code 2 and one clear message naming the file
 and the field (and the allowed values), no traceback, and nothing under `results/` is created
 or changed." Each entry of `BAD` below builds a valid mock experiment, breaks one thing, and
-says what the one-line message must name. Both `ix run` and `ix validate` are checked.
+says what the one-line message must name. Both `ix run` and `ix validate` are checked, in
+process (`ix_in_process`: which input is refused with which message is logic); one entry of
+each kind is refused by the real command too, with the same answer (`CONTRACT`).
 """
 
 import subprocess
@@ -345,29 +347,64 @@ def check_refused(result: Result, bad: Bad, lab: Path, before: dict[str, str]) -
 
 # --------------------------------------------------------------------------- tests
 
-@pytest.mark.parametrize("bad", BAD)
-def test_bad_input_is_refused(bad: Bad, lab: Path, tmp_path: Path) -> None:
-    """`ix run` and `ix validate` (run side by side: both only read) refuse it the same way."""
-    bad.build(lab)
-    before = tree_digest(lab)
-    args = bad.args(lab) if bad.args else ["--lab", str(lab)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {command: pool.submit(run_ix, command, *args, cwd=tmp_path, env=bad.env)
-                   for command in bad.commands}
-        results = {command: f.result() for command, f in futures.items()}
+def arguments(bad: Bad, lab: Path) -> list[str]:
+    return bad.args(lab) if bad.args else ["--lab", str(lab)]
+
+
+def problems_of(results: dict[str, Result], bad: Bad, lab: Path,
+                before: dict[str, str]) -> list[str]:
     problems = []
     for command, result in results.items():
         try:
             check_refused(result, bad, lab, before)
         except AssertionError as exc:
             problems.append(f"ix {command}: {exc}")
+    return problems
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_input_is_refused(bad: Bad, lab: Path, tmp_path: Path) -> None:
+    """`ix run` and `ix validate` refuse it the same way."""
+    bad.build(lab)
+    before = tree_digest(lab)
+    results = {command: ix_in_process(command, *arguments(bad, lab), cwd=tmp_path, env=bad.env)
+               for command in bad.commands}
+    problems = problems_of(results, bad, lab, before)
     assert not problems, "\n\n".join(problems)
+
+
+#: One entry of each kind: experiment.yaml, a case file, the lab's ix.yaml, the environment,
+#: a usage error (click's own message), a lab that is not there.
+CONTRACT = ("yaml-syntax-error", "case-not-utf8", "lab-config-unknown-key",
+            "env-default-trials-abc", "cli-seed-not-a-number", "cli-lab-missing")
+
+
+@pytest.mark.parametrize("bad", [b for b in BAD if b.id in CONTRACT])
+def test_the_real_command_refuses_as_in_process(bad: Bad, lab: Path, tmp_path: Path) -> None:
+    """The contract itself, in a subprocess (`ix run` and `ix validate` side by side: both only
+    read): exit 2, one line, no traceback, nothing written; and `ix_in_process`, which the
+    other entries go through, gives the same exit code, stdout and stderr."""
+    bad.build(lab)
+    before = tree_digest(lab)
+    args = arguments(bad, lab)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {command: pool.submit(run_ix, command, *args, cwd=tmp_path, env=bad.env)
+                   for command in bad.commands}
+        results = {command: f.result() for command, f in futures.items()}
+    problems = problems_of(results, bad, lab, before)
+    assert not problems, "\n\n".join(problems)
+    for command, real in results.items():
+        assert ix_in_process(command, *args, cwd=tmp_path, env=bad.env) == real, command
+
+
+def test_the_contract_sample_is_in_bad():
+    assert len([b for b in BAD if b.id in CONTRACT]) == len(CONTRACT)
 
 
 def test_the_unbroken_experiment_is_valid(lab: Path, tmp_path: Path) -> None:
     """The control: every entry above starts from this, and it passes `ix validate`."""
     good(lab)
-    result = run_ix("validate", "--lab", str(lab), cwd=tmp_path)
+    result = ix_in_process("validate", "--lab", str(lab), cwd=tmp_path)
     assert result.code == 0, result.output
     assert no_results(lab)
 
@@ -380,7 +417,7 @@ def test_one_bad_experiment_stops_the_whole_run(lab: Path, tmp_path: Path) -> No
     mock_experiment(lab, "c-good", trials=2)
     before = tree_digest(lab)
 
-    result = run_ix("run", "--lab", str(lab), cwd=tmp_path)
+    result = ix_in_process("run", "--lab", str(lab), cwd=tmp_path)
 
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
@@ -390,7 +427,7 @@ def test_one_bad_experiment_stops_the_whole_run(lab: Path, tmp_path: Path) -> No
     assert tree_digest(lab) == before
     assert no_results(lab), "a good experiment ran although another one is broken"
 
-    validated = run_ix("validate", "--lab", str(lab), cwd=tmp_path)
+    validated = ix_in_process("validate", "--lab", str(lab), cwd=tmp_path)
     assert validated.code == 2, validated.output
     assert "Traceback" not in validated.output
     assert "b-bad/cases/must-002.md" in validated.stderr
@@ -399,8 +436,7 @@ def test_one_bad_experiment_stops_the_whole_run(lab: Path, tmp_path: Path) -> No
 
 def test_earlier_results_are_untouched_by_a_bad_run(lab: Path, tmp_path: Path) -> None:
     exp = mock_experiment(lab, EXP, trials=2, rates={"must-001": 1.0, "not-001": 0.5})
-    # set-up: the earlier results the bad commands below must leave alone (the command under
-    # test is the bad `ix run`/`ix validate` further down, through the real subprocess)
+    # the earlier results the bad commands below must leave alone
     first = ix_in_process("run", "--lab", str(lab), cwd=tmp_path)
     assert first.code == 0, first.output
     results_before = tree_digest(exp / "results")
@@ -410,7 +446,7 @@ def test_earlier_results_are_untouched_by_a_bad_run(lab: Path, tmp_path: Path) -
                                          "---\nHow?\n")
     lab_before = tree_digest(lab)
     for command in ("run", "validate"):
-        again = run_ix(command, "--lab", str(lab), cwd=tmp_path)
+        again = ix_in_process(command, "--lab", str(lab), cwd=tmp_path)
         assert again.code == 2, again.output
         assert "Traceback" not in again.output
         message = again.stderr.rstrip("\n")

@@ -12,11 +12,12 @@ Each folder of `tests/bad_inputs/` holds a lab (`lab/`), sometimes a user config
     battery: battery.yaml             # with batch: the battery file, from the lab
     setup: huge-case                  # optional: made at test time (see SETUPS)
 
-Huge files and symlink loops are made at test time (`setup`), not committed. For each one the
-real `ix` runs in a subprocess (`ix validate` and `ix run`, or `ix batch`) and must: exit 2,
-print nothing on stdout and exactly one line on stderr, starting `ix: error:`, naming the file
-and the field, with no traceback, and leave the folder byte for byte as it was (nothing under
-`results/`, no battery folder).
+Huge files and symlink loops are made at test time (`setup`), not committed. For each one
+`ix validate` and `ix run` (or `ix batch`) run in process (`ix_in_process`: which input is
+refused with which message is logic) and must: exit 2, print nothing on stdout and exactly one
+line on stderr, starting `ix: error:`, naming the file and the field, with no traceback, and
+leave the folder byte for byte as it was (nothing under `results/`, no battery folder). One
+entry of each kind runs in the real `ix` too, which must answer the same (`CONTRACT`).
 """
 
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Result, run_ix, tree_digest
+from conftest import REPO, Result, ix_in_process, run_ix, tree_digest
 
 CORPUS = REPO / "tests" / "bad_inputs"
 HUGE_BYTES = 17 * (1 << 20)  # above ix's 16 MiB limit for a text file
@@ -114,6 +115,10 @@ def corpus() -> list[tuple[str, Expect]]:
 
 
 CASES = corpus()
+#: One entry of each kind, run by the real command too: experiment.yaml not UTF-8, a case file,
+#: a symlink loop made at test time, the user's config (a secret it must not print), a battery.
+CONTRACT = ("experiment-not-utf8", "case-unknown-expectation", "case-symlink-loop",
+            "registry-secret-value", "battery-unknown-key")
 
 
 def test_the_corpus_is_large_and_well_formed():
@@ -129,6 +134,7 @@ def test_the_corpus_is_large_and_well_formed():
     assert big == [], "huge files are made at test time, not committed"
     written = [p for p in CORPUS.rglob("*") if p.name in ("results", "batteries", "audit.jsonl")]
     assert written == [], "what ix writes in a lab is not part of the corpus (an `ix` run there?)"
+    assert set(CONTRACT) <= {name for name, _ in CASES}
 
 
 def argv(command: str, root: Path, expect: Expect) -> list[str]:
@@ -178,20 +184,47 @@ def prepare(name: str, expect: Expect, tmp_path: Path) -> tuple[Path, dict[str, 
     return root, tree_digest(root)
 
 
-@pytest.mark.parametrize(("name", "expect"), CASES, ids=[name for name, _ in CASES])
-def test_bad_input_is_rejected_cleanly(name: str, expect: Expect, tmp_path: Path) -> None:
-    root, before = prepare(name, expect, tmp_path)
+def env_of(root: Path) -> dict[str, str]:
+    """The entry's user config (`config/`) as `$XDG_CONFIG_HOME`, else none."""
     config = root / "config" if (root / "config").is_dir() else root / "no-config"
-    env = {"XDG_CONFIG_HOME": str(config)}
-    with ThreadPoolExecutor(max_workers=2) as pool:  # every command only reads
-        futures = {c: pool.submit(run_ix, *argv(c, root, expect), cwd=tmp_path, env=env)
-                   for c in expect.commands}
-        results = {c: f.result() for c, f in futures.items()}
+    return {"XDG_CONFIG_HOME": str(config)}
+
+
+def report_of(results: dict[str, Result], expect: Expect, root: Path,
+              before: dict[str, str]) -> list[str]:
     report = []
     for command, result in results.items():
         found = problems_with(result, expect, root, before)
         if found:
             report.append(f"ix {command}: {'; '.join(found)}\n  exit {result.code}\n"
                           f"  stdout: {result.stdout[:500]!r}\n  stderr: {result.stderr[:2000]}")
+    return report
+
+
+@pytest.mark.parametrize(("name", "expect"), CASES, ids=[name for name, _ in CASES])
+def test_bad_input_is_rejected_cleanly(name: str, expect: Expect, tmp_path: Path) -> None:
+    root, before = prepare(name, expect, tmp_path)
+    results = {c: ix_in_process(*argv(c, root, expect), cwd=tmp_path, env=env_of(root))
+               for c in expect.commands}
+    report = report_of(results, expect, root, before)
     assert not report, f"{name} ({expect.what}):\n" + "\n".join(report)
+
+
+@pytest.mark.parametrize(("name", "expect"), [(n, e) for n, e in CASES if n in CONTRACT],
+                         ids=[n for n, _ in CASES if n in CONTRACT])
+def test_the_real_command_rejects_as_in_process(name: str, expect: Expect,
+                                                tmp_path: Path) -> None:
+    """The contract itself, in a subprocess (the commands side by side: each only reads); and
+    `ix_in_process`, which the other entries go through, gives the same exit code, stdout and
+    stderr."""
+    root, before = prepare(name, expect, tmp_path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {c: pool.submit(run_ix, *argv(c, root, expect), cwd=tmp_path,
+                                  env=env_of(root)) for c in expect.commands}
+        results = {c: f.result() for c, f in futures.items()}
+    report = report_of(results, expect, root, before)
+    assert not report, f"{name} ({expect.what}):\n" + "\n".join(report)
+    for command, real in results.items():
+        inner = ix_in_process(*argv(command, root, expect), cwd=tmp_path, env=env_of(root))
+        assert inner == real, command
 

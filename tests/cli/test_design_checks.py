@@ -2,7 +2,11 @@
 refuses (exit 2, nothing written), and `ix validate --json` carries the warnings.
 
 Each check of docs/experiments.md ("Design checks") is provoked once, from a design that is
-clean otherwise; the clean design itself warns about nothing.
+clean otherwise; the clean design itself warns about nothing. Which check fires, and what its
+line says, is logic, asked in process (`ix_in_process`); that the real command prints the
+warnings, refuses with `--strict` and runs without it is checked on the real command
+(`test_a_clean_design_warns_about_nothing`, `test_strict_refuses_with_nothing_written`,
+`test_a_run_without_strict_warns_then_runs`).
 """
 
 import json
@@ -110,13 +114,13 @@ def test_each_check_warns_on_validate_and_run(lab, yaml, n_must, n_not, prompts,
     for word in words:
         assert word in found[0]["message"], found[0]["message"]
 
-    text = run_ix("validate", "--lab", str(lab))
+    text = ix_in_process("validate", "--lab", str(lab))
     assert text.code == 0
     line = next(x for x in text.stderr.splitlines() if f"[{code}]" in x)
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml" in line
     assert f": {field}: " in line
 
-    ran = run_ix("run", "--lab", str(lab), "--json")
+    ran = ix_in_process("run", "--lab", str(lab), "--json")
     assert ran.code in (0, 1) and "Traceback" not in ran.output, ran.output
     assert f"[{code}]" in ran.stderr
 
@@ -130,7 +134,7 @@ def test_runtime_mock_on_the_command_line_warns_that_it_never_fires(lab):
              " skill: csv-summary}\nsubjects:\n  - name: a\n    skills: [csv-summary]\n"
              "  - name: b\n    skills: [csv-summary]\n")
     assert "never-activates" not in codes(lab)
-    r = run_ix("run", "--lab", str(lab), "--runtime", "mock", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--runtime", "mock", "--json")
     assert r.code in (0, 1), r.output
     [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml: --runtime: " in line
@@ -145,7 +149,7 @@ def test_a_subject_given_no_skills_never_activates(lab):
     lab_with(lab, "name: exp\ntrials: 3\nruntime: {kind: lexical}\nsensor: {kind: activation,"
              " skill: csv-summary}\nsubjects:\n  - name: a\n    skills: [csv-summary]\n"
              "  - name: b\n")
-    r = run_ix("validate", "--lab", str(lab))
+    r = ix_in_process("validate", "--lab", str(lab))
     assert r.code == 0, r.output
     [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml: subjects[1].skills: " \
@@ -165,7 +169,7 @@ def test_sensor_and_sensors_are_one_spelling(lab, sensor):
     lab_with(lab, f"name: exp\ntrials: 3\nruntime: {{kind: lexical}}\n{sensor}\n"
              "subjects:\n  - name: a-only\n    skills: [csv-summary]\n"
              "  - name: a-too\n    skills: [csv-summary]\n")
-    r = run_ix("validate", "--lab", str(lab))
+    r = ix_in_process("validate", "--lab", str(lab))
     assert r.code == 0 and "warning" not in r.stderr, r.output
 
 
@@ -198,9 +202,10 @@ def test_subject_and_filter_choices_are_checked_as_run(lab):
     """`--subject` leaving the goal without its control, and `--filter` leaving no
     should_not_trigger case, are warned about for that run."""
     lab_with(lab)
-    r = run_ix("run", "--lab", str(lab), "--subject", "variant", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--subject", "variant", "--json")
     assert "[no-control]" in r.stderr and "goal.compare" in r.stderr, r.output
-    r = run_ix("run", "--lab", str(lab), "--filter", "expectation:must_trigger", "--strict")
+    r = ix_in_process("run", "--lab", str(lab), "--filter", "expectation:must_trigger",
+                      "--strict")
     assert r.code == 2 and "after --filter" in r.stderr, r.output
 
 
@@ -208,7 +213,7 @@ def test_smoke_is_checked_as_the_full_run(lab):
     """`--smoke` runs one trial of a few cases, but the warnings are those of the full run:
     no "one trial" nor "too few cases" for the smoke run's own choices."""
     lab_with(lab)
-    r = run_ix("run", "--lab", str(lab), "--smoke", "--strict", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--smoke", "--strict", "--json")
     assert r.code == 0, r.output
     assert "warning" not in r.stderr
 

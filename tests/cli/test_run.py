@@ -1,4 +1,7 @@
-"""`ix run` end to end: the real command on real files, checked against `001_…` and DESIGN.md."""
+"""`ix run` end to end on real files, checked against `001_…` and DESIGN.md: what a run writes
+and decides is asked in process (`ix_in_process`); what the command line itself does (the
+bundled example, output, exit codes, finding the lab from the working folder, `--version` and
+`--help`) through the real command."""
 
 import json
 import os
@@ -7,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import mock_experiment, run_ix, write
+from conftest import ix_in_process, mock_experiment, run_ix, write
 
 TRIAL_FIELDS_001 = {"probe_id", "trial", "expectation", "observation", "reading"}
 TRIAL_FIELDS_IX = {"run_id", "experiment", "subject", "seed", "attempt", "started_at", "error"}
@@ -44,7 +47,7 @@ def test_example_lab_runs_offline_and_gives_a_nontrivial_result(example_lab):
 
 def test_trial_lines_and_summary_have_the_fields_of_001(lab):
     exp = mock_experiment(lab, rates={"must-001": 1.0, "must-002": 0.0, "not-001": 1.0})
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 0, r.output
     records = trials_of(exp)
     assert len(records) == (3 + 3) * 5  # acceptable cases never run
@@ -91,7 +94,7 @@ def test_trial_lines_and_summary_have_the_fields_of_001(lab):
 
 def test_run_folder_records_the_exact_configuration(lab):
     exp = mock_experiment(lab, rates={"must-001": 0.5})
-    r = run_ix("run", "--lab", str(lab), "--seed", "7", "--trials", "3")
+    r = ix_in_process("run", "--lab", str(lab), "--seed", "7", "--trials", "3")
     assert r.code == 0, r.output
     summary = latest(exp)
     run_dir = exp / "results" / "runs" / summary["run_id"]
@@ -112,9 +115,9 @@ def test_run_folder_records_the_exact_configuration(lab):
 def test_same_seed_gives_identical_trials_apart_from_timestamps(lab):
     exp = mock_experiment(lab, rates={"must-001": 0.5, "must-002": 0.3, "not-001": 0.6},
                           runtime_extra="error_rates: {not-002: 0.3}")
-    assert run_ix("run", "--lab", str(lab), "--seed", "42").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--seed", "42").code == 0
     first = trials_of(exp)
-    assert run_ix("run", "--lab", str(lab), "--seed", "42").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--seed", "42").code == 0
     second = trials_of(exp)[len(first):]
     key = lambda r: (r["subject"], r["probe_id"], r["trial"])  # noqa: E731
     a = sorted(map(stable, first), key=key)
@@ -122,7 +125,7 @@ def test_same_seed_gives_identical_trials_apart_from_timestamps(lab):
     assert a == b
     assert first[0]["run_id"] != second[0]["run_id"]
     # and a different seed really changes the draws
-    assert run_ix("run", "--lab", str(lab), "--seed", "43").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--seed", "43").code == 0
     third = sorted(map(stable, trials_of(exp)[2 * len(first):]), key=key)
     assert [r["seed"] for r in third] != [r["seed"] for r in a]
     assert [r["reading"] for r in third] != [r["reading"] for r in a]
@@ -132,7 +135,7 @@ def test_trial_seed_is_derived_as_design_says(lab):
     import hashlib
 
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=2)
-    assert run_ix("run", "--lab", str(lab), "--seed", "5").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--seed", "5").code == 0
     for rec in trials_of(exp):  # common to every subject: the subject is not in it
         text = f"5:{rec['probe_id']}:{rec['trial']}".encode()
         expected = int.from_bytes(hashlib.sha256(text).digest()[:8], "big") >> 1
@@ -146,30 +149,30 @@ def test_trial_count_precedence_flag_then_yaml_then_env_then_five(lab):
     def count(exp: Path) -> int:
         return len(trials_of(exp)) // 2
 
-    assert run_ix("run", "--lab", str(lab), "without").code == 0
+    env = {"IX_DEFAULT_TRIALS": "4"}
+    assert ix_in_process("run", "--lab", str(lab), "without").code == 0
     assert count(without) == 5
     (without / "results").rename(without / "old1")
-    assert run_ix("run", "--lab", str(lab), "without", env={"IX_DEFAULT_TRIALS": "4"}).code == 0
+    assert ix_in_process("run", "--lab", str(lab), "without", env=env).code == 0
     assert count(without) == 4
-    assert run_ix("run", "--lab", str(lab), "with-yaml", env={"IX_DEFAULT_TRIALS": "4"}).code == 0
+    assert ix_in_process("run", "--lab", str(lab), "with-yaml", env=env).code == 0
     assert count(with_yaml) == 3
     (with_yaml / "results").rename(with_yaml / "old2")
-    r = run_ix("run", "--lab", str(lab), "with-yaml", "--trials", "2",
-               env={"IX_DEFAULT_TRIALS": "4"})
+    r = ix_in_process("run", "--lab", str(lab), "with-yaml", "--trials", "2", env=env)
     assert r.code == 0 and count(with_yaml) == 2
 
 
 def test_lab_ix_yaml_sets_defaults_below_the_experiment(lab):
     exp = mock_experiment(lab, trials=None, n_must=1, n_not=1, n_edge=0)
     write(lab / "ix.yaml", "trials: 6\n")
-    assert run_ix("run", "--lab", str(lab), env={"IX_DEFAULT_TRIALS": "4"}).code == 0
+    assert ix_in_process("run", "--lab", str(lab), env={"IX_DEFAULT_TRIALS": "4"}).code == 0
     assert len(trials_of(exp)) == 12
 
 
 def test_errored_trials_are_recorded_counted_and_excluded(lab):
     exp = mock_experiment(lab, rates={"must-001": 1.0}, n_must=2, n_not=1, n_edge=0,
                           runtime_extra="error_rates: {must-001: 1.0, must-002: 0.5}")
-    r = run_ix("run", "--lab", str(lab), "--trials", "20")
+    r = ix_in_process("run", "--lab", str(lab), "--trials", "20")
     assert r.code == 0, r.output  # errored trials are reported, not a failure
     records = trials_of(exp)
     errored = [x for x in records if x["error"]]
@@ -189,14 +192,14 @@ def test_errored_trials_are_recorded_counted_and_excluded(lab):
 
 def test_acceptable_cases_never_reach_a_trial(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=3)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
     assert not [x for x in trials_of(exp) if x["probe_id"].startswith("edge")]
     assert latest(exp)["skipped_cases"] == ["edge-001", "edge-002", "edge-003"]
 
 
 def test_a_reader_skips_a_torn_last_line_and_the_next_run_removes_it(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=2)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
     path = exp / "results" / "trials.jsonl"
     with path.open("a") as f:
         f.write('{"probe_id": "must-001", "trial": 0, "expec')  # a crash mid-write
@@ -214,7 +217,7 @@ def test_a_reader_skips_a_torn_last_line_and_the_next_run_removes_it(lab):
 
 def test_artifacts_flag_writes_one_json_file_per_artifact(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=2)
-    assert run_ix("run", "--lab", str(lab), "--artifacts").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--artifacts").code == 0
     art = exp / "artifacts"
     kinds = sorted(p.name for p in art.iterdir())
     assert kinds == ["probe.stimulus", "scorer.verdict", "sensor.reading", "trial.observation"]
@@ -263,7 +266,7 @@ def test_experiment_given_as_a_path(lab, tmp_path):
 
 
 def test_validate_writes_nothing_and_describes_the_plan(example_lab):
-    r = run_ix("validate", "--lab", str(example_lab), "--json")
+    r = ix_in_process("validate", "--lab", str(example_lab), "--json")
     assert r.code == 0, r.output
     reports = {x["experiment"]: x for x in json.loads(r.stdout)}
     assert all(x["ok"] for x in reports.values())
@@ -276,7 +279,7 @@ def test_validate_writes_nothing_and_describes_the_plan(example_lab):
 def test_ls_lists_experiments_with_their_last_run(lab):
     mock_experiment(lab, "one", n_must=1, n_not=1, n_edge=0, trials=1)
     mock_experiment(lab, "two", n_must=1, n_not=1, n_edge=0, trials=1)
-    assert run_ix("run", "--lab", str(lab), "one").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "one").code == 0
     r = run_ix("ls", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
@@ -314,7 +317,7 @@ def test_several_subjects_share_cases_and_common_seeds(lab):
     """)
     write(d / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nhello\n")
     write(d / "cases" / "not-001.md", "---\nexpectation: should_not_trigger\n---\nbye\n")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     summary = json.loads(r.stdout)
     assert [s["name"] for s in summary["subjects"]] == ["control", "variant"]
@@ -327,13 +330,13 @@ def test_several_subjects_share_cases_and_common_seeds(lab):
     # common random numbers (DESIGN.md §2): the same case and trial draw alike in every subject
     assert seeds[("control", "must-001", 0)] == seeds[("variant", "must-001", 0)]
     assert seeds[("control", "must-001", 0)] != seeds[("control", "must-001", 1)]
-    only = run_ix("run", "--lab", str(lab), "--subject", "variant", "--json")
+    only = ix_in_process("run", "--lab", str(lab), "--subject", "variant", "--json")
     assert [s["name"] for s in json.loads(only.stdout)["subjects"]] == ["variant"]
 
 
 def test_runtime_flag_overrides_every_subject(example_lab):
-    r = run_ix("run", "--lab", str(example_lab), "skill-activation", "--runtime", "random",
-               "--trials", "2", "--json")
+    r = ix_in_process("run", "--lab", str(example_lab), "skill-activation", "--runtime",
+                      "random", "--trials", "2", "--json")
     assert r.code == 0, r.output
     spec_dir = example_lab / "skill-activation" / "results" / "runs"
     [run] = list(spec_dir.iterdir())
@@ -356,7 +359,7 @@ def test_timeout_is_recorded_per_trial_and_never_fatal(lab):
 def test_no_secret_from_the_environment_reaches_the_files(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
     secret = "sk-ant-test-" + os.urandom(8).hex()
-    assert run_ix("run", "--lab", str(lab), env={"ANTHROPIC_API_KEY": secret}).code == 0
+    assert ix_in_process("run", "--lab", str(lab), env={"ANTHROPIC_API_KEY": secret}).code == 0
     for p in (exp / "results").rglob("*"):
         if p.is_file():
             assert secret not in p.read_text(encoding="utf-8", errors="replace")

@@ -36,7 +36,7 @@ without perturbations takes the paths above and keeps its numbers exactly.
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.families import family_labels
@@ -215,7 +215,11 @@ def _metric_cases(metric: str, cases: Sequence[EvalCase]) -> list[int]:
 
 def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[EvalCase],
                control_metrics: Mapping[str, Any], variant_metrics: Mapping[str, Any],
-               tables: dict[str, Table] | None) -> Effect:
+               tables: dict[str, Table] | None,
+               labels: list[str] | Literal["ask"] | None = "ask") -> Effect:
+    """The posterior of the metric's effect (variant − control). `labels`: the cases'
+    families (`family_labels(cases)`), when the caller asks about the same cases many times
+    (goal sizing: thousands of simulated runs)."""
     if metric in ("precision", "f1"):
         why = _undefined_side(metric, _counts(control_metrics), _counts(variant_metrics))
         if why is not None:
@@ -223,8 +227,9 @@ def _posterior(metric: str, control: Tally, variant: Tally, cases: Sequence[Eval
                           variant=_value(metric, variant_metrics), cdf=lambda d: float(d >= 0),
                           interval=(float("nan"), float("nan")), p_better=float("nan"),
                           mcnemar_p=None, n=0, paired=False, not_compared=why)
-    labels = family_labels(cases) if metric in _BY_FAMILY else None
-    if labels is not None:
+    if labels == "ask":
+        labels = family_labels(cases) if metric in _BY_FAMILY else None
+    if labels is not None and metric in _BY_FAMILY:
         read = [labels[i] for i in _metric_cases(metric, cases)]
         if len(set(read)) < len(read):  # the metric's cases come in families
             return _by_family(metric, control, variant, cases, labels)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ix._lazy import lazy
 from ix.eval import comparisons
 from ix.eval.comparisons import Table
+from ix.eval.families import family_labels
 from ix.eval.goal_reach import bound_words, control_estimate, reach_block
 from ix.eval.goal_reach import name as reach_name
 from ix.eval.models import EvalCase
@@ -316,13 +317,15 @@ def posterior_worlds(must: NDArray[np.bool_],
 
 def _outcome(metric: str, rule: tuple[Any, float, float], control: Tally, treatment: Tally,
              cases: Sequence[EvalCase], control_metrics: dict[str, Any],
-             treatment_metrics: dict[str, Any], tables: dict[str, Any] | None = None) -> str:
+             treatment_metrics: dict[str, Any], tables: dict[str, Any] | None = None,
+             labels: list[str] | None = None) -> str:
     """The goal's verdict on the metric's posterior exactly as a summary computes it
     (without the interval, which the verdict does not need and which costs a root search),
     read from the posterior's cheap bounds where they settle it (`goal_outcome`). `tables`:
-    the paired 2×2 tables `paired_tables` would count, when the caller has them."""
+    the paired 2×2 tables `paired_tables` would count, when the caller has them; `labels`
+    the cases' families (`family_labels`)."""
     e = comparisons._posterior(metric, control, treatment, cases, control_metrics,
-                               treatment_metrics, tables)
+                               treatment_metrics, tables, labels)
     return goal_outcome(e.cdf, e.bounds, direction=rule[0], min_effect=rule[1],
                         credibility=rule[2])
 
@@ -385,6 +388,7 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
     cases += [EvalCase(id=f"n{i}", prompt="-", expectation="should_not_trigger")
               for i in range(n_not)]
     is_must = np.array([c.expectation == "must_trigger" for c in cases], dtype=bool)
+    labels = family_labels(cases)  # once, not per replicate: the cases stay the same
     k = s.trials
     rng = np.random.default_rng([seed, n])
     weights = (1 << np.arange(k, dtype=np.int64)) if k < 63 else None
@@ -425,7 +429,8 @@ def settle_probability(goal: dict[str, Any], s: Scenario, n: int,
                     _fill(tally, cases, d.sum(axis=1), d.astype(np.int64) @ weights, k)
             if mc is None or mt is None:
                 mc, mt = (_metrics(v, is_must) for v in votes)
-            verdict = _outcome(metric, rule, tallies[0], tallies[1], cases, mc, mt, tables)
+            verdict = _outcome(metric, rule, tallies[0], tallies[1], cases, mc, mt, tables,
+                               labels)
             if key is not None:
                 if len(_VERDICTS) > 200_000:
                     _VERDICTS.clear()

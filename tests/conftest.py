@@ -263,6 +263,51 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return SharedFixtureScheduling(config, log)
 
 
+#: Tests that the last full run (`scripts/test --record-slow`) measured at `SLOW_S` seconds or
+#: more, set-up and tear-down included: marked `slow`, so `scripts/test --fast` leaves them out
+#: as it leaves out those marked in the code. A test not listed counts as fast until the list
+#: is recorded again; CI runs every test either way.
+SLOW_LIST = REPO / "tests" / "slow_tests.txt"
+SLOW_S = 1.0
+#: `scripts/test --record-slow` sets it: this run's durations rewrite `SLOW_LIST`.
+RECORD_SLOW = "IX_RECORD_SLOW"
+_durations: dict[str, float] = {}
+
+
+def _recorded_slow() -> set[str]:
+    try:
+        text = SLOW_LIST.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return set()
+    return {line for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = _recorded_slow()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get(RECORD_SLOW):
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With `RECORD_SLOW` (in the run that collects the workers' reports, not in a worker):
+    each test that ran is listed in `SLOW_LIST` or not by this run's duration; the others
+    stay as they were."""
+    if not os.environ.get(RECORD_SLOW) or hasattr(session.config, "workerinput") \
+            or not _durations:
+        return
+    kept = {t for t in _recorded_slow() if t not in _durations}
+    slow = sorted(kept | {t for t, seconds in _durations.items() if seconds >= SLOW_S})
+    SLOW_LIST.write_text(
+        f"# tests of {SLOW_S:g} s or more (tests/conftest.py, SLOW_LIST): written by "
+        "`scripts/test --record-slow`\n" + "".join(f"{t}\n" for t in slow), encoding="utf-8")
+
+
 def too_wide(text: str, width: int = 80) -> list[str]:
     """Lines wider than `width` columns, but a path (one token, or `label: /path`) printed
     whole to be pasted."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console, Group
 
-from ix.report.layout import fit
+from ix.report.tables import fit
 from ix.report.terminal import by_length_tables, context_parts, flips_text
 
 

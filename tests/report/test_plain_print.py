@@ -13,7 +13,7 @@ from rich.text import Text
 from conftest import EXAMPLE_LAB, ix_in_process
 from ix.api.reports import report
 from ix.cli.output import _Out
-from ix.report.layout import Keyed, column, fit, plain_pieces, table
+from ix.report.tables import Keyed, column, fit, plain_pieces, table
 from ix.report.terminal import report_renderable
 
 WIDTHS = (24, 40, 80, 132)

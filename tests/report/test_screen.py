@@ -1,5 +1,5 @@
 """The first screen's data (`ix.report.screen`) and ix's one wrapping rule for terminal text
-(`ix.report.layout`), in process: which cases matter and in what order, which subjects stand
+(`ix.report.tables`), in process: which cases matter and in what order, which subjects stand
 side by side, the headline without a goal; where a line may break, and names that become keys
 with a legend rather than wrap."""
 
@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ix.report import layout
+from ix.report import tables as layout
 from ix.report.screen import CASES_SHOWN, screen
 
 

@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from ix.api import compare_runs
-from ix.report.layout import decimal
+from ix.report.tables import decimal
 from ix.view.app import create_app
 
 

@@ -9,7 +9,7 @@ from ix import api
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
 from ix.report.answer import metric_name
-from ix.report.layout import table
+from ix.report.tables import table
 
 if TYPE_CHECKING:
     from ix.api.listing import ExperimentInfo
@@ -33,7 +33,7 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
         print_json(listing)
         return
     # one row per experiment, keyed by its folder's name (what `ix report NAME` takes); at
-    # 80 columns each row becomes a record (ix.report.layout): no value is cut
+    # 80 columns each row becomes a record (ix.report.tables): no value is cut
     errors = any(i.error for i in infos)
     t = table(f"lab {lab_path}", *_COLUMNS, *(("error",) if errors else ()),
               right=("subjects",), prose=("error",))

@@ -13,11 +13,11 @@ from rich.text import Text
 
 from ix.domain.redaction import Redactor, environment_secrets
 from ix.fs.files import indented
-from ix.report.layout import fit, plain_pieces
+from ix.report.tables import fit, plain_pieces
 
 
 class _Out(Console):
-    """stdout: every table printed is fitted to the width (`ix.report.layout`): a table when
+    """stdout: every table printed is fitted to the width (`ix.report.tables`): a table when
     it fits, else one record per row; text wraps at spaces outside brackets. No id, name,
     number or interval is ever cut. One wrapping rule for all text (`layout.Prose`): never
     inside a name, an id, a number, an interval or a `command`, never between a label and its

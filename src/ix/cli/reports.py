@@ -16,8 +16,8 @@ from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
-from ix.report.layout import fit
 from ix.report.markdown import leaderboards_markdown, report_markdown
+from ix.report.tables import fit
 from ix.report.terminal import leaderboards_renderable, report_renderable
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, out, print_json, warn
 from ix.domain.errors import ConfigError
-from ix.report.layout import decimal
+from ix.report.tables import decimal
 
 if TYPE_CHECKING:
     from ix.api.schemas import AggregateRow

@@ -2,7 +2,7 @@
 
 It formats `ix.report.optimize.outline(state)`, as the Markdown and HTML reports do, in the
 same order, the answer first. Every lab string is a `Text`, never markup; at 80 columns
-nothing is cut: tables that do not fit become records (`ix.report.layout`), and text wraps
+nothing is cut: tables that do not fit become records (`ix.report.tables`), and text wraps
 at spaces.
 """
 
@@ -18,7 +18,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ix.report import layout
+from ix.report import tables as layout
 from ix.report.optimize import PAIRS, Outline, Part, outline
 
 __all__ = ["optimize_renderable"]

@@ -1,7 +1,7 @@
 """The first screen (`ix.report.screen`) on a terminal: `ix run` prints it with the verdict
 last, where the eye lands when the command ends; `ix report` leads with it, verdict first.
 Condition names are never wrapped: when a table would not fit, they become keys with a legend
-(`ix.report.layout.Keyed`)."""
+(`ix.report.tables.Keyed`)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ix.report import layout
+from ix.report import tables as layout
 from ix.report.answer import interval_text, num_text
 
 Label = Callable[[str], str]

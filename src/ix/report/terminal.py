@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.lab.sweep import grid_words
-from ix.report import layout
+from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 from ix.report.load_test import load_parts
 from ix.report.screen_text import screen_renderable
@@ -36,12 +36,12 @@ def ci(interval: list[float | None] | None) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-#: Columns of free text or lists: they wrap at spaces inside a table (`ix.report.layout`).
+#: Columns of free text or lists: they wrap at spaces inside a table (`ix.report.tables`).
 PROSE = ("subjects", "cases", "example", "examples", "by subject", "prompt", "message")
 
 
 def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
-    """A table that is never cut when printed (`ix.report.layout`): ids and numbers stay on
+    """A table that is never cut when printed (`ix.report.tables`): ids and numbers stay on
     one line, the `PROSE` columns wrap at spaces."""
     return layout.table(title, *columns, right=right, prose=[c for c in columns if c in PROSE])
 

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ix.view import pages
-from ix.view.lookup import Lookup, NotFound
+from ix.view.page_data import Lookup, NotFound
 
 CSP = ("default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; "
        "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "

@@ -25,10 +25,10 @@ from ix.api.runs import RunEntry
 from ix.api.trials import outcome_of, reading_word
 from ix.report.answer import metric_name
 from ix.report.html import REPORT_CSS, report_body_html
-from ix.report.layout import decimal
 from ix.report.optimize import OPTIMIZE_CSS, optimize_body_html, verdict_line
+from ix.report.tables import decimal
 from ix.report.terminal import METRIC_NAMES, rate_word
-from ix.view.lookup import (
+from ix.view.page_data import (
     CASES_PAGE,
     OUTCOMES,
     PAGE_SIZE,

@@ -11,7 +11,7 @@ from pathlib import Path
 import uvicorn
 
 from ix.view.app import LOCAL_HOSTS, create_app
-from ix.view.lookup import Lookup
+from ix.view.page_data import Lookup
 from ix.view.pages import compile_templates
 
 log = logging.getLogger("ix.view")

@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 # git): with PYTHONDONTWRITEBYTECODE set, as some sandboxes do, each would compile ix anew
 # (about 0.4 s), and the suite starts thousands of them.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# The width `ix_in_process` prints at is the COLUMNS it is given, as for `run_ix`: a COLUMNS of
+# this process (a CI's) would become the width of ix's consoles for good when they are made.
+os.environ.pop("COLUMNS", None)
 EXAMPLE_LAB = REPO / "examples" / "lab"
 
 
@@ -81,8 +84,13 @@ def ix_in_process(*args: str, cwd: Path | None = None, env: Mapping[str, str] | 
     to fail the test. (`tests/test_conftest.py` holds the two to the same answers.)"""
     import io
 
+    import ix.cli.output  # noqa: F401
     from ix.cli.main import main
 
+    # ix's consoles (`ix.cli.output`, imported by the first command that prints) take a COLUMNS
+    # set when they are made as their width for good; made above, outside the command's
+    # environment (which has COLUMNS), they read it at each print, as a new process does at
+    # its start. (This process has no COLUMNS: see the top of this file.)
     full_env = _ix_env(cwd, env)
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
     # text over bytes, as a real stdout is: some commands write bytes to `sys.stdout.buffer`

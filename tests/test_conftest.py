@@ -118,3 +118,17 @@ def test_an_exception_main_lets_through_is_raised_in_process(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match="a bug"):
         ix_in_process("ls", "--lab", str(tmp_path), cwd=tmp_path)
     assert (dict(os.environ), os.getcwd(), list(sys.argv)) == before
+
+
+def test_the_width_in_process_is_the_columns_of_each_call(tmp_path):
+    """ix's consoles are made on the first command that prints; made inside a call's
+    environment they would keep its COLUMNS for every later call."""
+    args = ("plan", "--mde", "0.1", "--paired", "--trials", "5")
+    wide = ix_in_process(*args, env={"COLUMNS": "200"})
+    narrow = ix_in_process(*args, env={"COLUMNS": "40"})
+    import ix.cli.output  # after the calls, not to make the consoles before them
+
+    assert ix.cli.output.out._width is None and ix.cli.output.err._width is None
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 40 < \
+        max(len(line) for line in wide.stdout.splitlines())
+    assert narrow == run_ix(*args, env={"COLUMNS": "40"})

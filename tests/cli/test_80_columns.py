@@ -1,7 +1,10 @@
-"""Every command that prints a table, at COLUMNS=80 and 200, through the real `ix`: no value is
-cut ("…", a folded id or name, an interval split over two lines), every run id printed names
-its run when pasted back (whole, or any unique prefix or suffix), and Markdown is never wrapped
-(docs/cli.md, "Output at any width")."""
+"""Every command that prints a table, at COLUMNS=80 and 200: no value is cut ("…", a folded id
+or name, an interval split over two lines), every run id printed names its run when pasted
+back (whole, or any unique prefix or suffix), and Markdown is never wrapped (docs/cli.md,
+"Output at any width"). The output is asked in process (`ix_in_process`: the same `main`,
+whose console reads COLUMNS from the environment it is given); the real `ix` prints the same
+at both widths for a sample of the commands (`REAL`), and keeps the contracts of its own:
+`--help`, and an ambiguous run id refused with exit 2 on one line."""
 
 import re
 import shutil
@@ -165,7 +168,7 @@ def test_no_value_is_cut_and_every_run_id_printed_names_its_run(wide_lab, tmp_pa
                                                                 width):
     lab, runs = wide_lab["lab"], wide_lab["runs"]
     args = _commands(lab, runs, tmp_path)[label]  # type: ignore[arg-type]
-    r = run_ix(*args, "--lab", str(lab), env={"COLUMNS": width}, cwd=tmp_path)
+    r = ix_in_process(*args, "--lab", str(lab), env={"COLUMNS": width}, cwd=tmp_path)
     assert r.code in (0, 1), f"ix {label} at {width}: {r.output}"
     problems = _cut_values(r.stdout)
     assert not problems, f"ix {label} at COLUMNS={width}: {problems}\n{r.stdout}"
@@ -175,23 +178,41 @@ def test_no_value_is_cut_and_every_run_id_printed_names_its_run(wide_lab, tmp_pa
         assert not wide, f"ix {label}: lines wider than 80 columns\n" + "\n".join(wide)
     for run_id in sorted(set(RUN_ID.findall(r.stdout)) - _PASTED):  # whole, and by suffix
         for ref in (run_id, run_id[-6:]):
-            pasted = run_ix("report", ref, "--lab", str(lab), "--json")
+            pasted = ix_in_process("report", ref, "--lab", str(lab), "--json")
             assert pasted.code == 0 and f'"run_id": "{run_id}"' in pasted.stdout, \
                 (label, ref, pasted.output)
         _PASTED.add(run_id)
 
 
+#: Commands whose output the real `ix` must print as `main` does in process (one at both
+#: widths; commands that make a new run are left out: its id and times differ).
+REAL = [("compare", "200"), *((label, "80") for label in
+                              ("compare", "report", "leaderboard", "results --group-by",
+                               "validate"))]
+
+
+@pytest.mark.parametrize(("label", "width"), REAL)
+def test_the_real_command_prints_what_main_prints_in_process(wide_lab, tmp_path, label, width):
+    lab, runs = wide_lab["lab"], wide_lab["runs"]
+    args = [*_commands(lab, runs, tmp_path)[label], "--lab", str(lab)]  # type: ignore[arg-type]
+    real = run_ix(*args, env={"COLUMNS": width}, cwd=tmp_path)
+    assert real.code in (0, 1) and real.stdout.strip(), real.output
+    assert ix_in_process(*args, env={"COLUMNS": width}, cwd=tmp_path) == real
+
+
 def test_markdown_is_never_wrapped(wide_lab):
     lab, runs = wide_lab["lab"], wide_lab["runs"]
-    texts = {w: run_ix("report", runs[0], "--format", "md", "--lab", str(lab),
-                       env={"COLUMNS": w}).stdout for w in WIDTHS}
+    texts = {w: ix_in_process("report", runs[0], "--format", "md", "--lab", str(lab),
+                              env={"COLUMNS": w}).stdout for w in WIDTHS}
     assert texts["80"] == texts["200"]
     rows = [line for line in texts["80"].splitlines() if line.startswith("|")]
     assert rows and all(line.rstrip().endswith("|") for line in rows)
     assert any(len(line) > 80 for line in rows)  # demanding: the rows are wider than 80
-    board = run_ix("leaderboard", "--format", "md", "--lab", str(lab), env={"COLUMNS": "80"})
+    board = ix_in_process("leaderboard", "--format", "md", "--lab", str(lab),
+                          env={"COLUMNS": "80"})
     assert board.code == 0 and "xlsx-plus-docx-pdf-pptx" in board.stdout
-    batch = run_ix("batch", str(lab / "nightly.yaml"), "--lab", str(lab), env={"COLUMNS": "80"})
+    batch = ix_in_process("batch", str(lab / "nightly.yaml"), "--lab", str(lab),
+                          env={"COLUMNS": "80"})
     assert batch.code in (0, 1), batch.output
     rows = [line for line in batch.stdout.splitlines() if line.startswith("|")]
     assert rows and all(line.rstrip().endswith("|") for line in rows), batch.stdout
@@ -200,19 +221,21 @@ def test_markdown_is_never_wrapped(wide_lab):
 def test_a_unique_prefix_or_suffix_names_a_run_and_an_ambiguous_one_lists_every_candidate(
         wide_lab):
     lab, (a, b) = wide_lab["lab"], wide_lab["runs"]
-    both = run_ix("compare", a[-6:], b[:-3], "--lab", str(lab), "--json")
+    both = ix_in_process("compare", a[-6:], b[:-3], "--lab", str(lab), "--json")
     assert both.code == 0, both.output
-    assert run_ix("results", "--run", b[-4:], "--lab", str(lab), "--stats").code == 0
-    assert run_ix("export", a[-6:], "--format", "jsonl", "--out",
-                  str(Path(lab) / "x.jsonl"), "--lab", str(lab)).code == 0
+    assert ix_in_process("results", "--run", b[-4:], "--lab", str(lab), "--stats").code == 0
+    assert ix_in_process("export", a[-6:], "--format", "jsonl", "--out",
+                         str(Path(lab) / "x.jsonl"), "--lab", str(lab)).code == 0
     for args in (["report", a[:4]], ["results", "--run", a[:4]], ["compare", a[:4], b]):
-        r = run_ix(*args, "--lab", str(lab))
+        r = ix_in_process(*args, "--lab", str(lab))
+        if args[0] == "report":  # the contract, through the real command once
+            assert run_ix(*args, "--lab", str(lab)) == r
         assert r.code == 2, (args, r.output)
         line = r.stderr.strip()
         assert line.startswith("ix: error:") and "\n" not in line and "Traceback" not in line
         assert a in line and b in line, line  # every candidate, so one can be pasted
-    r = run_ix("run", EXPERIMENTS[0], "--resume", "--run", a[-6:], "--lab", str(lab),
-               "--progress", "none")
+    r = ix_in_process("run", EXPERIMENTS[0], "--resume", "--run", a[-6:], "--lab", str(lab),
+                      "--progress", "none")
     assert r.code == 0 and a in r.stdout, r.output
 
 
@@ -249,7 +272,7 @@ def context_lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
           lengths: [0, 8, 16, 32, 128]
           unit: turns
         """)
-    r = run_ix("run", "--lab", str(lab), "--progress", "none", env=NARROW)
+    r = ix_in_process("run", "--lab", str(lab), "--progress", "none", env=NARROW)
     assert r.code == 0, r.output
     return {"lab": lab, "run": r}
 
@@ -271,7 +294,7 @@ def test_a_context_experiment_of_long_names_is_one_screen_with_a_legend(context_
 
 def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
     lab = context_lab["lab"]
-    v = run_ix("validate", "--lab", str(lab), env=NARROW)
+    v = ix_in_process("validate", "--lab", str(lab), env=NARROW)
     assert v.code == 0, v.output
     assert not too_wide(v.stdout), too_wide(v.stdout)
     assert f"{LONG}[context_decay.half_life=8][ctx=128]" in v.stdout
@@ -279,3 +302,5 @@ def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
     assert rep.code == 0, rep.output
     assert not too_wide(rep.stdout), too_wide(rep.stdout)
     assert "failure analysis" in rep.stdout
+    # the real command, as `main` prints it in process (the run above was made in process)
+    assert ix_in_process("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context") == rep

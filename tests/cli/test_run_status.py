@@ -2,7 +2,9 @@
 subject errored -> `failed` with the reason on stderr and in the summary, exit 2 when the
 lab's configuration is the cause and 1 otherwise; a circuit breaker or a budget -> `cancelled`
 with its `stop_reason`; errored trials -> an error block under the run's table. And (§8)
-`spec.yaml`'s `sources.runtime` and `ix run --dry-run`'s token estimates tell the truth."""
+`spec.yaml`'s `sources.runtime` and `ix run --dry-run`'s token estimates tell the truth.
+Each exit code (2, 1, 130, 0) and the dry run's text are the real command's; what a run records
+and reports is asked in process (`ix_in_process`, the same `main`)."""
 
 import http.server
 import json
@@ -64,8 +66,8 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     assert "no goal: F1 of xlsx n/a" in r.stdout
     assert "…" not in r.output
     # --json: the summary on stdout, the reason still on stderr, the same exit code
-    j = run_ix("run", "--lab", str(lab), "--json", env={"ANTHROPIC_API_KEY": "",
-                                                        "ANTHROPIC_AUTH_TOKEN": ""})
+    j = ix_in_process("run", "--lab", str(lab), "--json", env={"ANTHROPIC_API_KEY": "",
+                                                               "ANTHROPIC_AUTH_TOKEN": ""})
     assert j.code == 2 and json.loads(j.stdout)["run_status"] == "failed"
     assert "missing_api_key" in j.stderr
 
@@ -82,7 +84,7 @@ def test_a_command_not_found_is_a_configuration_failure(lab):
     assert _summary(d)["run_status"] == "failed"
     # every format of `ix report` says why, under the run's id
     for fmt in ("table", "md", "json"):
-        rep = run_ix("report", "--lab", str(lab), "--format", fmt, env=COLS80)
+        rep = ix_in_process("report", "--lab", str(lab), "--format", fmt, env=COLS80)
         assert rep.code == 0, rep.output
         flat = " ".join(rep.stdout.replace("\\", "").split())
         assert "every trial of subject t errored" in flat and "command_not_found" in flat
@@ -149,7 +151,7 @@ def test_some_errored_trials_complete_the_run_with_an_error_block(lab):
     """Errors that leave valid trials: `completed`, exit 0, and the block under the table."""
     d = mock_experiment(lab, rates={"must-001": 1.0}, trials=3, n_edge=0,
                         runtime_extra="error_rates: {not-001: 1.0}")
-    r = run_ix("run", "--lab", str(lab), env=COLS80)
+    r = ix_in_process("run", "--lab", str(lab), env=COLS80)
     assert r.code == 0, r.output
     s = _summary(d)
     assert s["run_status"] == "completed" and s["reason"] is None
@@ -179,7 +181,7 @@ def test_the_circuit_breaker_cancels_the_run_with_its_stop_reason(lab):
 
 def test_a_budget_cancels_the_run_with_stop_cause_budget(lab):
     d = mock_experiment(lab, rates={"must-001": 1.0}, trials=5)
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "4", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "4", "--json")
     assert r.code == 130
     s = json.loads(r.stdout)
     assert (s["run_status"], s["stop_cause"], s["stop_reason"]) == (
@@ -191,8 +193,8 @@ def test_a_resumed_run_keeps_the_kinds_of_its_earlier_errors(lab):
     """The error block of a resumed run covers the errored trials it was started with."""
     mock_experiment(lab, rates={"must-001": 1.0}, trials=2, n_edge=0,
                     runtime_extra="error_rates: {must-001: 1.0}")
-    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "3").code == 130  # set-up
-    r = run_ix("run", "--lab", str(lab), "--resume", "--json")
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "3").code == 130
+    r = ix_in_process("run", "--lab", str(lab), "--resume", "--json")
     assert r.code == 0, r.output
     s = json.loads(r.stdout)
     assert s["errors"] == 2
@@ -203,20 +205,20 @@ def test_spec_records_where_the_runtime_came_from(lab):
     """`sources.runtime` names experiment.yaml when it sets the runtime (it said `built-in
     default`), `--runtime` when the flag does."""
     d = mock_experiment(lab, rates={"must-001": 1.0}, trials=1)
-    assert run_ix("run", "--lab", str(lab)).code == 0
+    assert ix_in_process("run", "--lab", str(lab)).code == 0
     assert _spec(d)["sources"]["runtime"] == "experiment.yaml"
     other = lab / "other"
     write(other / "experiment.yaml", "name: other\nskill: t\ntrials: 1\n")
     case(other, "must-001", "must_trigger")
     case(other, "not-001", "should_not_trigger")
     write(lab / "ix.yaml", "runtime: {kind: mock, default_rate: 0.5}\n")
-    assert run_ix("run", "--lab", str(lab), "other").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "other").code == 0
     assert _spec(other)["sources"]["runtime"] == str(lab / "ix.yaml")
     for run in (other / "results" / "runs").iterdir():
         import shutil
 
         shutil.rmtree(run)
-    assert run_ix("run", "--lab", str(lab), "other", "--runtime", "random").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "other", "--runtime", "random").code == 0
     assert _spec(other)["sources"]["runtime"] == "--runtime"
 
 
@@ -225,9 +227,10 @@ def test_dry_run_estimates_tokens_only_for_runtimes_that_spend_them(lab):
     r = run_ix("run", "--lab", str(lab), "--dry-run", env=COLS80)
     assert r.code == 0 and "6 trials on lexical" in r.stdout
     assert "token" not in r.stdout
-    j = json.loads(run_ix("run", "--lab", str(lab), "--dry-run", "--json").stdout)
+    j = json.loads(ix_in_process("run", "--lab", str(lab), "--dry-run", "--json").stdout)
     assert j[0]["subjects"][0]["estimated_input_tokens"] is None
-    r = run_ix("run", "--lab", str(lab), "--dry-run", "--runtime", "claude-code", env=COLS80)
+    r = ix_in_process("run", "--lab", str(lab), "--dry-run", "--runtime", "claude-code",
+                      env=COLS80)
     assert r.code == 0 and "input tokens" in r.stdout
 
 
@@ -240,14 +243,14 @@ def test_dry_run_shows_every_factor_of_its_total(lab):
     for i in range(1, 4):
         case(d, f"must-{i:03d}", "must_trigger", f"Make a spreadsheet of sales {i}")
         case(d, f"not-{i:03d}", "should_not_trigger", f"Write a poem about the sea {i}")
-    r = run_ix("run", "--lab", str(lab), "--dry-run", env=COLS80)
+    r = ix_in_process("run", "--lab", str(lab), "--dry-run", env=COLS80)
     assert r.code == 0, r.output
     assert r.stdout.splitlines()[0] == "exp: 6 cases × 4 subjects × 3 trials = 72 trials"
-    r = run_ix("run", "--lab", str(lab), "--dry-run", "--filter", "must-*", "--trials", "auto",
-               env=COLS80)
+    r = ix_in_process("run", "--lab", str(lab), "--dry-run", "--filter", "must-*", "--trials",
+                      "auto", env=COLS80)
     assert r.stdout.splitlines()[0] == ("exp: 3 cases × 4 subjects × up to 9 trials = up to "
                                         "108 trials"), r.stdout
     assert "filters must-*" in r.stdout
-    [plan] = json.loads(run_ix("run", "--lab", str(lab), "--dry-run", "--json").stdout)
+    [plan] = json.loads(ix_in_process("run", "--lab", str(lab), "--dry-run", "--json").stdout)
     assert (plan["cases"], len(plan["subjects"]), plan["trials_per_case"],
             plan["total_trials"]) == (6, 4, "3", 72)

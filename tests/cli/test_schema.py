@@ -1,9 +1,11 @@
-"""Stable JSON: real outputs of the real `ix` validate against the schemas `ix schema` prints.
+"""Stable JSON: real outputs of `ix` validate against the schemas `ix schema` prints.
 
 Every `--json` output, the trial line and the summary file are checked against the JSON
 Schemas generated from the pydantic models (`ix.api.schemas`), which forbid unknown keys: a
 field added, renamed or dropped on either side breaks a test here (docs/json.md says how to
-version such a change).
+version such a change). The outputs are asked in process (`ix_in_process`: the same `main`);
+a sample goes through the real command too, which prints the same (`REAL`), and `ix schema`'s
+own contract (output, exit 2 on an unknown name) is the real command's.
 """
 
 import json
@@ -26,7 +28,7 @@ def check(name: str, data: object) -> None:
 
 
 def ok_json(*args: str, cwd: Path | None = None) -> object:
-    r = run_ix(*args, cwd=cwd)
+    r = ix_in_process(*args, cwd=cwd)
     assert r.code == 0, r.output
     return json.loads(r.stdout)
 
@@ -60,7 +62,7 @@ def made(tmp_path_factory) -> dict:
     runs = [ok_json("run", "--lab", str(lab), "exp", "--json", "--seed", str(seed))
             for seed in (0, 1)]
     ids = [r["run_id"] for r in runs]  # type: ignore[index]
-    assert ix_in_process("tag", ids[0], "base", "--lab", str(lab)).code == 0  # set-up
+    assert ix_in_process("tag", ids[0], "base", "--lab", str(lab)).code == 0
     assert ix_in_process("annotate", ids[0], "must-001", "looked at it",
                          "--lab", str(lab)).code == 0
     return {"lab": lab, "exp": exp, "runs": runs, "ids": ids}
@@ -93,12 +95,12 @@ def test_validate_ls_and_dry_run(made):
     write(broken / "experiment.yaml", "name: broken\nruntime: mock\ntrials: 2\nbogus: 1\n")
     case(broken, "must-001", "must_trigger")
     try:
-        r = run_ix("validate", "--lab", str(lab), "--json")
+        r = ix_in_process("validate", "--lab", str(lab), "--json")
         assert r.code == 2, r.output
         reports = json.loads(r.stdout)
         check("validate", reports)
         assert {x["ok"] for x in reports} == {True, False}
-        strict = run_ix("validate", "--lab", str(lab), "exp", "--json", "--strict")
+        strict = ix_in_process("validate", "--lab", str(lab), "exp", "--json", "--strict")
         assert strict.code == 2
         check("validate", json.loads(strict.stdout))
         check("ls", ok_json("ls", "--lab", str(lab), "--json"))
@@ -179,8 +181,23 @@ def test_ix_schema_prints_and_lists_the_schemas():
     assert set(everything["schemas"]) == set(SCHEMAS)  # type: ignore[index]
     for schema in everything["schemas"].values():  # type: ignore[index]
         jsonschema.Draft202012Validator.check_schema(schema)
-    text = run_ix("schema", "--list")
+    text = ix_in_process("schema", "--list")
     assert text.code == 0 and "summary" in text.stdout
+
+
+#: The real command on a sample of the above: its stdout is the JSON `main` prints in process.
+REAL = {"ls": ["ls", "--lab", "{lab}", "--json"],
+        "report": ["report", "{b}", "--lab", "{lab}", "--format", "json", "--baseline", "base"],
+        "results": ["results", "--lab", "{lab}", "--json", "--stats"],
+        "schema": ["schema", "summary"], "schema --list": ["schema", "--list"]}
+
+
+@pytest.mark.parametrize("label", REAL)
+def test_the_real_command_prints_what_main_prints_in_process(made, label):
+    args = [a.format(lab=made["lab"], b=made["ids"][1]) for a in REAL[label]]
+    real = run_ix(*args)
+    assert real.code == 0 and real.stdout.strip(), real.output
+    assert ix_in_process(*args) == real
 
 
 def test_an_unknown_schema_is_one_line_exit_2():

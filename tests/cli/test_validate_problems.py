@@ -5,6 +5,9 @@ skills, values; a `.txt` case reported; which runtime each subject uses and whet
 credentials are set; `ix new --skill` refusing an unknown skill unless `--allow-missing`.
 Single-problem labs live in `tests/bad_inputs/` (skill-shorthand-typo, sensor-skill-typo,
 subject-skill-typo, case-txt-file, *-typo, unknown-key-did-you-mean).
+What is refused and said is asked in process (`ix_in_process`, the same `main`); the real `ix`
+keeps the contract: every problem on stderr, nothing on stdout, exit 2 (`validate`); one line
+and exit 2 (`run`, `new`).
 """
 
 import json
@@ -12,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO, case, run_ix, tree_digest, write
+from conftest import REPO, case, ix_in_process, run_ix, tree_digest, write
 
 NO_KEY = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "", "OPENAI_API_KEY": ""}
 
@@ -86,7 +89,7 @@ def test_validate_reports_every_problem_of_the_lab_at_once(lab):
     assert len(lines) == len(EXPECTED), r.stderr
     assert tree_digest(lab) == before
 
-    js = run_ix("validate", "--lab", str(lab), "--json")
+    js = ix_in_process("validate", "--lab", str(lab), "--json")
     assert js.code == 2
     reports = {r["experiment"]: r for r in json.loads(js.stdout)}
     assert not reports["one"]["ok"] and not reports["two"]["ok"]
@@ -112,12 +115,12 @@ def test_a_skill_typo_on_the_default_runtime_is_an_error_before_any_trial(lab):
     exp = lab / "exp"
     write(exp / "experiment.yaml", "name: exp\nskill: xslx\ntrials: 3\n")
     cases(exp)
-    v = run_ix("validate", "--lab", str(lab), env=NO_KEY)
+    v = ix_in_process("validate", "--lab", str(lab), env=NO_KEY)
     assert v.code == 2
     assert (f"ix: error: {exp / 'experiment.yaml'}: skill: skill 'xslx' not found"
             in v.stderr), v.stderr
     assert "did you mean 'xlsx'?" in v.stderr
-    r = run_ix("run", "--lab", str(lab), env=NO_KEY)
+    r = ix_in_process("run", "--lab", str(lab), env=NO_KEY)
     assert r.code == 2 and "did you mean 'xlsx'?" in r.stderr
     assert not (exp / "results").exists()
 
@@ -128,7 +131,7 @@ def test_a_skill_that_exists_but_is_not_given_to_a_mock_subject_is_only_a_label(
     write(exp / "experiment.yaml", "name: exp\nskill: anything\ntrials: 3\n"
                                    "runtime: {kind: mock, default_rate: 0.5}\n")
     cases(exp)
-    assert run_ix("validate", "--lab", str(lab)).code == 0
+    assert ix_in_process("validate", "--lab", str(lab)).code == 0
 
 
 def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set(lab):
@@ -147,7 +150,7 @@ def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set
             runtime: {kind: anthropic, model: claude-sonnet-4-5, api_key_env: IX_TEST_KEY_B}
         """)
     cases(exp, 5)
-    r = run_ix("validate", "--lab", str(lab), env={"COLUMNS": "80"})
+    r = ix_in_process("validate", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     assert "  offline: runtime lexical (ix.yaml), no credentials needed" in r.stdout
     flat = " ".join(r.stdout.split())  # wrapped at 80 columns, never inside a name
@@ -157,7 +160,7 @@ def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set
     assert len(warning) == 1 and warning[0].startswith("ix: warning: ")
     assert "runtime: lexical" in warning[0]  # what to do
 
-    r = run_ix("validate", "--lab", str(lab), "--json", env={"IX_TEST_KEY_B": "sk-x-123"})
+    r = ix_in_process("validate", "--lab", str(lab), "--json", env={"IX_TEST_KEY_B": "sk-x-123"})
     [report] = json.loads(r.stdout)
     api = report["subjects"][1]
     assert api["credentials_env"] == ["IX_TEST_KEY_B"] and api["credentials_present"]
@@ -166,7 +169,8 @@ def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set
     offline = report["subjects"][0]
     assert offline["credentials_env"] == [] and offline["runtime_source"] == "ix.yaml"
 
-    r = run_ix("validate", "--lab", str(lab), "--runtime", "claude-code", "--json", env=NO_KEY)
+    r = ix_in_process("validate", "--lab", str(lab), "--runtime", "claude-code", "--json",
+                      env=NO_KEY)
     # the claude CLI may be missing here: then that is the (one) problem
     if r.code == 0:
         [report] = json.loads(r.stdout)
@@ -185,14 +189,14 @@ def test_new_refuses_an_unknown_skill_unless_allow_missing(lab):
     assert "did you mean 'csv-summary'?" in line and "--allow-missing" in line
     assert tree_digest(lab) == before
 
-    r = run_ix("new", "exp", "--skill", "csv-sumary", "--runtime", "lexical", "--no-input",
-               "--allow-missing", "--lab", str(lab))
+    r = ix_in_process("new", "exp", "--skill", "csv-sumary", "--runtime", "lexical",
+                      "--no-input", "--allow-missing", "--lab", str(lab))
     assert r.code == 0, r.output
     assert (lab / "exp" / "experiment.yaml").is_file()
-    v = run_ix("validate", "--lab", str(lab), "exp")
+    v = ix_in_process("validate", "--lab", str(lab), "exp")
     assert v.code == 2 and "skill: skill 'csv-sumary' not found" in v.stderr
 
-    r = run_ix("new", "--help")
+    r = ix_in_process("new", "--help")
     assert "--allow-missing" in r.stdout
 
 
@@ -201,6 +205,6 @@ def test_the_bundled_examples_validate_cleanly(tmp_path):
         copy = tmp_path / name
         shutil.copytree(REPO / "examples" / name, copy,
                         ignore=shutil.ignore_patterns("results", "artifacts"))
-        r = run_ix("validate", "--lab", str(copy), env=NO_KEY)
+        r = ix_in_process("validate", "--lab", str(copy), env=NO_KEY)
         assert r.code == 0, r.output
         assert "ix: error" not in r.stderr

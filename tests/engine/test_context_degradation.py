@@ -1,6 +1,7 @@
-"""A context-degradation experiment through the real `ix`: every subject at every length,
-the summary's `context` block (schema-valid), the curve and the trend printed at 80
-columns by `ix run` and `ix report`, and a goal on two lengths."""
+"""A context-degradation experiment: every subject at every length, the summary's `context`
+block (schema-valid), the curve and the trend printed at 80 columns by `ix run` and `ix
+report`, and a goal on two lengths. The real `ix` prints the run at 80 columns, is killed
+midway, and drives the real claude-code CLI; the rest is asked in process (`ix_in_process`)."""
 
 import json
 import os
@@ -51,7 +52,7 @@ def lab_with_decay(lab):
 def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     exp = lab_with_decay(lab)
     env = {"COLUMNS": "80"}
-    v = run_ix("validate", "--lab", str(lab), env=env)
+    v = ix_in_process("validate", "--lab", str(lab), env=env)
     assert v.code == 0 and "runtime mock" in v.stdout and "sonnet[ctx=0]," in v.stdout, v.output
     r = run_ix("run", "--lab", str(lab), "--detail", env=env)
     assert r.code == 0, r.output
@@ -80,12 +81,13 @@ def test_a_context_run_prints_the_curve_and_the_trend_and_writes_the_block(lab):
     assert haiku["versus_shortest"][1]["p_lower"] > 0.99
     assert summary["goal"]["verdict"] == "supported"
 
-    md = run_ix("report", "--lab", str(lab), "--format", "md", cwd=exp, env=env)
+    md = ix_in_process("report", "--lab", str(lab), "--format", "md", cwd=exp, env=env)
     assert md.code == 0 and "## By context length" in md.stdout and "### haiku" in md.stdout
-    js = run_ix("report", "--lab", str(lab), "--json", cwd=exp, env=env)
+    js = ix_in_process("report", "--lab", str(lab), "--json", cwd=exp, env=env)
     assert json.loads(js.stdout)["context"] == context
     page = lab / "report.html"
-    html = run_ix("report", "--lab", str(lab), "--format", "html", "--out", str(page), cwd=exp)
+    html = ix_in_process("report", "--lab", str(lab), "--format", "html", "--out", str(page),
+                         cwd=exp)
     assert html.code == 0, html.output
     text = page.read_text()
     section = text[text.index('<section id="context">'):]
@@ -140,7 +142,7 @@ def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, t
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert 30 <= len(log.read_bytes().splitlines()) < 96
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 0, r.output
     lines = [json.loads(x) for x in log.read_text().splitlines() if x.endswith("}")]
     keys = [(x["subject"], x["probe_id"], x["trial"]) for x in lines]
@@ -193,15 +195,16 @@ def test_the_cache_the_index_and_the_results_work_on_the_expanded_subjects(lab):
     """Each length is its own stimulus for the cache (a replay hits at every length and
     gives the same answers), and `ix query`/`ix results` count the expanded subjects."""
     exp = lab_with_decay(lab)
-    first = run_ix("run", "--lab", str(lab), "--cache")
+    first = ix_in_process("run", "--lab", str(lab), "--cache")
     assert first.code == 0, first.output
     summary = json.loads((exp / "results" / "summary-latest.json").read_text())
-    replay = run_ix("run", "--lab", str(lab), "--cache", "--cache-mode", "replay", "--json")
+    replay = ix_in_process("run", "--lab", str(lab), "--cache", "--cache-mode", "replay",
+                           "--json")
     assert replay.code == 0, replay.output
     again = json.loads(replay.stdout)
     assert again["context"] == summary["context"]  # every length answered from the cache
-    q = run_ix("query", "--lab", str(lab), "--json",
-               "SELECT subject, count(*) AS n FROM trials GROUP BY subject ORDER BY subject")
+    q = ix_in_process("query", "--lab", str(lab), "--json",
+                      "SELECT subject, count(*) AS n FROM trials GROUP BY subject ORDER BY subject")
     assert q.code == 0, q.output
     rows = {r["subject"]: r["n"] for r in json.loads(q.stdout)}
     assert set(rows) == {f"{s}[ctx={n}]" for s in ("sonnet", "haiku") for n in (0, 8, 32)}

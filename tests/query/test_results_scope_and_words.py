@@ -1,10 +1,12 @@
 """`ix results` reads what a user means, and says it in the words of the glossary.
 
-Issue 16 §6, through the real `ix` command: by default the latest completed run of each
-experiment (not every run, import and experiment pooled), `--all-runs` to pool; intervals
-that treat a case's trials as a cluster; an imported copy of trials the lab holds counted
-once; "activation rate" and "correct rate" for two different things, and "pass rate" for
-neither. Every expected number is recomputed here from the raw trial lines.
+Issue 16 §6: by default the latest completed run of each experiment (not every run, import
+and experiment pooled), `--all-runs` to pool; intervals that treat a case's trials as a
+cluster; an imported copy of trials the lab holds counted once; "activation rate" and "correct
+rate" for two different things, and "pass rate" for neither. Every expected number is
+recomputed here from the raw trial lines. What the commands read and say is asked in process
+(`ix_in_process`, the same `main`); the real `ix` keeps the command line's part: the table on
+stdout with what it read said on stderr, and a wrong metric refused with exit 2.
 """
 
 import json
@@ -24,7 +26,7 @@ RATES = {"must-001": 1.0, "must-002": 0.0, "must-003": 0.9, "not-001": 0.1, "not
 
 
 def ok(*args: str, columns: int = 200) -> str:
-    r = run_ix(*args, env={"COLUMNS": str(columns)})
+    r = ix_in_process(*args, env={"COLUMNS": str(columns)})
     assert r.code == 0, r.output
     assert "Traceback" not in r.output
     return r.stdout
@@ -93,7 +95,8 @@ def test_default_scope_is_the_latest_completed_run_of_each_experiment(two_experi
     spec_file.write_text(yaml.safe_dump(spec))
     got = ok_json("results", "--lab", str(lab), "--stats")
     assert got[0]["n"] == 5 * 9 + 2 * 3
-    listing = run_ix("results", "--lab", str(lab), "--experiment", "exp")
+    listing = run_ix("results", "--lab", str(lab), "--experiment", "exp")  # the contract
+    assert listing == ix_in_process("results", "--lab", str(lab), "--experiment", "exp")
     assert listing.code == 0 and {runs["exp-1"]} == {
         r["run_id"] for r in ok_json("results", "--lab", str(lab), "--experiment", "exp")}
     # the table says what it read, and how to read more (stderr: stdout stays the table)
@@ -122,7 +125,7 @@ def test_an_imported_copy_of_a_run_is_counted_once(two_experiments, tmp_path):
         expected = before if args else ok_json("results", "--lab", str(lab), "--stats",
                                                "--experiment", "exp", "--experiment", "other")[0]
         assert (after["n"], after["passed"]) == (expected["n"], expected["passed"])
-    listing = run_ix("results", "--lab", str(lab), "--all-runs")
+    listing = ix_in_process("results", "--lab", str(lab), "--all-runs")
     assert copy_id in " ".join(listing.stderr.split())  # said to be left out
     # named, the copy is read: nothing is hidden from a user who asks for it
     assert len(ok_json("results", "--lab", str(lab), "--run", copy_id)) == 5 * 9
@@ -216,7 +219,7 @@ def test_mcp_query_results_has_the_same_scope_and_words(two_experiments):
 
 def test_correct_rate_is_accepted_where_pass_rate_is(two_experiments):
     lab, _ = two_experiments
-    board = run_ix("leaderboard", "--lab", str(lab), "--metric", "correct_rate")
+    board = ix_in_process("leaderboard", "--lab", str(lab), "--metric", "correct_rate")
     assert board.code == 0 and "Traceback" not in board.output, board.output
     wrong = run_ix("leaderboard", "--lab", str(lab), "--metric", "correct_rat")
     assert wrong.code == 2 and "ix: error:" in wrong.stderr
@@ -243,8 +246,8 @@ def test_every_activation_rate_says_its_scope_must_or_not(two_experiments):
         lo, hi = hierarchical_interval(k, n, estimate=rate)
         assert (row[f"activation_rate_{scope}_lo"], row[f"activation_rate_{scope}_hi"]) == \
             pytest.approx((lo, hi))
-    r = run_ix("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats",
-               env={"COLUMNS": "80"})
+    r = ix_in_process("results", "--lab", str(lab), "--run", runs["exp-2"], "--stats",
+                      env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     table = " ".join(r.stdout.split())
     assert "activation rate (must)" in table and "activation rate (not)" in table
@@ -261,7 +264,8 @@ def test_results_lead_with_the_goals_metric_and_say_so(tmp_path: Path):
                           variants={"variant": 0.5}, name="exp",
                           goal="goal: {hypothesis: h, metric: correct_rate}\n")
     run_in_process(lab, "exp")
-    r = run_ix("results", "--lab", str(lab), "--group-by", "subject", env={"COLUMNS": "400"})
+    r = ix_in_process("results", "--lab", str(lab), "--group-by", "subject",
+                      env={"COLUMNS": "400"})
     assert r.code == 0, r.output
     header = " ".join(r.stdout.splitlines()[0].split())
     assert header.index("correct rate") < header.index("activation rate (must)")

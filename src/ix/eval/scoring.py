@@ -180,6 +180,13 @@ class Tally:
     def __post_init__(self) -> None:
         self.counts = {c.id: _Counts() for c in self.cases}
 
+    def include(self, case: EvalCase) -> None:
+        """Count `case` too, after the others: a case first met while counting (verdicts
+        from outside ix, `ix.store.lab_storage`). A case already counted is left as it is."""
+        if case.id not in self.counts:
+            self.cases = [*self.cases, case]
+            self.counts[case.id] = _Counts()
+
     def add(self, probe_id: str, passed: bool | None, trial: int | None = None) -> None:
         """Count one trial: `passed` from its primary reading, `None` when it errored."""
         c = self.counts[probe_id]

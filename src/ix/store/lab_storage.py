@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.domain.verdicts import ProbeResult, Verdict, majority
+from ix.domain.verdicts import ProbeResult, Verdict
 from ix.eval.models import EvalCase, Experiment, ExperimentResults
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import SummaryRun
@@ -43,18 +43,24 @@ RUNTIME = "storage"
 
 @dataclass
 class _Run:
-    """One experiment's run being written: its recorder and the verdicts counted so far."""
+    """One experiment's run being written: its recorder, and its verdicts counted as they
+    come (one subject's `Tally`, each case included at its first verdict)."""
 
     folder: Path
     experiment: Experiment
     recorder: RunRecorder
     started: datetime
-    #: case id -> [expectation, passed, valid, errored]; the order cases first came
-    cases: dict[str, list[Any]] = field(default_factory=dict)
-    trials: int = 0
+    tally: Tally
+    #: the experiment's prompts, by case id (a case it does not have: "-")
+    prompts: dict[str, str]
+    #: the cases counted, by id (the tally's, for their expectation)
+    cases: dict[str, EvalCase] = field(default_factory=dict)
     #: the first reading's sensor, the summary's `sensor`
     sensor: str | None = None
-    tokens: list[float] = field(default_factory=lambda: [0, 0, 0.0])
+
+    def per_case(self) -> int:
+        """The most trials a case has."""
+        return max((c.valid + c.errors for c in self.tally.counts.values()), default=0)
 
 
 class LabStorage:
@@ -86,18 +92,23 @@ class LabStorage:
                               f"{result.expectation!r} is neither must_trigger nor "
                               "should_not_trigger", field="expectation")
         run = self._runs.get(experiment_name) or self._start(experiment_name)
-        counted = run.cases.setdefault(result.probe_id, [result.expectation, 0, 0, 0])
-        if counted[0] != result.expectation:
+        case = run.cases.get(result.probe_id)
+        if case is None:
+            case = run.cases[result.probe_id] = EvalCase(
+                id=result.probe_id, expectation=result.expectation,  # type: ignore[arg-type]
+                prompt=run.prompts.get(result.probe_id, "-"))
+            run.tally.include(case)
+        elif case.expectation != result.expectation:
             raise ConfigError(f"verdict of case {result.probe_id!r}: expectation "
-                              f"{result.expectation!r}, but earlier ones said {counted[0]!r}",
-                              field="expectation")
+                              f"{result.expectation!r}, but earlier ones said "
+                              f"{case.expectation!r}", field="expectation")
         observation = _dump(result.observation)
         line = {
             "run_id": run.recorder.run_id, "experiment": run.experiment.name,
             "subject": self.subject, "probe_id": result.probe_id, "trial": result.trial,
             "seed": None, "attempt": 0, "expectation": result.expectation,
             "started_at": iso(datetime.now(UTC)),
-            "duration_ms": float(_number(observation, "duration_ms")),
+            "duration_ms": _number(observation, "duration_ms"),
             "observation": observation,
             "reading": None if result.reading is None
             else result.reading.model_dump(mode="json"),
@@ -106,16 +117,13 @@ class LabStorage:
                                                  "or failed"},
         }
         run.recorder.record(line)
-        run.trials += 1
-        run.tokens[0] += int(_number(observation, "tokens_input"))
-        run.tokens[1] += int(_number(observation, "tokens_output"))
-        run.tokens[2] += float(_number(observation, "cost_usd"))
-        if result.passed is None:
-            counted[3] += 1
-        else:
-            counted[1] += result.passed
-            counted[2] += 1
-            run.sensor = run.sensor or result.reading.sensor_name  # type: ignore[union-attr]
+        run.tally.spend(int(_number(observation, "tokens_input")),
+                        int(_number(observation, "tokens_output")),
+                        _number(observation, "cost_usd"))
+        run.tally.add(result.probe_id, result.passed)
+        if result.reading is not None and result.passed is not None:
+            run.sensor = run.sensor or result.reading.sensor_name
+            run.tally.sense(result.probe_id, [(run.sensor, result.passed)])
 
     def save_summary(self, experiment_name: str, results: ExperimentResults) -> Path:
         """Complete the experiment's run: its summary (of the verdicts appended, which
@@ -124,8 +132,7 @@ class LabStorage:
         if run is None:
             raise ConfigError(f"no verdict of experiment {experiment_name!r} was appended: "
                               "there is no run to summarise", field="experiment_name")
-        ours = {pid: majority(pid, e, passed, valid) for pid, (e, passed, valid, _)
-                in run.cases.items()}
+        ours = {p.probe_id: p for p in run.tally.probe_results()}
         for given in results.probe_results:
             if _disagrees(given, ours.get(given.probe_id)):
                 raise ConfigError(
@@ -182,40 +189,27 @@ class LabStorage:
 
         recorder = RunRecorder.start(results, started, spec_for)
         recorder.open_log()
-        run = _Run(folder, experiment, recorder, started)
+        run = _Run(folder, experiment, recorder, started, Tally([]),
+                   {c.id: c.prompt for c in experiment.cases})
         self._runs[name] = run
         return run
 
     def _summary(self, run: _Run, now: datetime) -> Any:
-        known = {c.id: c for c in run.experiment.cases}
-        cases = [EvalCase(id=pid, expectation=e,  # type: ignore[arg-type]
-                          prompt=known[pid].prompt if pid in known else "-")
-                 for pid, (e, *_) in run.cases.items()]
-        tally = Tally(cases)
-        sensor = run.sensor or "verdicts"
-        for pid, (_, passed, valid, errored) in run.cases.items():
-            for i in range(valid):
-                tally.add(pid, i < passed)
-                tally.sense(pid, [(sensor, i < passed)])
-            for _ in range(errored):
-                tally.add(pid, None)
-        tally.spend(int(run.tokens[0]), int(run.tokens[1]), float(run.tokens[2]))
-        per_case = max((valid + errored for _, _, valid, errored in run.cases.values()),
-                       default=0)
-        info: SummaryRun = {"sensor": sensor, "seed": None, "trials_per_case": per_case,
-                            "trials_mode": {"mode": "fixed"}, "started_at": iso(run.started),
-                            "finished_at": iso(now), "skipped_cases": []}
+        per_case = run.per_case()
+        info: SummaryRun = {"sensor": run.sensor or "verdicts", "seed": None,
+                            "trials_per_case": per_case, "trials_mode": {"mode": "fixed"},
+                            "started_at": iso(run.started), "finished_at": iso(now),
+                            "skipped_cases": []}
         return summarise_tallies(
             experiment_name=run.experiment.name, run_id=run.recorder.run_id,
             run_status="completed", subjects=[(self.subject, "")],
-            tallies={self.subject: tally}, cases=cases,
-            trials_per_case=per_case, info=info, goal=None,
-            prior=run.experiment.prior)
+            tallies={self.subject: run.tally}, cases=run.tally.cases,
+            trials_per_case=per_case, info=info, goal=None, prior=run.experiment.prior)
 
     def _spec(self, run: _Run, status: SpecStatus, now: datetime) -> RunSpec:
-        per_case = max((sum(counted[2:]) for counted in run.cases.values()), default=0)
         return self._spec_of(run.recorder.run_id, run.folder, run.experiment, status,
-                             run.started, now, run.trials, len(run.cases), per_case)
+                             run.started, now, run.tally.trials, len(run.cases),
+                             run.per_case())
 
     def _spec_of(self, run_id: str, folder: Path, experiment: Experiment, status: SpecStatus,
                  started: datetime, finished: datetime | None, written: int,

@@ -90,7 +90,10 @@ def test_percentiles_under_load_match_the_service_times_the_server_recorded(lab)
     slow = Service("--median-ms", "400", "--sigma", "0.3", "--seed", "7")
     try:
         exp = http_experiment(lab, slow.url, "{rps: 100, duration_s: 4, warmup_s: 0.5}",
-                              sensors="- {kind: latency, max_ms: 2000, percentile: 99}")
+                              # an objective far above the ~800 ms p99 of the service: on a CI
+                              # box shared by four workers the client's own share has reached
+                              # 3 s, and this test checks the figures, not the machine
+                              sensors="- {kind: latency, max_ms: 20000, percentile: 99}")
         r = run_ix("run", "--lab", str(lab), "--json")
     finally:
         slow.close()
@@ -138,7 +141,7 @@ def test_percentiles_under_load_match_the_service_times_the_server_recorded(lab)
     # the warm-up is left out of the run's tallies too
     assert summary["subjects"][0]["trials"] == 400
     (sla,) = s["sla"]
-    assert sla["objective"] == "p99 ≤ 2000 ms" and sla["verdict"] == "met"
+    assert sla["objective"] == "p99 ≤ 20000 ms" and sla["verdict"] == "met"
     assert s["verdict"] == "met"
     spec = yaml.safe_load((exp / "results" / "runs" / summary["run_id"] / "spec.yaml")
                           .read_text())

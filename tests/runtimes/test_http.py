@@ -89,6 +89,14 @@ class Server:
     def hits(self, path: str) -> int:
         return sum(1 for s in self.seen if s.path.split("?")[0] == path)
 
+    def wait_hits(self, path: str, n: int, timeout_s: float = 10.0) -> int:
+        """The hits on `path` once there are `n` (or the deadline passed): a client that gave
+        up may return before the server's thread has read its request."""
+        deadline = time.monotonic() + timeout_s
+        while self.hits(path) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.hits(path)
+
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -213,7 +221,7 @@ def test_a_request_timeout_is_transient(server):
     with pytest.raises(TrialError) as info:
         invoke(runtime(url=url, timeout_s=0.2, retries=1, **FAST))
     assert info.value.kind == "http_timeout"
-    assert server.hits("/slow") == 2
+    assert server.wait_hits("/slow", 2) == 2
 
 
 def test_a_long_body_is_truncated(server):

@@ -28,6 +28,7 @@ EXAMPLES = 3
 MESSAGE_CHARS = 300
 
 Key = tuple[str, str, int]  # subject, probe_id, trial
+STATUS_CODE = {status: code for code, status in enumerate(figures.STATUSES)}
 
 
 def wrong(expectation: str, passed: bool) -> bool:
@@ -50,10 +51,9 @@ class TrialDigest:
         #: keeps no record of those): the digest is then not the report's, and not kept
         self.exact = True
         self.superseded: dict[str, int] = {}
-        # [attempts, tokens_input, tokens_output, cost_usd]: the total, by subject, by case
-        self._total = [0, 0, 0, 0.0]
-        self._by_subject: dict[str, list[Any]] = {}
-        self._by_case: dict[str, list[Any]] = {}
+        # [attempts, tokens_input, tokens_output, cost_usd] by (subject, case): one bucket a
+        # line, summed by subject, by case and in total when the cost is asked for
+        self._usage: dict[tuple[str, str], list[Any]] = {}
         self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
         self._expectations: dict[str, str] = {}
         self._scores: dict[str, dict[str, array[float]]] = {}
@@ -97,31 +97,35 @@ class TrialDigest:
     def attempt(self, t: Mapping[str, Any]) -> None:
         """Every attempt: its cost, and its point on the timeline."""
         obs = t.get("observation") or {}
-        tokens_in = int(obs.get("tokens_input") or 0)
-        tokens_out = int(obs.get("tokens_output") or 0)
-        usd = float(obs.get("cost_usd") or 0.0)
         subject, case = str(t.get("subject")), str(t.get("probe_id"))
-        by_subject, by_case = self._by_subject.get(subject), self._by_case.get(case)
-        if by_subject is None:
-            by_subject = self._by_subject[subject] = [0, 0, 0, 0.0]
-        if by_case is None:
-            by_case = self._by_case[case] = [0, 0, 0, 0.0]
-        for bucket in (self._total, by_subject, by_case):
-            bucket[0] += 1
-            bucket[1] += tokens_in
-            bucket[2] += tokens_out
-            bucket[3] += usd
-        p = figures.point(t)
-        if p is None:
-            return
+        bucket = self._usage.get((subject, case))
+        if bucket is None:
+            bucket = self._usage[subject, case] = [0, 0, 0, 0.0]
+        bucket[0] += 1
+        bucket[1] += int(obs.get("tokens_input") or 0)
+        bucket[2] += int(obs.get("tokens_output") or 0)
+        bucket[3] += float(obs.get("cost_usd") or 0.0)
         if self._points is not None:
+            p = figures.point(t)
+            if p is None:
+                return
             self._points.append(p)
             if len(self._points) > figures.TIMELINE_TRIALS:
                 self._points = None
-        self._starts.append(p.start_ms)
-        self._status.append(figures.STATUSES.index(p.status))
-        self._lane.append(self._lanes.setdefault(p.subject, len(self._lanes)))
-        self._end = max(self._end, p.start_ms + p.duration_ms)
+            start, duration, status = p.start_ms, p.duration_ms, STATUS_CODE[p.status]
+        else:  # past the trials the timeline marks one by one: no point made
+            start = figures.start_ms(t)
+            if start is None:
+                return
+            duration, status = figures.duration_ms(t), STATUS_CODE[figures.outcome(t)]
+        self._starts.append(start)
+        self._status.append(status)
+        lane = self._lanes.get(subject)
+        if lane is None:
+            lane = self._lanes[subject] = len(self._lanes)
+        self._lane.append(lane)
+        if start + duration > self._end:
+            self._end = start + duration
 
     def supersede(self, line: Mapping[str, Any]) -> None:
         """An attempt a later one of its trial put out of standing."""
@@ -135,12 +139,16 @@ class TrialDigest:
         subject, case = str(line.get("subject")), str(line.get("probe_id"))
         trial = int(line.get("trial") or 0)
         expectation = str(line.get("expectation"))
-        self._expectations.setdefault(case, expectation)
-        scores = self._scores.setdefault(case, {})
-        row = self._rows.setdefault(case, {"probe_id": case, "expectation": expectation,
-                                           "trials": 0, "errored": 0, "wrong": 0,
-                                           "by_subject": {}, "examples": {}})
-        mine = row["by_subject"].setdefault(subject, {"trials": 0, "failed": 0})
+        row = self._rows.get(case)
+        if row is None:  # (made here, not as setdefault's default: this runs once a trial)
+            self._expectations[case] = expectation
+            self._scores[case] = {}
+            row = self._rows[case] = {"probe_id": case, "expectation": expectation,
+                                      "trials": 0, "errored": 0, "wrong": 0,
+                                      "by_subject": {}, "examples": {}}
+        mine = row["by_subject"].get(subject)
+        if mine is None:
+            mine = row["by_subject"][subject] = {"trials": 0, "failed": 0}
         row["trials"] += 1
         mine["trials"] += 1
         error = line.get("error")
@@ -164,24 +172,35 @@ class TrialDigest:
             return
         score = reading.get("score")
         if _number(score):
-            scores.setdefault(subject, array("d")).append(float(score))
-        for k, v in (reading.get("metrics") or {}).items():
-            if _number(v):
-                self._extra.setdefault((case, subject), {}).setdefault(k, []).append(float(v))
+            scores = self._scores[case].get(subject)
+            if scores is None:
+                scores = self._scores[case][subject] = array("d")
+            scores.append(float(score))
+        metrics = reading.get("metrics")
+        if metrics:
+            for k, v in metrics.items():
+                if _number(v):
+                    self._extra.setdefault((case, subject), {}).setdefault(k, []).append(
+                        float(v))
         if wrong(expectation, bool(reading.get("passed"))):
             row["wrong"] += 1
             mine["failed"] += 1
-            if "observation" in line:  # a whole line, not `kept` of it
-                line = kept(line)
-            example = {"subject": subject, "trial": trial, "answer": line.get("answer", ""),
-                       "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
-                       "invoked": line.get("invoked") or []}
-            # its first wrong trial that invoked a skill (a wrong route says more than
-            # silence), else its first
-            rank = (not example["invoked"], trial)
             shown = row["examples"].get(subject)
+            # its first wrong trial that invoked a skill (a wrong route says more than
+            # silence), else its first: a later trial can only win by invoking where the
+            # shown one did not
+            if shown is not None and trial > shown[0][1] and not shown[0][0]:
+                return
+            invoked = line["invoked"] if "invoked" in line else \
+                invoked_skills(line.get("observation") or {})
+            rank = (not invoked, trial)
             if shown is None or rank < shown[0]:
-                row["examples"][subject] = (rank, example)
+                answer = line.get("answer", "") if "observation" not in line else \
+                    str((line.get("observation") or {}).get("content") or "")[:MESSAGE_CHARS]
+                row["examples"][subject] = (rank, {
+                    "subject": subject, "trial": trial, "answer": answer,
+                    "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
+                    "invoked": invoked or []})
 
     # ------------------------------------------------------------------------- sections
 
@@ -190,9 +209,17 @@ class TrialDigest:
             return {"attempts": b[0], "tokens_input": b[1], "tokens_output": b[2],
                     "cost_usd": num(b[3])}
 
-        return cast("Cost", {"by_subject": {k: usage(v) for k, v in self._by_subject.items()},
-                             "by_case": {k: usage(v) for k, v in self._by_case.items()},
-                             "total": usage(self._total),
+        total: list[Any] = [0, 0, 0, 0.0]
+        by_subject: dict[str, list[Any]] = {}
+        by_case: dict[str, list[Any]] = {}
+        for (subject, case), bucket in self._usage.items():
+            for sums in (total, by_subject.setdefault(subject, [0, 0, 0, 0.0]),
+                         by_case.setdefault(case, [0, 0, 0, 0.0])):
+                for i, x in enumerate(bucket):
+                    sums[i] += x
+        return cast("Cost", {"by_subject": {k: usage(v) for k, v in by_subject.items()},
+                             "by_case": {k: usage(v) for k, v in by_case.items()},
+                             "total": usage(total),
                              "note": "every attempt counts, retried ones included"})
 
     def breakdown(self, order: list[str]) -> "list[BreakdownRow]":

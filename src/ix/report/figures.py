@@ -58,21 +58,33 @@ def outcome(trial: Mapping[str, Any]) -> str:
 
 def point(t: Mapping[str, Any]) -> TrialPoint | None:
     """The attempt's point on the timeline (None without a readable `started_at`)."""
+    at = start_ms(t)
+    if at is None:
+        return None
+    error = t.get("error")
+    return TrialPoint(
+        str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
+        int(t.get("attempt") or 0), at, duration_ms(t), outcome(t),
+        str(error.get("kind")) if isinstance(error, dict) else None)
+
+
+def start_ms(t: Mapping[str, Any]) -> float | None:
+    """The attempt's `started_at` in ms since the epoch (None if missing or unreadable)."""
     started = t.get("started_at")
     if not isinstance(started, str):
         return None
     try:
-        at = datetime.fromisoformat(started).timestamp() * 1000.0
+        return datetime.fromisoformat(started).timestamp() * 1000.0
     except ValueError:
         return None
+
+
+def duration_ms(t: Mapping[str, Any]) -> float:
+    """The attempt's `duration_ms`, 0 when it is not a finite number (NaN, 1e400 in an
+    edited line)."""
     duration = t.get("duration_ms")
-    error = t.get("error")
-    return TrialPoint(
-        str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0),
-        int(t.get("attempt") or 0), at,
-        float(duration) if isinstance(duration, int | float)
-        and math.isfinite(duration) else 0.0,  # (NaN, 1e400 in an edited line)
-        outcome(t), str(error.get("kind")) if isinstance(error, dict) else None)
+    return float(duration) if isinstance(duration, int | float) \
+        and math.isfinite(duration) else 0.0
 
 
 def timeline(points: Sequence[TrialPoint], subjects: Sequence[str], *,

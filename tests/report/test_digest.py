@@ -1,0 +1,68 @@
+"""`TrialDigest`, the report's trial sections gathered line by line as `ix run` records them:
+the same sections as made from the whole list of lines at once."""
+
+import random
+
+from ix.report import figures
+from ix.report.digest import TrialDigest
+
+
+def line(subject: str, case: str, trial: int, *, passed: bool, skill: str | None = None,
+         at_ms: int = 0, tokens: int = 0, usd: float = 0.0, error: str | None = None,
+         attempt: int = 0) -> dict:
+    calls = [{"name": "Skill", "input": {"skill": skill}}] if skill else []
+    return {"subject": subject, "probe_id": case, "trial": trial, "attempt": attempt,
+            "expectation": "must_trigger",
+            "started_at": f"2026-11-29T21:12:{at_ms // 1000:02d}.{at_ms % 1000:03d}Z",
+            "duration_ms": 5.0,
+            "observation": {"content": f"answer {trial}", "tool_calls": calls,
+                            "tokens_input": tokens, "tokens_output": 2 * tokens,
+                            "cost_usd": usd},
+            "reading": None if error else {"passed": passed, "score": float(passed),
+                                           "metrics": {"x": trial}, "details": "d"},
+            "error": {"kind": error, "message": "boom"} if error else None}
+
+
+def test_a_case_shows_its_first_wrong_trial_that_invoked_a_skill_else_its_first():
+    d = TrialDigest()
+    for t in (line("a", "c", 0, passed=False), line("a", "c", 1, passed=True, skill="t"),
+              line("a", "c", 2, passed=False, skill="other"),
+              line("a", "c", 3, passed=False, skill="third"),
+              line("b", "c", 0, passed=False), line("b", "c", 1, passed=False)):
+        d.add(t)
+    d.close()
+    (row,) = d.failures()["cases"]
+    assert (row["trials"], row["wrong"], row["failed"]) == (6, 5, 5)
+    shown = {e["subject"]: (e["trial"], e["invoked"], e["answer"]) for e in row["examples"]}
+    assert shown == {"a": (2, ["other"], "answer 2"), "b": (0, [], "answer 0")}
+
+
+def test_costs_add_up_by_subject_case_and_in_total_retried_attempts_included():
+    d = TrialDigest()
+    d.add(line("a", "c1", 0, passed=True, tokens=10, usd=0.5, error="timeout"))
+    d.add(line("a", "c1", 0, passed=True, tokens=1, usd=0.25, attempt=1))
+    d.add(line("b", "c2", 0, passed=True, tokens=100, usd=1.0))
+    d.add(line("a", "c2", 0, passed=True, tokens=1000, usd=2.0))
+    d.close()
+    cost = d.cost()
+    assert list(cost["by_subject"]) == ["a", "b"] and list(cost["by_case"]) == ["c1", "c2"]
+    assert cost["by_subject"]["a"] == {"attempts": 3, "tokens_input": 1011,
+                                       "tokens_output": 2022, "cost_usd": 2.75}
+    assert cost["by_case"]["c2"]["attempts"] == 2 and cost["by_case"]["c2"]["cost_usd"] == 3.0
+    assert cost["total"] == {"attempts": 4, "tokens_input": 1111, "tokens_output": 2222,
+                             "cost_usd": 3.75}
+    assert d.failures()["errors"][0]["superseded"] == 1
+
+
+def test_the_timeline_of_a_big_run_bins_the_same_points_as_the_whole_list():
+    rng = random.Random(7)
+    lines = [line(rng.choice("ab"), f"c{i % 9}", i, passed=rng.random() < 0.5,
+                  at_ms=rng.randrange(50_000), error="e" if rng.random() < 0.05 else None)
+             for i in range(figures.TIMELINE_TRIALS * 2)]
+    lines.append({**line("a", "c0", 10**6, passed=True), "started_at": "not a time"})
+    for n in (figures.TIMELINE_TRIALS // 2, len(lines)):  # marked one by one, then binned
+        d = TrialDigest()
+        for t in lines[:n]:
+            d.add(t)
+        points = [p for p in map(figures.point, lines[:n]) if p is not None]
+        assert d.timeline(["b", "a"]) == figures.timeline(points, ["b", "a"])

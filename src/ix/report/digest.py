@@ -114,9 +114,10 @@ class TrialDigest:
                 self._points = None
             start, duration, status = p.start_ms, p.duration_ms, STATUS_CODE[p.status]
         else:  # past the trials the timeline marks one by one: no point made
-            start = figures.start_ms(t)
-            if start is None:
+            at = figures.start_ms(t)
+            if at is None:
                 return
+            start = at
             duration, status = figures.duration_ms(t), STATUS_CODE[figures.outcome(t)]
         self._starts.append(start)
         self._status.append(status)

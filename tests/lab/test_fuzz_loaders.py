@@ -148,31 +148,38 @@ names = st.one_of(st.sampled_from(["a", "plain", "ünïcode", 'q"uote', "back\\s
                   st.text(max_size=12))
 
 
+# Each strategy is built once: hypothesis validates a strategy on its first draw, and one
+# built anew inside every composite draw cost the test half its time.
+OBSERVATIONS = st.one_of(st.none(), st.builds(
+    EvalObservation,
+    content=st.text(max_size=40) | st.just("c" * 2500),
+    duration_ms=st.integers(0, 10**6), tokens_input=st.integers(0, 10**6),
+    tokens_output=st.integers(0, 10**6),
+    cost_usd=st.floats(0, 10, allow_nan=False) | st.just(0.0)))
+READINGS = st.one_of(st.none(), st.builds(
+    Reading, sensor_name=st.sampled_from(["activation", "matcher", 'we"ird']),
+    passed=st.booleans(), score=st.none() | st.floats(0, 1), details=st.text(max_size=20)))
+ERRORS = st.one_of(st.none(), st.fixed_dictionaries(
+    {"kind": st.sampled_from(["timeout", "runtime_error"]), "message": st.text(max_size=30)}))
+
+
 @st.composite
 def records(draw) -> dict:
     """A trial record shaped as ix writes it (engine/pipeline.py, key for key)."""
-    observation = draw(st.one_of(st.none(), st.builds(
-        EvalObservation,
-        content=st.text(max_size=40) | st.just("c" * 2500),
-        duration_ms=st.integers(0, 10**6), tokens_input=st.integers(0, 10**6),
-        tokens_output=st.integers(0, 10**6),
-        cost_usd=st.floats(0, 10, allow_nan=False) | st.just(0.0))))
-    reading = draw(st.one_of(st.none(), st.builds(
-        Reading, sensor_name=st.sampled_from(["activation", "matcher", 'we"ird']),
-        passed=st.booleans(), score=st.none() | st.floats(0, 1), details=st.text(max_size=20))))
-    error = draw(st.one_of(st.none(), st.fixed_dictionaries(
-        {"kind": st.sampled_from(["timeout", "runtime_error"]), "message": st.text(max_size=30)})))
+    observation = draw(OBSERVATIONS)
+    reading = draw(READINGS)
+    error = draw(ERRORS)
     record = {
-        "run_id": draw(st.sampled_from(RUNS)),
-        "experiment": draw(st.sampled_from(["exp", 'ex"p'])),
+        "run_id": draw(RUN_IDS),
+        "experiment": draw(EXPERIMENTS),
         "subject": draw(names),
         "probe_id": draw(names),
-        "trial": draw(st.integers(0, 6)),
-        "seed": draw(st.integers(0, 2**63 - 1)),
-        "attempt": draw(st.integers(0, 4)),
+        "trial": draw(TRIALS),
+        "seed": draw(SEEDS),
+        "attempt": draw(ATTEMPTS),
         "expectation": "must_trigger",
         "started_at": "2026-01-01T00:00:00.000Z",
-        "duration_ms": draw(st.floats(0, 1e6, allow_nan=False)),
+        "duration_ms": draw(DURATIONS),
         "observation": (observation.model_dump(mode="json", exclude_none=True)
                         if observation is not None else None),
         "reading": reading.model_dump(mode="json") if reading is not None else None,
@@ -185,6 +192,12 @@ def records(draw) -> dict:
     return record
 
 
+RUN_IDS, EXPERIMENTS = st.sampled_from(RUNS), st.sampled_from(["exp", 'ex"p'])
+TRIALS, SEEDS, ATTEMPTS = st.integers(0, 6), st.integers(0, 2**63 - 1), st.integers(0, 4)
+DURATIONS = st.floats(0, 1e6, allow_nan=False)
+RECORDS = records()
+
+
 _LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # as TrialWriter writes
 
 
@@ -192,28 +205,35 @@ def line_of(record: dict) -> bytes:
     return (_LINE.encode(record) + "\n").encode("utf-8")
 
 
-@st.composite
 def garbage(draw, record_line: bytes) -> bytes:
     """A line that is not a JSON object: cut short, random bytes, or another JSON value; or a
     record no reader can decode: a number of more than 4,300 digits (Python will not convert
     it) or a value nested deeper than the decoder goes, each where the resume reader's fast
     paths do not look (issue 14, item 7)."""
-    kind = draw(st.sampled_from(["torn", "bytes", "value", "marker", "huge", "deep"]))
+    kind = draw(GARBAGE_KINDS)
     if kind == "huge":
-        digits = b"9" * draw(st.sampled_from([4301, 5000, 20_000]))
+        digits = b"9" * draw(HUGE_DIGITS)
         return record_line.replace(b'"seed": ', b'"seed": ' + digits, 1)
     if kind == "deep":
-        depth = draw(st.sampled_from([20_000, 50_000]))  # past any recursion limit
+        depth = draw(DEEP)  # past any recursion limit
         return record_line.replace(b'"expectation": "must_trigger"', b'"expectation": '
                                    b'"must_trigger", "x": ' + b"[" * depth + b"]" * depth, 1)
     if kind == "torn":
         return record_line[:draw(st.integers(1, len(record_line) - 2))] + b"\n"
     if kind == "bytes":  # '#' first: never JSON, whatever encoding json.loads detects
-        return b"#" + draw(st.binary(max_size=80)).replace(b"\n", b"") + b"\n"
+        return b"#" + draw(BYTES_80).replace(b"\n", b"") + b"\n"
     if kind == "value":
-        return draw(st.sampled_from([b"[1, 2]", b'"text"', b"42", b"null", b"{"])) + b"\n"
-    return b'{"run_id": "' + RUN.encode() + b'", ' + draw(st.binary(max_size=40)).replace(
+        return draw(VALUES) + b"\n"
+    return b'{"run_id": "' + RUN.encode() + b'", ' + draw(BYTES_40).replace(
         b"\n", b"") + b"\n"
+
+
+GARBAGE_KINDS = st.sampled_from(["torn", "bytes", "value", "marker", "huge", "deep"])
+HUGE_DIGITS, DEEP = st.sampled_from([4301, 5000, 20_000]), st.sampled_from([20_000, 50_000])
+BYTES_80, BYTES_40 = st.binary(max_size=80), st.binary(max_size=40)
+VALUES = st.sampled_from([b"[1, 2]", b'"text"', b"42", b"null", b"{"])
+LINE_COUNTS, BLANKS = st.integers(0, 25), st.sampled_from([b"\n", b"   \n", b"\r\n"])
+WHATS = st.sampled_from(["record"] * 4 + ["garbage", "blank"])
 
 
 @st.composite
@@ -221,19 +241,19 @@ def logs(draw) -> tuple[list[bytes], list[dict], int]:
     """Lines of a trial log: records, garbage and blank lines, maybe a torn last line.
     Returns (lines, the records among them in order, how many garbage lines)."""
     lines, good, bad = [], [], 0
-    for _ in range(draw(st.integers(0, 25))):
-        record = draw(records())
-        what = draw(st.sampled_from(["record"] * 4 + ["garbage", "blank"]))
+    for _ in range(draw(LINE_COUNTS)):
+        record = draw(RECORDS)
+        what = draw(WHATS)
         if what == "record":
             lines.append(line_of(record))
             good.append(record)
         elif what == "garbage":
-            lines.append(draw(garbage(line_of(record))))
+            lines.append(garbage(draw, line_of(record)))
             bad += 1
         else:
-            lines.append(draw(st.sampled_from([b"\n", b"   \n", b"\r\n"])))
+            lines.append(draw(BLANKS))
     if draw(st.booleans()):  # a crash mid-write: the last line has no newline
-        cut = line_of(draw(records()))
+        cut = line_of(draw(RECORDS))
         lines.append(cut[:draw(st.integers(1, len(cut) - 2))])
         bad += 1
     return lines, good, bad
@@ -267,7 +287,7 @@ def state_of(state) -> tuple[dict, dict, int]:
             state.usage, state.lines)
 
 
-@pytest.mark.timeout(900)  # 400 examples: 130-200 s with four workers on two busy cores
+@pytest.mark.timeout(900)  # 400 examples: ~22 s alone, 2-3x that with four workers
 @settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(logs(), st.sampled_from([64, 97, 1024, 1 << 22]))

@@ -218,13 +218,16 @@ def kill_and_resume(lab: Path, point: KillPoint, reference: dict, keys: set) -> 
     if outcome.torn_line is None and data and not data.endswith(b"\n"):
         outcome.torn_line = data.count(b"\n") + 1  # the kill itself tore the last line
     runs = results / "runs"
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    # the run killed was a real `ix`; what resumes it is asked in process (the same command
+    # tree, its stderr as a process shows it): test_a_torn_last_line_... and tests/engine/
+    # test_resume.py hold the real `ix run --resume` to its contract
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     if not (runs.is_dir() and any(runs.iterdir())):
         # killed before the run folder existed: there is no run, and no trial, to resume
         outcome.fresh_start = True
         if r.code != 2 or "no run to continue" not in r.stderr or _lines(log):
             outcome.failures.append(f"resume without a run: exit {r.code}: {r.stderr[-300:]}")
-        r = run_ix("run", "--lab", str(lab))
+        r = ix_in_process("run", "--lab", str(lab))
     if r.code != 0:
         outcome.failures.append(f"exit {r.code}: {r.stderr[-500:]}")
         return outcome

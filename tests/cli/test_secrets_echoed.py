@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, case, run_ix, write
+from conftest import Result, case, ix_in_process, run_ix, write
 from runtimes.fake_llm_servers import FakeLLMServer, Reply, Request, tool_reply
 from secrets_support import every_text
 
@@ -112,8 +112,9 @@ def test_secrets_echoed_in_successful_answers_are_redacted_everywhere(
     env = {**keys, "XDG_CONFIG_HOME": str(config)}
     outputs: list[Result] = []
 
-    def ix(*args: str) -> Result:
-        result = run_ix(*args, cwd=tmp_path, env=env, timeout=240)
+    def ix(*args: str, process: bool = True) -> Result:
+        result = (run_ix(*args, cwd=tmp_path, env=env, timeout=240) if process
+                  else ix_in_process(*args, cwd=tmp_path, env=env))
         outputs.append(result)
         return result
 
@@ -197,7 +198,9 @@ def test_secrets_echoed_in_successful_answers_are_redacted_everywhere(
                   str(exports / "svc.json")],
                  ["results", "--json"],
                  ["leaderboard"]):
-        result = ix(*args, "--lab", str(lab))
+        # what each reader writes and prints, asked in process (the same commands, output
+        # captured as a process's): the runs above were real `ix` processes
+        result = ix(*args, "--lab", str(lab), process=False)
         assert result.code == 0, (args, result.output)
 
     records = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, case, run_ix, write
+from conftest import Result, case, ix_in_process, run_ix, write
 from runtimes.fake_llm_servers import FakeLLMServer, Reply, Request, http_error, skill_call
 from secrets_support import every_text
 
@@ -54,8 +54,9 @@ def test_api_keys_never_reach_the_lab_the_config_or_the_output(lab: Path, tmp_pa
     env = {**keys, "XDG_CONFIG_HOME": str(config)}
     outputs: list[Result] = []
 
-    def ix(*args: str) -> Result:
-        result = run_ix(*args, cwd=tmp_path, env=env, timeout=180)
+    def ix(*args: str, process: bool = True) -> Result:
+        result = (run_ix(*args, cwd=tmp_path, env=env, timeout=180) if process
+                  else ix_in_process(*args, cwd=tmp_path, env=env))
         outputs.append(result)
         return result
 
@@ -136,7 +137,9 @@ def test_api_keys_never_reach_the_lab_the_config_or_the_output(lab: Path, tmp_pa
                  ["results", "--json"],
                  ["leaderboard"],
                  ["subjects", "list", "--json"]):
-        result = ix(*args, "--lab", str(lab))
+        # what each reader writes and prints, asked in process (the same commands, output
+        # captured as a process's): the runs above were real `ix` processes
+        result = ix(*args, "--lab", str(lab), process=False)
         assert result.code == 0, (args, result.output)
 
     records = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]

@@ -4,7 +4,9 @@ the same sections as made from the whole list of lines at once."""
 import random
 
 from ix.report import figures
+from ix.eval.numbers import num
 from ix.report.digest import TrialDigest
+from ix.stats.describe import describe
 
 
 def line(subject: str, case: str, trial: int, *, passed: bool, skill: str | None = None,
@@ -66,3 +68,23 @@ def test_the_timeline_of_a_big_run_bins_the_same_points_as_the_whole_list():
             d.add(t)
         points = [p for p in map(figures.point, lines[:n]) if p is not None]
         assert d.timeline(["b", "a"]) == figures.timeline(points, ["b", "a"])
+
+
+def test_the_breakdown_gives_describe_s_mean_and_sd_of_each_case_s_scores():
+    rng = random.Random(3)
+    d = TrialDigest()
+    scores: dict[tuple[str, str], list[float]] = {}
+    for i in range(300):
+        subject, case = rng.choice("ab"), f"c{rng.randrange(7)}"
+        t = line(subject, case, i, passed=True)
+        t["reading"]["score"] = rng.random() * 10 ** rng.randrange(-3, 4)
+        scores.setdefault((case, subject), []).append(t["reading"]["score"])
+        d.add(t)
+    d.close()
+    rows = {r["probe_id"]: r["by_subject"] for r in d.breakdown([])}
+    for (case, subject), values in scores.items():
+        want = describe(values)
+        got = rows[case][subject]
+        assert (got["n"], got["mean"], got["sd"]) == (want.n, num(want.mean),
+                                                      num(want.std) if want.n > 1 else None)
+        assert (got["min"], got["max"]) == (num(min(values)), num(max(values)))

@@ -17,7 +17,13 @@ from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import find_lab, select_experiments
 from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.fs.storage_faults import storage_error
-from ix.query.case_table import case_files_state, case_prompts, case_rows, suite_dir
+from ix.query.case_table import (
+    case_files,
+    case_files_state,
+    case_prompts,
+    case_rows,
+    suite_dir,
+)
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
 from ix.report.digest import TrialDigest
@@ -83,16 +89,17 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
         return
     digest.close()
     with contextlib.suppress(OSError):
-        kept = {**stored_sections(summary, digest, case_rows(experiment)), "log": log}
+        rows, prompts = case_files(experiment)  # each case file read once
+        kept = {**stored_sections(summary, digest, rows), "log": log}
         sha256 = checked_sha256(run_dir)  # checked once, here, as written
         if sha256 is not None:
             kept["summary_sha256"] = sha256
-        kept.update(_sources(run_dir, experiment, kept["failures"]["cases"]))
+        kept.update(_sources(run_dir, experiment, kept["failures"]["cases"], prompts))
         write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
 
 
-def _sources(run_dir: Path, experiment: Path,
-             failing: list[dict[str, Any]]) -> dict[str, Any]:
+def _sources(run_dir: Path, experiment: Path, failing: list[dict[str, Any]],
+             prompts: dict[str, str]) -> dict[str, Any]:
     """What a report reads from spec.yaml (`git_commit`, the description) and the failing
     cases' prompts, each with what says it is still so (the spec's sha256, the case files'
     `case_files_state`): a report of an unchanged run parses no YAML."""
@@ -105,7 +112,6 @@ def _sources(run_dir: Path, experiment: Path,
                         "git_commit": spec.get("git_commit"),
                         "description": (spec.get("config") or {}).get("description")}
     suite = suite_dir(experiment)
-    prompts = case_prompts(experiment)
     kept["prompts"] = {"suite": str(suite), "state": case_files_state(experiment, suite),
                        "by_case": {c["probe_id"]: prompts[c["probe_id"]] for c in failing
                                    if c["probe_id"] in prompts}}

@@ -171,50 +171,48 @@ def case_rows(experiment: Path, warn: Warn | None = None) -> list[dict[str, Any]
     """`probe_id`, `expectation`, `tags`, `difficulty`, `difficulty_level`, `variant_of`,
     `paraphrase_of` and `family` of every case file's case, and of every case generated
     from one (module docstring)."""
+    return case_files(experiment, warn)[0]
+
+
+def case_prompts(experiment: Path) -> dict[str, str]:
+    """Each case file's prompt (its body), by case id; a file that does not read is left out
+    (leniently, as `case_rows`, which reports it)."""
+    return case_files(experiment, prompts_only=True)[1]
+
+
+def case_files(experiment: Path, warn: Warn | None = None, *, prompts_only: bool = False,
+               ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """`case_rows` and `case_prompts` of the experiment, each case file read once."""
     suite = suite_dir(experiment)
     try:
         files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
     except OSError:
         files = []
     rows: dict[str, dict[str, Any]] = {}
+    prompts: dict[str, str] = {}
     for path in files:
         try:
-            meta, _ = read_frontmatter(path)
+            meta, body = read_frontmatter(path)
         except ConfigError as exc:
             if warn is not None:
                 warn(f"{exc.render()} (its trials are listed without tags or difficulty)")
             continue
         given = meta.get("id")
         case_id = given if isinstance(given, str) and given else path.stem
+        prompts.setdefault(case_id, body.strip())
+        if prompts_only:
+            continue
         count = variant_count(meta["variants"]) if meta.get("variants") else 0
         if not count:
             rows.setdefault(case_id, _row(case_id, meta))
         for i in range(1, count + 1):
             variant = f"{case_id}{VARIANT_SEPARATOR}{i}"
             rows.setdefault(variant, _row(variant, meta, variant_of=case_id))
+    if prompts_only:
+        return [], prompts
     for case in _generated(experiment):
         rows.setdefault(case["id"], _row(case["id"], case))
     if not rows:
-        return []
+        return [], prompts
     _families(rows)
-    return list(rows.values())
-
-
-def case_prompts(experiment: Path) -> dict[str, str]:
-    """Each case file's prompt (its body), by case id; a file that does not read is left out
-    (leniently, as `case_rows`, which reports it)."""
-    suite = suite_dir(experiment)
-    try:
-        files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
-    except OSError:
-        return {}
-    prompts: dict[str, str] = {}
-    for path in files:
-        try:
-            meta, body = read_frontmatter(path)
-        except ConfigError:
-            continue
-        given = meta.get("id")
-        prompts.setdefault(given if isinstance(given, str) and given else path.stem,
-                           body.strip())
-    return prompts
+    return list(rows.values()), prompts

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.numbers import num
 from ix.report import figures
-from ix.stats.describe import describe
 from ix.store.trial_lines import invoked_skills
 
 if TYPE_CHECKING:
@@ -232,9 +231,9 @@ class TrialDigest:
         for case in sorted(self._expectations, key=lambda c: (rank.get(c, len(rank)), c)):
             by_subject: dict[str, ScoreStats] = {}
             for subject, values in sorted(self._scores[case].items()):
-                d = describe(values)
+                n, mean, sd = _moments(values)
                 by_subject[subject] = {
-                    "n": d.n, "mean": num(d.mean), "sd": num(d.std) if d.n > 1 else None,
+                    "n": n, "mean": num(mean), "sd": num(sd) if n > 1 else None,
                     "min": num(min(values)), "max": num(max(values)),
                     "metrics": {k: num(sum(v) / len(v))
                                 for k, v in sorted(self._extra.get((case, subject),
@@ -283,6 +282,19 @@ class TrialDigest:
             return figures.timeline(self._points, subjects)
         return figures.binned(self._starts, self._end, self._status, self._lane,
                               list(self._lanes), subjects)
+
+
+def _moments(values: "array[float]") -> tuple[int, float, float]:
+    """n, mean and sample standard deviation (ddof 1; nan below 2) of a case's few scores:
+    `ix.stats.describe`'s, in plain Python (numpy's call costs more than the sums at this
+    size, and a run has a breakdown row per case and subject)."""
+    n = len(values)
+    if not n:
+        return 0, math.nan, math.nan
+    mean = math.fsum(values) / n
+    if n < 2:
+        return n, mean, math.nan
+    return n, mean, math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
 
 
 def kept(t: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run_ix
+from conftest import REPO, ix_in_process, run_ix
 from ix.fs.frontmatter import read_frontmatter
 from ix.lab.schema import SkillFrontmatter, validate
 
@@ -66,7 +66,9 @@ def test_the_example_lab_carries_the_shipped_skill():
 
 @cache
 def help_of(*command: str) -> str:
-    r = run_ix(*command, "--help")
+    # the flags a command has, asked in process (its `--help`, as the real `ix` prints it:
+    # tests/cli hold the help's rendering to the process's)
+    r = ix_in_process(*command, "--help")
     assert r.code == 0, f"`ix {' '.join(command)}` does not exist:\n{r.output}"
     return r.stdout
 

@@ -17,14 +17,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import EXAMPLE_LAB, run_ix
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix
 
 SUBJECTS = ["a-only", "a-plus-b", "a-plus-b-plus-c"]
 NEW_SKILLS = ["spreadsheet-insights", "data-cleaning"]
 
 
 def run_coexistence(lab: Path, *extra: str) -> dict:
-    r = run_ix("run", "--lab", str(lab), "coexistence", "--json", *extra)
+    # the example's figures, asked in process (the real `ix` validates the lab below and runs
+    # context-degradation)
+    r = ix_in_process("run", "--lab", str(lab), "coexistence", "--json", *extra)
     # 0, or 1 once a refuted goal makes `ix run` fail; either way the summary must be there.
     assert r.code in (0, 1), r.output
     return json.loads(r.stdout)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from conftest import comparison_experiment, run_ix, write
+from conftest import comparison_experiment, ix_in_process, run_ix, write
 
 experiment = comparison_experiment
 
@@ -20,8 +20,11 @@ GOAL = """goal:
 """
 
 
-def summary(lab: Path, *args: str) -> tuple[int, dict, str]:
-    r = run_ix("run", "--lab", str(lab), "--json", *args)
+def summary(lab: Path, *args: str, process: bool = False) -> tuple[int, dict, str]:
+    """`ix run --json`'s exit code, summary and stderr: the statistics asked in process, the
+    exit code of a refuted goal from the real `ix` (`process`)."""
+    run = run_ix if process else ix_in_process
+    r = run("run", "--lab", str(lab), "--json", *args)
     assert r.code in (0, 1), r.output
     return r.code, json.loads(r.stdout), r.stderr
 
@@ -74,7 +77,7 @@ def test_a_large_real_difference_supports_the_goal(lab):
 def test_identical_subjects_with_a_tight_equivalence_region_refute_it_and_exit_1(lab):
     experiment(lab, n_must=40, n_not=10, trials=5, control=0.97, variants={"variant": 0.97},
                goal=GOAL.format(metric="pass_rate", direction="decrease", min_effect=0.15))
-    code, s, err = summary(lab)
+    code, s, err = summary(lab, process=True)
     assert s["goal"]["verdict"] == "refuted" and s["goal"]["p_refuted"] >= 0.95
     assert code == 1 and "goal refuted" in err
 

@@ -5,6 +5,10 @@ subject's name never leads a write out of the lab; ix never writes through a sym
 a FIFO, a device or a folder under `results/` (it refuses, exit 2, before a run folder
 exists); `ix cache clear` never deletes through a symlinked cache; and two different names
 never share a trace or an artifact file.
+
+The real `ix` process (`run_ix`) is kept where a process is the point: a FIFO that must not
+block (a timeout of the process), a name given in argv, and one refusal (exit 2, one line on
+stderr) of each command; the other refusals ask the same command tree in process.
 """
 
 import gzip
@@ -48,7 +52,7 @@ def test_a_traversal_subject_name_with_artifacts_writes_nothing_outside_the_lab(
         "  - name: b\n", encoding="utf-8")
     outside = lab.parent / "outside"
     outside.mkdir()
-    r = run_ix("run", "--lab", str(lab), "--artifacts")
+    r = ix_in_process("run", "--lab", str(lab), "--artifacts")
     assert r.code == 2
     line = one_error_line(r.stderr)
     assert "experiment.yaml: subjects[0].name:" in line and "path separators" in line
@@ -62,7 +66,7 @@ def test_subject_names_are_kept_in_nfc_and_found_by_either_spelling(lab):
     (exp / "experiment.yaml").write_text(
         f"name: exp\nruntime: mock\nsubjects:\n  - name: {nfd}\n  - name: tea\n",
         encoding="utf-8")
-    r = run_ix("run", "--lab", str(lab), "--subject", nfc)
+    r = run_ix("run", "--lab", str(lab), "--subject", nfc)  # real: the name comes in argv
     assert r.code == 0, r.output
     lines = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]
     assert {x["subject"] for x in lines} == {nfc}
@@ -83,7 +87,7 @@ def test_a_symlinked_trial_log_is_refused_and_its_target_kept_whole(lab, tmp_pat
     data = victim(target)
     (exp / "results").mkdir()
     (exp / "results/trials.jsonl").symlink_to(target)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2
     line = one_error_line(r.stderr)
     assert "results/trials.jsonl: is a symbolic link" in line
@@ -97,7 +101,7 @@ def test_a_fifo_trial_log_is_refused_at_once_and_counts_nothing(lab):
     (exp / "results").mkdir()
     os.mkfifo(exp / "results/trials.jsonl")
     started = time.monotonic()
-    r = run_ix("run", "--lab", str(lab), timeout=60)
+    r = run_ix("run", "--lab", str(lab), timeout=60)  # real: a process that must not block
     assert r.code == 2 and time.monotonic() - started < 30
     assert "results/trials.jsonl: is a FIFO" in one_error_line(r.stderr)
     assert run_folders(exp) == []
@@ -112,7 +116,7 @@ def test_readers_refuse_a_fifo_trial_log_instead_of_blocking(lab, command):
     log = exp / "results/trials.jsonl"
     log.unlink()
     os.mkfifo(log)
-    r = run_ix(*command, "--lab", str(lab), timeout=60)
+    r = run_ix(*command, "--lab", str(lab), timeout=60)  # real: must not block
     assert r.code == 2
     assert "trials.jsonl: is a FIFO" in one_error_line(r.stderr)
 
@@ -120,7 +124,7 @@ def test_readers_refuse_a_fifo_trial_log_instead_of_blocking(lab, command):
 def test_a_trial_log_that_is_a_folder_leaves_no_failed_run_behind(lab):
     exp = mock_experiment(lab, n_must=1, n_not=1, n_edge=0, trials=1)
     (exp / "results/trials.jsonl").mkdir(parents=True)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2
     assert "results/trials.jsonl: is a folder" in one_error_line(r.stderr)
     assert run_folders(exp) == []
@@ -137,7 +141,7 @@ def test_a_symlink_where_a_run_writes_is_refused_before_anything_is_written(lab,
     (exp / link).parent.mkdir(parents=True, exist_ok=True)
     (exp / link).symlink_to(elsewhere / "summary.json" if link.endswith(".json") else elsewhere)
     before = tree_digest(lab)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2
     assert f"{link}: is a symbolic link" in one_error_line(r.stderr)
     assert sorted(p.name for p in elsewhere.iterdir()) == ["summary.json"]
@@ -155,7 +159,7 @@ def test_resuming_a_run_never_truncates_what_its_symlinked_lock_points_at(lab, t
     data = victim(target, 400)
     lock.unlink()
     lock.symlink_to(target)
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 2
     assert "run.lock: is a symbolic link" in one_error_line(r.stderr)
     assert target.read_bytes() == data  # the lock used to open it and truncate it
@@ -169,7 +173,7 @@ def test_annotate_never_writes_into_a_symlinked_run_folder(lab, tmp_path):
     elsewhere.mkdir()
     (exp / "results/runs" / run).rename(elsewhere / run)
     (exp / "results/runs" / run).symlink_to(elsewhere / run, target_is_directory=True)
-    r = run_ix("annotate", run, "a note", "--lab", str(lab))
+    r = run_ix("annotate", run, "a note", "--lab", str(lab))  # real: `ix annotate` exit 2
     assert r.code == 2 and "is a symbolic link" in one_error_line(r.stderr)
     assert not (elsewhere / run / "annotations.jsonl").exists()
 
@@ -187,7 +191,7 @@ def test_a_tag_naming_a_folder_outside_the_lab_is_refused(lab, tmp_path):
           experiment: exp
           folder: ../elsewhere/{run}
         """)
-    r = run_ix("annotate", "hostile", "a note", "--lab", str(lab))
+    r = ix_in_process("annotate", "hostile", "a note", "--lab", str(lab))
     assert r.code == 2
     assert "tags.yaml: hostile:" in one_error_line(r.stderr) and "not inside the lab" in r.stderr
     assert tree_digest(elsewhere) == before
@@ -205,7 +209,7 @@ def test_cache_clear_never_deletes_through_a_symlinked_cache_folder(lab, tmp_pat
     (lab / ".ix").mkdir()
     (lab / ".ix/cache").symlink_to(elsewhere)
     for command in (("cache", "clear", "--yes"), ("cache", "stats"), ("run", "--cache")):
-        r = run_ix(*command, "--lab", str(lab))
+        r = ix_in_process(*command, "--lab", str(lab))
         assert r.code == 2, (command, r.output)
         assert ".ix/cache: is a symbolic link" in one_error_line(r.stderr)
         assert keep.read_text(encoding="utf-8") == "mine"
@@ -221,7 +225,7 @@ def test_a_symlinked_cache_shard_is_refused_and_left_alone(lab, tmp_path):
     elsewhere.mkdir()
     (elsewhere / "notes.txt").write_text("mine", encoding="utf-8")
     (observations / "zz").symlink_to(elsewhere, target_is_directory=True)
-    r = run_ix("cache", "clear", "--yes", "--lab", str(lab))
+    r = run_ix("cache", "clear", "--yes", "--lab", str(lab))  # real: `ix cache` exit 2
     assert r.code == 2 and "observations/zz: is a symbolic link" in one_error_line(r.stderr)
     assert (elsewhere / "notes.txt").read_text(encoding="utf-8") == "mine"
 
@@ -256,7 +260,7 @@ def test_subjects_and_cases_whose_names_sanitise_alike_keep_their_own_traces(lab
         case(exp, "x_y", "should_not_trigger", "Write a haiku.")
         write(lab / "skills" / "csv-summary" / "SKILL.md",  # the skill under test must exist
               "---\nname: csv-summary\ndescription: Summarise a CSV file.\n---\nBody.\n")
-        r = run_ix("run", "--lab", str(lab), "--json", env={KEY_ENV: FAKE_KEY})
+        r = ix_in_process("run", "--lab", str(lab), "--json", env={KEY_ENV: FAKE_KEY})
         assert r.code == 0, r.output
     records = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]
     assert len(records) == 4
@@ -298,7 +302,7 @@ def test_artifacts_of_subjects_and_cases_never_share_a_file(lab):
         """)
     case(exp, "b-c", "must_trigger")
     case(exp, "c", "should_not_trigger")
-    r = run_ix("run", "--lab", str(lab), "--artifacts")
+    r = ix_in_process("run", "--lab", str(lab), "--artifacts")
     assert r.code == 0, r.output
     verdicts = sorted((exp / "artifacts/scorer.verdict").rglob("*.json"))
     assert len(verdicts) == 4 * 2 * 2

@@ -1,7 +1,11 @@
-"""`ix optimize` through the real command: offline on the bundled example, a credible
-improvement applied (and not applied without `--apply`), an LLM proposer on a loopback
-Messages API that must never see a held-out prompt, and a session killed mid-run and
-continued by the same command."""
+"""`ix optimize`: offline on the bundled example, a credible improvement applied (and not
+applied without `--apply`), an LLM proposer on a loopback Messages API that must never see a
+held-out prompt, and a session killed mid-run and continued by the same command.
+
+Through the real command (`run_ix`): the bundled example (exit 0, its JSON), `--apply` (the
+files it leaves), a `--max-cost` stop (exit 130), the SIGKILL and the command that continues
+it, and one bad input (exit 2). The rest, and set-up, ask the same command tree in process
+(`ix_in_process`)."""
 
 import json
 import os
@@ -14,7 +18,7 @@ import pytest
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, text_reply
 from pydantic import TypeAdapter
 
-from conftest import EXAMPLE_LAB, _ix_argv, _ix_env, run_ix, tree_digest, write
+from conftest import EXAMPLE_LAB, _ix_argv, _ix_env, ix_in_process, run_ix, tree_digest, write
 from ix.api.schemas import OptimizeSession
 from optimize_lab import example_seed, make_lab
 
@@ -79,12 +83,12 @@ def test_offline_example_improves_train_f1_and_judges_on_holdout(example_lab: Pa
 
 
 def test_the_same_command_shows_a_completed_session_again(example_lab: Path) -> None:
-    first = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--rounds", "2",
-                   "--json")
+    first = ix_in_process("optimize", "skill-activation", "--lab", str(example_lab), "--rounds",
+                          "2", "--json")
     assert first.code == 0, first.output
     digest = tree_digest(example_lab / "skill-activation" / "results")
-    again = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--rounds", "2",
-                   "--json")
+    again = ix_in_process("optimize", "skill-activation", "--lab", str(example_lab), "--rounds",
+                          "2", "--json")
     assert again.code == 0, again.output
     assert json.loads(again.stdout)["id"] == json.loads(first.stdout)["id"]
     assert tree_digest(example_lab / "skill-activation" / "results") == digest
@@ -100,7 +104,7 @@ def test_a_credible_improvement_is_recommended_and_applied_only_with_apply(
         profiling: Path) -> None:
     skill = profiling / "skills" / "table-profile" / "SKILL.md"
     before = skill.read_bytes()
-    r = run_ix("optimize", "profiling", "--lab", str(profiling), "--json")
+    r = ix_in_process("optimize", "profiling", "--lab", str(profiling), "--json")
     assert r.code == 0, r.output
     state = json.loads(r.stdout)
     assert state["holdout"]["verdict"] == "recommended", state["holdout"]
@@ -109,6 +113,7 @@ def test_a_credible_improvement_is_recommended_and_applied_only_with_apply(
     recommended = Path(state["recommended_file"])
     assert recommended.read_text() != before.decode()
 
+    # the real command: the files `--apply` leaves
     applied = run_ix("optimize", "profiling", "--lab", str(profiling), "--apply", "--json")
     assert applied.code == 0, applied.output
     after = json.loads(applied.stdout)
@@ -128,7 +133,7 @@ def test_apply_without_a_recommendation_leaves_the_skill(lab: Path) -> None:
     _slow_lab(lab, latency_ms=0)
     skill = lab / "skills" / "target" / "SKILL.md"
     before = skill.read_bytes()
-    r = run_ix("optimize", "slow", "--lab", str(lab), "--rounds", "1", "--apply")
+    r = ix_in_process("optimize", "slow", "--lab", str(lab), "--rounds", "1", "--apply")
     assert r.code == 0, r.output
     assert r.stdout.lstrip().startswith("no candidate"), r.stdout
     assert "nothing applied" in r.stderr
@@ -149,9 +154,9 @@ def test_an_llm_proposer_never_sees_a_holdout_prompt(profiling: Path, tmp_path: 
               runtime: {{kind: anthropic, base_url: "{api.base_url}", api_key_env: OPT_KEY}}
               model: claude-test
             """)
-        r = run_ix("optimize", "profiling", "--lab", str(profiling), "--proposer",
-                   "proposer-api", "--rounds", "2", "--json",
-                   env={"XDG_CONFIG_HOME": str(tmp_path / "config"), "OPT_KEY": FAKE_KEY})
+        r = ix_in_process("optimize", "profiling", "--lab", str(profiling), "--proposer",
+                          "proposer-api", "--rounds", "2", "--json",
+                          env={"XDG_CONFIG_HOME": str(tmp_path / "config"), "OPT_KEY": FAKE_KEY})
         requests = list(api.requests)
     assert r.code == 0, r.output
     state = json.loads(r.stdout)
@@ -217,7 +222,7 @@ def test_sigkill_mid_session_then_the_same_command_continues_it(lab: Path) -> No
     assert len(asked) == 1
     kept = len(trials.read_text().splitlines())
 
-    r = run_ix("optimize", "slow", "--lab", str(lab), "--rounds", "2", "--json")
+    r = run_ix("optimize", "slow", "--lab", str(lab), "--rounds", "2", "--json")  # after SIGKILL
     assert r.code == 0, r.output
     again, state = _session(experiment)
     assert again == folder and state["status"] == "completed"
@@ -234,7 +239,7 @@ def test_sigkill_mid_session_then_the_same_command_continues_it(lab: Path) -> No
     assert {x["run_id"] for x in lines} == {runs[0].name}
 
 
-@pytest.mark.parametrize(("args", "field"), [
+BAD_INPUT = [
     (["--holdout", "1.5"], "--holdout"),
     (["--proposer", "nonesuch"], "--proposer"),
     (["--skill", "nonesuch"], "--skill"),
@@ -242,11 +247,16 @@ def test_sigkill_mid_session_then_the_same_command_continues_it(lab: Path) -> No
     (["--tolerance", "1.5"], "--tolerance"),
     (["--tolerance", "-0.1"], "--tolerance"),
     (["--min-changed", "0"], "--min-changed"),
-])
+]
+
+
+@pytest.mark.parametrize(("args", "field"), BAD_INPUT)
 def test_bad_input_is_named_and_writes_nothing(example_lab: Path, args: list[str],
                                                field: str) -> None:
     before = tree_digest(example_lab)
-    r = run_ix("optimize", "skill-activation", "--lab", str(example_lab), *args)
+    # the first through a real process (exit 2 of the command), the others in process
+    ix = run_ix if args == BAD_INPUT[0][0] else ix_in_process
+    r = ix("optimize", "skill-activation", "--lab", str(example_lab), *args)
     assert r.code == 2, r.output
     assert field in r.stderr and "Traceback" not in r.stderr
     assert tree_digest(example_lab) == before
@@ -270,13 +280,13 @@ def test_max_cost_stops_the_session_and_a_larger_budget_continues_it(profiling: 
             """)
         args = ("optimize", "profiling", "--lab", str(profiling), "--proposer", "pricey",
                 "--json")
-        stopped = run_ix(*args, "--max-cost", "0.5", env=env)
+        stopped = run_ix(*args, "--max-cost", "0.5", env=env)  # real: exit 130
         assert stopped.code == 130, stopped.output
         state = json.loads(stopped.stdout)
         assert state["status"] == "cancelled" and "--max-cost 0.5" in state["reason"]
         assert state["cost_usd"] == pytest.approx(1.24) and state["rounds"] == []
         assert "run the same command again" in stopped.stderr
-        done = run_ix(*args, "--max-cost", "5", env=env)
+        done = ix_in_process(*args, "--max-cost", "5", env=env)
         asked = len(api.requests)
     assert done.code == 0, done.output
     final = json.loads(done.stdout)
@@ -286,13 +296,13 @@ def test_max_cost_stops_the_session_and_a_larger_budget_continues_it(profiling: 
 
 
 def test_cached_runs_replay_a_description_tried_before(example_lab: Path) -> None:
-    first = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--cache",
-                   "--json")
+    first = ix_in_process("optimize", "skill-activation", "--lab", str(example_lab), "--cache",
+                          "--json")
     assert first.code == 0, first.output
     # fewer rounds: another session; every description it tries ran before, on the same
     # cases and seeds, so replay (which never calls a subject) answers every trial
-    again = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--rounds", "2",
-                   "--cache-mode", "replay", "--json")
+    again = ix_in_process("optimize", "skill-activation", "--lab", str(example_lab), "--rounds",
+                          "2", "--cache-mode", "replay", "--json")
     assert again.code == 0, again.output
     a, b = json.loads(first.stdout), json.loads(again.stdout)
     assert a["id"] != b["id"]

@@ -1,4 +1,7 @@
-"""`ix plan`: sample sizes for a target width or difference, checked against references."""
+"""`ix plan`: sample sizes for a target width or difference, checked against references.
+
+The numbers are asked in process (`ix_in_process`); each contract of the command (`--json` exit
+0, the text it prints, exit 2 with one line on stderr) is held by one real `ix` (`run_ix`)."""
 
 import json
 
@@ -12,7 +15,7 @@ from conftest import case, ix_in_process, mock_experiment, run_ix, write
 
 def plan(*args, lab=None):
     extra = ["--lab", str(lab)] if lab else []
-    r = run_ix("plan", *args, *extra, "--json")
+    r = ix_in_process("plan", *args, *extra, "--json")
     assert r.code == 0, r.output
     return json.loads(r.stdout)["answers"]
 
@@ -54,7 +57,7 @@ def test_paired_mde_for_a_given_number_of_cases_inverts_n():
 def test_planning_values_come_from_the_latest_run(lab):
     mock_experiment(lab, rates={"must-001": 0.5, "must-002": 0.2, "not-001": 0.1})
     assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run plan reads
-    r = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired", "--json")
+    r = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired", "--json")  # real
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     # an activation experiment: the must cases' rates (DESIGN.md §8), not must and not pooled
@@ -62,13 +65,13 @@ def test_planning_values_come_from_the_latest_run(lab):
     assert data["from_run"]["scope"] == "must"
     assert data["from_run"]["sigma2_a"] > 0
     assert data["answers"][0]["n_cases"] > 0
-    text = run_ix("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired")
+    text = ix_in_process("plan", "exp", "--lab", str(lab), "--mde", "0.1", "--paired")
     assert "assuming" in text.stdout and "planning values of the must cases from" in text.stdout
 
 
 def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
     mock_experiment(lab, trials=4)
-    r = run_ix("plan", "exp", "--lab", str(lab), "--json")
+    r = ix_in_process("plan", "exp", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     # the design's must cases (3 of 6): an activation rate is of one kind of case
@@ -76,7 +79,7 @@ def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
     assert data["from_design"]["scope"] == "must"
     (answer,) = data["answers"]
     assert answer["mde_for_cases"]["cases"] == 3 and 0 < answer["mde_for_cases"]["mde"] < 1
-    text = run_ix("plan", "exp", "--lab", str(lab))
+    text = ix_in_process("plan", "exp", "--lab", str(lab))
     assert "planning values of the must cases from the design of exp" in text.stdout
     assert not (lab / "exp" / "results").exists()
 
@@ -91,12 +94,12 @@ def test_before_its_first_run_an_experiment_is_planned_from_its_design(lab):
     (["--paired", "--mde", "0.1", "--omega2", "-1"], "--omega2"),
 ])
 def test_bad_plan_input_is_exit_2_naming_the_flag(args, field):
-    r = run_ix("plan", *args)
+    r = ix_in_process("plan", *args)
     assert r.code == 2, r.output
     assert field in r.stderr and "Traceback" not in r.output
 
 
-@pytest.mark.parametrize("args,fields", [
+IMPOSSIBLE = [
     (["--mde", "0.3", "--p1", "0.7"], ["--mde", "--p1"]),       # p1 + mde = 1
     (["--mde", "0.5", "--p1", "0.7"], ["--mde", "--p1"]),       # p1 + mde > 1
     (["--mde", "0.1", "--p1", "0"], ["--p1"]),
@@ -114,9 +117,14 @@ def test_bad_plan_input_is_exit_2_naming_the_flag(args, field):
     (["--mde", "0.1", "--omega2", "0.01"], ["--omega2", "--paired"]),
     (["--effect", "0.2"], ["--effect"]),
     (["--mde", "0.1", "--power", "1"], ["--power"]),
-])
+]
+
+
+@pytest.mark.parametrize("args,fields", IMPOSSIBLE)
 def test_impossible_plan_flags_are_one_line_exit_2_naming_them(args, fields):
-    r = run_ix("plan", *args)
+    # the first through a real process: nothing else (a warning) reaches its stderr
+    ix = run_ix if args == IMPOSSIBLE[0][0] else ix_in_process
+    r = ix("plan", *args)
     assert r.code == 2, r.output
     assert "Traceback" not in r.output
     lines = r.stderr.strip().splitlines()
@@ -149,7 +157,7 @@ def goal_experiment(lab, *, n_must: int, n_not: int, trials: int):
 
 def test_an_experiment_with_a_goal_is_planned_for_the_goal_by_simulating_ix_rule(lab):
     goal_experiment(lab, n_must=8, n_not=4, trials=3)
-    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.3", "--json")
+    r = ix_in_process("plan", "exp", "--lab", str(lab), "--effect", "-0.3", "--json")
     assert r.code == 0, r.output
     (a,) = json.loads(r.stdout)["answers"]       # --effect: the goal's answer alone
     assert a["question"] == "goal" and a["metric"] == "recall" and a["effect"] == -0.3
@@ -158,7 +166,7 @@ def test_an_experiment_with_a_goal_is_planned_for_the_goal_by_simulating_ix_rule
     # sized for 0.8, checked by simulation: the printed probability is the simulated one
     assert 0.75 <= a["p_settle"] <= 1 and a["p_settle"] == a["p_supported"] + a["p_refuted"]
     assert a["t_start"] is not None and abs(a["t_start"] - a["cases"]) <= a["cases"] / 2
-    text = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.3")
+    text = ix_in_process("plan", "exp", "--lab", str(lab), "--effect", "-0.3")
     assert text.code == 0, text.output
     assert f"{a['cases']} must_trigger cases" in text.stdout
     assert f"with probability {a['p_settle']:.2f}" in text.stdout
@@ -167,12 +175,12 @@ def test_an_experiment_with_a_goal_is_planned_for_the_goal_by_simulating_ix_rule
 
 def test_a_goal_plan_with_an_effect_on_its_boundary_or_without_a_goal_is_exit_2(lab):
     goal_experiment(lab, n_must=4, n_not=2, trials=3)
-    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.1")
+    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "-0.1")  # real: exit 2
     assert r.code == 2 and "--effect" in r.stderr and "boundary" in r.stderr, r.output
-    r = run_ix("plan", "exp", "--lab", str(lab), "--effect", "1.5")
+    r = ix_in_process("plan", "exp", "--lab", str(lab), "--effect", "1.5")
     assert r.code == 2 and "--effect" in r.stderr and "Traceback" not in r.output
     mock_experiment(lab, name="nogoal")
-    r = run_ix("plan", "nogoal", "--lab", str(lab), "--effect", "0.2")
+    r = ix_in_process("plan", "nogoal", "--lab", str(lab), "--effect", "0.2")
     assert r.code == 2 and "--effect" in r.stderr and "no goal" in r.stderr, r.output
 
 
@@ -184,13 +192,14 @@ def test_an_experiment_with_a_goal_is_planned_for_its_metric_first_and_rates_say
     d = lab / "exp" / "experiment.yaml"
     d.write_text(d.read_text().replace("{kind: mock}}", "{kind: mock, default_rate: 0.5}}"))
     assert ix_in_process("run", "--lab", str(lab)).code in (0, 1)  # set-up: the run plan reads
-    r = run_ix("plan", "exp", "--lab", str(lab), "--json")
+    r = ix_in_process("plan", "exp", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     assert [a["question"] for a in data["answers"]] == ["goal", "paired"]
     assert data["answers"][0]["metric"] == "recall"
     assert data["answers"][1]["metric"] == "mean per-case activation rate (must)"
     assert data["from_run"]["scope"] == "must" and data["from_run"]["cases"] == 6
+    # the real command's text, wrapped at the COLUMNS it starts with
     text = run_ix("plan", "exp", "--lab", str(lab), env={"COLUMNS": "80"})
     assert text.code == 0, text.output
     flat = " ".join(text.stdout.split())

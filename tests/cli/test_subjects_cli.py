@@ -1,4 +1,8 @@
-"""`ix subjects list|add|test` and registry subjects in experiments, through the real `ix`."""
+"""`ix subjects list|add|test` and registry subjects in experiments.
+
+Each command's contract (exit 0 with its output, exit 1, exit 2 on bad input, `--help`) is held by
+one real `ix` process (`run_ix`); the other calls, set-up and which input is refused with which
+message, go through `ix_in_process`, which gives the same answers without the process."""
 
 import json
 from pathlib import Path
@@ -6,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import case, run_ix, write
+from conftest import case, ix_in_process, run_ix, write
 
 BUILTINS = ("claude-sonnet", "claude-opus", "claude-haiku", "claude-sonnet-api", "gpt-4o",
             "random", "mock")
@@ -28,7 +32,7 @@ def test_list_shows_the_builtin_profiles(home):
     for name in BUILTINS:
         assert name in r.stdout
     assert "built-in" in r.stdout and "claude-code" in r.stdout
-    data = json.loads(run_ix("subjects", "list", "--json", env=home).stdout)
+    data = json.loads(ix_in_process("subjects", "list", "--json", env=home).stdout)
     assert data["file"] == str(subjects_file(home))
     by_name = {s["name"]: s for s in data["subjects"]}
     assert set(BUILTINS) <= set(by_name)
@@ -44,7 +48,7 @@ def test_add_then_list_and_the_file_holds_only_the_variable_name(home):
                "--option", "temperature=0.2", env=home)
     assert r.code == 0, r.output
     assert "my-gpt" in r.stdout and str(subjects_file(home)) in r.stdout
-    listed = run_ix("subjects", "list", env=home)
+    listed = ix_in_process("subjects", "list", env=home)
     assert "my-gpt" in listed.stdout and "gpt-4o-mini" in listed.stdout
     assert str(subjects_file(home)) in listed.stdout
     text = subjects_file(home).read_text()
@@ -53,19 +57,19 @@ def test_add_then_list_and_the_file_holds_only_the_variable_name(home):
                               "runtime": {"kind": "openai", "temperature": 0.2,
                                           "api_key_env": "MY_OPENAI_KEY"}}
     assert "sk-" not in text
-    as_json = json.loads(run_ix("subjects", "list", "--json", env=home).stdout)
+    as_json = json.loads(ix_in_process("subjects", "list", "--json", env=home).stdout)
     mine = next(s for s in as_json["subjects"] if s["name"] == "my-gpt")
     assert mine["source"] == str(subjects_file(home))
 
 
 def test_add_replaces_and_overrides_a_builtin(home):
-    assert run_ix("subjects", "add", "mock", "--runtime", "mock", "--option",
-                  "default_rate=1.0", env=home).code == 0
-    r = run_ix("subjects", "add", "mock", "--runtime", "mock", "--option", "default_rate=0.25",
-               "--json", env=home)
+    assert ix_in_process("subjects", "add", "mock", "--runtime", "mock", "--option",
+                         "default_rate=1.0", env=home).code == 0
+    r = ix_in_process("subjects", "add", "mock", "--runtime", "mock", "--option",
+                      "default_rate=0.25", "--json", env=home)
     assert r.code == 0, r.output
     assert json.loads(r.stdout)["replaced"] is True
-    data = json.loads(run_ix("subjects", "list", "--json", env=home).stdout)
+    data = json.loads(ix_in_process("subjects", "list", "--json", env=home).stdout)
     mocks = [s for s in data["subjects"] if s["name"] == "mock"]
     assert len(mocks) == 1 and mocks[0]["runtime"]["default_rate"] == 0.25
     assert mocks[0]["source"] != "built-in"
@@ -80,8 +84,8 @@ def test_add_replaces_and_overrides_a_builtin(home):
     (["--option", "novalue"], ["--option", "key=value"]),
 ])
 def test_add_refuses_secrets_and_bad_options_and_writes_nothing(home, args, words):
-    r = run_ix("subjects", "add", "leaky", "--runtime", "anthropic", "--model", "m", *args,
-               env=home)
+    r = ix_in_process("subjects", "add", "leaky", "--runtime", "anthropic", "--model", "m", *args,
+                      env=home)
     assert r.code == 2, r.output
     for word in words:
         assert word in r.stderr
@@ -91,31 +95,32 @@ def test_add_refuses_secrets_and_bad_options_and_writes_nothing(home, args, word
 
 
 def test_add_names_a_missing_required_option(home):
+    # the real process for exit 2 on bad `subjects add` input; the other refusals run in process
     r = run_ix("subjects", "add", "x", "--runtime", "anthropic", env=home)
     assert r.code == 2 and "--model" in r.stderr
     assert not subjects_file(home).exists()
 
 
 def test_add_refuses_an_unknown_runtime_kind(home):
-    r = run_ix("subjects", "add", "x", "--runtime", "nosuch", env=home)
+    r = ix_in_process("subjects", "add", "x", "--runtime", "nosuch", env=home)
     assert r.code == 2
     assert "--runtime" in r.stderr and "nosuch" in r.stderr and "mock" in r.stderr
     assert not subjects_file(home).exists()
 
 
 def test_add_refuses_a_bad_name(home):
-    r = run_ix("subjects", "add", "bad name", "--runtime", "mock", env=home)
+    r = ix_in_process("subjects", "add", "bad name", "--runtime", "mock", env=home)
     assert r.code == 2 and "invalid subject name" in r.stderr
 
 
 def test_an_experiment_runs_registry_subjects_by_name(lab, home):
-    assert run_ix("subjects", "add", "my-mock", "--runtime", "mock",
-                  "--option", "default_rate=1.0", env=home).code == 0
+    assert ix_in_process("subjects", "add", "my-mock", "--runtime", "mock",
+                         "--option", "default_rate=1.0", env=home).code == 0
     d = lab / "exp"
     write(d / "experiment.yaml", "name: exp\ntrials: 3\nruntime: mock\nsubjects: [mock, my-mock]\n")
     case(d, "must-001", "must_trigger")
     case(d, "not-001", "should_not_trigger")
-    r = run_ix("run", "--lab", str(lab), "--json", env=home)
+    r = ix_in_process("run", "--lab", str(lab), "--json", env=home)
     assert r.code == 0, r.output
     summary = json.loads(r.stdout)
     names = [s["name"] for s in summary["subjects"]]
@@ -135,7 +140,7 @@ def test_an_unknown_subject_name_in_an_experiment_exits_2(lab, home):
     d = lab / "exp"
     write(d / "experiment.yaml", "name: exp\nruntime: mock\nsubjects: [mock, nosuch]\n")
     case(d, "must-001", "must_trigger")
-    r = run_ix("run", "--lab", str(lab), env=home)
+    r = run_ix("run", "--lab", str(lab), env=home)  # the real process: `ix run` exit 2
     assert r.code == 2
     assert "subjects[1]" in r.stderr and "'nosuch'" in r.stderr and "claude-sonnet" in r.stderr
     assert not (d / "results").exists()
@@ -145,7 +150,7 @@ def test_subjects_test_mock_answers_with_a_latency(home):
     r = run_ix("subjects", "test", "mock", env=home)
     assert r.code == 0, r.output
     assert "answered in" in r.stdout and " ms" in r.stdout
-    data = json.loads(run_ix("subjects", "test", "mock", "--json", env=home).stdout)
+    data = json.loads(ix_in_process("subjects", "test", "mock", "--json", env=home).stdout)
     assert data["ok"] is True and data["error"] is None
     assert data["runtime"] == "mock" and data["latency_ms"] >= 0
     assert data["answer"] in ("Using the skill skill.", "Answered directly.")
@@ -156,9 +161,9 @@ def test_subjects_test_with_no_api_key_fails_with_exit_1(home):
                env={**home, "ANTHROPIC_API_KEY": ""})
     assert r.code == 1, r.output
     assert "missing_api_key" in r.stdout and "ANTHROPIC_API_KEY" in r.stdout
-    assert run_ix("subjects", "add", "mine", "--runtime", "anthropic", "--model", "m",
-                  "--api-key-env", "IX_TEST_UNSET_KEY", env=home).code == 0
-    r = run_ix("subjects", "test", "mine", "--json", env=home)
+    assert ix_in_process("subjects", "add", "mine", "--runtime", "anthropic", "--model", "m",
+                         "--api-key-env", "IX_TEST_UNSET_KEY", env=home).code == 0
+    r = ix_in_process("subjects", "test", "mine", "--json", env=home)
     assert r.code == 1
     data = json.loads(r.stdout)
     assert data["ok"] is False
@@ -167,16 +172,17 @@ def test_subjects_test_with_no_api_key_fails_with_exit_1(home):
 
 
 def test_subjects_test_timeout(home):
-    assert run_ix("subjects", "add", "slow", "--runtime", "mock", "--option",
-                  "latency_ms=5000", env=home).code == 0
-    r = run_ix("subjects", "test", "slow", "--timeout", "0.2", "--json", env=home)
+    # `--timeout` bounds the subject's answer (asyncio), not the process
+    assert ix_in_process("subjects", "add", "slow", "--runtime", "mock", "--option",
+                         "latency_ms=5000", env=home).code == 0
+    r = ix_in_process("subjects", "test", "slow", "--timeout", "0.2", "--json", env=home)
     assert r.code == 1, r.output
     assert json.loads(r.stdout)["error"]["kind"] == "timeout"
 
 
 @pytest.mark.parametrize("args", [["nosuch"], ["mock", "--timeout", "0"]])
 def test_subjects_test_bad_input_exits_2(home, args):
-    r = run_ix("subjects", "test", *args, env=home)
+    r = ix_in_process("subjects", "test", *args, env=home)
     assert r.code == 2
     assert "Traceback" not in r.output
 
@@ -185,14 +191,14 @@ def test_a_secret_in_the_users_file_stops_every_command_that_reads_it(home):
     write(subjects_file(home), "x:\n  runtime: {kind: openai, api_key: abc}\n")
     for args in (["subjects", "list"], ["subjects", "test", "mock"],
                  ["subjects", "add", "y", "--runtime", "mock"]):
-        r = run_ix(*args, env=home)
+        r = ix_in_process(*args, env=home)
         assert r.code == 2, (args, r.output)
         assert str(subjects_file(home)) in r.stderr and "x.runtime.api_key" in r.stderr
 
 
 def test_the_subjects_commands_accept_lab_and_json(lab, home):
     for args in (["list"], ["test", "random"]):
-        r = run_ix("subjects", *args, "--lab", str(lab), "--json", env=home)
+        r = ix_in_process("subjects", *args, "--lab", str(lab), "--json", env=home)
         assert r.code == 0, r.output
         json.loads(r.stdout)
-    assert "subjects" in run_ix("--help").stdout
+    assert "subjects" in run_ix("--help").stdout  # `--help` as the real command renders it

@@ -1,4 +1,5 @@
-"""`ix cache stats|clear` through the real `ix`, on a lab whose cache the Python API filled."""
+"""`ix cache stats|clear` through the real `ix`, on a lab whose cache the Python API filled (the
+cache a test then reads back, and repeats of a contract a real command here shows, in process)."""
 
 import asyncio
 import contextlib
@@ -6,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import _ix_argv, mock_experiment, run_ix, tree_digest, write
+from conftest import Result, _ix_argv, ix_in_process, mock_experiment, run_ix, tree_digest, write
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.engine.cache import CachingRuntime
@@ -46,8 +48,9 @@ def filled(lab: Path) -> Path:
     return lab
 
 
-def stats(lab: Path, *args: str) -> dict:
-    r = run_ix("cache", "stats", "--lab", str(lab), "--json", *args)
+def stats(lab: Path, *args: str, cli: Callable[..., Result] = ix_in_process) -> dict:
+    """The cache's `ix cache stats --json`, in process unless `cli` is `run_ix`."""
+    r = cli("cache", "stats", "--lab", str(lab), "--json", *args)
     assert r.code == 0, r.output
     return json.loads(r.stdout)
 
@@ -64,7 +67,7 @@ def test_stats_of_an_empty_and_of_a_filled_cache(lab, filled, tmp_path):
     assert stats(empty) == {"lab": str(empty.resolve()),
                             "path": str(empty.resolve() / CACHE_DIR),
                             "entries": 0, "bytes": 0, "shards": 0}
-    data = stats(filled)
+    data = stats(filled, cli=run_ix)  # the real `ix cache stats --json`
     assert data["entries"] == 5 and data["bytes"] > 0 and 1 <= data["shards"] <= 5
     assert data["path"] == str(filled.resolve() / CACHE_DIR)
     # text, and the lab found from the working directory
@@ -81,7 +84,7 @@ def test_clear_with_yes_removes_the_entries_and_nothing_else(filled):
                                     "path": str(filled.resolve() / CACHE_DIR), "removed": 5}
     assert stats(filled)["entries"] == 0
     assert tree_digest(filled / "exp") == experiment  # trials.jsonl and the rest untouched
-    r = run_ix("cache", "clear", "--lab", str(filled), "--yes")
+    r = ix_in_process("cache", "clear", "--lab", str(filled), "--yes")
     assert r.code == 0 and "removed 0" in r.stdout
 
 
@@ -102,7 +105,7 @@ def test_clear_of_an_empty_cache_needs_no_confirmation(lab):
 def test_no_lab_is_a_clean_error(tmp_path):
     r = run_ix("cache", "stats", cwd=tmp_path)
     assert r.code == 2 and "no lab found" in r.stderr and "Traceback" not in r.output
-    r = run_ix("cache", "stats", "--lab", "no-such-lab", cwd=tmp_path)
+    r = ix_in_process("cache", "stats", "--lab", "no-such-lab", cwd=tmp_path)
     assert r.code == 2 and "--lab" in r.stderr
 
 

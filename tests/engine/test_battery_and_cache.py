@@ -4,7 +4,7 @@ import json
 import os
 import stat
 
-from conftest import mock_experiment, run_ix, write
+from conftest import ix_in_process, mock_experiment, run_ix, write
 
 
 def test_a_battery_runs_every_experiment_and_seed_with_one_combined_report(lab):
@@ -40,7 +40,7 @@ def test_a_battery_runs_every_experiment_and_seed_with_one_combined_report(lab):
     # each run is an ordinary run of its experiment
     runs = list((lab / "alpha" / "results" / "runs").iterdir())
     assert len(runs) == 2
-    second = run_ix("batch", str(battery), "--lab", str(lab), "--json")
+    second = ix_in_process("batch", str(battery), "--lab", str(lab), "--json")
     assert json.loads(second.stdout)["folder"] != data["folder"]  # {seq} advances
 
 
@@ -48,10 +48,11 @@ def test_a_bad_battery_is_exit_2_naming_the_field_and_runs_nothing(lab):
     mock_experiment(lab, "alpha", trials=1)
     cases = [("experiments: [nosuch*]\n", "experiments[0]"), ("seeds: 0\n", "seeds"),
              ("colour: red\n", "colour"), ("subjects: [ghost]\n", "ghost")]
-    for body, field in cases:
+    for i, (body, field) in enumerate(cases):
         battery = write(lab / "b.yaml", "name: b\n" + (
             "" if body.startswith("experiments") else "experiments: [alpha]\n") + body)
-        r = run_ix("batch", str(battery), "--lab", str(lab))
+        cli = run_ix if i == 0 else ix_in_process  # the first refusal by the real command
+        r = cli("batch", str(battery), "--lab", str(lab))
         assert r.code == 2 and field in r.stderr and "Traceback" not in r.output, r.output
         assert not (lab / "alpha" / "results").exists()
         assert not (lab / "batteries").exists()
@@ -59,9 +60,10 @@ def test_a_bad_battery_is_exit_2_naming_the_field_and_runs_nothing(lab):
 
 def test_a_cached_run_replays_bit_for_bit_without_calling_the_subject(lab):
     exp = mock_experiment(lab, rates={"must-001": 0.5, "not-001": 0.3}, trials=4)
-    first = run_ix("run", "--lab", str(lab), "--cache", "--json")
+    # set-up in process: the recording run and its cache's stats; the replay is real
+    first = ix_in_process("run", "--lab", str(lab), "--cache", "--json")
     assert first.code == 0, first.output
-    assert json.loads(run_ix("cache", "stats", "--lab", str(lab), "--json").stdout)[
+    assert json.loads(ix_in_process("cache", "stats", "--lab", str(lab), "--json").stdout)[
         "entries"] == 24
     # replay mode never calls a subject: every trial comes from the cache
     replay = run_ix("run", "--lab", str(lab), "--cache", "--cache-mode", "replay", "--json")
@@ -87,5 +89,6 @@ def test_replay_mode_with_an_empty_cache_records_cache_misses(lab):
     kinds = {json.loads(x)["error"]["kind"]
              for x in (exp / "results" / "trials.jsonl").read_text().splitlines()}
     assert kinds == {"cache_miss"}
-    bad = run_ix("run", "--lab", str(lab), "--cache-mode", "sometimes")
+    # (a real exit 2: above)
+    bad = ix_in_process("run", "--lab", str(lab), "--cache-mode", "sometimes")
     assert bad.code == 2 and "--cache" in bad.stderr

@@ -48,9 +48,11 @@ def test_a_battery_without_a_file_runs_what_the_same_file_runs(tmp_path):
         seeds: 2
         trials: 1
     """)
-    by_file = run_ix("batch", str(labs["file"] / "nightly.yaml"), "--json")
-    by_flags = run_ix("batch", "--lab", str(labs["flags"]), "--experiments", "coex-*",
-                      "--subjects", "mock,random", "--seeds", "2", "--trials", "1", "--json")
+    # in process: the real `ix batch` is test_flags_replace_the_fields_of_a_battery_file's
+    by_file = ix_in_process("batch", str(labs["file"] / "nightly.yaml"), "--json")
+    by_flags = ix_in_process("batch", "--lab", str(labs["flags"]), "--experiments", "coex-*",
+                             "--subjects", "mock,random", "--seeds", "2", "--trials", "1",
+                             "--json")
     assert by_file.code == 0 and by_flags.code == 0, by_file.output + by_flags.output
     a, b = (snapshot(Path(json.loads(r.stdout)["folder"])) for r in (by_file, by_flags))
     assert a["battery"] == b["battery"]  # the block a file would have held
@@ -77,8 +79,10 @@ def test_flags_replace_the_fields_of_a_battery_file_and_bad_ones_name_the_flag(l
     for args, flag in ((("--seeds", "0"), "--seeds"), (("--seeds", "two"), "--seeds"),
                        (("--experiments", "nosuch*"), "--experiments"),
                        (("--subjects", "ghost"), "ghost")):
-        bad = run_ix("batch", "--lab", str(lab), *(() if "--experiments" in args
-                                                   else ("--experiments", "alpha")), *args)
+        # in process; the real exit 2 of this command line is the `nothing` below
+        bad = ix_in_process("batch", "--lab", str(lab), *(() if "--experiments" in args
+                                                          else ("--experiments", "alpha")),
+                            *args)
         assert bad.code == 2 and flag in bad.stderr, (args, bad.output)
         assert "Traceback" not in bad.output
     nothing = run_ix("batch", "--lab", str(lab))
@@ -160,7 +164,7 @@ def test_sigkill_mid_battery_then_resume_gives_every_trial_exactly_once(lab):
         ("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1)]
     assert all(row["trials"] == per_run for row in report["rows"])
     # a finished battery resumed again only reads its runs back
-    again = run_ix("batch", "--resume", str(folder), "--json")
+    again = ix_in_process("batch", "--resume", str(folder), "--json")
     assert again.code == 0 and json.loads(again.stdout)["rows"] == data["rows"]
     assert len(lines(lab / "alpha")) == 2 * per_run
 
@@ -172,9 +176,9 @@ def test_resume_refuses_what_would_change_the_battery_and_a_lab_without_one(lab)
     # set-up (in process): a finished battery to resume
     assert ix_in_process("batch", "--lab", str(lab), "--experiments", "alpha").code == 0
     for extra in (("--seeds", "2"), ("--dry-run",)):
-        bad = run_ix("batch", "--resume", "--lab", str(lab), *extra)
+        bad = ix_in_process("batch", "--resume", "--lab", str(lab), *extra)  # (real: above)
         assert bad.code == 2 and "--resume" in bad.stderr and extra[0] in bad.stderr
-    notdir = run_ix("batch", "--resume", str(lab / "alpha" / "experiment.yaml"))
+    notdir = ix_in_process("batch", "--resume", str(lab / "alpha" / "experiment.yaml"))
     assert notdir.code == 2 and "battery folder" in notdir.stderr
 
 

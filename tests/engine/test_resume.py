@@ -45,7 +45,7 @@ def trials(d: Path) -> list[dict]:
 
 def uninterrupted(tmp_path: Path) -> dict:
     """The summary of the same experiment run whole: a reference to compare with, made in
-    process (the interrupted and resumed runs under test are real commands)."""
+    process (the interrupted runs under test are real commands)."""
     ref = tmp_path / "reference"
     d = experiment(ref)
     assert ix_in_process("run", "--lab", str(ref)).code == 0
@@ -79,7 +79,9 @@ def test_a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_pa
     proc.wait(timeout=30)
     before = len(trials(d))
     assert 40 <= before < 200
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    # the killed process is real; the resume after it runs in process (a real `ix run
+    # --resume` to exit 0 is test_a_torn_last_line_is_reported_and_that_trial_runs_again's)
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 0, r.output
     records = trials(d)
     keys = [(x["subject"], x["probe_id"], x["trial"]) for x in records]
@@ -131,7 +133,7 @@ def test_max_trials_stops_early_as_cancelled_and_resume_finishes(lab, tmp_path):
     assert r.code == 130 and "--max-trials 30 reached" in r.stderr
     s = json.loads(r.stdout)
     assert s["run_status"] == "cancelled" and s["subjects"][0]["trials"] == 30
-    assert run_ix("run", "--lab", str(lab), "--resume").code == 0
+    assert ix_in_process("run", "--lab", str(lab), "--resume").code == 0
     assert stable(summary(d)) == uninterrupted(tmp_path)
 
 
@@ -150,8 +152,8 @@ def test_the_circuit_breaker_stops_a_failing_subject_and_says_why(lab):
 
 def test_filters_choose_cases_and_are_recorded(lab):
     d = experiment(lab, trials=1, latency=0)
-    r = run_ix("run", "--lab", str(lab), "--filter", "tag:t0,t1", "--filter", "!c0*",
-               "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--filter", "tag:t0,t1", "--filter", "!c0*",
+                      "--json")
     assert r.code == 0, r.output
     ran = {x["probe_id"] for x in trials(d)}
     assert ran and all(not p.startswith("c0") for p in ran)
@@ -159,14 +161,14 @@ def test_filters_choose_cases_and_are_recorded(lab):
     spec = yaml.safe_load(next((d / "results" / "runs").iterdir()).joinpath("spec.yaml")
                           .read_text())
     assert spec["overrides"]["filters"] == ["tag:t0,t1", "!c0*"]
-    bad = run_ix("run", "--lab", str(lab), "--filter", "colour:red")
+    bad = ix_in_process("run", "--lab", str(lab), "--filter", "colour:red")
     assert bad.code == 2 and "--filter" in bad.stderr
 
 
 def test_dry_run_plans_everything_and_writes_nothing(lab):
     experiment(lab)
     before = tree_digest(lab)
-    r = run_ix("run", "--lab", str(lab), "--dry-run", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--dry-run", "--json")
     assert r.code == 0, r.output
     [plan] = json.loads(r.stdout)
     assert plan["total_trials"] == 200 and plan["subjects"][0]["trials"] == 200
@@ -175,7 +177,7 @@ def test_dry_run_plans_everything_and_writes_nothing(lab):
 
 def test_smoke_runs_one_trial_of_a_few_cases(lab):
     d = experiment(lab, latency=0)
-    r = run_ix("run", "--lab", str(lab), "--smoke", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--smoke", "--json")
     assert r.code == 0, r.output
     records = trials(d)
     assert len(records) <= 3 and {x["trial"] for x in records} == {0}
@@ -187,7 +189,7 @@ def test_on_complete_runs_a_command_with_the_summary_path(lab, tmp_path):
     marker = tmp_path / "done.txt"
     script = write(tmp_path / "hook.py",
                    f"import sys; open({str(marker)!r}, 'w').write(sys.argv[-1])\n")
-    r = run_ix("run", "--lab", str(lab), "--on-complete", f"{sys.executable} {script}")
+    r = ix_in_process("run", "--lab", str(lab), "--on-complete", f"{sys.executable} {script}")
     assert r.code == 0, r.output
     assert marker.read_text().endswith(".json") and Path(marker.read_text()).is_file()
 
@@ -197,13 +199,14 @@ def test_resume_refuses_a_changed_experiment_and_bad_flag_combinations(lab):
     # set-up: a stopped run to continue (the refusals after it are what is tested)
     assert ix_in_process("run", "--lab", str(lab), "--max-trials", "10").code == 130
     write(d / "cases" / "c99.md", "---\nexpectation: must_trigger\n---\nnew\n")
+    # the file's real exit 2 of refused input; the other refusals in process
     r = run_ix("run", "--lab", str(lab), "--resume")
     assert r.code == 2 and "cases changed" in r.stderr
-    both = run_ix("run", "--lab", str(lab), "--resume", "--retry-failed")
+    both = ix_in_process("run", "--lab", str(lab), "--resume", "--retry-failed")
     assert both.code == 2
-    lonely = run_ix("run", "--lab", str(lab), "--run", "x")
+    lonely = ix_in_process("run", "--lab", str(lab), "--run", "x")
     assert lonely.code == 2 and "--run" in lonely.stderr
-    unknown = run_ix("run", "--lab", str(lab), "--resume", "--run", "nosuch")
+    unknown = ix_in_process("run", "--lab", str(lab), "--resume", "--run", "nosuch")
     assert unknown.code == 2 and "nosuch" in unknown.stderr
 
 
@@ -234,7 +237,7 @@ def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(la
     proc.send_signal(sig)
     proc.wait(timeout=30)
     assert 30 <= len(trials(d)) < len(keys(whole))
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    r = ix_in_process("run", "--lab", str(lab), "--resume")  # after the real kill, as above
     assert r.code == 0, r.output
     assert keys(d) == keys(whole)  # exactly the trials the rule gave: none lost, none twice
     s = summary(d)
@@ -250,18 +253,19 @@ def test_limits_stop_an_adaptive_run_as_cancelled_and_resume_finishes_it(lab, tm
     whole = adaptive(ref, latency=0)
     assert ix_in_process("run", "--lab", str(ref)).code == 0  # the reference, run whole
     d = adaptive(lab, latency=0)
-    r = run_ix("run", "--lab", str(lab), "--max-trials", "30", "--json")
+    # the real `--max-trials` stop (exit 130) is test_max_trials_stops_early_as_cancelled's
+    r = ix_in_process("run", "--lab", str(lab), "--max-trials", "30", "--json")
     assert r.code == 130 and "--max-trials 30 reached" in r.stderr
     s = json.loads(r.stdout)
     assert s["run_status"] == "cancelled" and s["stop_reason"] == "--max-trials 30 reached"
     assert s["subjects"][0]["trials"] == len(trials(d)) == 30
     # nothing is spent by the mock, so a budget of 0 USD is reached by the first trial
-    r = run_ix("run", "--lab", str(lab), "--resume", "--max-cost", "0", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--resume", "--max-cost", "0", "--json")
     assert r.code == 130 and json.loads(r.stdout)["stop_reason"].startswith("--max-cost 0 USD")
     # the first trial, and those already under way: in flight, or done and waiting to be
     # counted (the orchestrator queues as many outcomes as it has workers: 4 each)
     assert 31 <= len(trials(d)) <= 30 + 2 * 4
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 0, r.output
     assert keys(d) == keys(whole)
     assert stable(summary(d)) == stable(summary(whole))
@@ -278,7 +282,9 @@ def test_the_time_limit_and_the_circuit_breaker_hold_an_adaptive_run(lab):
           "runtime: {kind: mock, error_rates: {c00: 1.0, c01: 1.0}}\n")
     for i in range(4):
         write(b / "cases" / f"c{i:02d}.md", f"---\nexpectation: must_trigger\n---\np{i}\n")
-    r = run_ix("run", "--lab", str(lab), "b", "--max-consecutive-errors", "5", "--json")
+    # (the real circuit breaker is test_the_circuit_breaker_stops_a_failing_subject's)
+    r = ix_in_process("run", "--lab", str(lab), "b", "--max-consecutive-errors", "5",
+                      "--json")
     s = json.loads(r.stdout)
     assert "5 consecutive" in s["circuit_breaker"]["t"] and "circuit breaker" in r.stderr
     ran = [x["probe_id"] for x in trials(b)]
@@ -312,7 +318,8 @@ def test_retry_failed_on_an_adaptive_run_reruns_errored_trials_and_reapplies_the
     assert ix_in_process("run", "--lab", str(lab)).code == 0  # set-up: the run to retry
     first = trials(d)
     errored = {(x["probe_id"], x["trial"]) for x in first if x["error"]}
-    r = run_ix("run", "--lab", str(lab), "--retry-failed", "--json")
+    # (the real `--retry-failed` is test_retry_failed_reruns_only_errored_trials's)
+    r = ix_in_process("run", "--lab", str(lab), "--retry-failed", "--json")
     assert r.code == 0, r.output
     new = trials(d)[len(first):]
     assert {(x["probe_id"], x["trial"]) for x in new if x["attempt"] == 1} == errored
@@ -339,6 +346,6 @@ def test_a_continued_run_keeps_its_trials_rule(lab):
     assert ix_in_process("run", "--lab", str(lab), "--max-trials", "10").code == 130
     (d / "experiment.yaml").write_text((d / "experiment.yaml").read_text()
                                        .replace("max_trials: 10", "max_trials: 12"))
-    r = run_ix("run", "--lab", str(lab), "--resume")
+    r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 2 and "trials: auto (2 to 10)" in r.stderr, r.output
     assert len(trials(d)) == 10

@@ -2,7 +2,8 @@
 the real `ix` at 80 columns: the verdict is the last line of `ix run`, each experiment is at
 most 40 lines, no line is wider than 80 columns (but a path, printed whole beside its label),
 and a condition's name is never wrapped: when a table would not fit, names become keys with a
-legend."""
+legend. The real `ix` runs the examples, prints the report's table and the terminal's
+warnings; the other runs and formats, at the same COLUMNS, in process."""
 
 import json
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, run_ix, too_wide
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix, too_wide
 
 NARROW = {"COLUMNS": "80"}
 
@@ -67,8 +68,8 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
 
 
 def test_the_verdict_is_the_last_line_of_a_single_run(example):
-    r = run_ix("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
-               env=NARROW)
+    r = ix_in_process("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
+                      env=NARROW)
     assert r.code == 0, r.output
     tail = r.stdout.rstrip().splitlines()
     assert tail[-2].startswith("SUPPORTED — goal: Installing spreadsheet-insights"), tail[-4:]
@@ -77,8 +78,8 @@ def test_the_verdict_is_the_last_line_of_a_single_run(example):
 
 
 def test_detail_prints_every_table_and_still_ends_with_the_verdict(example):
-    r = run_ix("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
-               "--detail", env=NARROW)
+    r = ix_in_process("run", "coexistence", "--lab", str(example["lab"]), "--progress", "none",
+                      "--detail", env=NARROW)
     assert r.code == 0, r.output
     for table in ("coexistence · a-plus-b", "between-case ICC", "pass^9",
                   "a-plus-b vs a-only (control)", "flipped beyond trial noise"):
@@ -90,7 +91,7 @@ def test_detail_prints_every_table_and_still_ends_with_the_verdict(example):
 def test_report_leads_with_the_same_screen_in_every_format(example):
     lab = example["lab"]
     run_id = re.search(r"`ix report (\S+)`", "\n".join(_blocks(example["run"].stdout)[0]))[1]
-    table = run_ix("report", run_id, "--lab", str(lab), env=NARROW)
+    table = run_ix("report", run_id, "--lab", str(lab), env=NARROW)  # the real command
     assert table.code == 0, table.output
     head = table.stdout.split("\ndetails\n")[0]
     assert head.index("SUPPORTED — goal:") < head.index("a-only (control)") \
@@ -98,10 +99,10 @@ def test_report_leads_with_the_same_screen_in_every_format(example):
     detail = "specificity and reliability per subject"
     assert detail not in head and detail in table.stdout
     assert not too_wide(table.stdout), too_wide(table.stdout)
-    md = run_ix("report", run_id, "--lab", str(lab), "--format", "md").stdout
+    md = ix_in_process("report", run_id, "--lab", str(lab), "--format", "md").stdout
     assert md.index("**SUPPORTED**") < md.index("| a-only (control) | 1.000 [0.85, 1.00] |") \
         < md.index("**Cases that matter**: 9 of 29") < md.index("## Summary")
-    data = json.loads(run_ix("report", run_id, "--lab", str(lab), "--json").stdout)
+    data = json.loads(ix_in_process("report", run_id, "--lab", str(lab), "--json").stdout)
     assert next(iter(data)) == "screen"
     screen = data["screen"]
     assert screen["answer"]["kind"] == "comparisons"
@@ -110,8 +111,8 @@ def test_report_leads_with_the_same_screen_in_every_format(example):
     assert screen["cases_that_matter"][0]["cells"]["a-plus-b"] == \
         {"hits": 1, "n": 9, "score": pytest.approx(1 / 9, abs=1e-6), "right": False,
          "errors": 0}
-    html = Path(run_ix("report", run_id, "--lab", str(lab), "--format", "html", "--out",
-                       str(lab / "r.html")).code == 0 and lab / "r.html").read_text()
+    html = Path(ix_in_process("report", run_id, "--lab", str(lab), "--format", "html", "--out",
+                              str(lab / "r.html")).code == 0 and lab / "r.html").read_text()
     assert html.index('class="screen"') < html.index('id="summary"')
 
 

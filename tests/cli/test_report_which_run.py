@@ -1,7 +1,7 @@
 """`ix report [RUN|EXPERIMENT]`: which run a report reads when given an experiment's name, or
 nothing (inside an experiment, at the lab's root), and the errors when there is none
-(docs/reports.md, "Which run"). The real command for the contract; the runs are made in
-process."""
+(docs/reports.md, "Which run"). The real command for the contract (exit 0 with its note on
+stderr, exit 2 with one line); the runs, and the other choices of run, in process."""
 
 import json
 from pathlib import Path
@@ -48,8 +48,10 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
     return lab, three_experiments(lab)
 
 
-def reported(lab: Path, *args: str, cwd: Path) -> tuple[str, str]:
-    r = run_ix("report", "--json", *args, cwd=cwd, env={"COLUMNS": "80"})
+def reported(lab: Path, *args: str, cwd: Path, command=ix_in_process) -> tuple[str, str]:
+    """The run `ix report` read, and its stderr: in process (which run is logic), or with
+    `command=run_ix` the real command."""
+    r = command("report", "--json", *args, cwd=cwd, env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     return json.loads(r.stdout)["run"]["run_id"], r.stderr
 
@@ -69,7 +71,7 @@ def test_an_experiments_name_or_path_reports_its_latest_completed_run(shared):
 
 def test_an_experiment_with_no_completed_run_reports_its_latest_and_says_so(shared):
     lab, runs = shared
-    run, said = reported(lab, "two", cwd=lab)
+    run, said = reported(lab, "two", cwd=lab, command=run_ix)  # the real command, its note
     assert run == runs["two cancelled"]
     assert said.strip() == (f"ix: experiment two has no completed run; reporting its latest, "
                             f"{run} (cancelled)")
@@ -89,7 +91,7 @@ def test_no_argument_is_the_labs_latest_run_at_its_root_and_the_experiments_insi
 def test_no_finished_run_is_one_line_exit_2_saying_how_to_make_one(lab, args):
     for name in ("three", "four"):
         mock_experiment(lab, name, n_must=1, n_not=1, n_edge=0, trials=1)
-    r = run_ix("report", *args, cwd=lab)
+    r = ix_in_process("report", *args, cwd=lab)  # the real exit 2: the unknown name's test
     assert r.code == 2 and r.stdout == "", r.output
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert "no finished run yet" in r.stderr and "`ix run" in r.stderr
@@ -97,7 +99,7 @@ def test_no_finished_run_is_one_line_exit_2_saying_how_to_make_one(lab, args):
 
 def test_an_unknown_name_lists_the_experiments_and_the_latest_runs(shared):
     lab, runs = shared
-    r = run_ix("report", "nosuch", cwd=lab)
+    r = run_ix("report", "nosuch", cwd=lab)  # the real command: exit 2, one line
     assert r.code == 2 and r.stdout == "", r.output
     line, = r.stderr.strip().splitlines()
     assert "no run, tag or experiment 'nosuch'" in line

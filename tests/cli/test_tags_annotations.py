@@ -1,4 +1,6 @@
-"""`ix tag`, `ix annotate` and the lab's audit log, through the real command."""
+"""`ix tag`, `ix annotate` and the lab's audit log, through the real command: once for each
+contract (exit 0 and its output, exit 2 with one line, concurrent processes, warnings on
+stderr); the rest of the logic, and the set-up, through the same command in process."""
 
 import getpass
 import json
@@ -21,16 +23,18 @@ def run_id(lab: Path, *args: str) -> str:
     return json.loads(r.stdout)["run_id"]
 
 
-def ix_ok(lab: Path, *args: str) -> str:
-    r = run_ix(*args, "--lab", str(lab))
+def ix_ok(lab: Path, *args: str, command=ix_in_process) -> str:
+    """Exit 0, and the stdout: in process, or with `command=run_ix` the real command."""
+    r = command(*args, "--lab", str(lab))
     assert r.code == 0, r.output
     return r.stdout
 
 
-def refused(lab: Path, *args: str, message: str) -> None:
-    """Exit 2 with one line naming the problem, and the lab byte-for-byte unchanged."""
+def refused(lab: Path, *args: str, message: str, command=ix_in_process) -> None:
+    """Exit 2 with one line naming the problem, and the lab byte-for-byte unchanged (in
+    process, or with `command=run_ix` the real command)."""
     before = tree_digest(lab)
-    r = run_ix(*args, "--lab", str(lab))
+    r = command(*args, "--lab", str(lab))
     assert r.code == 2, r.output
     assert message in r.stderr and "Traceback" not in r.output, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -72,11 +76,11 @@ def two_runs(_two_runs: tuple[Path, Path, str, str]) -> tuple[Path, str, str]:
 
 def test_a_tag_names_one_run_and_moves_only_with_force(two_runs):
     lab, first, second = two_runs
-    assert f"tagged run {first}" in ix_ok(lab, "tag", first, "baseline")
+    assert f"tagged run {first}" in ix_ok(lab, "tag", first, "baseline", command=run_ix)
     tags = yaml.safe_load((lab / "tags.yaml").read_text())
     assert tags["baseline"]["run"] == first and tags["baseline"]["experiment"] == "exp"
     assert tags["baseline"]["folder"] == f"exp/results/runs/{first}"
-    refused(lab, "tag", second, "baseline", message="already names run")
+    refused(lab, "tag", second, "baseline", message="already names run", command=run_ix)
     assert "already names" in ix_ok(lab, "tag", first, "baseline")   # same run: a no-op
     moved = json.loads(ix_ok(lab, "tag", second, "baseline", "--force", "--json"))
     assert moved == {"tag": "baseline", "run": second, "experiment": "exp",
@@ -130,7 +134,8 @@ def test_bad_tag_and_annotation_input_changes_nothing(two_runs, args, message):
     lab, first, _ = two_runs
     args = [first if a == "RUN" else a for a in args]
     before = tree_digest(lab)
-    r = run_ix(*args, "--lab", str(lab))
+    # in process: the real exit 2 is `refused(..., command=run_ix)` above
+    r = ix_in_process(*args, "--lab", str(lab))
     assert r.code == 2, r.output
     assert message in r.stderr and "Traceback" not in r.output
     assert tree_digest(lab) == before
@@ -178,11 +183,11 @@ def test_the_audit_log_records_runs_batteries_tags_and_annotations_append_only(l
     rid = run_id(lab)
     first_lines = (lab / "audit.jsonl").read_bytes()
     write(lab / "nightly.yaml", "name: nightly\nexperiments: [exp]\nseeds: 2\n")
-    assert run_ix("batch", str(lab / "nightly.yaml"), "--lab", str(lab)).code == 0
+    assert ix_in_process("batch", str(lab / "nightly.yaml"), "--lab", str(lab)).code == 0
     ix_ok(lab, "tag", rid, "v1")
     ix_ok(lab, "annotate", rid, "checked")
     ix_ok(lab, "tag", "--delete", "v1")
-    run_ix("report", rid, "--lab", str(lab))       # reading is not recorded
+    ix_in_process("report", rid, "--lab", str(lab))  # reading is not recorded
     after = (lab / "audit.jsonl").read_bytes()
     assert after.startswith(first_lines)            # nothing rewritten, only appended
     entries = audit(lab)
@@ -228,9 +233,9 @@ def test_unreadable_annotation_lines_are_skipped_with_a_warning_naming_them(two_
     ix_ok(lab, "annotate", first, "after the tear")         # starts on a fresh line
     texts = json.loads(ix_ok(lab, "annotate", first, "--list", "--json"))["annotations"]
     assert [n["text"] for n in texts] == ["kept", "after the tear"]
-    assert f"{path}: line 2: skipped" in run_ix("annotate", first, "--list", "--lab",
-                                                str(lab)).stderr
+    assert f"{path}: line 2: skipped" in ix_in_process("annotate", first, "--list", "--lab",
+                                                       str(lab)).stderr
     path.write_text("not json\n" + good)
-    r = run_ix("report", first, "--lab", str(lab), "--json")
+    r = run_ix("report", first, "--lab", str(lab), "--json")  # the real command's stderr
     assert r.code == 0 and f"{path}: line 1: skipped" in r.stderr
     assert [n["text"] for n in json.loads(r.stdout)["annotations"]] == ["kept"]

@@ -1,7 +1,8 @@
 """Which skill took the prompt (issue 16 §5), through the real `ix` command: the `trials`
 view's `invoked` and `first_invoked`, each subject's routing table in the summary, `ix
 report` in every format, `ix results --group-by invoked`, and the failure table's prompt and
-wrong examples from every subject."""
+wrong examples from every subject. Each command is the real process once (exit code, output);
+its other formats and the runs the tests read are asked in process."""
 
 import json
 import re
@@ -110,18 +111,19 @@ def test_ix_report_says_who_took_each_case_in_every_format(lab: Path, ran: Path)
     want = "must-001: taken by " + ", ".join(
         f"{r['skill'] or 'none'} {r['trials']}/{n}" for r in routes["must-001"])
     assert "pdf" in want
+    # the real command: exit 0, the table at 80 columns; the other formats in process
     table = run_ix("report", "--lab", str(lab), env={"COLUMNS": "80"})
     assert table.code == 0, table.output
     assert f"crowded: {want}" in table.stdout
     assert "which skill took the prompt" in table.stdout
-    md = run_ix("report", "--lab", str(lab), "--format", "md")
+    md = ix_in_process("report", "--lab", str(lab), "--format", "md")
     assert f"- crowded: {want}" in md.stdout and "## Which skill took the prompt" in md.stdout
-    data = json.loads(run_ix("report", "--lab", str(lab), "--format", "json").stdout)
+    data = json.loads(ix_in_process("report", "--lab", str(lab), "--format", "json").stdout)
     crowded = next(r for r in data["routing"] if r["subject"] == "crowded")
     case = next(c for c in crowded["cases"] if c["probe_id"] == "must-001")
     assert f"must-001: taken by {case['taken_by']}" == want
     out = lab / "report.html"
-    html = run_ix("report", "--lab", str(lab), "--format", "html", "--out", str(out))
+    html = ix_in_process("report", "--lab", str(lab), "--format", "html", "--out", str(out))
     assert html.code == 0, html.output
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", out.read_text()))
     assert f"crowded: {want}" in text
@@ -134,18 +136,18 @@ def test_results_group_by_invoked_counts_the_trials_each_skill_took(lab: Path, r
     got = {(row["subject"], row["first_invoked"]): row["n"] for row in json.loads(r.stdout)}
     want = Counter((x["subject"], first_skill(x)) for x in lines(ran))
     assert got == dict(want)
-    table = run_ix("results", "--lab", str(lab), "-g", "invoked")
+    table = ix_in_process("results", "--lab", str(lab), "-g", "invoked")
     assert table.code == 0, table.output
     header, *rows = [line.split()[0] for line in table.stdout.splitlines()
                      if line.strip() and not line.startswith("━")]
     assert header == "invoked" and rows == ["pdf", "xlsx", "none"]  # none: no skill taken
-    bad = run_ix("results", "--lab", str(lab), "-g", "invokd")
+    bad = run_ix("results", "--lab", str(lab), "-g", "invokd")  # the real exit 2
     assert bad.code == 2 and "invoked" in bad.stderr
 
 
 def test_the_failure_table_shows_the_prompt_and_every_subjects_wrong_example(lab: Path,
                                                                            ran: Path):
-    data = json.loads(run_ix("report", "--lab", str(lab), "--format", "json").stdout)
+    data = json.loads(ix_in_process("report", "--lab", str(lab), "--format", "json").stdout)
     rows = {row["probe_id"]: row for row in data["failures"]["cases"]}
     # wrong: a must case the skill missed, or a should-not case it fired on
     wrong = {(x["probe_id"], x["subject"]) for x in lines(ran)
@@ -156,9 +158,9 @@ def test_the_failure_table_shows_the_prompt_and_every_subjects_wrong_example(lab
     assert len(rows["must-002"]["examples"]) == 2  # alone and crowded both missed it
     pdf = next(e for e in rows["must-002"]["examples"] if e["subject"] == "crowded")
     assert pdf["invoked"] == ["pdf"] and "invoked: pdf" in pdf["details"]
-    md = run_ix("report", "--lab", str(lab), "--format", "md").stdout
+    md = ix_in_process("report", "--lab", str(lab), "--format", "md").stdout
     assert PROMPTS["must-002"] in md and "alone \\#" in md and "crowded \\#" in md
-    table = run_ix("report", "--lab", str(lab), env={"COLUMNS": "80"}).stdout
+    table = ix_in_process("report", "--lab", str(lab), env={"COLUMNS": "80"}).stdout
     assert PROMPTS["must-002"] in table
     assert "  alone #" in table and "  crowded #" in table
 
@@ -193,10 +195,10 @@ def test_a_capability_sensor_gets_no_routing_table(lab: Path):
           - name: tool
     """)
     write(d / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nrun it\n")
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))  # set-up: the summary is under test
     assert r.code == 0, r.output
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     assert "routing" not in summary["subjects"][0]
     assert "routes" not in summary["probe_results"][0]
-    report = run_ix("report", "--lab", str(lab), "--format", "md").stdout
+    report = ix_in_process("report", "--lab", str(lab), "--format", "md").stdout
     assert "Which skill took the prompt" not in report

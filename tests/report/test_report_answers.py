@@ -33,7 +33,10 @@ def _run(lab: Path, *args: str) -> str:
 
 
 def _report(lab: Path, run: str, fmt: str, columns: str = "80") -> str:
-    r = run_ix("report", run, "--lab", str(lab), "--format", fmt, env={"COLUMNS": columns})
+    """`ix report` in process: what each format says is under test (the real command's exit 0
+    and output: `test_a_mock_subject_is_never_told_to_broaden_its_description`)."""
+    r = ix_in_process("report", run, "--lab", str(lab), "--format", fmt,
+                      env={"COLUMNS": columns})
     assert r.code == 0, r.output
     return r.stdout
 
@@ -61,8 +64,8 @@ def test_every_format_of_ix_report_carries_the_verdict_comparisons_and_interpret
 
     table = _report(lab, run, "table", columns="200")
     markdown = _report(lab, run, "md")
-    run_ix("report", run, "--lab", str(lab), "--format", "html",
-           "--out", str(lab / "r.html"))
+    ix_in_process("report", run, "--lab", str(lab), "--format", "html",
+                  "--out", str(lab / "r.html"))
     page = html.unescape(re.sub(r"<[^>]+>", " ", (lab / "r.html").read_text()))
     plain_md = html.unescape(markdown.replace("\\", "").replace("**", ""))
     for name, text in (("table", table), ("md", plain_md), ("html", page)):
@@ -90,14 +93,15 @@ def test_one_subject_has_no_leaderboard_in_any_format(lab):
     assert "Leaderboard" not in _report(lab, run, "md")
     board = json.loads(_report(lab, run, "json"))["leaderboard"]
     assert board["rows"] == [] and "nothing to rank" in board["note"]
-    run_ix("report", run, "--lab", str(lab), "--format", "html", "--out", str(lab / "r.html"))
+    ix_in_process("report", run, "--lab", str(lab), "--format", "html",
+                  "--out", str(lab / "r.html"))
     assert 'id="leaderboard"' not in (lab / "r.html").read_text()
-    board = run_ix("leaderboard", "--lab", str(lab), "--json")
+    board = run_ix("leaderboard", "--lab", str(lab), "--json")  # the real command
     assert board.code == 0, board.output
     data = json.loads(board.stdout)
     assert data["boards"] == [] and data["overall"] is None
     assert any("one subject only, nothing to rank" in n for n in data["notes"])
-    text = run_ix("leaderboard", "--lab", str(lab))
+    text = ix_in_process("leaderboard", "--lab", str(lab))
     assert "rank" not in text.stdout.replace("nothing to rank", "")
 
 
@@ -105,7 +109,8 @@ def test_a_battery_whose_goal_is_refuted_says_which_run_and_pools_the_seeds(lab)
     experiment(lab, n_must=40, n_not=10, trials=5, control=0.97, variant=0.97,
                goal=GOAL.format(metric="pass_rate", min_effect=0.15))
     battery = write(lab / "b.yaml", "name: b\nexperiments: [e]\nseeds: 2\n")
-    r = run_ix("batch", str(battery), "--lab", str(lab))
+    # in process: the reports' contents; the real `ix batch` exits 1 in the test after this
+    r = ix_in_process("batch", str(battery), "--lab", str(lab))
     assert r.code == 1
     runs = sorted(p.name for p in (lab / "e" / "results" / "runs").iterdir())
     assert len(runs) == 2
@@ -134,7 +139,7 @@ def test_a_battery_with_json_still_says_why_it_exits_1_on_stderr(lab):
     experiment(lab, n_must=40, n_not=10, trials=5, control=0.97, variant=0.97,
                goal=GOAL.format(metric="pass_rate", min_effect=0.15))
     battery = write(lab / "b.yaml", "name: b\nexperiments: [e]\nseeds: 1\n")
-    r = run_ix("batch", str(battery), "--lab", str(lab), "--json")
+    r = run_ix("batch", str(battery), "--lab", str(lab), "--json")  # the real command
     assert r.code == 1 and "goal refuted in run " in r.stderr
     assert json.loads(r.stdout)["verdicts"][0]["goal"] == "refuted"
 
@@ -172,7 +177,7 @@ def test_compare_shows_how_a_skill_description_changed(lab):
     skill.write_text("---\nname: target\ndescription: Summarise CSV and TSV files; not for "
                      "Excel workbooks.\n---\nBody\n")
     after = _run(lab)
-    r = run_ix("compare", before, after, "--lab", str(lab), "--json")
+    r = run_ix("compare", before, after, "--lab", str(lab), "--json")  # the real command
     assert r.code == 0, r.output
     [change] = json.loads(r.stdout)["config_changes"]
     [s] = change["skills"]
@@ -181,7 +186,8 @@ def test_compare_shows_how_a_skill_description_changed(lab):
     assert s["description_after"] == "Summarise CSV and TSV files; not for Excel workbooks."
     # said once, in `skills`: the spec's own changes leave the description out
     assert not [c for c in change["changes"] if "description" in c["path"]], change["changes"]
-    text = run_ix("compare", before, after, "--lab", str(lab), env={"COLUMNS": "80"}).stdout
+    text = ix_in_process("compare", before, after, "--lab", str(lab),
+                         env={"COLUMNS": "80"}).stdout
     flat = _flat(text)
     assert "skill target changed" in flat
     assert "description before: Summarise CSV files." in flat
@@ -193,11 +199,11 @@ def test_plan_names_the_metric_of_the_smallest_detectable_difference(lab):
     mock_experiment(lab, rates={"must-001": 0.5, "must-002": 0.5, "must-003": 0.5,
                                 "not-001": 0.5}, trials=6)
     _run(lab)
-    r = run_ix("plan", "exp", "--lab", str(lab), env={"COLUMNS": "80"})
+    r = run_ix("plan", "exp", "--lab", str(lab), env={"COLUMNS": "80"})  # the real command
     assert r.code == 0, r.output
     assert "smallest detectable difference in the mean per-case activation rate (must) is" \
         in _flat(r.stdout)
-    data = json.loads(run_ix("plan", "exp", "--lab", str(lab), "--json").stdout)
+    data = json.loads(ix_in_process("plan", "exp", "--lab", str(lab), "--json").stdout)
     assert data["answers"][0]["metric"] == "mean per-case activation rate (must)"
 
 
@@ -213,7 +219,7 @@ def test_a_mock_subject_is_never_told_to_broaden_its_description(lab):
         "The mock runtime never reads the description: its default_rate and activation_rates "
         "(per case) set how often it calls the skill."]
     report = run_ix("report", "--lab", str(lab), json.loads(r.stdout)["run_id"],
-                    env={"COLUMNS": "80"})
+                    env={"COLUMNS": "80"})  # the real command: exit 0, its table
     assert report.code == 0, report.output
     flat = " ".join(report.stdout.split())
     assert "never reads the description" in flat and "Broaden" not in flat

@@ -42,7 +42,9 @@ def run_id(lab: Path, *args: str) -> str:
 
 
 def report(lab: Path, *args: str, code: int = 0, cwd: Path | None = None) -> dict:
-    r = run_ix("report", "--lab", str(lab), "--json", *args, cwd=cwd)
+    """`ix report --json`, in process: its figures are under test (the command's exit 0 and
+    output are the real `ix` in `test_formats_and_out_file`)."""
+    r = ix_in_process("report", "--lab", str(lab), "--json", *args, cwd=cwd)
     assert r.code == code, r.output
     return json.loads(r.stdout)
 
@@ -149,7 +151,7 @@ def test_cost_is_summed_by_subject_case_and_in_total(lab):
     assert set(cost["by_case"]) == {t["probe_id"] for t in records}
     assert cost["by_case"]["must-001"]["attempts"] == 6
     assert cost["by_case"]["not-002"]["cost_usd"] == pytest.approx(3 * 0.0035)
-    text = run_ix("report", rid, "--lab", str(lab))
+    text = ix_in_process("report", rid, "--lab", str(lab))
     assert "cost by subject" in text.stdout and "total:" in text.stdout
 
 
@@ -174,24 +176,25 @@ def test_retried_attempts_are_costed_but_only_the_latest_one_is_scored(lab):
 def test_formats_and_out_file(lab, tmp_path):
     two_subjects(lab, a=A, b=B)
     rid = run_id(lab)
-    table = run_ix("report", rid, "--lab", str(lab))
+    table = run_ix("report", rid, "--lab", str(lab))  # the real command: exit 0, its table
     assert table.code == 0, table.output
     for text in ("summary: activation rate", "leaderboard by F1", "P(rank right)",
                  "score breakdown per case", "failure analysis", "cost"):
         assert text in table.stdout
-    md = run_ix("report", rid, "--lab", str(lab), "--format", "md")
+    md = ix_in_process("report", rid, "--lab", str(lab), "--format", "md")
     assert md.stdout.startswith(f"# exp · run {rid}")
     for text in ("## Summary", "## Leaderboard by F1", "## Score breakdown per case",
                  "## Failure analysis", "## Cost", "| rank | subject | F1 [95% CI] |"):
         assert text in md.stdout
     out = tmp_path / "report.md"
+    # the real command: the file as a process leaves it, and nothing on stdout
     r = run_ix("report", rid, "--lab", str(lab), "--format", "md", "--out", str(out))
     assert r.code == 0 and r.stdout == "" and out.read_text() == md.stdout
     out_json = tmp_path / "report.json"
-    r = run_ix("report", rid, "--lab", str(lab), "--format", "json", "-o", str(out_json))
+    r = ix_in_process("report", rid, "--lab", str(lab), "--format", "json", "-o", str(out_json))
     assert r.code == 0 and json.loads(out_json.read_text())["run"]["run_id"] == rid
     out_txt = tmp_path / "report.txt"
-    assert run_ix("report", rid, "--lab", str(lab), "--out", str(out_txt)).code == 0
+    assert ix_in_process("report", rid, "--lab", str(lab), "--out", str(out_txt)).code == 0
     assert "leaderboard by F1" in out_txt.read_text()
 
 
@@ -218,7 +221,10 @@ def test_bad_input_is_one_line_exit_2_and_the_lab_unchanged(lab, args, message):
     mock_experiment(lab, trials=1)
     run_id(lab)
     before = tree_digest(lab)
-    r = run_ix("report", "--lab", str(lab), *args, cwd=lab / "exp")
+    # the real command once for the exit-2 contract (one line, no traceback); the other
+    # refusals in process
+    command = run_ix if args == ["nosuchrun"] else ix_in_process
+    r = command("report", "--lab", str(lab), *args, cwd=lab / "exp")
     assert r.code == 2, r.output
     assert message in r.stderr and "Traceback" not in r.output
     assert len(r.stderr.strip().splitlines()) == 1
@@ -234,7 +240,7 @@ def test_a_malformed_summary_is_named(lab):
                            "subjects[0]")):
         path.write_text(text)
         before = tree_digest(lab)
-        r = run_ix("report", rid, "--lab", str(lab))
+        r = ix_in_process("report", rid, "--lab", str(lab))
         assert r.code == 2 and str(path) in r.stderr and message in r.stderr
         assert "Traceback" not in r.output and tree_digest(lab) == before
 
@@ -253,6 +259,7 @@ def test_a_real_regression_against_the_baseline_exits_1(lab):
     yaml = (exp / "experiment.yaml").read_text().replace(": 0.95", ": 0.15")
     (exp / "experiment.yaml").write_text(yaml)
     worse = run_id(lab)
+    # the real command: exit 1 on a regression, said on stderr
     r = run_ix("report", worse, "--lab", str(lab), "--baseline", "baseline", "--json")
     assert r.code == 1, r.output
     b = json.loads(r.stdout)["baseline"]
@@ -268,18 +275,19 @@ def test_a_real_regression_against_the_baseline_exits_1(lab):
     assert all((m["diff"] is None) == bool(m.get("not_compared"))
                for m in entry["metrics"].values())
     assert "regression" in r.stderr and "recall" in r.stderr
-    text = run_ix("report", worse, "--lab", str(lab), "--baseline", "baseline")
+    text = ix_in_process("report", worse, "--lab", str(lab), "--baseline", "baseline")
     assert text.code == 1 and "regression(s)" in text.stdout
 
 
 def test_the_same_configuration_again_is_no_regression(lab):
     _, base = regression_lab(lab)
     again = run_id(lab)  # same experiment, same seed: the same trials
-    r = run_ix("report", again, "--lab", str(lab), "--baseline", "baseline", "--json")
+    r = ix_in_process("report", again, "--lab", str(lab), "--baseline", "baseline", "--json")
     assert r.code == 0, r.output
     b = json.loads(r.stdout)["baseline"]
     assert b["regressed"] is False and b["regressions"] == [] and b["run"] == base
-    md = run_ix("report", again, "--lab", str(lab), "--baseline", "baseline", "-f", "md")
+    md = ix_in_process("report", again, "--lab", str(lab), "--baseline", "baseline", "-f",
+                       "md")
     assert md.code == 0 and "No regression" in md.stdout
 
 
@@ -290,7 +298,7 @@ def test_a_baseline_with_nothing_in_common_is_bad_input(lab):
     case(other, "x-001", "must_trigger")
     rid = run_id(lab, "other")
     before = tree_digest(lab)
-    r = run_ix("report", rid, "--lab", str(lab), "--baseline", "baseline")
+    r = ix_in_process("report", rid, "--lab", str(lab), "--baseline", "baseline")
     assert r.code == 2 and "no case in common" in r.stderr and "--baseline" in r.stderr
     assert tree_digest(lab) == before
 
@@ -301,7 +309,7 @@ def test_compare_shows_what_changed_in_configuration(lab):
     yaml = (exp / "experiment.yaml").read_text().replace("must-001: 0.9", "must-001: 0.2")
     (exp / "experiment.yaml").write_text(yaml + "timeout_s: 30\n")
     second = run_id(lab, "--seed", "7")
-    r = run_ix("compare", first, second, "--lab", str(lab), "--json")
+    r = run_ix("compare", first, second, "--lab", str(lab), "--json")  # the real command
     assert r.code == 0, r.output
     [item] = json.loads(r.stdout)["config_changes"]
     assert item["run"] == second
@@ -311,17 +319,19 @@ def test_compare_shows_what_changed_in_configuration(lab):
     assert (changes["seed"]["before"], changes["seed"]["after"]) == (0, 7)
     assert changes["config.timeout_s"]["after"] == 30
     assert not any(p.startswith(("run_id", "started_at", "status")) for p in changes)
-    text = run_ix("compare", first, second, "--lab", str(lab))
+    text = ix_in_process("compare", first, second, "--lab", str(lab))
     assert f"configuration changed in {second}" in text.stdout
     assert "activation_rates.must-001: 0.9 → 0.2" in text.stdout
     third = run_id(lab, "--seed", "7")
-    r = run_ix("compare", second, third, "--lab", str(lab), "--json")
+    r = ix_in_process("compare", second, third, "--lab", str(lab), "--json")
     assert json.loads(r.stdout)["config_changes"] == [{"run": third, "changes": [],
                                                         "skills": []}]
 
 
 def leaderboard(lab: Path, *args: str, code: int = 0) -> dict:
-    r = run_ix("leaderboard", "--lab", str(lab), "--json", *args)
+    """`ix leaderboard --json`, in process: its figures are under test (the real command is
+    the table of `test_leaderboard_takes_each_experiments_latest_completed_run_and_pools_them`)."""
+    r = ix_in_process("leaderboard", "--lab", str(lab), "--json", *args)
     assert r.code == code, r.output
     return json.loads(r.stdout)
 
@@ -345,9 +355,9 @@ def test_leaderboard_takes_each_experiments_latest_completed_run_and_pools_them(
         assert overall[subject]["n"] == sum(
             next(r["n"] for r in b["rows"] if r["subject"] == subject) for b in boards.values())
         assert overall[subject]["experiments"] == "2/2"
-    text = run_ix("leaderboard", "--lab", str(lab))
+    text = run_ix("leaderboard", "--lab", str(lab))  # the real command
     assert "overall: counts pooled" in text.stdout and "P(rank right)" in text.stdout
-    md = run_ix("leaderboard", "--lab", str(lab), "--format", "md")
+    md = ix_in_process("leaderboard", "--lab", str(lab), "--format", "md")
     assert "## one" in md.stdout and "## Overall" in md.stdout
 
 
@@ -371,7 +381,8 @@ def test_leaderboard_of_named_runs_and_experiments(lab):
                           (["--metric", "speed"], "unknown metric"),
                           (["--experiment", "empty"], "nothing to rank")):
         before = tree_digest(lab)
-        r = run_ix("leaderboard", "--lab", str(lab), *args)
+        # in process: the exit-2 contract is the real command's in the report's bad input
+        r = ix_in_process("leaderboard", "--lab", str(lab), *args)
         assert r.code == 2 and message in r.stderr and "Traceback" not in r.output, args
         assert tree_digest(lab) == before
 
@@ -380,5 +391,5 @@ def test_help_lists_the_commands():
     r = run_ix("--help")
     for command in ("report", "leaderboard", "tag", "annotate"):
         assert command in r.stdout
-    r = run_ix("report", "--help")
+    r = ix_in_process("report", "--help")
     assert "--baseline" in r.stdout and "--format" in r.stdout

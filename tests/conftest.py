@@ -3,6 +3,7 @@
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import os
 import re
@@ -174,7 +175,7 @@ def mock_experiment(lab: Path, name: str = "exp", *, rates: Mapping[str, float] 
                     extra_yaml: str = "", runtime_extra: str = "") -> Path:
     """An experiment with the mock runtime: must-NNN, not-NNN, edge-NNN cases."""
     d = lab / name
-    lines = [f"name: {name}", "skill: target"]
+    lines = [f"name: {json.dumps(name)}", "skill: target"]  # quoted: a name of digits is text
     if trials is not None:
         lines.append(f"trials: {trials}")
     lines += ["runtime:", "  kind: mock"]

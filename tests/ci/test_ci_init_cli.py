@@ -1,5 +1,9 @@
-"""`ix ci init` through the real command: the files it writes, its refusals (exit 2, file or
-field named, nothing written) and its help at 80 columns."""
+"""`ix ci init`: the files it writes, its refusals (exit 2, file or field named, nothing
+written) and its help at 80 columns.
+
+Through the real command (`run_ix`): the default's exit 0 with what it prints, the refusal of
+an existing file (exit 2), a name CI would run (one per platform), and the help; the rest
+(which input writes what, which is refused with which message) through `ix_in_process`."""
 
 import json
 import shutil
@@ -7,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, run_ix  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ix_in_process, run_ix  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -21,7 +25,7 @@ def repo(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("flag,path", [("--github", ".github/workflows/ix.yml"),
                                        ("--gitlab", ".gitlab-ci.yml")])
 def test_writes_the_platforms_file_at_the_root(repo, schema_check, flag, path):
-    r = run_ix("ci", "init", flag, "--lab", "lab", "--json", cwd=repo)
+    r = ix_in_process("ci", "init", flag, "--lab", "lab", "--json", cwd=repo)
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     assert data["path"] == str(repo / path) and data["lab"] == "lab"
@@ -41,13 +45,14 @@ def test_the_default_is_github_and_says_what_is_left_to_do(repo):
 
 
 def test_an_existing_file_is_refused_without_force(repo):
-    assert run_ix("ci", "init", "--lab", "lab", cwd=repo).code == 0
+    assert ix_in_process("ci", "init", "--lab", "lab", cwd=repo).code == 0  # set-up
     target = repo / ".github/workflows/ix.yml"
     target.write_text("# mine\n")
     r = run_ix("ci", "init", "--lab", "lab", "--schedule", "0 5 * * *", cwd=repo)
     assert r.code == 2 and str(target) in r.stderr and "--force" in r.stderr
     assert "Traceback" not in r.output and target.read_text() == "# mine\n"
-    r = run_ix("ci", "init", "--lab", "lab", "--schedule", "0 5 * * *", "--force", cwd=repo)
+    r = ix_in_process("ci", "init", "--lab", "lab", "--schedule", "0 5 * * *", "--force",
+                      cwd=repo)
     assert r.code == 0 and '- cron: "0 5 * * *"' in target.read_text()
 
 
@@ -61,15 +66,15 @@ def test_an_existing_file_is_refused_without_force(repo):
     (["--battery", "nope.yaml"], "nope.yaml"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(repo, args, says):
-    r = run_ix("ci", "init", "--lab", "lab", *args, cwd=repo)
+    r = ix_in_process("ci", "init", "--lab", "lab", *args, cwd=repo)
     assert r.code == 2 and says in r.stderr, r.output
     assert "Traceback" not in r.output and "secretvalue" not in r.output
     assert not (repo / ".github").exists() and not (repo / ".gitlab-ci.yml").exists()
 
 
 def test_out_dash_prints_the_workflow_and_writes_nothing(repo):
-    r = run_ix("ci", "init", "--gitlab", "--lab", "lab", "skill-activation", "--baseline",
-               "base", "--out", "-", cwd=repo)
+    r = ix_in_process("ci", "init", "--gitlab", "--lab", "lab", "skill-activation",
+                      "--baseline", "base", "--out", "-", cwd=repo)
     assert r.code == 0, r.output
     assert "ix run --lab lab skill-activation || status=$?" in r.stdout
     assert "ix report --baseline base " in r.stdout and not (repo / ".gitlab-ci.yml").exists()
@@ -95,8 +100,8 @@ def test_a_name_ci_would_run_is_exit_2_naming_the_field_and_nothing_is_written(r
             ("l\nfoo: bar", "coexistence", "--lab", "the character U+000A", ())):
         if not (repo / lab).exists():
             (repo / "lab").rename(repo / lab)
-        r = run_ix("ci", "init", flag, "--lab", lab, name, "--baseline", "base", *out,
-                   cwd=repo)
+        ix = run_ix if name == shell else ix_in_process  # a sample through the real command
+        r = ix("ci", "init", flag, "--lab", lab, name, "--baseline", "base", *out, cwd=repo)
         assert r.code == 2 and r.stdout == "", (lab, name, r.output)
         [line] = r.stderr.splitlines()
         assert line.startswith(f"ix: error: {field}: ") and f"holds {bad}" in line

@@ -2,9 +2,12 @@
 (runtime options, judge rubrics) render in Jinja's sandbox, where reaching for Python's
 internals is a recorded trial error, never code execution.
 
-The real `ix run` in a subprocess, with the `command` runtime running a small recorder script
-that reports exactly what it received (its arguments, its stdin, an environment variable), and
-an `llm_judge` whose judge is such a script too.
+The real `ix run` in a subprocess (`run_ix`) wherever a test checks what reaches a program
+ix starts: the `command` runtime running a small recorder script that reports exactly what it
+received (its arguments, its stdin, an environment variable), a shell the user chose, and an
+`llm_judge` whose judge is such a script too. A template refused in the sandbox (a recorded
+trial error, exit 2) is checked in the real `ix run` for one payload, the others in process
+(`ix_in_process`).
 """
 
 import json
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 
 PY = sys.executable
 
@@ -106,12 +109,15 @@ def test_a_hostile_case_through_a_shell_the_user_chose_is_still_one_argument(lab
     assert pwned(tmp_path, lab) == []
 
 
-@pytest.mark.parametrize("payload", [
+ARGV_PAYLOADS = [
     "{{ ''.__class__.__mro__[1].__subclasses__() }}",
     "{{ cycler.__init__.__globals__.os.system('touch pwned-argv') }}",
     "{{ prompt.__class__.__base__.__subclasses__() }}",
     "{{ lipsum.__globals__['os'].popen('touch pwned-lipsum').read() }}",
-])
+]
+
+
+@pytest.mark.parametrize("payload", ARGV_PAYLOADS)
 def test_a_runtime_option_template_cannot_reach_python_internals(lab: Path, tmp_path: Path,
                                                                   payload: str):
     d = lab / "escape"
@@ -125,7 +131,8 @@ def test_a_runtime_option_template_cannot_reach_python_internals(lab: Path, tmp_
         sensor: exit_code
         """)
     write(d / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nhello\n")
-    r = run_ix("run", "--lab", str(lab), "--json", cwd=tmp_path)
+    ix = run_ix if payload == ARGV_PAYLOADS[0] else ix_in_process  # one in the real command
+    r = ix("run", "--lab", str(lab), "--json", cwd=tmp_path)
     # planned fine; each trial fails safely, and a run whose every trial failed on its
     # template is a failed run of the lab's configuration: exit 2, trials recorded
     assert r.code == 2, r.output
@@ -179,7 +186,9 @@ scale: [0, 10]
 def test_a_rubric_reaching_for_python_internals_fails_safely(lab: Path, tmp_path: Path,
                                                               payload: str):
     d = judge_lab(lab, f"Grade {{{{ observation.content }}}} {payload}", "Help me")
-    r = run_ix("run", "--lab", str(lab), "--json", cwd=tmp_path)
+    # refused before the judge starts; exit 2 of a failed run is asserted in the real command
+    # by test_a_runtime_option_template_cannot_reach_python_internals
+    r = ix_in_process("run", "--lab", str(lab), "--json", cwd=tmp_path)
     # a trial error per trial, not a crash: every trial failed on the rubric, so the run
     # failed for its configuration (exit 2) after recording each trial
     assert r.code == 2, r.output

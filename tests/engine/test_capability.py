@@ -1,5 +1,9 @@
 """Capability tests end to end: `command` and `http` subjects judged by capability sensors,
-through the real `ix run --json` on a lab written to disk."""
+through `ix run --json` on a lab written to disk. In the real `ix` (`run_ix`): a `command`
+run (exit 0, what its program received and printed), the refusals of a bad sensor and runtime
+(`ix run`, `ix validate`: exit 2), a trial timeout (exit 1, its program killed) and Ctrl-C;
+the rest of the same command's logic (a second sensor, the `http` runs) through
+`ix_in_process`."""
 
 import json
 import os
@@ -15,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import _ix_argv, case, run_ix, write
+from conftest import _ix_argv, case, ix_in_process, run_ix, write
 
 PY = sys.executable
 
@@ -83,7 +87,7 @@ def test_exit_code_and_two_sensors_give_readings(lab):
     exp = command_experiment(lab, "greet2", """sensors:
           - {kind: exit_code}
           - {kind: matcher, regex: "^HELLO [a-z]+$"}""", trials=1)
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     m = json.loads(r.stdout)["metrics"]
     assert (m["tp"], m["fn"], m["fp"], m["tn"]) == (2, 0, 0, 1)  # judged by the first
@@ -123,6 +127,7 @@ def test_a_trial_timeout_kills_the_program_and_is_recorded(lab):
         """)
     case(d, "a", "must_trigger")
     case(d, "b", "should_not_trigger")
+    # a subprocess: the programs ix kills are looked for among the processes left running
     r = run_ix("run", "--lab", str(lab), "--json", timeout=60)
     # every trial timed out: the run failed, not for its configuration (exit 1)
     assert r.code == 1, r.output
@@ -224,7 +229,7 @@ def test_http_status_sensor_on_a_local_service(lab, service):
     d = http_experiment(lab, "status", service, "sensor: {kind: http_status, expected: 200}")
     case(d, "text", "must_trigger", "win a prize")
     case(d, "empty", "should_not_trigger", "---")
-    r = run_ix("run", "--lab", str(lab), "--json", env={"IX_E2E_KEY": "k-123"})
+    r = ix_in_process("run", "--lab", str(lab), "--json", env={"IX_E2E_KEY": "k-123"})
     assert r.code == 0, r.output
     m = json.loads(r.stdout)["metrics"]
     assert (m["tp"], m["fn"], m["fp"], m["tn"]) == (1, 0, 0, 1)
@@ -245,7 +250,7 @@ def test_http_json_path_matcher(lab, service):
     case(d, "prize", "must_trigger", "you win a prize")
     case(d, "lunch", "should_not_trigger", "lunch at noon?")
     case(d, "empty", "should_not_trigger", "--")
-    r = run_ix("run", "--lab", str(lab), "--json", env={"IX_E2E_KEY": "k-123"})
+    r = ix_in_process("run", "--lab", str(lab), "--json", env={"IX_E2E_KEY": "k-123"})
     assert r.code == 0, r.output
     summary = json.loads(r.stdout)
     m = summary["metrics"]
@@ -260,7 +265,7 @@ def test_http_without_the_secret_is_a_template_error_per_trial(lab, service):
     d = http_experiment(lab, "nokey", service, "sensor: http_status")
     case(d, "a", "must_trigger", "hi")
     case(d, "b", "should_not_trigger", "--")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     # every trial failed for a missing secret: a configuration failure, exit 2
     assert r.code == 2, r.output
     assert json.loads(r.stdout)["run_status"] == "failed" and "template_error" in r.stderr

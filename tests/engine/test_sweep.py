@@ -1,9 +1,11 @@
-"""A sweep through the real `ix`: the grid in the dry run, every condition run and
-compared with the control, the summary's `sweep` block, the sweep table with P(best)."""
+"""A sweep through `ix`: the grid in the dry run, every condition run and compared with the
+control, the summary's `sweep` block, the sweep table with P(best). The run (exit 0, its table
+at 80 columns) and the HTML report written to a file go through the real `ix` (`run_ix`); the
+dry run and the JSON and Markdown reports through `ix_in_process`."""
 
 import json
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 from ix.eval.schemas import summary_problems
 
 
@@ -33,7 +35,7 @@ def sweep_lab(lab):
 
 def test_a_sweep_is_planned_run_summarised_and_reported(lab):
     exp = sweep_lab(lab)
-    dry = run_ix("run", "--lab", str(lab), "--dry-run", "--json")
+    dry = ix_in_process("run", "--lab", str(lab), "--dry-run", "--json")
     assert dry.code == 0, dry.output
     [plan] = json.loads(dry.stdout)
     assert plan["grid"] == ("sweep of base: 2 default_rate × (all skills, or 2 left out) = "
@@ -57,7 +59,7 @@ def test_a_sweep_is_planned_run_summarised_and_reported(lab):
     assert [c["variant"] for c in summary["comparisons"]] == [
         c["subject"] for c in sweep["conditions"][1:]]
 
-    report = json.loads(run_ix("report", "--lab", str(lab), "--json", cwd=exp).stdout)
+    report = json.loads(ix_in_process("report", "--lab", str(lab), "--json", cwd=exp).stdout)
     table = report["sweep"]
     assert [row["subject"] for row in table["rows"]] == [
         c["subject"] for c in sweep["conditions"]]
@@ -73,5 +75,5 @@ def test_a_sweep_is_planned_run_summarised_and_reported(lab):
     section = section[:section.index("</section>")]
     assert section.count('class="bar"') == 7
     assert all(f'<td class="name">{row["subject"]}</td>' in section for row in table["rows"])
-    md = run_ix("report", "--lab", str(lab), "--format", "md", cwd=exp)
+    md = ix_in_process("report", "--lab", str(lab), "--format", "md", cwd=exp)
     assert "## Sweep of base" in md.stdout and "| base[default\\_rate=0.1,-csv] |" in md.stdout

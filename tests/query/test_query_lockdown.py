@@ -6,6 +6,10 @@ reaches a real HTTP server on 127.0.0.1, writes a file, attaches a database, ins
 an extension, or changes a setting; each also wrapped in EXPLAIN and EXPLAIN ANALYZE (which
 runs what it explains). Each must end in one `ix: error:` line naming the rule, exit 2, with
 nothing read (the secret is in no output, the server saw no request) and nothing written.
+
+`ix query` runs each CLI attack in process (`ix_in_process`: which SQL is refused with which
+message is logic); a sample of them (`REAL_CLI_ATTACKS`: a read, the network, a write), a
+legitimate query, `ix results` and `ix export` go through the real `ix` (`run_ix`).
 """
 
 import json
@@ -88,9 +92,12 @@ def attacks(o: Outside) -> dict[str, str]:
 #: stops them, so the locked connection is not asked to.
 HARMLESS = ("pragma", "call")
 
-#: The attacks run through the CLI, one subprocess each (the MCP test runs them all).
+#: The attacks run through the CLI, each wrapped each way (the MCP test runs them all).
 CLI_ATTACKS = ("read_text", "read_csv", "read_parquet", "read_json", "glob", "http", "copy",
                "attach", "install", "load", "pragma", "set")
+
+#: The CLI attacks refused by the real command, in a subprocess; the rest run in process.
+REAL_CLI_ATTACKS = {("read_text", ""), ("http", "EXPLAIN ANALYZE "), ("copy", "")}
 
 
 @pytest.fixture
@@ -113,7 +120,8 @@ def server() -> Iterator[tuple[str, list[str]]]:
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # polled every 0.05 s, not 0.5: `shutdown` waits for the next poll, after every test
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
@@ -158,7 +166,8 @@ def test_ix_query_refuses_every_way_out_of_the_views(indexed, tmp_path, server, 
     url, seen = server
     outside = Outside(tmp_path / "outside", url)
     before = tree_digest(indexed)
-    r = run_ix("query", "--lab", str(indexed), wrap + attacks(outside)[name])
+    ix = run_ix if (name, wrap) in REAL_CLI_ATTACKS else ix_in_process
+    r = ix("query", "--lab", str(indexed), wrap + attacks(outside)[name])
     assert r.code == 2, r.output
     assert r.stdout == "" and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
@@ -175,8 +184,8 @@ def test_legitimate_queries_still_read_the_views(indexed, tmp_path):
                "SELECT subject, count(*) AS n FROM trials GROUP BY subject")
     assert r.code == 0, r.output
     assert json.loads(r.stdout) == [{"subject": "target", "n": n}] and n >= 10
-    r = run_ix("query", "--lab", str(indexed),
-               "EXPLAIN ANALYZE SELECT count(*) FROM trials JOIN cases USING (probe_id)")
+    r = ix_in_process("query", "--lab", str(indexed),
+                      "EXPLAIN ANALYZE SELECT count(*) FROM trials JOIN cases USING (probe_id)")
     assert r.code == 0 and "analyzed_plan" in r.stdout, r.output
     out = tmp_path / "all.parquet"
     r = run_ix("results", "--lab", str(indexed), "--format", "csv")
@@ -269,7 +278,7 @@ def test_the_mcp_tool_query_results_refuses_every_way_out(indexed, tmp_path, ser
 def test_values_and_names_that_look_like_markup_print_as_text(indexed):
     """A value or a column named `[/x]` (a subject name, a setting's value) is text in the
     table, not Rich markup that ends the command in a traceback."""
-    r = run_ix("query", "--lab", str(indexed),
-               "SELECT '[/x]' AS \"[bold]col\", subject || '[/red]' AS s FROM trials LIMIT 1")
+    r = ix_in_process("query", "--lab", str(indexed), "SELECT '[/x]' AS \"[bold]col\", "
+                      "subject || '[/red]' AS s FROM trials LIMIT 1")
     assert r.code == 0 and "Traceback" not in r.stderr, r.output
     assert "[/x]" in r.stdout and "[bold]col" in r.stdout and "target[/red]" in r.stdout

@@ -1,7 +1,8 @@
 """`ix results --explain CASE` (issue 33): why the lexical router sent each trial where it went —
 the skill chosen, its score against the threshold, the words that carried each score — as
-text at 80 columns and as JSON, through the real `ix`; and a plain sentence, exit 0, for a
-runtime that records no routing detail. The viewer's case page shows the same."""
+text at 80 columns and as JSON, through the real `ix` (`run_ix`); and a plain sentence, exit 0,
+for a runtime that records no routing detail, and exit 2 for an option it does not take (one
+of them through the real `ix`, the rest in process). The viewer's case page shows the same."""
 
 import json
 import re
@@ -98,11 +99,12 @@ def test_the_case_page_shows_the_routing_decision(lexical_lab: Path):
 def test_a_runtime_without_routing_detail_is_said_plainly_exit_0(lab: Path):
     mock_experiment(lab, trials=2)
     assert ix_in_process("run", "--lab", str(lab)).code == 0
-    r = run_ix("results", "--lab", str(lab), "--explain", "must-001", env={"COLUMNS": "80"})
+    r = ix_in_process("results", "--lab", str(lab), "--explain", "must-001",
+                      env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     assert "2 trials of must-001: no routing detail recorded" in " ".join(r.stdout.split())
-    got = json.loads(run_ix("results", "--lab", str(lab), "--explain", "must-*",
-                            "--json").stdout)
+    got = json.loads(ix_in_process("results", "--lab", str(lab), "--explain", "must-*",
+                                   "--json").stdout)
     assert got["recorded"] == 0 and got["trials"] and all(
         t["routing"] is None for t in got["trials"])
 
@@ -116,5 +118,6 @@ def test_explain_with_what_it_does_not_take_is_exit_2(lab: Path, args: list[str]
                                                       message: str):
     mock_experiment(lab, trials=1)
     assert ix_in_process("run", "--lab", str(lab)).code == 0
-    r = run_ix("results", "--lab", str(lab), "--explain", "must-001", *args)
+    ix = run_ix if args[0] == "--group-by" else ix_in_process  # one through the real command
+    r = ix("results", "--lab", str(lab), "--explain", "must-001", *args)
     assert r.code == 2 and message in r.stderr and "Traceback" not in r.output

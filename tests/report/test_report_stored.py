@@ -33,12 +33,13 @@ def test_the_report_of_a_new_run_reads_its_report_json_not_its_trials(tmp_path):
     assert (stored["run_id"], stored["finished_at"]) == (summary["run_id"],
                                                           summary["finished_at"])
     args = ("report", run_dir.name, "--format", "json", "--lab", str(lab))
-    from_trials = json.loads(run_ix(*args).stdout)  # made from what the run kept...
+    from_trials = json.loads(ix_in_process(*args).stdout)  # made from what the run kept...
     assert from_trials["failures"]["errored_trials"] > 0
     assert from_trials["failures"]["cases"][0]["prompt"]  # from the case files, when reported
     log = run_dir.parent.parent / "trials.jsonl"
     lines, before = log.read_bytes(), log.stat()
-    # ...so the trials are not read: the same report with the log blanked (same size and time)
+    # ...so the trials are not read: the same report with the log blanked (same size and time),
+    # by the real command (a fresh process: nothing of an earlier report in its memory)
     log.write_bytes(b"\n" * len(lines))
     os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
     kept = run_ix(*args)
@@ -48,16 +49,16 @@ def test_the_report_of_a_new_run_reads_its_report_json_not_its_trials(tmp_path):
     # of the summary (a run continued since), report.json is not used: the trials are read,
     # here none
     log.write_bytes(b"\n" * (len(lines) + 1))
-    assert json.loads(run_ix(*args).stdout)["breakdown"] == []
+    assert json.loads(ix_in_process(*args).stdout)["breakdown"] == []
     os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
     log.write_bytes(b"\n" * len(lines))
     os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))
     (run_dir / "report.json").write_text(json.dumps({**stored, "finished_at": "2000-01-01"}),
                                          encoding="utf-8")
-    stale = json.loads(run_ix(*args).stdout)
+    stale = json.loads(ix_in_process(*args).stdout)
     assert stale["breakdown"] == [] and stale["failures"]["errored_trials"] == 0
     log.write_bytes(lines)
-    again = json.loads(run_ix(*args).stdout)
+    again = json.loads(ix_in_process(*args).stdout)
     assert again == from_trials  # the trials read back give the very same report
 
 

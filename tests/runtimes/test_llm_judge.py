@@ -2,14 +2,16 @@
 
 The judge here is a real program behind the `command` runtime (no paid model can run in
 tests): it reads the rendered rubric on stdin and answers JSON scores, so everything from
-template rendering to parsing is exercised for real.
+template rendering to parsing is exercised for real. The run that scores and the refusal
+of a bad rubric (`ix run`, `ix validate`) go through the real `ix` (`run_ix`); the other
+cases, the same command's logic, through `ix_in_process` (the judge is still a real program).
 """
 
 import json
 import sys
 import textwrap
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 
 JUDGE = textwrap.dedent('''
     import json, sys
@@ -77,7 +79,7 @@ def test_an_unparseable_judge_answer_is_an_errored_trial_not_a_failure(lab):
     d = lab_with_judge(lab)
     (d / "cases" / "must-001.md").write_text(
         "---\nexpectation: must_trigger\nmetadata: {expected: 'yes'}\n---\nMALFORMED please\n")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     lines = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]
     bad = [x for x in lines if x["probe_id"] == "must-001"]
@@ -96,14 +98,14 @@ def test_a_bad_rubric_is_exit_2_naming_the_file_and_field(lab):
 def test_a_missing_rubric_names_the_agent_option(lab):
     d = lab_with_judge(lab)
     (d / "rubrics" / "quality.md").unlink()
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2 and "sensor.agent" in r.stderr
 
 
 def test_a_template_variable_the_case_lacks_is_a_recorded_trial_error(lab):
     d = lab_with_judge(lab)
     (d / "cases" / "must-001.md").write_text("---\nexpectation: must_trigger\n---\nHelp\n")
-    r = run_ix("run", "--lab", str(lab), "--json")
+    r = ix_in_process("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     lines = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]
     errs = [x["error"] for x in lines if x["probe_id"] == "must-001"]

@@ -22,7 +22,7 @@ def test_a_regression_between_two_runs_is_credible_and_named(lab):
     # a prefix of the id names its run: the shortest from 18 characters on that is unique
     # (made in process, both runs may start in one second and share more than the stamp)
     prefix = next(after[:n] for n in range(18, len(after)) if not before.startswith(after[:n]))
-    r = run_ix("compare", before, prefix, "--lab", str(lab), "--json")
+    r = run_ix("compare", before, prefix, "--lab", str(lab), "--json")  # the real command
     assert r.code == 0, r.output
     data = json.loads(r.stdout)
     assert data["baseline"] == before
@@ -33,7 +33,7 @@ def test_a_regression_between_two_runs_is_credible_and_named(lab):
     assert recall["diff_ci"][1] < 0 and recall["p_better"] < 0.01 and recall["paired"]
     assert "credibly worse on" in c["verdict"] and "recall" in c["verdict"]
     assert len(c["flips"]) >= 10
-    text = run_ix("compare", before, after, "--lab", str(lab))
+    text = ix_in_process("compare", before, after, "--lab", str(lab))
     assert "delta [95% CI]" in text.stdout and "credibly worse" in text.stdout
 
 
@@ -41,7 +41,7 @@ def test_identical_runs_show_no_credible_change(lab):
     mock_experiment(lab, rates={"must-001": 0.9}, trials=4)
     a = run_id(lab, "--seed", "3")
     b = run_id(lab, "--seed", "3")
-    r = run_ix("compare", a, b, "--lab", str(lab), "--json")
+    r = ix_in_process("compare", a, b, "--lab", str(lab), "--json")
     [c] = json.loads(r.stdout)["comparisons"]
     assert c["flips"] == [] and "no credible change" in c["verdict"]
 
@@ -50,7 +50,9 @@ def test_compare_needs_two_known_runs(lab):
     mock_experiment(lab, trials=1)
     a = run_id(lab)
     for args, text in (([a], "at least two"), ([a, "nosuchrun"], "nosuchrun")):
-        r = run_ix("compare", *args, "--lab", str(lab))
+        # the real command once for the exit-2 contract, the other refusal in process
+        command = run_ix if text == "nosuchrun" else ix_in_process
+        r = command("compare", *args, "--lab", str(lab))
         assert r.code == 2 and text in r.stderr and "Traceback" not in r.output
 
 
@@ -62,5 +64,5 @@ def test_runs_with_no_case_in_common_are_refused(lab):
     a = run_id(lab, "one")
     b = run_id(lab, "two")
     assert one.exists()
-    r = run_ix("compare", a, b, "--lab", str(lab))
+    r = ix_in_process("compare", a, b, "--lab", str(lab))
     assert r.code == 2 and "no case in common" in r.stderr

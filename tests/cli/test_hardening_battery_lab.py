@@ -4,7 +4,7 @@ one the battery file is in."""
 
 from pathlib import Path
 
-from conftest import mock_experiment, run_ix, write
+from conftest import ix_in_process, mock_experiment, run_ix, write
 
 
 def _runs(exp: Path) -> list[str]:
@@ -16,6 +16,7 @@ def test_batch_lab_is_relative_to_the_working_directory(tmp_path: Path):
     mylab = tmp_path / "mylab"
     mock_experiment(mylab, "exp", trials=1)
     write(mylab / "nightly.yaml", "name: nightly\nexperiments: [exp]\nseeds: 1\n")
+    # the real command: exit 0, `--lab` read against its working directory
     r = run_ix("batch", "mylab/nightly.yaml", "--lab", "mylab", cwd=tmp_path)
     assert r.code == 0, r.output
     assert len(_runs(mylab / "exp")) == 1
@@ -29,11 +30,12 @@ def test_batch_never_runs_in_a_lab_named_like_the_option_beside_the_battery(tmp_
     mock_experiment(mylab, "exp", trials=1)
     other = mock_experiment(mylab / "mylab", "exp", trials=1)
     write(mylab / "nightly.yaml", "name: nightly\nexperiments: [exp]\nseeds: [1, 2]\n")
-    r = run_ix("batch", "mylab/nightly.yaml", "--lab", "mylab", "--json", cwd=tmp_path)
+    r = ix_in_process("batch", "mylab/nightly.yaml", "--lab", "mylab", "--json", cwd=tmp_path)
     assert r.code == 0, r.output
     assert len(_runs(mylab / "exp")) == 2
     assert not (other / "results").exists() and not (mylab / "mylab" / "batteries").exists()
-    dry = run_ix("batch", "mylab/nightly.yaml", "--lab", "mylab", "--dry-run", cwd=tmp_path)
+    dry = ix_in_process("batch", "mylab/nightly.yaml", "--lab", "mylab", "--dry-run",
+                        cwd=tmp_path)
     assert dry.code == 0 and "2 runs" in dry.stdout, dry.output
 
 
@@ -43,7 +45,7 @@ def test_batch_without_lab_runs_in_the_lab_of_the_battery_file(tmp_path: Path):
     write(mylab / "nightly.yaml", "name: nightly\nexperiments: [exp]\nseeds: 1\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    r = run_ix("batch", str(mylab / "nightly.yaml"), cwd=elsewhere)
+    r = ix_in_process("batch", str(mylab / "nightly.yaml"), cwd=elsewhere)
     assert r.code == 0, r.output
     assert len(_runs(mylab / "exp")) == 1
 
@@ -52,6 +54,6 @@ def test_batch_lab_that_is_no_folder_is_one_error_line(tmp_path: Path):
     mylab = tmp_path / "mylab"
     mock_experiment(mylab, "exp", trials=1)
     write(mylab / "nightly.yaml", "name: nightly\nexperiments: [exp]\nseeds: 1\n")
-    r = run_ix("batch", "mylab/nightly.yaml", "--lab", "nolab", cwd=tmp_path)
+    r = run_ix("batch", "mylab/nightly.yaml", "--lab", "nolab", cwd=tmp_path)  # exit 2, real
     assert r.code == 2 and r.stderr.startswith("ix: error: --lab: no lab 'nolab'"), r.output
     assert "Traceback" not in r.output and _runs(mylab / "exp") == []

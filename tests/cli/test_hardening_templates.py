@@ -3,8 +3,10 @@ option's, renders within a size, a call depth and a time (`ix.eval.sandbox`).
 
 A `variants:` template past a limit is exit 2 naming the case file and `variants`, with nothing
 run, never a traceback nor a hang; a runtime option's (rendered by each trial) is that trial's
-`template_error`, recorded, and the run ends. Each through the real `ix`, with a timeout: the
-loops that ran for hours must end within seconds.
+`template_error`, recorded, and the run ends. The time limits through the real `ix`, with a
+timeout (the loops that ran for hours must end within seconds; `ix validate` and `ix run` exit
+2, one trial's `template_error`); the other limits, whose exit 2 is the same contract, in
+process.
 """
 
 import json
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, run_ix, write
+from conftest import case, ix_in_process, run_ix, write
 
 #: (template, what the error says): a prompt of 40 million characters, a macro that calls
 #: itself, two nested loops of 10^5 steps each (10^10 in all).
@@ -43,9 +45,10 @@ def test_a_variants_template_past_a_limit_is_exit_2_naming_the_case_file_and_var
     body, said = PAST_A_LIMIT[limit]
     exp = _variants_lab(lab, body)
     for command in ("validate", "run"):
+        args = (command, "--lab", str(lab), *(["exp"] if command == "run" else []))
         started = time.monotonic()
-        result = run_ix(command, "--lab", str(lab), *(["exp"] if command == "run" else []),
-                        timeout=60)
+        # the real command, with a timeout, for the time limit; the size and depth in process
+        result = run_ix(*args, timeout=60) if limit == "time" else ix_in_process(*args)
         assert time.monotonic() - started < 30
         assert result.code == 2, result.output
         assert "Traceback" not in result.output
@@ -56,7 +59,7 @@ def test_a_variants_template_past_a_limit_is_exit_2_naming_the_case_file_and_var
 
 def test_a_variants_template_that_fails_as_python_is_exit_2_not_a_traceback(lab):
     exp = _variants_lab(lab, "{{ 1 / 0 }}")
-    result = run_ix("validate", "--lab", str(lab))
+    result = ix_in_process("validate", "--lab", str(lab))
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
     assert f"{exp / 'cases' / 'must-001.md'}: variants: variant 1 does not render: " \
@@ -75,7 +78,9 @@ def test_a_runtime_option_template_past_a_limit_is_the_trials_template_error(lab
                                    f"  argv: [echo, {json.dumps(body)}]\n")
     case(exp, "must-001", "must_trigger")
     started = time.monotonic()
-    result = run_ix("run", "--lab", str(lab), "exp", timeout=60)
+    # the real command, with a timeout, for the time limit; the size in process
+    result = (run_ix("run", "--lab", str(lab), "exp", timeout=60) if limit == "time"
+              else ix_in_process("run", "--lab", str(lab), "exp"))
     assert time.monotonic() - started < 30
     assert "Traceback" not in result.output
     [line] = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]
@@ -91,13 +96,13 @@ def test_a_template_nested_too_deep_to_compile_is_exit_2_not_a_traceback(lab):
     write(exp / "experiment.yaml", "name: exp\ntrials: 1\nsensor: exit_code\nruntime:\n"
                                    f"  kind: command\n  argv: [echo, {json.dumps(nested)}]\n")
     case(exp, "must-001", "must_trigger")
-    result = run_ix("validate", "--lab", str(lab))
+    result = ix_in_process("validate", "--lab", str(lab))
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
     assert f"{exp / 'experiment.yaml'}: runtime.argv: argv[1]: template error: nested too " \
            "deep to compile" in result.stderr, result.stderr
     _variants_lab(lab, nested.replace("{{ a }}", "{{ verb }}"))
-    result = run_ix("validate", "--lab", str(lab))
+    result = ix_in_process("validate", "--lab", str(lab))
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
     assert f"{exp / 'cases' / 'must-001.md'}: body: the prompt is not a valid template: " \

@@ -73,7 +73,8 @@ def test_a_run_made_before_common_seeds_resumes_and_retries_with_its_own_seeds(l
     assert ix_in_process("run", "--lab", str(tmp_path / "whole")).code == 0
     # the same run stopped early, then made to look as one of then: no `seeding` anywhere
     d = experiment(lab, "seeding: per-subject\n")
-    assert run_ix("run", "--lab", str(lab), "--max-trials", "30").code == 130
+    # set-up in process; the resume after it is the real command (exit 0)
+    assert ix_in_process("run", "--lab", str(lab), "--max-trials", "30").code == 130
     experiment(lab)
     run_dir = next((d / "results" / "runs").iterdir())
     old = yaml.safe_load((run_dir / "spec.yaml").read_text())
@@ -87,7 +88,7 @@ def test_a_run_made_before_common_seeds_resumes_and_retries_with_its_own_seeds(l
     assert drawn(lines(d)) == drawn(lines(whole))
     errored = {(r["subject"], r["probe_id"], r["trial"]) for r in lines(d) if r["error"]}
     assert errored
-    r = run_ix("run", "--lab", str(lab), "--retry-failed")
+    r = ix_in_process("run", "--lab", str(lab), "--retry-failed")
     assert r.code == 0, r.output
     retried = [r for r in lines(d) if r["attempt"] == 1]
     assert {(r["subject"], r["probe_id"], r["trial"]) for r in retried} == errored

@@ -3,7 +3,9 @@
 An imported experiment keeps the prompts its source has (Inspect samples carry them), the
 run's order of subjects and its goal; one whose source has no prompts (jsonl, csv) is marked
 `imported:` with `prompts: false`, and `ix run` refuses it (exit 2, naming it and why)
-instead of sending placeholder prompts to the default runtime. The real `ix` in a subprocess.
+instead of sending placeholder prompts to the default runtime. The real `ix` in a subprocess
+for an import's exit 0 and JSON (the Inspect import) and for `ix run`'s refusal (exit 2, one
+line); the other imports and runs in process.
 """
 
 import json
@@ -55,11 +57,11 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-def imported(source: dict[str, Any], fmt: str, fresh: Path, *, setup: bool = False) -> Path:
-    """`ix import` of the source in `fmt` into the empty lab `fresh`: the real command, or, as
-    `setup` for a test of what another command then does with it, in process."""
+def imported(source: dict[str, Any], fmt: str, fresh: Path, *, real: bool = False) -> Path:
+    """`ix import` of the source in `fmt` into the empty lab `fresh`: in process (what it makes
+    is under test, or set-up for another command), or with `real` the real command."""
     fresh.mkdir()
-    command = ix_in_process if setup else run_ix
+    command = run_ix if real else ix_in_process
     r = command("import", str(source[fmt]), "--format", fmt, "--lab", str(fresh), "--json")
     assert r.code == 0, r.output
     return Path(json.loads(r.stdout)["experiment_dir"])
@@ -100,7 +102,7 @@ def first_appearance(path: Path, fmt: str) -> list[str]:
 
 
 def test_an_inspect_import_keeps_each_prompt_and_the_goal(source, tmp_path):
-    experiment = imported(source, "inspect", tmp_path / "fresh")
+    experiment = imported(source, "inspect", tmp_path / "fresh", real=True)  # the real command
     spec = config(experiment)
     assert spec["imported"] == {"source": "logs", "format": "inspect", "prompts": True}
     assert spec["goal"] == GOAL
@@ -124,10 +126,13 @@ def test_an_import_without_prompts_is_marked_and_its_placeholders_differ(source,
 @pytest.mark.parametrize("args", [(), ("transfer",), ("transfer", "--runtime", "mock"),
                                   ("--dry-run",)])
 def test_ix_run_refuses_an_imported_experiment_without_prompts(source, tmp_path, args):
-    experiment = imported(source, "jsonl", tmp_path / "fresh", setup=True)
+    experiment = imported(source, "jsonl", tmp_path / "fresh")
     lab = experiment.parent
     before = tree_digest(lab)
-    r = run_ix("run", "--lab", str(lab), *args)
+    # the real command once for the exit-2 contract (one line, nothing written); the other
+    # ways to ask in process
+    command = run_ix if args == () else ix_in_process
+    r = command("run", "--lab", str(lab), *args)
     assert r.code == 2, r.output
     assert r.stderr.startswith("ix: error: ") and "Traceback" not in r.output
     assert "'transfer'" in r.stderr and "no prompts" in r.stderr
@@ -137,23 +142,23 @@ def test_ix_run_refuses_an_imported_experiment_without_prompts(source, tmp_path,
 
 def test_ix_run_refuses_an_imported_experiment_with_no_runtime_unless_one_is_given(
         source, tmp_path):
-    experiment = imported(source, "inspect", tmp_path / "fresh", setup=True)
+    experiment = imported(source, "inspect", tmp_path / "fresh")
     lab = experiment.parent
     before = tree_digest(lab)
-    r = run_ix("run", "--lab", str(lab), "transfer")
+    r = ix_in_process("run", "--lab", str(lab), "transfer")
     assert r.code == 2, r.output
     assert "'transfer'" in r.stderr and "no runtime" in r.stderr
     for subject in SUBJECTS:
         assert subject in r.stderr
     assert tree_digest(lab) == before
     # the prompts are real: with a runtime named, it runs (the mock needs no skills)
-    r = run_ix("run", "--lab", str(lab), "transfer", "--runtime", "mock", "--json")
+    r = ix_in_process("run", "--lab", str(lab), "transfer", "--runtime", "mock", "--json")
     assert r.code in (0, 1), r.output
     assert [s["name"] for s in json.loads(r.stdout)["subjects"]] == SUBJECTS
 
 
 def test_an_imported_experiment_trips_no_design_check_of_ix_validate(source, tmp_path):
-    experiment = imported(source, "jsonl", tmp_path / "fresh", setup=True)
-    r = run_ix("validate", "--lab", str(experiment.parent))
+    experiment = imported(source, "jsonl", tmp_path / "fresh")
+    r = ix_in_process("validate", "--lab", str(experiment.parent))
     assert r.code == 0, r.output
     assert "[" not in r.stderr.replace("[kind", ""), r.stderr  # no "[design-code]" warning

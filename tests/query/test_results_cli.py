@@ -1,4 +1,6 @@
-"""`ix results` and `ix query` end to end: the real command over labs that real runs wrote.
+"""`ix results` and `ix query` end to end over labs that runs wrote: the figures in process; the
+real command for each contract (the trial table and its note on stderr, `ix query --json`,
+`--help`, exit 2 with one line for bad input and for bad SQL on a lab never indexed).
 
 Every number is recomputed here from the raw trial lines (and the case files), never taken
 from the query layer itself.
@@ -47,16 +49,16 @@ def two_subjects(lab: Path, name: str = "exp", trials: int = 6) -> Path:
     return d
 
 
-def ix_ok(*args: str, runner: Callable[..., Result] = run_ix) -> str:
-    """The command's stdout, after checking it succeeded; `runner=ix_in_process` for
-    set-up."""
+def ix_ok(*args: str, runner: Callable[..., Result] = ix_in_process) -> str:
+    """The command's stdout, after checking it succeeded: in process (set-up, and figures
+    under test), or `runner=run_ix` for the real command."""
     r = runner(*args)
     assert r.code == 0, r.output
     assert "Traceback" not in r.output
     return r.stdout
 
 
-def run(lab: Path, *args: str, runner: Callable[..., Result] = run_ix) -> str:
+def run(lab: Path, *args: str, runner: Callable[..., Result] = ix_in_process) -> str:
     return json.loads(ix_ok("run", "--lab", str(lab), "--json", *args,
                             runner=runner))["run_id"]
 
@@ -87,7 +89,7 @@ def _ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     lab, pristine = root / "lab", root / "pristine"
     lab.mkdir()
     two_subjects(lab)
-    run(lab, runner=ix_in_process)
+    run(lab)
     shutil.copytree(lab, pristine, symlinks=True)
     return lab, pristine
 
@@ -228,7 +230,7 @@ def test_correlation_of_score_with_difficulty_matches_scipy(ran):
 
 def test_trial_listing_formats(ran):
     raw = latest(ran)
-    table = run_ix("results", "--lab", str(ran), "--limit", "3")
+    table = run_ix("results", "--lab", str(ran), "--limit", "3")  # the real command
     assert table.code == 0 and f"3 of {len(raw)} trial(s) shown" in table.stderr
     text = ix_ok("results", "--lab", str(ran), "--format", "csv", "--subject", "alpha")
     parsed = list(csv.DictReader(io.StringIO(text)))
@@ -261,8 +263,8 @@ def test_outcome_is_right_or_wrong_against_the_expectation_and_filters_by_it(ran
 
 
 def test_the_trial_table_says_invoked_and_right_or_wrong_never_passed(ran):
-    r = run_ix("results", "--lab", str(ran), "--case", "not-001", "--limit", "0",
-               env={"COLUMNS": "200"})
+    r = ix_in_process("results", "--lab", str(ran), "--case", "not-001", "--limit", "0",
+                      env={"COLUMNS": "200"})
     assert r.code == 0, r.output
     header = r.stdout.splitlines()[0].split()
     assert "outcome" in header and "reading" in header and "result" not in header
@@ -279,7 +281,7 @@ def test_query_runs_read_only_sql_over_the_views(ran):
     raw = latest(ran)
     sql = ("SELECT subject, count(*) AS n, count(*) FILTER (WHERE passed) AS passed "
            "FROM trials GROUP BY subject ORDER BY subject")
-    rows = json.loads(ix_ok("query", sql, "--lab", str(ran), "--json"))
+    rows = json.loads(ix_ok("query", sql, "--lab", str(ran), "--json", runner=run_ix))
     assert rows == [{"subject": s, "n": sum(r["subject"] == s for r in raw),
                      "passed": sum(r["subject"] == s and not r["error"]
                                    and r["reading"]["passed"] for r in raw)}
@@ -292,7 +294,7 @@ def test_query_runs_read_only_sql_over_the_views(ran):
 
 
 def test_results_and_query_are_listed_in_help():
-    out = ix_ok("--help")
+    out = ix_ok("--help", runner=run_ix)
     assert "results" in out and "query" in out
     assert "--group-by" in ix_ok("results", "--help")
 
@@ -324,17 +326,19 @@ def indexed(tmp_path_factory) -> Path:
     """One lab for every bad-input case: a run, and its index up to date."""
     lab = tmp_path_factory.mktemp("bad") / "lab"
     two_subjects(lab)
-    run(lab, runner=ix_in_process)
-    # builds the index (`ix results --json` writes bytes to stdout, which ix_in_process's
-    # capture has no buffer for; `ix query` opens the same index)
-    ix_ok("query", "SELECT count(*) FROM trials", "--lab", str(lab), runner=ix_in_process)
+    run(lab)
+    # builds the index (`ix query` opens the same index as `ix results`)
+    ix_ok("query", "SELECT count(*) FROM trials", "--lab", str(lab))
     return lab
 
 
 @pytest.mark.parametrize(("args", "message"), BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_bad_input_exits_2_with_one_line_and_changes_nothing(indexed, args, message):
     before = tree_digest(indexed)
-    r = run_ix(*args, "--lab", str(indexed), cwd=indexed)
+    # the real command once for the exit-2 contract (one line, no traceback, nothing written),
+    # the other refusals in process (`ix query`'s real exit 2 is the never-indexed lab's)
+    command = run_ix if args == ["results", "--run", "19990101T000000Z-ffffff"] else ix_in_process
+    r = command(*args, "--lab", str(indexed), cwd=indexed)
     assert r.code == 2, r.output
     assert "Traceback" not in r.output and r.stdout == ""
     lines = r.stderr.strip().splitlines()
@@ -345,7 +349,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(indexed, args, mess
 
 def test_bad_sql_on_a_never_indexed_lab_writes_nothing(lab):
     two_subjects(lab)
-    run(lab, runner=ix_in_process)
+    run(lab)
     before = tree_digest(lab)
     r = run_ix("query", "SELECT missing FROM trials", "--lab", str(lab))
     assert r.code == 2 and "missing" in r.stderr
@@ -365,7 +369,7 @@ def test_results_tag_finds_the_variant_cases_a_case_file_expands_into(lab: Path)
     case(d, "must-001", "must_trigger")
     case(d, "must-002", "must_trigger", "Can you {{ verb }} this?",
          extra="tags: [variant]\ndifficulty: hard\nvariants:\n  verb: [summarise, profile]\n")
-    run(lab, runner=ix_in_process)
+    run(lab)
     got = results(lab, "--tag", "variant")
     assert sorted({r["probe_id"] for r in got}) == ["must-002~1", "must-002~2"]
     assert len(got) == 4

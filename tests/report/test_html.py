@@ -71,7 +71,7 @@ def test_html_goes_to_the_run_folder_by_default_or_to_out(made, tmp_path):
     assert r.stderr.strip() == f"wrote {default}" and r.stdout == ""
     assert default.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     out = tmp_path / "elsewhere.html"
-    r = run_ix("report", run_id, "--lab", str(lab), "-f", "html", "-o", str(out))
+    r = ix_in_process("report", run_id, "--lab", str(lab), "-f", "html", "-o", str(out))
     assert r.code == 0 and out.is_file(), r.output
 
 
@@ -80,7 +80,9 @@ def test_html_goes_to_the_run_folder_by_default_or_to_out(made, tmp_path):
     (["leaderboard", "--format", "html"], "unknown format 'html'"),
 ])
 def test_html_where_it_does_not_apply_is_refused(made, args, message):
-    r = run_ix(*args, "--lab", str(made[0]))
+    # the real command once for the exit-2 contract, the leaderboard's refusal in process
+    command = run_ix if args[0] == "report" else ix_in_process
+    r = command(*args, "--lab", str(made[0]))
     assert r.code == 2 and message in r.stderr and "Traceback" not in r.output
 
 

@@ -1,10 +1,11 @@
-"""Every sensor in `ix compare` (issue 20), through the real command: two runs of a two-sensor
+"""Every sensor in `ix compare` (issue 20): two runs of a two-sensor
 mock experiment (a capability sensor first), each sensor's pass rate in both runs with its
 interval and the difference, checked against numbers computed here from trials.jsonl (scipy):
 the rates over the cases both runs share (intervals with cases as clusters), the difference
 case-level (the mean over cases of the per-case rate difference, a t reference), never trial t
 of one run against trial t of the other; the table at 80 columns without a value cut, in
-capability wording."""
+capability wording. The two-sensor JSON and table through the real command; the one-sensor
+case, the same contracts, in process."""
 
 import json
 import math
@@ -202,7 +203,7 @@ def test_the_table_shows_each_sensor_at_80_columns_whole(runs):
 def test_one_sensor_has_its_entry_but_no_table(tmp_path: Path):
     lab = tmp_path / "lab"
     d, ids = _two_runs(lab, "  - {kind: activation, skill: target}")
-    r = run_ix("compare", *ids, "--lab", str(lab), "--json")
+    r = ix_in_process("compare", *ids, "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     result = json.loads(r.stdout)
     assert result["sensor"] == "activation"
@@ -215,7 +216,7 @@ def test_one_sensor_has_its_entry_but_no_table(tmp_path: Path):
         shared = sorted(set(counts[0]) & set(counts[1]))
         want = _case_level([counts[0][c] for c in shared], [counts[1][c] for c in shared])
         assert m["diff"] == pytest.approx(want["diff"], abs=2e-6)
-    table = run_ix("compare", *ids, "--lab", str(lab), env=NARROW)
+    table = ix_in_process("compare", *ids, "--lab", str(lab), env=NARROW)
     assert table.code == 0, table.output
     assert "pass rate per sensor" not in table.stdout
     assert "activation rate" in table.stdout

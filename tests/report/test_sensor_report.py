@@ -73,6 +73,7 @@ def _narrow(text: str) -> None:
 
 
 def test_report_table_shows_every_sensor_at_80_columns_whole(several):
+    # the real command (exit 0, its table at 80 columns); the `ix run` of `several` is real too
     r = run_ix("report", "--lab", str(several["lab"]), "--format", "table", env=NARROW)
     assert r.code == 0, r.output
     _narrow(r.stdout)
@@ -88,7 +89,7 @@ def test_report_table_shows_every_sensor_at_80_columns_whole(several):
 
 
 def test_capability_experiment_reads_pass_rate_not_activation(several):
-    r = run_ix("report", "--lab", str(several["lab"]), "--format", "table", env=NARROW)
+    r = ix_in_process("report", "--lab", str(several["lab"]), "--format", "table", env=NARROW)
     assert "summary: pass rate [95% CI]" in r.stdout
     assert "pass rate (must)" in r.stdout
     assert "activation" not in r.stdout.lower()
@@ -138,7 +139,7 @@ def test_one_sensor_gets_no_sensor_table(tmp_path: Path):
     assert ix_in_process("run", "agent", "--lab", str(lab), "--progress", "none").code in (0, 1)
     summary = json.loads((d / "results" / "summary-latest.json").read_text())
     assert list(summary["subjects"][0]["sensors"]) == ["activation"]
-    r = run_ix("report", "--lab", str(lab), "--format", "table", env=NARROW)
+    r = ix_in_process("report", "--lab", str(lab), "--format", "table", env=NARROW)
     assert r.code == 0, r.output
     assert "pass rate per sensor" not in r.stdout
     assert "sensor pass rate" not in r.stdout

@@ -34,3 +34,6 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"
+# Modules are compiled when first imported (above): let that bytecode be kept, or every run
+# would compile them again (some sandboxes set this).
+unset PYTHONDONTWRITEBYTECODE

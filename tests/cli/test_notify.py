@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import comparison_experiment, mock_experiment, run_ix
+from conftest import comparison_experiment, ix_in_process, mock_experiment, run_ix
 from ix.api.integrations.notify import Webhook, post, webhook
 from ix.cli.options import recorded_command
 from ix.domain.errors import ConfigError
@@ -131,7 +131,8 @@ def test_a_webhook_failing_twice_is_retried_until_it_takes_the_message(lab, rece
     mock_experiment(lab, "alpha", trials=1)
     receiver.statuses = [500, 429]
     receiver.headers = {"retry-after": "0"}
-    r = run_ix("run", "--lab", str(lab), "--notify", receiver.url)
+    # in process: the retries are under test (the real `ix run --notify` is the other tests')
+    r = ix_in_process("run", "--lab", str(lab), "--notify", receiver.url)
     assert r.code == 0 and "warning: could not notify" not in r.stderr, r.output
     assert len(receiver.posts) == 3
     assert receiver.posts[0]["body"] == receiver.posts[2]["body"]
@@ -152,8 +153,9 @@ def test_a_webhook_that_always_fails_is_a_warning_without_the_url(lab, receiver)
     # nobody listening: a connection error, the same warning, still exit 0 without a goal
     mock_experiment(lab, "alpha", trials=1)
     closed = "http://127.0.0.1:9/hooks/" + TOKEN
-    r2 = run_ix("run", "alpha", "--lab", str(lab), "--notify-env", "HOOK",
-                env={"HOOK": closed})
+    # in process: the same warning (a real process's is the one above)
+    r2 = ix_in_process("run", "alpha", "--lab", str(lab), "--notify-env", "HOOK",
+                       env={"HOOK": closed})
     assert r2.code == 0, r2.output
     assert "could not notify the URL in $HOOK (ConnectError" in r2.stderr
     assert TOKEN not in r2.stdout + r2.stderr
@@ -169,7 +171,9 @@ def test_a_bad_webhook_is_exit_2_before_anything_runs_and_never_echoed(lab):
                             (("--notify", "http://x.test/a", "--notify-env", "BAD"),
                              {"BAD": "http://x.test/b"}, "--notify")):
         for command in (("run",), ("batch", "--experiments", "alpha"))[:2 if env else 1]:
-            r = run_ix(*command, "--lab", str(lab), *args, env=env)
+            # the real command once for the exit-2 contract; the other cases in process
+            ix = run_ix if flag == "--notify" and not env else ix_in_process
+            r = ix(*command, "--lab", str(lab), *args, env=env)
             assert r.code == 2 and flag in r.stderr, (command, args, r.output)
             assert TOKEN not in r.stdout + r.stderr
     assert not (lab / "alpha" / "results").exists() and not (lab / "batteries").exists()

@@ -1,11 +1,12 @@
-"""A context × subjects × sweep experiment through the real `ix` (DESIGN.md §7): only
+"""A context × subjects × sweep experiment through the real `ix run` (DESIGN.md §7): only
 within-factor comparisons are made and printed, and the interaction of each subject's trend
-with the control's is there, with its interval and P."""
+with the control's is there, with its interval and P. (The report read after it runs in
+process.)"""
 
 import json
 import re
 
-from conftest import run_ix, write
+from conftest import ix_in_process, run_ix, write
 from ix.eval.schemas import summary_problems
 
 LENGTHS = (0, 8, 32)
@@ -79,7 +80,7 @@ def test_a_factorial_run_prints_only_within_factor_comparisons_and_the_interacti
     assert "P(declines faster)" in flat and "p Holm" in flat
     assert re.search(r"P\(best\) by \S+ at each context length", flat)
 
-    report = json.loads(run_ix("report", "--lab", str(lab), "--json", cwd=exp).stdout)
+    report = json.loads(ix_in_process("report", "--lab", str(lab), "--json", cwd=exp).stdout)
     sentences = report["answer"]["comparisons"]
     assert [s.split(" vs ")[0] for s in sentences] == [cell, "plus"]
     assert all("per doubling against the control's" in s for s in sentences)

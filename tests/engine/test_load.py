@@ -1,6 +1,9 @@
 """`load:` end to end: the open-loop generator through the real `ix run`, against a local
 service whose latency follows a known distribution (tests/engine/load_server.py, a process of
-its own) and a local program.
+its own) and a local program. Every run whose latencies or schedule are measured is a real
+`ix` process (the test process's own threads would share its event loop's CPU), as are the
+exit 2 of a bad `load:` and the report at 80 columns; the other refusals, the resume after
+Ctrl-C and the report's other formats run in process (`ix_in_process`).
 
 The accuracy test holds the percentiles ix reports against the service times the server
 itself recorded for the same requests (in each answer's `X-Service-Ms`), not against wall
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, _ix_env, case, run_ix, write
+from conftest import _ix_argv, _ix_env, case, ix_in_process, run_ix, write
 
 SERVER = Path(__file__).with_name("load_server.py")
 
@@ -167,14 +170,15 @@ def test_the_summary_and_the_report_show_the_load_block_in_80_columns(lab, servi
     assert "schedule error p50" in rep.stdout
     assert max(len(line) for line in _ours(rep.stdout)) <= 80
     assert "…" not in rep.stdout
-    md = run_ix("report", "--lab", str(lab), "--format", "md")
+    # the other formats of the report in process (the real one is its table above)
+    md = ix_in_process("report", "--lab", str(lab), "--format", "md")
     assert "## Load" in md.stdout and "| subject | answered | p50 | p95 | p99 |" in md.stdout
     page = lab / "report.html"
-    html = run_ix("report", "--lab", str(lab), "--format", "html", "--out", str(page))
+    html = ix_in_process("report", "--lab", str(lab), "--format", "html", "--out", str(page))
     assert html.code == 0, html.output
     text = page.read_text(encoding="utf-8")
     assert '<section id="load">' in text and "verdict-met" in text
-    data = json.loads(run_ix("report", "--lab", str(lab), "--json").stdout)
+    data = json.loads(ix_in_process("report", "--lab", str(lab), "--json").stdout)
     assert data["load"]["subjects"][0]["subject"] == "svc"
 
 
@@ -217,7 +221,10 @@ def test_a_command_subject_under_load_and_a_missed_sla_exits_1(lab):
 ])
 def test_bad_load_options_exit_2_naming_the_field(lab, load, field):
     http_experiment(lab, "http://127.0.0.1:9", load)
-    r = run_ix("run", "--lab", str(lab))
+    # the real command once for the exit-2 contract (one line, no traceback); the other
+    # fields in process
+    command = run_ix if field == "load.rps" else ix_in_process
+    r = command("run", "--lab", str(lab))
     assert r.code == 2, r.output
     assert field in r.stderr and "Traceback" not in r.output
 
@@ -230,12 +237,13 @@ def test_load_refuses_other_runtimes_and_a_trial_count(lab):
         load: {rps: 5, duration_s: 1}
         """)
     case(d, "a", "must_trigger")
-    r = run_ix("run", "--lab", str(lab))
+    # in process: the exit-2 contract is the real command's in the bad load options
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2 and "load" in r.stderr and "(mock)" in r.stderr, r.output
     http_experiment(lab, "http://127.0.0.1:9", "{rps: 5, duration_s: 1}", name="h")
-    r = run_ix("run", "h", "--lab", str(lab), "--trials", "3")
+    r = ix_in_process("run", "h", "--lab", str(lab), "--trials", "3")
     assert r.code == 2 and "--trials" in r.stderr, r.output
-    r = run_ix("run", "h", "--lab", str(lab), "--cache")
+    r = ix_in_process("run", "h", "--lab", str(lab), "--cache")
     assert r.code == 2 and "--cache" in r.stderr, r.output
 
 
@@ -264,7 +272,8 @@ def test_ctrl_c_mid_load_keeps_every_completed_request(lab, service):
     assert s["requests"]["completed"] == len(records)
     assert 0 < s["window_s"] < 60  # the measured window ends where sending stopped
     assert all("load" in rec for rec in records)
-    again = run_ix("run", "--lab", str(lab), "--resume")
+    # the interrupted run is the real process; the refused resume after it, in process
+    again = ix_in_process("run", "--lab", str(lab), "--resume")
     assert again.code == 2 and "--resume" in again.stderr and "load" in again.stderr, \
         again.output
 

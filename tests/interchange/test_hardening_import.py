@@ -1,6 +1,10 @@
 """`ix import` attacked (issue 14, items 5, 6, 8b, 9): racing, killed, repeated, on a full
-disk, and fed hostile values. The real `ix` runs in a subprocess; faults are real (SIGKILL at
-seeded points found by watching the lab's folders, `RLIMIT_FSIZE`), with no hook inside ix.
+disk, and fed hostile values. The imports under attack are the real `ix` in a subprocess;
+faults are real (SIGKILL at seeded points found by watching the lab's folders, `RLIMIT_FSIZE`),
+with no hook inside ix. Each contract of the command also goes through a real `ix` once (an
+import's exit 0 and its JSON, the exit 2 of a re-import and of a hostile value, each one line
+on stderr); the set-up and the checks after a fault (the next import, `report`, `validate`)
+and the repeated cases run in process (`ix_in_process`).
 
 What must hold: an import appears whole or leaves no trace; a killed one that got as far as
 appending its lines is completed, once, by the next import; the same bytes are not imported
@@ -183,6 +187,7 @@ def test_the_same_file_again_is_refused_naming_the_run_unless_forced(tmp_path: P
     lab = tmp_path / "lab"
     d = experiment_lab(lab)
     source = write_jsonl(tmp_path / "run.jsonl", lines_for(4, 2))
+    # the real command: exit 0 and its JSON; then the refusal, exit 2 in one line
     first = run_ix("import", str(source), "--format", "jsonl", "--lab", str(lab), "--json")
     assert first.code == 0, first.output
     run = json.loads(first.stdout)["run_id"]
@@ -196,11 +201,12 @@ def test_the_same_file_again_is_refused_naming_the_run_unless_forced(tmp_path: P
     assert spec["import"] == {"source": str(source), "format": "jsonl", "sha256": sha256(source)}
     # a copy of the bytes under another name is the same source; --force imports it again
     copy = shutil.copy(source, tmp_path / "renamed.jsonl")
-    assert run_ix("import", str(copy), "--format", "jsonl", "--lab", str(lab)).code == 2
-    forced = run_ix("import", str(copy), "--format", "jsonl", "--lab", str(lab), "--force")
+    assert ix_in_process("import", str(copy), "--format", "jsonl", "--lab", str(lab)).code == 2
+    forced = ix_in_process("import", str(copy), "--format", "jsonl", "--lab", str(lab),
+                           "--force")
     assert forced.code == 0, forced.output
     assert len(imports_of(d / "results", sha256(source))) == 2
-    assert "--force" in run_ix("import", "--help").stdout
+    assert "--force" in ix_in_process("import", "--help").stdout
 
 
 # --------------------------------------------------------------------------- item 6: SIGKILL
@@ -381,7 +387,9 @@ def test_an_import_killed_in_the_middle_of_its_append_is_completed_once(
     os.utime(results / "summary-latest.json", ns=(staged_at - 10**9, staged_at - 10**9))
     (results / "trials.jsonl").write_bytes(before_log + b"".join(ours[:10]) + ours[10][:30])
     assert counted(lab) == counted_before  # its ten lines are not counted without their run
-    r = run_ix("import", str(source), "--format", "jsonl", "--lab", str(lab))
+    # in process: the lab is made by hand, no process was killed (a real re-import's exit 2
+    # is the test above's)
+    r = ix_in_process("import", str(source), "--format", "jsonl", "--lab", str(lab))
     assert r.code == 2 and "was imported before" in r.stderr, r.output
     assert f"completed run {done.run_id}" in r.stderr
     assert run_lines(results / "trials.jsonl")[done.run_id] == 24
@@ -425,7 +433,8 @@ def test_imports_racing_to_create_one_experiment_create_it_once(tmp_path: Path) 
         assert sum(1 for p, out, _ in outs if p.returncode == 0
                    and json.loads(out)["created_experiment"]) == 1
         assert not leftovers(lab)
-        assert run_ix("validate", "--lab", str(lab), "fresh").code == 0
+        # what the racing processes left, checked in process
+        assert ix_in_process("validate", "--lab", str(lab), "fresh").code == 0
 
 
 # --------------------------------------------------------------------------- item 8b: full disk
@@ -457,9 +466,10 @@ def test_an_import_on_a_full_disk_changes_nothing_and_says_so_in_one_line(
     assert "File too large" in line and "nothing was imported" in line, line
     assert tree_digest(lab) == before
     assert not (lab / "brand-new").exists() and not leftovers(lab)
-    report = run_ix("report", "--lab", str(lab))
+    # the lab the limited process left, read and imported into again in process
+    report = ix_in_process("report", "--lab", str(lab))
     assert report.code == 0, report.output
-    again = run_ix("import", str(source), "--format", "jsonl", "--lab", str(lab), *args)
+    again = ix_in_process("import", str(source), "--format", "jsonl", "--lab", str(lab), *args)
     assert again.code == 0, again.output
 
 
@@ -633,9 +643,12 @@ def test_hostile_values_at_the_command_line_exit_2_and_report_still_works(
     path = tmp_path / f"{name}{_SUFFIX[fmt]}"
     path.write_text(text)
     before = tree_digest(lab)
-    r = run_ix("import", str(path), "--format", fmt, "--lab", str(lab), "--experiment", "e")
+    # the real command for the 5000-deep nesting (a fresh process's stack and recursion
+    # limit, its exit 2 in one line); the other values in process
+    command = run_ix if name == "jsonl-nested-5000-deep" else ix_in_process
+    r = command("import", str(path), "--format", fmt, "--lab", str(lab), "--experiment", "e")
     assert r.code == 2 and not r.stdout, r.output
     line = one_error_line(r.stderr)
     assert str(path) in line and field in line, line
     assert tree_digest(lab) == before
-    assert run_ix("report", "--lab", str(lab)).code == 0
+    assert ix_in_process("report", "--lab", str(lab)).code == 0

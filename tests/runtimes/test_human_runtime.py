@@ -1,4 +1,6 @@
-"""The `human` runtime: the case on stderr, the answer from stdin, through the real `ix`."""
+"""The `human` runtime: the case on stderr, the answer from stdin, through the real `ix` (every
+run that reads answers, and `validate`'s exit 2); the other `validate` and the registry's
+set-up run in process (`ix_in_process`)."""
 
 import asyncio
 import json
@@ -6,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import _ix_argv, case, run_ix, write
+from conftest import _ix_argv, case, ix_in_process, run_ix, write
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalCase, ToolCall
@@ -101,7 +103,7 @@ def test_the_table_and_trials_of_a_human_run_with_two_trials(lab):
 
 def test_a_human_runs_one_trial_at_a_time(lab):
     human_lab(lab)
-    r = run_ix("validate", "--lab", str(lab), "--json")
+    r = ix_in_process("validate", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     report = json.loads(r.stdout)[0]
     assert report["concurrency"] == 1
@@ -120,7 +122,7 @@ def test_human_options_are_checked(lab):
 def test_a_registry_subject_can_be_a_human(lab, tmp_path):
     human_lab(lab)
     home = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
-    assert run_ix("subjects", "add", "me", "--runtime", "human", env=home).code == 0
+    assert ix_in_process("subjects", "add", "me", "--runtime", "human", env=home).code == 0
     write(lab / "hum" / "experiment.yaml", "name: hum\nruntime: mock\nsubjects: [me]\n"
           "sensor: {kind: activation, skill: target}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}

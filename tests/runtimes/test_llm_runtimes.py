@@ -1,8 +1,10 @@
 """`ix run` with the `anthropic` and `openai` runtimes, end to end against loopback APIs.
 
-The real command in a subprocess, the real SDK clients, a fake API on 127.0.0.1 that calls
-the Skill tool when it is offered and the prompt mentions a CSV file. The fake key must reach
-the server and nowhere else: not the trial lines, the summaries, the run's spec, the traces.
+The real SDK clients, a fake API on 127.0.0.1 that calls the Skill tool when it is offered
+and the prompt mentions a CSV file. The fake key must reach the server and nowhere else: not
+the trial lines, the summaries, the run's spec, the traces. The real command in a subprocess
+for the anthropic run (exit 0, its JSON, no key in its output) and the missing key (exit 2);
+the openai run and `validate` in process (`ix_in_process`).
 """
 
 import gzip
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, run_ix, write
+from conftest import case, ix_in_process, run_ix, write
 from runtimes.fake_llm_servers import (
     FAKE_KEY,
     INPUT_TOKENS,
@@ -92,7 +94,9 @@ def test_ix_run_measures_activation_tokens_and_cost_and_keeps_the_key_out(lab, p
           temperature: 0
           backoff_s: 0
         """)
-        r = run_ix("run", "--lab", str(lab), "--json", env={KEY_ENV: FAKE_KEY})
+        # the real command for one provider; the other in process
+        command = run_ix if provider == "anthropic" else ix_in_process
+        r = command("run", "--lab", str(lab), "--json", env={KEY_ENV: FAKE_KEY})
         assert r.code == 0, r.output
         requests = api.api_requests()
     assert len(requests) == 2 * 3 * 3
@@ -158,6 +162,6 @@ def test_a_bad_option_stops_before_any_trial(lab):
           model: gpt-4o
           temperature: 9
         """)
-    r = run_ix("validate", "--lab", str(lab))
+    r = ix_in_process("validate", "--lab", str(lab))
     assert r.code == 2
     assert "runtime.temperature" in r.output

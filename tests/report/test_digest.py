@@ -3,8 +3,8 @@ the same sections as made from the whole list of lines at once."""
 
 import random
 
-from ix.report import figures
 from ix.eval.numbers import num
+from ix.report import figures
 from ix.report.digest import TrialDigest
 from ix.stats.describe import describe
 

@@ -189,6 +189,32 @@ def test_appended_lines_are_indexed_incrementally_with_the_same_result(lab):
     assert len(manifest(lab)["sources"]["exp"]["parts"]) == 1
 
 
+def test_a_log_bigger_than_a_chunk_is_indexed_in_parts_with_the_same_result(lab,
+                                                                            monkeypatch):
+    """The rows of a part are held in memory while it is written, so a big log is indexed a
+    chunk at a time (`CHUNK_BYTES`): the same trials, retries superseding across the cuts,
+    the same lines skipped, as one part of it all."""
+    exp = experiment(lab)
+    rng = random.Random(2)
+    log = append(exp, [record("r1", rng.choice("ab"), "must-001", t % 40,
+                              passed=rng.random() < 0.5, attempt=t // 40) for t in range(120)])
+    with log.open("ab") as f:
+        f.write(b'{"run_id": "r1", "torn\n')  # a line no reader takes, mid-log
+    append(exp, [record("r1", "a", "must-001", t, attempt=3, passed=True) for t in range(5)])
+    query = "SELECT * FROM trials ORDER BY run_id, subject, trial, attempt"
+    whole = rows(lab, query)
+    assert rows(lab, "SELECT count(*) FROM trials_all") == [(125,)]
+    skipped = manifest(lab)["sources"]["exp"]["skipped"]
+    assert len(manifest(lab)["sources"]["exp"]["parts"]) == 1 and skipped == 1
+    for p in (lab / INDEX_DIR).iterdir():
+        p.unlink()
+    monkeypatch.setattr(index_module, "CHUNK_BYTES", log.stat().st_size // 7)
+    assert rows(lab, query) == whole
+    entry = manifest(lab)["sources"]["exp"]
+    assert 7 <= len(entry["parts"]) <= 8 and entry["skipped"] == skipped
+    assert rows(lab, "SELECT count(*) FROM trials_all") == [(125,)]
+
+
 def test_many_appends_are_merged_into_few_parts(lab):
     exp = experiment(lab)
     for t in range(index_module.MAX_PARTS + 3):

@@ -1,6 +1,7 @@
 """The lab's trial index: every experiment's `trials.jsonl` as Parquet under `<lab>/.ix/index/`.
 
-A cache, never the truth. Each log is indexed as one or more Parquet parts; the manifest
+A cache, never the truth. Each log is indexed as one or more Parquet parts (of at most
+`CHUNK_BYTES` of the log each, so memory does not grow with the log); the manifest
 records the log's inode, size and mtime, and `open_index` re-indexes whatever changed: lines
 appended to an unchanged prefix (checked by the sha256 of its first and last 4 KiB) become a
 new part; any other change rebuilds that experiment. Parts and the manifest are written to a
@@ -61,7 +62,7 @@ FORMAT = 5  # bump when the part schema or what a part keeps changes: older inde
 #            (3: the columns `invoked` and `first_invoked`; 4: each source's `runs`; 5: its
 #            `suite` and each run's `specs`)
 MANIFEST = "manifest.json"
-MAX_PARTS = 8          # more parts than this are merged into one
+MAX_PARTS = 16         # more parts than this are merged into one (16 chunks: a 2 GB log)
 GRACE_S = 600          # unreferenced files younger than this may still be read by someone
 _CHECK_BYTES = 4096
 
@@ -433,18 +434,22 @@ def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Pat
     start = appended_to["offset"] if appended_to else 0
     seq = appended_to["next_part"] if appended_to else 0
     end, torn = complete_end(log, start, state["size"])
-    part = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
-    rows, skipped = write_part(con, root, name, seq, log, start, end, state, root / part)
-    parts = [*appended_to["parts"], part] if appended_to else [part]
+    parts = list(appended_to["parts"]) if appended_to else []
     runs = dict(appended_to["runs"]) if appended_to else {}
-    if rows == 0:
-        (root / part).unlink(missing_ok=True)
-        parts.remove(part)
-    else:
-        runs.update(run_ids(con, root / part))
+    rows = skipped = 0
+    for at, until in chunks(log, start, end):  # a part each: memory bounded by CHUNK_BYTES
+        part = f"{safe_name(name)}-{secrets.token_hex(6)}.parquet"
+        n, junk = write_part(con, root, name, seq, log, at, until, state, root / part)
+        seq += 1
+        rows, skipped = rows + n, skipped + junk
+        if n == 0:
+            (root / part).unlink(missing_ok=True)
+        else:
+            parts.append(part)
+            runs.update(run_ids(con, root / part))
     head, tail = _checks(log, end)
     entry: dict[str, Any] = {
-        "state": state, "offset": end, "head": head, "tail": tail, "next_part": seq + 1,
+        "state": state, "offset": end, "head": head, "tail": tail, "next_part": seq,
         "parts": parts, "torn": torn,
         "rows": (appended_to["rows"] if appended_to else 0) + rows,
         "skipped": (appended_to["skipped"] if appended_to else 0) + skipped,
@@ -461,6 +466,34 @@ def _index_log(con: "duckdb.DuckDBPyConnection", root: Path, name: str, log: Pat
         entry["parts"] = [merged]
     entry["superseded"] = write_superseded(con, root, name, entry["parts"])
     return entry
+
+
+#: A log's new bytes are indexed in parts of about this size: the rows of one part are held
+#: in memory while it is written, so a bigger log costs more parts, not more memory.
+CHUNK_BYTES = 1 << 27
+
+
+def chunks(log: Path, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) cut into ranges of about `CHUNK_BYTES`, each ending at a line's end."""
+    out: list[tuple[int, int]] = []
+    with log.open("rb") as f:
+        while end - start > CHUNK_BYTES:
+            f.seek(start + CHUNK_BYTES)
+            cut = -1
+            while cut < 0:
+                block = f.read(1 << 16)
+                if not block:
+                    break
+                cut = block.find(b"\n")
+                if cut < 0:
+                    continue
+                cut += f.tell() - len(block) + 1
+            if cut < 0 or cut >= end:
+                break
+            out.append((start, cut))
+            start = cut
+    out.append((start, end))
+    return out
 
 
 def _write_cases(root: Path, exp: Path, warn: Warn | None) -> str | None:

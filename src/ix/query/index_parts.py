@@ -76,20 +76,27 @@ def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int
                start: int, end: int, state: dict[str, int], dest: Path) -> tuple[int, int]:
     """Parse bytes [start, end) of the log into a Parquet part; (rows, skipped lines).
 
-    A whole log is read by DuckDB (on its threads) while numpy looks for the lines Python
-    cannot decode (`_undecodable`, on one more): a log of ix's own lines has none, and the
-    part stands. With some, a line longer than a read block, or a log that grew meanwhile,
-    the range is read again from a copy with those lines made junk."""
+    The log (or a copy of the range) is read by DuckDB (on its threads) while numpy looks for
+    the lines Python cannot decode (`_undecodable`, on one more): a log of ix's own lines has
+    none, and the part stands. With some, a line longer than a read block, or a log that grew
+    meanwhile, the range is read again from a copy with those lines made junk."""
     parsed = None
-    with ThreadPoolExecutor(1) as pool:
-        scan = pool.submit(_undecodable, log, start, end)
-        if start == 0 and end == state["size"]:
-            parsed = _parse(con, log, name, seq, dest)
-        undecodable, longest = scan.result()
-    if parsed is not None and not undecodable and longest + 2 <= READ_BLOCK \
-            and file_state(log) == state:  # nothing was appended while DuckDB read the file
-        return parsed
     tmp = root / f".{safe_name(name)}-{secrets.token_hex(6)}.jsonl.tmp"
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            scan = pool.submit(_undecodable, log, start, end)
+            whole = start == 0 and end == state["size"]
+            if not whole:  # a range of the log: DuckDB reads files, so a copy of it
+                with log.open("rb") as src, tmp.open("wb") as out:
+                    src.seek(start)
+                    _copy(src, out, end - start)
+            parsed = _parse(con, log if whole else tmp, name, seq, dest)
+            undecodable, longest = scan.result()
+        if not undecodable and longest + 2 <= READ_BLOCK \
+                and file_state(log) == state:  # nothing was appended while DuckDB read it
+            return parsed
+    finally:
+        tmp.unlink(missing_ok=True)
     try:
         with log.open("rb") as src, tmp.open("wb") as out:
             src.seek(start)

@@ -479,16 +479,13 @@ def chunks(log: Path, start: int, end: int) -> list[tuple[int, int]]:
     with log.open("rb") as f:
         while end - start > CHUNK_BYTES:
             f.seek(start + CHUNK_BYTES)
-            cut = -1
-            while cut < 0:
-                block = f.read(1 << 16)
-                if not block:
+            piece = b""
+            while not piece.endswith(b"\n"):  # to the end of the line the cut falls in,
+                piece = f.readline(1 << 16)    # 64 KiB at a time (a line may be huge)
+                if not piece:
                     break
-                cut = block.find(b"\n")
-                if cut < 0:
-                    continue
-                cut += f.tell() - len(block) + 1
-            if cut < 0 or cut >= end:
+            cut = f.tell()
+            if cut >= end:
                 break
             out.append((start, cut))
             start = cut

@@ -80,7 +80,6 @@ def write_part(con: "duckdb.DuckDBPyConnection", root: Path, name: str, seq: int
     the lines Python cannot decode (`_undecodable`, on one more): a log of ix's own lines has
     none, and the part stands. With some, a line longer than a read block, or a log that grew
     meanwhile, the range is read again from a copy with those lines made junk."""
-    parsed = None
     tmp = root / f".{safe_name(name)}-{secrets.token_hex(6)}.jsonl.tmp"
     try:
         with ThreadPoolExecutor(1) as pool:

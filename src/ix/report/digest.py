@@ -54,7 +54,6 @@ class TrialDigest:
         # line, summed by subject, by case and in total when the cost is asked for
         self._usage: dict[tuple[str, str], list[Any]] = {}
         self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
-        self._expectations: dict[str, str] = {}
         self._scores: dict[str, dict[str, array[float]]] = {}
         self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
         self._rows: dict[str, dict[str, Any]] = {}
@@ -141,7 +140,6 @@ class TrialDigest:
         expectation = str(line.get("expectation"))
         row = self._rows.get(case)
         if row is None:  # (made here, not as setdefault's default: this runs once a trial)
-            self._expectations[case] = expectation
             self._scores[case] = {}
             row = self._rows[case] = {"probe_id": case, "expectation": expectation,
                                       "trials": 0, "errored": 0, "wrong": 0,
@@ -196,7 +194,7 @@ class TrialDigest:
             rank = (not invoked, trial)
             if shown is None or rank < shown[0]:
                 answer = line.get("answer", "") if "observation" not in line else \
-                    str((line.get("observation") or {}).get("content") or "")[:MESSAGE_CHARS]
+                    _answer(line.get("observation") or {})
                 row["examples"][subject] = (rank, {
                     "subject": subject, "trial": trial, "answer": answer,
                     "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
@@ -228,7 +226,7 @@ class TrialDigest:
         cases in `order`, then the others by id."""
         rank = {case: i for i, case in enumerate(order)}
         out: list[BreakdownRow] = []
-        for case in sorted(self._expectations, key=lambda c: (rank.get(c, len(rank)), c)):
+        for case in sorted(self._rows, key=lambda c: (rank.get(c, len(rank)), c)):
             by_subject: dict[str, ScoreStats] = {}
             for subject, values in sorted(self._scores[case].items()):
                 n, mean, sd = _moments(values)
@@ -238,7 +236,7 @@ class TrialDigest:
                     "metrics": {k: num(sum(v) / len(v))
                                 for k, v in sorted(self._extra.get((case, subject),
                                                                    {}).items())}}
-            out.append({"probe_id": case, "expectation": self._expectations[case],
+            out.append({"probe_id": case, "expectation": self._rows[case]["expectation"],
                         "by_subject": by_subject})
         return out
 
@@ -305,5 +303,10 @@ def kept(t: Mapping[str, Any]) -> dict[str, Any]:
     line["invoked"] = invoked_skills(obs)
     if wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
             and not t.get("error"):  # a wrong answer: keep its start, as an example
-        line["answer"] = str(obs.get("content") or "")[:MESSAGE_CHARS]
+        line["answer"] = _answer(obs)
     return line
+
+
+def _answer(observation: Mapping[str, Any]) -> str:
+    """The start of a wrong answer, shown as the case's example."""
+    return str(observation.get("content") or "")[:MESSAGE_CHARS]

@@ -8,6 +8,7 @@ import pytest
 from matrix_support import arithmetic, only_this_task_left, run_clean, step
 
 from ix.matrix import Construct, Orchestrator, Outcome
+from ix.matrix.orchestrator import TURN_EVERY
 
 N = frozenset({"n"})
 
@@ -153,3 +154,78 @@ def test_run_many_rejects_a_concurrency_below_one_when_called(concurrency: int) 
 
 def test_run_many_of_nothing_yields_nothing() -> None:
     assert run_clean(collect(Orchestrator(arithmetic(), given=N).run_many([], concurrency=3))) == []
+
+
+def test_run_each_hands_every_outcome_to_the_handler_failures_included() -> None:
+    def odd_fails(construct: Construct[Any]) -> int:
+        if construct.data("n") % 2:
+            raise ValueError("odd")
+        return construct.data("n")
+
+    handled: list[Any] = []
+    orchestrator = Orchestrator([step("even", {"n"}, "even", odd_fails)], given=N)
+    run_clean(orchestrator.run_each(seeds(40), concurrency=6, handle=handled.append))
+    assert sorted(o.construct.subject for o in handled) == list(range(40))
+    assert {o.construct.subject for o in handled if not o.ok} == set(range(1, 40, 2))
+
+
+def test_a_handler_that_raises_ends_the_run_with_its_error_and_cancels_every_worker() -> None:
+    async def main() -> int:
+        seen = 0
+
+        def handle(outcome: Any) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 5:
+                raise OSError("disk full")
+
+        orchestrator = Orchestrator(arithmetic(), given=N)
+        with pytest.raises(OSError, match="disk full"):
+            await orchestrator.run_each(seeds(10_000), concurrency=8, handle=handle)
+        assert await only_this_task_left()
+        return seen
+
+    assert run_clean(main()) < 5 + 8  # stopped, not run to the end of the input
+
+
+def test_run_each_gives_the_loop_a_turn_when_components_never_wait() -> None:
+    async def main() -> list[int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        seen: list[int] = []
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        orchestrator = Orchestrator(arithmetic(), given=N)  # no component ever suspends
+        await orchestrator.run_each(seeds(400), concurrency=2,
+                                    handle=lambda outcome: seen.append(ticks))
+        task.cancel()
+        return seen
+
+    seen = run_clean(main())
+    assert len(seen) == 400 and seen[-1] - seen[0] >= 400 // TURN_EVERY // 2 - 1
+
+
+def test_cancelling_run_each_cancels_every_worker() -> None:
+    async def main() -> bool:
+        started = asyncio.Event()
+
+        async def hang(construct: Construct[Any]) -> None:
+            started.set()
+            await asyncio.Event().wait()
+
+        orchestrator = Orchestrator([step("hang", set(), "never", hang)])
+        running = asyncio.create_task(
+            orchestrator.run_each(seeds(100), concurrency=4, handle=lambda outcome: None))
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        return await only_this_task_left()
+
+    assert run_clean(main())

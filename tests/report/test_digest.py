@@ -88,3 +88,24 @@ def test_the_breakdown_gives_describe_s_mean_and_sd_of_each_case_s_scores():
         assert (got["n"], got["mean"], got["sd"]) == (want.n, num(want.mean),
                                                       num(want.std) if want.n > 1 else None)
         assert (got["min"], got["max"]) == (num(min(values)), num(max(values)))
+
+
+def test_the_live_feed_reads_a_line_as_the_log_reader_does_every_status_and_edge_included():
+    """`add` reads the engine's record directly; `attempt` + `stand` (a log read back) read
+    the same line with checks: the same sections, a trial without a reading included."""
+    lines = [line("a", "c1", 0, passed=True, skill="t"), line("a", "c1", 1, passed=False),
+             line("b", "c1", 0, passed=False, skill="other", error="timeout"),
+             {**line("b", "c2", 0, passed=True), "reading": None},
+             {**line("b", "c2", 1, passed=True), "expectation": "should_not_trigger"},
+             line("a", "c2", 0, passed=False, tokens=3, usd=0.1)]
+    live, read = TrialDigest(), TrialDigest()
+    for t in lines:
+        live.add(t)
+        read.attempt(t)
+        read.stand(t)
+    live.close()
+    assert live.timeline(["a", "b"]) == read.timeline(["a", "b"])
+    assert [p.status for p in live._points or []] == [
+        "ok", "wrong", "error", "wrong", "wrong", "wrong"]  # as `figures.outcome` says
+    assert live.failures() == read.failures() and live.cost() == read.cost()
+    assert live.breakdown([]) == read.breakdown([])

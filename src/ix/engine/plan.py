@@ -150,11 +150,14 @@ class Plan:
                     yield TrialKey(sp, case, trial,
                                    self.trial_seed(sp.subject.name, case.id, trial))
             return
+        common = self.seeding != "per-subject"
         for case in self.cases:
             if only is None:
                 for trial in range(self.trials):
+                    # common random numbers: one seed for every subject, derived once
+                    seed = trial_seed(self.seed, case.id, trial) if common else 0
                     for sp in self.subjects:
-                        yield TrialKey(sp, case, trial,
+                        yield TrialKey(sp, case, trial, seed if common else
                                        self.trial_seed(sp.subject.name, case.id, trial))
                 continue
             chosen = sorted((trial, i) for i, sp in enumerate(self.subjects)

@@ -72,7 +72,7 @@ from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
 from ix.lab.secrets import redact_secrets
 from ix.lab.sweep import KEY as SWEEP_KEY
-from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator
+from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
@@ -140,10 +140,6 @@ class Limits:
 
 #: The default executor: trials run in this process, on its asyncio loop.
 LOCAL: dict[str, Any] = {"kind": "local"}
-
-#: On the caller's loop (`arun_plan`), how many recorded trials between two turns given to
-#: the loop's other tasks (the trials' own awaits may never suspend: a fast subject).
-SHARE_EVERY = 8
 
 #: After the first Ctrl-C, how long the trials in flight may take to finish.
 GRACE_S = 30.0
@@ -752,8 +748,10 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
     if load is not None:  # one worker more than slots: a free one always takes the next due
         workers = min(load.load.max_in_flight, plan.total) + 1
-    share = 0
-    async for outcome in orchestrator.run_many(constructs, concurrency=workers):
+
+    def done(outcome: Outcome[TrialKey]) -> None:
+        """A trial finished: its line written, then counted (in the worker that ran it)."""
+        nonlocal spent
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
         else:  # a bug in a component, not the subject's failure: record it all the same
@@ -782,11 +780,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.done(record)
         if on_trial is not None:
             on_trial(record)
-        if not signals:  # on the caller's loop: give its other tasks a turn now and then
-            share += 1
-            if share == SHARE_EVERY:
-                share = 0
-                await asyncio.sleep(0)
+
+    await orchestrator.run_each(constructs, concurrency=workers, handle=done)
     return stop[0] if stop else None
 
 

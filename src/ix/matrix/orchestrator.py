@@ -1,9 +1,9 @@
 """Running a graph over constructs: one at a time, or a stream of them with bounded concurrency."""
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sized
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from ix.matrix.artifact import Artifact
 from ix.matrix.component import Component
@@ -29,7 +29,7 @@ class Outcome(Generic[S]):
 
 
 class _Crash:
-    """A worker failed outside any component (the input iterator, the sink): stop the stream."""
+    """A failure outside any component (the input iterator, the sink): stop the stream."""
 
     __slots__ = ("error",)
 
@@ -37,7 +37,7 @@ class _Crash:
         self.error = error
 
 
-_DONE = object()  # a worker found the input exhausted
+_DONE = object()  # every construct ran
 
 
 class _SharedAsyncIterator(Generic[S]):
@@ -149,12 +149,21 @@ class Orchestrator:
         cancelling the iterator cancels and awaits every worker. `concurrency` is checked here,
         at call time, rather than at the first iteration.
         """
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
-        workers = concurrency
-        if isinstance(constructs, Sized):
-            workers = max(1, min(concurrency, len(constructs)))
-        return self._stream(constructs, workers)
+        return self._stream(constructs, _workers(constructs, concurrency))
+
+    async def run_each(
+        self,
+        constructs: Iterable[Construct[S]] | AsyncIterable[Construct[S]],
+        *,
+        concurrency: int,
+        handle: Callable[[Outcome[S]], object],
+    ) -> None:
+        """`run_many` with each outcome handed to `handle`, as it finishes, by the worker that
+        ran it: no queue between (a queue's put and get cost as much as a cheap construct's
+        components). `handle` runs on the loop, so one call at a time. If it raises, or the
+        input does, every worker is cancelled and awaited and the exception is raised here;
+        so it is when this call is cancelled."""
+        await self._each(constructs, _workers(constructs, concurrency), handle)
 
     async def _stream(
         self,
@@ -162,56 +171,93 @@ class Orchestrator:
         workers: int,
     ) -> AsyncIterator[Outcome[S]]:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=workers)
-        if isinstance(constructs, AsyncIterable):
-            source = _SharedAsyncIterator(aiter(constructs))
-            tasks = [asyncio.create_task(self._work_async(source, queue)) for _ in range(workers)]
-        else:
-            iterator = iter(constructs)
-            tasks = [asyncio.create_task(self._work(iterator, queue)) for _ in range(workers)]
+
+        async def produce() -> None:
+            try:
+                await self._each(constructs, workers, queue.put)
+            except Exception as error:
+                await queue.put(_Crash(error))
+                return
+            await queue.put(_DONE)
+
+        producer = asyncio.create_task(produce())
         try:
-            live = workers
             get = queue.get
-            while live:
+            while True:
                 item = await get()
                 if item is _DONE:
-                    live -= 1
-                elif type(item) is _Crash:
+                    return
+                if type(item) is _Crash:
                     raise item.error
-                else:
-                    yield item
+                yield item
+        finally:
+            producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
+
+    async def _each(
+        self,
+        constructs: Iterable[Construct[S]] | AsyncIterable[Construct[S]],
+        workers: int,
+        deliver: Callable[[Outcome[S]], Any],
+    ) -> None:
+        """`workers` tasks running the constructs, each outcome to `deliver` (awaited when it
+        returns an awaitable: a queue's `put`); the first exception cancels the others, and
+        once `deliver` raised no worker hands it another outcome."""
+        failed: list[BaseException] = []
+        source = _SharedAsyncIterator(aiter(constructs)) \
+            if isinstance(constructs, AsyncIterable) else iter(constructs)
+        tasks = [asyncio.create_task(self._work(source, deliver, failed))
+                 for _ in range(workers)]
+        try:
+            await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _work(self, iterator: Iterator[Construct[S]], queue: asyncio.Queue[Any]) -> None:
-        # A plain `next` cannot be interleaved on one event loop, so workers share the
-        # iterator without a lock.
+    async def _work(self, constructs: Iterator[Construct[S]] | _SharedAsyncIterator[S],
+                    deliver: Callable[[Outcome[S]], Any], failed: list[BaseException]) -> None:
+        # A plain `next` cannot be interleaved on one event loop, so workers share an
+        # iterator without a lock (an async one takes turns: `_SharedAsyncIterator`).
         run = self.run
-        put = queue.put
-        try:
-            for construct in iterator:
-                try:
-                    outcome = Outcome(await run(construct))
-                except ComponentError as error:
-                    outcome = Outcome(error.construct, error)
-                await put(outcome)
-        except Exception as error:
-            await put(_Crash(error))
-            return
-        await put(_DONE)
+        if isinstance(constructs, _SharedAsyncIterator):
+            shared, iterator = constructs, None
+        else:
+            shared, iterator = None, constructs
+        turn = 0
+        while True:
+            construct = next(iterator, None) if iterator is not None \
+                else await cast(_SharedAsyncIterator[S], shared).next()
+            if construct is None:
+                return
+            try:
+                outcome = Outcome(await run(construct))
+            except ComponentError as error:
+                outcome = Outcome(error.construct, error)
+            if failed:  # another outcome's `deliver` raised: the run is ending
+                return
+            try:
+                waiting = deliver(outcome)
+            except BaseException as error:
+                failed.append(error)
+                raise
+            if waiting is not None:
+                await waiting
+            turn += 1
+            if turn == TURN_EVERY:  # components that never wait would hold the loop
+                turn = 0
+                await asyncio.sleep(0)
 
-    async def _work_async(self, source: _SharedAsyncIterator[S], queue: asyncio.Queue[Any]) -> None:
-        run = self.run
-        put = queue.put
-        try:
-            while (construct := await source.next()) is not None:
-                try:
-                    outcome = Outcome(await run(construct))
-                except ComponentError as error:
-                    outcome = Outcome(error.construct, error)
-                await put(outcome)
-        except Exception as error:
-            await put(_Crash(error))
-            return
-        await put(_DONE)
+
+#: Every this many constructs a worker gives the loop a turn (signals, the caller's tasks).
+TURN_EVERY = 8
+
+
+def _workers(constructs: object, concurrency: int) -> int:
+    """How many workers: `concurrency` (an int >= 1, checked at call time), no more than the
+    constructs when their number is known."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
+    if isinstance(constructs, Sized):
+        return max(1, min(concurrency, len(constructs)))
+    return concurrency

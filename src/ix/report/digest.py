@@ -68,10 +68,20 @@ class TrialDigest:
     # ------------------------------------------------------------------------- feeding
 
     def add(self, t: Mapping[str, Any]) -> None:
-        """One line as `ix run` records it, in the log's order."""
-        self.attempt(t)
-        key = (str(t.get("subject")), str(t.get("probe_id")), int(t.get("trial") or 0))
-        number = int(t.get("attempt") or 0)
+        """One line as `ix run` records it, in the log's order. The engine's own record: its
+        keys are there with the engine's types, so each is read once and without the checks
+        a line read back from a log needs (`attempt`, `stand`)."""
+        subject, case, trial = t["subject"], t["probe_id"], t["trial"]
+        error, reading, expectation = t["error"], t["reading"], t["expectation"]
+        if error:
+            status = 2
+        elif wrong(expectation, bool((reading or {}).get("passed"))):  # `figures.outcome`
+            status = 1
+        else:
+            status = 0
+        self._attempt(subject, case, t["observation"], t, status)
+        key = (subject, case, trial)
+        number = t["attempt"]
         old = self._pending.get(key)
         if old is not None:
             if number < int(old.get("attempt") or 0):
@@ -81,10 +91,10 @@ class TrialDigest:
             del self._pending[key]
         elif number > 0:
             self.exact = False
-        if t.get("error"):
+        if error:
             self._pending[key] = kept(t)
-        else:
-            self.stand(t)  # (what `kept` would keep of it is read only for a wrong answer)
+        else:  # (what `kept` would keep of it is read only for a wrong answer)
+            self._stand(subject, case, trial, expectation, None, reading, t)
 
     def close(self) -> None:
         """The errored attempts no retry replaced stand (after the last `add`)."""
@@ -94,29 +104,33 @@ class TrialDigest:
 
     def attempt(self, t: Mapping[str, Any]) -> None:
         """Every attempt: its cost, and its point on the timeline."""
-        obs = t.get("observation") or {}
-        subject, case = str(t.get("subject")), str(t.get("probe_id"))
+        self._attempt(str(t.get("subject")), str(t.get("probe_id")), t.get("observation"), t,
+                      STATUS_CODE[figures.outcome(t)])
+
+    def _attempt(self, subject: str, case: str, obs: Mapping[str, Any] | None,
+                 t: Mapping[str, Any], status: int) -> None:
+        """`attempt` of the line `t` of `subject` and `case`, its `status` (a code of
+        `figures.STATUSES`) already known."""
         bucket = self._usage.get((subject, case))
         if bucket is None:
             bucket = self._usage[subject, case] = [0, 0, 0, 0.0]
         bucket[0] += 1
-        bucket[1] += int(obs.get("tokens_input") or 0)
-        bucket[2] += int(obs.get("tokens_output") or 0)
-        bucket[3] += float(obs.get("cost_usd") or 0.0)
+        if obs:
+            bucket[1] += int(obs.get("tokens_input") or 0)
+            bucket[2] += int(obs.get("tokens_output") or 0)
+            bucket[3] += float(obs.get("cost_usd") or 0.0)
+        start = figures.start_ms(t)
+        if start is None:  # no point on the timeline
+            return
+        duration = figures.duration_ms(t)
         if self._points is not None:
-            p = figures.point(t)
-            if p is None:
-                return
-            self._points.append(p)
+            error = t.get("error")
+            self._points.append(figures.TrialPoint(
+                subject, case, int(t.get("trial") or 0), int(t.get("attempt") or 0), start,
+                duration, figures.STATUSES[status],
+                str(error.get("kind")) if isinstance(error, dict) else None))
             if len(self._points) > figures.TIMELINE_TRIALS:
                 self._points = None
-            start, duration, status = p.start_ms, p.duration_ms, STATUS_CODE[p.status]
-        else:  # past the trials the timeline marks one by one: no point made
-            at = figures.start_ms(t)
-            if at is None:
-                return
-            start = at
-            duration, status = figures.duration_ms(t), STATUS_CODE[figures.outcome(t)]
         self._starts.append(start)
         self._status.append(status)
         lane = self._lanes.get(subject)
@@ -135,9 +149,13 @@ class TrialDigest:
 
     def stand(self, line: Mapping[str, Any]) -> None:
         """The attempt that stands of its trial (its line, or `kept` of it)."""
-        subject, case = str(line.get("subject")), str(line.get("probe_id"))
-        trial = int(line.get("trial") or 0)
-        expectation = str(line.get("expectation"))
+        self._stand(str(line.get("subject")), str(line.get("probe_id")),
+                    int(line.get("trial") or 0), str(line.get("expectation")),
+                    line.get("error"), line.get("reading"), line)
+
+    def _stand(self, subject: str, case: str, trial: int, expectation: str, error: Any,
+               reading: Any, line: Mapping[str, Any]) -> None:
+        """`stand` of `line`, its fields already read."""
         row = self._rows.get(case)
         if row is None:  # (made here, not as setdefault's default: this runs once a trial)
             self._scores[case] = {}
@@ -149,7 +167,6 @@ class TrialDigest:
             mine = row["by_subject"][subject] = {"trials": 0, "failed": 0}
         row["trials"] += 1
         mine["trials"] += 1
-        error = line.get("error")
         if error:
             row["errored"] += 1
             mine["failed"] += 1
@@ -165,7 +182,6 @@ class TrialDigest:
                 group["messages"][message] = ((subject, case, trial), {
                     "subject": subject, "probe_id": case, "trial": trial, "message": message})
             return
-        reading = line.get("reading")
         if not reading:
             return
         score = reading.get("score")

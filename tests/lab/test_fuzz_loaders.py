@@ -7,6 +7,7 @@ wrote reads back, every garbage line is skipped with a warning, and the two read
 what a run recorded.
 """
 
+import datetime
 import json
 import string
 from pathlib import Path
@@ -138,6 +139,23 @@ safe_keys = st.text(string.ascii_letters + "_", min_size=1, max_size=10)
 def test_frontmatter_written_out_splits_back_into_the_same_meta_and_body(meta, body) -> None:
     text = "---\n" + dump_yaml(meta) + "---\n" + body
     assert split_frontmatter(text, file="case.md") == (meta, body)
+
+
+def test_a_block_parsed_once_reads_the_same_however_a_caller_changed_what_it_was_given(
+        tmp_path) -> None:
+    """Frontmatter is parsed once per process (`ix run` reads its case files twice): each
+    read gets its own copy, and a file edited since reads as edited."""
+    case = tmp_path / "case.md"
+    case.write_text("---\ntags: [a]\nmetadata: {x: {y: [1]}}\nwhen: 2026-11-30\n---\nhi\n",
+                    encoding="utf-8")
+    first, _ = read_frontmatter(case)
+    first["tags"].append("changed")
+    first["metadata"]["x"]["y"].append(2)
+    again, body = read_frontmatter(case)
+    assert again == {"tags": ["a"], "metadata": {"x": {"y": [1]}},
+                     "when": datetime.date(2026, 11, 30)} and body == "hi\n"
+    case.write_text("---\ntags: [b]\n---\nhi\n", encoding="utf-8")
+    assert read_frontmatter(case)[0] == {"tags": ["b"]}
 
 
 # ------------------------------------------------------------------ trial logs

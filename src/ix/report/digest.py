@@ -13,6 +13,7 @@ not with the trials (the timeline keeps 11 bytes a trial).
 import math
 from array import array
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.numbers import num
@@ -73,13 +74,14 @@ class TrialDigest:
         a line read back from a log needs (`attempt`, `stand`)."""
         subject, case, trial = t["subject"], t["probe_id"], t["trial"]
         error, reading, expectation = t["error"], t["reading"], t["expectation"]
-        if error:
-            status = 2
-        elif wrong(expectation, bool((reading or {}).get("passed"))):  # `figures.outcome`
-            status = 1
-        else:
-            status = 0
-        self._attempt(subject, case, t["observation"], t, status)
+        bad = wrong(expectation, bool(reading.get("passed"))) if reading else \
+            expectation == "must_trigger"  # (no reading: not passed, as `figures.outcome`)
+        try:
+            start: float | None = datetime.fromisoformat(t["started_at"]).timestamp() * 1000.0
+        except (TypeError, ValueError):
+            start = None
+        self._attempt(subject, case, t["observation"], t, 2 if error else 1 if bad else 0,
+                      start, t["duration_ms"])
         key = (subject, case, trial)
         number = t["attempt"]
         old = self._pending.get(key)
@@ -94,7 +96,7 @@ class TrialDigest:
         if error:
             self._pending[key] = kept(t)
         else:  # (what `kept` would keep of it is read only for a wrong answer)
-            self._stand(subject, case, trial, expectation, None, reading, t)
+            self._stand(subject, case, trial, expectation, None, reading, t, bad)
 
     def close(self) -> None:
         """The errored attempts no retry replaced stand (after the last `add`)."""
@@ -105,12 +107,15 @@ class TrialDigest:
     def attempt(self, t: Mapping[str, Any]) -> None:
         """Every attempt: its cost, and its point on the timeline."""
         self._attempt(str(t.get("subject")), str(t.get("probe_id")), t.get("observation"), t,
-                      STATUS_CODE[figures.outcome(t)])
+                      STATUS_CODE[figures.outcome(t)], figures.start_ms(t),
+                      figures.duration_ms(t))
 
     def _attempt(self, subject: str, case: str, obs: Mapping[str, Any] | None,
-                 t: Mapping[str, Any], status: int) -> None:
+                 t: Mapping[str, Any], status: int, start: float | None,
+                 duration: float) -> None:
         """`attempt` of the line `t` of `subject` and `case`, its `status` (a code of
-        `figures.STATUSES`) already known."""
+        `figures.STATUSES`), `start` (ms since the epoch; None: not on the timeline) and
+        `duration` already read."""
         bucket = self._usage.get((subject, case))
         if bucket is None:
             bucket = self._usage[subject, case] = [0, 0, 0, 0.0]
@@ -119,10 +124,8 @@ class TrialDigest:
             bucket[1] += int(obs.get("tokens_input") or 0)
             bucket[2] += int(obs.get("tokens_output") or 0)
             bucket[3] += float(obs.get("cost_usd") or 0.0)
-        start = figures.start_ms(t)
         if start is None:  # no point on the timeline
             return
-        duration = figures.duration_ms(t)
         if self._points is not None:
             error = t.get("error")
             self._points.append(figures.TrialPoint(
@@ -154,8 +157,9 @@ class TrialDigest:
                     line.get("error"), line.get("reading"), line)
 
     def _stand(self, subject: str, case: str, trial: int, expectation: str, error: Any,
-               reading: Any, line: Mapping[str, Any]) -> None:
-        """`stand` of `line`, its fields already read."""
+               reading: Any, line: Mapping[str, Any], bad: bool | None = None) -> None:
+        """`stand` of `line`, its fields already read (`bad`: whether its reading goes
+        against the expectation, when known)."""
         row = self._rows.get(case)
         if row is None:  # (made here, not as setdefault's default: this runs once a trial)
             self._scores[case] = {}
@@ -185,7 +189,7 @@ class TrialDigest:
         if not reading:
             return
         score = reading.get("score")
-        if _number(score):
+        if math.isfinite(score) if type(score) is float else _number(score):
             scores = self._scores[case].get(subject)
             if scores is None:
                 scores = self._scores[case][subject] = array("d")
@@ -196,7 +200,7 @@ class TrialDigest:
                 if _number(v):
                     self._extra.setdefault((case, subject), {}).setdefault(k, []).append(
                         float(v))
-        if wrong(expectation, bool(reading.get("passed"))):
+        if bad if bad is not None else wrong(expectation, bool(reading.get("passed"))):
             row["wrong"] += 1
             mine["failed"] += 1
             shown = row["examples"].get(subject)

@@ -113,7 +113,8 @@ def test_breaking_out_without_closing_still_cancels_every_worker() -> None:
     assert run_clean(main())
 
 
-def test_cancelling_the_consumer_cancels_every_worker() -> None:
+@pytest.mark.parametrize("way", ["run_many", "run_each"])
+def test_cancelling_the_consumer_cancels_every_worker(way: str) -> None:
     async def main() -> bool:
         started = asyncio.Event()
 
@@ -122,7 +123,9 @@ def test_cancelling_the_consumer_cancels_every_worker() -> None:
             await asyncio.Event().wait()
 
         orchestrator = Orchestrator([step("hang", set(), "never", hang)])
-        consumer = asyncio.create_task(collect(orchestrator.run_many(seeds(100), concurrency=4)))
+        consumer = asyncio.create_task(
+            collect(orchestrator.run_many(seeds(100), concurrency=4)) if way == "run_many"
+            else orchestrator.run_each(seeds(100), concurrency=4, handle=lambda outcome: None))
         await started.wait()
         consumer.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -209,23 +212,3 @@ def test_run_each_gives_the_loop_a_turn_when_components_never_wait() -> None:
 
     seen = run_clean(main())
     assert len(seen) == 400 and seen[-1] - seen[0] >= 400 // TURN_EVERY // 2 - 1
-
-
-def test_cancelling_run_each_cancels_every_worker() -> None:
-    async def main() -> bool:
-        started = asyncio.Event()
-
-        async def hang(construct: Construct[Any]) -> None:
-            started.set()
-            await asyncio.Event().wait()
-
-        orchestrator = Orchestrator([step("hang", set(), "never", hang)])
-        running = asyncio.create_task(
-            orchestrator.run_each(seeds(100), concurrency=4, handle=lambda outcome: None))
-        await started.wait()
-        running.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        return await only_this_task_left()
-
-    assert run_clean(main())

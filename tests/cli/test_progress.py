@@ -3,6 +3,7 @@ ends at every trial that finished."""
 
 from types import SimpleNamespace
 
+from ix.api.options import trial_listener
 from ix.cli.progress import RunProgress
 
 
@@ -43,3 +44,9 @@ def test_the_bar_is_updated_a_few_times_and_ends_at_every_trial():
     assert bar.tasks[last["a"]].completed == 3
     shown = [u for u in updates if u.get("errors")]
     assert shown and shown[-1]["errors"] == "200 errors"
+
+
+def test_a_progress_that_shows_nothing_asks_the_engine_for_no_call_per_trial() -> None:
+    assert trial_listener(RunProgress(mode="none")) is None  # off a terminal, `--json`
+    for mode in ("bar", "json"):
+        assert trial_listener(RunProgress(mode=mode)) is not None

@@ -158,8 +158,15 @@ def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | N
     on_trial = listener
     if digest is not None:
         feed = digest.add
-        on_trial = feed if listener is None else lambda record: (feed(record),
-                                                                 listener(record))[-1]
+        on_trial = feed
+        if listener is not None:
+            heard = listener
+
+            def both(record: dict[str, Any]) -> None:
+                feed(record)
+                heard(record)
+
+            on_trial = both
     return {"artifacts": options.artifacts,
             "command": None if options.command is None else list(options.command),
             "on_trial": on_trial,

@@ -56,6 +56,8 @@ class RunProgress(Observer):
         self._pending: dict[str, int] = {}  # subject -> trials not yet shown on its bar
         self._shown = 0.0  # when the bar was last given its counts (time.monotonic)
         self._batches: dict[str, dict[str, tuple[int, int]]] = {}  # subject -> id -> counts
+        if mode == "none":  # nothing shows a trial: the engine then makes no call per trial
+            self.on_trial = super().on_trial  # type: ignore[method-assign]
 
     def __enter__(self) -> "RunProgress":
         if self.mode == "bar":

@@ -155,9 +155,9 @@ class Plan:
             if only is None:
                 for trial in range(self.trials):
                     # common random numbers: one seed for every subject, derived once
-                    seed = trial_seed(self.seed, case.id, trial) if common else 0
+                    seed = trial_seed(self.seed, case.id, trial) if common else None
                     for sp in self.subjects:
-                        yield TrialKey(sp, case, trial, seed if common else
+                        yield TrialKey(sp, case, trial, seed if seed is not None else
                                        self.trial_seed(sp.subject.name, case.id, trial))
                 continue
             chosen = sorted((trial, i) for i, sp in enumerate(self.subjects)

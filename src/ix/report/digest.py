@@ -13,7 +13,6 @@ not with the trials (the timeline keeps 11 bytes a trial).
 import math
 from array import array
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.numbers import num
@@ -74,14 +73,9 @@ class TrialDigest:
         a line read back from a log needs (`attempt`, `stand`)."""
         subject, case, trial = t["subject"], t["probe_id"], t["trial"]
         error, reading, expectation = t["error"], t["reading"], t["expectation"]
-        bad = wrong(expectation, bool(reading.get("passed"))) if reading else \
-            expectation == "must_trigger"  # (no reading: not passed, as `figures.outcome`)
-        try:
-            start: float | None = datetime.fromisoformat(t["started_at"]).timestamp() * 1000.0
-        except (TypeError, ValueError):
-            start = None
+        bad = wrong(expectation, bool(reading and reading.get("passed")))
         self._attempt(subject, case, t["observation"], t, 2 if error else 1 if bad else 0,
-                      start, t["duration_ms"])
+                      figures.start_ms(t), t["duration_ms"])
         key = (subject, case, trial)
         number = t["attempt"]
         old = self._pending.get(key)

@@ -6,8 +6,9 @@ Runs `ix run --json` on the mock runtime (the lab of `run_throughput.py`) in a c
 interpreter that wraps the run's phases with a clock: start-up to the command (interpreter,
 `ix` and the `run` command's imports), loading and planning (case files, design checks),
 opening the run (spec, lock), the trials (the engine's loop), the summary (statistics, and
-waiting for their background import), closing the run (summaries, spec), and printing the
-answer. The gap between the whole command (`run_throughput.py`) and the engine is here.
+waiting for their background import), closing the run (summaries, spec), the report's
+sections kept in `report.json`, and printing the answer. The gap between the whole command
+(`run_throughput.py`) and the engine is here.
 """
 
 import argparse
@@ -51,6 +52,7 @@ import ix.cli.main as cli_main
 import ix.cli.run as cli_run
 from ix.api import experiments
 from ix.engine import run as engine
+from ix.api import reports
 from ix.store.recorder import RunRecorder
 marks["imports (ix, the run command)"] = time.perf_counter() - t0
 timed(experiments, "_prepare", "load, plan, design checks")
@@ -58,6 +60,8 @@ timed(RunRecorder, "start", "open the run")
 timed_async(engine, "_execute", "trials (engine loop)")
 timed(engine, "_summarise", "summary statistics")
 timed(RunRecorder, "finish", "close the run (files)")
+timed(reports, "keep_sections", "report.json (the report's sections)")
+experiments.keep_sections = reports.keep_sections
 sys.argv = ["ix", "run", "--lab", sys.argv[1], "--json"]
 out = sys.stdout
 sys.stdout = open("/dev/null", "w")

@@ -178,7 +178,7 @@ DEFERRED = {
     ("cli/mcp.py", "mcp"),  # the MCP server: an optional extra
     ("cli/view.py", "view"),  # uvicorn and starlette: an optional extra
     # the summary's schema (sixty-odd pydantic types): only when a summary must be checked
-    ("store/summaries.py", "_summary_problems"),
+    ("store/summaries.py", "_schemas"),
     # the experiment loader (YAML, the lab's schema): `ix ls` only when the lab changed
     ("api/census.py", "_load"),
     # the HTML report's charts and page (jinja2): only for `ix report --format html`
@@ -222,3 +222,40 @@ def test_the_console_script_collects_garbage_again_before_the_command_runs(tmp_p
         print(gc.isenabled(), gc.get_freeze_count() > 1000)
     """)
     assert out.splitlines()[-1] == "True True"
+
+
+def test_work_in_the_background_is_joined_and_its_failure_left_to_the_real_use():
+    out = run("""
+        import threading
+        from ix._lazy import in_background
+        seen = []
+        started = threading.Event()
+        def build():
+            started.wait(5)
+            seen.append(threading.current_thread().name)
+        loading = in_background(build, "ix-test")
+        print(loading.done(), end=" ")
+        started.set()
+        loading.join()
+        print(loading.done(), seen, end=" ")
+        failed = in_background(lambda: 1 / 0)
+        failed.join()
+        print(failed.done())
+    """, stderr=False)
+    assert out == "False True ['ix-test'] True"
+
+
+def test_the_summary_checker_is_built_in_the_background_and_a_check_waits_for_it():
+    """`ix run` builds it while the trials run (`warm_checker`): the check at the end finds
+    it built, and no second one is built by a check that comes while it is being built."""
+    out = run("""
+        import sys
+        from ix.store import summaries
+        summaries.warm_checker()
+        summaries.warm_checker()  # once per process
+        print(len(summaries._warming), end=" ")
+        print(summaries._summary_problems({}) != [], end=" ")  # waits, then checks
+        from ix.eval.schemas import summary_adapter
+        print(summary_adapter.cache_info().misses)
+    """)
+    assert out == "1 True 1"

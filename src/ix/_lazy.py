@@ -15,10 +15,11 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Loading", "lazy", "preload"]
+__all__ = ["Loading", "in_background", "lazy", "preload"]
 
 _lock = threading.Lock()
 _preloading: dict[str, threading.Event] = {}  # set once the background import of it ended
@@ -99,6 +100,24 @@ def preload(*names: str) -> Loading:
     if todo:
         threading.Thread(target=_preload, args=(todo,), daemon=True, name="ix-preload").start()
     return Loading(events)
+
+
+def in_background(work: Callable[[], object], name: str = "ix-preload") -> Loading:
+    """Run `work` once in a daemon thread (what a later step will need, built while the
+    interpreter waits on something else: a run's trials); `join` the result before using
+    what it builds. An exception is ignored here: the real use raises it."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            work()
+        except Exception:
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True, name=name).start()
+    return Loading([done])
 
 
 def _preload(todo: list[tuple[str, threading.Event]]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ix.fs.files import dumps, indented
+from ix.fs.files import compact, dumps, indented
 
 
 class Colour(enum.IntEnum):
@@ -63,3 +63,20 @@ def test_a_cycle_is_refused_like_the_stdlib() -> None:
     cycle.append(cycle)
     with pytest.raises(ValueError, match="Circular reference"):
         dumps(cycle)
+
+
+PLAIN = [d for d in DOCUMENTS if d is not Colour.RED and not isinstance(d, Name)]
+
+
+@pytest.mark.parametrize("document", [*PLAIN, 2**70, {2**70: [2**70]}],
+                         ids=range(len(PLAIN) + 2))
+def test_compact_json_reads_back_as_the_indented_text_does(document: Any) -> None:
+    """`compact` (a cache's JSON, by orjson; what it refuses by the stdlib) holds the same
+    values as the text people read."""
+    text = compact(document)
+    assert "\n" not in text.strip("\n").replace("\\n", "")
+    assert json.loads(text) == json.loads(json.dumps(document, ensure_ascii=False))
+
+
+def test_compact_json_writes_a_figure_that_is_not_finite_as_null() -> None:
+    assert json.loads(compact({"x": [1.5, math.nan, math.inf]})) == {"x": [1.5, None, None]}

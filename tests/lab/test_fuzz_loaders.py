@@ -21,7 +21,7 @@ from ix.domain.types import Reading
 from ix.engine.resume import ERRORED, FAILED, PASSED, read_state
 from ix.eval.models import EvalObservation
 from ix.fs.frontmatter import read_frontmatter, split_frontmatter
-from ix.fs.yamlio import ALIAS_BUDGET, dump_yaml, load_yaml_file, parse_yaml
+from ix.fs.yamlio import ALIAS_BUDGET, dump_yaml, load_yaml_file, parse_yaml, read_text
 from ix.store.trials import read_trials
 
 #: Hundreds of generated inputs per test: left out by `scripts/test --fast`.
@@ -338,3 +338,24 @@ def test_the_trial_readers_survive_any_bytes(tmp_path: Path, data: bytes, block:
     state = read_state(path, RUN, lambda _: None, block=block)
     assume(all(isinstance(r.get("trial"), int) for r in read if r.get("run_id") == RUN))
     assert state.lines <= len(read)
+
+
+@pytest.mark.parametrize("size", [0, 1, 9, 10, 11, 4096])
+def test_a_text_file_is_read_whole_up_to_the_limit_and_refused_beyond(tmp_path: Path,
+                                                                      size: int) -> None:
+    """`read_text` reads as much as the file holds (its size bounds the read), never more
+    than `max_bytes`."""
+    path = tmp_path / "case.md"
+    path.write_text("x" * size, encoding="utf-8")
+    limit = 10 if size <= 11 else 8192
+    if size > limit:
+        with pytest.raises(ConfigError, match="too large"):
+            read_text(path, max_bytes=limit)
+    else:
+        assert read_text(path, max_bytes=limit) == "x" * size
+
+
+def test_a_file_whose_size_says_nothing_is_read_whole() -> None:
+    """A file of the kernel's (`st_size` 0) is read to its end, not cut at its size."""
+    text = read_text(Path("/proc/self/status"))
+    assert text.startswith("Name:") and "VmPeak" in text

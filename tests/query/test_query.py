@@ -619,3 +619,28 @@ def test_replaced_parts_are_deleted_only_after_a_grace_period(lab, monkeypatch):
     open_index(lab)
     assert not (lab / INDEX_DIR / old).exists()
     assert rows(lab, "SELECT list(trial ORDER BY trial) FROM trials") == [([0, 7],)]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+def test_a_utc_start_read_without_a_time_zone_is_the_time_zone_reads(zone):
+    """`STARTED_AT` reads a start ending in `Z` (ix's own) by the plain cast, five times
+    cheaper: the same instant as read with its time zone, whatever the session's zone, and
+    NULL alike where that is NULL."""
+    import duckdb
+
+    from ix.store.trial_lines import STARTED_AT
+
+    texts = ["2026-11-26T01:00:00.265Z", "2026-11-26T01:00:00.123456789Z",
+             "2026-11-26T24:00:00Z", "-2026-11-26T01:00:00Z", "26-11-26T01:00:00Z",
+             "2026-11-26T01:00:00+01:00Z", "2026-11-26T01:00:00 Z", "2026-11-26Z",
+             "2026-11-26T01:00:00-05Z", "2026-11-26T01:00:00z", "2026-02-30T01:00:00Z",
+             "2026-11-26T01:00:00 UTCZ", "infinityZ", "epochZ", "Z", "",
+             "2026-11-26T14:30:00.250+02:00"]
+    con = duckdb.connect()
+    con.execute(f"SET TimeZone = '{zone}'")
+    con.execute("CREATE TABLE t (started_at VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?)", [[x] for x in texts])
+    got = con.execute(f"SELECT started_at, {STARTED_AT}, try_cast(started_at AS TIMESTAMPTZ) "
+                      "AT TIME ZONE 'UTC' FROM t").fetchall()
+    assert [(text, fast) for text, fast, _ in got] == [(text, zoned) for text, _, zoned in got]
+    assert sum(fast is not None for _, fast, _ in got) >= 6

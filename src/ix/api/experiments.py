@@ -35,6 +35,7 @@ from ix.runtimes.prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir
+from ix.store.summaries import warm_checker
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
     from ix.api.schemas import DryRunPlan, DryRunSubject
@@ -74,7 +75,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            digest = TrialDigest() if cont is None else None
+            digest = _digest(cont)
             result = run_plan(plan, **_engine_args(options, observer, cont, where, digest))
             results.append(result)
             _record(lab_path, plan, result, cont, options, digest)
@@ -105,7 +106,7 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     with executing(options.executor, options.address) as (where, place):
         for plan, cont in _placed(jobs, place, lab_path, options.cache):
             observer.on_plan(plan)
-            digest = TrialDigest() if cont is None else None
+            digest = _digest(cont)
             result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
                                                           digest))
             results.append(result)
@@ -172,6 +173,15 @@ def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | N
             "on_trial": on_trial,
             "continuation": cont, "limits": options.limits, "executor": where,
             "warn": observer.on_warning, "on_batch": observer.on_batch}
+
+
+def _digest(cont: Continuation | None) -> TrialDigest | None:
+    """What `ix report` will read of a new run (`keep_sections`), fed as its trials come;
+    the summary's checker, which `keep_sections` uses at the end, built meanwhile."""
+    if cont is not None:
+        return None
+    warm_checker()
+    return TrialDigest()
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,

@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ix.domain.errors import ConfigError, Warn
 from ix.fs.files import write_json_atomic, write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
@@ -95,7 +97,8 @@ def keep_sections(run_dir: Path, summary: Summary, digest: TrialDigest,
         if sha256 is not None:
             kept["summary_sha256"] = sha256
         kept.update(_sources(run_dir, experiment, kept["failures"]["cases"], prompts))
-        write_json_atomic(RunDir(run_dir).report, kept, shared=True)  # readable as the summary
+        write_json_atomic(RunDir(run_dir).report, kept, shared=True,  # readable as the summary
+                          machine=True)
 
 
 def _sources(run_dir: Path, experiment: Path, failing: list[dict[str, Any]],
@@ -153,7 +156,7 @@ def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
 def _read_kept(run_dir: Path) -> dict[str, Any] | None:
     """The run's `report.json` as a JSON object with every stored key, else None."""
     try:
-        data = json.loads(RunDir(run_dir).report.read_text(encoding="utf-8"))
+        data = orjson.loads(RunDir(run_dir).report.read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or any(k not in data for k in STORED_KEYS):

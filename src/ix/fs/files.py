@@ -17,6 +17,8 @@ from math import isfinite
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 
 def dumps(data: Any) -> str:
     """JSON as ix writes it to files: indented, UTF-8, and never NaN (which JSON lacks)."""
@@ -104,8 +106,22 @@ def _indent(o: Any, put: Callable[[str], object], newline: str) -> None:
         put(_scalar(o))
 
 
-def write_json_atomic(path: Path, data: Any, *, shared: bool = False) -> None:
-    write_text_atomic(path, dumps(data), shared=shared)
+def compact(data: Any) -> str:
+    """JSON for ix to read back, not people (a cache: a run's `report.json`): compact, UTF-8,
+    by orjson (a 1 MB document in ~3 ms; `indented` takes ~80). What orjson refuses (an
+    integer beyond 64 bits, a key that is not a string) the stdlib writes; a float that is
+    not finite is written `null`, as `ix.eval.numbers.num` writes an undefined figure."""
+    try:
+        return orjson.dumps(data).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_json_atomic(path: Path, data: Any, *, shared: bool = False,
+                      machine: bool = False) -> None:
+    """`data` as JSON, written whole (`write_text_atomic`): indented for people (`dumps`),
+    or `machine`: compact, for a file only ix reads (`compact`)."""
+    write_text_atomic(path, compact(data) if machine else dumps(data), shared=shared)
 
 
 def write_text_atomic(path: Path, text: str, *, parents: bool = True,
@@ -188,4 +204,5 @@ def located(exc: OSError, path: Path) -> OSError:
     return type(exc)(exc.errno, exc.strerror, str(path))
 
 
-__all__ = ["dumps", "indented", "located", "shared_mode", "write_json_atomic", "write_text_atomic"]
+__all__ = ["compact", "dumps", "indented", "located", "shared_mode", "write_json_atomic",
+           "write_text_atomic"]

@@ -10,6 +10,7 @@ itself (a recursive alias).
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -195,7 +196,12 @@ def read_text(path: Path, max_bytes: int = MAX_TEXT_BYTES) -> str:
     traceback (and a huge one is never read whole)."""
     try:
         with path.open("rb") as f:
-            data = f.read(max_bytes + 1)
+            # a regular file's size bounds the read: asking for `max_bytes` would allocate
+            # them (16 MiB, a third of reading a case file); one that grew meanwhile is read on
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(min(size, max_bytes) + 1)
+            if len(data) > size:
+                data += f.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
     if len(data) > max_bytes:

@@ -11,8 +11,12 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+import orjson
+
+from ix._lazy import Loading, in_background
 from ix.domain.errors import ConfigError
 from ix.eval.schema_version import SCHEMA_VERSION
 from ix.fs.files import dumps, write_text_atomic
@@ -23,12 +27,35 @@ if TYPE_CHECKING:
     from ix.eval.schemas import Summary
 
 
-def _summary_problems(data: object) -> list[str]:
-    """`ix.eval.schemas.summary_problems`, imported when a summary must be checked: the
-    schema's sixty-odd types are most of what importing a reader of runs would cost."""
-    from ix.eval.schemas import summary_problems
+_warming: list[Loading] = []  # the checker being built in the background, if it is
 
-    return summary_problems(data)
+
+def warm_checker() -> None:
+    """Build the summary checker (~0.2 s: the schema's types, then pydantic's validator) in
+    a background thread, while a run's trials leave the interpreter waiting: the check of
+    the summary at the run's end (`checked_sha256`) then does not wait for it."""
+    if not _warming:
+        _warming.append(in_background(_build_checker, "ix-summary-checker"))
+
+
+def _schemas() -> ModuleType:
+    """`ix.eval.schemas`, imported when a summary must be checked: the schema's sixty-odd
+    types are most of what importing a reader of runs would cost."""
+    from ix.eval import schemas
+
+    return schemas
+
+
+def _build_checker() -> None:
+    _schemas().summary_adapter()
+
+
+def _summary_problems(data: object) -> list[str]:
+    """`ix.eval.schemas.summary_problems`, once the checker is built."""
+    for loading in _warming:  # never two threads building it at once
+        loading.join()
+    problems: list[str] = _schemas().summary_problems(data)
+    return problems
 
 
 def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
@@ -70,7 +97,7 @@ def checked_sha256(run_dir: Path) -> str | None:
     else None: what `read_summary(checked=...)` takes to skip the check of the same bytes."""
     try:
         raw = RunDir(run_dir).summary.read_bytes()
-        return hashlib.sha256(raw).hexdigest() if not _summary_problems(json.loads(raw)) \
+        return hashlib.sha256(raw).hexdigest() if not _summary_problems(orjson.loads(raw)) \
             else None
     except (OSError, ValueError):
         return None

@@ -4,12 +4,12 @@ import pytest
 
 from ix.domain.errors import ConfigError
 from ix.domain.types import Interaction
+from ix.eval.json_path import parse_json_path
 from ix.eval.models import EvalCase, EvalObservation, ToolCall
 from ix.eval.sensors import (
     SENSORS,
     build_sensor,
     json_equal,
-    parse_json_path,
     resolve_json_path,
     sensor_kinds,
 )

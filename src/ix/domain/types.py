@@ -1,5 +1,6 @@
 """The three core types every experiment speaks: who is tested, what happened, what was read."""
 
+from pathlib import Path
 from typing import Any, Final
 
 from pydantic import ConfigDict, Field, with_config
@@ -68,6 +69,9 @@ class Interaction(Model):
     trial_index: int
     observation: Any | None = None
     error: str | None = None
+    #: the folder the subject worked in, as it left it (DESIGN.md §10), while the sensors
+    #: read it; None: the case has no workspace
+    workspace: Path | None = None
 
 
 class Reading(Model):

@@ -101,11 +101,18 @@ def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode,
 
 def stimulus_of(stimulus: Any) -> dict[str, Any]:
     """What of a stimulus goes into the key: a case's every field (id, prompt, expectation,
-    its history, and what templates may render: rationale, tags, difficulty, metadata)."""
+    its history, and what templates may render: rationale, tags, difficulty, metadata), and
+    its workspace's files (`Workspace.digest`)."""
     if isinstance(stimulus, BaseModel):
         dumped: dict[str, Any] = stimulus.model_dump(mode="json")
         if dumped.get("history") == []:  # a case without one keys as before history existed
             del dumped["history"]
+        if "workspace" in dumped:  # its files' paths and contents, not where they came from
+            workspace = getattr(stimulus, "workspace", None)
+            if workspace is None:  # a case without one keys as before workspaces existed
+                del dumped["workspace"]
+            else:
+                dumped["workspace"] = workspace.digest
         return dumped
     if isinstance(stimulus, Mapping):
         return dict(stimulus)
@@ -138,6 +145,14 @@ class CachingRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> Any:
+        if getattr(stimulus, "workspace", None) is not None:
+            # what a subject made in its workspace is not recorded: replaying its answer
+            # alone would show the sensors an untouched workspace (docs/outcomes.md)
+            if self.mode == "replay":
+                raise TrialError("cache_miss", "--cache replay: a case with a workspace is "
+                                 "never replayed (the files a subject makes are not cached)")
+            self.misses += 1
+            return await self.inner.invoke(subject, stimulus, seed=seed, attempt=attempt)
         key = self.key(stimulus, seed, attempt)
         if self.mode != "refresh":
             entry = self.cache.get(key)

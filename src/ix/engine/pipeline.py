@@ -15,14 +15,18 @@ import inspect
 import time
 from collections import deque
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import TrialError
 from ix.domain.redaction import Redactor
 from ix.domain.types import Interaction, Reading
+from ix.domain.workspace import WORKSPACE, Output
+from ix.engine import workspaces
 from ix.engine.plan import TrialKey
+from ix.engine.workspaces import OutputRules
 from ix.matrix import Component, Construct
 from ix.store.trial_lines import ErrorRecord, TrialRecord
 
@@ -49,6 +53,10 @@ class TrialOutcome:
     started_at: datetime
     duration_ms: float
     node: dict[str, str] | None = None  # where it ran, when not here (`NODE`)
+    #: the trial's workspace, as the subject left it, until the sensors read it; what the
+    #: subject created or changed there (DESIGN.md §10); None both without a workspace
+    workspace: Path | None = None
+    outputs: tuple[Output, ...] | None = None
 
 
 def error_record(exc: BaseException, redactor: Redactor | None = None) -> ErrorRecord:
@@ -139,9 +147,11 @@ class TrialComponent:
     requires = GIVEN
     provides = OBSERVATION
 
-    def __init__(self, timeout_s: float, redactor: Redactor | None = None):
+    def __init__(self, timeout_s: float, redactor: Redactor | None = None,
+                 outputs: OutputRules | None = None):
         self.timeout_s = timeout_s
         self.redactor = redactor or Redactor()
+        self.outputs = outputs  # where a workspace's outputs are kept (None: not kept)
         # per-subject limits (a subject's `concurrency`, else its runtime kind's default),
         # under the run's global one; made in the running loop, at first use
         self._limits: dict[str, asyncio.Semaphore] = {}
@@ -153,10 +163,33 @@ class TrialComponent:
         limit = self._limits.get(sp.subject.name)
         if limit is None and sp.limit:
             limit = self._limits[sp.subject.name] = asyncio.Semaphore(sp.limit)
+        run = self._run if construct.subject.case.workspace is None else self._in_workspace
         if limit is None:
-            return await self._run(construct)
+            return await run(construct)
         async with limit:
-            return await self._run(construct)
+            return await run(construct)
+
+    async def _in_workspace(self, construct: Construct[TrialKey]) -> TrialOutcome:
+        """The trial in a fresh copy of its case's workspace (the runtime finds it with
+        `current_workspace`); what the subject made there is kept."""
+        key = construct.subject
+        workspace = key.case.workspace
+        assert workspace is not None
+        root = await asyncio.to_thread(workspaces.make, workspace)
+        token = WORKSPACE.set(root)
+        try:
+            outcome = await self._run(construct)
+            outputs: tuple[Output, ...] = ()
+            if self.outputs is not None:
+                outputs = tuple(await asyncio.to_thread(
+                    workspaces.capture, root, workspace, self.outputs,
+                    key.subject.subject.name, key.case.id, key.trial))
+        except BaseException:
+            workspaces.remove(root)
+            raise
+        finally:
+            WORKSPACE.reset(token)
+        return replace(outcome, workspace=root, outputs=outputs)
 
     async def _run(self, construct: Construct[TrialKey]) -> TrialOutcome:
         key = construct.subject
@@ -228,7 +261,7 @@ class SensorComponent:
             return ()
         key = construct.subject
         interaction = Interaction(stimulus=key.case, trial_index=key.trial,
-                                  observation=outcome.observation)
+                                  observation=outcome.observation, workspace=outcome.workspace)
         readings: list[Reading] = []
         for sensor in key.subject.sensors:
             try:
@@ -295,6 +328,8 @@ class ScorerComponent:
         }
         if len(readings) > 1:
             record["readings"] = [_reading(r) for r in readings]
+        if outcome.outputs is not None:
+            record["outputs"] = [o.model_dump(exclude_none=True) for o in outcome.outputs]
         if outcome.node is not None:
             return _placed(record, outcome.node)
         return record
@@ -334,6 +369,7 @@ def _reading(reading: Reading) -> dict[str, Any]:
 
 
 def components(run_id: str, experiment: str, timeout_s: float,
-               redactor: Redactor | None = None) -> list[Component]:
-    return [TrialComponent(timeout_s, redactor), SensorComponent(redactor),
+               redactor: Redactor | None = None,
+               outputs: OutputRules | None = None) -> list[Component]:
+    return [TrialComponent(timeout_s, redactor, outputs), SensorComponent(redactor),
             ScorerComponent(run_id, experiment)]

@@ -105,11 +105,12 @@ def find_continuation(results: Path, run_id: str | None, mode: Mode,
 
 def cases_digest(cases: Sequence[EvalCase]) -> str:
     """The digest of a plan's cases that its run records (`config.cases.sha256` of the spec):
-    a run continues only on the cases it started with. A case's history counts where it has
-    one (a case without keeps the digest it had before histories existed)."""
+    a run continues only on the cases it started with. A case's history and its workspace's
+    files count where it has them (a case without keeps the digest it had before)."""
     return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}" + (
         "\t" + json.dumps([t.model_dump(mode="json") for t in c.history], sort_keys=True)
-        if c.history else "") for c in cases).encode()).hexdigest()
+        if c.history else "") + (f"\tworkspace:{c.workspace.digest}" if c.workspace else "")
+        for c in cases).encode()).hexdigest()
 
 
 def check_continuable(plan: Plan, cont: Continuation) -> None:

@@ -27,6 +27,7 @@ from ix._lazy import preload
 from ix.domain.errors import ConfigError, StorageError, Warn
 from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
+from ix.engine import workspaces
 from ix.engine.adaptive import AdaptiveFeed
 from ix.engine.load_test import LoadFeed
 from ix.engine.outcome import (
@@ -61,6 +62,7 @@ from ix.engine.resume import (
     recorded_seeding,
 )
 from ix.engine.routes import recorded_routes
+from ix.engine.workspaces import OutputRules
 from ix.eval.models import EvalObservation
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
@@ -680,7 +682,9 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                                  guard=lambda path: inside(plan.loaded.path, path))
         for case in plan.cases:
             sink.write(Artifact(STIMULUS, "probe", case), Construct(case.id))
-    orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s, plan.redactor),
+    run_dir = ExperimentDir.at(plan.loaded.path).run(run_id)
+    orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s, plan.redactor,
+                                           output_rules(plan, run_dir.outputs)),
                                 given=GIVEN, sink=sink)
     # the probe ran once, at load: its stimuli and the subjects are shared, immutable facts
     stimuli = {c.id: Artifact(STIMULUS, "probe", c) for c in plan.cases}
@@ -689,7 +693,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def construct(key: TrialKey) -> Construct[TrialKey]:
         return Construct(key, (stimuli[key.case.id], subjects[key.subject.subject.name]))
 
-    traces = ExperimentDir.at(plan.loaded.path).run(run_id).traces
+    traces = run_dir.traces
+    in_workspaces = any(c.workspace is not None for c in plan.cases)
     deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 
@@ -759,6 +764,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             record["error"]["message"] = plan.redactor.text(record["error"]["message"])
         if traces is not None:
             _keep_trace(outcome.construct, record, traces, plan.redactor)
+        if in_workspaces:
+            _leave_workspace(outcome.construct)
         # a request of `load:` (its facts added to the line): a warm-up one is not counted
         measured = load is None or load.done(record)
         writer.write(record)
@@ -814,6 +821,24 @@ def _keep_trace(construct: Construct[TrialKey], record: dict[str, Any], root: Pa
             text = line if isinstance(line, str) else json.dumps(line, default=str)
             f.write(redactor.text(text) + "\n")
     record["trace"] = str(path.relative_to(RunDir(root.parent).experiment.results))
+
+
+def output_rules(plan: Plan, root: Path) -> OutputRules:
+    """Where and how much of what subjects make in their workspaces a run keeps (its
+    `workspace:` limits)."""
+    spec = plan.loaded.spec.workspace
+    if spec is None:
+        return OutputRules(root)
+    mib = 1 << 20
+    return OutputRules(root, max_file_bytes=int(spec.max_file_mb * mib),
+                       max_total_bytes=int(spec.max_total_mb * mib), max_files=spec.max_files)
+
+
+def _leave_workspace(construct: Construct[TrialKey]) -> None:
+    """The trial's workspace, read by its sensors, removed."""
+    outcome = construct.data(OBSERVATION) if construct.has(OBSERVATION) else None
+    if outcome is not None and outcome.workspace is not None:
+        workspaces.remove(outcome.workspace)
 
 
 def trace_name(subject: str, case_id: str, trial: int, attempt: int) -> str:

@@ -15,6 +15,7 @@ from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.domain.verdicts import ProbeResult as ProbeResult  # the seed's import path too
 from ix.domain.verdicts import Verdict as Verdict
+from ix.domain.workspace import Workspace
 
 Expectation = Literal["must_trigger", "should_not_trigger", "acceptable"]
 EXPECTATIONS: tuple[str, ...] = ("must_trigger", "should_not_trigger", "acceptable")
@@ -76,6 +77,9 @@ class EvalCase(Model):
     tags: tuple[str, ...] = ()
     difficulty: Difficulty | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: the files each trial of the case starts with, in a folder of its own (DESIGN.md §10);
+    #: None: the subject gets no workspace
+    workspace: Workspace | None = None
 
 
 class EvalObservation(Model):

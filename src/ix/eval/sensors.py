@@ -2,7 +2,9 @@
 
 `activation` reads tool calls; `exit_code`, `matcher`, `http_status`, `latency` and `token`
 read the capability fields of an observation (DESIGN.md §2); `tool_sequence`, `tool_count`,
-`turns`, `denied` and `tool_input` read the whole transcript (`ix.eval.transcript_sensors`).
+`turns`, `denied` and `tool_input` read the whole transcript (`ix.eval.transcript_sensors`);
+`file_exists`, `file_matches` and `check` the workspace the subject left
+(`ix.eval.outcome_sensors`).
 Each gives one reading with score 1.0 when it passed and 0.0 when not, so for a capability
 test `must_trigger` means "the sensor should pass" and `should_not_trigger` "should fail".
 """
@@ -17,12 +19,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.model import Model
-from ix.domain.ports import Sensor
+from ix.domain.ports import AsyncSensor, Sensor
 from ix.domain.types import Interaction, Reading
 from ix.eval import plugins
-from ix.eval.json_path import json_equal, parse_json_path, resolve_json_path, short
+from ix.eval.json_path import json_equal, resolve_json_path, short
 from ix.eval.live import KIND as LIVE_KIND
 from ix.eval.live import LiveOptions, live
+from ix.eval.outcome_sensors import (
+    CheckOptions,
+    CheckSensor,
+    FileExistsOptions,
+    FileExistsSensor,
+    FileMatchesOptions,
+    FileMatchesSensor,
+    compiled,
+)
 from ix.eval.transcript_sensors import (
     DeniedOptions,
     DeniedSensor,
@@ -244,21 +255,12 @@ class MatcherSensor:
             self.needle = options.contains if options.case_sensitive \
                 else options.contains.casefold()
             self.case_sensitive = options.case_sensitive
-        if options.regex is not None:
-            flags = 0 if options.case_sensitive else re.IGNORECASE
-            try:
-                self.pattern = re.compile(options.regex, flags)
-            except re.error as exc:
-                raise ConfigError(f"not a valid regular expression: {exc}",
-                                  field="regex") from None
-        if options.json_path is not None:
-            if "equals" not in options.model_fields_set:
-                raise ConfigError("required with json_path (the JSON value expected there)",
-                                  field="equals")
-            try:
-                self.path = parse_json_path(options.json_path)
-            except ValueError as exc:
-                raise ConfigError(str(exc), field="json_path") from None
+        pattern, path = compiled(options.regex, 0 if options.case_sensitive else re.IGNORECASE,
+                                 options.json_path, "equals" in options.model_fields_set)
+        if pattern is not None:
+            self.pattern = pattern
+        if path is not None:
+            self.path = path
             self.path_text = options.json_path
             self.equals = options.equals
 
@@ -298,7 +300,7 @@ class MatcherSensor:
 class SensorKind:
     name: str
     options: type[BaseModel]
-    build: Callable[[Any, str], Sensor]  # (options, target skill) -> sensor
+    build: Callable[[Any, str], Sensor | AsyncSensor]  # (options, target skill) -> sensor
 
 
 SENSORS: dict[str, SensorKind] = {
@@ -319,6 +321,12 @@ SENSORS: dict[str, SensorKind] = {
     "turns": SensorKind("turns", TurnsOptions, lambda o, _: TurnsSensor(o)),
     "denied": SensorKind("denied", DeniedOptions, lambda o, _: DeniedSensor(o)),
     "tool_input": SensorKind("tool_input", ToolInputOptions, lambda o, _: ToolInputSensor(o)),
+    # on the files a subject left in its workspace (ix.eval.outcome_sensors)
+    "file_exists": SensorKind("file_exists", FileExistsOptions,
+                              lambda o, _: FileExistsSensor(o)),
+    "file_matches": SensorKind("file_matches", FileMatchesOptions,
+                               lambda o, _: FileMatchesSensor(o)),
+    "check": SensorKind("check", CheckOptions, lambda o, _: CheckSensor(o)),
     # a sensor object given to ix.Experiment in code (`ix.eval.live`)
     LIVE_KIND: SensorKind(LIVE_KIND, LiveOptions, lambda o, _: live(o, "sensor")),
 }
@@ -332,7 +340,7 @@ def sensor_kinds() -> list[str]:
 
 
 def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,
-                 field: str = "sensor") -> Sensor:
+                 field: str = "sensor") -> Sensor | AsyncSensor:
     """A sensor from its kind and options; `ConfigError` naming the field on a bad one. A
     kind ix does not know may come from an installed plugin (`ix.eval.plugins`)."""
     if kind not in SENSORS:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
+from ix.domain.workspace import Fixture, Workspace
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import check_distinct, check_name, shown, skeleton
@@ -20,6 +21,7 @@ from ix.fs.resolve import EXPERIMENT_FILE
 from ix.fs.yamlio import load_yaml_file
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.context import Context, load_context
+from ix.lab.fixtures import case_fixtures, template_fixtures
 from ix.lab.history import turns_of
 from ix.lab.schema import (
     CaseSpec,
@@ -127,8 +129,14 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
             file=file, field="sweep" if spec.sweep else "context"))
         subjects_ok = False
     cases: list[EvalCase] = []
+    template: list[Fixture] | None = None
+    if spec.workspace is not None:
+        template = []
+        if spec.workspace.template is not None:
+            with problems.each():
+                template = template_fixtures(path, lab, spec.workspace.template, file)
     with problems.each():
-        cases = _cases(spec.cases.suite, path, file, problems)
+        cases = _cases(spec.cases.suite, path, file, problems, template)
     if subjects_ok:  # ... would name a subject that is only missing for another problem)
         with problems.each():
             _check_goal(spec, subjects, file)
@@ -444,9 +452,11 @@ def resolve_skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> di
     raise ConfigError(f"skill {ref!r} not found (looked for {looked})", file=file, field=field)
 
 
-def _cases(suite_path: str, path: Path, file: Path, problems: _Problems) -> list[EvalCase]:
+def _cases(suite_path: str, path: Path, file: Path, problems: _Problems,
+           template: list[Fixture] | None = None) -> list[EvalCase]:
     """Every case of the suite; a bad case file is recorded and the next one read. A file that
-    is not a `.md` (a `.txt` case, say) is reported, not silently left out."""
+    is not a `.md` (a `.txt` case, say) is reported, not silently left out. `template`: the
+    experiment's `workspace:` files (None: it names no workspace)."""
     try:
         suite = (path / suite_path).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
@@ -471,10 +481,6 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems) -> list
                 if others else "")
         raise ConfigError(f"no cases: {suite} holds no .md files{also}", file=file,
                           field="cases.suite")
-    for p in others:
-        problems.add(ConfigError(
-            f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
-            f"it to {p.stem}.md, or move it out of {suite.name}/", file=p, field="extension"))
     files = []
     for p in entries:
         if not p.is_file():  # never opened: a FIFO would block, a loop cannot be read
@@ -486,15 +492,23 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems) -> list
     cases: list[EvalCase] = []
     origin: dict[str, Path] = {}
     looks: dict[str, tuple[str, Path]] = {}
+    at = len(problems.found)  # the stray files' problems go first, once known
     for case_file in files:
         with problems.each():
-            cases += _case(case_file, origin, looks)
+            cases += _case(case_file, origin, looks, template)
+    fixtures = {f.source for c in cases if c.workspace is not None for f in c.workspace.files}
+    problems.found[at:at] = [ConfigError(
+        f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
+        f"it to {p.stem}.md, or move it out of {suite.name}/", file=p, field="extension")
+        for p in others if str(p.resolve()) not in fixtures]  # (not a case's `files:`)
     return cases
 
 
 def _case(case_file: Path, origin: dict[str, Path],
-          looks: dict[str, tuple[str, Path]]) -> list[EvalCase]:
-    """The case a file holds, or with `variants:` the cases it expands into."""
+          looks: dict[str, tuple[str, Path]],
+          template: list[Fixture] | None = None) -> list[EvalCase]:
+    """The case a file holds, or with `variants:` the cases it expands into; with a
+    workspace when the experiment names one or the case brings files."""
     meta, body = read_frontmatter(case_file)
     if not meta:
         raise ConfigError("no frontmatter: a case starts with '---', then at least "
@@ -520,10 +534,14 @@ def _case(case_file: Path, origin: dict[str, Path],
     if not prompt:
         raise ConfigError("the prompt (the body after the frontmatter) is empty",
                           file=case_file, field="body")
+    own = case_fixtures(case_file, case_id, c.files)
+    workspace = Workspace(files=(*(template or ()), *own)) \
+        if template is not None or own else None
     case = EvalCase(
         id=case_id, prompt=prompt, expectation=c.expectation,
         history=turns_of(c.history, case_file), rationale=c.rationale,
         tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
+        workspace=workspace,
     )
     if c.variants is None:
         return [case]

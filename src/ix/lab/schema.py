@@ -118,6 +118,19 @@ class CasesSpec(_Strict):
     suite: Annotated[str, Field(min_length=1)] = "cases/"
 
 
+class WorkspaceSpec(_Strict):
+    """`workspace:` (DESIGN.md §10): every trial runs in a fresh folder that starts with the
+    `template` folder (relative to the experiment), then each case's own files; what the
+    subject creates or changes there is kept with the trial, within these limits."""
+
+    template: Annotated[str, Field(min_length=1)] | None = None
+    #: the largest file kept of what a subject wrote (MiB), and all of one trial's
+    max_file_mb: Annotated[float, Field(gt=0)] = 10.0
+    max_total_mb: Annotated[float, Field(gt=0)] = 100.0
+    #: the most files kept of one trial
+    max_files: Annotated[int, Field(ge=1)] = 1000
+
+
 class GoalSpec(_Strict):
     hypothesis: Annotated[str, Field(min_length=1)]
     metric: Literal["f1", "recall", "precision", "activation_rate", "pass_rate"] = "f1"
@@ -241,6 +254,8 @@ class ExperimentSpec(_Strict):
     probe: KindSpec | None = None
     #: an open-loop load test of http/command subjects (docs/running.md, "SLA under load")
     load: LoadSpec | None = None
+    #: every trial in a fresh folder of files (DESIGN.md §10, docs/outcomes.md)
+    workspace: WorkspaceSpec | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor", "probe")(_check_kind)
@@ -301,6 +316,8 @@ class CaseSpec(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: values that expand the case into several (`ix.lab.variants`)
     variants: dict[str, list[Any]] | list[dict[str, Any]] | None = None
+    #: files or folders (relative to the case file) copied into each trial's workspace
+    files: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
 
     _id = field_validator("id")(_named("case id"))
     _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])

@@ -16,6 +16,9 @@ Variables (DESIGN.md §2):
 - `case`: `id`, `prompt`, `expectation`, `rationale`, `tags` (a list), `difficulty`, `metadata`,
   `history` (the same turns as a list, to loop over);
 - `subject`: `name`, `description`, `model`;
+- `seed`: the trial's seed (DESIGN.md §2), an integer: a program that draws at random can
+  draw from it, so that the same trial reproduces;
+- `workspace`: the folder the trial runs in, when its case has one (DESIGN.md §10);
 - `env`: the environment variables, only where a runtime allows them (`env.NAME`).
 """
 
@@ -30,6 +33,7 @@ from pydantic import AfterValidator
 
 from ix._lazy import lazy
 from ix.domain.errors import TrialError
+from ix.domain.workspace import current_workspace
 from ix.eval import sandbox
 
 if TYPE_CHECKING:
@@ -218,8 +222,10 @@ def _namespace(label: str, value: Any) -> Any:
 
 
 def context(subject: Any, stimulus: Any, *,
-            env_hint: str = "environment variables are not available here") -> dict[str, Any]:
+            env_hint: str = "environment variables are not available here",
+            seed: int = 0) -> dict[str, Any]:
     """The variables of one trial's templates, without `env` (see `with_env`)."""
+    workspace = current_workspace()
     prompt = getattr(stimulus, "prompt", stimulus if isinstance(stimulus, str) else "")
     turns = [t.model_dump(mode="json") for t in getattr(stimulus, "history", ()) or ()]
     case = _Namespace("case", {
@@ -244,6 +250,10 @@ def context(subject: Any, stimulus: Any, *,
         "case": case,
         "subject": subj,
         "env": _jinja().Undefined(hint=env_hint, name="env"),
+        "seed": seed,
+        "workspace": str(workspace) if workspace is not None else _jinja().Undefined(
+            hint="this case has no workspace (workspace: in experiment.yaml, or files: in "
+                 "the case)", name="workspace"),
     }
 
 

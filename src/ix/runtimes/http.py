@@ -140,8 +140,9 @@ class HttpRuntime:
             closer, self._closer, self._pools = self._closer, None, None
             await closer.aclose()
 
-    def _request(self, subject: Subject, stimulus: Any) -> tuple[str, dict[str, str], bytes]:
-        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT)
+    def _request(self, subject: Subject, stimulus: Any,
+                 seed: int = 0) -> tuple[str, dict[str, str], bytes]:
+        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed)
         url = self._url.render(ctx)
         header_ctx = _templates.with_env(ctx)
         headers = {}
@@ -166,7 +167,7 @@ class HttpRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
-        url, headers, content = self._request(subject, stimulus)
+        url, headers, content = self._request(subject, stimulus, seed)
         pools, limiter = await self._session()
         opts = self.options
         tries = 0

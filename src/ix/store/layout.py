@@ -45,6 +45,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
 BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/batches.py`)
+OUTPUTS_DIR = "artifacts"
 TRACES_DIR = "traces"
 OPTIMIZE_DIR = "optimize"
 OPTIMIZE_FILE = "optimize.json"
@@ -88,6 +89,12 @@ class RunDir:
     @property
     def traces(self) -> Path:
         return self.path / TRACES_DIR
+
+    @property
+    def outputs(self) -> Path:
+        """What subjects made in their workspaces (DESIGN.md §10):
+        `artifacts/<subject>/<case>/<trial>/`."""
+        return self.path / OUTPUTS_DIR
 
     @property
     def experiment(self) -> "ExperimentDir":

@@ -66,6 +66,7 @@ class TrialRecord(TypedDict):
     readings: NotRequired[list[dict[str, Any]]]  # every sensor's, when several ran
     trace: NotRequired[str]  # the gzipped transcript, relative to the experiment's parent
     load: NotRequired[dict[str, Any]]  # a `load:` run's request: at_s, late_ms, warmup
+    outputs: NotRequired[list[dict[str, Any]]]  # a workspace's files the subject made (§10)
 
 
 class LineFacts(NamedTuple):

@@ -77,6 +77,18 @@ class TrialLoadOut(Closed):
                                      "statistic")
 
 
+class TrialOutputOut(Closed):
+    """A file the subject created or changed in its workspace (DESIGN.md §10), kept under the
+    run folder's `artifacts/<subject>/<case>/<trial>/`; or, with `refused`, one it left that
+    was not kept."""
+
+    path: str = Field(description="its path in the workspace (POSIX, relative)")
+    size: Count | None = Field(None, description="bytes (null when refused unread)")
+    sha256: str | None = Field(None, description="of its content (null when not kept)")
+    refused: str | None = Field(None, description="why it was not kept: a symbolic link, a "
+                                                  "special file, over a size limit")
+
+
 class TrialNodeOut(Closed):
     """The Ray node that ran the trial (`--executor ray`)."""
 
@@ -108,3 +120,5 @@ class TrialLine(Closed):
                                                                 "when there are several")
     trace: str | None = Field(None, description="the gzipped transcript, relative to the lab")
     load: TrialLoadOut | None = Field(None, description="a request of a `load:` run only")
+    outputs: list[TrialOutputOut] | None = Field(None, description="a trial with a workspace: "
+                                                 "the files its subject created or changed")

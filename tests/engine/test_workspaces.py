@@ -1,0 +1,255 @@
+"""Outcome experiments (DESIGN.md §10, issue 35): each trial in a fresh copy of its case's
+fixtures, what the subject made kept and listed, and sensors on the files. The logic is asked
+in process (`run_plan` on a lab of real files, the `command` runtime running a real Python
+program); `test_an_outcome_run_through_the_real_ix` holds the command line to it."""
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ix_in_process, run_ix, tree_digest, write
+from ix.domain.errors import ConfigError
+from ix.engine.cache import stimulus_of
+from ix.engine.plan import Overrides, build_plan
+from ix.engine.resume import cases_digest
+from ix.engine.run import run_plan
+from ix.lab.loader import load_experiment
+
+#: The subject: sums the `input.csv` it finds into `summary.txt` (wrong on a seed's whim,
+#: 30%), deletes its input, prints where it ran, and with `EXTRA` set does what a test asks.
+TOOL = """
+import os, random, sys
+from pathlib import Path
+r = random.Random(int(sys.argv[1]))
+given = next(Path(".").rglob("input.csv"))
+total = sum(int(x) for x in given.read_text().split())
+open("summary.txt", "w").write(f"total={total}\\n" if r.random() < 0.7 else "oops\\n")
+given.unlink()
+extra = os.environ.get("EXTRA", "")
+if extra == "symlink":
+    os.symlink("/etc/passwd", "leak.txt")
+if extra == "big":
+    with open("big.bin", "wb") as f:
+        f.truncate(3 << 20)
+if extra == "nested":
+    os.makedirs("out/deep", exist_ok=True)
+    open("out/deep/report.json", "w").write('{"ok": true, "n": 3}')
+print(os.getcwd())
+"""
+
+CHECK = """
+import json, os
+ok = os.path.exists("summary.txt") and open("summary.txt").read().startswith("total=")
+print(json.dumps({"score": 1.0 if ok else 0.25}))
+raise SystemExit(0 if ok else 1)
+"""
+
+
+def outcome_lab(lab: Path, *, extra: str = "", trials: int = 4, sensors: str = "",
+                workspace: str = "{template: template, max_file_mb: 1}") -> Path:
+    exp = lab / "out"
+    write(exp / "experiment.yaml", f"""
+        name: out
+        trials: {trials}
+        workspace: {workspace}
+        runtime:
+          kind: command
+          argv: [{json.dumps(sys.executable)}, "{{{{ workspace }}}}/tool.py", "{{{{ seed }}}}"]
+          env: {{EXTRA: "{extra}"}}
+        sensors:
+          - {{kind: file_matches, path: summary.txt, regex: "^total=6$"}}
+          - {{kind: file_exists, path: "**/*.txt"}}
+          - {{kind: check, command: [{json.dumps(sys.executable)}, check.py]}}
+        {sensors}
+        """)
+    write(exp / "template" / "tool.py", TOOL)
+    write(exp / "template" / "check.py", CHECK)
+    write(exp / "cases" / "sum" / "files" / "input.csv", "1\n2\n3\n")
+    write(exp / "cases" / "sum.md", "---\nexpectation: must_trigger\n---\nSum input.csv.\n")
+    write(exp / "cases" / "given" / "input.csv", "2\n4\n")
+    write(exp / "cases" / "given.md", "---\nexpectation: must_trigger\nfiles: [given]\n"
+                                      "---\nSum it.\n")
+    return exp
+
+
+def lines(exp: Path) -> list[dict]:
+    return [json.loads(x) for x in (exp / "results" / "trials.jsonl").read_text().splitlines()]
+
+
+def test_each_trial_works_on_a_copy_and_what_it_made_is_kept_and_judged(lab: Path):
+    exp = outcome_lab(lab)
+    before = tree_digest(exp)
+    result = run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    assert result.status == "completed"
+    # the subject deleted input.csv in every trial: the fixtures are as they were
+    assert {k: v for k, v in tree_digest(exp).items() if not k.startswith("results")} == before
+    got = lines(exp)
+    assert len(got) == 8 and all(line["error"] is None for line in got)
+    for line in got:
+        summary = [o for o in line["outputs"] if o["path"] == "summary.txt"]
+        assert len(line["outputs"]) == 1 and len(summary) == 1  # tool.py, check.py unchanged
+        kept = (result.run_dir / "artifacts" / "out" / line["probe_id"] / str(line["trial"])
+                / "summary.txt").read_bytes()
+        assert summary[0]["size"] == len(kept)
+        assert summary[0]["sha256"] == hashlib.sha256(kept).hexdigest()
+        right = kept == b"total=6\n"
+        matches, exists, check = line["readings"]
+        assert matches["passed"] is right and exists["passed"] is True
+        assert check["passed"] is right and check["score"] == (1.0 if right else 0.25)
+        ran_in = Path(line["observation"]["stdout"].strip())
+        assert ran_in.name.startswith("ix-ws-") and not ran_in.exists()  # removed after
+    assert {line["probe_id"] for line in got if line["reading"]["passed"]} == {"sum", "given"}
+
+
+def test_the_seed_reaches_the_program_so_a_trial_reproduces(lab: Path):
+    exp = outcome_lab(lab, trials=6)
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    first = {(x["probe_id"], x["trial"]): x["outputs"] for x in lines(exp)}
+    (exp / "results" / "trials.jsonl").unlink()
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    again = {(x["probe_id"], x["trial"]): x["outputs"] for x in lines(exp)}
+    assert first == again
+    assert len({json.dumps(v) for v in first.values()}) == 2  # both answers drawn in 12 trials
+
+
+@pytest.mark.parametrize(("extra", "path", "refused"), [
+    ("symlink", "leak.txt", "a symbolic link"),
+    ("big", "big.bin", "over max_file_mb (1)"),
+])
+def test_a_link_or_a_file_over_the_limit_is_listed_refused_never_kept(lab: Path, extra, path,
+                                                                      refused):
+    exp = outcome_lab(lab, extra=extra, trials=1)
+    result = run_plan(build_plan(load_experiment(exp, lab), Overrides(filters=("sum",))))
+    (line,) = lines(exp)
+    (out,) = [o for o in line["outputs"] if o["path"] == path]
+    assert out["refused"].startswith(refused) if extra == "symlink" else refused in out["refused"]
+    assert "sha256" not in out
+    assert not (result.run_dir / "artifacts" / "out" / "sum" / "0" / path).exists()
+    assert any(o["path"] == "summary.txt" and "sha256" in o for o in line["outputs"])
+
+
+def test_nested_outputs_are_kept_in_place_and_read_by_json_path(lab: Path):
+    exp = outcome_lab(lab, extra="nested", trials=1, sensors=(
+        '  - {kind: file_matches, path: "out/**/*.json", json_path: "$.n", equals: 3}'))
+    result = run_plan(build_plan(load_experiment(exp, lab), Overrides(filters=("sum",))))
+    (line,) = lines(exp)
+    assert line["readings"][3]["passed"] is True, line["readings"][3]
+    assert (result.run_dir / "artifacts" / "out" / "sum" / "0" / "out" / "deep"
+            / "report.json").read_text() == '{"ok": true, "n": 3}'
+
+
+def test_fixtures_key_the_cache_and_the_resume_check(lab: Path):
+    exp = outcome_lab(lab)
+    cases = load_experiment(exp, lab).experiment.cases
+    digest, keys = cases_digest(cases), [stimulus_of(c) for c in cases]
+    assert all(isinstance(k["workspace"], str) and "source" not in json.dumps(k) for k in keys)
+    write(exp / "cases" / "sum" / "files" / "input.csv", "1\n2\n4\n")  # a fixture changed
+    changed = load_experiment(exp, lab).experiment.cases
+    assert cases_digest(changed) != digest
+    now = [stimulus_of(c) for c in changed]
+    assert now[1] != keys[1] and now[0] == keys[0]  # "sum" sorts second; "given" unchanged
+
+
+@pytest.mark.parametrize(("files", "words"), [
+    ("[../escape.txt]", "must be a path inside the case's folder"),
+    ("[/etc/passwd]", "must be a path inside the case's folder"),
+    ("[missing.txt]", "no file or folder 'missing.txt'"),
+    ("[bits/link.txt]", "is a symbolic link"),
+])
+def test_a_bad_fixture_is_a_configuration_error_naming_the_case_and_field(lab, files, words):
+    exp = outcome_lab(lab)
+    (exp / "cases" / "bits").mkdir()
+    os.symlink("/etc/passwd", exp / "cases" / "bits" / "link.txt")
+    write(exp / "cases" / "bad.md", f"---\nexpectation: must_trigger\nfiles: {files}\n---\nx\n")
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    text = caught.value.render()
+    assert words in text and "bad.md" in text and "files[0]" in text
+
+
+def test_a_link_among_the_template_files_is_refused(lab: Path):
+    exp = outcome_lab(lab)
+    os.symlink("/etc/passwd", exp / "template" / "passwd")
+    with pytest.raises(ConfigError, match="symbolic link"):
+        load_experiment(exp, lab)
+
+
+def test_file_sensors_without_a_workspace_give_no_verdict(lab: Path):
+    exp = lab / "plain"
+    write(exp / "experiment.yaml", """
+        name: plain
+        trials: 1
+        runtime: {kind: command, argv: ["true"]}
+        sensor: {kind: file_exists, path: x}
+        """)
+    write(exp / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nx\n")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    (line,) = lines(exp)
+    assert line["error"]["kind"] == "not_applicable" and "no workspace" in line["error"]["message"]
+    assert "outputs" not in line
+
+
+def test_an_outcome_run_through_the_real_ix(lab: Path):
+    """The command line: exit 0, the trial lines list the outputs, which are on disk; a bad
+    `files:` is exit 2 naming the file and field, with nothing written."""
+    exp = outcome_lab(lab, trials=2)
+    done = run_ix("run", "--lab", str(lab), "--json")
+    assert done.code == 0, done.stderr
+    got = lines(exp)
+    assert len(got) == 4 and all(o["path"] == "summary.txt" for x in got for o in x["outputs"])
+    assert len(list((exp / "results" / "runs").glob("*/artifacts/out/*/*/summary.txt"))) == 4
+    write(exp / "cases" / "bad.md", "---\nexpectation: must_trigger\nfiles: [nope.csv]\n---\nx\n")
+    before = tree_digest(exp)
+    bad = run_ix("run", "--lab", str(lab))
+    assert bad.code == 2 and "bad.md" in bad.stderr and "files[0]" in bad.stderr
+    assert "Traceback" not in bad.stderr and tree_digest(exp) == before
+
+
+def test_a_fixture_beside_the_case_files_is_no_stray_case_file(lab: Path):
+    """A file in `cases/` that no case names is reported (a `.txt` case would be left out);
+    one a case's `files:` names is its fixture."""
+    exp = outcome_lab(lab)
+    write(exp / "cases" / "notes.txt", "a stray\n")
+    write(exp / "cases" / "input.csv", "1\n")
+    write(exp / "cases" / "own.md", "---\nexpectation: must_trigger\nfiles: [input.csv]\n---\nx\n")
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    assert "notes.txt" in caught.value.render() and "input.csv" not in caught.value.render()
+    (exp / "cases" / "notes.txt").unlink()
+    cases = {c.id: c for c in load_experiment(exp, lab).experiment.cases}
+    assert [f.path for f in cases["own"].workspace.files] == ["check.py", "tool.py", "input.csv"]
+
+
+def test_a_workspace_named_where_there_is_none_or_a_missing_check_is_an_errored_trial(lab):
+    exp = lab / "plain"
+    write(exp / "experiment.yaml", f"""
+        name: plain
+        trials: 1
+        runtime: {{kind: command, argv: [{json.dumps(sys.executable)}, "{{{{ workspace }}}}"]}}
+        """)
+    write(exp / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nx\n")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    (line,) = lines(exp)
+    assert line["error"]["kind"] == "template_error"
+    assert "this case has no workspace" in line["error"]["message"]
+    exp = outcome_lab(lab, trials=1, sensors="  - {kind: check, command: [no-such-grader-ix]}")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides(filters=("sum",))))
+    (line,) = lines(exp)
+    assert line["error"]["kind"] == "check_failed" and "no-such-grader-ix" in \
+        line["error"]["message"]
+
+
+def test_a_workspace_trial_is_never_replayed_from_the_cache(lab: Path):
+    exp = outcome_lab(lab, trials=1)
+    assert ix_in_process("run", "--lab", str(lab), "--cache").code == 0
+    cache = lab / ".ix" / "cache" / "observations"
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
+    done = ix_in_process("run", "--lab", str(lab), "--cache-mode", "replay", "--json")
+    assert done.code != 0
+    replayed = lines(exp)[-2:]
+    assert {x["error"]["kind"] for x in replayed} == {"cache_miss"}
+    assert "never replayed" in replayed[0]["error"]["message"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, run_ix, tree_digest, write
+from conftest import ix_in_process, run_ix, too_wide, tree_digest, write
 from ix.domain.errors import ConfigError
 from ix.engine.cache import stimulus_of
 from ix.engine.plan import Overrides, build_plan
@@ -202,6 +202,10 @@ def test_an_outcome_run_through_the_real_ix(lab: Path):
     got = lines(exp)
     assert len(got) == 4 and all(o["path"] == "summary.txt" for x in got for o in x["outputs"])
     assert len(list((exp / "results" / "runs").glob("*/artifacts/out/*/*/summary.txt"))) == 4
+    report = run_ix("report", "--lab", str(lab), "out", env={"COLUMNS": "80"})
+    assert report.code == 0 and not too_wide(report.stdout)
+    assert "outcomes per trial: mean of case means [95% CI]" in report.stdout
+    assert "time (s)" in report.stdout and "input tokens" not in report.stdout  # none spent
     write(exp / "cases" / "bad.md", "---\nexpectation: must_trigger\nfiles: [nope.csv]\n---\nx\n")
     before = tree_digest(exp)
     bad = run_ix("run", "--lab", str(lab))
@@ -253,3 +257,17 @@ def test_a_workspace_trial_is_never_replayed_from_the_cache(lab: Path):
     replayed = lines(exp)[-2:]
     assert {x["error"]["kind"] for x in replayed} == {"cache_miss"}
     assert "never replayed" in replayed[0]["error"]["message"]
+
+
+@pytest.mark.parametrize(("stdout", "usage"), [
+    ('done\n{"tokens_input": 12, "tokens_output": 3, "cost_usd": 0.5}\n',
+     {"tokens_input": 12, "tokens_output": 3, "cost_usd": 0.5}),
+    ('{"tokens_input": 12, "cost_usd": 1}', {"tokens_input": 12, "cost_usd": 1.0}),
+    ('{"tokens_input": -1, "tokens_output": 2.5, "cost_usd": "x"}', {}),
+    ('{"tokens_input": true, "cost_usd": NaN}', {}),
+    ("not json", {}), ("", {}), ("[1, 2]", {}),
+])
+def test_a_program_reports_its_usage_on_its_last_line(stdout, usage):
+    from ix.runtimes.command import reported_usage
+
+    assert reported_usage(stdout) == usage

@@ -109,3 +109,44 @@ def test_the_live_feed_reads_a_line_as_the_log_reader_does_every_status_and_edge
         "ok", "wrong", "error", "wrong", "wrong", "wrong"]  # as `figures.outcome` says
     assert live.failures() == read.failures() and live.cost() == read.cost()
     assert live.breakdown([]) == read.breakdown([])
+
+
+def test_outcomes_are_the_mean_of_case_means_the_same_live_and_read_back():
+    """Tokens, time and cost per trial that stood without error, averaged per case, then over
+    cases; cost per success is every attempt's cost over the right trials. `add` and a log
+    read back (`digest_of`, whose lines are `kept`) give the same section."""
+    from ix.report.run_report import digest_of
+
+    lines = [line("a", "c1", 0, passed=True, tokens=10, usd=0.1),
+             line("a", "c1", 1, passed=False, tokens=30, usd=0.3),
+             line("a", "c2", 0, passed=True, tokens=50, usd=0.5),
+             line("a", "c2", 1, passed=True, tokens=0, usd=0.2, error="timeout"),
+             line("a", "c2", 1, passed=True, tokens=70, usd=0.7, attempt=1),
+             line("b", "c1", 0, passed=True, tokens=20, usd=0.2),
+             line("b", "c1", 1, passed=True, tokens=40, usd=0.4),
+             line("b", "c2", 0, passed=False, tokens=90, usd=0.9),
+             line("b", "c2", 1, passed=True, tokens=110, usd=1.1)]
+    live = TrialDigest()
+    for t in lines:
+        live.add(t)
+    live.close()
+    got = live.outcomes(["a", "b"])
+    assert got == digest_of(lines).outcomes(["a", "b"])
+    assert got["metrics"] == ["tokens_input", "tokens_output", "cost_usd", "duration_ms"]
+    # a: case means 20 (c1) and 60 (c2, its retry standing): 40; b: 30 and 100: 65
+    assert got["by_subject"]["a"]["tokens_input"]["value"] == 40
+    assert got["by_subject"]["b"]["tokens_input"]["value"] == 65
+    assert got["by_subject"]["a"]["tokens_output"]["value"] == 80
+    # a spent 0.1 + 0.3 + 0.5 + 0.2 (the timed-out attempt) + 0.7 on 3 right trials
+    assert got["cost_per_success"]["a"]["value"] == num(1.8 / 3)
+    (tokens,) = [c for c in got["comparisons"] if c["metric"] == "tokens_input"]
+    assert tokens["control"] == "a" and tokens["subject"] == "b"
+    assert tokens["difference"]["value"] == 25 and tokens["ratio"]["value"] == num(65 / 40)
+    assert got["cost_per_success_ratio"]["b"]["value"] == num((2.6 / 3) / (1.8 / 3))
+
+
+def test_a_run_without_a_trial_that_stood_has_no_outcomes():
+    digest = TrialDigest()
+    digest.add(line("a", "c1", 0, passed=True, error="timeout"))
+    digest.close()
+    assert digest.outcomes(["a"]) is None

@@ -67,7 +67,7 @@ def run_trials(run_dir: Path, run_id: str,
 
 #: The keys of a run's `report.json` (`keep_sections`); one missing: the file is not used.
 STORED_KEYS = ("run_id", "finished_at", "log", "metric", "breakdown", "failures", "cost",
-               "timeline", "leaderboard", "difficulty", "sweep")
+               "outcomes", "timeline", "leaderboard", "difficulty", "sweep")
 
 
 def _log_state(run_dir: Path) -> dict[str, int] | None:

@@ -13,14 +13,24 @@ not with the trials (the timeline keeps 11 bytes a trial).
 import math
 from array import array
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ix.eval.numbers import num
 from ix.report import figures
+from ix.stats import continuous
 from ix.store.trial_lines import invoked_skills
 
 if TYPE_CHECKING:
-    from ix.report.schemas import BreakdownRow, Cost, Failures, ScoreStats, Timeline
+    from ix.report.schemas import (
+        BreakdownRow,
+        Cost,
+        Failures,
+        OutcomeComparison,
+        OutcomeEstimate,
+        Outcomes,
+        ScoreStats,
+        Timeline,
+    )
 
 #: How many example messages the failure analysis keeps per error kind.
 EXAMPLES = 3
@@ -38,7 +48,7 @@ def wrong(expectation: str, passed: bool) -> bool:
     return False
 
 
-def _number(x: Any) -> bool:
+def _number(x: Any) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -55,6 +65,9 @@ class TrialDigest:
         self._usage: dict[tuple[str, str], list[Any]] = {}
         self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
         self._scores: dict[str, dict[str, array[float]]] = {}
+        # [valid trials, tokens in, tokens out, cost, duration ms, right trials] of the trials
+        # that stand without error, by (subject, case): the outcomes section's case means
+        self._outcomes: dict[tuple[str, str], list[float]] = {}
         self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
         self._rows: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, dict[str, Any]] = {}
@@ -180,6 +193,7 @@ class TrialDigest:
                 group["messages"][message] = ((subject, case, trial), {
                     "subject": subject, "probe_id": case, "trial": trial, "message": message})
             return
+        self._outcome(subject, case, line, reading, expectation, bad)
         if not reading:
             return
         score = reading.get("score")
@@ -214,7 +228,78 @@ class TrialDigest:
                     "details": str(reading.get("details") or "")[:MESSAGE_CHARS],
                     "invoked": invoked or []})
 
+    def _outcome(self, subject: str, case: str, line: Mapping[str, Any], reading: Any,
+                 expectation: str, bad: bool | None) -> None:
+        """Count a trial that stands without error into its case's outcome sums: its usage
+        and duration (from its observation, or from `kept` of a line read back)."""
+        if "observation" in line:
+            obs = line["observation"] or {}
+            usage = (obs.get("tokens_input"), obs.get("tokens_output"), obs.get("cost_usd"))
+        else:
+            usage = line.get("usage") or (0, 0, 0.0)
+        cell = self._outcomes.get((subject, case))
+        if cell is None:
+            cell = self._outcomes[subject, case] = [0, 0, 0, 0.0, 0.0, 0]
+        cell[0] += 1
+        for i, x in enumerate(usage, 1):
+            if _number(x):
+                cell[i] += float(x)
+        duration = line.get("duration_ms")
+        if _number(duration):
+            cell[4] += float(duration)
+        if reading and not (bad if bad is not None
+                            else wrong(expectation, bool(reading.get("passed")))):
+            cell[5] += 1
+
     # ------------------------------------------------------------------------- sections
+
+    def outcomes(self, subjects: list[str], level: float = 0.95) -> "Outcomes | None":
+        """Tokens, time and cost per trial (STATS.md §13): each subject's mean of its case
+        means with a case-clustered interval; each other subject against the first (the
+        control), paired by the cases both have; cost per success (every attempt's cost over
+        the right trials). None when no trial stood without error. A quantity nobody spent
+        (the mock's tokens) is left out."""
+        if not self._outcomes:
+            return None
+        order = [s for s in subjects if any(k[0] == s for k in self._outcomes)]
+        order += sorted({k[0] for k in self._outcomes} - set(order))
+        cases = {s: sorted(c for (t, c), cell in self._outcomes.items() if t == s and cell[0])
+                 for s in order}
+        metrics = [m for i, m in enumerate(OUTCOME_METRICS, 1)
+                   if any(cell[i] for cell in self._outcomes.values())]
+
+        def means(subject: str, metric: str, chosen: list[str]) -> list[float]:
+            i = OUTCOME_METRICS.index(metric) + 1
+            return [self._outcomes[subject, c][i] / self._outcomes[subject, c][0]
+                    for c in chosen]
+
+        def spent(subject: str, chosen: list[str]) -> tuple[list[float], list[float]]:
+            return ([float(self._usage.get((subject, c), [0, 0, 0, 0.0])[3]) for c in chosen],
+                    [float(self._outcomes[subject, c][5]) for c in chosen])
+
+        by_subject = {s: {m: _estimate(continuous.mean_interval(
+            means(s, m, cases[s]), level, skewed=True)) for m in metrics} for s in order}
+        cost = "cost_usd" in metrics
+        per_success = {s: _estimate(continuous.cost_per_success(*spent(s, cases[s]), level))
+                       for s in order} if cost else {}
+        comparisons: list[OutcomeComparison] = []
+        ratios: dict[str, OutcomeEstimate] = {}
+        control = order[0]
+        for s in order[1:]:
+            shared = sorted(set(cases[s]) & set(cases[control]))
+            for m in metrics:
+                c = continuous.compare(means(control, m, shared), means(s, m, shared), level)
+                comparisons.append({"subject": s, "control": control, "metric": m,
+                                    "difference": _estimate(c.difference),
+                                    "ratio": _estimate(c.ratio), "p_lower": num(c.p_lower)})
+            if cost:
+                ratios[s] = _estimate(continuous.cost_per_success_ratio(
+                    spent(control, shared), spent(s, shared), level))
+        return {"level": level, "metrics": metrics, "by_subject": by_subject,
+                "comparisons": comparisons, "cost_per_success": per_success,
+                "cost_per_success_ratio": ratios,
+                "note": "per trial that stood without error, averaged per case, then over "
+                        "cases; cost per success counts every attempt's cost"}
 
     def cost(self) -> "Cost":
         def usage(b: list[Any]) -> dict[str, Any]:
@@ -296,6 +381,15 @@ class TrialDigest:
                               list(self._lanes), subjects)
 
 
+#: The quantities `TrialDigest.outcomes` summarises, in the order of its sums.
+OUTCOME_METRICS = ["tokens_input", "tokens_output", "cost_usd", "duration_ms"]
+
+
+def _estimate(e: "continuous.Estimate") -> "OutcomeEstimate":
+    return {"value": num(e.value), "ci": [num(e.lo), num(e.hi)], "n_cases": e.n,
+            "method": e.method}
+
+
 def _moments(values: "array[float]") -> tuple[int, float, float]:
     """n, mean and sample standard deviation (ddof 1; nan below 2) of a case's few scores:
     `ix.stats.describe`'s, in plain Python (numpy's call costs more than the sums at this
@@ -315,6 +409,9 @@ def kept(t: Mapping[str, Any]) -> dict[str, Any]:
     line = {k: t.get(k) for k in ("subject", "probe_id", "trial", "attempt", "expectation",
                                   "error", "reading")}
     line["invoked"] = invoked_skills(obs)
+    if not t.get("error"):  # what the outcomes section reads of a trial that stands
+        line["usage"] = (obs.get("tokens_input"), obs.get("tokens_output"), obs.get("cost_usd"))
+        line["duration_ms"] = t.get("duration_ms")
     if wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
             and not t.get("error"):  # a wrong answer: keep its start, as an example
         line["answer"] = _answer(obs)

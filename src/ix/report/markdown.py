@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ix.report import outcome_text
 from ix.report.answer import metric_name
 from ix.report.load_test import percentiles, rate_text, rps, schedule_text
 from ix.report.terminal import (
@@ -152,6 +153,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines += _table(["case", *s["subjects"]], rows)
     lines += _failures(report["failures"])
     lines += _cost(report["cost"])
+    lines += _outcomes(report.get("outcomes"))
     if report["annotations"]:
         lines += ["## Annotations", ""]
         # (never an empty start: `- [case]: text` would define a link)
@@ -361,6 +363,24 @@ def _cost(c: dict[str, Any]) -> list[str]:
         lines += _table([title, "attempts", "input tokens", "output tokens", "USD"],
                         [[k, u["attempts"], u["tokens_input"], u["tokens_output"],
                           f"{u['cost_usd']:.4f}"] for k, u in ordered])
+    return lines
+
+
+def _outcomes(outcomes: Mapping[str, Any] | None) -> list[str]:
+    """Tokens, time and cost per trial with intervals, and against the control."""
+    if not outcomes:
+        return []
+    level = f"{outcomes['level'] * 100:g}%"
+    subjects, rows = outcome_text.subject_rows(outcomes)
+    lines = ["## Outcomes", "", f"Per trial that stood without error: the mean of the case "
+             f"means [{level} CI, cases as the unit] ({outcomes['note']}).", ""]
+    lines += _table(["quantity", *subjects], rows)
+    against = outcome_text.comparison_rows(outcomes)
+    if against:
+        control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+        lines += [f"Against {control}, paired by case: the change of the mean [{level} CI] "
+                  "and P(lower).", ""]
+        lines += _table(["subject", "quantity", "change", "P(lower)"], against)
     return lines
 
 

@@ -114,6 +114,7 @@ def stored_sections(summary: Mapping[str, Any], digest: TrialDigest,
             "metric": metric,
             "breakdown": digest.breakdown([c["probe_id"] for c in table["cases"]]),
             "failures": digest.failures(), "cost": digest.cost(),
+            "outcomes": digest.outcomes(table["subjects"], _level(summary)),
             "timeline": digest.timeline(table["subjects"]),
             "leaderboard": _leaderboard(summary, metric),
             "difficulty": figures.difficulty(summary, cases),
@@ -145,6 +146,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         digest = digest_of(trials)
         stored = {"breakdown": digest.breakdown([c["probe_id"] for c in table["cases"]]),
                   "failures": digest.failures(), "cost": digest.cost(),
+                  "outcomes": digest.outcomes(table["subjects"], _level(summary)),
                   "timeline": digest.timeline(table["subjects"]),
                   "difficulty": figures.difficulty(summary, cases)}
     failures = cast("Failures", {**stored["failures"], "cases": [
@@ -193,4 +195,12 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         out["load"] = summary["load"]
     if swept is not None:
         out["sweep"] = swept
+    if stored.get("outcomes"):
+        out["outcomes"] = stored["outcomes"]
     return out
+
+
+def _level(summary: Mapping[str, Any]) -> float:
+    """The credibility level of the summary's intervals (0.95 unless it says otherwise)."""
+    level = (summary.get("statistics") or {}).get("level")
+    return float(level) if isinstance(level, int | float) and 0 < level < 1 else 0.95

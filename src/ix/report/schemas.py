@@ -407,6 +407,40 @@ class Cost(ClosedDict):
     note: str
 
 
+class OutcomeEstimate(ClosedDict):
+    """A mean (or a ratio) with its interval at the report's level; nulls where undefined."""
+
+    value: float | None
+    ci: list[float | None]
+    n_cases: int
+    method: str
+
+
+class OutcomeComparison(ClosedDict):
+    """A subject against the control on one quantity, paired by case."""
+
+    subject: str
+    control: str
+    metric: str
+    difference: OutcomeEstimate
+    ratio: OutcomeEstimate
+    p_lower: Annotated[float | None, Field(description="P(the subject's mean is lower)")]
+
+
+class Outcomes(ClosedDict):
+    """Tokens, time and cost per trial (STATS.md §13): each subject's mean of case means with
+    a case-clustered interval, each other subject against the control (paired difference and
+    ratio), and cost per success."""
+
+    level: float
+    metrics: list[str]
+    by_subject: dict[str, dict[str, OutcomeEstimate]]
+    comparisons: list[OutcomeComparison]
+    cost_per_success: dict[str, OutcomeEstimate]
+    cost_per_success_ratio: dict[str, OutcomeEstimate]
+    note: str
+
+
 class Annotation(ClosedDict):
     at: str
     user: NotRequired[Annotated[str | None, Field(None)]]
@@ -673,3 +707,6 @@ class ReportOutput(ClosedDict):
     sensors: NotRequired[Annotated[dict[str, dict[str, SensorRateOut]], Field(
         default_factory=dict, description="subject -> every sensor's pass rate (the "
                                           "summary's `sensors` blocks); absent before 1.5")]]
+    outcomes: NotRequired[Annotated[Outcomes | None, Field(
+        None, description="tokens, time and cost per trial with intervals, and against the "
+                          "control (docs/outcomes.md); absent when no trial stood")]]

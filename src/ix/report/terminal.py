@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ix.lab.sweep import grid_words
+from ix.report import outcome_text
 from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 from ix.report.load_test import load_parts
@@ -292,6 +293,31 @@ def cost_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     parts.append(Text(f"total: {total['attempts']} attempts, {total['tokens_input']:,} input + "
                       f"{total['tokens_output']:,} output tokens, ${total['cost_usd']:.4f} "
                       f"({c['note']})"))
+    return parts
+
+
+def outcome_parts(report: Mapping[str, Any]) -> list[RenderableType]:
+    """Tokens, time and cost per trial with intervals, and each subject against the control
+    (`ix.report.outcome_text`); nothing when the run has no such section."""
+    outcomes = report.get("outcomes")
+    if not outcomes:
+        return []
+    level = f"{outcomes['level'] * 100:g}%"
+    subjects, rows = outcome_text.subject_rows(outcomes)
+    table = _table(f"outcomes per trial: mean of case means [{level} CI]", "quantity",
+                   *subjects, right=tuple(subjects))
+    for row in rows:
+        table.add_row(*row)
+    parts: list[RenderableType] = [Text(""), table]
+    against = outcome_text.comparison_rows(outcomes)
+    if against:
+        control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+        table = _table(f"against {control}, paired by case: change of the mean [{level} CI]",
+                       "subject", "quantity", "change", "P(lower)",
+                       right=("change", "P(lower)"))
+        for row in against:
+            table.add_row(*row)
+        parts += [Text(""), table]
     return parts
 
 
@@ -648,7 +674,8 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
         parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]
     parts += routing_parts(report)
     parts += [breakdown_table(report), Text(""), Text("failure analysis", style="bold"),
-              *failure_parts(report), Text(""), *cost_parts(report)]
+              *failure_parts(report), Text(""), *cost_parts(report),
+              *outcome_parts(report)]
     if report["annotations"]:
         parts += [Text(""), annotation_text(report["annotations"])]
     if report.get("baseline"):

@@ -13,6 +13,8 @@ needs to start and to speak the user's language), the names listed in `env_passt
 the `env` option's variables.
 """
 
+import json
+import math
 import os
 import re
 from typing import Annotated, Any
@@ -50,6 +52,9 @@ class CommandOptions(Model):
     env_passthrough: list[Annotated[str, AfterValidator(_env_name)]] = \
         Field(default_factory=list)
     max_output_bytes: int = Field(MIB, ge=1)
+    #: the program reports what it spent: a JSON object on its last line of output with
+    #: `tokens_input`, `tokens_output`, `cost_usd` (any of them) is the trial's usage
+    report_usage: bool = False
 
     @field_validator("argv")
     @classmethod
@@ -102,8 +107,35 @@ class CommandRuntime:
         cwd = self._cwd
         if workspace is not None:
             cwd = str(workspace / cwd) if cwd is not None else str(workspace)
-        return await run_process(argv, stdin=stdin, cwd=cwd, env=env,
+        done = await run_process(argv, stdin=stdin, cwd=cwd, env=env,
                                  max_output_bytes=self.options.max_output_bytes)
+        if self.options.report_usage:
+            usage = reported_usage(done.stdout or "")
+            if usage:
+                return done.model_copy(update=usage)
+        return done
+
+
+def reported_usage(stdout: str) -> dict[str, Any]:
+    """`tokens_input`, `tokens_output` (integers ≥ 0) and `cost_usd` (a number ≥ 0) of a JSON
+    object on the last line of `stdout`; what is missing or of another type is left out."""
+    lines = [line for line in stdout.strip().splitlines() if line.strip()]
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("tokens_input", "tokens_output"):
+        value = data.get(key)
+        if type(value) is int and 0 <= value < 2**63:
+            out[key] = value
+    cost = data.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) \
+            and math.isfinite(cost) and cost >= 0:
+        out["cost_usd"] = float(cost)
+    return out
 
 
 def _default_concurrency() -> int:

@@ -1,0 +1,63 @@
+"""The words and cells of a report's outcomes section (tokens, time and cost with intervals,
+`TrialDigest.outcomes`), shared by the terminal and Markdown reports."""
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+LABELS = {"tokens_input": "input tokens", "tokens_output": "output tokens",
+          "cost_usd": "cost (USD)", "duration_ms": "time (s)"}
+
+
+def _number(metric: str, x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "–"
+    if metric == "cost_usd":
+        return f"{x:.4g}"
+    if metric == "duration_ms":
+        return f"{x / 1000:.3g}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def value_cell(metric: str, e: Mapping[str, Any]) -> str:
+    """`mean [lo, hi]` in the metric's unit."""
+    lo, hi = e["ci"]
+    interval = f" [{_number(metric, lo)}, {_number(metric, hi)}]" if lo is not None else ""
+    return _number(metric, e["value"]) + interval
+
+
+def _percent(r: float | None) -> str:
+    return "–" if r is None or not math.isfinite(r) else f"{(r - 1) * 100:+.0f}%"
+
+
+def ratio_cell(e: Mapping[str, Any]) -> str:
+    """A ratio as a change: `+38% [+21%, +57%]`."""
+    lo, hi = e["ci"]
+    return _percent(e["value"]) + (f" [{_percent(lo)}, {_percent(hi)}]" if lo is not None
+                                   else "")
+
+
+def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(subjects, one row per quantity: its label, then each subject's cell); cost per
+    success last, when there is a cost."""
+    subjects = list(outcomes["by_subject"])
+    rows = [[LABELS.get(m, m), *(value_cell(m, outcomes["by_subject"][s][m]) for s in subjects)]
+            for m in outcomes["metrics"]]
+    if outcomes["cost_per_success"]:
+        rows.append(["cost per success", *(value_cell("cost_usd", outcomes["cost_per_success"][s])
+                                           for s in subjects)])
+    return subjects, rows
+
+
+def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
+    """Each other subject against the control: subject, quantity, the change of its mean
+    [interval], P(lower); then cost per success."""
+    rows = [[c["subject"], LABELS.get(c["metric"], c["metric"]), ratio_cell(c["ratio"]),
+             "–" if c["p_lower"] is None else f"{c['p_lower']:.2f}"]
+            for c in outcomes["comparisons"]]
+    for subject, e in outcomes["cost_per_success_ratio"].items():
+        rows.append([subject, "cost per success", ratio_cell(e), ""])
+    return rows
+
+
+__all__ = ["LABELS", "comparison_rows", "ratio_cell", "subject_rows", "value_cell"]

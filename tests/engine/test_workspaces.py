@@ -271,3 +271,30 @@ def test_a_program_reports_its_usage_on_its_last_line(stdout, usage):
     from ix.runtimes.command import reported_usage
 
     assert reported_usage(stdout) == usage
+
+
+def test_a_subjects_skills_are_installed_in_its_workspace_and_are_no_outputs(lab: Path):
+    write(lab / "skills" / "tidy" / "SKILL.md", "---\nname: tidy\ndescription: Tidy up.\n---\n"
+                                                "Steps.\n")
+    write(lab / "skills" / "tidy" / "ref" / "notes.md", "more\n")
+    exp = lab / "sk"
+    write(exp / "experiment.yaml", f"""
+        name: sk
+        trials: 1
+        workspace: {{}}
+        runtime:
+          kind: command
+          argv: [{json.dumps(sys.executable)}, -c, "import os; print(sorted(
+            os.path.join(d, f) for d, _, fs in os.walk('.claude') for f in fs))"]
+        subjects:
+          - name: bare
+          - name: skilled
+            skills: [tidy]
+        sensor: exit_code
+        """)
+    write(exp / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nx\n")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    seen = {x["subject"]: (x["observation"]["stdout"].strip(), x["outputs"]) for x in lines(exp)}
+    assert seen["bare"] == ("[]", [])
+    assert seen["skilled"] == ("['.claude/skills/tidy/SKILL.md', "
+                               "'.claude/skills/tidy/ref/notes.md']", [])

@@ -18,12 +18,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ix.domain.errors import TrialError
 from ix.domain.redaction import Redactor
 from ix.domain.types import Interaction, Reading
-from ix.domain.workspace import WORKSPACE, Output
+from ix.domain.workspace import WORKSPACE, Output, Workspace
 from ix.engine import workspaces
 from ix.engine.plan import TrialKey
 from ix.engine.workspaces import OutputRules
@@ -178,6 +178,11 @@ class TrialComponent:
         root = await asyncio.to_thread(workspaces.make, workspace)
         token = WORKSPACE.set(root)
         try:
+            skills = key.subject.subject.config.get("skills") or []
+            if skills:  # the subject's skills, where agents look for a project's own
+                laid = await asyncio.to_thread(workspaces.install_skills, root,
+                                               cast(list[dict[str, str]], skills))
+                workspace = Workspace(files=(*workspace.files, *laid))
             outcome = await self._run(construct)
             outputs: tuple[Output, ...] = ()
             if self.outputs is not None:

@@ -1,5 +1,5 @@
-"""Each trial's workspace (DESIGN.md §10): made fresh from the case's fixtures before the
-subject runs, read afterwards for what the subject created or changed, those files kept under
+"""Each trial's workspace (DESIGN.md §10): made fresh from the case's fixtures (and the
+subject's skills, under `.claude/skills/`) before the subject runs, read afterwards for what the subject created or changed, those files kept under
 the run folder (`artifacts/<subject>/<case>/<trial>/`), and removed once the sensors read it.
 
 A workspace is a new temporary folder (`ix-ws-*`), never the fixtures themselves: a subject
@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ix.domain.workspace import Output, Workspace
+from ix.domain.workspace import Fixture, Output, Workspace
 from ix.fs.names import file_part
 from ix.fs.paths import UnsafePath, entry_kind, inside, open_regular
 
@@ -51,6 +51,32 @@ def make(workspace: Workspace) -> Path:
         remove(root)
         raise
     return root
+
+
+def install_skills(root: Path, skills: list[dict[str, str]]) -> list[Fixture]:
+    """Copy each of the subject's skills (the folder of its SKILL.md) to
+    `.claude/skills/<name>/` in the workspace, where Claude Code and the user's own agents
+    look for project skills; what was copied, as fixtures (they are no outputs). A link or a
+    special file in a skill's folder is not copied."""
+    laid: list[Fixture] = []
+    for skill in skills:
+        source = Path(skill.get("path") or "").parent
+        name = skill.get("name")
+        if not name or not source.is_dir():
+            continue
+        place = Path(".claude") / "skills" / name
+        for folder, _dirs, files in os.walk(source, followlinks=False):
+            rel = Path(folder).relative_to(source)
+            for file in files:
+                path = Path(folder) / file
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+                dest = root / place / rel / file
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                digest = _copy(path, dest)
+                laid.append(Fixture(path=(place / rel / file).as_posix(), source=str(path),
+                                    size=dest.stat().st_size, sha256=digest))
+    return laid
 
 
 def capture(root: Path, workspace: Workspace, rules: OutputRules, subject: str,
@@ -163,4 +189,4 @@ def _copy(source: Path, target: Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["OutputRules", "capture", "make", "remove"]
+__all__ = ["OutputRules", "capture", "install_skills", "make", "remove"]

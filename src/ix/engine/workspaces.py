@@ -1,6 +1,7 @@
 """Each trial's workspace (DESIGN.md §10): made fresh from the case's fixtures (and the
-subject's skills, under `.claude/skills/`) before the subject runs, read afterwards for what the subject created or changed, those files kept under
-the run folder (`artifacts/<subject>/<case>/<trial>/`), and removed once the sensors read it.
+subject's skills, under `.claude/skills/`) before the subject runs, read afterwards for what
+the subject created or changed, those files kept under the run folder
+(`artifacts/<subject>/<case>/<trial>/`), and removed once the sensors read it.
 
 A workspace is a new temporary folder (`ix-ws-*`), never the fixtures themselves: a subject
 that deletes or rewrites a fixture changes its copy only. What it leaves is read without

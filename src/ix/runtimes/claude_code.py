@@ -1,7 +1,8 @@
 """`claude-code`: the real Claude Code CLI, headless, one isolated process per trial.
 
 Per trial: a fresh temporary folder with a project that holds only the subject's skills
-(`.claude/skills/<name>/`), an empty `HOME` and an empty `TMPDIR`, then
+(`.claude/skills/<name>/`; a case with a workspace is the project instead, DESIGN.md §10),
+an empty `HOME` and an empty `TMPDIR`, then
 
     claude -p --output-format stream-json --verbose --no-session-persistence
            --setting-sources project --allowedTools Skill --max-turns 2 [--model M]
@@ -38,11 +39,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Subject
+from ix.domain.workspace import current_workspace
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._conversation import anthropic_history, history_of
 from ix.runtimes.claude_stream import StreamResult, parse_stream
@@ -81,12 +83,30 @@ def _project_only() -> list[SettingSource]:
     return ["project"]
 
 
+#: What `task: true` lets a session do unless `max_turns` / `allowed_tools` say otherwise: a
+#: task in its workspace (DESIGN.md §10), where the activation probe allows two turns and the
+#: Skill tool only.
+TASK_MAX_TURNS = 30
+TASK_TOOLS = ("Skill", "Read", "Write", "Edit", "Glob", "Grep", "Bash")
+
+
 class ClaudeCodeOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     model: str | None = None
+    #: a task, not an activation probe: `max_turns` and `allowed_tools` default to
+    #: `TASK_MAX_TURNS` and `TASK_TOOLS`
+    task: bool = False
     max_turns: int = Field(2, ge=1, le=1000)
     allowed_tools: list[str] = Field(default_factory=lambda: ["Skill"])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_defaults(cls, data: Any) -> Any:
+        """`task: true` lifts the activation probe's defaults (what is given stays)."""
+        if isinstance(data, Mapping) and data.get("task") is True:
+            data = {"max_turns": TASK_MAX_TURNS, "allowed_tools": list(TASK_TOOLS), **data}
+        return data
     cli_path: str | None = None
     setting_sources: list[SettingSource] = Field(default_factory=_project_only)
     env: dict[str, str] = Field(default_factory=dict)
@@ -240,12 +260,15 @@ class ClaudeCodeRuntime:
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
         skills = _subject_skills(subject)
+        # in its case's workspace, when it has one: the project, where the engine installed
+        # the subject's skills already (DESIGN.md §10); else a project of its own
+        workspace = current_workspace()
         root = Path(tempfile.mkdtemp(prefix="ix-claude-"))
         try:
-            project, home, tmp = root / "project", root / "home", root / "tmp"
-            for d in (project, home, tmp):
+            project, home, tmp = workspace or root / "project", root / "home", root / "tmp"
+            for d in (home, tmp) if workspace else (project, home, tmp):
                 d.mkdir()
-            for name, skill_file in skills:
+            for name, skill_file in skills if workspace is None else ():
                 _install_skill(name, skill_file, project / ".claude" / "skills" / name)
             env = self.environment(home, tmp)
             if not any(env.get(k) for k in (*SECRET_ENV, "CLAUDE_CODE_USE_BEDROCK",

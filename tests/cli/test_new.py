@@ -208,3 +208,39 @@ def test_the_api_refuses_bad_cases_before_writing(lab, cases, field):
         create_experiment(lab, "bad", runtime="mock", cases=cases)
     assert caught.value.field == field
     assert list(lab.iterdir()) == []
+
+
+def test_the_outcome_template_makes_a_task_experiment_that_loads_and_plans(skill_lab):
+    """`--template outcome`: the agent without and with the skill, a task with its files, a
+    check program found in the experiment's folder (`{{ experiment }}`), a goal on the
+    correct rate; claude-code in task mode."""
+    from ix.engine.plan import Overrides, build_plan
+    from ix.lab.loader import load_experiment
+
+    r = ix_in_process("new", "help", "--template", "outcome", "--skill", "csv-summary",
+                      "--lab", str(skill_lab), "--json")
+    assert r.code == 0, r.output
+    exp = skill_lab / "help"
+    assert json.loads(r.stdout)["files"] == [
+        "README.md", "cases/task-001.md", "cases/task-001/files/input.txt", "check.py",
+        "experiment.yaml"]
+    cfg = config(exp)
+    assert cfg["runtime"] == {"kind": "claude-code", "task": True} and cfg["workspace"] == {}
+    assert [s["name"] for s in cfg["subjects"]] == ["without-skill", "with-csv-summary"]
+    assert cfg["goal"]["compare"] == ["without-skill", "with-csv-summary"]
+    assert all(len(line) <= 100 for line in (exp / "experiment.yaml").read_text().splitlines())
+    plan = build_plan(load_experiment(exp, skill_lab), Overrides())
+    (case,) = plan.cases
+    assert [f.path for f in case.workspace.files] == ["input.txt"]
+    check = plan.subjects[0].sensors[0]
+    assert check.options.command == ["python3", f"{exp}/check.py"]
+    assert plan.subjects[1].runtime.options.max_turns == 30
+    assert "Write" in plan.subjects[1].runtime.options.allowed_tools
+
+
+def test_the_outcome_template_needs_the_skill_it_is_about(skill_lab):
+    r = run_ix("new", "help", "--template", "outcome", "--lab", str(skill_lab))
+    assert r.code == 2 and "--skill" in r.stderr and "give --skill" in r.stderr
+    assert not (skill_lab / "help").exists()
+    bad = ix_in_process("new", "help", "--template", "outcomes", "--lab", str(skill_lab))
+    assert bad.code == 2 and "unknown template 'outcomes'" in bad.stderr

@@ -298,3 +298,15 @@ def test_a_subjects_skills_are_installed_in_its_workspace_and_are_no_outputs(lab
     assert seen["bare"] == ("[]", [])
     assert seen["skilled"] == ("['.claude/skills/tidy/SKILL.md', "
                                "'.claude/skills/tidy/ref/notes.md']", [])
+
+
+def test_a_check_finds_its_grader_in_the_experiment_and_is_told_the_case(lab: Path):
+    exp = outcome_lab(lab, trials=1, sensors=(
+        f'  - {{kind: check, command: [{json.dumps(sys.executable)}, "{{{{ experiment }}}}'
+        '/grade.py"]}'))
+    write(exp / "grade.py", "import os, sys\nprint(os.environ['IX_CASE_ID'])\n"
+                            "sys.exit(0 if os.environ['IX_CASE_ID'] == 'sum' else 3)\n")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    graded = {x["probe_id"]: x["readings"][3] for x in lines(exp)}
+    assert graded["sum"]["passed"] is True and graded["sum"]["metrics"]["exit_code"] == 0
+    assert graded["given"]["passed"] is False and graded["given"]["metrics"]["exit_code"] == 3

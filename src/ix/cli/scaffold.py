@@ -38,6 +38,12 @@ def new(
         "--runtime", help="Runtime kind: lexical (offline), mock, claude-code, anthropic, "
                           "openai, ... Default: the lab's ix.yaml, else claude-code.",
         show_default=False)] = None,
+    template: Annotated[str, typer.Option(
+        "--template", help="activation: does the skill fire when it should (must / not / "
+                           "edge cases)? outcome: does it help the agent do the job, and at "
+                           "what cost (tasks with files, a check program, the agent without "
+                           "and with --skill)? docs/outcomes.md.",
+        show_default=True)] = "activation",
     allow_missing: Annotated[bool, typer.Option(
         "--allow-missing", help="Create the experiment even if the --skill is not in the "
                                 "lab's skills/ yet (you will add it; `ix validate` reports it "
@@ -51,12 +57,13 @@ def new(
     README; refuses to overwrite. `ix validate NAME` passes right after.
 
     Example: `ix new csv-vs-sheets --skill csv-summary --subjects a-only,a-plus-b
-    --goal "Adding spreadsheet-insights lowers csv-summary's recall" --runtime lexical`.
+    --goal "Adding spreadsheet-insights lowers csv-summary's recall" --runtime lexical`;
+    `ix new csv-help --template outcome --skill csv-summary` for an outcome experiment.
     """
-    if not no_input and not json_out and sys.stdin.isatty():
+    if not no_input and not json_out and sys.stdin.isatty() and template == "activation":
         skill, subjects, goal, runtime = _ask(skill, subjects, goal, runtime)
     path = create_experiment(lab, name, skill=skill, subjects=subjects or (), goal=goal,
-                             runtime=runtime, allow_missing=allow_missing)
+                             runtime=runtime, allow_missing=allow_missing, template=template)
     files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
     if json_out:
         answer: NewOutput = {"name": name, "path": str(path), "files": files}

@@ -356,8 +356,18 @@ def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSenso
     )
 
 
+#: What a `check` sensor's command may name the experiment's folder by.
+EXPERIMENT_VARIABLE = "{{ experiment }}"
+
+
 def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target: str,
             field: str) -> Sensor | AsyncSensor:
+    if kind == "check" and isinstance(options.get("command"), list):
+        # `{{ experiment }}` in a check's command is the experiment's folder (its grader
+        # lives there, not in the workspace the subject sees)
+        options = {**options, "command": [
+            a.replace(EXPERIMENT_VARIABLE, str(loaded.path)) if isinstance(a, str) else a
+            for a in options["command"]]}
     if kind != "llm_judge":
         return build_sensor(kind, options, target_skill=target, field=field)
     # the judge's rubric is a file of the experiment, read here (the lab layer) and handed

@@ -206,7 +206,8 @@ class CheckOptions(Model):
 class CheckSensor:
     """Runs a program in the finished workspace (`pytest -q`, a script): it passes when the
     program exits 0. A JSON object on its last line of output with a numeric `score` is the
-    reading's score (else 1.0 or 0.0)."""
+    reading's score (else 1.0 or 0.0). `IX_CASE_ID` in its environment names the case; a
+    `{{ experiment }}` in `command` is the experiment's folder (`ix.engine.plan`)."""
 
     name = "check"
 
@@ -217,11 +218,12 @@ class CheckSensor:
         if interaction.workspace is None:
             return _no_workspace(self.name)
         opts = self.options
+        env = program_env(os.environ, opts.env_passthrough)
+        env["IX_CASE_ID"] = str(getattr(interaction.stimulus, "id", ""))
         try:
             async with asyncio.timeout(opts.timeout_s):
                 done = await run_process(opts.command, stdin=None, cwd=str(interaction.workspace),
-                                         env=program_env(os.environ, opts.env_passthrough),
-                                         max_output_bytes=1 << 20)
+                                         env=env, max_output_bytes=1 << 20)
         except TimeoutError:
             return [Reading(sensor_name=self.name, passed=False, score=0.0,
                             details=f"{opts.command[0]}: no end within {opts.timeout_s:g} s")]

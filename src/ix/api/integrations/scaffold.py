@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ix.api.integrations.scaffold_outcome import outcome_files, outcome_readme, outcome_yaml
 from ix.api.subjects import list_subjects
 from ix.domain.errors import ConfigError, raise_all
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
@@ -32,11 +33,15 @@ GOAL_DEFAULTS = {"metric": "f1", "direction": "differ", "min_effect": 0.1,
                  "credibility": 0.95}
 
 
+#: What `ix new --template` makes: an activation experiment, or an outcome experiment.
+TEMPLATES = ("activation", "outcome")
+
+
 def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = None,
                       subjects: Sequence[str] = (), goal: str | None = None,
                       runtime: str | None = None,
                       cases: Sequence[Mapping[str, Any]] | None = None,
-                      allow_missing: bool = False) -> Path:
+                      allow_missing: bool = False, template: str = "activation") -> Path:
     """Create the experiment `name` in `lab` (a path or a name as `--lab` takes it; None: the
     lab around the working directory, else the working directory itself) and return its
     folder.
@@ -48,8 +53,13 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
     mappings (also `rationale`, `tags`, `difficulty`) instead of the templates.
     `ConfigError` on bad input, with nothing written: a `skill` that is not in the lab's
     skills/ too, unless `allow_missing` (you will add it; `ix validate` says it is missing
-    until then).
+    until then). `template`: `activation` (does the skill fire?) or `outcome` (does it help
+    the agent do the job, and at what cost? `skill` required; its two subjects are named
+    for it: `ix.api.integrations.scaffold_outcome`).
     """
+    if template not in TEMPLATES:
+        raise ConfigError(f"unknown template {template!r}; allowed: {', '.join(TEMPLATES)}",
+                          field="--template")
     lab_path = _lab(lab)
     _check_name(name)
     target = lab_path / name
@@ -64,17 +74,31 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
             raise ConfigError(f"{missing.message}; pass --allow-missing to create the "
                               "experiment anyway and add the skill later", field="--skill")
     kind = _runtime(runtime)
-    written = _cases(cases, skill) if cases is not None else _templates(skill)
-    config = _config(name, skill, subject_names, goal, kind, lab_path)
-    text = _yaml_text(config, skill, lab_path, subject_names, goal)
-    readme = _readme(name, skill, subject_names, goal)
+    if template == "outcome":
+        if skill is None:
+            raise ConfigError("an outcome experiment compares the agent without and with a "
+                              "skill: give --skill", field="--skill")
+        if subject_names or cases is not None:
+            raise ConfigError("the outcome template names its two subjects and one template "
+                              "task; edit them once it is made", field="--subjects"
+                              if subject_names else "cases")
+        text = outcome_yaml(name, skill, kind, goal)
+        readme = outcome_readme(name, skill)
+        written = outcome_files(skill)
+    else:
+        written = [(f"cases/{file_name}", body) for file_name, body in (
+            _cases(cases, skill) if cases is not None else _templates(skill))]
+        config = _config(name, skill, subject_names, goal, kind, lab_path)
+        text = _yaml_text(config, skill, lab_path, subject_names, goal)
+        readme = _readme(name, skill, subject_names, goal)
     tmp = lab_path / f".{name}.ix-new-{os.getpid()}"
     try:
         (tmp / "cases").mkdir(parents=True)
         (tmp / "experiment.yaml").write_text(text, encoding="utf-8")
         (tmp / "README.md").write_text(readme, encoding="utf-8")
         for file_name, body in written:
-            (tmp / "cases" / file_name).write_text(body, encoding="utf-8")
+            (tmp / file_name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / file_name).write_text(body, encoding="utf-8")
         os.rename(tmp, target)  # atomic; refuses a target that appeared meanwhile
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -150,3 +150,34 @@ def test_a_run_without_a_trial_that_stood_has_no_outcomes():
     digest.add(line("a", "c1", 0, passed=True, error="timeout"))
     digest.close()
     assert digest.outcomes(["a"]) is None
+
+
+def test_the_first_screen_says_at_what_cost_in_every_format_within_80_columns():
+    """`ix report` leads with the changes against the control (terminal and Markdown); the
+    details keep each subject's means."""
+    import io
+
+    from rich.console import Console
+
+    from conftest import too_wide
+    from ix.report.markdown import _outcome_changes, _outcomes
+    from ix.report.terminal import outcome_change_parts, outcome_parts
+
+    digest = TrialDigest()
+    for i in range(12):
+        for subject, scale in (("without-skill", 1.0), ("with-a-rather-long-skill-name", 1.4)):
+            digest.add(line(subject, f"case-{i:03d}", 0, passed=i % 3 > 0,
+                            tokens=int(100 * scale * (1 + i % 5)), usd=0.01 * scale * (1 + i)))
+    digest.close()
+    report = {"outcomes": digest.outcomes(["without-skill", "with-a-rather-long-skill-name"])}
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, no_color=True)
+    for part in [*outcome_change_parts(report), *outcome_parts(report)]:
+        console.print(part)
+    text = buffer.getvalue()
+    assert not too_wide(text)
+    assert "at what cost: against without-skill" in text and "+40% [+40%, +40%]" in text
+    assert "cost per success" in text and "outcomes per trial" in text
+    md = "\n".join(_outcome_changes(report["outcomes"]) + _outcomes(report["outcomes"]))
+    assert "**At what cost**: against without-skill" in md and "## Outcomes" in md
+    assert outcome_change_parts({"outcomes": None}) == [] and _outcome_changes(None) == []

@@ -108,6 +108,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]
     if report.get("screen"):
         lines += screen_markdown(report["screen"], r.get("sensor"))
+        lines += _outcome_changes(report.get("outcomes"))
     lines += _answer(report.get("answer") or {}, verdict=not report.get("screen"))
     word = rate_word(r.get("sensor"))
     counted = "invoked" if word == "activation rate" else "passed"
@@ -367,21 +368,26 @@ def _cost(c: dict[str, Any]) -> list[str]:
 
 
 def _outcomes(outcomes: Mapping[str, Any] | None) -> list[str]:
-    """Tokens, time and cost per trial with intervals, and against the control."""
+    """Tokens, time and cost per trial with intervals, per subject."""
     if not outcomes:
         return []
     level = f"{outcomes['level'] * 100:g}%"
     subjects, rows = outcome_text.subject_rows(outcomes)
     lines = ["## Outcomes", "", f"Per trial that stood without error: the mean of the case "
              f"means [{level} CI, cases as the unit] ({outcomes['note']}).", ""]
-    lines += _table(["quantity", *subjects], rows)
-    against = outcome_text.comparison_rows(outcomes)
-    if against:
-        control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
-        lines += [f"Against {control}, paired by case: the change of the mean [{level} CI] "
-                  "and P(lower).", ""]
-        lines += _table(["subject", "quantity", "change", "P(lower)"], against)
-    return lines
+    return lines + _table(["quantity", *subjects], rows)
+
+
+def _outcome_changes(outcomes: Mapping[str, Any] | None) -> list[str]:
+    """At what cost (the first screen's): each subject against the control, paired by case."""
+    against = outcome_text.comparison_rows(outcomes) if outcomes else []
+    if not outcomes or not against:
+        return []
+    level = f"{outcomes['level'] * 100:g}%"
+    control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+    lines = [f"**At what cost**: against {control}, paired by case, the change of the mean "
+             f"[{level} CI] and P(lower).", ""]
+    return lines + _table(["subject", "quantity", "change", "P(lower)"], against)
 
 
 def _sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:

@@ -297,8 +297,9 @@ def cost_parts(report: Mapping[str, Any]) -> list[RenderableType]:
 
 
 def outcome_parts(report: Mapping[str, Any]) -> list[RenderableType]:
-    """Tokens, time and cost per trial with intervals, and each subject against the control
-    (`ix.report.outcome_text`); nothing when the run has no such section."""
+    """Tokens, time and cost per trial with intervals, per subject (`ix.report.outcome_text`);
+    nothing when the run has no such section. The changes against the control are on the
+    first screen (`outcome_change_parts`)."""
     outcomes = report.get("outcomes")
     if not outcomes:
         return []
@@ -308,17 +309,24 @@ def outcome_parts(report: Mapping[str, Any]) -> list[RenderableType]:
                    *subjects, right=tuple(subjects))
     for row in rows:
         table.add_row(*row)
-    parts: list[RenderableType] = [Text(""), table]
-    against = outcome_text.comparison_rows(outcomes)
-    if against:
-        control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
-        table = _table(f"against {control}, paired by case: change of the mean [{level} CI]",
-                       "subject", "quantity", "change", "P(lower)",
-                       right=("change", "P(lower)"))
-        for row in against:
-            table.add_row(*row)
-        parts += [Text(""), table]
-    return parts
+    return [Text(""), table]
+
+
+def outcome_change_parts(report: Mapping[str, Any]) -> list[RenderableType]:
+    """At what cost: each subject against the control, paired by case, the change of its
+    tokens, time and cost per trial and of its cost per success (the first screen's)."""
+    outcomes = report.get("outcomes")
+    against = outcome_text.comparison_rows(outcomes) if outcomes else []
+    if not outcomes or not against:
+        return []
+    level = f"{outcomes['level'] * 100:g}%"
+    control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+    table = _table(f"at what cost: against {control}, paired by case, the change of the "
+                   f"mean [{level} CI]", "subject", "quantity", "change", "P(lower)",
+                   right=("change", "P(lower)"))
+    for row in against:
+        table.add_row(*row)
+    return [Text(""), table]
 
 
 def annotation_text(annotations: list[dict[str, Any]]) -> Text:
@@ -659,7 +667,8 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     lead: list[RenderableType] = []
     if report.get("screen"):  # the first screen, verdict first; the details follow
         lead = [screen_renderable(report["screen"], sensor=r.get("sensor"),
-                                  verdict_last=False), Text(""),
+                                  verdict_last=False, extra=outcome_change_parts(report)),
+                Text(""),
                 Text("details", style="bold underline"), Text("")]
     parts: list[RenderableType] = [head, Text(""), *lead,
                                    *answer_parts(report, verdict=not lead),

@@ -26,9 +26,10 @@ from ix.domain.types import Subject
 from ix.domain.workspace import current_workspace
 from ix.eval.models import EvalObservation
 from ix.eval.process import MIB, program_env, run_process
-from ix.runtimes import _templates
+from ix.runtimes import _templates, sandbox
 from ix.runtimes._templates import TemplateStr
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.sandbox import SandboxOptions
 
 _ENV_HINT = ("environment variables are available only in the `env` option of the command "
              "runtime (or pass them through by name: `env_passthrough`)")
@@ -55,6 +56,8 @@ class CommandOptions(Model):
     #: the program reports what it spent: a JSON object on its last line of output with
     #: `tokens_input`, `tokens_output`, `cost_usd` (any of them) is the trial's usage
     report_usage: bool = False
+    #: `{network: false}`: the program runs with no network (`ix.runtimes.sandbox`)
+    sandbox: SandboxOptions | None = None
 
     @field_validator("argv")
     @classmethod
@@ -88,6 +91,9 @@ class CommandRuntime:
                        if options.stdin is not None else None)
         self._env = {k: _templates.Template(v, f"env.{k}") for k, v in options.env.items()}
         self._cwd = options.cwd
+        sandbox.check(options.sandbox)  # before any trial: exit 2 where it cannot be had
+        self._prefix = sandbox.prefix() if options.sandbox and not options.sandbox.network \
+            else []
         #: whether a case's history reaches the program (`ix.engine.plan` refuses it if not)
         self.reads_history = _templates.reads_history(
             [*self._argv, *([self._stdin] if self._stdin else []), *self._env.values()])
@@ -96,7 +102,7 @@ class CommandRuntime:
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
         ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed)
-        argv = [t.render(ctx) for t in self._argv]
+        argv = [*self._prefix, *(t.render(ctx) for t in self._argv)]
         stdin = self._stdin.render(ctx).encode("utf-8") if self._stdin is not None else None
         env = program_env(os.environ, self.options.env_passthrough)
         if self._env:

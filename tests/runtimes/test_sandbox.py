@@ -23,7 +23,7 @@ PROBE = ("import sys, urllib.request\n"
 
 
 class Hello(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"hello")

@@ -7,16 +7,19 @@ read up to a size limit, so a huge (or hostile, e.g. a gzip bomb) file cannot ex
 """
 
 import gzip
+import hashlib
 import json
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from ix.api.runs import RunEntry
 from ix.domain.errors import ConfigError
-from ix.fs.paths import lies_within
-from ix.store.layout import ExperimentDir
+from ix.fs.names import file_part
+from ix.fs.paths import lies_within, open_regular
+from ix.store.layout import ExperimentDir, RunDir
 from ix.store.trials import parse_line
 
 #: How much of a transcript is read (decompressed bytes) before the rest is left out.
@@ -187,4 +190,84 @@ def _trace_line(piece: str, number: int) -> Any:
     return DamagedLine(number, reason, piece[:EXCERPT_CHARS])
 
 
-__all__ = ["TRACE_BYTES", "DamagedLine", "Trace", "read_trace", "trial_record"]
+#: The most of an output the trial page shows inline (as text: UTF-8, no NUL byte).
+OUTPUT_INLINE_BYTES = 64 << 10
+
+
+@dataclass(frozen=True)
+class TrialOutput:
+    """A file the trial's subject made (`outputs` of its line): where the run keeps it, and
+    its text when it is short UTF-8 text (the trial page shows it inline; anything else is a
+    download). `refused`: listed but never kept (a link, a special file, over a limit);
+    `missing`: listed as kept but not there as the line says (deleted, or changed)."""
+
+    path: str
+    size: int | None
+    sha256: str | None
+    refused: str | None
+    text: str | None
+    missing: str | None
+
+
+def trial_outputs(run: RunEntry, record: dict[str, Any]) -> list[TrialOutput]:
+    """The files the trial line lists as its subject's outputs, each read as far as the
+    trial page needs. A listing that is not what ix writes is left out, never an error."""
+    out: list[TrialOutput] = []
+    for entry in record.get("outputs") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        size, sha = entry.get("size"), entry.get("sha256")
+        refused = entry.get("refused")
+        text = missing = None
+        if refused is None:
+            try:
+                data = output_bytes(run, record, entry["path"], limit=OUTPUT_INLINE_BYTES)
+            except ConfigError as exc:
+                missing = exc.message
+            else:
+                if data is not None and b"\x00" not in data:
+                    try:
+                        text = data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = None
+        out.append(TrialOutput(entry["path"], size if isinstance(size, int) else None,
+                               sha if isinstance(sha, str) else None,
+                               str(refused) if refused is not None else None, text, missing))
+    return out
+
+
+def output_bytes(run: RunEntry, record: dict[str, Any], path: str,
+                 limit: int | None = None) -> bytes | None:
+    """The bytes of an output the trial line lists as kept, checked against its sha256; with
+    `limit`, None when the file is larger (its size, from the line). A `ConfigError` when
+    the line lists no such kept file, or the run's copy is not inside its folder, not a
+    regular file, or not what the line says (changed since)."""
+    listed = next((e for e in record.get("outputs") or () if isinstance(e, dict)
+                   and e.get("path") == path and isinstance(e.get("sha256"), str)), None)
+    if listed is None:
+        raise ConfigError(f"the trial kept no output {path!r}", field="path")
+    if limit is not None and isinstance(listed.get("size"), int) and listed["size"] > limit:
+        return None
+    place = PurePosixPath(path)
+    if place.is_absolute() or ".." in place.parts or "\x00" in path:
+        raise ConfigError(f"{path!r} is not a path inside the workspace", field="path")
+    folder = RunDir(run.folder).outputs / file_part(str(record.get("subject"))) / file_part(
+        str(record.get("probe_id"))) / str(int(record.get("trial") or 0))
+    file = folder / place
+    if not lies_within(file, run.folder):
+        raise ConfigError(f"the output {path!r} is not a file inside the run's folder",
+                          field="path")
+    try:
+        with open(open_regular(file, os.O_RDONLY), "rb") as f:
+            data = f.read()
+    except (OSError, ConfigError) as exc:
+        raise ConfigError(f"the output {path!r} is not in the run's folder "
+                          f"({getattr(exc, 'message', None) or exc})", field="path") from None
+    if hashlib.sha256(data).hexdigest() != listed["sha256"]:
+        raise ConfigError(f"the output {path!r} was changed after the run kept it",
+                          field="path")
+    return data
+
+
+__all__ = ["OUTPUT_INLINE_BYTES", "TRACE_BYTES", "DamagedLine", "Trace", "TrialOutput",
+           "output_bytes", "read_trace", "trial_outputs", "trial_record"]

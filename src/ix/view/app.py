@@ -110,6 +110,7 @@ def create_app(lab: Path, *, hosts: Sequence[str] | None = None) -> Starlette:
         Route("/runs/{run}/trials", pages.trials_page, methods=["GET"]),
         Route("/runs/{run}/trial", pages.trial_page, methods=["GET"]),
         Route("/runs/{run}/trace", pages.trace_page, methods=["GET"]),
+        Route("/runs/{run}/output", pages.output_file, methods=["GET"]),
         Route("/compare", pages.compare_page, methods=["GET"]),
         Route("/optimize/{session}", pages.optimize_page, methods=["GET"]),
         Route("/static/{name}", pages.static, methods=["GET"]),

@@ -21,7 +21,16 @@ from ix.api.query import QueryResult, run_query
 from ix.api.reports import read_summary, report
 from ix.api.results import CaseTrials, case_trials, query_results
 from ix.api.runs import RunEntry, fingerprint, lab_run, list_runs
-from ix.api.trials import Trace, read_trace, routing_of, trial_lines, trial_record
+from ix.api.trials import (
+    Trace,
+    TrialOutput,
+    output_bytes,
+    read_trace,
+    routing_of,
+    trial_lines,
+    trial_outputs,
+    trial_record,
+)
 
 #: Trials per page of a case's trials.
 PAGE_SIZE = 50
@@ -266,6 +275,20 @@ class Lookup:
             return read_trace(run, record)
         except IxError as exc:
             raise NotFound(exc.message) from None
+
+    def outputs(self, run: RunEntry, record: dict[str, Any]) -> list[TrialOutput]:
+        """The files the trial's subject made, as the run kept them (DESIGN.md §10)."""
+        return trial_outputs(run, record)
+
+    def output(self, run: RunEntry, record: dict[str, Any], path: str) -> bytes:
+        """One output's bytes, for a download; `NotFound` when the trial kept no such file
+        or the run's copy is not what its line says."""
+        try:
+            data = output_bytes(run, record, path)
+        except IxError as exc:
+            raise NotFound(exc.message) from None
+        assert data is not None
+        return data
 
     # --------------------------------------------------------------------------- compare
 

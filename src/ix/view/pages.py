@@ -273,7 +273,24 @@ def trial_page(request: Request) -> HTMLResponse:
     return _page(request, "trial.html", run=run, record=record, subject=subject, case=case,
                  trial=trial, observation=observation, extra=extra,
                  outcome=outcome_of(record), attempts=lookup.attempts(run, subject, case, trial),
-                 line=pretty(record))
+                 line=pretty(record), outputs=lookup.outputs(run, record))
+
+
+def output_file(request: Request) -> Response:
+    """A file the trial's subject made, as a download: never shown as a page (it is the
+    subject's, and could be HTML), always `application/octet-stream`."""
+    lookup = _lookup(request)
+    run = _run(request)
+    subject, case, trial, attempt = _trial_args(request)
+    path = request.query_params.get("file")
+    if not path:
+        raise HTTPException(400, "file: which output (its path, as the trial lists it)")
+    record = lookup.trial(run, subject, case, trial, attempt)
+    data = lookup.output(run, record, path)
+    name = path.rsplit("/", 1)[-1]
+    return Response(data, media_type="application/octet-stream", headers={
+        "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
+        "X-Content-Type-Options": "nosniff"})
 
 
 def trace_page(request: Request) -> HTMLResponse:

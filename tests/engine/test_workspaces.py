@@ -310,3 +310,38 @@ def test_a_check_finds_its_grader_in_the_experiment_and_is_told_the_case(lab: Pa
     graded = {x["probe_id"]: x["readings"][3] for x in lines(exp)}
     assert graded["sum"]["passed"] is True and graded["sum"]["metrics"]["exit_code"] == 0
     assert graded["given"]["passed"] is False and graded["given"]["metrics"]["exit_code"] == 3
+
+
+def test_a_case_grades_with_its_own_checks(lab: Path):
+    """`checks:` in a case's frontmatter, run by the `case_checks` sensor: it passes when all
+    pass; a case without checks has no verdict from it; a bad check is exit 2 at load, naming
+    the case file and `checks[i]`. Checks key the resume check, not the cache."""
+    exp = outcome_lab(lab, trials=1, sensors="  - {kind: case_checks}")
+    write(exp / "cases" / "sum.md", """---
+expectation: must_trigger
+checks:
+  - {kind: file_exists, path: summary.txt}
+  - {kind: file_matches, path: summary.txt, contains: "total="}
+  - {kind: check, command: [python3, "{{ experiment }}/template/check.py"]}
+---
+Sum input.csv.
+""")
+    cases = {c.id: c for c in load_experiment(exp, lab).experiment.cases}
+    assert cases["sum"].checks[2]["command"][1] == f"{exp}/template/check.py"
+    assert "checks" not in stimulus_of(cases["sum"])
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    graded = {x["probe_id"]: (x["readings"][0]["passed"], x["readings"][3])
+              for x in lines(exp)}
+    right, checks = graded["sum"]
+    assert checks["sensor_name"] == "case_checks" and checks["passed"] is right
+    assert checks["metrics"] == {"checks": 3, "failed": 0 if right else 2}
+    assert graded["given"][1]["passed"] is None  # no checks: n/a
+    write(exp / "cases" / "sum.md", "---\nexpectation: must_trigger\nchecks:\n"
+                                    "  - {kind: file_matches, path: x, regex: '('}\n---\nx\n")
+    with pytest.raises(ConfigError) as caught:
+        load_experiment(exp, lab)
+    assert "sum.md" in caught.value.render() and "checks[0].regex" in caught.value.render()
+    write(exp / "cases" / "sum.md", "---\nexpectation: must_trigger\nchecks:\n"
+                                    "  - {kind: activation}\n---\nx\n")
+    with pytest.raises(ConfigError, match=r"checks\[0\]\.kind.*file_exists, file_matches"):
+        load_experiment(exp, lab)

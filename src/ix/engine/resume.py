@@ -110,6 +110,7 @@ def cases_digest(cases: Sequence[EvalCase]) -> str:
     return hashlib.sha256("\n".join(f"{c.id}\t{c.expectation}\t{c.prompt}" + (
         "\t" + json.dumps([t.model_dump(mode="json") for t in c.history], sort_keys=True)
         if c.history else "") + (f"\tworkspace:{c.workspace.digest}" if c.workspace else "")
+        + ("\tchecks:" + json.dumps(c.checks, sort_keys=True) if c.checks else "")
         for c in cases).encode()).hexdigest()
 
 

@@ -80,6 +80,8 @@ class EvalCase(Model):
     #: the files each trial of the case starts with, in a folder of its own (DESIGN.md §10);
     #: None: the subject gets no workspace
     workspace: Workspace | None = None
+    #: the case's own checks (`checks:`: sensor specs the `case_checks` sensor runs)
+    checks: tuple[dict[str, Any], ...] = ()
 
 
 class EvalObservation(Model):

@@ -242,6 +242,59 @@ class CheckSensor:
                                                      else {})})]
 
 
+#: The sensor kinds a case may list in its own `checks:` (what reads its workspace).
+CASE_CHECK_KINDS = ("file_exists", "file_matches", "check")
+
+
+class CaseChecksOptions(Model):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class CaseChecksSensor:
+    """Runs the case's own `checks:` (each a `file_exists`, `file_matches` or `check`, as
+    skill-creator's evals list expectations per task): passes when every one passes; the score
+    is the share that passed, the details name the first that did not. A case without checks
+    has no verdict from it (n/a)."""
+
+    name = "case_checks"
+
+    def __init__(self, build: Any) -> None:
+        self._build = build  # (kind, options, field) -> sensor: `ix.eval.sensors.build_sensor`
+        self._built: dict[str, list[Any]] = {}
+
+    def _checks(self, case: Any) -> list[Any]:
+        key = str(getattr(case, "id", ""))
+        checks = self._built.get(key)
+        if checks is None:
+            checks = self._built[key] = [
+                self._build(spec["kind"], {k: v for k, v in spec.items() if k != "kind"},
+                            f"checks[{i}]")
+                for i, spec in enumerate(getattr(case, "checks", ()) or ())]
+        return checks
+
+    async def sense(self, interaction: Interaction) -> list[Reading]:
+        checks = self._checks(interaction.stimulus)
+        if not checks:
+            return [Reading(sensor_name=self.name, passed=None,
+                            details="the case lists no checks")]
+        readings: list[Reading] = []
+        for sensor in checks:
+            got = sensor.sense(interaction)
+            if asyncio.iscoroutine(got):
+                got = await got
+            readings += got
+        judged = [r for r in readings if r.passed is not None]
+        if not judged:
+            return [Reading(sensor_name=self.name, passed=None, details=readings[0].details)]
+        failed = [r for r in judged if not r.passed]
+        share = (len(judged) - len(failed)) / len(judged)
+        details = (f"{len(judged)} check(s) passed" if not failed else
+                   f"{len(failed)} of {len(judged)} failed; first: {failed[0].sensor_name}: "
+                   f"{failed[0].details}")
+        return [Reading(sensor_name=self.name, passed=not failed, score=share, details=details,
+                        metrics={"checks": len(judged), "failed": len(failed)})]
+
+
 def _score(stdout: str) -> float | None:
     """The `score` of a JSON object on the last line of `stdout`, if a finite number."""
     lines = [line for line in stdout.strip().splitlines() if line.strip()]
@@ -257,5 +310,6 @@ def _score(stdout: str) -> float | None:
     return float(value) if value == value and abs(value) != float("inf") else None
 
 
-__all__ = ["CheckOptions", "CheckSensor", "FileExistsOptions", "FileExistsSensor",
+__all__ = ["CASE_CHECK_KINDS", "CaseChecksOptions", "CaseChecksSensor", "CheckOptions",
+           "CheckSensor", "FileExistsOptions", "FileExistsSensor",
            "FileMatchesOptions", "FileMatchesSensor", "compiled", "matching_files"]

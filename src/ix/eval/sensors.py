@@ -26,6 +26,8 @@ from ix.eval.json_path import json_equal, resolve_json_path, short
 from ix.eval.live import KIND as LIVE_KIND
 from ix.eval.live import LiveOptions, live
 from ix.eval.outcome_sensors import (
+    CaseChecksOptions,
+    CaseChecksSensor,
     CheckOptions,
     CheckSensor,
     FileExistsOptions,
@@ -327,6 +329,10 @@ SENSORS: dict[str, SensorKind] = {
     "file_matches": SensorKind("file_matches", FileMatchesOptions,
                                lambda o, _: FileMatchesSensor(o)),
     "check": SensorKind("check", CheckOptions, lambda o, _: CheckSensor(o)),
+    # each case's own `checks:` (of the kinds above)
+    "case_checks": SensorKind("case_checks", CaseChecksOptions, lambda o, target: (
+        CaseChecksSensor(lambda kind, options, field: build_sensor(
+            kind, options, target_skill=target, field=field)))),
     # a sensor object given to ix.Experiment in code (`ix.eval.live`)
     LIVE_KIND: SensorKind(LIVE_KIND, LiveOptions, lambda o, _: live(o, "sensor")),
 }

@@ -15,6 +15,8 @@ from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.domain.workspace import Fixture, Workspace
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
+from ix.eval.outcome_sensors import CASE_CHECK_KINDS
+from ix.eval.sensors import build_sensor
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import check_distinct, check_name, shown, skeleton
 from ix.fs.resolve import EXPERIMENT_FILE
@@ -495,7 +497,7 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems,
     at = len(problems.found)  # the stray files' problems go first, once known
     for case_file in files:
         with problems.each():
-            cases += _case(case_file, origin, looks, template)
+            cases += _case(case_file, origin, looks, template, path)
     fixtures = {f.source for c in cases if c.workspace is not None for f in c.workspace.files}
     problems.found[at:at] = [ConfigError(
         f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
@@ -506,7 +508,8 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems,
 
 def _case(case_file: Path, origin: dict[str, Path],
           looks: dict[str, tuple[str, Path]],
-          template: list[Fixture] | None = None) -> list[EvalCase]:
+          template: list[Fixture] | None = None,
+          experiment: Path | None = None) -> list[EvalCase]:
     """The case a file holds, or with `variants:` the cases it expands into; with a
     workspace when the experiment names one or the case brings files."""
     meta, body = read_frontmatter(case_file)
@@ -535,13 +538,14 @@ def _case(case_file: Path, origin: dict[str, Path],
         raise ConfigError("the prompt (the body after the frontmatter) is empty",
                           file=case_file, field="body")
     own = case_fixtures(case_file, case_id, c.files)
+    checks = case_checks(c.checks, case_file, experiment or case_file.parent.parent)
     workspace = Workspace(files=(*(template or ()), *own)) \
         if template is not None or own else None
     case = EvalCase(
         id=case_id, prompt=prompt, expectation=c.expectation,
         history=turns_of(c.history, case_file), rationale=c.rationale,
         tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
-        workspace=workspace,
+        workspace=workspace, checks=checks,
     )
     if c.variants is None:
         return [case]
@@ -552,6 +556,30 @@ def _case(case_file: Path, origin: dict[str, Path],
                               f"{origin[variant.id].name}", file=case_file, field="variants")
         origin[variant.id] = case_file
     return expanded
+
+
+def case_checks(given: list[dict[str, Any]], case_file: Path,
+                experiment: Path) -> tuple[dict[str, Any], ...]:
+    """A case's `checks:`, each a sensor of `CASE_CHECK_KINDS` built once here to find its
+    mistakes (naming the file and `checks[i]`); `{{ experiment }}` in a check's command is
+    the experiment's folder (as in experiment.yaml)."""
+    out = []
+    for i, spec in enumerate(given):
+        kind = spec.get("kind")
+        if kind not in CASE_CHECK_KINDS:
+            raise ConfigError(f"kind {kind!r}: a case's checks are "
+                              f"{', '.join(CASE_CHECK_KINDS)}", file=case_file,
+                              field=f"checks[{i}].kind")
+        options = {k: v for k, v in spec.items() if k != "kind"}
+        if kind == "check" and isinstance(options.get("command"), list):
+            options["command"] = [a.replace("{{ experiment }}", str(experiment))
+                                  if isinstance(a, str) else a for a in options["command"]]
+        try:
+            build_sensor(kind, options, target_skill="", field=f"checks[{i}]")
+        except ConfigError as exc:
+            raise exc.at(file=case_file) from None
+        out.append({"kind": kind, **options})
+    return tuple(out)
 
 
 def _check_goal(spec: ExperimentSpec, subjects: list[Subject], file: Path) -> None:

@@ -318,6 +318,8 @@ class CaseSpec(_Strict):
     variants: dict[str, list[Any]] | list[dict[str, Any]] | None = None
     #: files or folders (relative to the case file) copied into each trial's workspace
     files: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    #: the case's own checks, run by the `case_checks` sensor (`ix.eval.outcome_sensors`)
+    checks: list[dict[str, Any]] = Field(default_factory=list)
 
     _id = field_validator("id")(_named("case id"))
     _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])

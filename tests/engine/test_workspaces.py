@@ -345,3 +345,33 @@ Sum input.csv.
                                     "  - {kind: activation}\n---\nx\n")
     with pytest.raises(ConfigError, match=r"checks\[0\]\.kind.*file_exists, file_matches"):
         load_experiment(exp, lab)
+
+
+JUDGE = """
+import json, sys
+prompt = sys.stdin.read()
+good = "### summary.txt" in prompt and "total=6" in prompt
+print(json.dumps({"scores": {"right": 10 if good else 0}, "reasoning": prompt[-120:]}))
+"""
+
+
+def test_a_judge_is_shown_the_files_the_subject_made(lab: Path):
+    """`llm_judge` with `inputs: [answer, files]`: a rubric that does not name `files` gets
+    them appended (each path and text); the judge here is a real program behind `command`."""
+    exp = outcome_lab(lab, trials=2, sensors=(
+        "  - {kind: llm_judge, agent: rubric.md, inputs: [answer, files]}"))
+    write(exp / "judge.py", JUDGE)
+    write(exp / "rubric.md", f"""---
+name: made-right
+runtime: {{kind: command, argv: [{json.dumps(sys.executable)}, {json.dumps(str(exp / "judge.py"))}],
+          stdin: "{{{{ prompt }}}}"}}
+dimensions: [right]
+scale: [0, 10]
+---
+Did the agent sum the file? Answer JSON.
+""")
+    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    for line in lines(exp):
+        matches, judged = line["readings"][0], line["readings"][3]
+        assert judged["sensor_name"] == "made-right"
+        assert judged["passed"] is matches["passed"], (judged, matches)

@@ -72,6 +72,8 @@ class Interaction(Model):
     #: the folder the subject worked in, as it left it (DESIGN.md §10), while the sensors
     #: read it; None: the case has no workspace
     workspace: Path | None = None
+    #: what the subject created or changed there (`ix.domain.workspace.Output`s)
+    outputs: tuple[Any, ...] = ()
 
 
 class Reading(Model):

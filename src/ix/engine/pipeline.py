@@ -266,7 +266,8 @@ class SensorComponent:
             return ()
         key = construct.subject
         interaction = Interaction(stimulus=key.case, trial_index=key.trial,
-                                  observation=outcome.observation, workspace=outcome.workspace)
+                                  observation=outcome.observation, workspace=outcome.workspace,
+                                  outputs=outcome.outputs or ())
         readings: list[Reading] = []
         for sensor in key.subject.sensors:
             try:

@@ -17,8 +17,11 @@ path relative to the experiment) with frontmatter and a Jinja body:
 
 The body is rendered in a sandboxed Jinja environment with `observation` (the subject's
 observation), `probe` (the case: id, prompt, expectation, tags, difficulty and its metadata
-keys) and `case` (the same). The judge's answer is parsed strictly: one JSON object with a
-score for exactly the declared dimensions, each within the scale; anything else is a trial
+keys), `case` (the same), and with `inputs: [answer, files, transcript]` (DESIGN.md §10)
+`files` (what the subject made in its workspace: `path`, `size`, `text`) and `transcript`
+(the runtime's raw transcript); an input the body does not name is appended to it. The
+judge's answer is parsed strictly: one JSON object with a score for exactly the declared
+dimensions, each within the scale; anything else is a trial
 error of kind `judge_unparseable`, not a silent fail. One sensor gives one reading whose
 `metrics` hold every dimension (multi-level grading is one sensor, several dimensions).
 """
@@ -26,7 +29,7 @@ error of kind `judge_unparseable`, not a silent fail. One sensor gives one readi
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
@@ -41,14 +44,26 @@ from ix.runtimes.registry import RuntimeContext, build_runtime
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2 import meta as jinja2_meta
 else:  # imported when a rubric is parsed
     jinja2 = lazy("jinja2")
+    jinja2_meta = lazy("jinja2.meta")
+
+
+Input = Literal["answer", "files", "transcript"]
+
+#: The most of one file, and of the transcript, the judge is shown.
+SHOWN_BYTES = 64 << 10
 
 
 class JudgeOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     agent: Annotated[str, Field(min_length=1)]
+    #: what the judge is shown (DESIGN.md §10): the answer (`observation`), the files the
+    #: subject made in its workspace (`files`), its transcript (`transcript`). One the
+    #: rubric does not name is appended to its prompt.
+    inputs: list[Input] = Field(default_factory=lambda: list[Input](["answer"]))
 
 
 class Rubric(Model):
@@ -98,10 +113,16 @@ def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, s
 class LLMJudgeSensor:
     """Renders the rubric for each interaction, asks the judge, parses its scores."""
 
-    def __init__(self, rubric: Rubric, body: str, source: str):
+    def __init__(self, rubric: Rubric, body: str, source: str,
+                 inputs: tuple[str, ...] = ("answer",)):
         self.name = rubric.name
         self.rubric = rubric
-        self.template = _templates._jinja().env.from_string(body)  # the one sandbox
+        env = _templates._jinja().env
+        named = jinja2_meta.find_undeclared_variables(env.parse(body))
+        # an input the rubric does not name is appended to what the judge reads
+        self.appended = [i for i in inputs if i in ("files", "transcript") and i not in named]
+        self.inputs = inputs
+        self.template = env.from_string(body)  # the one sandbox
         self.source = source
         spec = dict(rubric.runtime)
         if rubric.model is not None:
@@ -117,10 +138,14 @@ class LLMJudgeSensor:
         observation: Any = interaction.observation
         dump = getattr(observation, "model_dump", None)
         seen = dump(mode="json") if dump is not None else observation
+        files = _files(interaction) if "files" in self.inputs else []
+        transcript = _transcript(observation) if "transcript" in self.inputs else ""
         try:
-            prompt = self.template.render(observation=seen, probe=probe, case=probe)
+            prompt = self.template.render(observation=seen, probe=probe, case=probe,
+                                          files=files, transcript=transcript)
         except jinja2.TemplateError as exc:
             raise TrialError("judge_template", f"{self.source}: {exc}") from None
+        prompt += _appended(self.appended, files, transcript)
         stimulus = EvalCase(id=f"{case.id}:judge", prompt=prompt, expectation="acceptable")
         answer = await self.runtime.invoke(self.judge, stimulus,
                                            seed=interaction.trial_index)
@@ -151,15 +176,61 @@ class LLMJudgeSensor:
                        details=str(reasoning)[:2000])
 
 
+def _files(interaction: Interaction) -> list[dict[str, Any]]:
+    """The files the subject made (`path`, `size`, `text`: None for one that is no UTF-8
+    text, or past `SHOWN_BYTES`), read from its workspace; refused ones by their reason."""
+    out: list[dict[str, Any]] = []
+    for o in interaction.outputs:
+        entry: dict[str, Any] = {"path": o.path, "size": o.size, "text": None,
+                                 "refused": o.refused}
+        if o.refused is None and interaction.workspace is not None:
+            try:
+                with open(interaction.workspace / o.path, "rb") as f:
+                    data = f.read(SHOWN_BYTES + 1)
+                if len(data) <= SHOWN_BYTES and b"\x00" not in data:
+                    entry["text"] = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                pass
+        out.append(entry)
+    return out
+
+
+def _transcript(observation: Any) -> str:
+    """The runtime's raw transcript, as text (the last `SHOWN_BYTES` of it)."""
+    trace = getattr(observation, "trace", None)
+    if trace is None:
+        return ""
+    lines = trace if isinstance(trace, list | tuple) else [trace]
+    text = "\n".join(x if isinstance(x, str) else json.dumps(x, default=str) for x in lines)
+    return text[-SHOWN_BYTES:]
+
+
+def _appended(inputs: list[str], files: list[dict[str, Any]], transcript: str) -> str:
+    """What the judge is shown that the rubric does not name: each file, the transcript."""
+    parts: list[str] = []
+    if "files" in inputs:
+        parts.append("\n\n## Files the agent made in its workspace\n")
+        for f in files or []:
+            shown = f["text"] if f["text"] is not None else (
+                f"(not kept: {f['refused']})" if f["refused"] else
+                "(binary, or too large to show)")
+            parts.append(f"\n### {f['path']}\n```\n{shown}\n```\n")
+        if not files:
+            parts.append("\n(none)\n")
+    if "transcript" in inputs:
+        parts.append(f"\n\n## The agent's transcript\n```\n{transcript or '(none)'}\n```\n")
+    return "".join(parts)
+
+
 def build_judge(options: dict[str, Any], meta: dict[str, Any], body: str,
                 path: Path, field: str) -> LLMJudgeSensor:
     """The sensor for `sensor: {kind: llm_judge, agent: ...}`; the caller read the file."""
     try:
-        JudgeOptions.model_validate(options)
+        parsed = JudgeOptions.model_validate(options)
     except ValidationError as exc:
         raise from_validation_error(exc, JudgeOptions, prefix=field) from None
     rubric, text = parse_rubric(meta, body, path)
     try:
-        return LLMJudgeSensor(rubric, text, str(path))
+        return LLMJudgeSensor(rubric, text, str(path), tuple(parsed.inputs))
     except ConfigError as exc:
         raise exc.at(path) from None

@@ -181,3 +181,14 @@ def test_the_first_screen_says_at_what_cost_in_every_format_within_80_columns():
     md = "\n".join(_outcome_changes(report["outcomes"]) + _outcomes(report["outcomes"]))
     assert "**At what cost**: against without-skill" in md and "## Outcomes" in md
     assert outcome_change_parts({"outcomes": None}) == [] and _outcome_changes(None) == []
+
+
+def test_outcome_cells_never_use_exponents():
+    from ix.report.outcome_text import ratio_cell, value_cell
+
+    cell = value_cell("cost_usd", {"value": 1.3e-05, "ci": [2.87e-06, 0.00232]})
+    assert cell == "0.00001300 [0.000002870, 0.002320]" and "e-" not in cell
+    assert value_cell("duration_ms", {"value": 0.01, "ci": [None, None]}) == "0.0000100"
+    assert value_cell("tokens_input", {"value": 12345.6, "ci": [12000.0, 13000.4]}) == \
+        "12,346 [12,000, 13,000]"
+    assert ratio_cell({"value": 1.38, "ci": [1.21, 1.57]}) == "+38% [+21%, +57%]"

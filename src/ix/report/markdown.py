@@ -385,7 +385,8 @@ def _outcome_changes(outcomes: Mapping[str, Any] | None) -> list[str]:
         return []
     level = f"{outcomes['level'] * 100:g}%"
     control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
-    lines = [f"**At what cost**: against {control}, paired by case, the change of the mean "
+    lines = [f"**At what cost**: against {md_text(control)}, paired by case, the change of "
+             "the mean "
              f"[{level} CI] and P(lower).", ""]
     return lines + _table(["subject", "quantity", "change", "P(lower)"], against)
 

@@ -9,14 +9,23 @@ LABELS = {"tokens_input": "input tokens", "tokens_output": "output tokens",
           "cost_usd": "cost (USD)", "duration_ms": "time (s)"}
 
 
+def _plain(x: float, digits: int) -> str:
+    """`x` to `digits` significant digits, never in exponent form (`1.3e-05` would read as
+    two values, and a narrow table could cut it)."""
+    if x == 0:
+        return "0"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:,.{places}f}"
+
+
 def _number(metric: str, x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return "–"
     if metric == "cost_usd":
-        return f"{x:.4g}"
+        return _plain(x, 4)
     if metric == "duration_ms":
-        return f"{x / 1000:.3g}"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+        return _plain(x / 1000, 3)
+    return f"{x:,.0f}" if abs(x) >= 100 else _plain(x, 3)
 
 
 def value_cell(metric: str, e: Mapping[str, Any]) -> str:

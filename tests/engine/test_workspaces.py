@@ -375,3 +375,14 @@ Did the agent sum the file? Answer JSON.
         matches, judged = line["readings"][0], line["readings"][3]
         assert judged["sensor_name"] == "made-right"
         assert judged["passed"] is matches["passed"], (judged, matches)
+
+
+def test_ix_run_says_at_what_cost_against_the_control(lab: Path):
+    exp = outcome_lab(lab, trials=2)
+    text = (exp / "experiment.yaml").read_text()
+    write(exp / "experiment.yaml", text.replace("sensors:", "subjects:\n  - name: plain\n"
+                                                "  - name: also\nsensors:", 1))
+    r = ix_in_process("run", "--lab", str(lab), env={"COLUMNS": "80"})
+    assert r.code == 0, r.output
+    assert "at what cost: against plain, paired by case" in r.stdout
+    assert "also    │ time (s)" in r.stdout and not too_wide(r.stdout)

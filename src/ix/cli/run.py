@@ -10,6 +10,7 @@ from rich.markup import escape
 from ix import api
 from ix.api import sync as api_sync
 from ix.api.integrations import notify
+from ix.api.reports import kept_outcomes
 from ix.cli.options import (
     Address,
     CacheModeOption,
@@ -165,7 +166,8 @@ def run(
                      else (f"trials: {log}", f"summary: {r.summary_path}"))
             if i:
                 out.print()
-            out.print((summary_renderable if detail else run_screen)(r.summary, files))
+            out.print(summary_renderable(r.summary, files) if detail else
+                      run_screen(r.summary, files, kept_outcomes(r.run_dir)))
         if len(results) > 1:  # the answers together, last, where the eye lands
             out.print()
             out.print(verdicts_text([r.summary for r in results]))

@@ -21,6 +21,7 @@ from ix.report.terminal import (
     config_changes_text,
     context_parts,
     flips_text,
+    outcome_change_parts,
     rate_cell,
     rate_word,
     sweep_parts,
@@ -249,13 +250,16 @@ def run_cases(summary: Mapping[str, Any], block: dict[str, Any]) -> list[Rendera
     return [subject_table(block, title, sensor, shown), Text(f"{note}; {every}", style="dim")]
 
 
-def run_screen(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:
+def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
+               outcomes: Mapping[str, Any] | None = None) -> RenderableType:
     """What `ix run` prints per experiment: the first screen (`ix.report.screen`), with the
-    errored trials under the title and the verdict last."""
+    errored trials under the title and the verdict last; `outcomes` (the run's kept section)
+    adds at what cost, against the control."""
     errors = errors_text(summary) if summary.get("errors_by_kind") else None
     swept = sweep_report(summary) if summary.get("sweep") else None
     return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
-                             files=files, extra=load_parts(summary.get("load")))
+                             files=files, extra=[*load_parts(summary.get("load")),
+                                                 *outcome_change_parts({"outcomes": outcomes})])
 
 
 def summary_renderable(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:

@@ -132,6 +132,7 @@ def test_outcomes_are_the_mean_of_case_means_the_same_live_and_read_back():
     live.close()
     got = live.outcomes(["a", "b"])
     assert got == digest_of(lines).outcomes(["a", "b"])
+    # no tool call anywhere, no turns reported, every score 0 or 1: those are not listed
     assert got["metrics"] == ["tokens_input", "tokens_output", "cost_usd", "duration_ms"]
     # a: case means 20 (c1) and 60 (c2, its retry standing): 40; b: 30 and 100: 65
     assert got["by_subject"]["a"]["tokens_input"]["value"] == 40
@@ -192,3 +193,27 @@ def test_outcome_cells_never_use_exponents():
     assert value_cell("tokens_input", {"value": 12345.6, "ci": [12000.0, 13000.4]}) == \
         "12,346 [12,000, 13,000]"
     assert ratio_cell({"value": 1.38, "ci": [1.21, 1.57]}) == "+38% [+21%, +57%]"
+
+
+def test_turns_tool_calls_and_a_graded_score_are_outcomes_too():
+    """Turns where the runtime reports them, tool calls per trial, and the reading's score
+    once one is not 0 or 1 (a judge's): each a mean of case means; the same read back."""
+    from ix.report.run_report import digest_of
+
+    lines = []
+    for i, case in enumerate(("c1", "c2", "c3")):
+        for trial in range(2):
+            t = line("a", case, trial, passed=True, skill="x" if trial else None)
+            t["observation"]["meta"] = {"num_turns": 2 + i + trial}
+            t["reading"]["score"] = 0.5 + 0.1 * i
+            lines.append(t)
+    live = TrialDigest()
+    for t in lines:
+        live.add(t)
+    live.close()
+    got = live.outcomes(["a"])
+    assert got == digest_of(lines).outcomes(["a"])
+    assert {"tool_calls", "turns", "score"} <= set(got["metrics"])
+    a = got["by_subject"]["a"]
+    assert a["tool_calls"]["value"] == 0.5 and a["turns"]["value"] == 3.5
+    assert a["score"]["value"] == num(0.6) and a["score"]["method"] == "t"

@@ -67,7 +67,8 @@ class TrialDigest:
         self._scores: dict[str, dict[str, array[float]]] = {}
         # [valid trials, tokens in, tokens out, cost, duration ms, right trials] of the trials
         # that stand without error, by (subject, case): the outcomes section's case means
-        self._outcomes: dict[tuple[str, str], list[float]] = {}
+        self._outcomes: dict[tuple[str, str], dict[str, list[float]]] = {}
+        self._graded = False  # a reading scored other than 0 or 1 (a judge's, a check's)
         self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
         self._rows: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, dict[str, Any]] = {}
@@ -230,26 +231,32 @@ class TrialDigest:
 
     def _outcome(self, subject: str, case: str, line: Mapping[str, Any], reading: Any,
                  expectation: str, bad: bool | None) -> None:
-        """Count a trial that stands without error into its case's outcome sums: its usage
-        and duration (from its observation, or from `kept` of a line read back)."""
-        if "observation" in line:
-            obs = line["observation"] or {}
-            usage = (obs.get("tokens_input"), obs.get("tokens_output"), obs.get("cost_usd"))
-        else:
-            usage = line.get("usage") or (0, 0, 0.0)
+        """Count a trial that stands without error into its case's outcome sums: its usage,
+        duration, tool calls, turns and reading's score (from its observation, or from `kept`
+        of a line read back), and whether it was right."""
+        facts = _facts(line)
         cell = self._outcomes.get((subject, case))
         if cell is None:
-            cell = self._outcomes[subject, case] = [0, 0, 0, 0.0, 0.0, 0]
-        cell[0] += 1
-        for i, x in enumerate(usage, 1):
-            if _number(x):
-                cell[i] += float(x)
-        duration = line.get("duration_ms")
-        if _number(duration):
-            cell[4] += float(duration)
+            cell = self._outcomes[subject, case] = {}
+        for metric, value in facts.items():
+            if _number(value):
+                sums = cell.get(metric)
+                if sums is None:
+                    sums = cell[metric] = [0.0, 0]
+                sums[0] += float(value)
+                sums[1] += 1
+        score = reading.get("score") if reading else None
+        if _number(score):
+            sums = cell.setdefault("score", [0.0, 0])
+            sums[0] += float(score)
+            sums[1] += 1
+            if score not in (0, 1):
+                self._graded = True
+        right = cell.setdefault(RIGHT, [0.0, 0])
+        right[1] += 1
         if reading and not (bad if bad is not None
                             else wrong(expectation, bool(reading.get("passed")))):
-            cell[5] += 1
+            right[0] += 1
 
     # ------------------------------------------------------------------------- sections
 
@@ -263,36 +270,40 @@ class TrialDigest:
             return None
         order = [s for s in subjects if any(k[0] == s for k in self._outcomes)]
         order += sorted({k[0] for k in self._outcomes} - set(order))
-        cases = {s: sorted(c for (t, c), cell in self._outcomes.items() if t == s and cell[0])
-                 for s in order}
-        metrics = [m for i, m in enumerate(OUTCOME_METRICS, 1)
-                   if any(cell[i] for cell in self._outcomes.values())]
+        cells = self._outcomes
+        metrics = [m for m in OUTCOME_METRICS if any(
+            cell.get(m, (0.0, 0))[0] if m not in COUNTED else cell.get(m, (0.0, 0))[1]
+            for cell in cells.values()) and (m != "score" or self._graded)]
+        cases = {(s, m): sorted(c for (t, c), cell in cells.items()
+                                if t == s and cell.get(m, (0.0, 0))[1])
+                 for s in order for m in [*metrics, RIGHT]}
 
         def means(subject: str, metric: str, chosen: list[str]) -> list[float]:
-            i = OUTCOME_METRICS.index(metric) + 1
-            return [self._outcomes[subject, c][i] / self._outcomes[subject, c][0]
-                    for c in chosen]
+            return [cells[subject, c][metric][0] / cells[subject, c][metric][1] for c in chosen]
 
         def spent(subject: str, chosen: list[str]) -> tuple[list[float], list[float]]:
             return ([float(self._usage.get((subject, c), [0, 0, 0, 0.0])[3]) for c in chosen],
-                    [float(self._outcomes[subject, c][5]) for c in chosen])
+                    [cells[subject, c][RIGHT][0] for c in chosen])
 
         by_subject = {s: {m: _estimate(continuous.mean_interval(
-            means(s, m, cases[s]), level, skewed=True)) for m in metrics} for s in order}
+            means(s, m, cases[s, m]), level, skewed=m not in UNSKEWED)) for m in metrics}
+            for s in order}
         cost = "cost_usd" in metrics
-        per_success = {s: _estimate(continuous.cost_per_success(*spent(s, cases[s]), level))
+        per_success = {s: _estimate(continuous.cost_per_success(*spent(s, cases[s, RIGHT]),
+                                                                level))
                        for s in order} if cost else {}
         comparisons: list[OutcomeComparison] = []
         ratios: dict[str, OutcomeEstimate] = {}
         control = order[0]
         for s in order[1:]:
-            shared = sorted(set(cases[s]) & set(cases[control]))
             for m in metrics:
+                shared = sorted(set(cases[s, m]) & set(cases[control, m]))
                 c = continuous.compare(means(control, m, shared), means(s, m, shared), level)
                 comparisons.append({"subject": s, "control": control, "metric": m,
                                     "difference": _estimate(c.difference),
                                     "ratio": _estimate(c.ratio), "p_lower": num(c.p_lower)})
             if cost:
+                shared = sorted(set(cases[s, RIGHT]) & set(cases[control, RIGHT]))
                 ratios[s] = _estimate(continuous.cost_per_success_ratio(
                     spent(control, shared), spent(s, shared), level))
         return {"level": level, "metrics": metrics, "by_subject": by_subject,
@@ -381,8 +392,31 @@ class TrialDigest:
                               list(self._lanes), subjects)
 
 
-#: The quantities `TrialDigest.outcomes` summarises, in the order of its sums.
-OUTCOME_METRICS = ["tokens_input", "tokens_output", "cost_usd", "duration_ms"]
+#: The quantities `TrialDigest.outcomes` summarises per trial: a line's usage and duration,
+#: its tool calls and turns, and its reading's score (listed when a score is not 0 or 1: a
+#: judge's, a check's). Turns are listed when any trial reports them (a count of 0 says
+#: something); the others when any is not 0.
+OUTCOME_METRICS = ["tokens_input", "tokens_output", "cost_usd", "duration_ms", "tool_calls",
+                   "turns", "score"]
+COUNTED = frozenset({"turns"})
+#: Scores are bounded: their mean's interval is Student's t, not the skewed one's bootstrap.
+UNSKEWED = frozenset({"score"})
+RIGHT = "right"  # a cell's [right trials, trials]
+
+
+def _facts(line: Mapping[str, Any]) -> dict[str, Any]:
+    """A standing line's numbers for the outcomes section: from its observation (the engine's
+    record, or a line read back whole), or from what `kept` kept of it."""
+    if "observation" not in line:
+        return dict(line.get("facts") or {})
+    obs = line["observation"] or {}
+    meta: dict[str, Any] = obs["meta"] if isinstance(obs.get("meta"), dict) else {}
+    calls = obs.get("tool_calls")
+    return {"tokens_input": obs.get("tokens_input") or 0,
+            "tokens_output": obs.get("tokens_output") or 0,
+            "cost_usd": obs.get("cost_usd") or 0.0, "duration_ms": line.get("duration_ms"),
+            "tool_calls": len(calls) if isinstance(calls, list) else None,
+            "turns": meta.get("num_turns", meta.get("turns"))}
 
 
 def _estimate(e: "continuous.Estimate") -> "OutcomeEstimate":
@@ -410,8 +444,7 @@ def kept(t: Mapping[str, Any]) -> dict[str, Any]:
                                   "error", "reading")}
     line["invoked"] = invoked_skills(obs)
     if not t.get("error"):  # what the outcomes section reads of a trial that stands
-        line["usage"] = (obs.get("tokens_input"), obs.get("tokens_output"), obs.get("cost_usd"))
-        line["duration_ms"] = t.get("duration_ms")
+        line["facts"] = _facts(t)
     if wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
             and not t.get("error"):  # a wrong answer: keep its start, as an example
         line["answer"] = _answer(obs)

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 LABELS = {"tokens_input": "input tokens", "tokens_output": "output tokens",
-          "cost_usd": "cost (USD)", "duration_ms": "time (s)"}
+          "cost_usd": "cost (USD)", "duration_ms": "time (s)", "tool_calls": "tool calls",
+          "turns": "turns", "score": "score"}
 
 
 def _plain(x: float, digits: int) -> str:

@@ -162,6 +162,7 @@ def test_the_first_screen_says_at_what_cost_in_every_format_within_80_columns():
 
     from conftest import too_wide
     from ix.report.markdown import _outcome_changes, _outcomes
+    from ix.report.tables import fit
     from ix.report.terminal import outcome_change_parts, outcome_parts
 
     digest = TrialDigest()
@@ -174,7 +175,7 @@ def test_the_first_screen_says_at_what_cost_in_every_format_within_80_columns():
     buffer = io.StringIO()
     console = Console(file=buffer, width=80, no_color=True)
     for part in [*outcome_change_parts(report), *outcome_parts(report)]:
-        console.print(part)
+        console.print(fit(part))  # as every command prints: a table too wide becomes records
     text = buffer.getvalue()
     assert not too_wide(text)
     assert "at what cost: against without-skill" in text and "+40% [+40%, +40%]" in text
@@ -217,3 +218,23 @@ def test_turns_tool_calls_and_a_graded_score_are_outcomes_too():
     a = got["by_subject"]["a"]
     assert a["tool_calls"]["value"] == 0.5 and a["turns"]["value"] == 3.5
     assert a["score"]["value"] == num(0.6) and a["score"]["method"] == "t"
+
+
+def test_each_quantitys_comparisons_are_holm_adjusted_across_the_subjects():
+    from statsmodels.stats.multitest import multipletests
+
+    digest = TrialDigest()
+    for i in range(8):
+        for subject, scale in (("control", 1.0), ("b", 1.1), ("c", 2.0)):
+            for trial in range(2):
+                digest.add(line(subject, f"case-{i}", trial, passed=True,
+                                tokens=int(100 * scale * (1 + (i * 7 + trial * 3) % 5)),
+                                usd=0.001 * scale))
+    digest.close()
+    got = digest.outcomes(["control", "b", "c"])
+    tokens = [c for c in got["comparisons"] if c["metric"] == "tokens_input"]
+    assert [c["subject"] for c in tokens] == ["b", "c"]
+    raw = [c["p"] for c in tokens]
+    expected = multipletests(raw, method="holm")[1]
+    assert [c["p_holm"] for c in tokens] == [num(x) for x in expected]
+    assert all(c["p_holm"] >= c["p"] for c in tokens)

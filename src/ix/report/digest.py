@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 from ix.eval.numbers import num
 from ix.report import figures
 from ix.stats import continuous
+from ix.stats.power import holm
 from ix.store.trial_lines import invoked_skills
 
 if TYPE_CHECKING:
@@ -299,13 +300,21 @@ class TrialDigest:
             for m in metrics:
                 shared = sorted(set(cases[s, m]) & set(cases[control, m]))
                 c = continuous.compare(means(control, m, shared), means(s, m, shared), level)
+                two_sided = (min(1.0, 2 * min(c.p_lower, 1 - c.p_lower))
+                             if math.isfinite(c.p_lower) else None)
                 comparisons.append({"subject": s, "control": control, "metric": m,
                                     "difference": _estimate(c.difference),
-                                    "ratio": _estimate(c.ratio), "p_lower": num(c.p_lower)})
+                                    "ratio": _estimate(c.ratio), "p_lower": num(c.p_lower),
+                                    "p": num(two_sided), "p_holm": None})
             if cost:
                 shared = sorted(set(cases[s, RIGHT]) & set(cases[control, RIGHT]))
                 ratios[s] = _estimate(continuous.cost_per_success_ratio(
                     spent(control, shared), spent(s, shared), level))
+        for m in metrics:  # each quantity's family: the subjects against the control
+            family = [row for row in comparisons if row["metric"] == m and row["p"] is not None]
+            for row, adjusted in zip(family, holm([float(r["p"] or 0.0) for r in family]),
+                                     strict=True):
+                row["p_holm"] = num(adjusted)
         return {"level": level, "metrics": metrics, "by_subject": by_subject,
                 "comparisons": comparisons, "cost_per_success": per_success,
                 "cost_per_success_ratio": ratios,

@@ -387,8 +387,9 @@ def _outcome_changes(outcomes: Mapping[str, Any] | None) -> list[str]:
     control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
     lines = [f"**At what cost**: against {md_text(control)}, paired by case, the change of "
              "the mean "
-             f"[{level} CI] and P(lower).", ""]
-    return lines + _table(["subject", "quantity", "change", "P(lower)"], against)
+             f"[{level} CI], P(lower), and the two-sided p adjusted by Holm across the "
+             "subjects.", ""]
+    return lines + _table(["subject", "quantity", "change", "P(lower)", "p Holm"], against)
 
 
 def _sensors(by_subject: Mapping[str, Mapping[str, Any]] | None) -> list[str]:

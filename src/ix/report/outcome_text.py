@@ -61,12 +61,14 @@ def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]
 
 def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
     """Each other subject against the control: subject, quantity, the change of its mean
-    [interval], P(lower); then cost per success."""
+    [interval], P(lower), the paired difference's two-sided p adjusted by Holm across the
+    subjects; then cost per success."""
     rows = [[c["subject"], LABELS.get(c["metric"], c["metric"]), ratio_cell(c["ratio"]),
-             "–" if c["p_lower"] is None else f"{c['p_lower']:.2f}"]
+             "–" if c["p_lower"] is None else f"{c['p_lower']:.2f}",
+             "–" if c.get("p_holm") is None else f"{c['p_holm']:.3f}"]
             for c in outcomes["comparisons"]]
     for subject, e in outcomes["cost_per_success_ratio"].items():
-        rows.append([subject, "cost per success", ratio_cell(e), ""])
+        rows.append([subject, "cost per success", ratio_cell(e), "", ""])
     return rows
 
 

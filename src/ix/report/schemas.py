@@ -425,6 +425,10 @@ class OutcomeComparison(ClosedDict):
     difference: OutcomeEstimate
     ratio: OutcomeEstimate
     p_lower: Annotated[float | None, Field(description="P(the subject's mean is lower)")]
+    p: Annotated[float | None, Field(description="two-sided, of the paired difference")]
+    p_holm: Annotated[float | None, Field(
+        description="`p` adjusted by Holm across the subjects compared with the control on "
+                    "this quantity (the family of the rates' comparisons)")]
 
 
 class Outcomes(ClosedDict):

@@ -323,7 +323,7 @@ def outcome_change_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
     table = _table(f"at what cost: against {control}, paired by case, the change of the "
                    f"mean [{level} CI]", "subject", "quantity", "change", "P(lower)",
-                   right=("change", "P(lower)"))
+                   "p Holm", right=("change", "P(lower)", "p Holm"))
     for row in against:
         table.add_row(*row)
     return [Text(""), table]

@@ -38,7 +38,8 @@ def _both(objects: list, width: int) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    """The example lab's three runs, reported."""
+    """The example lab's four runs, reported (the outcome experiment's tables of tokens,
+    time and cost among them)."""
     lab = tmp_path_factory.mktemp("plain") / "lab"
     shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", ".ix"))
     r = ix_in_process("run", "--lab", str(lab), "--progress", "none")
@@ -48,7 +49,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_report_prints_as_rich_prints_it_and_mostly_without_rich(reports, width):
-    assert len(reports) == 3
+    assert len(reports) == 4
     for data in reports:
         view = report_renderable(data)
         ours, theirs = _both([view], width)

@@ -41,7 +41,8 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
     r = example["run"]
     blocks = _blocks(r.stdout)
     names = [b[0].split(":")[0] for b in blocks[:-1]]
-    assert names == ["coexistence", "context-degradation", "skill-activation"], r.stdout
+    assert names == ["coexistence", "context-degradation", "outcome", "skill-activation"], \
+        r.stdout
     for block in blocks[:-1]:
         while not block[-1]:
             block.pop()  # the blank line between experiments
@@ -53,6 +54,9 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
     assert blocks[-1][0] == "verdicts" and r.stdout.rstrip().splitlines()[-1] == blocks[-1][-1]
     assert [line.split(":")[0] for line in blocks[-1][1:]] == names
     assert "coexistence: SUPPORTED (recall -0.294 [-0.46, -0.02])" in r.stdout
+    # the outcome experiment's screen says at what cost, a line per subject
+    assert "at what cost against without-skill" in r.stdout
+    assert "  with-skill: output tokens +" in r.stdout
     assert not too_wide(r.stdout), too_wide(r.stdout)
     # through a pipe each warning is one line, for grep; on a terminal it wraps by the rule
     warning = next(line for line in r.stderr.splitlines() if "[too-few-cases]" in line)
@@ -123,6 +127,6 @@ def test_on_a_terminal_warnings_wrap_by_the_rule_and_keep_commands_whole(example
     r = run_ix("validate", "--lab", str(example["lab"]),
                env={**NARROW, "FORCE_COLOR": "1"})
     assert r.code == 0, r.output
-    assert r.stderr.count("ix: warning:") == 2
+    assert r.stderr.count("ix: warning:") == 3  # too few cases in three examples
     assert not too_wide(r.stderr), r.stderr
     assert "`ix plan coexistence`" in r.stderr and "rate 0.5" in r.stderr

@@ -30,6 +30,10 @@ total = sum(int(x) for x in given.read_text().split())
 open("summary.txt", "w").write(f"total={total}\\n" if r.random() < 0.7 else "oops\\n")
 given.unlink()
 extra = os.environ.get("EXTRA", "")
+if extra == "usage":  # what it spent, for `report_usage` (after its folder, on the last line)
+    print(os.getcwd())
+    print('{"tokens_input": %d, "tokens_output": 50, "cost_usd": 0.001}' % (100 + total))
+    raise SystemExit(0)
 if extra == "symlink":
     os.symlink("/etc/passwd", "leak.txt")
 if extra == "big":
@@ -378,11 +382,26 @@ Did the agent sum the file? Answer JSON.
 
 
 def test_ix_run_says_at_what_cost_against_the_control(lab: Path):
-    exp = outcome_lab(lab, trials=2)
+    exp = outcome_lab(lab, trials=2, extra="usage")
     text = (exp / "experiment.yaml").read_text()
     write(exp / "experiment.yaml", text.replace("sensors:", "subjects:\n  - name: plain\n"
-                                                "  - name: also\nsensors:", 1))
+                                                "  - name: also\nsensors:", 1).replace(
+        "  env:", "  report_usage: true\n  env:", 1))
     r = ix_in_process("run", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
-    assert "at what cost: against plain, paired by case" in r.stdout
-    assert "also    │ time (s)" in r.stdout and not too_wide(r.stdout)
+    assert "at what cost against plain" in r.stdout
+    assert "  also: output tokens +0% [+0%, +0%], time (s) " in r.stdout
+    assert not too_wide(r.stdout)
+
+
+def test_the_same_prompt_on_other_files_is_another_question(lab: Path):
+    from ix.eval.design import DesignWarning, _duplicates
+
+    exp = outcome_lab(lab)
+    write(exp / "cases" / "again.md", "---\nexpectation: must_trigger\nfiles: [given]\n"
+                                      "---\nSum it.\n")
+    cases = load_experiment(exp, lab).experiment.cases
+    found: list[DesignWarning] = []
+    _duplicates(list(cases), found)
+    assert [w.message.split(" have")[0] for w in found] == ["cases again, given"]
+    assert "same prompt (ignoring case and whitespace) and files" in found[0].message

@@ -282,9 +282,12 @@ def _unbalanced(exp: Experiment, cases: list[EvalCase], reported: set[str], filt
 
 
 def _duplicates(cases: list[EvalCase], out: list[DesignWarning]) -> None:
-    seen: dict[str, list[EvalCase]] = {}
+    """Cases that ask the same question: the same prompt (ignoring case and whitespace) and
+    the same files (a task with other fixtures is another question)."""
+    seen: dict[tuple[str, str], list[EvalCase]] = {}
     for case in cases:
-        seen.setdefault(" ".join(case.prompt.split()).casefold(), []).append(case)
+        files = case.workspace.digest if case.workspace is not None else ""
+        seen.setdefault((" ".join(case.prompt.split()).casefold(), files), []).append(case)
     for group in seen.values():
         if len(group) < 2:
             continue
@@ -293,7 +296,8 @@ def _duplicates(cases: list[EvalCase], out: list[DesignWarning]) -> None:
         clash = f" but different expectations ({', '.join(labels)})" if len(labels) > 1 else ""
         out.append(DesignWarning(
             code="duplicate-prompt", field="cases",
-            message=f"cases {ids} have the same prompt (ignoring case and whitespace){clash}: "
+            message=f"cases {ids} have the same prompt (ignoring case and whitespace)"
+                    f"{' and files' if group[0].workspace is not None else ''}{clash}: "
                     "a duplicate counts one question twice; keep one"))
 
 

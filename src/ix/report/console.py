@@ -13,6 +13,7 @@ from rich.text import Text
 from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.load_test import load_parts
+from ix.report.outcome_text import brief_lines
 from ix.report.screen import screen
 from ix.report.screen_text import VERDICT_STYLE, screen_renderable, verdict_parts, verdict_word
 from ix.report.sweep import sweep_report
@@ -21,7 +22,6 @@ from ix.report.terminal import (
     config_changes_text,
     context_parts,
     flips_text,
-    outcome_change_parts,
     rate_cell,
     rate_word,
     sweep_parts,
@@ -259,7 +259,13 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
     swept = sweep_report(summary) if summary.get("sweep") else None
     return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
                              files=files, extra=[*load_parts(summary.get("load")),
-                                                 *outcome_change_parts({"outcomes": outcomes})])
+                                                 *_cost(outcomes)])
+
+
+def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:
+    """At what cost, briefly (a line per subject: the screen stays one screen)."""
+    lines = brief_lines(outcomes) if outcomes else []
+    return [Text(""), Text("\n".join(lines))] if lines else []
 
 
 def summary_renderable(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:

@@ -72,4 +72,34 @@ def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-__all__ = ["LABELS", "comparison_rows", "ratio_cell", "subject_rows", "value_cell"]
+#: What `ix run`'s screen says of the cost, of the quantities there are (one screen: the
+#: report has them all): output tokens, time, and cost per success (else cost).
+BRIEF = ("tokens_output", "duration_ms", "cost_per_success", "cost_usd")
+
+
+def brief_lines(outcomes: Mapping[str, Any]) -> list[str]:
+    """At what cost, a line per subject against the control: `with-skill: output tokens
+    +38% [+21%, +57%], time ...` (of `BRIEF`); the first line says against whom. Nothing
+    when no subject spent tokens or money."""
+    if not outcomes or not outcomes["comparisons"] or not {
+            "tokens_input", "tokens_output", "cost_usd"} & set(outcomes["metrics"]):
+        return []  # nothing spent (an offline router): its time alone is not the question
+    control = outcomes["comparisons"][0]["control"]
+    level = f"{outcomes['level'] * 100:g}%"
+    lines = [f"at what cost against {control} (change of the mean [{level} CI], paired by "
+             "case; `ix report` has every quantity):"]
+    for subject in dict.fromkeys(c["subject"] for c in outcomes["comparisons"]):
+        cells = {c["metric"]: c["ratio"] for c in outcomes["comparisons"]
+                 if c["subject"] == subject}
+        if subject in outcomes["cost_per_success_ratio"]:
+            cells["cost_per_success"] = outcomes["cost_per_success_ratio"][subject]
+        chosen = [m for m in BRIEF if m in cells]
+        if "cost_per_success" in chosen and "cost_usd" in chosen:
+            chosen.remove("cost_usd")
+        parts = [f"{LABELS.get(m, m.replace('_', ' '))} {ratio_cell(cells[m])}" for m in chosen]
+        lines.append(f"  {subject}: " + ", ".join(parts))
+    return lines
+
+
+__all__ = ["BRIEF", "LABELS", "brief_lines", "comparison_rows", "ratio_cell", "subject_rows",
+           "value_cell"]

@@ -34,6 +34,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # this process (a CI's) would become the width of ix's consoles for good when they are made.
 os.environ.pop("COLUMNS", None)
 EXAMPLE_LAB = REPO / "examples" / "lab"
+#: Copies the example lab's routing experiments only (`shutil.copytree(..., ignore=...)`):
+#: tests of CI's mechanics need no more, and the outcome example's hundred trials of programs
+#: would only slow them down.
+ROUTING_ONLY = shutil.ignore_patterns("results", "artifacts", "outcome")
 
 
 def _ix_argv() -> list[str]:

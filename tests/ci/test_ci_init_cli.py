@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ROUTING_ONLY, ix_in_process, run_ix  # type: ignore[attr-defined]
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     shutil.copytree(EXAMPLE_LAB, root / "lab",
-                    ignore=shutil.ignore_patterns("results", "artifacts"))
+                    ignore=ROUTING_ONLY)
     return root
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ROUTING_ONLY, ix_in_process, run_ix  # type: ignore[attr-defined]
 
 BIN = str(Path(sys.executable).parent)
 GIT = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
@@ -76,7 +76,7 @@ def origin(tmp_path_factory) -> Path:
     real `ix ci init`."""
     root = tmp_path_factory.mktemp("origin")
     lab = root / "labs" / "main"
-    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=ROUTING_ONLY)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     assert ix_in_process("run", "--lab", str(lab), "--progress", "none", cwd=root).code == 0
     for name in EXPERIMENTS:

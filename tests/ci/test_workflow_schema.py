@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, write  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ROUTING_ONLY, write  # type: ignore[attr-defined]
 from ix.api.integrations import ci
 from ix.domain.errors import ConfigError
 
@@ -17,7 +17,7 @@ def repo(tmp_path: Path) -> Path:
     copy of the example lab under labs/main."""
     root = tmp_path / "repo"
     shutil.copytree(EXAMPLE_LAB, root / "labs" / "main",
-                    ignore=shutil.ignore_patterns("results", "artifacts"))
+                    ignore=ROUTING_ONLY)
     return root
 
 

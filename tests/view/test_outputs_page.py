@@ -2,29 +2,16 @@
 inline, anything else as a download that is never rendered as a page; a path the trial did not
 keep, or a copy changed since, is a 404 saying why."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
 
+from conftest import ix_in_process, write
 from ix.view.app import create_app
-
-
-def _tests_conftest() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "ix_tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_shared = _tests_conftest()
 
 MAKER = """
 import os
@@ -38,8 +25,8 @@ os.symlink("/etc/passwd", "leak")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lab = tmp_path_factory.mktemp("outputs") / "lab"
     exp = lab / "made"
-    _shared.write(exp / "maker.py", MAKER)
-    _shared.write(exp / "experiment.yaml", f"""
+    write(exp / "maker.py", MAKER)
+    write(exp / "experiment.yaml", f"""
         name: made
         trials: 1
         workspace: {{}}
@@ -47,8 +34,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    {json.dumps(str(exp / "maker.py"))}]}}
         sensor: {{kind: file_exists, path: notes.txt}}
         """)
-    _shared.write(exp / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nx\n")
-    r = _shared.ix_in_process("run", "--lab", str(lab))
+    write(exp / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nx\n")
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 0, r.output
     return lab
 

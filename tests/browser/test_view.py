@@ -38,6 +38,11 @@ SCRIPT = "<script>window.__pwned = 'script'</script>"
 PAYLOAD = SCRIPT + "<img src=x onerror=\"window.__pwned = 'img'\">"
 SECRET = "IX-SECRET-OUTSIDE-THE-LAB"
 WEIRD_ID = "w<img src=x onerror=window.__pwned=1>"
+#: The outcome subject: a page of hostile HTML and a binary file, made in its workspace.
+MAKER = """
+open("notes.html", "w").write({payload!r} + " the notes")
+open("data.bin", "wb").write(bytes(range(256)))
+"""
 #: Every request of the browser goes to the viewer on 127.0.0.1 (or is inline data).
 VIEW_PREFIXES = ("http://127.0.0.1:", "data:")
 
@@ -137,12 +142,24 @@ def make_lab(root: Path) -> tuple[Path, dict[str, Any]]:
     case_file(exp, "weird", "should_not_trigger", "A case with a hostile id. [xss]",
               extra=f"id: '{WEIRD_ID}'\n")
     mock_experiment(lab, "activation", rates={"must-001": 1.0, "must-002": 0.5}, trials=4)
+    made = lab / "made"  # an outcome experiment: what its subject makes in its workspace
+    write(made / "maker.py", MAKER.format(payload=PAYLOAD))
+    write(made / "experiment.yaml", f"""
+        name: made
+        trials: 1
+        workspace: {{}}
+        runtime: {{kind: command, argv: [{json.dumps(sys.executable)},
+                   {json.dumps(str(made / "maker.py"))}]}}
+        sensor: {{kind: file_exists, path: notes.html}}
+    """)
+    case_file(made, "make-001", "must_trigger", "Make the files.")
     env = {"ANTHROPIC_API_KEY": "sk-ant-fake-key-for-tests"}
     for _ in range(2):
         r = run_ix("run", "--lab", str(lab), "traced", env=env, timeout=180)
         assert r.code == 0, r.output
-    r = run_ix("run", "--lab", str(lab), "activation", env=env)
-    assert r.code == 0, r.output
+    for name in ("activation", "made"):
+        r = run_ix("run", "--lab", str(lab), name, env=env)
+        assert r.code == 0, r.output
     run_ids = sorted(p.name for p in (exp / "results" / "runs").iterdir())
     assert len(run_ids) == 2
     first, second = run_ids
@@ -174,8 +191,9 @@ def make_lab(root: Path) -> tuple[Path, dict[str, Any]]:
                              (91, f"runs/{first}/traces/evil-link.jsonl.gz"),
                              (92, str(outside / "secret.txt"))):
             f.write(json.dumps({**line, "trial": trial, "trace": trace}) + "\n")
+    (made_run,) = (p.name for p in (made / "results" / "runs").iterdir())
     return lab, {"first": first, "second": second, "outside": outside, "stolen": stolen,
-                 "symlinked": symlinked}
+                 "symlinked": symlinked, "made": made_run}
 
 
 @dataclass
@@ -257,7 +275,8 @@ def test_click_from_the_experiments_to_a_trace(browse: Any, viewer: Viewer):
     page = browse.page
     page.goto(viewer.url)
     assert page.locator("main > h1").inner_text() == "Experiments"
-    assert page.locator("section.experiment h2").all_inner_texts() == ["activation", "traced"]
+    assert page.locator("section.experiment h2").all_inner_texts() == ["activation", "made",
+                                                                        "traced"]
     shot(browse, "experiments")
 
     second = viewer.facts["second"]
@@ -302,6 +321,27 @@ def test_click_from_the_experiments_to_a_trace(browse: Any, viewer: Viewer):
     shot(browse, "trace")
 
     assert browse.console_errors == [] and browse.page_errors == []
+    no_script_ran(browse)
+
+
+def test_the_files_a_subject_made_show_as_text_and_download_as_bytes(browse: Any,
+                                                                    viewer: Viewer):
+    """An outcome trial's page: a hostile HTML file it made shows as text and never runs; a
+    kept file downloads as the bytes the run kept, never opened as a page."""
+    page = browse.page
+    page.goto(f"{viewer.url}/runs/{viewer.facts['made']}/trial?"
+              + urlencode({"subject": "made", "case": "make-001", "trial": 0}))
+    assert page.locator("section.outputs h2").inner_text().startswith("Files the subject made")
+    assert PAYLOAD + " the notes" in page.locator("pre.output").inner_text()
+    no_script_ran(browse)
+    shot(browse, "outputs")
+    links = page.locator("section.outputs a", has_text="download")
+    assert links.count() == 2
+    with page.expect_download() as info:
+        links.nth(0).click()  # data.bin sorts first
+    download = info.value
+    assert download.suggested_filename == "data.bin"
+    assert Path(download.path()).read_bytes() == bytes(range(256))
     no_script_ran(browse)
 
 

@@ -329,7 +329,7 @@ def test_the_files_a_subject_made_show_as_text_and_download_as_bytes(browse: Any
     """An outcome trial's page: a hostile HTML file it made shows as text and never runs; a
     kept file downloads as the bytes the run kept, never opened as a page."""
     page = browse.page
-    page.goto(f"{viewer.url}/runs/{viewer.facts['made']}/trial?"
+    page.goto(f"{viewer.url}runs/{viewer.facts['made']}/trial?"
               + urlencode({"subject": "made", "case": "make-001", "trial": 0}))
     assert page.locator("section.outputs h2").inner_text().startswith("Files the subject made")
     assert PAYLOAD + " the notes" in page.locator("pre.output").inner_text()

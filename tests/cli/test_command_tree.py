@@ -81,7 +81,7 @@ def test_validate_imports_no_numbers_library_and_not_the_run_loop(tmp_path):
     assert not {m.split(".")[0] for m in modules} & {"numpy", "scipy", "duckdb", "httpx"}
     output, modules = imported_by("validate", "--lab", str(lab))
     assert "✓ coexistence" in output and " ".join(output.split()).count(
-        "by the one-sided t approximation") == 2
+        "by the one-sided t approximation") == 3
     assert not {m.split(".")[0] for m in modules} & {"duckdb", "httpx"}
     assert "ix.runtimes.lexical" in modules
     assert not {"ix.runtimes.anthropic", "ix.runtimes.claude_code", "ix.api.query",

@@ -98,7 +98,8 @@ def test_the_whole_example_lab_validates(example_lab):
     r = run_ix("validate", "--lab", str(example_lab), "--json")
     assert r.code == 0, r.output
     reports = {rep["experiment"]: rep for rep in json.loads(r.stdout)}
-    assert set(reports) == {"skill-activation", "coexistence", "context-degradation"}
+    assert set(reports) == {"skill-activation", "coexistence", "context-degradation",
+                            "outcome"}
     assert all(rep["ok"] for rep in reports.values())
     coexistence = reports["coexistence"]
     assert coexistence["cases"] >= 20

@@ -17,13 +17,13 @@ from ix.domain.workspace import Fixture, Workspace
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.eval.outcome_sensors import CASE_CHECK_KINDS
 from ix.eval.sensors import build_sensor
+from ix.fs.fixtures import case_fixtures, template_fixtures
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import check_distinct, check_name, shown, skeleton
 from ix.fs.resolve import EXPERIMENT_FILE
 from ix.fs.yamlio import load_yaml_file
 from ix.lab.config import Defaults, resolve_defaults
 from ix.lab.context import Context, load_context
-from ix.lab.fixtures import case_fixtures, template_fixtures
 from ix.lab.history import turns_of
 from ix.lab.schema import (
     CaseSpec,

@@ -19,6 +19,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.models import EvalCase, Seeding, Turn
+from ix.eval.outcome_sensors import with_experiment
 from ix.eval.plugins import Plugin, in_use
 from ix.eval.sensors import build_sensor, target_skill
 from ix.fs.frontmatter import read_frontmatter
@@ -356,18 +357,9 @@ def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSenso
     )
 
 
-#: What a `check` sensor's command may name the experiment's folder by.
-EXPERIMENT_VARIABLE = "{{ experiment }}"
-
-
 def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target: str,
             field: str) -> Sensor | AsyncSensor:
-    if kind == "check" and isinstance(options.get("command"), list):
-        # `{{ experiment }}` in a check's command is the experiment's folder (its grader
-        # lives there, not in the workspace the subject sees)
-        options = {**options, "command": [
-            a.replace(EXPERIMENT_VARIABLE, str(loaded.path)) if isinstance(a, str) else a
-            for a in options["command"]]}
+    options = with_experiment(kind, options, loaded.path)
     if kind != "llm_judge":
         return build_sensor(kind, options, target_skill=target, field=field)
     # the judge's rubric is a file of the experiment, read here (the lab layer) and handed

@@ -22,7 +22,7 @@ from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Interaction, Reading
 from ix.eval.json_path import json_equal, parse_json_path, resolve_json_path, short
-from ix.eval.process import program_env, run_process
+from ix.eval.process import last_json_object, program_env, run_process
 
 #: The most of a file `file_matches` reads.
 MAX_READ_BYTES = 16 << 20
@@ -242,6 +242,21 @@ class CheckSensor:
                                                      else {})})]
 
 
+#: What a `check` sensor's command may name the experiment's folder by: its grader lives
+#: there, not in the workspace the subject sees.
+EXPERIMENT_VARIABLE = "{{ experiment }}"
+
+
+def with_experiment(kind: str, options: dict[str, Any], experiment: Path) -> dict[str, Any]:
+    """A sensor's options with `{{ experiment }}` in a `check`'s command made the
+    experiment's folder (experiment.yaml's sensors and a case's `checks:` alike)."""
+    command = options.get("command")
+    if kind != "check" or not isinstance(command, list):
+        return options
+    return {**options, "command": [a.replace(EXPERIMENT_VARIABLE, str(experiment))
+                                   if isinstance(a, str) else a for a in command]}
+
+
 #: The sensor kinds a case may list in its own `checks:` (what reads its workspace).
 CASE_CHECK_KINDS = ("file_exists", "file_matches", "check")
 
@@ -297,19 +312,24 @@ class CaseChecksSensor:
 
 def _score(stdout: str) -> float | None:
     """The `score` of a JSON object on the last line of `stdout`, if a finite number."""
-    lines = [line for line in stdout.strip().splitlines() if line.strip()]
-    if not lines:
-        return None
-    try:
-        data = json.loads(lines[-1])
-    except ValueError:
-        return None
-    value = data.get("score") if isinstance(data, dict) else None
+    value = last_json_object(stdout).get("score")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if value == value and abs(value) != float("inf") else None
 
 
-__all__ = ["CASE_CHECK_KINDS", "CaseChecksOptions", "CaseChecksSensor", "CheckOptions",
-           "CheckSensor", "FileExistsOptions", "FileExistsSensor",
-           "FileMatchesOptions", "FileMatchesSensor", "compiled", "matching_files"]
+__all__ = [
+    "CASE_CHECK_KINDS",
+    "EXPERIMENT_VARIABLE",
+    "CaseChecksOptions",
+    "CaseChecksSensor",
+    "CheckOptions",
+    "CheckSensor",
+    "FileExistsOptions",
+    "FileExistsSensor",
+    "FileMatchesOptions",
+    "FileMatchesSensor",
+    "compiled",
+    "matching_files",
+    "with_experiment",
+]

@@ -9,10 +9,12 @@ whole process group is killed and reaped before the call ends.
 import asyncio
 import codecs
 import contextlib
+import json
 import os
 import signal
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from ix.domain.errors import TrialError
 from ix.eval.models import EvalObservation
@@ -133,4 +135,15 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
             continue
 
 
-__all__ = ["BASE_ENV", "BASE_ENV_PREFIXES", "MIB", "program_env", "run_process"]
+def last_json_object(stdout: str) -> dict[str, Any]:
+    """The JSON object on the last non-blank line of a program's output (how a program tells
+    ix what it spent, or its score); {} when there is none."""
+    lines = stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+__all__ = ["BASE_ENV", "BASE_ENV_PREFIXES", "MIB", "last_json_object", "program_env", "run_process"]

@@ -15,7 +15,7 @@ from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.domain.workspace import Fixture, Workspace
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
-from ix.eval.outcome_sensors import CASE_CHECK_KINDS
+from ix.eval.outcome_sensors import CASE_CHECK_KINDS, with_experiment
 from ix.eval.sensors import build_sensor
 from ix.fs.fixtures import case_fixtures, template_fixtures
 from ix.fs.frontmatter import read_frontmatter
@@ -570,10 +570,8 @@ def case_checks(given: list[dict[str, Any]], case_file: Path,
             raise ConfigError(f"kind {kind!r}: a case's checks are "
                               f"{', '.join(CASE_CHECK_KINDS)}", file=case_file,
                               field=f"checks[{i}].kind")
-        options = {k: v for k, v in spec.items() if k != "kind"}
-        if kind == "check" and isinstance(options.get("command"), list):
-            options["command"] = [a.replace("{{ experiment }}", str(experiment))
-                                  if isinstance(a, str) else a for a in options["command"]]
+        options = with_experiment(kind, {k: v for k, v in spec.items() if k != "kind"},
+                                  experiment)
         try:
             build_sensor(kind, options, target_skill="", field=f"checks[{i}]")
         except ConfigError as exc:

@@ -13,7 +13,7 @@ not with the trials (the timeline keeps 11 bytes a trial).
 import math
 from array import array
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.numbers import num
 from ix.report import figures
@@ -49,7 +49,7 @@ def wrong(expectation: str, passed: bool) -> bool:
     return False
 
 
-def _number(x: Any) -> TypeGuard[float]:
+def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -68,7 +68,7 @@ class TrialDigest:
         self._scores: dict[str, dict[str, array[float]]] = {}
         # [valid trials, tokens in, tokens out, cost, duration ms, right trials] of the trials
         # that stand without error, by (subject, case): the outcomes section's case means
-        self._outcomes: dict[tuple[str, str], dict[str, list[float]]] = {}
+        self._outcomes: dict[tuple[str, str], list[float]] = {}
         self._graded = False  # a reading scored other than 0 or 1 (a judge's, a check's)
         self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
         self._rows: dict[str, dict[str, Any]] = {}
@@ -234,30 +234,28 @@ class TrialDigest:
                  expectation: str, bad: bool | None) -> None:
         """Count a trial that stands without error into its case's outcome sums: its usage,
         duration, tool calls, turns and reading's score (from its observation, or from `kept`
-        of a line read back), and whether it was right."""
-        facts = _facts(line)
+        of a line read back), and whether it was right. A flat list a case: this runs once a
+        trial of `ix run`."""
         cell = self._outcomes.get((subject, case))
         if cell is None:
-            cell = self._outcomes[subject, case] = {}
-        for metric, value in facts.items():
-            if _number(value):
-                sums = cell.get(metric)
-                if sums is None:
-                    sums = cell[metric] = [0.0, 0]
-                sums[0] += float(value)
-                sums[1] += 1
-        score = reading.get("score") if reading else None
-        if _number(score):
-            sums = cell.setdefault("score", [0.0, 0])
-            sums[0] += float(score)
-            sums[1] += 1
-            if score not in (0, 1):
+            cell = self._outcomes[subject, case] = [0.0] * _CELL
+        facts = _facts(line) if "observation" in line else line.get("facts") or _NO_FACTS
+        i = 0
+        for value in facts:
+            if value is not None:
+                cell[i] += value
+                cell[i + 1] += 1
+            i += 2
+        score = _finite(reading.get("score")) if reading else None
+        if score is not None:
+            cell[_SCORE] += score
+            cell[_SCORE + 1] += 1
+            if score != 0 and score != 1:
                 self._graded = True
-        right = cell.setdefault(RIGHT, [0.0, 0])
-        right[1] += 1
+        cell[_RIGHT + 1] += 1
         if reading and not (bad if bad is not None
                             else wrong(expectation, bool(reading.get("passed")))):
-            right[0] += 1
+            cell[_RIGHT] += 1
 
     # ------------------------------------------------------------------------- sections
 
@@ -273,18 +271,19 @@ class TrialDigest:
         order += sorted({k[0] for k in self._outcomes} - set(order))
         cells = self._outcomes
         metrics = [m for m in OUTCOME_METRICS if any(
-            cell.get(m, (0.0, 0))[0] if m not in COUNTED else cell.get(m, (0.0, 0))[1]
-            for cell in cells.values()) and (m != "score" or self._graded)]
+            cell[_SLOT[m] + (m in COUNTED)] for cell in cells.values())
+            and (m != "score" or self._graded)]
         cases = {(s, m): sorted(c for (t, c), cell in cells.items()
-                                if t == s and cell.get(m, (0.0, 0))[1])
+                                if t == s and cell[_SLOT[m] + 1])
                  for s in order for m in [*metrics, RIGHT]}
 
         def means(subject: str, metric: str, chosen: list[str]) -> list[float]:
-            return [cells[subject, c][metric][0] / cells[subject, c][metric][1] for c in chosen]
+            at = _SLOT[metric]
+            return [cells[subject, c][at] / cells[subject, c][at + 1] for c in chosen]
 
         def spent(subject: str, chosen: list[str]) -> tuple[list[float], list[float]]:
             return ([float(self._usage.get((subject, c), [0, 0, 0, 0.0])[3]) for c in chosen],
-                    [cells[subject, c][RIGHT][0] for c in chosen])
+                    [cells[subject, c][_RIGHT] for c in chosen])
 
         by_subject = {s: {m: _estimate(continuous.mean_interval(
             means(s, m, cases[s, m]), level, skewed=m not in UNSKEWED)) for m in metrics}
@@ -410,22 +409,32 @@ OUTCOME_METRICS = ["tokens_input", "tokens_output", "cost_usd", "duration_ms", "
 COUNTED = frozenset({"turns"})
 #: Scores are bounded: their mean's interval is Student's t, not the skewed one's bootstrap.
 UNSKEWED = frozenset({"score"})
-RIGHT = "right"  # a cell's [right trials, trials]
+RIGHT = "right"
+#: Where each quantity's [sum, count] sits in a case's cell (`TrialDigest._outcome`), then
+#: [right trials, trials].
+_SLOT = {m: 2 * i for i, m in enumerate([*OUTCOME_METRICS, RIGHT])}
+_SCORE, _RIGHT, _CELL = _SLOT["score"], _SLOT[RIGHT], 2 * len(_SLOT)
+_NO_FACTS = (None,) * (len(OUTCOME_METRICS) - 1)
 
 
-def _facts(line: Mapping[str, Any]) -> dict[str, Any]:
-    """A standing line's numbers for the outcomes section: from its observation (the engine's
-    record, or a line read back whole), or from what `kept` kept of it."""
-    if "observation" not in line:
-        return dict(line.get("facts") or {})
+def _finite(x: Any) -> float | None:
+    """`x` as a float when it is a finite number (not a bool), else None."""
+    if type(x) is float:
+        return x if math.isfinite(x) else None
+    return float(x) if type(x) is int else None
+
+
+def _facts(line: Mapping[str, Any]) -> tuple[float | None, ...]:
+    """A standing line's numbers for the outcomes section, in `OUTCOME_METRICS`' order but
+    the score (its reading's): from its observation (the engine's record, or a line read back
+    whole). A missing usage counts as 0, a missing turn count as none."""
     obs = line["observation"] or {}
-    meta: dict[str, Any] = obs["meta"] if isinstance(obs.get("meta"), dict) else {}
+    meta = obs.get("meta")
     calls = obs.get("tool_calls")
-    return {"tokens_input": obs.get("tokens_input") or 0,
-            "tokens_output": obs.get("tokens_output") or 0,
-            "cost_usd": obs.get("cost_usd") or 0.0, "duration_ms": line.get("duration_ms"),
-            "tool_calls": len(calls) if isinstance(calls, list) else None,
-            "turns": meta.get("num_turns", meta.get("turns"))}
+    return (_finite(obs.get("tokens_input") or 0), _finite(obs.get("tokens_output") or 0),
+            _finite(obs.get("cost_usd") or 0.0), _finite(line.get("duration_ms")),
+            float(len(calls)) if type(calls) is list else None,
+            _finite(meta.get("num_turns", meta.get("turns"))) if type(meta) is dict else None)
 
 
 def _estimate(e: "continuous.Estimate") -> "OutcomeEstimate":

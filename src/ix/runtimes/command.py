@@ -13,7 +13,6 @@ needs to start and to speak the user's language), the names listed in `env_passt
 the `env` option's variables.
 """
 
-import json
 import math
 import os
 import re
@@ -25,7 +24,7 @@ from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.domain.workspace import current_workspace
 from ix.eval.models import EvalObservation
-from ix.eval.process import MIB, program_env, run_process
+from ix.eval.process import MIB, last_json_object, program_env, run_process
 from ix.runtimes import _templates, sandbox
 from ix.runtimes._templates import TemplateStr
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
@@ -125,13 +124,7 @@ class CommandRuntime:
 def reported_usage(stdout: str) -> dict[str, Any]:
     """`tokens_input`, `tokens_output` (integers ≥ 0) and `cost_usd` (a number ≥ 0) of a JSON
     object on the last line of `stdout`; what is missing or of another type is left out."""
-    lines = [line for line in stdout.strip().splitlines() if line.strip()]
-    try:
-        data = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = last_json_object(stdout)
     out: dict[str, Any] = {}
     for key in ("tokens_input", "tokens_output"):
         value = data.get(key)

@@ -237,6 +237,28 @@ def example_lab(tmp_path: Path) -> Path:
     return dest
 
 
+#: What differs between two runs of the same trials: their id and clock.
+RUN_CLOCK = frozenset({"run_id", "started_at", "finished_at"})
+
+
+def stable_summary(summary: dict) -> dict:
+    """A summary without what two runs of the same trials never share: the run's id and
+    clock, and the outcomes' wall-clock time per trial (`timeless`)."""
+    out = {k: v for k, v in summary.items() if k not in RUN_CLOCK}
+    if out.get("outcomes"):
+        out["outcomes"] = timeless(out["outcomes"])
+    return out
+
+
+def timeless(outcomes: dict) -> dict:
+    """A summary's or report's `outcomes` without the time per trial (`duration_ms`)."""
+    drop = {"duration_ms"}
+    return {**outcomes, "metrics": [m for m in outcomes["metrics"] if m not in drop],
+            "by_subject": {s: {m: e for m, e in v.items() if m not in drop}
+                           for s, v in outcomes["by_subject"].items()},
+            "comparisons": [c for c in outcomes["comparisons"] if c["metric"] not in drop]}
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """Every file under `root` with the sha256 of its bytes: 'byte-for-byte unchanged' checks."""
     out = {}

@@ -39,7 +39,7 @@ def test_ls_shows_each_verdict_or_headline_with_its_interval_and_last_run(lab: P
     assert goal_row["goal"] == {
         "verdict": summary["goal"]["verdict"], "metric": "recall",
         "compare": ["control", "a-much-longer-variant-name"], "diff": effect["diff"],
-        "diff_ci": effect["diff_ci"]}
+        "diff_ci": effect["diff_ci"], "relative": False}
     assert goal_row["status"] == "completed" and goal_row["last_run_at"].startswith("20")
     plain = rows["plain"]
     plain_summary = json.loads((lab / "plain" / "results" / "runs" / plain["last_run"]

@@ -212,8 +212,8 @@ def test_the_api_refuses_bad_cases_before_writing(lab, cases, field):
 
 def test_the_outcome_template_makes_a_task_experiment_that_loads_and_plans(skill_lab):
     """`--template outcome`: the agent without and with the skill, a task with its files, a
-    check program found in the experiment's folder (`{{ experiment }}`), a goal on the
-    correct rate; claude-code in task mode."""
+    check program found in the experiment's folder (`{{ experiment }}`), a judge's rubric, a
+    goal on the correct rate; claude-code in task mode."""
     from ix.engine.plan import Overrides, build_plan
     from ix.lab.loader import load_experiment
 
@@ -223,7 +223,7 @@ def test_the_outcome_template_makes_a_task_experiment_that_loads_and_plans(skill
     exp = skill_lab / "help"
     assert json.loads(r.stdout)["files"] == [
         "README.md", "cases/task-001.md", "cases/task-001/files/input.txt", "check.py",
-        "experiment.yaml"]
+        "experiment.yaml", "rubrics/quality.md"]
     cfg = config(exp)
     assert cfg["runtime"] == {"kind": "claude-code", "task": True} and cfg["workspace"] == {}
     assert [s["name"] for s in cfg["subjects"]] == ["without-skill", "with-csv-summary"]
@@ -236,6 +236,9 @@ def test_the_outcome_template_makes_a_task_experiment_that_loads_and_plans(skill
     assert check.options.command == ["python3", f"{exp}/check.py"]
     assert plan.subjects[1].runtime.options.max_turns == 30
     assert "Write" in plan.subjects[1].runtime.options.allowed_tools
+    judge = plan.subjects[0].sensors[1]  # the rubric to fill in, shown the files made
+    assert judge.name == "quality" and judge.rubric.dimensions == ["correctness", "clarity"]
+    assert "at_most: 0.2" in (exp / "experiment.yaml").read_text()
 
 
 def test_the_outcome_template_needs_the_skill_it_is_about(skill_lab):

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, write
+from conftest import _ix_argv, ix_in_process, run_ix, stable_summary, write
 
-VOLATILE = {"run_id", "started_at", "finished_at"}
 LONG_SKILL = "x" * 70_000
 CASES, TRIALS = 16, 5
 TOTAL = CASES * TRIALS
@@ -54,8 +53,6 @@ def records(d: Path) -> list[dict]:
     return [json.loads(x) for x in lines(d)]  # every line must parse
 
 
-def stable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in VOLATILE}
 
 
 def wait_for_lines(d: Path, n: int, timeout: float = 60) -> None:
@@ -69,7 +66,7 @@ def reference(tmp_path: Path) -> tuple[dict, set]:
     d = experiment(tmp_path / "reference", latency_ms=0)  # to compare with: in process
     assert ix_in_process("run", "--lab", str(d.parent)).code == 0
     s = json.loads((d / "results" / "summary-latest.json").read_text())
-    return stable(s), {(x["subject"], x["probe_id"], x["trial"]) for x in records(d)}
+    return stable_summary(s), {(x["subject"], x["probe_id"], x["trial"]) for x in records(d)}
 
 
 def test_two_runs_at_once_and_readers_meanwhile_all_see_a_valid_log(lab, tmp_path):
@@ -101,7 +98,7 @@ def test_two_runs_at_once_and_readers_meanwhile_all_see_a_valid_log(lab, tmp_pat
     for run_id, seen in by_run.items():
         assert len(seen) == len(set(seen)) and set(seen) == keys, run_id
         summary = json.loads((d / "results" / "runs" / run_id / "summary.json").read_text())
-        assert stable(summary) == ref  # each run counted its own trials, all of them
+        assert stable_summary(summary) == ref  # each run counted its own trials, all of them
         spec = yaml.safe_load((d / "results" / "runs" / run_id / "spec.yaml").read_text())
         assert spec["status"] == "completed" and spec["trials_written"] == TOTAL
 
@@ -166,7 +163,7 @@ def test_one_run_is_executed_by_one_process_and_its_lock_dies_with_it(lab, tmp_p
     assert resuming.returncode == 0, err
     seen = [(x["subject"], x["probe_id"], x["trial"]) for x in records(d)]
     assert len(seen) == len(set(seen)) and set(seen) == keys
-    assert stable(json.loads((d / "results" / "summary-latest.json").read_text())) == ref
+    assert stable_summary(json.loads((d / "results" / "summary-latest.json").read_text())) == ref
 
 
 HOLDER = """

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fake_messages_sse import FAKE_KEY, FakeMessages
 
-from conftest import ix_in_process, run_ix, write
+from conftest import ix_in_process, run_ix, stable_summary, write
 from ix.eval.schemas import summary_problems
 from ix.lab.loader import load_experiment
 from ix.runtimes._conversation import anthropic_history
@@ -124,8 +124,8 @@ def test_a_context_run_killed_midway_resumes_to_the_uninterrupted_summary(lab, t
         return exp
 
     def stable(root):
-        s = json.loads((root / "e" / "results" / "summary-latest.json").read_text())
-        return {k: v for k, v in s.items() if k not in {"run_id", "started_at", "finished_at"}}
+        return stable_summary(
+            json.loads((root / "e" / "results" / "summary-latest.json").read_text()))
 
     ref = tmp_path / "reference"
     experiment(ref)

@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, write
+from conftest import _ix_argv, ix_in_process, run_ix, stable_summary, write
 
-VOLATILE = {"run_id", "started_at", "finished_at"}
 CASES, TRIALS = 12, 8
 TOTAL = CASES * TRIALS
 PHASES = ("startup", "run-folder", "lines", "torn", "summary")
@@ -45,8 +44,6 @@ def experiment(lab: Path, latency_ms: float = 3) -> Path:
     return d
 
 
-def stable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in VOLATILE}
 
 
 @dataclass(frozen=True)
@@ -246,7 +243,7 @@ def kill_and_resume(lab: Path, point: KillPoint, reference: dict, keys: set) -> 
     if len({x["run_id"] for x in records}) != 1:
         outcome.failures.append("the log holds more than one run")
     summary = json.loads((results / "summary-latest.json").read_text())
-    if stable(summary) != reference:
+    if stable_summary(summary) != reference:
         outcome.failures.append("the summary differs from an uninterrupted run's")
     spec = yaml.safe_load((results / "runs" / summary["run_id"] / "spec.yaml").read_text())
     if spec["status"] != "completed" or spec["trials_written"] != TOTAL:
@@ -263,7 +260,7 @@ def reference_run(root: Path) -> tuple[dict, set]:
     keys = {(x["subject"], x["probe_id"], x["trial"])
             for x in map(json.loads, (d / "results" / "trials.jsonl").read_bytes().splitlines())}
     assert len(keys) == TOTAL
-    return stable(summary), keys
+    return stable_summary(summary), keys
 
 
 def sweep(root: Path, seed: int, n: int) -> list[Outcome]:
@@ -306,7 +303,8 @@ def test_a_torn_last_line_is_reported_by_number_and_removed_on_resume(lab, tmp_p
     assert "line 31: removed a torn last line" in r.stderr          # and the writer removes it
     records = [json.loads(x) for x in log.read_bytes().splitlines()]  # every line parses
     assert sorted((x["subject"], x["probe_id"], x["trial"]) for x in records) == sorted(keys)
-    assert stable(json.loads((d / "results" / "summary-latest.json").read_text())) == reference
+    latest = json.loads((d / "results" / "summary-latest.json").read_text())
+    assert stable_summary(latest) == reference
 
 
 def test_a_whole_last_record_missing_its_newline_is_kept(lab):

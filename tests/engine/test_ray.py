@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_ix, tree_digest, write
+from conftest import run_ix, stable_summary, tree_digest, write
 from engine.test_ray_cluster import (
     AUTH,
     comparable,
@@ -26,8 +26,6 @@ from engine.test_ray_cluster import (
     spec,
     start_node,
 )
-
-VOLATILE = {"run_id", "started_at", "finished_at"}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +44,7 @@ def cluster() -> Iterator[str]:
 
 
 def summary(d: Path) -> dict:
-    s = json.loads((d / "results" / "summary-latest.json").read_text())
-    return {k: v for k, v in s.items() if k not in VOLATILE}
+    return stable_summary(json.loads((d / "results" / "summary-latest.json").read_text()))
 
 
 @pytest.mark.slow

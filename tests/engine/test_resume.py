@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ix_in_process, run_ix, tree_digest, write
-
-VOLATILE = {"run_id", "started_at", "finished_at"}
+from conftest import ix_in_process, run_ix, stable_summary, tree_digest, write
 
 
 def experiment(lab: Path, *, cases: int = 20, trials: int | str = 10, latency: int = 20,
@@ -34,8 +32,6 @@ def summary(d: Path) -> dict:
     return json.loads((d / "results" / "summary-latest.json").read_text())
 
 
-def stable(s: dict) -> dict:
-    return {k: v for k, v in s.items() if k not in VOLATILE}
 
 
 def trials(d: Path) -> list[dict]:
@@ -49,7 +45,7 @@ def uninterrupted(tmp_path: Path) -> dict:
     ref = tmp_path / "reference"
     d = experiment(ref)
     assert ix_in_process("run", "--lab", str(ref)).code == 0
-    return stable(summary(d))
+    return stable_summary(summary(d))
 
 
 def start(lab: Path) -> subprocess.Popen:
@@ -87,7 +83,7 @@ def test_a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one(lab, tmp_pa
     keys = [(x["subject"], x["probe_id"], x["trial"]) for x in records]
     assert len(keys) == len(set(keys)) == 200  # none lost, none twice
     assert {x["run_id"] for x in records} == {summary(d)["run_id"]}
-    assert stable(summary(d)) == uninterrupted(tmp_path)
+    assert stable_summary(summary(d)) == uninterrupted(tmp_path)
     spec = yaml.safe_load(next((d / "results" / "runs").iterdir()).joinpath("spec.yaml")
                           .read_text())
     assert spec["status"] == "completed" and spec["continued"][0]["mode"] == "resume"
@@ -106,7 +102,7 @@ def test_a_torn_last_line_is_reported_and_that_trial_runs_again(lab, tmp_path):
     assert "torn last line" in r.stderr
     keys = [(x["probe_id"], x["trial"]) for x in trials(d)]
     assert len(keys) == len(set(keys)) == 200
-    assert stable(summary(d)) == uninterrupted(tmp_path)
+    assert stable_summary(summary(d)) == uninterrupted(tmp_path)
 
 
 def test_retry_failed_reruns_only_errored_trials_with_the_next_attempt(lab):
@@ -134,7 +130,7 @@ def test_max_trials_stops_early_as_cancelled_and_resume_finishes(lab, tmp_path):
     s = json.loads(r.stdout)
     assert s["run_status"] == "cancelled" and s["subjects"][0]["trials"] == 30
     assert ix_in_process("run", "--lab", str(lab), "--resume").code == 0
-    assert stable(summary(d)) == uninterrupted(tmp_path)
+    assert stable_summary(summary(d)) == uninterrupted(tmp_path)
 
 
 def test_the_circuit_breaker_stops_a_failing_subject_and_says_why(lab):
@@ -241,7 +237,7 @@ def test_a_killed_adaptive_run_resumes_to_the_summary_of_an_uninterrupted_one(la
     assert r.code == 0, r.output
     assert keys(d) == keys(whole)  # exactly the trials the rule gave: none lost, none twice
     s = summary(d)
-    assert stable(s) == stable(summary(whole))
+    assert stable_summary(s) == stable_summary(summary(whole))
     assert {p["stopped"] for p in s["probe_results"]} == {"settled", "max_trials"}
     spec = yaml.safe_load((d / "results" / "runs" / s["run_id"] / "spec.yaml").read_text())
     assert spec["status"] == "completed" and spec["continued"][0]["mode"] == "resume"
@@ -268,7 +264,7 @@ def test_limits_stop_an_adaptive_run_as_cancelled_and_resume_finishes_it(lab, tm
     r = ix_in_process("run", "--lab", str(lab), "--resume")
     assert r.code == 0, r.output
     assert keys(d) == keys(whole)
-    assert stable(summary(d)) == stable(summary(whole))
+    assert stable_summary(summary(d)) == stable_summary(summary(whole))
 
 
 def test_the_time_limit_and_the_circuit_breaker_hold_an_adaptive_run(lab):

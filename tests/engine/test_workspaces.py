@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, run_ix, too_wide, tree_digest, write
+from conftest import ix_in_process, run_ix, timeless, too_wide, tree_digest, write
 from ix.domain.errors import ConfigError
 from ix.engine.cache import stimulus_of
 from ix.engine.plan import Overrides, build_plan
@@ -374,11 +374,41 @@ scale: [0, 10]
 ---
 Did the agent sum the file? Answer JSON.
 """)
-    run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    result = run_plan(build_plan(load_experiment(exp, lab), Overrides()))
+    by_case: dict[str, list[float]] = {}
     for line in lines(exp):
         matches, judged = line["readings"][0], line["readings"][3]
         assert judged["sensor_name"] == "made-right"
         assert judged["passed"] is matches["passed"], (judged, matches)
+        by_case.setdefault(line["probe_id"], []).append(judged["metrics"]["right"])
+    # the judge's dimension is an outcome: the mean of its case means, with a t interval
+    outcomes = result.summary["outcomes"]
+    assert "made-right.right" in outcomes["metrics"]
+    got = outcomes["by_subject"][result.summary["subject"]]["made-right.right"]
+    means = [sum(v) / len(v) for v in by_case.values()]
+    assert got["value"] == pytest.approx(sum(means) / len(means))
+    assert got["n_cases"] == 2 and got["method"] == "t"
+
+
+@pytest.mark.parametrize(("metric", "words"), [
+    ("made-right.wrong", "no judge's dimension 'made-right.wrong'; the judges grade "
+                         "made-right.right"),
+    ("made-right.right", None)])
+def test_a_goal_on_a_judges_dimension_names_one_the_judges_grade(lab: Path, metric, words):
+    exp = outcome_lab(lab, trials=1, sensors=(
+        "  - {kind: llm_judge, agent: rubric.md, inputs: [answer, files]}"))
+    with (exp / "experiment.yaml").open("a") as f:
+        f.write("subjects: [{name: plain}, {name: also}]\n"
+                f"goal: {{hypothesis: h, metric: {metric}, direction: increase, "
+                "min_effect: 1}\n")
+    write(exp / "rubric.md", "---\nname: made-right\nruntime: {kind: mock}\n"
+                             "dimensions: [right]\nscale: [0, 10]\n---\nGrade it.\n")
+    if words is None:
+        assert build_plan(load_experiment(exp, lab), Overrides()).cases
+        return
+    with pytest.raises(ConfigError, match="no judge") as caught:
+        build_plan(load_experiment(exp, lab), Overrides())
+    assert caught.value.field == "goal.metric" and words in str(caught.value)
 
 
 def test_ix_run_says_at_what_cost_against_the_control(lab: Path):
@@ -392,6 +422,43 @@ def test_ix_run_says_at_what_cost_against_the_control(lab: Path):
     assert "at what cost against plain" in r.stdout
     assert "  also: output tokens +0% [+0%, +0%], time (s) " in r.stdout
     assert not too_wide(r.stdout)
+
+
+def test_a_resumed_run_has_the_outcomes_of_an_uninterrupted_one(lab: Path, tmp_path: Path):
+    """The summary's `outcomes` come from the engine's tallies; a run stopped by a budget and
+    resumed counts its recorded trials back in (each standing trial's numbers, every
+    attempt's cost) and ends with the section an uninterrupted run has, which is also what
+    the report computes from the lines on its own (`digest_of`)."""
+    from ix.report.run_report import digest_of
+
+    def usage_lab(root: Path) -> Path:
+        exp = outcome_lab(root, trials=3, extra="usage")
+        text = (exp / "experiment.yaml").read_text()
+        write(exp / "experiment.yaml", text.replace(
+            "sensors:", "subjects:\n  - name: plain\n  - name: also\nsensors:", 1).replace(
+            "  env:", "  report_usage: true\n  env:", 1))
+        return exp
+
+    whole = usage_lab(lab)
+    assert ix_in_process("run", "--lab", str(lab), "--json").code == 0
+    other = tmp_path / "again"
+    other.mkdir()
+    halves = usage_lab(other)
+    first = ix_in_process("run", "--lab", str(other), "--max-trials", "5")
+    assert first.code == 130, first.output  # cancelled by the budget
+    resumed = ix_in_process("run", "--lab", str(other), "--resume", "--json")
+    assert resumed.code == 0, resumed.output
+
+    def summary(exp: Path) -> dict:
+        return json.loads((exp / "results" / "summary-latest.json").read_text())
+
+    got, want = summary(halves)["outcomes"], summary(whole)["outcomes"]
+    assert {"tokens_input", "cost_usd"} <= set(want["metrics"])
+    assert timeless(got) == timeless(want)
+    for exp in (whole, halves):
+        runs = summary(exp)
+        mine = [x for x in lines(exp) if x["run_id"] == runs["run_id"]]
+        assert runs["outcomes"] == digest_of(mine).outcomes(["plain", "also"])
 
 
 def test_the_same_prompt_on_other_files_is_another_question(lab: Path):

@@ -22,10 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, tree_digest, write
+from conftest import _ix_argv, ix_in_process, run_ix, stable_summary, tree_digest, write
 from faults_support import faulty, set_writable
 
-VOLATILE = {"run_id", "started_at", "finished_at"}
 CASES, TRIALS = 12, 8
 TOTAL = CASES * TRIALS
 
@@ -53,8 +52,6 @@ def ix_with(pre: Callable[[], None], lab: Path, *args: str) -> subprocess.Comple
                           preexec_fn=pre, capture_output=True, text=True, timeout=120)
 
 
-def stable(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in VOLATILE}
 
 
 def records(d: Path) -> list[dict]:
@@ -68,7 +65,7 @@ def keys(d: Path) -> list[tuple]:
 def reference(tmp_path: Path) -> tuple[dict, list]:
     d = experiment(tmp_path / "reference")  # the uninterrupted run to compare with: in process
     assert ix_in_process("run", "--lab", str(d.parent)).code == 0
-    return stable(json.loads((d / "results" / "summary-latest.json").read_text())), keys(d)
+    return stable_summary(json.loads((d / "results" / "summary-latest.json").read_text())), keys(d)
 
 
 def one_error_line(stderr: str) -> str:
@@ -97,7 +94,7 @@ def test_a_full_disk_stops_the_run_as_failed_and_keeps_its_trials(lab, tmp_path)
     # with room again, the run finishes: none lost, none twice, the summary of a whole run
     r2 = run_ix("run", "--lab", str(lab), "--resume")
     assert r2.code == 0, r2.output
-    assert keys(d) == every and stable(
+    assert keys(d) == every and stable_summary(
         json.loads((d / "results" / "summary-latest.json").read_text())) == ref
 
 
@@ -137,7 +134,7 @@ def test_a_read_only_results_folder_is_refused_and_left_unchanged(lab, tmp_path)
     r = run_ix("run", "--lab", str(lab), "--resume")  # writable again: the run finishes
     assert r.code == 0, r.output
     assert keys(d) == every
-    assert stable(json.loads((results / "summary-latest.json").read_text())) == ref
+    assert stable_summary(json.loads((results / "summary-latest.json").read_text())) == ref
 
 
 def test_results_made_read_only_mid_run_keep_every_trial_and_resume_finishes(lab, tmp_path):
@@ -164,7 +161,7 @@ def test_results_made_read_only_mid_run_keep_every_trial_and_resume_finishes(lab
     r = run_ix("run", "--lab", str(lab), "--resume")
     assert r.code == 0, r.output
     assert keys(d) == every
-    assert stable(json.loads((results / "summary-latest.json").read_text())) == ref
+    assert stable_summary(json.loads((results / "summary-latest.json").read_text())) == ref
 
 
 # --------------------------------------------------------------------------- deleted

@@ -181,7 +181,7 @@ def _digest(cont: Continuation | None) -> TrialDigest | None:
     if cont is not None:
         return None
     warm_checker()
-    return TrialDigest()
+    return TrialDigest(outcomes=False)  # the summary has them (`ix.eval.outcomes`)
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,

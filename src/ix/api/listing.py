@@ -105,7 +105,8 @@ def _goal(goal: Any) -> "LsGoal | None":
             "metric": effect.get("metric") or goal.get("metric"),
             "compare": list(compare) if isinstance(compare, list) else None,
             "diff": _number(effect.get("diff")),
-            "diff_ci": _interval(effect.get("diff_ci"))}
+            "diff_ci": _interval(effect.get("diff_ci")),
+            "relative": goal.get("relative") is True}
 
 
 def _headline(summary: Mapping[str, Any]) -> "LsMetric | None":

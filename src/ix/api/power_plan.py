@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ix import api  # `api.loading` (the engine) loads when an experiment is planned
 from ix.domain.errors import ConfigError
 from ix.eval.goal_sizing import FINAL_REPLICATES, Basis, goal_size, unit
+from ix.eval.outcomes import is_outcome_metric
 from ix.stats.intervals import beta_interval
 from ix.stats.power import (
     mde_paired,
@@ -392,7 +393,12 @@ def plan_power(lab: str | Path | None = None, experiment: str | None = None, *,
             if paired or goal is None:
                 raise
     if goal is not None and (effect is not None or not asks):
-        if effect is None and float(goal["min_effect"]) == 0:
+        if is_outcome_metric(goal["metric"]):
+            answers.append({"question": "goal", "cases": None, "assumptions": [],
+                            "note": f"the goal is on {goal['metric']}: ix plan sizes goals on "
+                                    "rates; a run's inconclusive verdict says how many cases "
+                                    "would settle it, from the spread it saw"})
+        elif effect is None and float(goal["min_effect"]) == 0:
             answers.append({"question": "goal", "cases": None, "assumptions": [],
                             "note": "the goal's min_effect is 0: give --effect, the true "
                                     "effect to plan for"})

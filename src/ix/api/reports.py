@@ -153,13 +153,6 @@ def read_stored(run_dir: Path, summary: Summary) -> dict[str, Any] | None:
     return _kept_for(_read_kept(run_dir), summary, run_dir)
 
 
-def kept_outcomes(run_dir: Path) -> Any:
-    """The tokens, time and cost section `ix run` kept for the run (`report.json`'s
-    `outcomes`), for its screen; None when there is none (a continued run, an old one)."""
-    kept = _read_kept(run_dir)
-    return kept.get("outcomes") if kept else None
-
-
 def _read_kept(run_dir: Path) -> dict[str, Any] | None:
     """The run's `report.json` as a JSON object with every stored key, else None."""
     try:

@@ -115,6 +115,9 @@ class LsGoal(ClosedDict):
     compare: Annotated[list[str] | None, Field(description="[control, treatment]")]
     diff: Annotated[float | None, Field(description="treatment - control, on `metric`")]
     diff_ci: Interval
+    relative: NotRequired[Annotated[bool, Field(
+        False, description="a goal on a quantity with `relative: true`: `diff` is treatment "
+                           "/ control - 1")]]
 
 
 class LsMetric(ClosedDict):

@@ -1,6 +1,6 @@
 """`ix ls`: the lab's experiments, each with its answer and its last run."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
@@ -8,7 +8,8 @@ from rich.text import Text
 from ix import api
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
-from ix.report.answer import metric_name
+from ix.report.answer import METRICS, effect_text, interval_text, metric_name, num_text
+from ix.report.outcome_text import label
 from ix.report.tables import table
 
 if TYPE_CHECKING:
@@ -59,24 +60,14 @@ def _answer(info: "ExperimentInfo") -> tuple[Text | str, str]:
     if goal is not None:
         word = (goal["verdict"] or "no verdict").upper()
         style = {"SUPPORTED": "bold green", "REFUTED": "bold red"}.get(word, "yellow")
-        diff = (f"{metric_name(goal['metric'] or '?')} difference "
-                f"{_num(goal['diff'], sign=True)} {_ci(goal['diff_ci'])}")
+        metric = goal["metric"] or "?"
+        diff = (f"{metric_name(metric) if metric in METRICS else label(metric)} "
+                + effect_text(metric, goal["diff"], goal["diff_ci"],
+                              bool(goal.get("relative"))))
         return Text(word, style=style), diff if goal["diff"] is not None else "-"
     if head is not None:
-        return "no goal", f"F1 {_num(head['value'])} {_ci(head['ci'])}"
+        return "no goal", f"F1 {num_text(head['value'])} {interval_text(head['ci'])}"
     return "-", "-"
-
-
-def _num(x: Any, sign: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:+.3f}" if sign else f"{x:.3f}"
-
-
-def _ci(ci: Any) -> str:
-    if not ci or None in ci:
-        return "[n/a]"
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
 def _when(iso: str | None) -> str:

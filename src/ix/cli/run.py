@@ -10,7 +10,6 @@ from rich.markup import escape
 from ix import api
 from ix.api import sync as api_sync
 from ix.api.integrations import notify
-from ix.api.reports import kept_outcomes
 from ix.cli.options import (
     Address,
     CacheModeOption,
@@ -167,7 +166,7 @@ def run(
             if i:
                 out.print()
             out.print(summary_renderable(r.summary, files) if detail else
-                      run_screen(r.summary, files, kept_outcomes(r.run_dir)))
+                      run_screen(r.summary, files, r.summary.get("outcomes")))
         if len(results) > 1:  # the answers together, last, where the eye lands
             out.print()
             out.print(verdicts_text([r.summary for r in results]))

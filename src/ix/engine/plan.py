@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError, ConfigErrors, raise_all
@@ -28,7 +29,7 @@ from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
-from ix.runtimes.judge import build_judge
+from ix.runtimes.judge import LLMJudgeSensor, build_judge
 
 
 def trial_seed(seed: int, case_id: str, trial: int) -> int:
@@ -202,6 +203,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         problems += check_skill_names(loaded.spec, exp.subjects, loaded.lab, file,
                                       {p.subject.name: p.runtime_spec["kind"] for p in plans})
     raise_all(problems)
+    _judged_goal(exp.goal, plans, file)
     adaptive, min_trials = exp.adaptive, exp.min_trials
     if overrides.trials == "auto":
         adaptive = True
@@ -343,6 +345,22 @@ def _chosen(subjects: Sequence[Subject], names: Sequence[str]) -> list[Subject]:
         raise ConfigError(f"no subject {missing[0]!r}; subjects: {', '.join(by_name)}",
                           field="--subject")
     return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def _judged_goal(goal: dict[str, Any] | None, plans: Sequence[SubjectPlan], file: Path) -> None:
+    """A goal on `<judge>.<dimension>` names a dimension of one of the experiment's judges."""
+    metric = str((goal or {}).get("metric") or "")
+    if "." not in metric or not plans:
+        return
+    judges = {s.name: s.rubric.dimensions for s in plans[0].sensors
+              if isinstance(s, LLMJudgeSensor)}
+    name, _, dimension = metric.rpartition(".")
+    if dimension not in judges.get(name, ()):
+        known = [f"{j}.{d}" for j, dims in judges.items() for d in dims]
+        raise ConfigError(f"no judge's dimension {metric!r}; "
+                          + (f"the judges grade {', '.join(known)}" if known
+                             else "the experiment has no llm_judge sensor"),
+                          file=file, field="goal.metric")
 
 
 def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSensor, ...]:

@@ -1,9 +1,12 @@
-"""Every sensor's readings of a continued run's recorded trials, for its summary's `sensors`.
+"""Every sensor's readings of a continued run's recorded trials, for its summary's `sensors`,
+and their tokens, time, cost and scores, for its `outcomes`.
 
 `--resume` and `--retry-failed` count a run's recorded trials from their outcomes alone
 (`ix.engine.resume`: the first sensor's); the summary's `sensors` block (issue 20) needs
-every sensor's reading too. The run's standing, valid lines are decoded once, each sensor's
-reading counted as if the trial had just run (`Tally.sense`).
+every sensor's reading too, and its `outcomes` block each trial's numbers. The run's
+standing, valid lines are decoded once, each counted as if the trial had just run
+(`Tally.sense`, `OutcomeSums.measure`); every attempt's cost, by case, comes from the scan
+of the log (`RunState.spent`).
 """
 
 from collections.abc import Collection, Mapping
@@ -12,6 +15,7 @@ from typing import Any
 
 from ix.engine.resume import Continuation
 from ix.engine.routes import standing_lines
+from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.scoring import Tally
 
 
@@ -25,7 +29,25 @@ def _readings(record: dict[str, Any]) -> list[tuple[str, bool | None]]:
 
 def recorded_sensors(log: Path, continuation: Continuation, tallies: Mapping[str, Tally],
                      case_ids: Collection[str]) -> None:
-    """Count the readings of every recorded trial that stands and is valid (its latest
-    attempt's line) into its subject's tally."""
+    """Count the readings and numbers of every recorded trial that stands and is valid (its
+    latest attempt's line) into its subject's tally, and every attempt's cost."""
     for line, record in standing_lines(log, continuation, tallies, case_ids):
-        tallies[line.subject].sense(line.probe_id, _readings(record))
+        tally = tallies[line.subject]
+        tally.sense(line.probe_id, _readings(record))
+        reading = record.get("reading") if isinstance(record.get("reading"), dict) else None
+        observation = record.get("observation")
+        tally.outcomes.measure(
+            line.probe_id,
+            facts_of(observation if isinstance(observation, dict) else None,
+                     record.get("duration_ms")),
+            finite(reading.get("score")) if reading else None,
+            reading is not None and not wrong(str(record.get("expectation")),
+                                              reading.get("passed") is True))
+        if tally.judges:
+            for r in record.get("readings") or [reading]:
+                if isinstance(r, dict) and r.get("sensor_name") in tally.judges \
+                        and isinstance(r.get("metrics"), dict):
+                    tally.outcomes.judged(line.probe_id, r["sensor_name"], r["metrics"])
+    for (subject, case), cost in continuation.state.spent.items():
+        if subject in tallies and case in case_ids:
+            tallies[subject].outcomes.spend(case, cost)

@@ -63,7 +63,8 @@ from ix.engine.resume import (
 )
 from ix.engine.routes import recorded_routes
 from ix.engine.workspaces import OutputRules
-from ix.eval.models import EvalObservation
+from ix.eval.models import EvalCase, EvalObservation
+from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
 from ix.eval.scoring import Tally
@@ -76,6 +77,7 @@ from ix.lab.secrets import redact_secrets
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
 from ix.runtimes.batches import Batcher, BatchJournal
+from ix.runtimes.judge import judge_names
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.recorder import RunRecorder
 from ix.store.runs import check_results, git_commit, iso
@@ -250,7 +252,8 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     # a symlink, FIFO or folder where the run writes is refused before anything is written
     check_results(place.results, continuation.run_id if continuation else None)
     now = datetime.now(UTC)
-    tallies = {sp.subject.name: Tally(plan.cases) for sp in plan.subjects}
+    tallies = {sp.subject.name: Tally(plan.cases, judges=judge_names(sp.sensors))
+               for sp in plan.subjects}
     kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
     if continuation is None:
         started = now
@@ -883,12 +886,36 @@ def _count(tallies: dict[str, Tally], construct: Construct[TrialKey], internal: 
                  float(line.get("cost_usd", 0.0)))
     if not errored:  # which skill took the prompt (the summary's routing)
         tally.route(key.case.id, taken)
+        _measure(tally, key.case, observation, record, first,
+                 cast(tuple[Reading, ...], readings))
+    tally.outcomes.spend(key.case.id, float(usage[2] or 0.0))
     if meta:
         for field in ("model", "cli_version", "claude_code_version"):
             if isinstance(meta.get(field), str):
                 tally.versions.add(f"{field}={meta[field]}")
     tally.spend(*usage)
     return usage[2]
+
+
+def _measure(tally: Tally, case: EvalCase, observation: Any, record: dict[str, Any],
+             first: Reading | None, readings: tuple[Reading, ...]) -> None:
+    """A valid trial's tokens, time, cost, tool calls, turns and score, and its judges'
+    scores by dimension, into the tally's outcome sums (the summary's `outcomes`)."""
+    if isinstance(observation, EvalObservation):
+        meta = observation.meta
+        facts: tuple[float | None, ...] = (
+            float(observation.tokens_input), float(observation.tokens_output),
+            finite(observation.cost_usd), finite(record["duration_ms"]),
+            float(len(observation.tool_calls)),
+            finite(meta.get("num_turns", meta.get("turns"))) if meta else None)
+    else:
+        facts = facts_of(record["observation"], record["duration_ms"])
+    tally.outcomes.measure(case.id, facts, None if first is None else finite(first.score),
+                           first is not None and not wrong(case.expectation, first.passed))
+    if tally.judges:
+        for r in readings:
+            if r.sensor_name in tally.judges:
+                tally.outcomes.judged(case.id, r.sensor_name, r.metrics)
 
 
 def _internal_error_record(construct: Construct[TrialKey], run_id: str, experiment: str,

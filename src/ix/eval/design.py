@@ -17,6 +17,7 @@ from ix.domain.model import Model
 from ix.domain.types import Subject
 from ix.eval.goal_sizing import Basis, goal_size, unit
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
+from ix.eval.outcomes import is_outcome_metric
 from ix.eval.sensors import target_skill
 from ix.stats.beta import credible_interval
 from ix.stats.power import n_for_interval_width
@@ -106,6 +107,9 @@ def check_design(experiment: Experiment, *, cases: Sequence[EvalCase] | None = N
     return out
 
 
+#: Fewer cases than this under a goal on a quantity: its interval covers less than it says.
+QUANTITY_CASES = 10
+
 # --------------------------------------------------------------------------- the checks
 
 def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
@@ -114,6 +118,16 @@ def _too_few(exp: Experiment, cases: list[EvalCase], filtered: bool,
     each side the metric depends on needs the cases for an interval 0.55 wide. Returns the
     sides reported."""
     goal = exp.goal or {}
+    if is_outcome_metric(str(goal.get("metric", "f1"))):
+        # a goal on tokens, time or cost: its t interval wants ten cases (STATS.md §13); the
+        # rates' widths are asked of the correct rate, as with no goal
+        if len(cases) < QUANTITY_CASES:
+            out.append(DesignWarning(
+                code="too-few-cases", field="cases",
+                message=f"{len(cases)} case(s): the goal's {goal['metric']} is a mean of case "
+                        f"means, whose interval covers as it says from about "
+                        f"{QUANTITY_CASES} cases (docs/outcomes.md)"))
+        goal = {}
     if float(goal.get("min_effect", 0.0) or 0.0) > 0:
         sized = _too_few_for_goal(exp, cases, filtered, out, trials)
         if sized is not None:

@@ -16,6 +16,8 @@ from ix.eval.estimates import LEVEL, num, pair
 from ix.eval.goal_reach import control_estimate, reach_block
 from ix.eval.goal_sizing import observed_counts, suggest
 from ix.eval.models import EvalCase
+from ix.eval.outcome_goals import outcome_goal
+from ix.eval.outcomes import is_outcome_metric
 from ix.eval.scoring import Tally
 from ix.stats.decisions import goal_verdict
 
@@ -26,6 +28,9 @@ def evaluate_goal(goal: dict[str, Any], names: Sequence[str], tallies: Sequence[
     control, treatment = goal["compare"][:2]
     ic, it = names.index(control), names.index(treatment)
     metric = goal["metric"]
+    if is_outcome_metric(metric):  # tokens, time, cost, a score (DESIGN.md §10)
+        return outcome_goal(goal, tallies[ic].outcomes, tallies[it].outcomes, trials_per_case,
+                            level)
     e = effect(metric, tallies[ic], tallies[it], cases, metrics[ic], metrics[it], level=level)
     v = goal_verdict(e.cdf, direction=goal["direction"], min_effect=goal["min_effect"],
                      credibility=goal["credibility"])

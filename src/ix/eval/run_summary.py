@@ -12,6 +12,7 @@ from ix.eval.context_summary import context_block
 from ix.eval.factorial import factor_pairs
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
+from ix.eval.outcomes import outcomes_block
 from ix.eval.schemas import GoalOut, SubjectComparison, Summary, SummaryRun, SweepOut
 from ix.eval.scoring import Tally
 from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
@@ -80,6 +81,10 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                             run_status=run_status, blocks=blocks,
                             comparisons=cast(list[SubjectComparison], comparisons),
                             goal=cast(GoalOut | None, verdict), info=info, prior=prior)
+    outcomes = outcomes_block(names, {n: tallies[n].outcomes for n in names},
+                              summary["statistics"]["level"])
+    if outcomes is not None:
+        summary["outcomes"] = outcomes
     if context is not None:
         summary["context"] = context_block(context, blocks, tallies, cases)
     if sweep is not None:

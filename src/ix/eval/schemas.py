@@ -402,6 +402,10 @@ class GoalOut(ClosedDict):
     compare: list[str]
     direction: Literal["increase", "decrease", "differ"]
     min_effect: float
+    at_most: NotRequired[Annotated[float | None, Field(
+        None, description="a quantity's goal only: the effect must stay within it")]]
+    relative: NotRequired[Annotated[bool, Field(
+        False, description="a quantity's goal only: the effect is treatment / control - 1")]]
     credibility: float
     verdict: Literal["supported", "refuted", "inconclusive"] | None
     p_supported: NotRequired[Annotated[float | None, Field(None)]]
@@ -448,6 +452,44 @@ class FailedSubjectOut(ClosedDict):
     example: str
     configuration: bool
     hint: str | None
+
+
+class OutcomeEstimate(ClosedDict):
+    """A mean (or a ratio) with its interval at the report's level; nulls where undefined."""
+
+    value: float | None
+    ci: list[float | None]
+    n_cases: int
+    method: str
+
+
+class OutcomeComparison(ClosedDict):
+    """A subject against the control on one quantity, paired by case."""
+
+    subject: str
+    control: str
+    metric: str
+    difference: OutcomeEstimate
+    ratio: OutcomeEstimate
+    p_lower: Annotated[float | None, Field(description="P(the subject's mean is lower)")]
+    p: Annotated[float | None, Field(description="two-sided, of the paired difference")]
+    p_holm: Annotated[float | None, Field(
+        description="`p` adjusted by Holm across the subjects compared with the control on "
+                    "this quantity (the family of the rates' comparisons)")]
+
+
+class Outcomes(ClosedDict):
+    """Tokens, time and cost per trial (STATS.md §13): each subject's mean of case means with
+    a case-clustered interval, each other subject against the control (paired difference and
+    ratio), and cost per success."""
+
+    level: float
+    metrics: list[str]
+    by_subject: dict[str, dict[str, OutcomeEstimate]]
+    comparisons: list[OutcomeComparison]
+    cost_per_success: dict[str, OutcomeEstimate]
+    cost_per_success_ratio: dict[str, OutcomeEstimate]
+    note: str
 
 
 class Summary(ClosedDict):
@@ -509,6 +551,10 @@ class Summary(ClosedDict):
         description="experiments with `load:` only: each subject under the open-loop "
                     "generator — rates, latency percentiles with distribution-free "
                     "intervals, error rate, schedule error, SLA verdicts; absent before 1.5")]]
+    outcomes: NotRequired[Annotated[Outcomes | None, Field(
+        None, description="tokens, time, cost, scores and a judge's dimensions per trial: "
+                          "each subject's mean of case means, each against the control "
+                          "(docs/outcomes.md); absent before 2.2 and when no trial stood")]]
 
 
 class ContextLength(ClosedDict):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ix.domain.verdicts import ProbeResult, activated, majority
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults
+from ix.eval.outcomes import OutcomeSums
 
 STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
@@ -170,6 +171,11 @@ class Tally:
     #: sensor name (`sensor_keys`) -> case id -> [passed, valid]: every sensor's readings of
     #: the valid trials, in the order the sensors first read (the summary's `sensors`)
     sensors: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: tokens, time, cost, scores and a judge's dimensions by case (the summary's `outcomes`)
+    outcomes: OutcomeSums = field(default_factory=OutcomeSums)
+    #: the names of the subject's `llm_judge` sensors: their scores by dimension join
+    #: `outcomes` (`<judge>.<dimension>`)
+    judges: frozenset[str] = frozenset()
 
     def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
         """Add one trial's usage (errored trials cost money too)."""

@@ -22,6 +22,7 @@ from pydantic import (
 from ix.domain.errors import ConfigError
 from ix.domain.model import Model
 from ix.eval.models import Difficulty, Expectation, Seeding
+from ix.eval.outcomes import ALIASES, OUTCOME_METRICS, canonical, is_outcome_metric
 from ix.eval.validation import from_validation_error
 from ix.fs.names import name_problem, normalise
 
@@ -131,19 +132,54 @@ class WorkspaceSpec(_Strict):
     max_files: Annotated[int, Field(ge=1)] = 1000
 
 
-class GoalSpec(_Strict):
-    hypothesis: Annotated[str, Field(min_length=1)]
-    metric: Literal["f1", "recall", "precision", "activation_rate", "pass_rate"] = "f1"
-    compare: list[str] = Field(default_factory=list)
+#: The rates a goal may name; any other metric is a quantity of `ix.eval.outcomes`.
+RATE_METRICS = ("f1", "recall", "precision", "activation_rate", "pass_rate")
 
-    # `correct_rate` is the glossary's word for the summary's `pass_rate` (docs/results.md)
-    _metric = field_validator("metric", mode="before")(
-        lambda v: "pass_rate" if v == "correct_rate" else v)
+
+class GoalSpec(_Strict):
+    """`goal:` (DESIGN.md §6, §10): a rate's difference beyond `min_effect`, or a quantity's
+    (tokens, time, cost, a score, a judge's dimension) beyond `min_effect` or within
+    `at_most`, absolute or `relative` to the control's mean."""
+
+    hypothesis: Annotated[str, Field(min_length=1)]
+    metric: str = "f1"
+    compare: list[str] = Field(default_factory=list)
 
     _compare = field_validator("compare")(lambda v: [normalise(x) for x in v])
     direction: Literal["increase", "decrease", "differ"] = "differ"
-    min_effect: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    min_effect: Annotated[float, Field(ge=0.0)] = 0.0
+    at_most: Annotated[float | None, Field(ge=0.0, allow_inf_nan=False)] = None
+    relative: bool = False
     credibility: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+
+    @field_validator("metric", mode="before")
+    @classmethod
+    def _known(cls, v: Any) -> Any:
+        """A rate (`correct_rate` is the glossary's word for `pass_rate`, docs/results.md),
+        a quantity by its name or alias (`output_tokens`), or `<judge>.<dimension>`."""
+        if v == "correct_rate":
+            return "pass_rate"
+        if not isinstance(v, str) or v in RATE_METRICS:
+            return v
+        if not is_outcome_metric(v):
+            raise ValueError(
+                f"unknown metric {v!r}: a rate ({', '.join(RATE_METRICS)}), a quantity "
+                f"({', '.join([*OUTCOME_METRICS, *ALIASES])}) or a judge's dimension "
+                "(`<judge name>.<dimension>`)")
+        return canonical(v)
+
+    @model_validator(mode="after")
+    def _fits_metric(self) -> "GoalSpec":
+        if self.metric in RATE_METRICS:
+            if self.at_most is not None or self.relative:
+                raise ValueError("at_most and relative are for quantities (tokens, time, "
+                                 "cost, scores); a rate's goal states min_effect")
+            if self.min_effect >= 1:
+                raise ValueError(f"min_effect of a rate lies in [0, 1); got {self.min_effect:g}")
+        elif self.at_most is not None and self.min_effect:
+            raise ValueError("states min_effect (an effect beyond it) or at_most (an effect "
+                             "within it), not both")
+        return self
 
 
 class ImportedSpec(_Strict):

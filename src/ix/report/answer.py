@@ -9,6 +9,8 @@ reads the same everywhere. Plain text, no markup: each renderer escapes and styl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ix.report import outcome_text
+
 if TYPE_CHECKING:
     from ix.report.schemas import Answer, SubjectInterpretation
 
@@ -81,13 +83,21 @@ def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[s
     lines = [head]
     e = goal.get("effect") or {}
     control, treatment = [*(goal.get("compare") or []), "control", "treatment"][:2]
-    if e:
+    metric = str(e.get("metric") or goal.get("metric") or "")
+    if e and metric not in METRICS:  # a quantity: in its unit, a relative goal in percent
+        lines.append(f"{outcome_text.label(metric)}: {control} "
+                     f"{outcome_text.number(metric, e.get('control'))} → {treatment} "
+                     f"{outcome_text.number(metric, e.get('treatment'))}, "
+                     + effect_text(metric, e.get("diff"), e.get("diff_ci"),
+                                   bool(goal.get("relative")))
+                     + " (paired by case)")
+    elif e:
         extra = []
         if e.get("diff_median") is not None:
             extra.append(f"posterior median {num_text(e['diff_median'], sign=True)}")
         if e.get("paired"):
             extra.append("paired")
-        lines.append(f"{metric_name(e.get('metric', goal.get('metric', '')), sensor)}: "
+        lines.append(f"{metric_name(metric, sensor)}: "
                      f"{control} "
                      f"{num_text(e.get('control'))} → {treatment} {num_text(e.get('treatment'))}, "
                      f"difference {num_text(e.get('diff'), sign=True)} "
@@ -111,6 +121,25 @@ def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[s
         lines.append(f"to settle it: about {s['cases']} {s.get('unit') or 'cases'} (now "
                      f"{s.get('current_cases')}){each}{odds}{method}")
     return lines
+
+
+def effect_text(metric: str, diff: float | None, ci: Any, relative: bool) -> str:
+    """A goal's effect on `metric` with its interval: a rate's difference (`difference
+    +0.250 [0.05, 0.43]`), a quantity's in its unit (`difference +72.9 [+49.0, +96.8]`) or,
+    `relative`, as a change (`change +38% [+21%, +57%]`)."""
+    if metric in METRICS:
+        return f"difference {num_text(diff, sign=True)} {interval_text(ci)}"
+    lo, hi = ci if isinstance(ci, list | tuple) and len(ci) == 2 else (None, None)
+    if relative:
+        def change(x: float | None) -> str:
+            return outcome_text.ratio_cell({"value": None if x is None else x + 1,
+                                            "ci": [None, None]})
+        return f"change {change(diff)} [{change(lo)}, {change(hi)}]"
+
+    def signed(x: float | None) -> str:
+        text = outcome_text.number(metric, x)
+        return text if x is None or text.startswith("-") else f"+{text}"
+    return f"difference {signed(diff)} [{signed(lo)}, {signed(hi)}]"
 
 
 def _headline_metric(metrics: dict[str, Any], fallback: str | None) -> str | None:

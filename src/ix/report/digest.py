@@ -16,9 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.numbers import num
+from ix.eval.outcomes import NO_FACTS, OutcomeSums, facts_of, finite, outcomes_block, wrong
 from ix.report import figures
-from ix.stats import continuous
-from ix.stats.power import holm
 from ix.store.trial_lines import invoked_skills
 
 if TYPE_CHECKING:
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
         BreakdownRow,
         Cost,
         Failures,
-        OutcomeComparison,
-        OutcomeEstimate,
         Outcomes,
         ScoreStats,
         Timeline,
@@ -41,14 +38,6 @@ Key = tuple[str, str, int]  # subject, probe_id, trial
 STATUS_CODE = {status: code for code, status in enumerate(figures.STATUSES)}
 
 
-def wrong(expectation: str, passed: bool) -> bool:
-    if expectation == "must_trigger":
-        return not passed
-    if expectation == "should_not_trigger":
-        return passed
-    return False
-
-
 def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -56,7 +45,7 @@ def _number(x: Any) -> bool:
 class TrialDigest:
     """The report's trial sections of one run, built line by line (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, outcomes: bool = True) -> None:
         #: False once a line superseded one that had stood without error (the live `add`
         #: keeps no record of those): the digest is then not the report's, and not kept
         self.exact = True
@@ -66,10 +55,9 @@ class TrialDigest:
         self._usage: dict[tuple[str, str], list[Any]] = {}
         self._pending: dict[Key, dict[str, Any]] = {}  # errored attempts a retry may replace
         self._scores: dict[str, dict[str, array[float]]] = {}
-        # [valid trials, tokens in, tokens out, cost, duration ms, right trials] of the trials
-        # that stand without error, by (subject, case): the outcomes section's case means
-        self._outcomes: dict[tuple[str, str], list[float]] = {}
-        self._graded = False  # a reading scored other than 0 or 1 (a judge's, a check's)
+        # the trials that stand without error, by subject: the outcomes section's case means
+        # (None: not kept, `ix run`'s summary has the section)
+        self._outcomes: dict[str, OutcomeSums] | None = {} if outcomes else None
         self._extra: dict[tuple[str, str], dict[str, list[float]]] = {}
         self._rows: dict[str, dict[str, Any]] = {}
         self._kinds: dict[str, dict[str, Any]] = {}
@@ -195,7 +183,8 @@ class TrialDigest:
                 group["messages"][message] = ((subject, case, trial), {
                     "subject": subject, "probe_id": case, "trial": trial, "message": message})
             return
-        self._outcome(subject, case, line, reading, expectation, bad)
+        if self._outcomes is not None:
+            self._outcome(subject, case, line, reading, expectation, bad)
         if not reading:
             return
         score = reading.get("score")
@@ -234,91 +223,29 @@ class TrialDigest:
                  expectation: str, bad: bool | None) -> None:
         """Count a trial that stands without error into its case's outcome sums: its usage,
         duration, tool calls, turns and reading's score (from its observation, or from `kept`
-        of a line read back), and whether it was right. A flat list a case: this runs once a
-        trial of `ix run`."""
-        cell = self._outcomes.get((subject, case))
-        if cell is None:
-            cell = self._outcomes[subject, case] = [0.0] * _CELL
-        facts = _facts(line) if "observation" in line else line.get("facts") or _NO_FACTS
-        i = 0
-        for value in facts:
-            if value is not None:
-                cell[i] += value
-                cell[i + 1] += 1
-            i += 2
-        score = _finite(reading.get("score")) if reading else None
-        if score is not None:
-            cell[_SCORE] += score
-            cell[_SCORE + 1] += 1
-            if score != 0 and score != 1:
-                self._graded = True
-        cell[_RIGHT + 1] += 1
-        if reading and not (bad if bad is not None
-                            else wrong(expectation, bool(reading.get("passed")))):
-            cell[_RIGHT] += 1
+        of a line read back), and whether it was right."""
+        by_subject = cast("dict[str, OutcomeSums]", self._outcomes)  # (kept: see `_stand`)
+        sums = by_subject.get(subject)
+        if sums is None:
+            sums = by_subject[subject] = OutcomeSums()
+        facts = (facts_of(line["observation"], line.get("duration_ms"))
+                 if "observation" in line else line.get("facts") or NO_FACTS)
+        sums.measure(case, facts, finite(reading.get("score")) if reading else None,
+                     bool(reading) and not (bad if bad is not None else wrong(
+                         expectation, bool(reading.get("passed")))))
 
     # ------------------------------------------------------------------------- sections
 
     def outcomes(self, subjects: list[str], level: float = 0.95) -> "Outcomes | None":
-        """Tokens, time and cost per trial (STATS.md §13): each subject's mean of its case
-        means with a case-clustered interval; each other subject against the first (the
-        control), paired by the cases both have; cost per success (every attempt's cost over
-        the right trials). None when no trial stood without error. A quantity nobody spent
-        (the mock's tokens) is left out."""
+        """`ix.eval.outcomes.outcomes_block` of the trials digested (cost per success counts
+        every attempt's cost); None when no trial stood without error, or the digest keeps
+        no outcomes."""
         if not self._outcomes:
             return None
-        order = [s for s in subjects if any(k[0] == s for k in self._outcomes)]
-        order += sorted({k[0] for k in self._outcomes} - set(order))
-        cells = self._outcomes
-        metrics = [m for m in OUTCOME_METRICS if any(
-            cell[_SLOT[m] + (m in COUNTED)] for cell in cells.values())
-            and (m != "score" or self._graded)]
-        cases = {(s, m): sorted(c for (t, c), cell in cells.items()
-                                if t == s and cell[_SLOT[m] + 1])
-                 for s in order for m in [*metrics, RIGHT]}
-
-        def means(subject: str, metric: str, chosen: list[str]) -> list[float]:
-            at = _SLOT[metric]
-            return [cells[subject, c][at] / cells[subject, c][at + 1] for c in chosen]
-
-        def spent(subject: str, chosen: list[str]) -> tuple[list[float], list[float]]:
-            return ([float(self._usage.get((subject, c), [0, 0, 0, 0.0])[3]) for c in chosen],
-                    [cells[subject, c][_RIGHT] for c in chosen])
-
-        by_subject = {s: {m: _estimate(continuous.mean_interval(
-            means(s, m, cases[s, m]), level, skewed=m not in UNSKEWED)) for m in metrics}
-            for s in order}
-        cost = "cost_usd" in metrics
-        per_success = {s: _estimate(continuous.cost_per_success(*spent(s, cases[s, RIGHT]),
-                                                                level))
-                       for s in order} if cost else {}
-        comparisons: list[OutcomeComparison] = []
-        ratios: dict[str, OutcomeEstimate] = {}
-        control = order[0]
-        for s in order[1:]:
-            for m in metrics:
-                shared = sorted(set(cases[s, m]) & set(cases[control, m]))
-                c = continuous.compare(means(control, m, shared), means(s, m, shared), level)
-                two_sided = (min(1.0, 2 * min(c.p_lower, 1 - c.p_lower))
-                             if math.isfinite(c.p_lower) else None)
-                comparisons.append({"subject": s, "control": control, "metric": m,
-                                    "difference": _estimate(c.difference),
-                                    "ratio": _estimate(c.ratio), "p_lower": num(c.p_lower),
-                                    "p": num(two_sided), "p_holm": None})
-            if cost:
-                shared = sorted(set(cases[s, RIGHT]) & set(cases[control, RIGHT]))
-                ratios[s] = _estimate(continuous.cost_per_success_ratio(
-                    spent(control, shared), spent(s, shared), level))
-        for m in metrics:  # each quantity's family: the subjects against the control
-            family = [row for row in comparisons if row["metric"] == m and row["p"] is not None]
-            for row, adjusted in zip(family, holm([float(r["p"] or 0.0) for r in family]),
-                                     strict=True):
-                row["p_holm"] = num(adjusted)
-        return {"level": level, "metrics": metrics, "by_subject": by_subject,
-                "comparisons": comparisons, "cost_per_success": per_success,
-                "cost_per_success_ratio": ratios,
-                "note": "per trial that stood without error, averaged per case, then over "
-                        "cases; cost per success counts every attempt's cost"}
+        for subject, sums in self._outcomes.items():
+            sums.spent = {case: float(bucket[3]) for (s, case), bucket in self._usage.items()
+                          if s == subject}
+        return outcomes_block(subjects, self._outcomes, level)
 
     def cost(self) -> "Cost":
         def usage(b: list[Any]) -> dict[str, Any]:
@@ -400,48 +327,6 @@ class TrialDigest:
                               list(self._lanes), subjects)
 
 
-#: The quantities `TrialDigest.outcomes` summarises per trial: a line's usage and duration,
-#: its tool calls and turns, and its reading's score (listed when a score is not 0 or 1: a
-#: judge's, a check's). Turns are listed when any trial reports them (a count of 0 says
-#: something); the others when any is not 0.
-OUTCOME_METRICS = ["tokens_input", "tokens_output", "cost_usd", "duration_ms", "tool_calls",
-                   "turns", "score"]
-COUNTED = frozenset({"turns"})
-#: Scores are bounded: their mean's interval is Student's t, not the skewed one's bootstrap.
-UNSKEWED = frozenset({"score"})
-RIGHT = "right"
-#: Where each quantity's [sum, count] sits in a case's cell (`TrialDigest._outcome`), then
-#: [right trials, trials].
-_SLOT = {m: 2 * i for i, m in enumerate([*OUTCOME_METRICS, RIGHT])}
-_SCORE, _RIGHT, _CELL = _SLOT["score"], _SLOT[RIGHT], 2 * len(_SLOT)
-_NO_FACTS = (None,) * (len(OUTCOME_METRICS) - 1)
-
-
-def _finite(x: Any) -> float | None:
-    """`x` as a float when it is a finite number (not a bool), else None."""
-    if type(x) is float:
-        return x if math.isfinite(x) else None
-    return float(x) if type(x) is int else None
-
-
-def _facts(line: Mapping[str, Any]) -> tuple[float | None, ...]:
-    """A standing line's numbers for the outcomes section, in `OUTCOME_METRICS`' order but
-    the score (its reading's): from its observation (the engine's record, or a line read back
-    whole). A missing usage counts as 0, a missing turn count as none."""
-    obs = line["observation"] or {}
-    meta = obs.get("meta")
-    calls = obs.get("tool_calls")
-    return (_finite(obs.get("tokens_input") or 0), _finite(obs.get("tokens_output") or 0),
-            _finite(obs.get("cost_usd") or 0.0), _finite(line.get("duration_ms")),
-            float(len(calls)) if type(calls) is list else None,
-            _finite(meta.get("num_turns", meta.get("turns"))) if type(meta) is dict else None)
-
-
-def _estimate(e: "continuous.Estimate") -> "OutcomeEstimate":
-    return {"value": num(e.value), "ci": [num(e.lo), num(e.hi)], "n_cases": e.n,
-            "method": e.method}
-
-
 def _moments(values: "array[float]") -> tuple[int, float, float]:
     """n, mean and sample standard deviation (ddof 1; nan below 2) of a case's few scores:
     `ix.stats.describe`'s, in plain Python (numpy's call costs more than the sums at this
@@ -462,7 +347,7 @@ def kept(t: Mapping[str, Any]) -> dict[str, Any]:
                                   "error", "reading")}
     line["invoked"] = invoked_skills(obs)
     if not t.get("error"):  # what the outcomes section reads of a trial that stands
-        line["facts"] = _facts(t)
+        line["facts"] = facts_of(obs, t.get("duration_ms"))
     if wrong(str(t.get("expectation")), bool((t.get("reading") or {}).get("passed"))) \
             and not t.get("error"):  # a wrong answer: keep its start, as an example
         line["answer"] = _answer(obs)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from ix._lazy import lazy
-from ix.report import charts, load_test
+from ix.report import charts, load_test, outcome_text
 from ix.report.answer import metric_name
 from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
 
@@ -114,7 +114,29 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "comparisons": _comparisons(report), "failing": _failing(report),
             "context_curve": _context_curve(report), "sweep_bars": _sweep_bars(report),
             "top": TOP_FAILURES, "rate_word": rate_word(report["run"].get("sensor")),
-            "sensor_rows": _sensor_rows(report)}
+            "sensor_rows": _sensor_rows(report), **_outcomes(report.get("outcomes"))}
+
+
+def _outcomes(outcomes: Any) -> dict[str, Any]:
+    """The outcomes section (tokens, time and cost per trial) in the words of
+    `ix.report.outcome_text`, as the terminal and Markdown reports write it: `costs`, each
+    subject against the control (none without a comparison); `outcome_table`, the quantities
+    per subject. Both None for a run from before the section (or without a trial that stood)."""
+    if not isinstance(outcomes, Mapping) or not outcomes:
+        return {"costs": None, "outcome_table": None}
+    # nulls where a list or mapping is expected read as empty
+    o = {**outcomes, **{k: outcomes.get(k) or default for k, default in (
+        ("metrics", []), ("by_subject", {}), ("comparisons", []), ("cost_per_success", {}),
+        ("cost_per_success_ratio", {}))}}
+    level = f"{o['level'] * 100:g}%" if _number(o.get("level")) else None
+    note = o.get("note") if isinstance(o.get("note"), str) else None
+    subjects, rows = outcome_text.subject_rows(o) if o["by_subject"] else ([], [])
+    table = {"subjects": subjects, "rows": rows, "level": level, "note": note} if rows else None
+    costs = None
+    if o["comparisons"]:
+        costs = {"control": o["comparisons"][0].get("control"), "level": level,
+                 "rows": outcome_text.comparison_rows(o)}
+    return {"costs": costs, "outcome_table": table}
 
 
 def _sensor_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -10,6 +10,14 @@ LABELS = {"tokens_input": "input tokens", "tokens_output": "output tokens",
           "turns": "turns", "score": "score"}
 
 
+def label(metric: str) -> str:
+    """A quantity's name in a table: `output tokens`, a judge's dimension `quality: clarity`."""
+    if metric in LABELS:
+        return LABELS[metric]
+    judge, dot, dimension = metric.rpartition(".")
+    return f"{judge}: {dimension}" if dot else metric
+
+
 def _plain(x: float, digits: int) -> str:
     """`x` to `digits` significant digits, never in exponent form (`1.3e-05` would read as
     two values, and a narrow table could cut it)."""
@@ -19,7 +27,8 @@ def _plain(x: float, digits: int) -> str:
     return f"{x:,.{places}f}"
 
 
-def _number(metric: str, x: float | None) -> str:
+def number(metric: str, x: float | None) -> str:
+    """`x` in `metric`'s unit (seconds for a duration), to a few digits, never cut."""
     if x is None or not math.isfinite(x):
         return "–"
     if metric == "cost_usd":
@@ -32,8 +41,8 @@ def _number(metric: str, x: float | None) -> str:
 def value_cell(metric: str, e: Mapping[str, Any]) -> str:
     """`mean [lo, hi]` in the metric's unit."""
     lo, hi = e["ci"]
-    interval = f" [{_number(metric, lo)}, {_number(metric, hi)}]" if lo is not None else ""
-    return _number(metric, e["value"]) + interval
+    interval = f" [{number(metric, lo)}, {number(metric, hi)}]" if lo is not None else ""
+    return number(metric, e["value"]) + interval
 
 
 def _percent(r: float | None) -> str:
@@ -51,7 +60,7 @@ def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     """(subjects, one row per quantity: its label, then each subject's cell); cost per
     success last, when there is a cost."""
     subjects = list(outcomes["by_subject"])
-    rows = [[LABELS.get(m, m), *(value_cell(m, outcomes["by_subject"][s][m]) for s in subjects)]
+    rows = [[label(m), *(value_cell(m, outcomes["by_subject"][s][m]) for s in subjects)]
             for m in outcomes["metrics"]]
     if outcomes["cost_per_success"]:
         rows.append(["cost per success", *(value_cell("cost_usd", outcomes["cost_per_success"][s])
@@ -63,7 +72,7 @@ def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
     """Each other subject against the control: subject, quantity, the change of its mean
     [interval], P(lower), the paired difference's two-sided p adjusted by Holm across the
     subjects; then cost per success."""
-    rows = [[c["subject"], LABELS.get(c["metric"], c["metric"]), ratio_cell(c["ratio"]),
+    rows = [[c["subject"], label(c["metric"]), ratio_cell(c["ratio"]),
              "–" if c["p_lower"] is None else f"{c['p_lower']:.2f}",
              "–" if c.get("p_holm") is None else f"{c['p_holm']:.3f}"]
             for c in outcomes["comparisons"]]
@@ -96,10 +105,10 @@ def brief_lines(outcomes: Mapping[str, Any]) -> list[str]:
         chosen = [m for m in BRIEF if m in cells]
         if "cost_per_success" in chosen and "cost_usd" in chosen:
             chosen.remove("cost_usd")
-        parts = [f"{LABELS.get(m, m.replace('_', ' '))} {ratio_cell(cells[m])}" for m in chosen]
+        parts = [f"{label(m)} {ratio_cell(cells[m])}" for m in chosen]
         lines.append(f"  {subject}: " + ", ".join(parts))
     return lines
 
 
-__all__ = ["BRIEF", "LABELS", "brief_lines", "comparison_rows", "ratio_cell", "subject_rows",
-           "value_cell"]
+__all__ = ["BRIEF", "LABELS", "brief_lines", "comparison_rows", "label", "number", "ratio_cell",
+           "subject_rows", "value_cell"]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         AstrayCase,
         Failures,
         Leaderboard,
+        Outcomes,
         ReportOutput,
         Screen,
         SubjectRouting,
@@ -114,7 +115,7 @@ def stored_sections(summary: Mapping[str, Any], digest: TrialDigest,
             "metric": metric,
             "breakdown": digest.breakdown([c["probe_id"] for c in table["cases"]]),
             "failures": digest.failures(), "cost": digest.cost(),
-            "outcomes": digest.outcomes(table["subjects"], _level(summary)),
+            "outcomes": _outcomes(summary, digest, table["subjects"]),
             "timeline": digest.timeline(table["subjects"]),
             "leaderboard": _leaderboard(summary, metric),
             "difficulty": figures.difficulty(summary, cases),
@@ -146,7 +147,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         digest = digest_of(trials)
         stored = {"breakdown": digest.breakdown([c["probe_id"] for c in table["cases"]]),
                   "failures": digest.failures(), "cost": digest.cost(),
-                  "outcomes": digest.outcomes(table["subjects"], _level(summary)),
+                  "outcomes": _outcomes(summary, digest, table["subjects"]),
                   "timeline": digest.timeline(table["subjects"]),
                   "difficulty": figures.difficulty(summary, cases)}
     failures = cast("Failures", {**stored["failures"], "cases": [
@@ -198,6 +199,14 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
     if stored.get("outcomes"):
         out["outcomes"] = stored["outcomes"]
     return out
+
+
+def _outcomes(summary: Mapping[str, Any], digest: TrialDigest,
+              subjects: list[str]) -> "Outcomes | None":
+    """The summary's `outcomes` (ix 2.2 on), else the digest's of the run's lines."""
+    if "outcomes" in summary:
+        return cast("Outcomes | None", summary["outcomes"])
+    return digest.outcomes(subjects, _level(summary))
 
 
 def _level(summary: Mapping[str, Any]) -> float:

@@ -17,6 +17,7 @@ from ix.eval.schemas import (
     GoalOut,
     Interval,
     LoadOut,
+    Outcomes,
     ReliabilityGroupsOut,
     SensorRateOut,
     SubjectComparison,
@@ -404,44 +405,6 @@ class Cost(ClosedDict):
     by_subject: dict[str, CostBucket]
     by_case: dict[str, CostBucket]
     total: CostBucket
-    note: str
-
-
-class OutcomeEstimate(ClosedDict):
-    """A mean (or a ratio) with its interval at the report's level; nulls where undefined."""
-
-    value: float | None
-    ci: list[float | None]
-    n_cases: int
-    method: str
-
-
-class OutcomeComparison(ClosedDict):
-    """A subject against the control on one quantity, paired by case."""
-
-    subject: str
-    control: str
-    metric: str
-    difference: OutcomeEstimate
-    ratio: OutcomeEstimate
-    p_lower: Annotated[float | None, Field(description="P(the subject's mean is lower)")]
-    p: Annotated[float | None, Field(description="two-sided, of the paired difference")]
-    p_holm: Annotated[float | None, Field(
-        description="`p` adjusted by Holm across the subjects compared with the control on "
-                    "this quantity (the family of the rates' comparisons)")]
-
-
-class Outcomes(ClosedDict):
-    """Tokens, time and cost per trial (STATS.md §13): each subject's mean of case means with
-    a case-clustered interval, each other subject against the control (paired difference and
-    ratio), and cost per success."""
-
-    level: float
-    metrics: list[str]
-    by_subject: dict[str, dict[str, OutcomeEstimate]]
-    comparisons: list[OutcomeComparison]
-    cost_per_success: dict[str, OutcomeEstimate]
-    cost_per_success_ratio: dict[str, OutcomeEstimate]
     note: str
 
 

@@ -28,6 +28,7 @@ error of kind `judge_unparseable`, not a silent fail. One sensor gives one readi
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -234,3 +235,8 @@ def build_judge(options: dict[str, Any], meta: dict[str, Any], body: str,
         return LLMJudgeSensor(rubric, text, str(path), tuple(parsed.inputs))
     except ConfigError as exc:
         raise exc.at(path) from None
+
+
+def judge_names(sensors: Iterable[object]) -> frozenset[str]:
+    """The names of the `llm_judge` sensors among `sensors` (their readings' `sensor_name`)."""
+    return frozenset(s.name for s in sensors if isinstance(s, LLMJudgeSensor))

@@ -27,7 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                     "paired_diff_interval", "mcnemar_exact", "diff_cdf", "paired_diff_cdf",
                     "diff_cdf_bounds", "paired_diff_cdf_bounds"),
     "paired_probit": ("probit_prob_a_beats_b", "probit_diff_interval", "probit_diff_cdf"),
-    "decisions": ("goal_verdict", "goal_outcome", "GoalVerdict"),
+    "decisions": ("goal_verdict", "goal_outcome", "bound_verdict", "GoalVerdict"),
     "clustered": ("clustered_se", "paired_se", "hierarchical_interval", "hierarchical_mean"),
     "sequential": ("majority_vote_probability", "flip_probability", "StoppingRule",
                    "path_counts", "stopping_distribution", "unbiased_first_k",
@@ -52,6 +52,7 @@ __all__ = [
     "Reach",
     "StoppingRule",
     "beta_interval",
+    "bound_verdict",
     "capped_effect",
     "case_level_difference",
     "clopper_pearson_interval",
@@ -161,7 +162,7 @@ if TYPE_CHECKING:
         paired_prob_a_beats_b,
         prob_a_beats_b,
     )
-    from ix.stats.decisions import GoalVerdict, goal_outcome, goal_verdict
+    from ix.stats.decisions import GoalVerdict, bound_verdict, goal_outcome, goal_verdict
     from ix.stats.describe import Correlation, Description, correlation, describe
     from ix.stats.difference import DifferenceInterval, difference_interval
     from ix.stats.intervals import (

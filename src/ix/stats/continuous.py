@@ -18,7 +18,7 @@ checks them against scipy and by simulation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,11 +53,36 @@ class Estimate:
 class Comparison:
     """A variant against the control on one quantity: the paired difference of case means,
     the ratio of the means, and the probability that the variant is lower (for tokens, time
-    and cost, lower is better)."""
+    and cost, lower is better). `df`, `se_difference` and `se_log_ratio` are the scales of
+    the Student t posteriors `cdf` reads (nan: none)."""
 
     difference: Estimate
     ratio: Estimate
     p_lower: float
+    df: float = math.nan
+    se_difference: float = math.nan
+    se_log_ratio: float = math.nan
+
+    def cdf(self, relative: bool = False) -> Callable[[float], float]:
+        """F(d) = P(effect ≤ d), effect = variant − control (`relative`: variant / control −
+        1), for `ix.stats.decisions`: the t posterior of the mean of the per-case differences
+        (the reference prior's; its interval is the difference's), or of the log ratio,
+        its scale widened to the ratio's bootstrap-t interval so the verdict and the
+        interval printed beside it agree. A zero scale gives a step at the estimate."""
+        if relative:
+            at, scale = math.log(self.ratio.value), self.se_log_ratio
+
+            def on_log(d: float) -> float:
+                return 0.0 if d <= -1 else _t_cdf(math.log1p(d), at, scale, self.df)
+            return on_log
+        mean, se = self.difference.value, self.se_difference
+        return lambda d: _t_cdf(d, mean, se, self.df)
+
+
+def _t_cdf(x: float, loc: float, scale: float, df: float) -> float:
+    if not scale > 0:
+        return 1.0 if x >= loc else 0.0
+    return float(special.stdtr(df, (x - loc) / scale))
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -116,24 +141,27 @@ def compare(control: Sequence[float], variant: Sequence[float], level: float = 0
         p_lower = float(special.stdtr(n - 1, -mean_d / se_d))
     else:
         p_lower = 1.0 if mean_d < 0 else 0.0 if mean_d > 0 else 0.5
-    return Comparison(difference, _ratio(a, b, level, seed), p_lower)
+    ratio, se_log = _ratio(a, b, level, seed)
+    return Comparison(difference, ratio, p_lower, float(n - 1), se_d, se_log)
 
 
-def _ratio(a: np.ndarray, b: np.ndarray, level: float, seed: int) -> Estimate:
+def _ratio(a: np.ndarray, b: np.ndarray, level: float, seed: int) -> tuple[Estimate, float]:
     """mean(b) / mean(a) with a paired bootstrap-t interval on the log scale (its standard
-    error by the delta method, within each resample)."""
+    error by the delta method, within each resample), and the scale of the t posterior of
+    the log ratio whose `level` interval is that one (the delta method's, widened by the
+    bootstrap's quantile over Student's)."""
     n = len(a)
     ma, mb = float(a.mean()), float(b.mean())
     if ma <= 0 or mb <= 0:
-        return Estimate(math.nan, math.nan, math.nan, n, "none")
+        return Estimate(math.nan, math.nan, math.nan, n, "none"), math.nan
     log_r = math.log(mb / ma)
     se = _log_ratio_se(a[None, :], b[None, :])[0]
     if not se > 0:
-        return Estimate(mb / ma, mb / ma, mb / ma, n, "none")
+        return Estimate(mb / ma, mb / ma, mb / ma, n, "none"), 0.0
+    t_q = t_quantile(1 - (1 - level) / 2, n - 1)
     if n > BOOTSTRAP_MAX_CASES:
-        q = t_quantile(1 - (1 - level) / 2, n - 1)
-        return Estimate(mb / ma, _exp(log_r - q * se), _exp(log_r + q * se), n,
-                        "delta method, log ratio")
+        return Estimate(mb / ma, _exp(log_r - t_q * se), _exp(log_r + t_q * se), n,
+                        "delta method, log ratio"), float(se)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(RESAMPLES, n))
     ba, bb = a[idx], b[idx]
@@ -143,8 +171,8 @@ def _ratio(a: np.ndarray, b: np.ndarray, level: float, seed: int) -> Estimate:
     good = ses > 0
     q = _symmetric(np.abs(np.log(mb_s[ok][good] / ma_s[ok][good]) - log_r) / ses[good], n,
                    level)
-    return Estimate(mb / ma, _exp(log_r - q * se), _exp(log_r + q * se), n,
-                    "paired bootstrap-t, log ratio")
+    return (Estimate(mb / ma, _exp(log_r - q * se), _exp(log_r + q * se), n,
+                     "paired bootstrap-t, log ratio"), float(se * q / t_q))
 
 
 def _exp(x: float) -> float:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Literal
 
-__all__ = ["GoalVerdict", "goal_outcome", "goal_verdict"]
+__all__ = ["GoalVerdict", "bound_verdict", "goal_outcome", "goal_verdict"]
 
 Direction = Literal["increase", "decrease", "differ"]
 Outcome = Literal["supported", "refuted", "inconclusive"]
@@ -126,6 +126,46 @@ def goal_verdict(cdf: Callable[[float], float], *, direction: Direction, min_eff
             + f", refuted if P({complement}) >= {c:g}, "
             f"else inconclusive (effect = treatment - control)")
     return GoalVerdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted, rule=rule)
+
+
+def bound_verdict(cdf: Callable[[float], float], *, direction: Direction, at_most: float,
+                  credibility: float) -> GoalVerdict:
+    """Decide a bound on an effect ("the skill adds at most 20% tokens") from F(d) =
+    `cdf(d)` = P(effect ≤ d), effect = treatment − control (or a relative change).
+
+    With a = `at_most` and c = `credibility`, the claim is "increase": effect ≤ a (it grows
+    by at most a), "decrease": effect ≥ −a (it falls by at most a), "differ": |effect| ≤ a
+    (it moves by at most a either way). `supported` when P(claim) ≥ c, `refuted` when
+    P(not claim) ≥ c, else `inconclusive` — the goal of `goal_verdict` turned round: there
+    the effect must credibly pass min_effect, here it must credibly stay within the bound
+    (a non-inferiority margin; at the bound itself it is falsely supported at most 1 − c of
+    the time). Raises ValueError as `goal_verdict` does.
+    """
+    if direction not in _DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(map(repr, _DIRECTIONS))}; "
+                         f"got {direction!r}")
+    if (isinstance(at_most, bool) or not isinstance(at_most, Real)
+            or not math.isfinite(at_most) or at_most < 0):
+        raise ValueError(f"at_most must be a finite number >= 0; got {at_most!r}")
+    if (isinstance(credibility, bool) or not isinstance(credibility, Real)
+            or not 0.5 < credibility < 1):
+        raise ValueError(f"credibility must lie in (0.5, 1), e.g. 0.95; got {credibility!r}")
+    a, c = float(at_most), float(credibility)
+    if direction == "increase":
+        p_supported = _probability(cdf, a)
+        claim, other = f"effect <= {a:g}", f"effect > {a:g}"
+    elif direction == "decrease":
+        p_supported = 1.0 - _probability(cdf, -a)
+        claim, other = f"effect >= {-a:g}", f"effect < {-a:g}"
+    else:
+        p_supported = max(0.0, _probability(cdf, a) - _probability(cdf, -a))
+        claim, other = f"|effect| <= {a:g}", f"|effect| > {a:g}"
+    p_refuted = 1.0 - p_supported
+    outcome: Outcome = ("supported" if p_supported >= c else
+                        "refuted" if p_refuted >= c else "inconclusive")
+    return GoalVerdict(verdict=outcome, p_supported=p_supported, p_refuted=p_refuted,
+                       rule=f"supported if P({claim}) >= {c:g}, refuted if P({other}) >= "
+                            f"{c:g}, else inconclusive")
 
 
 def goal_outcome(cdf: Callable[[float], float],

@@ -46,6 +46,8 @@ class RunState:
     attempts: dict[tuple[str, str], bytearray] = field(default_factory=dict)
     usage: dict[str, list[float]] = field(default_factory=dict)  # tokens in, out, cost
     lines: int = 0
+    #: (subject, case) -> the cost of every attempt (cost per success counts retries)
+    spent: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def record(self, subject: str, probe_id: str, trial: int, attempt: int, code: int) -> None:
         pair = (subject, probe_id)
@@ -170,6 +172,7 @@ class _Scan:
         self.slow: list[tuple[int, int, int, int]] = []  # the same and the line's number, of
         # lines read alone, until they join `parts` in their place
         self.usage: dict[str, list[float]] = {}
+        self.spent: dict[tuple[str, str], float] = {}
         self.lines = 0
 
     def read(self, block: int) -> None:
@@ -231,7 +234,7 @@ class _Scan:
         odd = np.flatnonzero(~labelled & ~ix_like)
         alone.extend(int(i) for i in odd if self._marked(buf[starts[i]:ends[i] + 1].tobytes()))
         spending: list[tuple[int, int, int, float]] = []  # (line index, tokens in, out, cost)
-        subject_of: dict[int, str] = {}
+        subject_of: dict[int, tuple[str, str]] = {}
         kept = [tuple(np.empty(0, t) for t in (np.int64, np.uint8, np.uint8, np.int64))]
         for style, rows in zip(self.styles, mine, strict=True):
             rows = np.flatnonzero(rows)
@@ -250,16 +253,19 @@ class _Scan:
             if spend is None:
                 self._line(buf[starts[i]:ends[i] + 1].tobytes(), number + 1 + i)
                 continue
-            usage = self.usage[subject_of[i]]
+            pair = subject_of[i]
+            usage = self.usage[pair[0]]
             usage[0] += spend[0]
             usage[1] += spend[1]
             usage[2] += spend[2]
+            if spend[2]:
+                self.spent[pair] = self.spent.get(pair, 0.0) + spend[2]
         self._keep(*kept[-1])
 
     def _rows(self, style: _Style, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
               lens: np.ndarray, heads: np.ndarray, hs: np.ndarray, rows: np.ndarray,
               number: int, alone: list[int], spending: list[tuple[int, int, int, float]],
-              subject_of: dict[int, str]) -> tuple[np.ndarray, ...]:
+              subject_of: dict[int, tuple[str, str]]) -> tuple[np.ndarray, ...]:
         """The lines `rows` of a block, which begin as this run's do in `style`: what each
         keeps (see `_keep`). Those that do not read join `alone`; what lines spent other than
         nothing joins `spending` (and their subjects `subject_of`)."""
@@ -301,7 +307,7 @@ class _Scan:
                 fast[named], pairs[named], trial[named], attempt[named], code[named])
         self.lines += len(fast)
         if len(spending) > spent_before:
-            subject_of.update((int(i), self.names[p][0])
+            subject_of.update((int(i), self.names[p])
                               for i, p in zip(fast.tolist(), pairs.tolist(), strict=True))
         for p in np.unique(pairs).tolist():
             self.usage.setdefault(self.names[p][0], [0, 0, 0.0])
@@ -379,11 +385,13 @@ class _Scan:
         usage[0] += tokens_in
         usage[1] += tokens_out
         usage[2] += cost
+        if cost:
+            self.spent[subject, probe_id] = self.spent.get((subject, probe_id), 0.0) + cost
 
     def state(self) -> RunState:
         """The latest attempt of each trial: the highest attempt, the later line on a tie."""
         np = _numpy()[0]
-        state = RunState(usage=self.usage, lines=self.lines)
+        state = RunState(usage=self.usage, lines=self.lines, spent=self.spent)
         if not self.parts:
             return state
         key, attempt, code = (np.concatenate([p[k] for p in self.parts]) for k in range(3))

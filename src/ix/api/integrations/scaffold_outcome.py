@@ -1,7 +1,8 @@
 """`ix new NAME --template outcome --skill S`: an outcome experiment to fill in (DESIGN.md §10,
 docs/outcomes.md): the agent without the skill (control) and with it, each case a task with
-its files, a check program that grades what the agent left, and a goal on the correct rate;
-`ix report` adds tokens, time and cost against the control."""
+its files, a check program that grades what the agent left, a judge's rubric to fill in, and a
+goal on the correct rate; `ix report` adds tokens, time, cost and the judge's scores against
+the control."""
 
 from typing import Any
 
@@ -42,12 +43,18 @@ def outcome_yaml(name: str, skill: str, kind: str | None, goal: str | None) -> s
                  {"name": treatment(skill),
                   "description": f"{skill} installed in the workspace (.claude/skills/)",
                   "skills": [skill]}]}).rstrip(),
-             "# check.py grades what the agent left in its workspace: exit 0 = done right",
+             "# check.py grades what the agent left in its workspace: exit 0 = done right;",
+             "# rubrics/quality.md asks a model to grade the answer and the files it made",
+             "# (needs ANTHROPIC_API_KEY; its dimensions join tokens, time and cost)",
              dump_yaml({"sensors": [{"kind": "check",
                                      "command": ["python3", "{{ experiment }}/check.py"]},
-                                    ]}).rstrip(),
+                                    {"kind": "llm_judge", "agent": "rubrics/quality.md",
+                                     "inputs": ["answer", "files"]}]}).rstrip(),
              "# After a run ix says supported / refuted / inconclusive; `ix report` adds",
-             "# tokens, time and cost per trial against the control.",
+             "# tokens, time, cost and the judge's scores per trial against the control.",
+             "# A goal may name one of those instead, e.g. \"the skill adds at most 20%",
+             "# output tokens\": {metric: output_tokens, direction: increase, at_most: 0.2,",
+             "# relative: true}",
              dump_yaml({"goal": {"hypothesis": hypothesis, "metric": "pass_rate",
                                  "compare": [CONTROL, treatment(skill)],
                                  "direction": "increase", "min_effect": 0.1,
@@ -85,11 +92,31 @@ answer.txt.
 
 INPUT = "TODO: the files the task needs go in this folder; each trial gets a fresh copy.\n"
 
+RUBRIC = """---
+name: quality
+runtime: anthropic
+model: claude-haiku-4-5
+dimensions: [correctness, clarity]
+scale: [1, 5]
+pass_threshold: 0.6        # on the mean score, rescaled to [0, 1]
+---
+TODO: say what a good result of these tasks is. The judge sees the task, the agent's answer
+and the files it made (below).
+
+Task: {{ probe.prompt }}
+
+Answer: {{ observation.content }}
+
+Grade correctness (is the result right?) and clarity (would a user understand it?), each
+from 1 to 5. Answer with JSON only: {"scores": {"correctness": 1-5, "clarity": 1-5},
+"reasoning": "..."}
+"""
+
 
 def outcome_files(skill: str) -> list[tuple[str, str]]:
     """(path in the experiment, text) of the files besides experiment.yaml and README.md."""
     return [("check.py", CHECK), ("cases/task-001.md", TASK),
-            ("cases/task-001/files/input.txt", INPUT)]
+            ("cases/task-001/files/input.txt", INPUT), ("rubrics/quality.md", RUBRIC)]
 
 
 def outcome_readme(name: str, skill: str) -> str:
@@ -106,6 +133,9 @@ cost? docs/outcomes.md of ix explains every part.
 - `check.py` grades what the agent left in its workspace: exit 0 when the task was done
   right (a placeholder now: write the real test). It runs in the workspace after each trial;
   `IX_CASE_ID` names the case.
+- `rubrics/quality.md` asks a model (`ANTHROPIC_API_KEY`) to grade each answer and the files
+  the agent made, by dimension; write what a good result is. Its scores are compared like
+  tokens and time (`quality.correctness`, `quality.clarity`).
 - Two subjects: `{CONTROL}` (the control) and `{treatment(skill)}` (`{skill}` installed in the
   workspace under `.claude/skills/`).
 
@@ -117,7 +147,8 @@ cost? docs/outcomes.md of ix explains every part.
 
 ## Analysis
 
-    ix report                 # the verdict, then tokens, time and cost against the control
+    ix report                 # the verdict, then tokens, time, cost and the judge's scores
+                              # against the control
 
 The files each trial made are kept under `results/runs/<run>/artifacts/`.
 """

@@ -17,6 +17,7 @@ checks them against scipy and by simulation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -105,14 +106,13 @@ def mean_interval(values: Sequence[float], level: float = 0.95, *, skewed: bool 
     if not skewed or se == 0 or n > BOOTSTRAP_MAX_CASES:
         q = t_quantile(1 - alpha / 2, n - 1)
         return Estimate(mean, mean - q * se, mean + q * se, n, "t")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(RESAMPLES, n))
-    boot = x[idx]
-    means = boot.mean(axis=1)
-    ses = boot.std(axis=1, ddof=1) / math.sqrt(n)
+    w = _weights(n, seed)
+    c = x - mean  # centred: each resample's variance from its sums, without cancellation
+    shift = w @ c / n  # each resample's mean − the mean
+    ses = np.sqrt(np.maximum(w @ (c * c) - n * shift * shift, 0.0) / (n - 1)) / math.sqrt(n)
     ok = ses > 0
     # equal-tailed: a skewed mean's interval is too (the symmetric one covered less here)
-    t_hi, t_lo = np.quantile((means[ok] - mean) / ses[ok], [1 - alpha / 2, alpha / 2])
+    t_hi, t_lo = np.quantile(shift[ok] / ses[ok], [1 - alpha / 2, alpha / 2])
     return Estimate(mean, mean - float(t_hi) * se, mean - float(t_lo) * se, n, "bootstrap-t")
 
 
@@ -155,19 +155,21 @@ def _ratio(a: np.ndarray, b: np.ndarray, level: float, seed: int) -> tuple[Estim
     if ma <= 0 or mb <= 0:
         return Estimate(math.nan, math.nan, math.nan, n, "none"), math.nan
     log_r = math.log(mb / ma)
-    se = _log_ratio_se(a[None, :], b[None, :])[0]
+    ca, cb = a - ma, b - mb
+    se = float(_log_ratio_se(np.array([ma]), np.array([mb]), np.array([ca @ ca]),
+                             np.array([cb @ cb]), np.array([ca @ cb]), n)[0])
     if not se > 0:
         return Estimate(mb / ma, mb / ma, mb / ma, n, "none"), 0.0
     t_q = t_quantile(1 - (1 - level) / 2, n - 1)
     if n > BOOTSTRAP_MAX_CASES:
         return Estimate(mb / ma, _exp(log_r - t_q * se), _exp(log_r + t_q * se), n,
                         "delta method, log ratio"), float(se)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(RESAMPLES, n))
-    ba, bb = a[idx], b[idx]
-    ma_s, mb_s = ba.mean(axis=1), bb.mean(axis=1)
+    w = _weights(n, seed)
+    da, db = w @ ca / n, w @ cb / n  # each resample's means − the means
+    ma_s, mb_s = ma + da, mb + db
     ok = (ma_s > 0) & (mb_s > 0)
-    ses = _log_ratio_se(ba[ok], bb[ok])
+    ses = _log_ratio_se(ma_s[ok], mb_s[ok], (w @ (ca * ca) - n * da * da)[ok],
+                        (w @ (cb * cb) - n * db * db)[ok], (w @ (ca * cb) - n * da * db)[ok], n)
     good = ses > 0
     q = _symmetric(np.abs(np.log(mb_s[ok][good] / ma_s[ok][good]) - log_r) / ses[good], n,
                    level)
@@ -191,13 +193,23 @@ def _symmetric(abs_t: np.ndarray, n: int, level: float) -> float:
     return max(float(np.quantile(abs_t, level)), floor)
 
 
-def _log_ratio_se(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The delta method's standard error of log(mean b / mean a), row by row, with the
-    pairing's covariance."""
-    n = a.shape[1]
-    ma, mb = a.mean(axis=1), b.mean(axis=1)
-    va, vb = a.var(axis=1, ddof=1), b.var(axis=1, ddof=1)
-    cov = ((a - ma[:, None]) * (b - mb[:, None])).sum(axis=1) / (n - 1)
+@functools.lru_cache(maxsize=8)
+def _weights(n: int, seed: int) -> np.ndarray:
+    """The resamples of n cases as counts: row k says how often resample k drew each case
+    (the draws of `default_rng(seed).integers(0, n, (RESAMPLES, n))`). A resample's sums are
+    then one matrix product, shared by every quantity and subject of a run's n cases."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(RESAMPLES, n))
+    flat = (np.arange(RESAMPLES)[:, None] * n + idx).ravel()
+    counts = np.bincount(flat, minlength=RESAMPLES * n).reshape(RESAMPLES, n).astype(float)
+    counts.flags.writeable = False  # cached: shared by every caller
+    return counts
+
+
+def _log_ratio_se(ma: np.ndarray, mb: np.ndarray, ssa: np.ndarray, ssb: np.ndarray,
+                  sab: np.ndarray, n: int) -> np.ndarray:
+    """The delta method's standard error of log(mb / ma), element by element, from the means,
+    the sums of squares about them and the sum of cross-products (the pairing's covariance)."""
+    va, vb, cov = ssa / (n - 1), ssb / (n - 1), sab / (n - 1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         var = (vb / mb**2 + va / ma**2 - 2 * cov / (ma * mb)) / n
         return np.sqrt(np.maximum(np.nan_to_num(var, nan=0.0, posinf=0.0), 0.0))
@@ -216,10 +228,9 @@ def cost_per_success(cost: Sequence[float], right: Sequence[float], level: float
     value = float(c.sum() / r.sum())
     if n < 2:
         return Estimate(value, math.nan, math.nan, n, "none")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(RESAMPLES, n))
-    sums_r = r[idx].sum(axis=1)
-    ratios = c[idx].sum(axis=1)[sums_r > 0] / sums_r[sums_r > 0]
+    w = _weights(n, seed)
+    sums_r = w @ r
+    ratios = (w @ c)[sums_r > 0] / sums_r[sums_r > 0]
     alpha = 1 - level
     lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
     return Estimate(value, float(lo), float(hi), n, "case bootstrap")
@@ -236,12 +247,11 @@ def cost_per_success_ratio(control: tuple[Sequence[float], Sequence[float]],
     if n == 0 or ra.sum() <= 0 or rb.sum() <= 0 or ca.sum() <= 0:
         return Estimate(math.nan, math.nan, math.nan, n, "none")
     value = float((cb.sum() / rb.sum()) / (ca.sum() / ra.sum()))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(RESAMPLES, n))
-    sa, sb = ra[idx].sum(axis=1), rb[idx].sum(axis=1)
-    pa = ca[idx].sum(axis=1)
+    w = _weights(n, seed)
+    sa, sb = w @ ra, w @ rb
+    pa = w @ ca
     ok = (sa > 0) & (sb > 0) & (pa > 0)
-    ratios = (cb[idx].sum(axis=1)[ok] / sb[ok]) / (pa[ok] / sa[ok])
+    ratios = ((w @ cb)[ok] / sb[ok]) / (pa[ok] / sa[ok])
     alpha = 1 - level
     lo, hi = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
     return Estimate(value, float(lo), float(hi), n, "paired case bootstrap")

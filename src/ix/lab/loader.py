@@ -163,7 +163,7 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
         seeding=spec.seeding,
         concurrency=spec.concurrency if spec.concurrency is not None else defaults.concurrency,
         timeout_s=spec.timeout_s if spec.timeout_s is not None else defaults.timeout_s,
-        goal=spec.goal.model_dump() if spec.goal else None,
+        goal=spec.goal.as_goal() if spec.goal else None,
         prior=spec.prior,
     )
     return LoadedExperiment(path=path, lab=lab, experiment=experiment, spec=spec,

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from ix.domain.errors import ConfigError
+from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.model import Model
 from ix.eval.models import Difficulty, Expectation, Seeding
 from ix.eval.outcomes import ALIASES, OUTCOME_METRICS, canonical, is_outcome_metric
@@ -162,11 +162,22 @@ class GoalSpec(_Strict):
         if not isinstance(v, str) or v in RATE_METRICS:
             return v
         if not is_outcome_metric(v):
+            quantities = ", ".join([*OUTCOME_METRICS, *ALIASES])
             raise ValueError(
-                f"unknown metric {v!r}: a rate ({', '.join(RATE_METRICS)}), a quantity "
-                f"({', '.join([*OUTCOME_METRICS, *ALIASES])}) or a judge's dimension "
-                "(`<judge name>.<dimension>`)")
+                f"unknown metric {v!r}{did_you_mean(v, [*RATE_METRICS, *OUTCOME_METRICS])}: a "
+                f"rate ({', '.join(RATE_METRICS)}), a quantity ({quantities}) or a judge's "
+                "dimension (`<judge name>.<dimension>`)")
         return canonical(v)
+
+    def as_goal(self) -> dict[str, Any]:
+        """The goal as the run's summary states it: `at_most` and `relative` only where set
+        (a rate's goal reads as it always has)."""
+        goal = self.model_dump()
+        if goal["at_most"] is None:
+            del goal["at_most"]
+        if not goal["relative"]:
+            del goal["relative"]
+        return goal
 
     @model_validator(mode="after")
     def _fits_metric(self) -> "GoalSpec":

@@ -57,6 +57,18 @@ def test_cost_per_success_is_the_exact_ratio_of_sums():
     assert (r.value, r.lo, r.hi) == (pytest.approx(2.0), pytest.approx(2.0), pytest.approx(2.0))
 
 
+@pytest.mark.parametrize("value", [0.1, 0.7, 2.2])
+def test_case_means_apart_by_rounding_alone_give_a_point_not_an_error(value):
+    """numpy reads a spread of ~1e-17 in three equal case means of 0.1 (its mean rounds);
+    no resample has a spread of its own then, and the interval is the t one: the point."""
+    x = [value] * 6
+    e = mean_interval(x, skewed=True)
+    assert e.value == pytest.approx(value) and e.lo == pytest.approx(value)
+    assert e.hi == pytest.approx(value)
+    c = compare(x, [2 * value] * 6)
+    assert c.ratio.value == pytest.approx(2.0) and c.ratio.lo == pytest.approx(2.0)
+
+
 def test_undefined_is_nan_not_an_error():
     assert math.isnan(mean_interval([]).value) and math.isnan(mean_interval([4.0]).lo)
     assert math.isnan(compare([0.0, 0.0], [1.0, 2.0]).ratio.value)  # a mean of 0: no ratio

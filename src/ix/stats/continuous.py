@@ -110,7 +110,10 @@ def mean_interval(values: Sequence[float], level: float = 0.95, *, skewed: bool 
     c = x - mean  # centred: each resample's variance from its sums, without cancellation
     shift = w @ c / n  # each resample's mean − the mean
     ses = np.sqrt(np.maximum(w @ (c * c) - n * shift * shift, 0.0) / (n - 1)) / math.sqrt(n)
-    ok = ses > 0
+    ok = ses > se * 1e-9  # a resample of (nearly) one value: no t of its own
+    if not ok.any():  # values apart by rounding alone
+        q = t_quantile(1 - alpha / 2, n - 1)
+        return Estimate(mean, mean - q * se, mean + q * se, n, "t")
     # equal-tailed: a skewed mean's interval is too (the symmetric one covered less here)
     t_hi, t_lo = np.quantile(shift[ok] / ses[ok], [1 - alpha / 2, alpha / 2])
     return Estimate(mean, mean - float(t_hi) * se, mean - float(t_lo) * se, n, "bootstrap-t")

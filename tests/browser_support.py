@@ -49,10 +49,20 @@ class Watched:
     blocked: list[str] = field(default_factory=list)
 
     def screenshot(self, name: str) -> Path:
-        """A full-page PNG `<tmp_path>/screenshots/<name>.png`, for debugging."""
+        """A full-page PNG `<tmp_path>/screenshots/<name>.png`, for debugging. Not what a test
+        asserts: when a loaded machine's Chromium cannot capture one ("Unable to capture
+        screenshot"), a `.txt` beside it says so and the test goes on."""
+        from playwright.sync_api import Error
+
         self.shots.mkdir(parents=True, exist_ok=True)
         path = self.shots / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".png")
-        self.page.screenshot(path=str(path), full_page=True)
+        try:
+            self.page.screenshot(path=str(path), full_page=True)
+        except Error as exc:
+            if "capture screenshot" not in str(exc):
+                raise
+            path = path.with_suffix(".txt")
+            path.write_text(f"no screenshot: {exc}\n", encoding="utf-8")
         return path
 
     def quiet(self) -> bool:

@@ -3,6 +3,7 @@
 ```
 <lab>/<experiment>/results/
     trials.jsonl                the trial log, every run's lines (`store/trials.py`)
+    labels.jsonl                people's labels of judged trials (`store/labels.py`)
     summary-latest.json         the latest run's summary; summary-<stamp>.json, archived
     runs/<run_id>/
         spec.yaml               what the run was asked (`store/runs.py`)
@@ -44,6 +45,7 @@ LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
+LABELS_FILE = "labels.jsonl"  # people's labels of judged trials (`store/labels.py`)
 BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/batches.py`)
 OUTPUTS_DIR = "artifacts"
 TRACES_DIR = "traces"
@@ -125,6 +127,10 @@ class ExperimentDir:
     @property
     def latest_summary(self) -> Path:
         return self.results / LATEST_SUMMARY
+
+    @property
+    def labels(self) -> Path:
+        return self.results / LABELS_FILE
 
     def archived_summaries(self, name: str) -> Iterator[Path]:
         """Where the summary of a run finished at `name` (its `stamp`) may be archived, in

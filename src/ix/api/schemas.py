@@ -543,6 +543,60 @@ class BatteryOutput(ClosedDict):
     rows: list[BatteryRow]
 
 
+class JudgeEstimate(ClosedDict):
+    value: float | None
+    ci: list[float | None]
+    n: int
+    method: str
+
+
+class JudgedRate(ClosedDict):
+    passed: int
+    judged: int
+    value: float | None
+
+
+class CorrectedRateOut(ClosedDict):
+    value: float | None
+    ci: list[float | None]
+    n: int
+    method: str
+    p_uninformative: Annotated[float | None, Field(
+        description="the posterior probability that TPR + TNR <= 1 (the judge says nothing)")]
+    uninformative: bool
+
+
+class JudgeAgreementOut(ClosedDict):
+    """One labelled judge (a pass/fail entry, `dimension` null) or one of its dimensions."""
+
+    sensor: str
+    dimension: str | None
+    labelled: Annotated[int, Field(description="readings a label spoke of")]
+    ties: NotRequired[Annotated[int, Field(0, description="targets whose labellers tied")]]
+    accuracy: NotRequired[JudgeEstimate]
+    tpr: NotRequired[JudgeEstimate]
+    tnr: NotRequired[JudgeEstimate]
+    kappa: NotRequired[JudgeEstimate]
+    judged_rate: NotRequired[JudgedRate]
+    corrected_rate: NotRequired[CorrectedRateOut]
+    weighted_kappa: NotRequired[JudgeEstimate | None]
+    spearman: NotRequired[JudgeEstimate | None]
+
+
+class JudgeCheckOutput(ClosedDict):
+    experiment: str
+    run_id: str
+    labels: Annotated[int, Field(description="labels in the set (the latest of each)")]
+    labels_file: str
+    judges: list[JudgeAgreementOut]
+
+
+class LabelsImported(ClosedDict):
+    experiment: str
+    added: int
+    labels_file: str
+
+
 class CacheStatsOutput(ClosedDict):
     lab: str
     path: str
@@ -825,6 +879,8 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
     SchemaEntry("optimize", "ix optimize --json, and results/optimize/<id>/optimize.json",
                 OptimizeSession),
     SchemaEntry("plugins", "ix plugins --json", PluginsOutput),
+    SchemaEntry("judge-check", "ix judge check --json", JudgeCheckOutput),
+    SchemaEntry("label-import", "ix label --import FILE --json", LabelsImported),
 )}
 
 

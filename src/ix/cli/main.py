@@ -86,6 +86,12 @@ COMMANDS: dict[str, Entry] = {
         "List the installed plugins: runtime, sensor and probe kinds that other "
         "distributions provide (entry points ix.runtimes, ix.sensors, ix.probes), with their "
         "distribution and version."),
+    "judge": Entry("ix.cli.judges",
+        "How far a run's judges (llm_judge) can be trusted: their agreement with people's "
+        "labels, with intervals, and the pass rate corrected for their errors."),
+    "label": Entry("ix.cli.judges",
+        "Add people's labels of judged trials to an experiment's label set "
+        "(results/labels.jsonl), which `ix judge check` reads."),
     "ci": Entry("ix.cli.ci",
         "Scheduled runs and CI gates: `ix ci init` writes a GitHub Actions or GitLab CI "
         "workflow that runs the lab, gates on a baseline and keeps the HTML reports."),

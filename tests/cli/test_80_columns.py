@@ -111,6 +111,7 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
         "schema --list": ["schema", "--list"],
         "optimize": ["optimize", EXPERIMENTS[1], "--rounds", "1", "--progress", "none"],
         "plugins": ["plugins"],
+        "judge check": ["judge", "check", a],  # no label here: its table, test_judge_check
     }
 
 
@@ -120,7 +121,8 @@ MARKDOWN = {"report --format md", "leaderboard --format md", "batch"}
 NO_TABLE = {"new": "a list of created files", "import": "one line naming the new run",
             "view": "a server", "mcp": "a server (JSON-RPC)",
             "ci": "a workflow file (tests/ci/)",
-            "sync": "one line of counts (tests/sync/)"}
+            "sync": "one line of counts (tests/sync/)",
+            "label": "one line counting the labels added (tests/cli/test_judge_check.py)"}
 
 
 def _cut_values(text: str) -> list[str]:

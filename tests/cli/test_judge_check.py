@@ -83,3 +83,35 @@ def test_a_bad_label_file_is_refused_whole_naming_its_line(judged: Path, tmp_pat
     assert not (judged / "results" / "labels.jsonl").exists()
     empty = ix_in_process("judge", "check", "e", "--lab", str(lab))
     assert empty.code == 0 and "no label yet" in empty.stdout
+
+
+def test_ix_label_over_a_pipe_saves_each_answer_and_goes_on_where_it_stopped(judged: Path):
+    """The terminal flow, scripted: one answer a line; a word it does not know is asked
+    again, `s` skips; the end of input stops with every answer kept; a second session
+    skips the trials already labelled by the same labeller."""
+    import subprocess
+
+    from conftest import _ix_argv, _ix_env
+
+    lab = judged.parent
+
+    def session(answers: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*_ix_argv(), "label", "e", "--lab", str(lab), "--labeller",
+                               "ana", *extra], input=answers, capture_output=True, text=True,
+                              env=_ix_env(None, None), timeout=120)
+
+    first = session("y\nmaybe\nn\ns\n", "--sample", "3")
+    assert first.returncode == 0, first.stderr
+    assert "labelling made-right in run" in first.stderr and "3 trial(s)" in first.stderr
+    assert "answer y, n, s or q (got 'maybe')" in first.stderr
+    assert "prompt:" in first.stderr and "answer:" in first.stderr
+    assert "added 2 label(s)" in first.stdout
+    labels = [json.loads(x) for x in (judged / "results" / "labels.jsonl").read_text()
+              .splitlines()]
+    assert [x["value"] for x in labels] == [True, False]
+    assert all(x["labeller"] == "ana" and x["trial"] == 0 and x["run_id"] for x in labels)
+    again = session("", "--sample", "12")  # the end of input at once: nothing added
+    assert again.returncode == 0 and "10 trial(s) (2 labelled before)" in again.stderr
+    assert "added 0 label(s)" in again.stdout
+    bad = session("", "--sensor", "nope")
+    assert bad.returncode == 2 and "no reading of 'nope'" in bad.stderr

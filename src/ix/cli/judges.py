@@ -1,6 +1,7 @@
 """`ix judge check` and `ix label --import`: a run's judges against people's labels (issue 36,
 docs/judges.md)."""
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,7 +10,8 @@ import typer
 from ix.api import judges as api_judges
 from ix.cli.options import SETTINGS, Lab
 from ix.cli.options import JsonText as Json
-from ix.cli.output import note, out, print_json, warn
+from ix.cli.output import err, note, out, print_json, warn
+from ix.domain.errors import ConfigError
 from ix.report.tables import table
 
 judge_app = typer.Typer(
@@ -70,30 +72,98 @@ def check(
 
 
 def label(
-    import_: Annotated[Path, typer.Option(
-        "--import", help="A CSV (header: probe_id, sensor, value, and optionally run_id, "
-                         "subject, trial, dimension, labeller) or JSON Lines file of labels.",
-        show_default=False)],
-    experiment: Annotated[str, typer.Option(
-        "--experiment", "-e", help="The experiment the labels are of.", show_default=False)],
+    run: Annotated[str | None, typer.Argument(
+        help="The run whose judged trials to label (id, prefix or tag), or an experiment "
+             "(its latest run).", show_default=False)] = None,
+    sensor: Annotated[str | None, typer.Option(
+        "--sensor", help="The judge to label (its rubric's name); needed when the run has "
+                         "several sensors.")] = None,
+    sample: Annotated[int, typer.Option(
+        "--sample", help="How many trials to show, drawn at random (seeded).")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="The draw of the sample.")] = 0,
+    import_: Annotated[Path | None, typer.Option(
+        "--import", help="Instead: a CSV (header: probe_id, sensor, value, and as needed "
+                         "run_id, subject, trial, dimension, labeller) or JSON Lines file of "
+                         "labels to add.", show_default=False)] = None,
+    experiment: Annotated[str | None, typer.Option(
+        "--experiment", "-e", help="With --import: the experiment the labels are of.",
+        show_default=False)] = None,
     labeller: Annotated[str | None, typer.Option(
-        "--labeller", help="Who labelled, for rows that do not say (default: your login "
-                           "name).")] = None,
+        "--labeller", help="Who labels (default: your login name).")] = None,
     lab: Lab = None,
     json_out: Json = False,
 ) -> None:
     """Add people's labels of judged trials to an experiment's label set
     (results/labels.jsonl), which `ix judge check` reads.
 
-    A label is on one trial (run_id, subject, probe_id, trial) or on a case (probe_id alone);
-    `value` is pass/fail, or a number for a judge's `dimension`. Every row is checked before
-    any is kept: a bad one is exit 2 naming the file, line and key, and nothing is written."""
-    result = api_judges.import_labels(lab, experiment, import_, labeller=labeller)
-    if json_out:
-        print_json(result)
+    With RUN: shows a random sample of the run's judged trials you have not labelled yet —
+    the case's prompt, the answer, the files made, never the judge's verdict — and asks
+    pass or fail: a line `y` or `n` (`s` skips, `q` or the end of input stops). Each answer
+    is saved at once, so a later session goes on where this one stopped; over a pipe, one
+    answer a line. With --import FILE --experiment E: a label is on one trial (run_id,
+    subject, probe_id, trial) or on a case (probe_id alone); `value` is pass/fail, or a
+    number for a judge's `dimension`; every row is checked before any is kept (exit 2 naming
+    the file, line and key; nothing written)."""
+    if import_ is not None:
+        if run is not None or experiment is None:
+            raise ConfigError("--import FILE takes --experiment E and no RUN",
+                              field="--experiment")
+        result = api_judges.import_labels(lab, experiment, import_, labeller=labeller)
+        if json_out:
+            print_json(result)
+            return
+        out.print(f"added {result['added']} label(s) to {result['labels_file']}",
+                  markup=False, soft_wrap=True)
         return
-    out.print(f"added {result['added']} label(s) to {result['labels_file']}", markup=False,
+    if run is None:
+        raise ConfigError("name a run to label (ix label RUN), or --import FILE "
+                          "--experiment E", field="RUN")
+    queue = api_judges.label_queue(lab, run, sensor=sensor, sample=sample, seed=seed,
+                                   labeller=labeller, warn=warn, note=note)
+    items = queue["items"]
+    err.print(f"labelling {queue['sensor']} in run {queue['run_id']} as {queue['labeller']}: "
+              f"{len(items)} trial(s) ({queue['labelled_before']} labelled before)",
+              markup=False, soft_wrap=True)
+    added = 0
+    for i, item in enumerate(items, start=1):
+        err.print(f"\n[{i}/{len(items)}] case {item['probe_id']} · subject "
+                  f"{item['subject']} · trial {item['trial']}", markup=False, soft_wrap=True)
+        err.print(f"prompt:\n{item['prompt'].strip()}\nanswer:\n{item['answer'].strip()}",
+                  markup=False, soft_wrap=True)
+        if item["outputs"]:
+            err.print("files made: " + ", ".join(item["outputs"]), markup=False,
+                      soft_wrap=True)
+        answer = _ask()
+        if answer == "q":
+            break
+        if answer == "s":
+            continue
+        api_judges.add_label(queue["experiment"], queue["run_id"], queue["sensor"], item,
+                             answer == "y", queue["labeller"])
+        added += 1
+    done = {"experiment": queue["experiment"].name, "added": added,
+            "labels_file": queue["labels_file"]}
+    if json_out:
+        print_json(done)
+        return
+    out.print(f"added {added} label(s) to {done['labels_file']}", markup=False,
               soft_wrap=True)
+
+
+def _ask() -> str:
+    """`y`, `n`, `s` or `q` from the next line of input (the end of input is `q`); asks
+    again on anything else."""
+    while True:
+        err.print("pass? [y]es / [n]o / [s]kip / [q]uit: ", end="", markup=False)
+        line = sys.stdin.readline()
+        if not sys.stdin.isatty():  # a scripted answer: shown, so the log reads as a session
+            err.print(line.rstrip("\n") if line else "(end of input)", markup=False)
+        if not line:
+            return "q"
+        word = line.strip().lower()[:1]
+        if word in ("y", "n", "s", "q"):
+            return word
+        err.print(f"answer y, n, s or q (got {line.strip()!r})", markup=False)
 
 
 def _num(x: float | None) -> str:

@@ -8,8 +8,9 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ix.api.reports import run_trials
 from ix.domain.errors import ConfigError, Warn
-from ix.eval.judge_agreement import judge_agreement
+from ix.eval.judge_agreement import judge_agreement, readings_of
 from ix.fs.resolve import find_lab, select_experiments
 from ix.query.case_table import case_prompts
 from ix.store.audit import identity
@@ -24,7 +25,6 @@ from ix.store.labels import (
 from ix.store.layout import RunDir
 from ix.store.lookup import report_run
 from ix.store.trial_lines import standing
-from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
     from ix.api.schemas import JudgeCheckOutput, LabelsImported
@@ -38,12 +38,9 @@ def judge_check(lab: str | Path | None = None, run: str | None = None, *,
     agreement (docs/judges.md)."""
     lab_path = find_lab(lab, cwd=cwd)
     run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
-    experiment = RunDir(run_dir).experiment
+    experiment, run_id = RunDir(run_dir).experiment, RunDir(run_dir).run_id
     labels = latest_labels(read_labels(experiment.path, warn))
-    run_id = RunDir(run_dir).run_id
-    lines = (t for t in read_trials(experiment.trials, warn, trials_only=True)
-             if t.get("run_id") == run_id)
-    records = standing(lines).values()
+    records = standing(run_trials(run_dir, run_id, warn)).values()
     return cast("JudgeCheckOutput", {
         "experiment": experiment.path.name, "run_id": run_id,
         "labels": len(labels), "labels_file": str(experiment.labels),
@@ -77,14 +74,11 @@ def label_queue(lab: str | Path | None, run: str, *, sensor: str | None = None,
         raise ConfigError(f"must be at least 1, got {sample}", field="--sample")
     lab_path = find_lab(lab, cwd=cwd)
     run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
-    experiment = RunDir(run_dir).experiment
-    run_id = RunDir(run_dir).run_id
-    lines = (t for t in read_trials(experiment.trials, warn, trials_only=True)
-             if t.get("run_id") == run_id)
-    records = [r for r in standing(lines).values() if not r.get("error")]
+    experiment, run_id = RunDir(run_dir).experiment, RunDir(run_dir).run_id
+    records = [r for r in standing(run_trials(run_dir, run_id, warn)).values()
+               if not r.get("error")]
     names = list(dict.fromkeys(str(x.get("sensor_name")) for r in records
-                               for x in r.get("readings") or [r.get("reading") or {}]
-                               if isinstance(x, dict) and x.get("sensor_name")))
+                               for x in readings_of(r) if x.get("sensor_name")))
     if sensor is None:
         if len(names) != 1:
             carried = ", ".join(names) or "no sensor"

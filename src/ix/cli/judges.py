@@ -12,6 +12,7 @@ from ix.cli.options import SETTINGS, Lab
 from ix.cli.options import JsonText as Json
 from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
+from ix.report.answer import interval_text, num_text
 from ix.report.tables import table
 
 judge_app = typer.Typer(
@@ -58,7 +59,7 @@ def check(
             said = ("the judge carries no information (TPR + TNR <= 1): its pass rate says "
                     "nothing of the true one" if fixed["uninformative"] else
                     f"true pass rate {_cell(fixed)} given its error rates")
-            out.print(f"{j['sensor']}: judged pass rate {_num(judged['value'])} "
+            out.print(f"{j['sensor']}: judged pass rate {num_text(judged['value'])} "
                       f"({judged['passed']}/{judged['judged']}); {said}",
                       markup=False, soft_wrap=True)
     scored = [j for j in data["judges"] if j["dimension"] is not None]
@@ -166,17 +167,12 @@ def _ask() -> str:
         err.print(f"answer y, n, s or q (got {line.strip()!r})", markup=False)
 
 
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
 def _cell(e: Any) -> str:
     """`0.85 [0.70, 0.94]`; `n/a` for no estimate."""
     if not e or e.get("value") is None:
         return "n/a"
-    lo, hi = e["ci"]
-    ends = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-    return f"{e['value']:.2f}{ends}"
+    ends = "" if None in e["ci"] else " " + interval_text(e["ci"])
+    return num_text(e["value"], 2) + ends
 
 
 def register(app: typer.Typer) -> None:

@@ -15,16 +15,14 @@ from typing import Any
 
 from ix.engine.resume import Continuation
 from ix.engine.routes import standing_lines
+from ix.eval.judge_agreement import readings_of
 from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.scoring import Tally
 
 
 def _readings(record: dict[str, Any]) -> list[tuple[str, bool | None]]:
-    listed = record.get("readings")
-    if not isinstance(listed, list) or not listed:
-        listed = [record.get("reading")]
     return [(str(r.get("sensor_name")), None if r.get("passed") is None  # n/a
-             else r.get("passed") is True) for r in listed if isinstance(r, dict)]
+             else r.get("passed") is True) for r in readings_of(record)]
 
 
 def recorded_sensors(log: Path, continuation: Continuation, tallies: Mapping[str, Tally],
@@ -44,9 +42,8 @@ def recorded_sensors(log: Path, continuation: Continuation, tallies: Mapping[str
             reading is not None and not wrong(str(record.get("expectation")),
                                               reading.get("passed") is True))
         if tally.judges:
-            for r in record.get("readings") or [reading]:
-                if isinstance(r, dict) and r.get("sensor_name") in tally.judges \
-                        and isinstance(r.get("metrics"), dict):
+            for r in readings_of(record):
+                if r.get("sensor_name") in tally.judges and isinstance(r.get("metrics"), dict):
                     tally.outcomes.judged(line.probe_id, r["sensor_name"], r["metrics"])
     for (subject, case), cost in continuation.state.spent.items():
         if subject in tallies and case in case_ids:

@@ -32,7 +32,7 @@ def judge_agreement(records: Iterable[Mapping[str, Any]], labels: Sequence[Mappi
         trial = (record.get("run_id"), record.get("subject"), record.get("probe_id"),
                  record.get("trial"))
         case = (None, None, record.get("probe_id"), None)
-        for reading in _readings(record):
+        for reading in readings_of(record):
             sensor = str(reading.get("sensor_name"))
             if sensor not in sensors or reading.get("passed") is None:
                 continue
@@ -113,7 +113,9 @@ def _scored(sensor: str, dimension: str, pairs: list[tuple[Any, Any]],
     return entry
 
 
-def _readings(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def readings_of(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A trial line's readings, every sensor's (`readings`), or its one `reading` on a line
+    from before the list."""
     listed = record.get("readings")
     if isinstance(listed, list) and listed:
         return [r for r in listed if isinstance(r, Mapping)]
@@ -129,4 +131,4 @@ def _estimate(e: Estimate) -> dict[str, Any]:
     return {"value": num(e.value), "ci": [num(e.lo), num(e.hi)], "n": e.n, "method": e.method}
 
 
-__all__ = ["judge_agreement"]
+__all__ = ["judge_agreement", "readings_of"]

@@ -8,6 +8,7 @@ A case keeps a flat list of [sum, count] pairs, one a quantity: it runs once a t
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ix.eval.numbers import num
@@ -78,23 +79,16 @@ def facts_of(observation: Mapping[str, Any] | None, duration_ms: Any) -> Facts:
             finite(meta.get("num_turns", meta.get("turns"))) if type(meta) is dict else None)
 
 
+@dataclass(slots=True)
 class OutcomeSums:
     """One subject's sums by case (see the module): `measure` each trial that stands without
     error, `spend` every attempt's cost (cost per success counts retried attempts)."""
 
-    __slots__ = ("cells", "dimensions", "graded", "spent")
-
-    def __init__(self) -> None:
-        self.cells: dict[str, list[float]] = {}
-        self.dimensions: dict[str, dict[str, list[float]]] = {}  # case -> name -> [sum, n]
-        self.spent: dict[str, float] = {}
-        self.graded = False  # a score other than 0 or 1 was read
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, OutcomeSums) and all(
-            getattr(self, k) == getattr(other, k) for k in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable: no hash, as a dataclass
+    cells: dict[str, list[float]] = field(default_factory=dict)
+    #: case -> `<judge>.<dimension>` -> [sum, n]
+    dimensions: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    spent: dict[str, float] = field(default_factory=dict)
+    graded: bool = False  # a score other than 0 or 1 was read
 
     def measure(self, case: str, facts: Sequence[float | None], score: float | None,
                 right: bool) -> None:

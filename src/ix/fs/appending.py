@@ -1,4 +1,5 @@
-"""Appending one line to a small log (the audit log, a run's annotations): whole, or not at all.
+"""Appending one line to a small log (the audit log, a run's annotations, an experiment's
+labels): whole, or not at all; and reading such a log back past a torn line (`read_log`).
 
 Each line is written on a file opened for appending, under an exclusive `flock` (released
 when the file is closed), so concurrent commands never interleave lines. A line cut short by
@@ -7,10 +8,16 @@ leaves the file exactly as it was. (`trials.jsonl` has its own writer, `TrialWri
 """
 
 import contextlib
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
+from ix.domain.errors import ConfigError
 from ix.fs.paths import open_regular
+
+T = TypeVar("T")
 
 try:
     import fcntl
@@ -69,3 +76,31 @@ def append_whole(fd: int, data: bytes, path: Path, *, fsync: bool = True) -> Non
         if exc.filename is None and exc.errno is not None:
             raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+def read_log(path: Path, parse: Callable[[Any], T], what: str,
+             warn: Callable[[str], None] | None = None) -> list[T]:
+    """Each line of a small append-only log as `parse` makes it, oldest first; none when the
+    file is missing. A line that is not JSON, or that `parse` refuses with a `ValueError`
+    (torn by a crash, edited by hand), is skipped with a warning naming it (`skipped (not
+    <what>: <why>)`); every other line is kept. An unreadable file is a `ConfigError`."""
+    if not path.is_file():
+        return []
+    try:
+        raw_lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    out = []
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON or UTF-8, 5,000 digits, nested deep
+            item = None
+        try:
+            out.append(parse(item))
+        except ValueError as exc:
+            if warn is not None:
+                warn(f"{path}: line {number}: skipped (not {what}: {exc})")
+    return out

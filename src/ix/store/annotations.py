@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.fs.appending import append_line
+from ix.fs.appending import append_line, read_log
 from ix.fs.storage_faults import storage_faults
 from ix.store.audit import identity, now_utc
 from ix.store.layout import RunDir
@@ -48,27 +48,11 @@ def read_annotations(run_dir: Path,
     """A run's annotations, oldest first. Like `trials.jsonl`, the file is a log: a line torn
     by a crash (or otherwise unreadable) is skipped with a warning naming it, and every other
     line is kept."""
-    path = annotations_path(run_dir)
-    if not path.is_file():
-        return []
-    try:
-        raw_lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    out = []
-    for number, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON or UTF-8, 5,000 digits, nested deep
-            item = None
-        ok = (isinstance(item, dict) and isinstance(item.get("text"), str)
-              and (item.get("case") is None or isinstance(item.get("case"), str)))
-        if not ok:
-            if warn is not None:
-                warn(f"{path}: line {number}: skipped (not an annotation: a JSON object with "
-                     "a string `text`)")
-            continue
-        out.append(item)
-    return out
+    return read_log(annotations_path(run_dir), _annotation, "an annotation", warn)
+
+
+def _annotation(item: Any) -> dict[str, Any]:
+    if not (isinstance(item, dict) and isinstance(item.get("text"), str)
+            and (item.get("case") is None or isinstance(item.get("case"), str))):
+        raise ValueError("a JSON object with a string `text`")
+    return item

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
-from ix.fs.appending import append_line
+from ix.fs.appending import append_line, read_log
 from ix.fs.storage_faults import storage_faults
 from ix.store.audit import now_utc
 from ix.store.layout import ExperimentDir
@@ -113,29 +113,13 @@ def add_labels(experiment: Path, labels: Iterable[Label]) -> int:
 def read_labels(experiment: Path, warn: Callable[[str], None] | None = None) -> list[Label]:
     """The experiment's labels, oldest first. A line that is not one (torn by a crash, edited
     by hand) is skipped with a warning naming it; every other is kept."""
-    path = labels_path(experiment)
-    if not path.is_file():
-        return []
-    try:
-        raw_lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    out = []
-    for number, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON or UTF-8, 5,000 digits, nested deep
-            item = None
-        try:
-            if not isinstance(item, dict):
-                raise ValueError("not a JSON object")
-            out.append(make_label(item))
-        except ValueError as exc:
-            if warn is not None:
-                warn(f"{path}: line {number}: skipped (not a label: {exc})")
-    return out
+    return read_log(labels_path(experiment), _label, "a label", warn)
+
+
+def _label(item: Any) -> Label:
+    if not isinstance(item, dict):
+        raise ValueError("not a JSON object")
+    return make_label(item)
 
 
 def latest_labels(labels: Iterable[Label]) -> list[Label]:

@@ -30,6 +30,7 @@ from ix.lab.context import ORIGIN
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
 from ix.runtimes.judge import LLMJudgeSensor, build_judge
+from ix.runtimes.pairwise import PAIRWISE_JUDGE, AnsweredSensor, PairwiseJudge, plan_pairwise
 
 
 def trial_seed(seed: int, case_id: str, trial: int) -> int:
@@ -122,6 +123,8 @@ class Plan:
     #: how trial seeds are derived: `common` (every subject alike) or `per-subject` (runs
     #: made before common random numbers, continued or reproduced); spec.yaml records it
     seeding: Seeding = "common"
+    #: `pairwise_judge`: compares each subject with the control (the first) after the trials
+    pairwise: PairwiseJudge | None = None
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -247,13 +250,19 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         # the generator's max_in_flight is the only limit: a subject's own would close the loop
         plans = [replace(p, limit=0) for p in plans]
     sources = _sources(loaded, overrides)
+    listed = loaded.spec.sensors
+    pairwise = plan_pairwise([(s, f"sensors[{i}]") for i, s in enumerate(listed)] if listed
+                             else [({"kind": exp.sensor, **exp.sensor_options}, "sensor")],
+                             loaded.path, file, len(plans))
     return Plan(loaded=loaded, subjects=tuple(plans), cases=run_cases, skipped=skipped,
                 trials=trials, seed=seed,
                 concurrency=concurrency, sources=sources, adaptive=adaptive,
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
-                overrides=overrides, redactor=run_redactor(plans, loaded.lab),
-                plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding)
+                overrides=overrides,
+                redactor=run_redactor(plans, loaded.lab, judges=[pairwise] if pairwise else []),
+                plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
+                pairwise=pairwise)
 
 
 #: The runtime kinds `load:` drives: requests to a service or a program, timed by ix.
@@ -367,12 +376,14 @@ def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSenso
     exp = loaded.experiment
     specs = loaded.spec.sensors
     if not specs:
-        return (_sensor(loaded, exp.sensor, exp.sensor_options, target, "sensor"),)
-    return tuple(
+        specs = [{"kind": exp.sensor, **exp.sensor_options}]
+    # the pairwise judge reads no trial (`ix.engine.pairwise`); with it alone, `answered`
+    sensors = tuple(
         _sensor(loaded, s["kind"], {k: v for k, v in s.items() if k != "kind"}, target,
-                f"sensors[{i}]")
-        for i, s in enumerate(specs)
+                f"sensors[{i}]" if loaded.spec.sensors else "sensor")
+        for i, s in enumerate(specs) if s["kind"] != PAIRWISE_JUDGE
     )
+    return sensors or (AnsweredSensor(),)
 
 
 def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target: str,

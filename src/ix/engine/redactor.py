@@ -36,16 +36,19 @@ _NAMED = frozenset({"headers", "env"})
 
 
 def run_redactor(subjects: Sequence["SubjectPlan"], lab: Path,
-                 environ: Mapping[str, str] | None = None) -> Redactor:
-    """The redactor of a run of `subjects` in `lab` (see the module's docstring)."""
+                 environ: Mapping[str, str] | None = None,
+                 judges: Sequence[object] = ()) -> Redactor:
+    """The redactor of a run of `subjects` in `lab` (see the module's docstring); `judges`:
+    the run's judges that are no subject's sensor (the pairwise judge)."""
     environ = os.environ if environ is None else environ
     values: list[str | None] = list(environment_secrets(environ))
     for sp in subjects:
         values += spec_secrets(sp.runtime_spec, environ)
         values += runtime_secrets(sp.runtime, environ)
-        for sensor in sp.sensors:  # a judge calls a runtime of its own
-            values += spec_secrets(getattr(sensor, "runtime_spec", None), environ)
-            values += runtime_secrets(getattr(sensor, "runtime", None), environ)
+    for sensor in [*(s for sp in subjects for s in sp.sensors), *judges]:
+        # a judge calls a runtime of its own
+        values += spec_secrets(getattr(sensor, "runtime_spec", None), environ)
+        values += runtime_secrets(getattr(sensor, "runtime", None), environ)
     for path in (lab / LAB_CONFIG, user_config_path(environ), subjects_path(environ)):
         values += spec_secrets(_read(path), environ)
     return Redactor(values)

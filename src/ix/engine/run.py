@@ -38,6 +38,7 @@ from ix.engine.outcome import (
     failure_reason,
     stop_cause,
 )
+from ix.engine.pairwise import judge_pairs
 from ix.engine.pipeline import (
     GIVEN,
     OBSERVATION,
@@ -65,6 +66,7 @@ from ix.engine.routes import recorded_routes
 from ix.engine.workspaces import OutputRules
 from ix.eval.models import EvalCase, EvalObservation
 from ix.eval.outcomes import facts_of, finite, wrong
+from ix.eval.pairwise import pairwise_block
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
 from ix.eval.scoring import Tally
@@ -309,6 +311,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     load = LoadFeed(plan, plan.load) if plan.load is not None else None  # `load:`'s sender
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
     errlog = ErrorLog()                       # errored trials by subject and kind
+    judged: list[dict[str, Any]] = []         # the pairwise judge's judgements that stand
     status, stop_reason = "failed", None
     reason: str | None = None                 # why the run failed, in words
     fault: OSError | None = None              # the results could not be written
@@ -319,9 +322,13 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         writer = recorder.open_log(fsync=fsync, warn=warn)
         if continuation is not None and continuation.keeps(ERRORED):
             _earlier_errors(place.trials, continuation, errlog, tallies)
-        stop_reason = yield _execute(plan, run_id, writer, tallies, on_trial, artifacts,
-                                     stopped, continuation, limits, broken, errlog, signals,
-                                     load, batchers, warn)
+        trials = _execute(plan, run_id, writer, tallies, on_trial, artifacts, stopped,
+                          continuation, limits, broken, errlog, signals, load, batchers, warn)
+        if plan.pairwise is not None:
+            trials = _then_pairs(trials, plan, run_id, directory, place.trials, judged,
+                                 continuation is not None and continuation.mode != "resume",
+                                 warn)
+        stop_reason = yield trials
         status = "completed" if stop_reason is None else "cancelled"
     except (KeyboardInterrupt, asyncio.CancelledError):
         status, stop_reason = "cancelled", ("interrupted (SIGINT or SIGTERM); trials in "
@@ -356,6 +363,11 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["failed_subjects"] = failed
             summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
+            if plan.pairwise is not None:
+                summary["pairwise"] = pairwise_block(
+                    judged, plan.subjects[0].subject.name,
+                    [sp.subject.name for sp in plan.subjects[1:]], plan.pairwise.name,
+                    plan.pairwise.swap)
             if load is not None:
                 listed = plan.loaded.spec.sensors
                 summary["load"] = load.block(listed or [{"kind": plan.loaded.experiment.sensor,
@@ -383,6 +395,17 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     if fault is not None:
         raise _storage_error(fault, _stopped(run_id, written, fault, True, kept or "failed"))
     return RunResult(run_id, status, summary, summary_path, directory, plan, written)
+
+
+async def _then_pairs(trials: Any, plan: Plan, run_id: str, directory: Path, log: Path,
+                      judged: list[dict[str, Any]], retry: bool,
+                      warn: Warn | None) -> str | None:
+    """The trials, then the pairwise judge's pass over them (`ix.engine.pairwise`), unless
+    the user stopped the run: its judgements go to `judged`."""
+    stop: str | None = await trials
+    if not (stop or "").startswith("interrupted"):
+        await judge_pairs(plan, run_id, directory, log, judged, retry, warn)
+    return stop
 
 
 def _batchers(plan: Plan, directory: Path, spec: RunSpec, recorder: RunRecorder,

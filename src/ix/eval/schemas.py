@@ -478,6 +478,45 @@ class OutcomeComparison(ClosedDict):
                     "this quantity (the family of the rates' comparisons)")]
 
 
+class PairwiseEstimate(ClosedDict):
+    """An estimate with its interval at the block's level; nulls where undefined."""
+
+    value: float | None
+    ci: list[float | None]
+    n: Annotated[int, Field(description="cases (a win share) or judgements (a bias)")]
+    method: str
+
+
+class PairwiseVariant(ClosedDict):
+    """One variant against the control, judged blind pair by pair (STATS.md §14)."""
+
+    variant: str
+    control: str
+    cases: Annotated[int, Field(description="cases with a judgement that stands")]
+    judgements: Annotated[int, Field(description="judgements with a winner (or a tie)")]
+    wins: int
+    losses: int
+    ties: int
+    errors: Annotated[int, Field(description="judgements the judge could not make")]
+    win_share: Annotated[PairwiseEstimate, Field(
+        description="the mean over cases of the variant's share of wins (ties ½), a case-level "
+                    "t interval")]
+    p_better: Annotated[float | None, Field(description="P(the mean win share > ½)")]
+    position_bias: Annotated[PairwiseEstimate | None, Field(
+        description="the share of judgements the answer shown first won, − ½; null unless "
+                    "both orders were shown")]
+
+
+class PairwiseOut(ClosedDict):
+    """The pairwise judge's verdicts: each variant against the control (docs/judges.md)."""
+
+    level: float
+    judge: Annotated[str, Field(description="the rubric's name")]
+    swap: Annotated[bool, Field(description="each pair was judged in both orders")]
+    control: str
+    variants: list[PairwiseVariant]
+
+
 class Outcomes(ClosedDict):
     """Tokens, time and cost per trial (STATS.md §13): each subject's mean of case means with
     a case-clustered interval, each other subject against the control (paired difference and
@@ -555,6 +594,10 @@ class Summary(ClosedDict):
         None, description="tokens, time, cost, scores and a judge's dimensions per trial: "
                           "each subject's mean of case means, each against the control "
                           "(docs/outcomes.md); absent before 2.2 and when no trial stood")]]
+    pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
+        None, description="experiments with a `pairwise_judge` only: each variant's win share "
+                          "against the control by a blind judge, with P(better) and the "
+                          "judge's position bias (docs/judges.md); absent before 2.3")]]
 
 
 class ContextLength(ClosedDict):

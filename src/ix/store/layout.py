@@ -47,6 +47,7 @@ REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept 
 ANNOTATIONS_FILE = "annotations.jsonl"
 LABELS_FILE = "labels.jsonl"  # people's labels of judged trials (`store/labels.py`)
 BATCHES_FILE = "batches.jsonl"  # the Message Batches journal (`runtimes/batches.py`)
+PAIRWISE_FILE = "pairwise.jsonl"  # the pairwise judge's judgements (`engine/pairwise.py`)
 OUTPUTS_DIR = "artifacts"
 TRACES_DIR = "traces"
 OPTIMIZE_DIR = "optimize"
@@ -87,6 +88,10 @@ class RunDir:
     @property
     def batches(self) -> Path:
         return self.path / BATCHES_FILE
+
+    @property
+    def pairwise(self) -> Path:
+        return self.path / PAIRWISE_FILE
 
     @property
     def traces(self) -> Path:
@@ -210,6 +215,6 @@ class OptimizeDir:
 
 
 __all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "BATCHES_FILE", "LATEST_SUMMARY",
-           "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PROPOSER_LOG", "RESULTS_DIR",
-           "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE", "ExperimentDir",
-           "OptimizeDir", "RunDir"]
+           "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PAIRWISE_FILE", "PROPOSER_LOG",
+           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE",
+           "ExperimentDir", "OptimizeDir", "RunDir"]

@@ -1,5 +1,5 @@
 """Coverage of the judge intervals (STATS.md §14, `ix.stats.judges`) by simulation against
-known truth.
+known truth, as tables by setting and labelled-set size.
 
     .venv/bin/python benchmarks/judge_calibration.py [--reps 1000] [--labels 20 50 100]
         [--run 200] [--scores]
@@ -14,51 +14,33 @@ below it by less than two Monte Carlo standard errors is marked "~", one further
 
 With `--scores`, the same for a scoring judge (`score_agreement`) on a 1-5 scale: the
 intervals of the quadratic-weighted κ and of Spearman's ρ (one smoothed Bayesian bootstrap
-of the judge × human table) against the population's κ_w and ρ (that of a sample of
-400,000), for a judge one step off the human score 20% (60%, 8%) of the time, on uniform and
+of the judge × human table) against the population's κ_w and ρ (exact, from the joint
+table), for a judge one step off the human score 20% (60%, 8%) of the time, on uniform and
 skewed human scores.
 
-Named `judge_calibration.py`, not `calibration_*.py`: `calibration.py` imports every module
-of that pattern as one of its row modules.
+The simulations are those of `calibration_judges.py` (one piece of code for both), whose
+rows of `calibration.py` (`--rows judges`) also measure repeats (`judge_noise`), several
+judges (`krippendorff_alpha`) and the pairwise judge (`pairwise`). Named
+`judge_calibration.py`, not `calibration_*.py`: `calibration.py` imports every module of
+that pattern as one of its row modules.
 """
 
 import argparse
 import math
 
 import numpy as np
-from scipy import stats
 
-from ix.stats.judges import agreement, corrected_rate, score_agreement
-
-#: (TPR, TNR, true pass rate): issue 36's judge, a near-perfect judge on a rare pass, a weak
-#: judge, and a lenient judge on a frequent pass
-SETTINGS = [(0.85, 0.90, 0.6), (0.95, 0.95, 0.2), (0.70, 0.75, 0.5), (0.98, 0.80, 0.9)]
-TARGET = 0.93
-
-
-def population_kappa(tpr: float, tnr: float, rate: float) -> float:
-    """Cohen's κ of the judge against humans over the whole population."""
-    judge_pass = rate * tpr + (1 - rate) * (1 - tnr)
-    observed = rate * tpr + (1 - rate) * tnr
-    chance = judge_pass * rate + (1 - judge_pass) * (1 - rate)
-    return (observed - chance) / (1 - chance)
-
-
-def replicate(rng: np.random.Generator, tpr: float, tnr: float, rate: float, labels: int,
-              run: int, seed: int) -> tuple[bool, bool, bool | None, bool, float]:
-    """Whether each interval holds the truth (κ: None where undefined), and the corrected
-    rate's interval width."""
-    human = rng.random(labels) < rate
-    judge = np.where(human, rng.random(labels) < tpr, rng.random(labels) < 1 - tnr)
-    a = agreement(judge.tolist(), human.tolist(), seed=seed)
-    judge_rate = rate * tpr + (1 - rate) * (1 - tnr)
-    c = corrected_rate(int(rng.binomial(run, judge_rate)), run, a.tp, a.tp + a.fn, a.tn,
-                       a.tn + a.fp, seed=seed)
-    kappa = population_kappa(tpr, tnr, rate)
-    kappa_covered = None if math.isnan(a.kappa.value) else a.kappa.lo <= kappa <= a.kappa.hi
-    return (a.tpr.lo <= tpr <= a.tpr.hi, a.tnr.lo <= tnr <= a.tnr.hi, kappa_covered,
-            c.rate.lo <= rate <= c.rate.hi,
-            c.rate.hi - c.rate.lo)
+from calibration_judges import (
+    SCORE_SETTINGS,
+    SETTINGS,
+    TARGET,
+    population_kappa,
+    population_rho,
+    replicate,
+    score_replicate,
+    score_table,
+    weighted_kappa,
+)
 
 
 def mark(rate: float, reps: int) -> str:
@@ -104,29 +86,6 @@ def main() -> None:
                   f" {kappa_defined / r:8.3f} {mark(rate_hits / r, r):>10} {width / r:10.3f}")
 
 
-#: human score shares on 1..5, and the share of items the judge scores one step off
-SCORE_SETTINGS = [("uniform", (0.2,) * 5, 0.2), ("uniform", (0.2,) * 5, 0.6),
-                  ("skewed", (0.02, 0.03, 0.1, 0.35, 0.5), 0.2),
-                  ("skewed", (0.02, 0.03, 0.1, 0.35, 0.5), 0.08)]
-
-
-def score_table(shares: tuple[float, ...], off: float) -> np.ndarray:
-    """P(judge = a, human = b) on 1..5: the judge one step up or down (½ each, kept on the
-    scale) with probability `off`."""
-    table = np.zeros((5, 5))
-    for b, share in enumerate(shares):
-        for step, p in ((-1, off / 2), (0, 1 - off), (1, off / 2)):
-            table[min(max(b + step, 0), 4), b] += share * p
-    return table
-
-
-def weighted_kappa(table: np.ndarray) -> float:
-    values = np.arange(1.0, 6.0)
-    w = (values[:, None] - values[None, :]) ** 2
-    expected = table.sum(axis=1) @ w @ table.sum(axis=0)
-    return float(1 - (table * w).sum() / expected)
-
-
 def scores(reps: int, sizes: list[int]) -> None:
     rng = np.random.default_rng(3602)
     print(f"scoring judge on 1-5, 95% intervals, {reps} replications a cell; target >= "
@@ -135,21 +94,17 @@ def scores(reps: int, sizes: list[int]) -> None:
           f" {'rho cov':>10}")
     for name, shares, off in SCORE_SETTINGS:
         table = score_table(shares, off)
-        cells = np.arange(25)
-        big = rng.choice(cells, size=400_000, p=table.ravel())
-        rho = float(stats.spearmanr(big // 5, big % 5).statistic)
-        kappa = weighted_kappa(table)
+        kappa, rho = weighted_kappa(table), population_rho(table)
         for n in sizes:
             k_hits = r_hits = k_defined = r_defined = 0
             for rep in range(reps):
-                draw = rng.choice(cells, size=n, p=table.ravel())
-                s = score_agreement(draw // 5 + 1, draw % 5 + 1, seed=rep)
-                if not math.isnan(s.kappa.lo):
+                k, r = score_replicate(rng, table, n, rep, kappa, rho)
+                if k is not None:
                     k_defined += 1
-                    k_hits += s.kappa.lo <= kappa <= s.kappa.hi
-                if not math.isnan(s.spearman.lo):
+                    k_hits += k
+                if r is not None:
                     r_defined += 1
-                    r_hits += s.spearman.lo <= rho <= s.spearman.hi
+                    r_hits += r
             print(f"{name:>8} {off:5.2f} {kappa:8.3f} {rho:6.3f} {n:6d}"
                   f" {mark(k_hits / max(k_defined, 1), max(k_defined, 1)):>12}"
                   f" {mark(r_hits / max(r_defined, 1), max(r_defined, 1)):>10}")

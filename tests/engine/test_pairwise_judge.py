@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, write
+from conftest import ix_in_process, run_ix, too_wide, write
 from ix.stats import judges
 
 #: A subject: its answer names it and the case.
@@ -187,3 +187,26 @@ def test_a_bad_pairwise_judge_is_refused_naming_the_field(lab: Path, change: tup
     r = ix_in_process("validate", "--lab", str(lab), "e")
     assert r.code == 2 and field in r.stderr, r.output
     assert not (exp / "results").exists()
+
+
+def test_the_cli_refuses_one_subject_and_prints_the_pairwise_line(lab: Path):
+    """Through the real `ix`: exit 2 naming the file and field, nothing written; then the
+    run's line at 80 columns, wrapped, never cut."""
+    exp = experiment(lab, {"win": 3, "lose": 1}, swap=True, trials=1)
+    good = (exp / "experiment.yaml").read_text()
+    one = "\n".join(x for x in good.splitlines() if "name: B" not in x) + "\n"
+    (exp / "experiment.yaml").write_text(one)
+    r = run_ix("run", "--lab", str(lab), "e")
+    assert r.code == 2 and "Traceback" not in r.stderr
+    assert "experiment.yaml" in r.stderr and "subjects" in r.stderr
+    assert "two subjects" in r.stderr and not (exp / "results").exists()
+    (exp / "experiment.yaml").write_text(good)
+    r = run_ix("run", "--lab", str(lab), "e", env={"COLUMNS": "80"})
+    assert r.code == 0, r.output
+    said = " ".join(r.stdout.split())
+    assert "pairwise (blind, both orders): B wins 0.75" in said, r.stdout
+    assert "of 4 cases vs control A" in said and "position bias +0.00" in said
+    assert not too_wide(r.stdout)
+    report = ix_in_process("report", "--lab", str(lab), "e", env={"COLUMNS": "80"})
+    assert report.code == 0 and "B wins 0.75" in " ".join(report.stdout.split())
+    assert not too_wide(report.stdout)

@@ -14,6 +14,7 @@ from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.load_test import load_parts
 from ix.report.outcome_text import brief_lines
+from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen import screen
 from ix.report.screen_text import VERDICT_STYLE, screen_renderable, verdict_parts, verdict_word
 from ix.report.sweep import sweep_report
@@ -259,7 +260,8 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
     swept = sweep_report(summary) if summary.get("sweep") else None
     return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
                              files=files, extra=[*load_parts(summary.get("load")),
-                                                 *_cost(outcomes)])
+                                                 *_cost(outcomes),
+                                                 *pairwise_parts(summary.get("pairwise"))])
 
 
 def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:

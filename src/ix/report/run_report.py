@@ -198,6 +198,8 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         out["sweep"] = swept
     if stored.get("outcomes"):
         out["outcomes"] = stored["outcomes"]
+    if summary.get("pairwise"):
+        out["pairwise"] = summary["pairwise"]
     return out
 
 

@@ -18,6 +18,7 @@ from ix.eval.schemas import (
     Interval,
     LoadOut,
     Outcomes,
+    PairwiseOut,
     ReliabilityGroupsOut,
     SensorRateOut,
     SubjectComparison,
@@ -677,3 +678,6 @@ class ReportOutput(ClosedDict):
     outcomes: NotRequired[Annotated[Outcomes | None, Field(
         None, description="tokens, time and cost per trial with intervals, and against the "
                           "control (docs/outcomes.md); absent when no trial stood")]]
+    pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
+        None, description="the summary's `pairwise` block: experiments with a "
+                          "`pairwise_judge` only (docs/judges.md); absent before 2.3")]]

@@ -14,6 +14,7 @@ from ix.report import outcome_text
 from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 from ix.report.load_test import load_parts
+from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen_text import screen_renderable
 
 _EXPECT = {"must_trigger": "must", "should_not_trigger": "not", "acceptable": "edge"}
@@ -667,7 +668,9 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     lead: list[RenderableType] = []
     if report.get("screen"):  # the first screen, verdict first; the details follow
         lead = [screen_renderable(report["screen"], sensor=r.get("sensor"),
-                                  verdict_last=False, extra=outcome_change_parts(report)),
+                                  verdict_last=False,
+                                  extra=[*outcome_change_parts(report),
+                                         *pairwise_parts(report.get("pairwise"))]),
                 Text(""),
                 Text("details", style="bold underline"), Text("")]
     parts: list[RenderableType] = [head, Text(""), *lead,

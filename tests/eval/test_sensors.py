@@ -37,7 +37,8 @@ def bad(kind: str, field: str, **options) -> ConfigError:
 def test_every_kind_is_listed_with_llm_judge_and_a_typo_gets_a_did_you_mean():
     assert {"activation", "exit_code", "matcher", "http_status", "latency",
             "token"} <= set(SENSORS)
-    assert sensor_kinds() == sorted([*SENSORS, "llm_judge"])  # built by the planner
+    # built by the planner: they read a rubric file, or compare subjects
+    assert sensor_kinds() == sorted([*SENSORS, "llm_judge", "panel", "pairwise_judge"])
     err = bad("activaton", "sensor.kind")
     assert err.message.startswith("unknown sensor 'activaton'; did you mean 'activation'?")
     assert "llm_judge" in err.message and "exit_code" in err.message

@@ -5,12 +5,20 @@ before the expensive run, not after it.
 """
 
 from dataclasses import replace
+from typing import Any
 
+from ix.api.reports import current_judges
 from ix.domain.errors import ConfigError
 from ix.engine.filters import apply_filters
+from ix.engine.judged import described
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
 from ix.lab.schema import refuse_unrunnable_import
+from ix.report.answer import num_text
+from ix.report.judge_text import resting_judge, who
+from ix.store.labels import latest_labels, read_labels
+from ix.store.lookup import latest_of
+from ix.store.summaries import read_summary
 
 __all__ = ["CODES", "DesignError", "DesignWarning", "design_warnings"]
 
@@ -43,10 +51,47 @@ def design_warnings(plan: Plan) -> list[DesignWarning]:
     if plan.load is not None:  # a load test's unit is the request, not the case
         return []
     exp = plan.loaded.experiment
-    return check_design(
+    return [*check_design(
         exp,
         cases=apply_filters(exp.cases, plan.overrides.filters),
         subjects=[sp.subject for sp in plan.subjects],
         runtimes={sp.subject.name: sp.runtime_spec for sp in plan.subjects},
         trials=plan.trials, adaptive=plan.adaptive, filtered=bool(plan.overrides.filters),
-    )
+    ), *judge_warnings(plan)]
+
+
+def judge_warnings(plan: Plan) -> list[DesignWarning]:
+    """`unchecked-judge`: the verdict rests on a judge (the goal names one of its
+    dimensions, or it is the first sensor) that no label of people checks, or whose κ
+    against them, on the latest run, is below its `min_kappa` (docs/judges.md)."""
+    judges = described(plan)
+    goal: dict[str, Any] = (plan.loaded.experiment.goal or {}) if judges else {}
+    sensor = (plan.loaded.spec.sensors or [{"kind": plan.loaded.experiment.sensor}])[0]
+    judge = resting_judge({"judges": judges, "goal": goal, "sensor": sensor["kind"]})
+    if judge is None:
+        return []
+    field = "goal.metric" if str(goal.get("metric", "")).startswith(f"{judge['name']}.") \
+        else "sensors[0]" if plan.loaded.spec.sensors else "sensor"
+    labels = [x for x in latest_labels(read_labels(plan.loaded.path))
+              if x["sensor"] == judge["name"]]
+    if not labels:
+        return [DesignWarning(code="unchecked-judge", field=field, message=(
+            f"the verdict rests on the judge {who(judge)}, which no label checks: after a "
+            "run, `ix label RUN` labels a sample (or `ix label --import FILE`), and the "
+            "report then states its agreement with people (docs/judges.md)"))]
+    try:
+        run_dir = latest_of(plan.loaded.path)
+    except ConfigError:
+        return []
+    summary = read_summary(run_dir)
+    if not summary.get("judges"):
+        return []
+    checked = {j["name"]: j for j in current_judges(run_dir, summary)}.get(judge["name"])
+    if checked is None or checked["status"] != "disagrees":
+        return []
+    agreement = checked["agreement"]
+    kappa = agreement["kappa"]["value"] if agreement and "kappa" in agreement else None
+    return [DesignWarning(code="unchecked-judge", field=field, message=(
+        f"the verdict rests on the judge {who(judge)}, whose κ against people's labels on "
+        f"run {run_dir.name} is {num_text(kappa, 2)}, below its min_kappa {judge['min_kappa']:g}: "
+        "improve its rubric or model, or state a lower `min_kappa` (docs/judges.md)"))]

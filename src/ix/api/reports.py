@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ix.domain.errors import ConfigError, Warn
+from ix.eval.judge_summary import judges_block
+from ix.eval.numbers import LEVEL
 from ix.fs.files import write_json_atomic, write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import find_lab, select_experiments
@@ -29,22 +31,25 @@ from ix.query.case_table import (
 from ix.report.answer import metric_name, primary_metric
 from ix.report.diff import skill_changes, spec_changes
 from ix.report.digest import TrialDigest
+from ix.report.judge_text import caveat_lines
 from ix.report.leaderboard import check_metric, counts_of
 from ix.report.leaderboard import leaderboard as rank
 from ix.report.regression import baseline_section
 from ix.report.run_report import build_report, stored_sections
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
+from ix.store.labels import latest_labels, read_labels
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.lookup import is_completed, latest_run, report_run, resolve_run
 from ix.store.lookup import latest_of as latest_of  # which run `ix report EXPERIMENT` reads
 from ix.store.spec import read_spec
 from ix.store.summaries import checked_sha256, read_summary
 from ix.store.tags import tags_by_run
+from ix.store.trial_lines import standing
 from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
-    from ix.eval.schemas import Summary
+    from ix.eval.schemas import JudgeOut, Summary
     from ix.report.schemas import (
         Baseline,
         CompareOutput,
@@ -202,7 +207,25 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
                         stored=stored)
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
+    if summary.get("judges"):
+        judges = data["judges"] = current_judges(run_dir, summary, warn)
+        caveat = caveat_lines({**summary, "judges": judges}, summary["run_id"])
+        if caveat:
+            data["screen"]["judge"] = caveat
     return data
+
+
+def current_judges(run_dir: Path, summary: Summary,
+                   warn: Warn | None = None) -> list[JudgeOut]:
+    """The summary's `judges`, checked against the experiment's labels as they are now
+    (people may have labelled since the run); as written when there is no label."""
+    experiment = RunDir(run_dir).experiment
+    labels = latest_labels(read_labels(experiment.path, warn))
+    if not labels:
+        return summary["judges"]
+    records = standing(run_trials(run_dir, summary["run_id"], warn)).values()
+    level = float((summary.get("statistics") or {}).get("level") or LEVEL)
+    return judges_block(summary["judges"], records, labels, level)
 
 
 def _against(ref: str, base: Summary, summary: Summary) -> Baseline:

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field, TypeAdapter
 
-from ix.eval.schemas import SCHEMA_VERSION, ClosedDict, Expectation, GoalReach, Interval, Summary
+from ix.eval.schemas import (
+    SCHEMA_VERSION,
+    ClosedDict,
+    Expectation,
+    GoalReach,
+    Interval,
+    JudgeAgreementOut,
+    Summary,
+)
 from ix.report.schemas import CompareOutput, LeaderboardOutput, ReportOutput
 from ix.store.trial_schema import ToolCallOut, TrialLine
 
@@ -541,46 +549,6 @@ class BatteryOutput(ClosedDict):
     verdicts: list[BatteryVerdict]
     pooled: list[PooledSeeds]
     rows: list[BatteryRow]
-
-
-class JudgeEstimate(ClosedDict):
-    value: float | None
-    ci: list[float | None]
-    n: int
-    method: str
-
-
-class JudgedRate(ClosedDict):
-    passed: int
-    judged: int
-    value: float | None
-
-
-class CorrectedRateOut(ClosedDict):
-    value: float | None
-    ci: list[float | None]
-    n: int
-    method: str
-    p_uninformative: Annotated[float | None, Field(
-        description="the posterior probability that TPR + TNR <= 1 (the judge says nothing)")]
-    uninformative: bool
-
-
-class JudgeAgreementOut(ClosedDict):
-    """One labelled judge (a pass/fail entry, `dimension` null) or one of its dimensions."""
-
-    sensor: str
-    dimension: str | None
-    labelled: Annotated[int, Field(description="readings a label spoke of")]
-    ties: NotRequired[Annotated[int, Field(0, description="targets whose labellers tied")]]
-    accuracy: NotRequired[JudgeEstimate]
-    tpr: NotRequired[JudgeEstimate]
-    tnr: NotRequired[JudgeEstimate]
-    kappa: NotRequired[JudgeEstimate]
-    judged_rate: NotRequired[JudgedRate]
-    corrected_rate: NotRequired[CorrectedRateOut]
-    weighted_kappa: NotRequired[JudgeEstimate | None]
-    spearman: NotRequired[JudgeEstimate | None]
 
 
 class JudgeCheckOutput(ClosedDict):

@@ -33,6 +33,7 @@ from ix.domain.ports import ExperimentRuntime
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, Seeding
+from ix.runtimes.judge import LLMJudgeSensor
 from ix.store.cache import ObservationCache, entry_key
 
 if TYPE_CHECKING:
@@ -93,10 +94,20 @@ def plan_subject_key(sp: "SubjectPlan", seeding: Seeding = "common") -> str:
 def with_cache(sp: "SubjectPlan", cache: ObservationCache, mode: CacheMode,
                redactor: Redactor | None = None, *,
                seeding: Seeding = "common") -> "SubjectPlan":
-    """The same subject plan, its runtime answering from `cache` (what it records redacted
-    by `redactor`: the run's); `seeding`: the plan's, which decides the subject's key."""
+    """The same subject plan, its runtime and its judges' answering from `cache` (what it
+    records redacted by `redactor`: the run's); `seeding`: the plan's, which decides the
+    subject's key."""
     wrapped = CachingRuntime(sp.runtime, cache, plan_subject_key(sp, seeding), mode, redactor)
-    return dataclasses.replace(sp, runtime=wrapped)
+
+    def judged(judge: LLMJudgeSensor) -> CachingRuntime:
+        # a judge's answers are kept as a subject's: by its runtime and name, the rendered
+        # rubric, the trial's seed and the repeat (issue 36: repeats are seeded and cached)
+        key = subject_key(judge.runtime_spec, (), name=judge.judge.name)
+        return CachingRuntime(judge.runtime, cache, key, mode, redactor)
+
+    sensors = tuple(s.with_runtimes(judged) if isinstance(s, LLMJudgeSensor) else s
+                    for s in sp.sensors)
+    return dataclasses.replace(sp, runtime=wrapped, sensors=sensors)
 
 
 def stimulus_of(stimulus: Any) -> dict[str, Any]:

@@ -22,14 +22,14 @@ from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
 from ix.eval.plugins import Plugin, in_use
-from ix.eval.sensors import build_sensor, target_skill
+from ix.eval.sensors import JUDGE_KINDS, build_sensor, target_skill
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import normalise
 from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
 from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_names
 from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
-from ix.runtimes.judge import LLMJudgeSensor, build_judge
+from ix.runtimes.judge import build_judge, judges_of
 from ix.runtimes.pairwise import PAIRWISE_JUDGE, AnsweredSensor, PairwiseJudge, plan_pairwise
 
 
@@ -361,8 +361,7 @@ def _judged_goal(goal: dict[str, Any] | None, plans: Sequence[SubjectPlan], file
     metric = str((goal or {}).get("metric") or "")
     if "." not in metric or not plans:
         return
-    judges = {s.name: s.rubric.dimensions for s in plans[0].sensors
-              if isinstance(s, LLMJudgeSensor)}
+    judges = {s.name: s.rubric.dimensions for s in judges_of(plans[0].sensors)}
     name, _, dimension = metric.rpartition(".")
     if dimension not in judges.get(name, ()):
         known = [f"{j}.{d}" for j, dims in judges.items() for d in dims]
@@ -389,7 +388,7 @@ def _sensors(loaded: LoadedExperiment, target: str) -> tuple[Sensor | AsyncSenso
 def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target: str,
             field: str) -> Sensor | AsyncSensor:
     options = with_experiment(kind, options, loaded.path)
-    if kind != "llm_judge":
+    if kind not in JUDGE_KINDS:
         return build_sensor(kind, options, target_skill=target, field=field)
     # the judge's rubric is a file of the experiment, read here (the lab layer) and handed
     # to the sensor, which lives with the runtimes because it calls one
@@ -401,7 +400,7 @@ def _sensor(loaded: LoadedExperiment, kind: str, options: dict[str, Any], target
     if not path.is_file():
         raise ConfigError(f"rubric file {path} not found", field=f"{field}.agent")
     meta, body = read_frontmatter(path)
-    return build_judge(options, meta, body, path, field)
+    return build_judge(kind, options, meta, body, path, field, loaded.spec.judge or {})
 
 
 def _plugins(plans: Sequence[SubjectPlan], loaded: LoadedExperiment) -> tuple[Plugin, ...]:

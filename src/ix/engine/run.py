@@ -29,6 +29,7 @@ from ix.domain.redaction import Redactor
 from ix.domain.types import Reading
 from ix.engine import workspaces
 from ix.engine.adaptive import AdaptiveFeed
+from ix.engine.judged import judges_summary
 from ix.engine.load_test import LoadFeed
 from ix.engine.outcome import (
     ErrorLog,
@@ -363,6 +364,10 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["failed_subjects"] = failed
             summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
+            judged_by = judges_summary(plan, place.trials, run_id,
+                                       summary["statistics"]["level"], warn)
+            if judged_by is not None:
+                summary["judges"] = judged_by
             if plan.pairwise is not None:
                 summary["pairwise"] = pairwise_block(
                     judged, plan.subjects[0].subject.name,

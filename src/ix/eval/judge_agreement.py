@@ -94,11 +94,11 @@ def _pass_fail(sensor: str, pairs: list[tuple[Any, Any]], judged: list[int], tie
     rate = judges.corrected_rate(judged[0], judged[1], a.tp, a.tp + a.fn, a.tn, a.tn + a.fp,
                                  level)
     return {"sensor": sensor, "dimension": None, "labelled": len(pairs), "ties": ties,
-            "accuracy": _estimate(a.accuracy), "tpr": _estimate(a.tpr),
-            "tnr": _estimate(a.tnr), "kappa": _estimate(a.kappa),
+            "accuracy": estimate_out(a.accuracy), "tpr": estimate_out(a.tpr),
+            "tnr": estimate_out(a.tnr), "kappa": estimate_out(a.kappa),
             "judged_rate": {"passed": judged[0], "judged": judged[1],
                             "value": num(judged[0] / judged[1]) if judged[1] else None},
-            "corrected_rate": {**_estimate(rate.rate),
+            "corrected_rate": {**estimate_out(rate.rate),
                                "p_uninformative": num(rate.p_uninformative),
                                "uninformative": rate.uninformative}}
 
@@ -109,7 +109,7 @@ def _scored(sensor: str, dimension: str, pairs: list[tuple[Any, Any]],
                              "weighted_kappa": None, "spearman": None}
     if len(pairs) >= 2:
         s = judges.score_agreement([j for j, _ in pairs], [h for _, h in pairs], level)
-        entry.update(weighted_kappa=_estimate(s.kappa), spearman=_estimate(s.spearman))
+        entry.update(weighted_kappa=estimate_out(s.kappa), spearman=estimate_out(s.spearman))
     return entry
 
 
@@ -127,8 +127,8 @@ def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _estimate(e: Estimate) -> dict[str, Any]:
+def estimate_out(e: Estimate) -> dict[str, Any]:
     return {"value": num(e.value), "ci": [num(e.lo), num(e.hi)], "n": e.n, "method": e.method}
 
 
-__all__ = ["judge_agreement", "readings_of"]
+__all__ = ["estimate_out", "judge_agreement", "readings_of"]

@@ -531,6 +531,97 @@ class Outcomes(ClosedDict):
     note: str
 
 
+class JudgeEstimate(ClosedDict):
+    value: float | None
+    ci: list[float | None]
+    n: int
+    method: str
+
+
+class JudgedRate(ClosedDict):
+    passed: int
+    judged: int
+    value: float | None
+
+
+class CorrectedRateOut(ClosedDict):
+    value: float | None
+    ci: list[float | None]
+    n: int
+    method: str
+    p_uninformative: Annotated[float | None, Field(
+        description="the posterior probability that TPR + TNR <= 1 (the judge says nothing)")]
+    uninformative: bool
+
+
+class JudgeAgreementOut(ClosedDict):
+    """One labelled judge (a pass/fail entry, `dimension` null) or one of its dimensions."""
+
+    sensor: str
+    dimension: str | None
+    labelled: Annotated[int, Field(description="readings a label spoke of")]
+    ties: NotRequired[Annotated[int, Field(0, description="targets whose labellers tied")]]
+    accuracy: NotRequired[JudgeEstimate]
+    tpr: NotRequired[JudgeEstimate]
+    tnr: NotRequired[JudgeEstimate]
+    kappa: NotRequired[JudgeEstimate]
+    judged_rate: NotRequired[JudgedRate]
+    corrected_rate: NotRequired[CorrectedRateOut]
+    weighted_kappa: NotRequired[JudgeEstimate | None]
+    spearman: NotRequired[JudgeEstimate | None]
+
+
+class JudgeNoiseOut(ClosedDict):
+    """Variance components of a judge's repeated judgements of the same outputs."""
+
+    within_var: Annotated[float | None, Field(description="the judge's variance on one "
+                                                          "output")]
+    between_var: Annotated[float | None, Field(description="the outputs' variance")]
+    icc: Annotated[JudgeEstimate, Field(description="ICC(1): the share of one judgement's "
+                                                    "variance that is the output's")]
+    icc_mean: Annotated[JudgeEstimate, Field(description="ICC(1,k): the reliability of the "
+                                                         "mean of the repeats")]
+    repeats: float | None
+
+
+class JudgeRepeatsOut(ClosedDict):
+    outputs: Annotated[int, Field(description="outputs judged more than once")]
+    unsettled: Annotated[int, Field(description="outputs whose verdict changed between "
+                                                "repeats")]
+    score: JudgeNoiseOut
+    dimensions: dict[str, JudgeNoiseOut]
+
+
+class PanelAlphaOut(ClosedDict):
+    verdicts: Annotated[JudgeEstimate, Field(description="nominal Krippendorff's alpha")]
+    scores: Annotated[JudgeEstimate, Field(description="interval Krippendorff's alpha")]
+
+
+class JudgeOut(ClosedDict):
+    """One judge of a run: what it is, and how far it can be trusted (docs/judges.md)."""
+
+    name: str
+    kind: Annotated[str, Field(description="llm_judge or panel")]
+    rubric: str
+    model: str | None
+    runtime: str
+    repeats: int
+    dimensions: list[str]
+    scale: list[float]
+    pass_threshold: float
+    min_kappa: float
+    members: Annotated[list[str], Field(description="a panel's judges")]
+    combine: str | None
+    status: Annotated[Literal["checked", "disagrees", "unchecked", "human"], Field(
+        description="checked: labelled, kappa >= min_kappa; disagrees: below it; unchecked: "
+                    "no label; human: a person judges (its readings are labels)")]
+    labelled: int
+    agreement: JudgeAgreementOut | None
+    scores: list[JudgeAgreementOut]
+    noise: Annotated[JudgeRepeatsOut | None, Field(description="repeats >= 2 only")]
+    alpha: Annotated[PanelAlphaOut | None, Field(description="a panel only")]
+
+
 class Summary(ClosedDict):
     """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
     `ix run --json` prints: the `001_…` shape for the control, every subject under
@@ -594,6 +685,10 @@ class Summary(ClosedDict):
         None, description="tokens, time, cost, scores and a judge's dimensions per trial: "
                           "each subject's mean of case means, each against the control "
                           "(docs/outcomes.md); absent before 2.2 and when no trial stood")]]
+    judges: NotRequired[Annotated[list[JudgeOut], Field(
+        description="experiments with a judge only: each judge's agreement with people's "
+                    "labels, its noise over repeats, a panel's agreement (docs/judges.md); "
+                    "absent before 2.3")]]
     pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
         None, description="experiments with a `pairwise_judge` only: each variant's win share "
                           "against the control by a blind judge, with P(better) and the "

@@ -336,13 +336,16 @@ SENSORS: dict[str, SensorKind] = {
     # a sensor object given to ix.Experiment in code (`ix.eval.live`)
     LIVE_KIND: SensorKind(LIVE_KIND, LiveOptions, lambda o, _: live(o, "sensor")),
 }
-#: Built by the planner (it reads the rubric file), so not in `SENSORS`; a kind all the same.
-LLM_JUDGE = "llm_judge"
+#: Built by the planner (it reads the rubric file), so not in `SENSORS`; kinds all the same.
+LLM_JUDGE, PANEL = "llm_judge", "panel"
+JUDGE_KINDS = (LLM_JUDGE, PANEL)
+#: Judges variants against the control after the trials (`ix.runtimes.pairwise`).
+PAIRWISE_JUDGE = "pairwise_judge"
 
 
 def sensor_kinds() -> list[str]:
     """Every sensor kind an experiment may name, sorted."""
-    return sorted([*SENSORS, LLM_JUDGE])
+    return sorted([*SENSORS, *JUDGE_KINDS, PAIRWISE_JUDGE])
 
 
 def build_sensor(kind: str, options: dict[str, Any], *, target_skill: str,

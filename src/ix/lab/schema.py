@@ -303,6 +303,8 @@ class ExperimentSpec(_Strict):
     load: LoadSpec | None = None
     #: every trial in a fresh folder of files (DESIGN.md §10, docs/outcomes.md)
     workspace: WorkspaceSpec | None = None
+    #: what every judge takes unless it says (`repeats`, `min_kappa`; docs/judges.md)
+    judge: dict[str, Any] | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", mode="before")(_as_kind_mapping)
     _checks = field_validator("runtime", "sensor", "probe")(_check_kind)

@@ -22,6 +22,7 @@ from markupsafe import Markup
 from ix._lazy import lazy
 from ix.report import charts, load_test, outcome_text
 from ix.report.answer import metric_name
+from ix.report.judge_text import judge_lines
 from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "comparisons": _comparisons(report), "failing": _failing(report),
             "context_curve": _context_curve(report), "sweep_bars": _sweep_bars(report),
             "top": TOP_FAILURES, "rate_word": rate_word(report["run"].get("sensor")),
-            "sensor_rows": _sensor_rows(report), **_outcomes(report.get("outcomes"))}
+            "sensor_rows": _sensor_rows(report), **_outcomes(report.get("outcomes")),
+            "judge_lines": judge_lines(report.get("judges") or [])}
 
 
 def _outcomes(outcomes: Any) -> dict[str, Any]:

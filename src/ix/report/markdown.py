@@ -14,6 +14,7 @@ from typing import Any
 
 from ix.report import outcome_text
 from ix.report.answer import metric_name
+from ix.report.judge_text import judge_lines
 from ix.report.load_test import percentiles, rate_text, rps, schedule_text
 from ix.report.terminal import (
     METRIC_NAMES,
@@ -125,6 +126,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                      for n, m in s["metrics"].items()])
     lines += _reliability(s["metrics"])
     lines += _sensors(report.get("sensors"))
+    judged = judge_lines(report.get("judges") or [])
+    if judged:
+        lines += ["## Judges", "", "```text", *judged, "```", ""]
     lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
     lines += _comparisons(report.get("comparisons") or [], r.get("sensor"))
     lines += _context(report.get("context"))
@@ -203,6 +207,7 @@ def screen_markdown(s: Mapping[str, Any], sensor: str | None = None) -> list[str
         lines.append("No goal stated (experiment.yaml `goal:` states one)"
                      + (f"; {md_text(s['metric_label'])} of {md_text(h['subject'])} "
                         f"{fmt(h['value'])} {ci(h['ci'])}" if h else "") + ".")
+    lines += [f"- ⚠ {md_text(line)}" for line in s.get("judge") or ()]
     lines.append("")
     level = f"{s['level']:.0%}"
     if (s.get("answer") or {}).get("kind") != "context":

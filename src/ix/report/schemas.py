@@ -16,6 +16,7 @@ from ix.eval.schemas import (
     Expectation,
     GoalOut,
     Interval,
+    JudgeOut,
     LoadOut,
     Outcomes,
     PairwiseOut,
@@ -639,6 +640,9 @@ class Screen(ClosedDict):
                     "at most 10")]
     cases_that_matter_total: int
     conditions: int
+    judge: NotRequired[Annotated[list[str], Field(
+        description="beside the verdict: whether the judge it rests on was checked against "
+                    "people's labels, and its noise (docs/judges.md); absent before 2.3")]]
 
 
 class ReportOutput(ClosedDict):
@@ -681,3 +685,6 @@ class ReportOutput(ClosedDict):
     pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
         None, description="the summary's `pairwise` block: experiments with a "
                           "`pairwise_judge` only (docs/judges.md); absent before 2.3")]]
+    judges: NotRequired[Annotated[list[JudgeOut], Field(
+        description="the summary's `judges`, checked against the experiment's labels as "
+                    "they are now (docs/judges.md); absent without a judge")]]

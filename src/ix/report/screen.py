@@ -13,6 +13,7 @@ from typing import Any
 
 from ix.lab.sweep import grid_words
 from ix.report.answer import goal_lines, metric_name, primary_metric
+from ix.report.judge_text import caveat_lines
 
 #: The cases `ix run` and the head of `ix report` show at most; `ix report` lists them all.
 CASES_SHOWN = 10
@@ -51,6 +52,9 @@ def screen(summary: Mapping[str, Any], sweep: Mapping[str, Any] | None = None) -
         "level": float((summary.get("statistics") or {}).get("level") or 0.95),
     }
     out.update(_cases(summary, blocks, compare))
+    caveat = caveat_lines(summary, summary.get("run_id"))
+    if caveat:
+        out["judge"] = caveat
     if not out["verdict"] and out["subjects"]:
         first = out["subjects"][0]
         out["headline"] = {"subject": first["name"], "metric": metric, "value": first["value"],

@@ -50,6 +50,8 @@ def verdict_parts(s: Mapping[str, Any], *, last: bool) -> list[RenderableType]:
     """The goal's verdict and its evidence (`last`: evidence first, the verdict line last),
     or, with no goal, the headline metric with its interval."""
     lines = list(s["verdict"])
+    # beside the verdict: the judge it rests on, checked against people or not
+    judge = [Text("\n".join(s["judge"]), style="yellow")] if s.get("judge") else []
     if not lines:
         h = s.get("headline")
         text = Text("no goal", style="bold")
@@ -58,15 +60,13 @@ def verdict_parts(s: Mapping[str, Any], *, last: bool) -> list[RenderableType]:
             text.append_text(_estimate(h["value"], h["ci"]))
         text.append(" (a `goal:` in experiment.yaml states what would answer the question)",
                     style="dim")
-        return [text]
+        return [text, *judge]
     head = Text()
     word, _, rest = lines[0].partition(" — ")
     head.append(word, style=VERDICT_STYLE.get(word, "bold"))
     head.append(f" — {rest}" if rest else "")
-    evidence = Text("\n".join(lines[1:]))
-    if not lines[1:]:
-        return [head]
-    return [evidence, head] if last else [head, evidence]
+    evidence = [Text("\n".join(lines[1:]))] if lines[1:] else []
+    return [*evidence, head, *judge] if last else [head, *judge, *evidence]
 
 
 def subject_table(s: Mapping[str, Any], label: Label) -> Table:

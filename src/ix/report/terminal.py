@@ -13,6 +13,7 @@ from ix.lab.sweep import grid_words
 from ix.report import outcome_text
 from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
+from ix.report.judge_text import judge_lines
 from ix.report.load_test import load_parts
 from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen_text import screen_renderable
@@ -165,6 +166,15 @@ def sensor_parts(report: Mapping[str, Any]) -> list[RenderableType]:
     for name in names:
         table.add_row(name, *(rate_cell(by_subject[s].get(name)) for s in subjects))
     return [table, Text("")]
+
+
+def judge_parts(report: Mapping[str, Any]) -> list[RenderableType]:
+    """Each judge: checked against people's labels or not, its corrected pass rate, its
+    noise over repeats, a panel's agreement (`ix.report.judge_text`)."""
+    lines = judge_lines(report.get("judges") or [])
+    if not lines:
+        return []
+    return [Text("judges (docs/judges.md)", style="bold"), Text("\n".join(lines)), Text("")]
 
 
 def breakdown_table(report: Mapping[str, Any]) -> Table:
@@ -676,7 +686,7 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [head, Text(""), *lead,
                                    *answer_parts(report, verdict=not lead),
                                    *summary_tables(report), Text(""),
-                                   *sensor_parts(report),
+                                   *sensor_parts(report), *judge_parts(report),
                                    *interpretation_parts(report), *comparison_parts(report),
                                    *context_parts(report.get("context")),
                                    *sweep_parts(report.get("sweep")),

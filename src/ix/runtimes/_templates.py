@@ -223,8 +223,9 @@ def _namespace(label: str, value: Any) -> Any:
 
 def context(subject: Any, stimulus: Any, *,
             env_hint: str = "environment variables are not available here",
-            seed: int = 0) -> dict[str, Any]:
-    """The variables of one trial's templates, without `env` (see `with_env`)."""
+            seed: int = 0, attempt: int = 0) -> dict[str, Any]:
+    """The variables of one trial's templates, without `env` (see `with_env`): `attempt`
+    counts a trial's retries, and a judge's repeats."""
     workspace = current_workspace()
     prompt = getattr(stimulus, "prompt", stimulus if isinstance(stimulus, str) else "")
     turns = [t.model_dump(mode="json") for t in getattr(stimulus, "history", ()) or ()]
@@ -251,6 +252,7 @@ def context(subject: Any, stimulus: Any, *,
         "subject": subj,
         "env": _jinja().Undefined(hint=env_hint, name="env"),
         "seed": seed,
+        "attempt": attempt,
         "workspace": str(workspace) if workspace is not None else _jinja().Undefined(
             hint="this case has no workspace (workspace: in experiment.yaml, or files: in "
                  "the case)", name="workspace"),

@@ -6,7 +6,8 @@ its own: when the trial is cancelled (the per-trial timeout, Ctrl-C) the whole p
 is killed and reaped before the trial ends.
 
 When the case has a workspace (DESIGN.md §10) the program runs in it (`cwd`, if given, is
-then relative to it), and `{{ workspace }}` names it; `{{ seed }}` is the trial's seed.
+then relative to it), and `{{ workspace }}` names it; `{{ seed }}` is the trial's seed,
+`{{ attempt }}` its retry (or a judge's repeat).
 
 It does not inherit ix's environment, which holds API keys: only `BASE_ENV` (what a program
 needs to start and to speak the user's language), the names listed in `env_passthrough`, and
@@ -100,7 +101,8 @@ class CommandRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
-        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed)
+        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed,
+                                 attempt=attempt)
         argv = [*self._prefix, *(t.render(ctx) for t in self._argv)]
         stdin = self._stdin.render(ctx).encode("utf-8") if self._stdin is not None else None
         env = program_env(os.environ, self.options.env_passthrough)

@@ -140,9 +140,10 @@ class HttpRuntime:
             closer, self._closer, self._pools = self._closer, None, None
             await closer.aclose()
 
-    def _request(self, subject: Subject, stimulus: Any,
-                 seed: int = 0) -> tuple[str, dict[str, str], bytes]:
-        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed)
+    def _request(self, subject: Subject, stimulus: Any, seed: int = 0,
+                 attempt: int = 0) -> tuple[str, dict[str, str], bytes]:
+        ctx = _templates.context(subject, stimulus, env_hint=_ENV_HINT, seed=seed,
+                                 attempt=attempt)
         url = self._url.render(ctx)
         header_ctx = _templates.with_env(ctx)
         headers = {}
@@ -167,7 +168,7 @@ class HttpRuntime:
     async def invoke(
         self, subject: Subject, stimulus: Any, *, seed: int = 0, attempt: int = 0
     ) -> EvalObservation:
-        url, headers, content = self._request(subject, stimulus, seed)
+        url, headers, content = self._request(subject, stimulus, seed, attempt)
         pools, limiter = await self._session()
         opts = self.options
         tries = 0

@@ -15,6 +15,12 @@ path relative to the experiment) with frontmatter and a Jinja body:
     Answer with JSON only: {"scores": {"correctness": 0-10, "completeness": 0-10},
     "reasoning": "..."}
 
+With `repeats: R` each output is judged R times (seeded: repeat r is attempt r of the
+trial's seed, so the cache keeps each); the reading's scores are the mean judgement, which
+every comparison then uses, and `metrics["repeats"]` keeps each repeat's scores (STATS.md
+§14: the judge's own variance). `name` and `model` let several judges share one rubric, and
+`kind: panel` runs several such judges on each output and combines them (majority or mean).
+
 The body is rendered in a sandboxed Jinja environment with `observation` (the subject's
 observation), `probe` (the case: id, prompt, expectation, tags, difficulty and its metadata
 keys), `case` (the same), and with `inputs: [answer, files, transcript]` (DESIGN.md §10)
@@ -26,9 +32,11 @@ error of kind `judge_unparseable`, not a silent fail. One sensor gives one readi
 `metrics` hold every dimension (multi-level grading is one sensor, several dimensions).
 """
 
+import asyncio
+import copy
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -38,7 +46,9 @@ from ix._lazy import lazy
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Interaction, Reading, Subject
+from ix.eval.judge_summary import REPEATS
 from ix.eval.models import EvalCase
+from ix.eval.sensors import PANEL
 from ix.eval.validation import from_validation_error
 from ix.runtimes import _templates
 from ix.runtimes.registry import RuntimeContext, build_runtime
@@ -55,6 +65,11 @@ Input = Literal["answer", "files", "transcript"]
 
 #: The most of one file, and of the transcript, the judge is shown.
 SHOWN_BYTES = 64 << 10
+#: The most repeats of one judgement (each is a paid call).
+MAX_REPEATS = 20
+#: Below this κ against people's labels a judge is not to be trusted (Landis & Koch's
+#: "substantial" begins at 0.6); `min_kappa` on the judge changes it.
+DEFAULT_MIN_KAPPA = 0.6
 
 
 class JudgeOptions(Model):
@@ -65,6 +80,40 @@ class JudgeOptions(Model):
     #: subject made in its workspace (`files`), its transcript (`transcript`). One the
     #: rubric does not name is appended to its prompt.
     inputs: list[Input] = Field(default_factory=lambda: list[Input](["answer"]))
+    #: a name of its own (its readings' `sensor_name`), else the rubric's: several judges
+    #: may share one rubric with different models
+    name: Annotated[str, Field(min_length=1)] | None = None
+    #: the judge's model, instead of the rubric's
+    model: Annotated[str, Field(min_length=1)] | None = None
+    #: how many times each output is judged; its scores are the mean judgement
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = 1
+    #: a verdict resting on a judge whose Cohen's κ against people's labels is below this
+    #: says so (and `ix validate --strict` refuses it)
+    min_kappa: Annotated[float, Field(ge=-1.0, le=1.0)] = DEFAULT_MIN_KAPPA
+
+
+class PanelMember(Model):
+    """One judge of a panel: the rubric's, with its own model, runtime or name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: Annotated[str, Field(min_length=1)] | None = None
+    model: Annotated[str, Field(min_length=1)] | None = None
+    runtime: dict[str, Any] | None = None
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+
+class PanelOptions(JudgeOptions):
+    """`sensor: {kind: panel, agent: RUBRIC, judges: [{model: …}, …], combine: mean}`."""
+
+    judges: Annotated[list[PanelMember], Field(min_length=2)]
+    #: `mean`: the members' mean scores, passed by the rubric's threshold; `majority`: passed
+    #: when more than half the members pass it (its scores still the mean)
+    combine: Literal["majority", "mean"] = "mean"
 
 
 class Rubric(Model):
@@ -83,6 +132,13 @@ class Rubric(Model):
     @classmethod
     def _kind(cls, value: Any) -> Any:
         return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("dimensions")
+    @classmethod
+    def _not_reserved(cls, value: list[str]) -> list[str]:
+        if REPEATS in value or len(set(value)) != len(value):
+            raise ValueError(f"must be distinct names, none of them {REPEATS!r}")
+        return value
 
     @field_validator("scale", mode="before")
     @classmethod
@@ -112,11 +168,16 @@ def parse_rubric(meta: dict[str, Any], body: str, path: Path) -> tuple[Rubric, s
 
 
 class LLMJudgeSensor:
-    """Renders the rubric for each interaction, asks the judge, parses its scores."""
+    """Renders the rubric for each interaction, asks the judge (`repeats` times), parses its
+    scores; the reading holds their mean."""
+
+    kind = "llm_judge"
 
     def __init__(self, rubric: Rubric, body: str, source: str,
-                 inputs: tuple[str, ...] = ("answer",)):
-        self.name = rubric.name
+                 inputs: tuple[str, ...] = ("answer",), *, name: str | None = None,
+                 model: str | None = None, runtime: dict[str, Any] | None = None,
+                 repeats: int = 1, min_kappa: float = DEFAULT_MIN_KAPPA):
+        self.name = name or rubric.name
         self.rubric = rubric
         env = _templates._jinja().env
         named = jinja2_meta.find_undeclared_variables(env.parse(body))
@@ -125,14 +186,32 @@ class LLMJudgeSensor:
         self.inputs = inputs
         self.template = env.from_string(body)  # the one sandbox
         self.source = source
-        spec = dict(rubric.runtime)
-        if rubric.model is not None:
-            spec["model"] = rubric.model
+        spec = dict(runtime if runtime is not None else rubric.runtime)
+        if model is not None or rubric.model is not None:
+            spec["model"] = model if model is not None else rubric.model
         self.runtime_spec = spec  # the run's redactor reads the judge's key from it
         self.runtime = build_runtime(spec, RuntimeContext())
-        self.judge = Subject(name=f"judge:{rubric.name}")
+        self.judge = Subject(name=f"judge:{self.name}")
+        self.repeats = repeats
+        self.min_kappa = min_kappa
 
-    async def sense(self, interaction: Interaction) -> list[Reading]:
+    def describe(self) -> dict[str, Any]:
+        """What the summary's `judges` block says of this judge (its members for a panel)."""
+        return {"name": self.name, "kind": self.kind, "rubric": self.rubric.name,
+                "model": self.runtime_spec.get("model"),
+                "runtime": str(self.runtime_spec.get("kind")), "repeats": self.repeats,
+                "dimensions": list(self.rubric.dimensions), "min_kappa": self.min_kappa,
+                "scale": list(self.rubric.scale), "pass_threshold": self.rubric.pass_threshold,
+                "members": [], "combine": None}
+
+    def with_runtimes(self, wrap: "Callable[[LLMJudgeSensor], Any]") -> "LLMJudgeSensor":
+        """A copy whose judge's runtime is `wrap(self)` (the run's cache around it)."""
+        other = copy.copy(self)
+        other.runtime = wrap(self)
+        return other
+
+    def prompt(self, interaction: Interaction) -> str:
+        """The rubric rendered for one interaction, with the inputs it does not name."""
         case: EvalCase = interaction.stimulus
         probe = {"id": case.id, "prompt": case.prompt, "expectation": case.expectation,
                  "tags": list(case.tags), "difficulty": case.difficulty, **case.metadata}
@@ -146,11 +225,42 @@ class LLMJudgeSensor:
                                           files=files, transcript=transcript)
         except jinja2.TemplateError as exc:
             raise TrialError("judge_template", f"{self.source}: {exc}") from None
-        prompt += _appended(self.appended, files, transcript)
-        stimulus = EvalCase(id=f"{case.id}:judge", prompt=prompt, expectation="acceptable")
-        answer = await self.runtime.invoke(self.judge, stimulus,
-                                           seed=interaction.trial_index)
-        return [self._reading(getattr(answer, "content", "") or "")]
+        return prompt + _appended(self.appended, files, transcript)
+
+    async def sense(self, interaction: Interaction) -> list[Reading]:
+        return [await self.grade(self.prompt(interaction), interaction)]
+
+    async def grade(self, prompt: str, interaction: Interaction) -> Reading:
+        """The judge's reading of one rendered prompt: repeat r is attempt r of the trial's
+        seed, the scores their mean."""
+        stimulus = EvalCase(id=f"{interaction.stimulus.id}:judge", prompt=prompt,
+                            expectation="acceptable")
+        answers = await asyncio.gather(*(
+            self.runtime.invoke(self.judge, stimulus, seed=interaction.trial_index, attempt=r)
+            for r in range(self.repeats)))
+        readings = [self._reading(getattr(a, "content", "") or "") for a in answers]
+        if len(readings) == 1:
+            return readings[0]
+        return self._mean(readings, [r.metrics for r in readings])
+
+    def _mean(self, readings: list[Reading], each: list[dict[str, Any]] | None = None,
+              passed: bool | None = None) -> Reading:
+        """One reading of several judgements of an output: the mean score per dimension,
+        passed by the rubric's threshold on it unless `passed` says; `each` (the repeats'
+        scores) kept in its metrics."""
+        values = {d: sum(r.metrics[d] for r in readings) / len(readings)
+                  for d in self.rubric.dimensions}
+        score = self._score(values)
+        return Reading(sensor_name=self.name,
+                       passed=score >= self.rubric.pass_threshold if passed is None
+                       else passed, score=round(score, 6),
+                       metrics={d: round(v, 6) for d, v in values.items()}
+                       | ({} if each is None else {REPEATS: each}),
+                       details=readings[0].details)
+
+    def _score(self, values: dict[str, float]) -> float:
+        low, high = self.rubric.scale
+        return sum((v - low) / (high - low) for v in values.values()) / len(values)
 
     def _reading(self, text: str) -> Reading:
         low, high = self.rubric.scale
@@ -170,11 +280,44 @@ class LLMJudgeSensor:
                 raise TrialError("judge_unparseable",
                                  f"score {dim}={v!r} is not a number in [{low:g}, {high:g}]")
             values[dim] = float(v)
-        mean = sum((v - low) / (high - low) for v in values.values()) / len(values)
+        mean = self._score(values)
         reasoning = data.get("reasoning", "") if isinstance(data, dict) else ""
         return Reading(sensor_name=self.name, passed=mean >= self.rubric.pass_threshold,
                        score=round(mean, 6), metrics=values,
                        details=str(reasoning)[:2000])
+
+
+class PanelSensor(LLMJudgeSensor):
+    """Several judges of one rubric on each output (`kind: panel`): each member's reading
+    (by its own name), then the panel's, which combines them; the panel's is its first."""
+
+    kind = "panel"
+
+    def __init__(self, rubric: Rubric, body: str, source: str, inputs: tuple[str, ...],
+                 members: list[LLMJudgeSensor], combine: str, *, name: str | None = None,
+                 min_kappa: float = DEFAULT_MIN_KAPPA):
+        super().__init__(rubric, body, source, inputs, name=name, runtime={"kind": "mock"},
+                         min_kappa=min_kappa)
+        self.runtime_spec = {}
+        self.members = members
+        self.combine = combine
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": None, "runtime": "panel", "repeats": 1,
+                "members": [m.name for m in self.members], "combine": self.combine}
+
+    def with_runtimes(self, wrap: "Callable[[LLMJudgeSensor], Any]") -> "LLMJudgeSensor":
+        other = copy.copy(self)
+        other.members = [m.with_runtimes(wrap) for m in self.members]
+        return other
+
+    async def sense(self, interaction: Interaction) -> list[Reading]:
+        prompt = self.prompt(interaction)
+        each = await asyncio.gather(*(m.grade(prompt, interaction) for m in self.members))
+        passed = None
+        if self.combine == "majority":
+            passed = 2 * sum(r.passed is True for r in each) > len(each)
+        return [self._mean(list(each), passed=passed), *each]
 
 
 def _files(interaction: Interaction) -> list[dict[str, Any]]:
@@ -223,20 +366,67 @@ def _appended(inputs: list[str], files: list[dict[str, Any]], transcript: str) -
     return "".join(parts)
 
 
-def build_judge(options: dict[str, Any], meta: dict[str, Any], body: str,
-                path: Path, field: str) -> LLMJudgeSensor:
-    """The sensor for `sensor: {kind: llm_judge, agent: ...}`; the caller read the file."""
+class JudgeDefaults(Model):
+    """The experiment's `judge:`: what every judge takes unless it says."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] | None = None
+    min_kappa: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+
+
+def build_judge(kind: str, options: dict[str, Any], meta: dict[str, Any], body: str,
+                path: Path, field: str, defaults: dict[str, Any] | None = None
+                ) -> LLMJudgeSensor:
+    """The sensor for `sensor: {kind: llm_judge | panel, agent: ...}`; the caller read the
+    rubric file. `defaults`: the experiment's `judge:`."""
     try:
-        parsed = JudgeOptions.model_validate(options)
+        shared = JudgeDefaults.model_validate(defaults or {})
     except ValidationError as exc:
-        raise from_validation_error(exc, JudgeOptions, prefix=field) from None
-    rubric, text = parse_rubric(meta, body, path)
+        raise from_validation_error(exc, JudgeDefaults, prefix="judge") from None
+    schema = PanelOptions if kind == PANEL else JudgeOptions
     try:
-        return LLMJudgeSensor(rubric, text, str(path), tuple(parsed.inputs))
+        parsed = schema.model_validate(shared.model_dump(exclude_none=True) | options)
+    except ValidationError as exc:
+        raise from_validation_error(exc, schema, prefix=field) from None
+    rubric, text = parse_rubric(meta, body, path)
+    inputs = tuple(parsed.inputs)
+    try:
+        if not isinstance(parsed, PanelOptions):
+            return LLMJudgeSensor(rubric, text, str(path), inputs, name=parsed.name,
+                                  model=parsed.model, repeats=parsed.repeats,
+                                  min_kappa=parsed.min_kappa)
+        members = [LLMJudgeSensor(rubric, text, str(path), inputs, name=_member_name(
+                       parsed.name or rubric.name, m, i), model=m.model, runtime=m.runtime,
+                       repeats=parsed.repeats, min_kappa=parsed.min_kappa)
+                   for i, m in enumerate(parsed.judges)]
     except ConfigError as exc:
         raise exc.at(path) from None
+    names = [m.name for m in members]
+    if len(set(names)) != len(names) or (parsed.name or rubric.name) in names:
+        raise ConfigError(f"the panel's judges need distinct names (got {', '.join(names)})",
+                          field=f"{field}.judges")
+    return PanelSensor(rubric, text, str(path), inputs, members, parsed.combine,
+                       name=parsed.name, min_kappa=parsed.min_kappa)
+
+
+def _member_name(panel: str, member: PanelMember, index: int) -> str:
+    if member.name:
+        return member.name
+    return f"{panel}:{member.model}" if member.model else f"{panel}:{index + 1}"
+
+
+def judges_of(sensors: Iterable[object]) -> list[LLMJudgeSensor]:
+    """The judges among `sensors`, a panel's members after it."""
+    out: list[LLMJudgeSensor] = []
+    for s in sensors:
+        if isinstance(s, LLMJudgeSensor):
+            out.append(s)
+            if isinstance(s, PanelSensor):
+                out.extend(s.members)
+    return out
 
 
 def judge_names(sensors: Iterable[object]) -> frozenset[str]:
-    """The names of the `llm_judge` sensors among `sensors` (their readings' `sensor_name`)."""
-    return frozenset(s.name for s in sensors if isinstance(s, LLMJudgeSensor))
+    """The names of the judges among `sensors` (their readings' `sensor_name`)."""
+    return frozenset(s.name for s in judges_of(sensors))

@@ -24,13 +24,11 @@ from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Interaction, Reading, Subject
 from ix.eval.models import EvalCase
+from ix.eval.sensors import PAIRWISE_JUDGE
 from ix.eval.validation import from_validation_error
 from ix.fs.frontmatter import read_frontmatter
 from ix.runtimes import _templates
 from ix.runtimes.registry import RuntimeContext, build_runtime
-
-#: The sensor kind, built by the planner (it reads the rubric file).
-PAIRWISE_JUDGE = "pairwise_judge"
 
 Winner = Literal["first", "second", "tie"]
 _WINNERS = ("first", "second", "tie")

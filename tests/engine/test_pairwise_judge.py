@@ -3,6 +3,7 @@ its answers scripted — is shown the control's and the variant's answers to eac
 trial; the summary's `pairwise` block gives the variant's win share with its interval,
 P(better) and the judge's position bias, measured and (with `swap: true`) cancelled."""
 
+import asyncio
 import json
 import sys
 import textwrap
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ix_in_process, run_ix, too_wide, write
+from ix.engine.plan import build_plan
+from ix.engine.run import _then_pairs
+from ix.lab.loader import load_experiment
 from ix.stats import judges
 
 #: A subject: its answer names it and the case.
@@ -210,3 +214,30 @@ def test_the_cli_refuses_one_subject_and_prints_the_pairwise_line(lab: Path):
     report = ix_in_process("report", "--lab", str(lab), "e", env={"COLUMNS": "80"})
     assert report.code == 0 and "B wins 0.75" in " ".join(report.stdout.split())
     assert not too_wide(report.stdout)
+    html = lab / "r.html"
+    assert ix_in_process("report", "--lab", str(lab), "e", "--format", "html", "--out",
+                         str(html)).code == 0
+    page = html.read_text()
+    assert '<section id="pairwise">' in page and "B wins 0.75" in page
+    md = ix_in_process("report", "--lab", str(lab), "e", "--format", "md").stdout
+    assert "- pairwise (blind, both orders): B wins 0.75" in md
+
+
+def test_a_run_stopped_by_the_user_keeps_the_judgements_already_made(lab: Path):
+    """Ctrl-C before the judge's pass: the summary's block holds what earlier sessions
+    judged (the log on disk), and the judge is not asked."""
+    exp = experiment(lab, {"win": 2, "lose": 1}, swap=True, trials=1)
+    run(exp)
+    lines = judgements(exp)
+    calls = len((exp / "calls.log").read_text().splitlines())
+    plan = build_plan(load_experiment(exp, lab))
+    [folder] = (exp / "results" / "runs").glob("*/pairwise.jsonl")
+
+    async def interrupted() -> str:
+        return "interrupted (SIGINT or SIGTERM); trials in flight were cancelled"
+
+    judged: list[dict] = []
+    stop = asyncio.run(_then_pairs(interrupted(), plan, folder.parent.name, folder.parent,
+                                   exp / "results" / "trials.jsonl", judged, False, None))
+    assert stop.startswith("interrupted") and judged == lines and len(lines) == 6
+    assert len((exp / "calls.log").read_text().splitlines()) == calls

@@ -66,6 +66,11 @@ def read_judgements(directory: Path, warn: Warn | None = None) -> list[dict[str,
     return read_log(RunDir(directory).pairwise, _judgement, "a pairwise judgement", warn)
 
 
+def latest_judgements(directory: Path, warn: Warn | None = None) -> list[dict[str, Any]]:
+    """The last judgement of each pair, order and attempts already in the run's log."""
+    return list({_key(j): j for j in read_judgements(directory, warn)}.values())
+
+
 async def judge_pairs(plan: "Plan", run_id: str, directory: Path, trials: Path,
                       judged: list[dict[str, Any]], retry: bool = False,
                       warn: Warn | None = None) -> None:

@@ -39,7 +39,7 @@ from ix.engine.outcome import (
     failure_reason,
     stop_cause,
 )
-from ix.engine.pairwise import judge_pairs
+from ix.engine.pairwise import judge_pairs, latest_judgements
 from ix.engine.pipeline import (
     GIVEN,
     OBSERVATION,
@@ -372,7 +372,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                 summary["pairwise"] = pairwise_block(
                     judged, plan.subjects[0].subject.name,
                     [sp.subject.name for sp in plan.subjects[1:]], plan.pairwise.name,
-                    plan.pairwise.swap)
+                    plan.pairwise.swap, summary["statistics"]["level"])
             if load is not None:
                 listed = plan.loaded.spec.sensors
                 summary["load"] = load.block(listed or [{"kind": plan.loaded.experiment.sensor,
@@ -406,10 +406,13 @@ async def _then_pairs(trials: Any, plan: Plan, run_id: str, directory: Path, log
                       judged: list[dict[str, Any]], retry: bool,
                       warn: Warn | None) -> str | None:
     """The trials, then the pairwise judge's pass over them (`ix.engine.pairwise`), unless
-    the user stopped the run: its judgements go to `judged`."""
+    the user stopped the run (then the judgements an earlier session made): its judgements
+    go to `judged`."""
     stop: str | None = await trials
     if not (stop or "").startswith("interrupted"):
         await judge_pairs(plan, run_id, directory, log, judged, retry, warn)
+    elif plan.pairwise is not None:
+        judged.extend(latest_judgements(directory, warn))
     return stop
 
 

@@ -23,6 +23,7 @@ from ix._lazy import lazy
 from ix.report import charts, load_test, outcome_text
 from ix.report.answer import metric_name
 from ix.report.judge_text import judge_lines
+from ix.report.pairwise_text import pairwise_lines
 from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "context_curve": _context_curve(report), "sweep_bars": _sweep_bars(report),
             "top": TOP_FAILURES, "rate_word": rate_word(report["run"].get("sensor")),
             "sensor_rows": _sensor_rows(report), **_outcomes(report.get("outcomes")),
-            "judge_lines": judge_lines(report.get("judges") or [])}
+            "judge_lines": judge_lines(report.get("judges") or []),
+            "pairwise_lines": pairwise_lines(report.get("pairwise"))}
 
 
 def _outcomes(outcomes: Any) -> dict[str, Any]:

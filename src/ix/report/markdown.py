@@ -16,6 +16,7 @@ from ix.report import outcome_text
 from ix.report.answer import metric_name
 from ix.report.judge_text import judge_lines
 from ix.report.load_test import percentiles, rate_text, rps, schedule_text
+from ix.report.pairwise_text import pairwise_lines
 from ix.report.terminal import (
     METRIC_NAMES,
     SENSOR_FAMILY_NOTE,
@@ -110,6 +111,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     if report.get("screen"):
         lines += screen_markdown(report["screen"], r.get("sensor"))
         lines += _outcome_changes(report.get("outcomes"))
+        paired = pairwise_lines(report.get("pairwise"))
+        if paired:
+            lines += [*(f"- {md_text(line)}" for line in paired), ""]
     lines += _answer(report.get("answer") or {}, verdict=not report.get("screen"))
     word = rate_word(r.get("sensor"))
     counted = "invoked" if word == "activation rate" else "passed"

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ix_in_process, too_wide, write
 from ix.eval.judge_summary import judges_block
+from ix.report.judge_text import caveat_lines, flip_line
 from ix.stats import judges as stats
 
 #: Each output's true score is in its case's prompt (`truth=N`); the judge adds a noise of
@@ -257,3 +258,26 @@ def test_validate_warns_of_a_verdict_on_an_unchecked_judge_and_strict_refuses_it
     md = ix_in_process("report", "--lab", str(lab), "e", "--format", "md").stdout
     assert "## Judges" in md and "- ⚠ judged by graded: κ" in md
     assert "below its min\\_kappa" in " ".join(md.split())
+
+
+@pytest.mark.parametrize(("diff", "flips"), [(0.3, True), (1.5, False)])
+def test_judge_noise_could_flip_a_verdict_on_its_dimension_only_near_the_threshold(
+        diff: float, flips: bool):
+    # 12 cases x 2 trials x 3 repeats, the judge's variance 1.2 within an output: its own
+    # error of the effect is sqrt(2 * 1.2 / (3 * 2 * 12)) = 0.183; the threshold is 0.5
+    judge = {**_judge("graded"), "repeats": 3, "status": "unchecked",
+             "noise": {"outputs": 48, "unsettled": 0, "score": {},
+                       "dimensions": {"q": {"within_var": 1.2}}}}
+    summary = {"judges": [judge], "trials_per_case": 2,
+               "subjects": [{"name": "A", "probe_results": [{}] * 12}],
+               "goal": {"metric": "graded.q", "direction": "increase", "min_effect": 0.5,
+                        "effect": {"diff": diff, "control": 5.0}}}
+    line = flip_line(summary, judge)
+    gap = f"{abs(diff - 0.5):.3f}"
+    assert line == (f"judge noise alone {'could' if flips else 'could not'} flip this verdict: "
+                    f"the effect lies {gap} from the goal's threshold; the judge's own error of "
+                    f"it is 0.183" + (" (more repeats settle it)" if flips else ""))
+    assert line in caveat_lines(summary)
+    # a goal on another quantity does not rest on the judge's noise
+    summary["goal"]["metric"] = "output_tokens"
+    assert flip_line(summary, judge) is None

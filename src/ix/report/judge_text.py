@@ -7,6 +7,7 @@ a judge. The caveat says whether people's labels checked it (κ against `min_kap
 what its repeats said of its own noise.
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,7 +59,45 @@ def caveat_lines(summary: Mapping[str, Any], run_id: str | None = None) -> list[
     noise = noise_line(judge)
     if noise:
         lines.append(noise)
+    flip = flip_line(summary, judge)
+    if flip:
+        lines.append(flip)
     return lines
+
+
+def flip_line(summary: Mapping[str, Any], judge: Mapping[str, Any]) -> str | None:
+    """For a goal on one of the judge's dimensions, judged with repeats: whether the judge's
+    own noise could carry the effect across the goal's threshold. Its error of the effect
+    (paired case means over T trials of R repeats, n cases) is √(2σ²/(R·T·n)), σ² the
+    judge's variance within an output; it could flip the verdict when the effect lies
+    within twice that of a threshold (docs/judges.md, "Repeats")."""
+    goal = summary.get("goal") or {}
+    name, _, dimension = str(goal.get("metric") or "").rpartition(".")
+    noise = ((judge.get("noise") or {}).get("dimensions") or {}).get(dimension)
+    effect = goal.get("effect") or {}
+    diff, trials = effect.get("diff"), summary.get("trials_per_case")
+    blocks = summary.get("subjects") or []
+    if (name != judge.get("name") or not noise or noise.get("within_var") is None
+            or diff is None or not isinstance(trials, int) or not blocks):
+        return None
+    cases = len(blocks[0].get("probe_results") or ()) or 1
+    se = math.sqrt(2 * noise["within_var"] / (int(judge.get("repeats") or 1) * trials * cases))
+    if goal.get("relative"):
+        control = effect.get("control")
+        if not control:
+            return None
+        se /= abs(control)
+    bound = float(goal["at_most"] if goal.get("at_most") is not None
+                  else goal.get("min_effect") or 0.0)
+    direction = goal.get("direction")
+    thresholds = [bound] if direction == "increase" else [-bound] if direction == "decrease" \
+        else [-bound, bound]
+    gap = min(abs(diff - t) for t in thresholds)
+    said = (f"the effect lies {num_text(gap, 3)} from the goal's threshold; the judge's own "
+            f"error of it is {num_text(se, 3)}")
+    if gap < 2 * se:
+        return f"judge noise alone could flip this verdict: {said} (more repeats settle it)"
+    return f"judge noise alone could not flip this verdict: {said}"
 
 
 def noise_line(judge: Mapping[str, Any]) -> str | None:
@@ -115,4 +154,4 @@ def judge_lines(judges: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-__all__ = ["caveat_lines", "judge_lines", "noise_line", "resting_judge", "who"]
+__all__ = ["caveat_lines", "flip_line", "judge_lines", "noise_line", "resting_judge", "who"]

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ix_in_process, too_wide, write
 from ix.eval.judge_summary import judges_block
-from ix.report.judge_text import caveat_lines, flip_line
+from ix.report.judge_text import caveat_lines, flip_line, judge_lines
 from ix.stats import judges as stats
 
 #: Each output's true score is in its case's prompt (`truth=N`); the judge adds a noise of
@@ -281,3 +281,21 @@ def test_judge_noise_could_flip_a_verdict_on_its_dimension_only_near_the_thresho
     # a goal on another quantity does not rest on the judge's noise
     summary["goal"]["metric"] = "output_tokens"
     assert flip_line(summary, judge) is None
+
+
+def test_several_judges_of_one_rubric_outside_a_panel_get_their_agreement():
+    a = [True, True, False, True, False, False, True, True, False, True]
+    b = [True, False, False, True, False, True, True, True, False, True]
+    lines = [_line(f"c{i}", [
+        {"sensor_name": "sonnet", "passed": x, "score": float(x), "metrics": {}},
+        {"sensor_name": "haiku", "passed": y, "score": float(y), "metrics": {}},
+        {"sensor_name": "other", "passed": x, "score": 0.5, "metrics": {}}])
+        for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    block = judges_block([_judge("sonnet"), _judge("haiku"), _judge("other", rubric="r")],
+                         lines, [])
+    by = {j["name"]: j for j in block}
+    want = stats.krippendorff_alpha([[float(x), float(y)] for x, y in zip(a, b, strict=True)])
+    assert by["sonnet"]["alpha"] == by["haiku"]["alpha"]
+    assert by["sonnet"]["alpha"]["verdicts"]["value"] == pytest.approx(want.value, abs=1e-6)
+    assert by["other"]["alpha"] is None  # alone on its rubric
+    assert "the judges of rubric q agree: Krippendorff's α" in "\n".join(judge_lines(block))

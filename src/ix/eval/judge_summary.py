@@ -12,7 +12,8 @@ standing trial lines and the experiment's labels:
 - `noise` (`repeats` ≥ 2): the variance components of its repeated judgements of the same
   outputs (`ix.stats.judges.judge_noise`), and how many outputs' verdicts changed between
   repeats (`unsettled`);
-- `alpha` (a panel): Krippendorff's α of its members, nominal on the verdicts and interval on
+- `alpha`: Krippendorff's α — of a panel's members, or of the judges that grade one rubric
+  outside a panel (each of them carries the group's) — nominal on the verdicts and interval on
   the scores.
 """
 
@@ -40,6 +41,13 @@ def judges_block(described: Sequence[Mapping[str, Any]],
     people = [d["name"] for d in described if d.get("runtime") == "human"]
     labels = [*labels, *_human_labels(lines, people, by_name)]
     agreement = judge_agreement(lines, labels, level) if labels else []
+    panels = {m for d in described for m in d.get("members") or ()}
+    groups: dict[Any, list[str]] = {}  # several judges of one rubric, outside any panel
+    for d in described:
+        if d["kind"] != "panel" and d["name"] not in panels and d.get("runtime") != "human":
+            groups.setdefault(d.get("rubric"), []).append(d["name"])
+    alphas = {rubric: _alpha(lines, {"members": names}, level)
+              for rubric, names in groups.items() if len(names) > 1}
     out: list[JudgeOut] = []
     for d in described:
         name = d["name"]
@@ -52,7 +60,8 @@ def judges_block(described: Sequence[Mapping[str, Any]],
             status=_status(d, verdict), labelled=max((a["labelled"] for a in mine), default=0),
             agreement=verdict, scores=[a for a in mine if a["dimension"] is not None],
             noise=_noise(lines, d, level) if (d.get("repeats") or 1) > 1 else None,
-            alpha=_alpha(lines, d, level) if d.get("members") else None)
+            alpha=_alpha(lines, d, level) if d.get("members") else
+            alphas.get(d.get("rubric")) if d["name"] in groups.get(d.get("rubric"), ()) else None)
         out.append(cast("JudgeOut", entry))
     return out
 

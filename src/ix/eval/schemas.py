@@ -619,7 +619,9 @@ class JudgeOut(ClosedDict):
     agreement: JudgeAgreementOut | None
     scores: list[JudgeAgreementOut]
     noise: Annotated[JudgeRepeatsOut | None, Field(description="repeats >= 2 only")]
-    alpha: Annotated[PanelAlphaOut | None, Field(description="a panel only")]
+    alpha: Annotated[PanelAlphaOut | None, Field(
+        description="a panel's members' agreement, or that of the judges of its rubric "
+                    "outside a panel")]
 
 
 class Summary(ClosedDict):

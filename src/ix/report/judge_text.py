@@ -148,7 +148,9 @@ def judge_lines(judges: Sequence[Mapping[str, Any]]) -> list[str]:
         alpha = j.get("alpha")
         if alpha:
             v, s = alpha.get("verdicts") or {}, alpha.get("scores") or {}
-            out.append(f"  its judges agree: Krippendorff's α {num_text(v.get('value'), 2)} "
+            whose = "its judges" if j.get("members") else \
+                f"the judges of rubric {j.get('rubric')}"
+            out.append(f"  {whose} agree: Krippendorff's α {num_text(v.get('value'), 2)} "
                        f"{interval_text(v.get('ci'))} on verdicts, "
                        f"{num_text(s.get('value'), 2)} {interval_text(s.get('ci'))} on scores")
     return out

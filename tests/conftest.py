@@ -68,10 +68,12 @@ def _ix_env(cwd: Path | None, env: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def run_ix(*args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-           timeout: float = 120) -> Result:
-    """Run the real `ix` command; the environment is clean of the user's ix settings."""
+           timeout: float = 120, stdin: str | None = None) -> Result:
+    """Run the real `ix` command; the environment is clean of the user's ix settings.
+    `stdin`: what it reads through a pipe (else it inherits the test's)."""
     proc = subprocess.run([*_ix_argv(), *args], cwd=cwd, env=_ix_env(cwd, env),
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          input=stdin)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

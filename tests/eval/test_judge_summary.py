@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, too_wide, write
+from conftest import ix_in_process, run_ix, too_wide, write
 from ix.eval.judge_summary import judges_block
 from ix.report.judge_text import caveat_lines, flip_line, judge_lines
 from ix.stats import judges as stats
@@ -299,3 +299,36 @@ def test_several_judges_of_one_rubric_outside_a_panel_get_their_agreement():
     assert by["sonnet"]["alpha"]["verdicts"]["value"] == pytest.approx(want.value, abs=1e-6)
     assert by["other"]["alpha"] is None  # alone on its rubric
     assert "the judges of rubric q agree: Krippendorff's α" in "\n".join(judge_lines(block))
+
+
+def test_a_person_judging_on_the_terminal_checks_the_model_judge_through_the_real_ix(
+        lab: Path):
+    """The person grades the same rubric (its `name`) on the `human` runtime, answering over
+    a pipe: the summary's block counts each answer as a label of the model judge."""
+    exp = _experiment(lab, "sensors:\n"
+                           "          - {kind: llm_judge, agent: rubric.md}\n"
+                           "          - {kind: llm_judge, agent: person.md, name: person}\n"
+                           "        concurrency: 1", [2, 8, 3, 7, 6, 4])
+    write(exp / "person.md", """---
+name: graded
+runtime: human
+dimensions: [quality]
+scale: [0, 10]
+---
+Grade: {{ probe.prompt }} (answer {"scores": {"quality": 0-10}})
+""")
+    answers = "".join(f'{{"scores": {{"quality": {q}}}}}\n.\n' for q in (9, 1, 9, 1, 1, 9))
+    r = run_ix("run", "--lab", str(lab), "e", "--json", stdin=answers)
+    assert r.code in (0, 1), r.stderr
+    by = {j["name"]: j for j in json.loads(r.stdout)["judges"]}
+    assert by["person"]["status"] == "human" and by["person"]["runtime"] == "human"
+    lines = [json.loads(x) for x in (exp / "results" / "trials.jsonl").read_text().splitlines()]
+    verdicts = {x["probe_id"]: {r["sensor_name"]: r["passed"] for r in x["readings"]}
+                for x in lines}
+    model = [verdicts[c]["graded"] for c in sorted(verdicts)]
+    person = [verdicts[c]["person"] for c in sorted(verdicts)]
+    assert sorted(person) == [False] * 3 + [True] * 3
+    want = stats.agreement(model, person)
+    assert by["graded"]["labelled"] == 6 and by["graded"]["status"] != "unchecked"
+    assert by["graded"]["agreement"]["kappa"]["value"] == pytest.approx(want.kappa.value,
+                                                                         abs=1e-6)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 import pytest
+from hypothesis import settings
 from rich.cells import cell_len
 
 #: The browser fixtures (`chromium`, `watched_page`) of tests/browser/, and the echoing
@@ -33,6 +34,11 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The width `ix_in_process` prints at is the COLUMNS it is given, as for `run_ix`: a COLUMNS of
 # this process (a CI's) would become the width of ix's consoles for good when they are made.
 os.environ.pop("COLUMNS", None)
+# Property tests draw the same examples on every run (CI's and yours): a failure is one to
+# fix, never a draw that comes and goes. `HYPOTHESIS_PROFILE=explore` draws new ones.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 EXAMPLE_LAB = REPO / "examples" / "lab"
 #: Copies the example lab's routing experiments only (`shutil.copytree(..., ignore=...)`):
 #: tests of CI's mechanics need no more, and the outcome example's hundred trials of programs

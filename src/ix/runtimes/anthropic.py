@@ -1,6 +1,7 @@
 """`anthropic`: a subject behind the Anthropic Messages API, offered skills as Claude Code does.
 
-One request per trial, through the official `anthropic` SDK (`AsyncAnthropic`, imported only
+One request per trial (a loop of them for a subject with `tools:`, `ix.runtimes.tool_loop`),
+through the official `anthropic` SDK (`AsyncAnthropic`, imported only
 when a trial runs). The subject's skills are offered the Claude Code way (`_skills.py`): the
 `Skill` tool plus the listing as a system-reminder block at the start of the first user turn;
 a subject without skills gets neither. Every `tool_use` block of the answer is a tool call of
@@ -34,6 +35,13 @@ from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_ski
 from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes.prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.tool_loop import (
+    Call,
+    Result,
+    ToolLoopOptions,
+    refuse_batched_tools,
+    tool_loop,
+)
 from ix.runtimes.transport import (
     RateLimiter,
     RateLimitOptions,
@@ -102,7 +110,7 @@ async def send_raw(sdk: Any, create: Callable[[], Awaitable[Any]], limiter: Rate
     return data, raw.http_response.headers, elapsed_ms
 
 
-class AnthropicOptions(RetryOptions, RateLimitOptions):
+class AnthropicOptions(RetryOptions, RateLimitOptions, ToolLoopOptions):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     model: str = Field(min_length=1)
@@ -233,6 +241,7 @@ class AnthropicRuntime:
 
     def __init__(self, options: AnthropicOptions, context: RuntimeContext):
         require_sdk("anthropic", "anthropic")
+        refuse_batched_tools(options)
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
@@ -255,9 +264,11 @@ class AnthropicRuntime:
         if opts.system is not None:
             body["system"] = opts.system
         tools = ([anthropic_skill_tool()] if skills else []) + anthropic_history_tools(history)
+        tools += [{"name": t.name, "description": t.description,
+                   "input_schema": t.input_schema} for t in opts.tools]
         if tools:
             body["tools"] = tools
-        if skills:
+        if skills or opts.tools:
             body["tool_choice"] = {"type": opts.tool_choice}
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
@@ -289,12 +300,20 @@ class AnthropicRuntime:
                                     trace=trace, batch=block)
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
-        data, headers, elapsed_ms, retries, trace = await exchange(
-            lambda: self._send(client, body), f"{str(client.base_url).rstrip('/')}/v1/messages",
-            body, opts, seed=own_stream(seed, subject.name), attempt=attempt,
-            key=key if opts.api_key_env is not None else None)
-        return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
-                                trace=trace)
+
+        async def send(body: dict[str, Any]) -> tuple[dict[str, Any], EvalObservation]:
+            data, headers, elapsed_ms, retries, trace = await exchange(
+                lambda: self._send(client, body),
+                f"{str(client.base_url).rstrip('/')}/v1/messages", body, opts,
+                seed=own_stream(seed, subject.name), attempt=attempt,
+                key=key if opts.api_key_env is not None else None)
+            return data, self.observation(data, headers, elapsed_ms, retries=retries,
+                                          skills=skills, trace=trace)
+
+        if not opts.tools:  # one request, its answer the trial's
+            return (await send(body))[1]
+        return await tool_loop(body, subject=subject, options=opts, send=send,
+                               calls_of=_tool_uses, follow=_follow)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
                     retries: int, skills: list[str], trace: list[dict[str, Any]],
@@ -347,6 +366,25 @@ class AnthropicRuntime:
             content="".join(texts), tool_calls=tuple(calls), duration_ms=round(elapsed_ms),
             tokens_input=tokens_in + cache_write + cache_read, tokens_output=tokens_out,
             cost_usd=round(cost, 9), meta=meta, trace=trace)
+
+
+def _tool_uses(data: dict[str, Any]) -> list[Call]:
+    """The tool calls a response asks to be answered (its `tool_use` blocks)."""
+    return [(str(b.get("id", "")), str(b.get("name", "")),
+             b["input"] if isinstance(b.get("input"), dict) else {})
+            for b in data.get("content") or []
+            if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def _follow(body: dict[str, Any], data: dict[str, Any],
+            results: list[Result]) -> dict[str, Any]:
+    """The next request: the answer as the assistant's turn, then its calls' results."""
+    return {**body, "messages": [
+        *body["messages"], {"role": "assistant", "content": data.get("content") or []},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call_id, "content": text,
+             **({"is_error": True} if failed else {})}
+            for call_id, text, failed in results]}]}
 
 
 register(RuntimeKind(

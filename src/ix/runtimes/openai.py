@@ -42,6 +42,13 @@ from ix.runtimes.anthropic import (
 from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes.prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.tool_loop import (
+    Call,
+    Result,
+    ToolLoopOptions,
+    refuse_batched_tools,
+    tool_loop,
+)
 from ix.runtimes.transport import (
     RateLimiter,
     RateLimitOptions,
@@ -55,7 +62,7 @@ openai_sdk = lazy("openai")
 SEED_RANGE = 2**31  # what every server accepts (llama.cpp and others take 32-bit seeds)
 
 
-class OpenAIOptions(RetryOptions, RateLimitOptions):
+class OpenAIOptions(RetryOptions, RateLimitOptions, ToolLoopOptions):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     model: str = Field(min_length=1)
@@ -84,6 +91,7 @@ class OpenAIRuntime:
 
     def __init__(self, options: OpenAIOptions, context: RuntimeContext):
         require_sdk("openai", "openai")
+        refuse_batched_tools(options)
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
         self.client = LoopClient(self._make_client)
@@ -111,9 +119,12 @@ class OpenAIRuntime:
             field = "max_completion_tokens" if opts.base_url is None else "max_tokens"
         body[field] = opts.max_tokens
         tools = ([openai_skill_tool()] if skills else []) + openai_history_tools(history)
+        tools += [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                    "parameters": t.input_schema}}
+                  for t in opts.tools]
         if tools:
             body["tools"] = tools
-        if skills:
+        if skills or opts.tools:
             body["tool_choice"] = opts.tool_choice
         if opts.temperature is not None:
             body["temperature"] = opts.temperature
@@ -144,13 +155,20 @@ class OpenAIRuntime:
                                     trace=trace, batch=block)
         key = api_key(opts.api_key_env)
         client = await self.client.get(key)
-        data, headers, elapsed_ms, retries, trace = await exchange(
-            lambda: self._send(client, body),
-            f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts,
-            seed=own_stream(seed, subject.name), attempt=attempt,
-            key=key if opts.api_key_env is not None else None)
-        return self.observation(data, headers, elapsed_ms, retries=retries, skills=skills,
-                                trace=trace)
+
+        async def send(body: dict[str, Any]) -> tuple[dict[str, Any], EvalObservation]:
+            data, headers, elapsed_ms, retries, trace = await exchange(
+                lambda: self._send(client, body),
+                f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts,
+                seed=own_stream(seed, subject.name), attempt=attempt,
+                key=key if opts.api_key_env is not None else None)
+            return data, self.observation(data, headers, elapsed_ms, retries=retries,
+                                          skills=skills, trace=trace)
+
+        if not opts.tools:  # one request, its answer the trial's
+            return (await send(body))[1]
+        return await tool_loop(body, subject=subject, options=opts, send=send,
+                               calls_of=_function_calls, follow=_follow)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
                     retries: int, skills: list[str], trace: list[dict[str, Any]],
@@ -209,6 +227,30 @@ class OpenAIRuntime:
             content=content if isinstance(content, str) else "", tool_calls=tuple(calls),
             duration_ms=round(elapsed_ms), tokens_input=tokens_in, tokens_output=tokens_out,
             cost_usd=round(cost, 9), meta=meta, trace=trace)
+
+
+def _function_calls(data: dict[str, Any]) -> list[Call]:
+    """The function calls a response asks to be answered."""
+    choices = data.get("choices") or [{}]
+    message = as_dict(as_dict(choices[0]).get("message"))
+    out: list[Call] = []
+    for call in message.get("tool_calls") or []:
+        function = as_dict(as_dict(call).get("function"))
+        out.append((str(as_dict(call).get("id", "")), str(function.get("name", "")),
+                    _parse_arguments(function.get("arguments")) or {}))
+    return out
+
+
+def _follow(body: dict[str, Any], data: dict[str, Any],
+            results: list[Result]) -> dict[str, Any]:
+    """The next request: the answer as the assistant's message, then a `tool` message per
+    call (an error's text says so: Chat Completions has no error flag)."""
+    message = as_dict(as_dict((data.get("choices") or [{}])[0]).get("message"))
+    said = {k: message[k] for k in ("role", "content", "tool_calls") if k in message}
+    return {**body, "messages": [
+        *body["messages"], {**said, "role": "assistant"},
+        *({"role": "tool", "tool_call_id": call_id, "content": text}
+          for call_id, text, _ in results)]}
 
 
 def _parse_arguments(arguments: Any) -> dict[str, Any] | None:

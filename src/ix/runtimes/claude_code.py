@@ -294,40 +294,9 @@ class ClaudeCodeRuntime:
 
     def _observation(self, subject: Subject, skill_names: Sequence[str], parsed: StreamResult,
                      code: int, stderr: str, trace: list[str], wall_ms: int) -> EvalObservation:
-        meta: dict[str, Any] = {
-            "init_skills": list(parsed.init_skills) if parsed.init_skills is not None else None,
-            "skills_invoked": list(parsed.skills_invoked),
-            "denied": [d.as_dict() for d in parsed.denied],
-            "first_tool": parsed.first_tool,
-            "num_turns": parsed.num_turns,
-            "is_error": parsed.is_error,
-            "subtype": parsed.subtype,
-            "terminal_reason": parsed.terminal_reason,
-            "model": parsed.model,
-            "claude_code_version": parsed.claude_code_version,
-            "exit_code": code,
-            "tokens_cache_read": parsed.tokens_cache_read,
-            "tokens_cache_creation": parsed.tokens_cache_creation,
-            "wall_ms": wall_ms,
-        }
-        if parsed.api_retries:
-            meta["api_retries"] = [r.as_dict() for r in parsed.api_retries]
-        if parsed.bad_lines:
-            meta["bad_lines"] = parsed.bad_lines
         mismatch = self._check_skills(subject, skill_names, parsed.init_skills)
-        if mismatch:
-            meta["skills_mismatch"] = mismatch
-        _classify(parsed, code, stderr, meta)
-        return EvalObservation(
-            content=parsed.text,
-            tool_calls=tuple(ToolCall(name=t.name, input=t.input) for t in parsed.tool_uses),
-            duration_ms=parsed.duration_ms or wall_ms,
-            tokens_input=parsed.tokens_input_total,
-            tokens_output=parsed.tokens_output,
-            cost_usd=parsed.cost_usd,
-            meta=meta,
-            trace=trace,
-        )
+        return stream_observation(parsed, code, stderr, trace, wall_ms,
+                                  {"skills_mismatch": mismatch} if mismatch else None)
 
     def _check_skills(self, subject: Subject, expected: Sequence[str],
                       seen: Sequence[str] | None) -> dict[str, list[str]] | None:
@@ -346,6 +315,45 @@ class ClaudeCodeRuntime:
                 f"{', '.join(unexpected) or 'none'}); see meta.skills_mismatch",
                 RuntimeWarning, stacklevel=2)
         return {"missing": missing, "unexpected": unexpected}
+
+
+def stream_observation(parsed: StreamResult, code: int, stderr: str, trace: list[str],
+                       wall_ms: int, extra: Mapping[str, Any] | None = None) -> EvalObservation:
+    """The observation of a Claude Code transcript (`claude-code`, and `agent-cli`'s `claude`
+    profile): the session's own tool calls, the answer, tokens, cost, and facts in `meta`
+    (`extra` added to them); raises the trial's error if the run failed (`_classify`)."""
+    meta: dict[str, Any] = {
+        "init_skills": list(parsed.init_skills) if parsed.init_skills is not None else None,
+        "skills_invoked": list(parsed.skills_invoked),
+        "denied": [d.as_dict() for d in parsed.denied],
+        "first_tool": parsed.first_tool,
+        "num_turns": parsed.num_turns,
+        "is_error": parsed.is_error,
+        "subtype": parsed.subtype,
+        "terminal_reason": parsed.terminal_reason,
+        "model": parsed.model,
+        "claude_code_version": parsed.claude_code_version,
+        "exit_code": code,
+        "tokens_cache_read": parsed.tokens_cache_read,
+        "tokens_cache_creation": parsed.tokens_cache_creation,
+        "wall_ms": wall_ms,
+    }
+    if parsed.api_retries:
+        meta["api_retries"] = [r.as_dict() for r in parsed.api_retries]
+    if parsed.bad_lines:
+        meta["bad_lines"] = parsed.bad_lines
+    meta.update(extra or {})
+    _classify(parsed, code, stderr, meta)
+    return EvalObservation(
+        content=parsed.text,
+        tool_calls=tuple(ToolCall(name=t.name, input=t.input) for t in parsed.tool_uses),
+        duration_ms=parsed.duration_ms or wall_ms,
+        tokens_input=parsed.tokens_input_total,
+        tokens_output=parsed.tokens_output,
+        cost_usd=parsed.cost_usd,
+        meta=meta,
+        trace=trace,
+    )
 
 
 def _classify(parsed: StreamResult, code: int, stderr: str, meta: dict[str, Any]) -> None:

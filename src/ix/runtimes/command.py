@@ -43,6 +43,31 @@ def _env_name(name: str) -> str:
     return name
 
 
+def check_argv(value: list[str], *, program: bool = True) -> list[str]:
+    """An argv option: every item a template that parses, the program (unless `program` is
+    False: more arguments) not empty."""
+    for i, item in enumerate(value):  # the index in the message: errors name the option
+        try:
+            _templates.check(item)
+        except ValueError as exc:
+            raise ValueError(f"argv[{i}]: {exc}") from None
+    if program and not value[0].strip():
+        raise ValueError("argv[0] (the program) is empty")
+    return value
+
+
+def check_env(value: dict[str, str]) -> dict[str, str]:
+    """An env option: names a program's environment can hold."""
+    for name in value:
+        if not name or "=" in name or "\0" in name:
+            raise ValueError(f"{name!r} is not a valid environment variable name")
+    return value
+
+
+#: An environment variable's name, as `env_passthrough` lists them.
+EnvName = Annotated[str, AfterValidator(_env_name)]
+
+
 class CommandOptions(Model):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -50,8 +75,7 @@ class CommandOptions(Model):
     stdin: TemplateStr | None = None
     cwd: str | None = None
     env: dict[str, TemplateStr] = Field(default_factory=dict)
-    env_passthrough: list[Annotated[str, AfterValidator(_env_name)]] = \
-        Field(default_factory=list)
+    env_passthrough: list[EnvName] = Field(default_factory=list)
     max_output_bytes: int = Field(MIB, ge=1)
     #: the program reports what it spent: a JSON object on its last line of output with
     #: `tokens_input`, `tokens_output`, `cost_usd` (any of them) is the trial's usage
@@ -62,22 +86,12 @@ class CommandOptions(Model):
     @field_validator("argv")
     @classmethod
     def _argv(cls, value: list[str]) -> list[str]:
-        for i, item in enumerate(value):  # the index in the message: errors name the option
-            try:
-                _templates.check(item)
-            except ValueError as exc:
-                raise ValueError(f"argv[{i}]: {exc}") from None
-        if not value[0].strip():
-            raise ValueError("argv[0] (the program) is empty")
-        return value
+        return check_argv(value)
 
     @field_validator("env")
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not name or "=" in name or "\0" in name:
-                raise ValueError(f"{name!r} is not a valid environment variable name")
-        return value
+        return check_env(value)
 
 
 

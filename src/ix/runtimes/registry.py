@@ -139,6 +139,7 @@ _builtins_loaded = False
 #: Modules under `ix.runtimes` that register a kind (one per line: add yours), each named
 #: after its kind ("-" spelled "_"), so that asking for one kind imports only its module.
 BUILTIN_MODULES = (
+    "agent_cli",
     "anthropic",
     "claude_code",
     "command",

@@ -15,6 +15,13 @@ Each server listens on 127.0.0.1, port 0 (the OS picks a free one), in daemon th
   choices: [{index, message: {role, content, tool_calls: [{id, type: "function", function:
   {name, arguments}}]}, finish_reason}], usage: {prompt_tokens, completion_tokens, ...}}`;
   errors as `{"error": {"message", "type", "code"}}` with an `x-request-id` header.
+- `bedrock`, `vertex`: the Messages API's answers at Amazon Bedrock's `POST /model/<id>/invoke`
+  and Vertex AI's `POST /v1/projects/<p>/locations/<r>/publishers/anthropic/models/<id>:
+  rawPredict` (the model is in the path, not the body).
+- `gemini`: `POST /v1beta/models/<id>:generateContent` -> `{candidates: [{content: {role:
+  "model", parts: [text | functionCall]}, finishReason}], usageMetadata: {promptTokenCount,
+  candidatesTokenCount, ...}, modelVersion}`; errors as `{"error": {"code", "message",
+  "status"}}`.
 
 What to answer is scripted with provider-neutral `Reply` values: `api.script` is a FIFO used
 first, then `router(request)` decides (default: a short text answer). Every request is
@@ -25,6 +32,7 @@ take that long (to measure concurrency); a `Reply` may add its own delay.
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -37,7 +45,16 @@ FAKE_KEY = "sk-fake-llm-test-key-7f3a9c2e51d04b88"
 INPUT_TOKENS = 1200
 OUTPUT_TOKENS = 40
 
-Provider = Literal["anthropic", "openai"]
+Provider = Literal["anthropic", "openai", "bedrock", "vertex", "gemini"]
+#: Each provider's completion endpoint; a group `model` names the model where the path has it.
+ENDPOINTS: dict[str, re.Pattern[str]] = {
+    "anthropic": re.compile(r"/v1/messages"),
+    "openai": re.compile(r"/v1/chat/completions"),
+    "bedrock": re.compile(r"/model/(?P<model>[^/]+)/invoke"),
+    "vertex": re.compile(r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/"
+                         r"(?P<model>[^/:]+):rawPredict"),
+    "gemini": re.compile(r"/v1beta/models/(?P<model>[^/:]+):generateContent"),
+}
 
 
 @dataclass(frozen=True)
@@ -162,8 +179,8 @@ class FakeLLMServer:
 
     @property
     def base_url(self) -> str:
-        """What the SDK's `base_url` should be: the root for Anthropic, `/v1` for OpenAI."""
-        return self.url if self.provider == "anthropic" else f"{self.url}/v1"
+        """What the SDK's `base_url` should be: `/v1` for OpenAI and Vertex, else the root."""
+        return f"{self.url}/v1" if self.provider in ("openai", "vertex") else self.url
 
     def start(self) -> "FakeLLMServer":
         server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self), bind_and_activate=False)
@@ -192,9 +209,9 @@ class FakeLLMServer:
 
     def api_requests(self) -> list[Request]:
         """The requests to the completion endpoint, in arrival order."""
-        path = "/v1/messages" if self.provider == "anthropic" else "/v1/chat/completions"
+        endpoint = ENDPOINTS[self.provider]
         with self._lock:
-            return [r for r in self.requests if r.path.split("?")[0] == path]
+            return [r for r in self.requests if endpoint.fullmatch(r.path.split("?")[0])]
 
     def _record(self, request: Request) -> None:
         with self._lock:
@@ -264,9 +281,32 @@ def openai_completion(reply: Reply, n: int, model: str) -> dict[str, Any]:
     return completion
 
 
+def gemini_response(reply: Reply, n: int, model: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+    parts += [{"functionCall": {"name": c.name, "args": c.input}} for c in reply.tool_calls]
+    response: dict[str, Any] = {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "modelVersion": model, "responseId": f"resp_fake{n:04d}"}
+    if reply.usage:
+        response["usageMetadata"] = {
+            "promptTokenCount": reply.input_tokens + reply.cache_read_tokens,
+            "candidatesTokenCount": reply.output_tokens,
+            "totalTokenCount": reply.input_tokens + reply.cache_read_tokens
+            + reply.output_tokens,
+            **({"cachedContentTokenCount": reply.cache_read_tokens}
+               if reply.cache_read_tokens else {})}
+    return response
+
+
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
 def _handler(api: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
-    endpoint = "/v1/messages" if api.provider == "anthropic" else "/v1/chat/completions"
-    id_header = "request-id" if api.provider == "anthropic" else "x-request-id"
+    endpoint = ENDPOINTS[api.provider]
+    id_header = {"openai": "x-request-id", "bedrock": "x-amzn-requestid",
+                 "gemini": "x-goog-request-id"}.get(api.provider, "request-id")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -300,9 +340,12 @@ def _handler(api: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
         def _error(self, status: int, error_type: str, message: str, n: int,
                    headers: tuple[tuple[str, str], ...] = ()) -> None:
-            if api.provider == "anthropic":
+            if api.provider in ("anthropic", "bedrock", "vertex"):
                 payload: dict[str, Any] = {"type": "error", "error": {
                     "type": error_type, "message": message}}
+            elif api.provider == "gemini":
+                payload = {"error": {"code": status, "message": message,
+                                     "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}}
             else:
                 payload = {"error": {"message": message, "type": error_type, "param": None,
                                      "code": error_type}}
@@ -316,7 +359,8 @@ def _handler(api: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             request = self._read()
             n = api._enter()
             try:
-                if self.path.split("?")[0] != endpoint:
+                found = endpoint.fullmatch(self.path.split("?")[0])
+                if found is None:
                     self._error(404, "not_found_error", f"no such endpoint: {self.path}", n)
                     return
                 reply = api._next_reply(request)
@@ -329,9 +373,10 @@ def _handler(api: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     self._error(reply.status, reply.error_type, reply.message, n, reply.headers)
                     return
                 body = request.body if isinstance(request.body, dict) else {}
-                model = api.model or str(body.get("model") or "fake-model")
-                payload = (anthropic_message if api.provider == "anthropic"
-                           else openai_completion)(reply, n, model)
+                in_path = found.groupdict().get("model")
+                model = api.model or str(body.get("model") or in_path or "fake-model")
+                wire = {"openai": openai_completion, "gemini": gemini_response}
+                payload = wire.get(api.provider, anthropic_message)(reply, n, model)
                 self._json(200, payload, n, reply.headers)
             finally:
                 api._leave()

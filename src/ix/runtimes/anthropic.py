@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ix._lazy import lazy, preload
 from ix.domain.errors import ConfigError, TrialError
@@ -34,6 +34,13 @@ from ix.runtimes._seeding import own_stream
 from ix.runtimes._skills import anthropic_skill_tool, skill_listing, subject_skills
 from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes.prices import ANTHROPIC, PriceOption, anthropic_cost, find_price
+from ix.runtimes.providers import (
+    Provider,
+    anthropic_client,
+    check_provider,
+    cloud_defaults,
+    require_provider,
+)
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
 from ix.runtimes.tool_loop import (
     Call,
@@ -125,6 +132,12 @@ class AnthropicOptions(RetryOptions, RateLimitOptions, ToolLoopOptions):
     batch: bool = False
     batch_poll_s: float = Field(30.0, gt=0)
     batch_max_requests: int | None = Field(None, ge=1, le=100_000)
+    provider: Provider = "anthropic"  # where the requests go: `ix.runtimes.providers`
+    aws_region: str | None = Field(None, min_length=1)  # bedrock
+    project_id: str | None = Field(None, min_length=1)  # vertex
+    region: str | None = Field(None, min_length=1)  # vertex
+    _cloud_defaults = model_validator(mode="before")(cloud_defaults)
+    _check_provider = model_validator(mode="after")(check_provider)
 
 
 def api_key(env_name: str | None) -> str:
@@ -241,6 +254,7 @@ class AnthropicRuntime:
 
     def __init__(self, options: AnthropicOptions, context: RuntimeContext):
         require_sdk("anthropic", "anthropic")
+        require_provider(options.provider)
         refuse_batched_tools(options)
         self.options = options
         self.limiter = RateLimiter(options.requests_per_minute, options.tokens_per_minute)
@@ -275,8 +289,7 @@ class AnthropicRuntime:
         return body
 
     def _make_client(self, key: str) -> Any:
-        return anthropic_sdk.AsyncAnthropic(api_key=key, base_url=self.options.base_url,
-                                        max_retries=0, timeout=self.options.request_timeout_s)
+        return anthropic_client(anthropic_sdk, self.options, key)
 
     async def _send(self, client: Any, body: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
         kwargs = {k: v for k, v in body.items() if k != "temperature"}

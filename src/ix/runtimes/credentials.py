@@ -38,7 +38,10 @@ def credentials(spec: Mapping[str, Any], env: Mapping[str, str] | None = None
         given = spec.get("env")
         own = given if isinstance(given, Mapping) else {}  # Bedrock, Vertex
     elif kind in DEFAULT_KEY_ENV:
-        name = spec.get("api_key_env", DEFAULT_KEY_ENV[kind])
+        # Bedrock and Vertex: the cloud's own credential chain (files, roles, ADC) unless
+        # `api_key_env` names a variable, so nothing to look for (`ix.runtimes.providers`)
+        cloud = kind == "anthropic" and spec.get("provider") in ("bedrock", "vertex")
+        name = spec.get("api_key_env", None if cloud else DEFAULT_KEY_ENV[kind])
         names = (name,) if isinstance(name, str) and name else ()  # null: a local server
     else:
         names = ()

@@ -86,10 +86,21 @@ OPENAI: dict[str, Price] = {
 
 # A dated snapshot id costs what its alias costs: claude-sonnet-4-5-20250929, gpt-4o-2024-08-06.
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
+# Claude on Bedrock (`anthropic.claude-sonnet-4-5-20250929-v1:0`, with a cross-region
+# inference profile's prefix: `us.`, `eu.`, `apac.`, `global.`, ...) and on Vertex
+# (`claude-sonnet-4-5@20250929`) costs what the same model costs on the Anthropic API: the
+# table's rates are the providers' global on-demand ones (regional endpoints of models from
+# Sonnet 4.5 on bill 10% more: a `prices` entry gives exact costs there).
+_BEDROCK = re.compile(r"^(?:[a-z]{2,7}(?:-[a-z]+)?\.)?anthropic\.(claude-.+?)(?:-v\d+(?::\d+)?)?$")
+_VERTEX = re.compile(r"^(claude-[^@]+)@.+$")
 
 
 def normalise(model: str) -> str:
-    return _SNAPSHOT.sub("", model.strip().lower())
+    name = model.strip().lower()
+    cloud = _BEDROCK.match(name) or _VERTEX.match(name)
+    if cloud is not None:
+        name = cloud.group(1)
+    return _SNAPSHOT.sub("", name)
 
 
 def find_price(table: Mapping[str, Price], overrides: Mapping[str, PriceOption],

@@ -119,6 +119,8 @@ def stimulus_of(stimulus: Any) -> dict[str, Any]:
         if dumped.get("history") == []:  # a case without one keys as before history existed
             del dumped["history"]
         dumped.pop("checks", None)  # how an answer is graded, not what was asked
+        if dumped.get("user") is None:  # a case without one keys as before simulated users
+            dumped.pop("user", None)
         if "workspace" in dumped:  # its files' paths and contents, not where they came from
             workspace = getattr(stimulus, "workspace", None)
             if workspace is None:  # a case without one keys as before workspaces existed

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from ix.domain.errors import ConfigError, ConfigErrors, raise_all
@@ -31,6 +32,7 @@ from ix.lab.loader import DEFAULT_MAX_TRIALS, LoadedExperiment, check_skill_name
 from ix.runtimes import RuntimeContext, build_runtime, default_concurrency, get_kind
 from ix.runtimes.judge import build_judge, judges_of
 from ix.runtimes.pairwise import PAIRWISE_JUDGE, AnsweredSensor, PairwiseJudge, plan_pairwise
+from ix.runtimes.simulated_user import SimulatedUserRuntime
 
 
 def trial_seed(seed: int, case_id: str, trial: int) -> int:
@@ -234,6 +236,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         raise ConfigError("every case is 'acceptable', so nothing would run; add "
                           "must_trigger or should_not_trigger cases", file=file, field="cases")
     _check_history(run_cases, plans, loaded, overridden=overrides.runtime is not None)
+    plans, user = _simulated_user(loaded, run_cases, plans)
     if overrides.smoke:  # one trial of a few cases: the first of each expectation, then more
         firsts = [next(c for c in run_cases if c.expectation == e)
                   for e in ("must_trigger", "should_not_trigger")
@@ -260,9 +263,32 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 min_trials=min_trials,
                 credibility=float((exp.goal or {}).get("credibility", 0.95)),
                 overrides=overrides,
-                redactor=run_redactor(plans, loaded.lab, judges=[pairwise] if pairwise else []),
+                redactor=run_redactor(plans, loaded.lab, judges=[
+                    *([pairwise] if pairwise else []), *([user] if user else [])]),
                 plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
                 pairwise=pairwise)
+
+
+def _simulated_user(loaded: LoadedExperiment, cases: Sequence[EvalCase],
+                    plans: list[SubjectPlan]) -> tuple[list[SubjectPlan], Any]:
+    """With cases that have a `user:`, every subject's runtime in conversation with the
+    experiment's `simulated_user` (`ix.runtimes.simulated_user`), and that runtime (the
+    redactor reads its key): (plans, None) without one."""
+    spec = loaded.spec.simulated_user
+    talking = [c.id for c in cases if c.user is not None]
+    if not talking:
+        return plans, None
+    if spec is None:
+        raise ConfigError(f"case {talking[0]!r} has a `user:`, so the experiment needs "
+                          "`simulated_user:`, the runtime that plays it (docs/agents.md)",
+                          file=loaded.config_file, field="simulated_user")
+    try:
+        user = build_runtime(spec, RuntimeContext())
+    except ConfigError as exc:
+        raise ConfigError(exc.message, file=loaded.config_file,
+                          field=f"simulated_user.{exc.field}".rstrip(".")) from None
+    side = SimpleNamespace(runtime_spec=spec, runtime=user)
+    return [replace(p, runtime=SimulatedUserRuntime(p.runtime, user)) for p in plans], side
 
 
 #: The runtime kinds `load:` drives: requests to a service or a program, timed by ix.

@@ -111,6 +111,7 @@ def cases_digest(cases: Sequence[EvalCase]) -> str:
         "\t" + json.dumps([t.model_dump(mode="json") for t in c.history], sort_keys=True)
         if c.history else "") + (f"\tworkspace:{c.workspace.digest}" if c.workspace else "")
         + ("\tchecks:" + json.dumps(c.checks, sort_keys=True) if c.checks else "")
+        + ("\tuser:" + c.user.model_dump_json() if c.user else "")
         for c in cases).encode()).hexdigest()
 
 

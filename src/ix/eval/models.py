@@ -7,7 +7,7 @@ fields that DESIGN.md adds (case `tags`/`difficulty`/`metadata`, observation `co
 experiment `runtime`/`seed`/...) all have defaults, so every `002_…` construction still works.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -63,6 +63,20 @@ class Turn(Model):
     tool_calls: tuple[HistoryToolCall, ...] = ()
 
 
+class SimulatedUser(Model):
+    """A case's `user:` (DESIGN.md §11): the experiment's `simulated_user` plays this person
+    after the prompt, turn by turn, until it says `stop_when`, gives up, or `max_turns`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    persona: str = ""
+    goal: Annotated[str, Field(min_length=1)]
+    #: the most replies of the subject (the prompt's included)
+    max_turns: Annotated[int, Field(ge=1, le=100)] = 5
+    #: what the user says, alone, when the goal is reached
+    stop_when: Annotated[str, Field(min_length=1)] = "[DONE]"
+
+
 class EvalCase(Model):
     """One case: the prompt sent verbatim and the behaviour expected of the subject, after
     the conversation in `history` (none: the prompt opens it)."""
@@ -82,6 +96,8 @@ class EvalCase(Model):
     workspace: Workspace | None = None
     #: the case's own checks (`checks:`: sensor specs the `case_checks` sensor runs)
     checks: tuple[dict[str, Any], ...] = ()
+    #: a simulated user who goes on after the prompt (None: the prompt alone)
+    user: SimulatedUser | None = None
 
 
 class EvalObservation(Model):

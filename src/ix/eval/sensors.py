@@ -47,6 +47,8 @@ from ix.eval.transcript_sensors import (
     ToolSequenceSensor,
     TurnsOptions,
     TurnsSensor,
+    UserGoalOptions,
+    UserGoalSensor,
 )
 from ix.eval.validation import from_validation_error
 
@@ -323,6 +325,7 @@ SENSORS: dict[str, SensorKind] = {
     "turns": SensorKind("turns", TurnsOptions, lambda o, _: TurnsSensor(o)),
     "denied": SensorKind("denied", DeniedOptions, lambda o, _: DeniedSensor(o)),
     "tool_input": SensorKind("tool_input", ToolInputOptions, lambda o, _: ToolInputSensor(o)),
+    "user_goal": SensorKind("user_goal", UserGoalOptions, lambda o, _: UserGoalSensor(o)),
     # on the files a subject left in its workspace (ix.eval.outcome_sensors)
     "file_exists": SensorKind("file_exists", FileExistsOptions,
                               lambda o, _: FileExistsSensor(o)),

@@ -240,6 +240,39 @@ class TurnsSensor:
         return [_reading(self.name, passed, details, turns=turns)]
 
 
+# --------------------------------------------------------------------------- user_goal
+
+class UserGoalOptions(Model):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    #: the goal counts only when reached within this many of the subject's answers
+    max_turns: Annotated[int, Field(ge=1)] | None = None
+
+
+class UserGoalSensor:
+    """Did the simulated user reach its goal (`meta.stop` is `goal`, DESIGN.md §11), within
+    `max_turns` answers if given? A trial without a simulated user gets no verdict (n/a)."""
+
+    name = "user_goal"
+
+    def __init__(self, options: UserGoalOptions):
+        self.max_turns = options.max_turns
+
+    def sense(self, interaction: Interaction) -> list[Reading]:
+        meta = _field(interaction.observation, "meta")
+        stop = meta.get("stop") if isinstance(meta, dict) else None
+        if stop is None:
+            return [Reading(sensor_name=self.name, passed=None, metrics={"turns": None},
+                            details="n/a: the case has no simulated user (`user:`)")]
+        turns = meta.get("turns")
+        passed = stop == "goal" and (self.max_turns is None or (
+            isinstance(turns, int) and turns <= self.max_turns))
+        within = f" within {self.max_turns}" if self.max_turns is not None else ""
+        details = f"the user's conversation ended: {stop} after {turns} answer(s)" + (
+            f"; the goal counts{within}" if self.max_turns is not None else "")
+        return [_reading(self.name, passed, details, turns=turns)]
+
+
 # --------------------------------------------------------------------------- denied
 
 class DeniedOptions(Model):

@@ -539,14 +539,12 @@ def _case(case_file: Path, origin: dict[str, Path],
                           file=case_file, field="body")
     own = case_fixtures(case_file, case_id, c.files)
     checks = case_checks(c.checks, case_file, experiment or case_file.parent.parent)
-    workspace = Workspace(files=(*(template or ()), *own)) \
-        if template is not None or own else None
-    case = EvalCase(
-        id=case_id, prompt=prompt, expectation=c.expectation,
-        history=turns_of(c.history, case_file), rationale=c.rationale,
-        tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
-        workspace=workspace, checks=checks,
-    )
+    workspace = (Workspace(files=(*(template or ()), *own))
+                 if template is not None or own else None)
+    case = EvalCase(id=case_id, prompt=prompt, expectation=c.expectation,
+                    history=turns_of(c.history, case_file), rationale=c.rationale,
+                    tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,
+                    workspace=workspace, checks=checks, user=c.user)
     if c.variants is None:
         return [case]
     expanded = expand_variants(case, c.variants, case_file)

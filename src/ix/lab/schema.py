@@ -21,7 +21,7 @@ from pydantic import (
 
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.model import Model
-from ix.eval.models import Difficulty, Expectation, Seeding
+from ix.eval.models import Difficulty, Expectation, Seeding, SimulatedUser
 from ix.eval.outcomes import ALIASES, OUTCOME_METRICS, canonical, is_outcome_metric
 from ix.eval.validation import from_validation_error
 from ix.fs.names import name_problem, normalise
@@ -305,9 +305,11 @@ class ExperimentSpec(_Strict):
     workspace: WorkspaceSpec | None = None
     #: what every judge takes unless it says (`repeats`, `min_kappa`; docs/judges.md)
     judge: dict[str, Any] | None = None
+    simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
 
-    _kinds = field_validator("runtime", "sensor", "probe", mode="before")(_as_kind_mapping)
-    _checks = field_validator("runtime", "sensor", "probe")(_check_kind)
+    _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
+                             mode="before")(_as_kind_mapping)
+    _checks = field_validator("runtime", "sensor", "probe", "simulated_user")(_check_kind)
     _items = field_validator("subjects", mode="before")(
         lambda v: [_subject_item(x) for x in v] if isinstance(v, list) else v)
     _trials = field_validator("trials", mode="before")(lambda v: _trial_count(v))
@@ -369,6 +371,7 @@ class CaseSpec(_Strict):
     files: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     #: the case's own checks, run by the `case_checks` sensor (`ix.eval.outcome_sensors`)
     checks: list[dict[str, Any]] = Field(default_factory=list)
+    user: SimulatedUser | None = None  # the experiment's `simulated_user` plays it (§11)
 
     _id = field_validator("id")(_named("case id"))
     _tags = field_validator("tags")(lambda v: [normalise(x) for x in v])

@@ -82,7 +82,7 @@ def test_a_simulated_user_talks_with_the_subject_until_its_goal_and_is_cached(la
         assert refund["content"] == "Your refund for order 42 is approved."
         assert refund["tokens_input"] == 2 * INPUT_TOKENS  # the subject's, not the user's
         # the second request carried the first exchange as history
-        second = [q for q in api.api_requests() if "order 42" in json.dumps(q.body)][0]
+        second = next(q for q in api.api_requests() if "order 42" in json.dumps(q.body))
         assert [m["role"] for m in second.body["messages"]] == ["user", "assistant", "user"]
         readings = {r["sensor_name"]: r["passed"] for r in by["refund"]["readings"]}
         assert readings == {"user_goal": True, "turns": True}

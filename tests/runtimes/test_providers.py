@@ -1,8 +1,8 @@
 """The providers teams deploy on, at the wire: Claude on Amazon Bedrock and Google Vertex AI
-(the `anthropic` runtime's `provider:`), through the official SDK clients, against loopback
-fakes that record each request: the provider's path, its signature or token, the answer
-parsed into the observation and priced from the table, and no credential in any file a run
-writes."""
+(the `anthropic` runtime's `provider:`) and Gemini (the `gemini` runtime), through the
+official SDK clients, against loopback fakes that record each request: the provider's path,
+its signature, token or key header, the answer parsed into the observation and priced from
+the table, and no credential in any file a run writes."""
 
 import asyncio
 import json
@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from fake_llm_servers import FakeLLMServer, Reply, ToolUse, skill_call
+from fake_llm_servers import FakeLLMServer, Reply, ToolUse, http_error, skill_call
 
 from conftest import case, ix_in_process, write
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
-from ix.eval.models import EvalCase
+from ix.eval.models import EvalCase, HistoryToolCall, Turn
 from ix.runtimes import RuntimeContext, build_runtime
 from secrets_support import every_text
 
@@ -33,6 +33,7 @@ AWS = {"AWS_ACCESS_KEY_ID": "AKIAIXFAKE7Q2ZEXAMPLE",
        "AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE":
        "/nonexistent/aws-credentials", "AWS_EC2_METADATA_DISABLED": "true"}
 VERTEX_TOKEN = "ya29.ix-fake-access-token-3f9e8d7c6b5a4"
+GEMINI_KEY = "AIzaSyIX-fake-gemini-key-8e7d6c5b4a39"
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 VERTEX_MODEL = "claude-sonnet-4-5@20250929"
 SONNET_COST = 1200 * 3 / 1e6 + 40 * 15 / 1e6  # the fake's usage at $3 / $15 per MTok
@@ -47,6 +48,7 @@ def environment(monkeypatch):
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
     monkeypatch.setenv("IX_TEST_VERTEX_TOKEN", VERTEX_TOKEN)
+    monkeypatch.setenv("IX_TEST_GEMINI_KEY", GEMINI_KEY)
 
 
 def runtime(**options):
@@ -54,8 +56,8 @@ def runtime(**options):
     return build_runtime(spec, RuntimeContext(target_skill="csv-summary"))
 
 
-def invoke(rt):
-    return asyncio.run(rt.invoke(SUBJECT, CASE, seed=7))
+def invoke(rt, case=CASE):
+    return asyncio.run(rt.invoke(SUBJECT, case, seed=7))
 
 
 def bedrock(api, **options):
@@ -136,6 +138,86 @@ def test_a_missing_vertex_token_names_the_variable(monkeypatch):
     assert info.value.kind == "missing_api_key" and "IX_TEST_VERTEX_TOKEN" in info.value.message
 
 
+# --- Gemini -----------------------------------------------------------------------------------
+
+def gemini(api, **options):
+    spec = {"kind": "gemini", "model": "gemini-2.5-flash", "base_url": api.base_url,
+            "api_key_env": "IX_TEST_GEMINI_KEY", "backoff_s": 0.0, **options}
+    return build_runtime(spec, RuntimeContext(target_skill="csv-summary"))
+
+
+def test_gemini_generates_content_with_the_api_key_header_and_the_skill_declared():
+    with FakeLLMServer("gemini") as api:
+        api.script.append(ANSWER)
+        obs = invoke(gemini(api, system="Be brief.", temperature=0.2))
+        url = api.url
+    [request] = api.api_requests()
+    assert request.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert request.headers["x-goog-api-key"] == GEMINI_KEY
+    body = request.body
+    [first] = body["contents"]
+    assert first["role"] == "user" and first["parts"][0]["text"].startswith("<system-reminder>")
+    assert first["parts"][1]["text"] == CASE.prompt
+    [declaration] = body["tools"][0]["functionDeclarations"]
+    assert declaration["name"] == "Skill" and "skill" in declaration["parameters_json_schema"][
+        "properties"]
+    assert body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
+    assert body["generationConfig"] == {"maxOutputTokens": 1024, "temperature": 0.2}
+    assert obs.content == "Let me load the skill."
+    assert [(c.name, c.input) for c in obs.tool_calls] == [("Skill", {"skill": "csv-summary"})]
+    assert (obs.tokens_input, obs.tokens_output) == (1200, 40)
+    assert obs.cost_usd == pytest.approx(1200 * 0.30 / 1e6 + 40 * 2.50 / 1e6)
+    assert obs.meta["stop_reason"] == "STOP" and "price_unknown" not in obs.meta
+    request_trace, _ = obs.trace
+    assert request_trace["url"] == f"{url}/v1beta/models/gemini-2.5-flash:generateContent"
+    assert request_trace["body"] == body  # what the trace says was sent, was sent
+    assert GEMINI_KEY not in json.dumps(obs.trace) + obs.model_dump_json()
+
+
+def test_gemini_cached_tokens_bill_at_the_cache_rate():
+    with FakeLLMServer("gemini") as api:
+        api.script.append(Reply(text="ok", input_tokens=200, cache_read_tokens=1000))
+        obs = invoke(gemini(api))
+    assert obs.tokens_input == 1200 and obs.meta["cached_tokens"] == 1000
+    assert obs.cost_usd == pytest.approx(200 * 0.30 / 1e6 + 1000 * 0.03 / 1e6 + 40 * 2.5 / 1e6)
+
+
+def test_gemini_history_is_sent_as_model_turns_with_function_calls_answered():
+    turns = (Turn(role="user", content="Hi"),
+             Turn(role="assistant", content="", tool_calls=(
+                 HistoryToolCall(name="Read", input={"path": "a.csv"}, result="x,y"),)))
+    case = EvalCase(id="h", prompt="Now summarize it", expectation="must_trigger",
+                    history=turns)
+    with FakeLLMServer("gemini") as api:
+        invoke(gemini(api), case)
+    contents = api.api_requests()[0].body["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[1]["parts"] == [{"functionCall": {"name": "Read", "args": {"path": "a.csv"}}}]
+    assert contents[2]["parts"][0] == {"functionResponse": {"name": "Read",
+                                                            "response": {"result": "x,y"}}}
+    assert contents[2]["parts"][1] == {"text": "Now summarize it"}
+
+
+def test_gemini_rate_limits_are_retried_and_bad_requests_are_not():
+    with FakeLLMServer("gemini") as api:
+        api.script.extend([http_error(429, message="Resource exhausted"), ANSWER])
+        assert invoke(gemini(api)).meta["retries"] == 1
+        api.script.append(http_error(400, message=f"API key {GEMINI_KEY} not valid"))
+        with pytest.raises(TrialError) as info:
+            invoke(gemini(api))
+    assert info.value.kind == "bad_request" and GEMINI_KEY not in info.value.message
+
+
+def test_gemini_reads_google_api_key_when_gemini_api_key_is_unset(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", GEMINI_KEY)
+    with FakeLLMServer("gemini") as api:
+        spec = {"kind": "gemini", "model": "gemini-2.5-pro", "base_url": api.base_url}
+        invoke(build_runtime(spec, RuntimeContext()))
+    assert api.api_requests()[0].headers["x-goog-api-key"] == GEMINI_KEY
+
+
 # --- options ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("provider", ["bedrock", "vertex"])
@@ -160,9 +242,10 @@ def test_the_anthropic_api_stays_the_default_with_its_key():
 
 # --- a whole run: nothing secret is written ---------------------------------------------------
 
-def test_a_run_on_bedrock_and_vertex_writes_no_credential(lab: Path, tmp_path: Path):
+def test_a_run_on_bedrock_vertex_and_gemini_writes_no_credential(lab: Path, tmp_path: Path):
     with FakeLLMServer("bedrock", router=lambda r: skill_call("csv-summary")) as aws, \
-            FakeLLMServer("vertex", router=lambda r: skill_call("csv-summary")) as gcp:
+            FakeLLMServer("vertex", router=lambda r: skill_call("csv-summary")) as gcp, \
+            FakeLLMServer("gemini", router=lambda r: skill_call("csv-summary")) as google:
         write(lab / "skills/csv-summary/SKILL.md", "---\nname: csv-summary\ndescription: "
               "Summarize CSV files. Use for a .csv file.\n---\n# CSV summary\n")
         d = lab / "clouds"
@@ -181,19 +264,27 @@ def test_a_run_on_bedrock_and_vertex_writes_no_credential(lab: Path, tmp_path: P
                            project_id: ix-test-project, region: us-east5,
                            api_key_env: IX_TEST_VERTEX_TOKEN, base_url: "{gcp.base_url}",
                            backoff_s: 0}}
+              - name: gemini
+                skills: [csv-summary]
+                runtime: {{kind: gemini, model: gemini-2.5-flash, base_url: "{google.base_url}",
+                           api_key_env: IX_TEST_GEMINI_KEY, backoff_s: 0}}
             """)
         case(d, "must-001", "must_trigger", "Summarize sales.csv: row counts and means.")
-        env = {**AWS, "IX_TEST_VERTEX_TOKEN": VERTEX_TOKEN}
+        env = {**AWS, "IX_TEST_VERTEX_TOKEN": VERTEX_TOKEN, "IX_TEST_GEMINI_KEY": GEMINI_KEY}
         result = ix_in_process("run", "--lab", str(lab), "--json", cwd=tmp_path, env=env)
         assert result.code == 0, result.output
         assert len(aws.api_requests()) == len(gcp.api_requests()) == 2
+        assert len(google.api_requests()) == 2
     records = [json.loads(x) for x in (d / "results" / "trials.jsonl").read_text().splitlines()]
-    assert {r["subject"] for r in records} == {"bedrock", "vertex"}
+    assert {r["subject"] for r in records} == {"bedrock", "vertex", "gemini"}
     for record in records:
         assert record["error"] is None, record
-        assert record["observation"]["cost_usd"] == pytest.approx(SONNET_COST)
+        assert record["reading"]["passed"] is True, record  # the Skill call, activation
+        assert record["observation"]["cost_usd"] == pytest.approx(
+            SONNET_COST if record["subject"] != "gemini" else 1200 * 0.3 / 1e6 + 40 * 2.5 / 1e6)
     files = every_text(lab)
     assert any(".jsonl.gz" in name for name in files), "no trace was written"
-    for secret in (AWS["AWS_SECRET_ACCESS_KEY"], AWS["AWS_SESSION_TOKEN"], VERTEX_TOKEN):
+    for secret in (AWS["AWS_SECRET_ACCESS_KEY"], AWS["AWS_SESSION_TOKEN"], VERTEX_TOKEN,
+                   GEMINI_KEY):
         assert [p for p, text in files.items() if secret in text] == []
         assert secret not in result.output

@@ -14,7 +14,8 @@ from typing import Any
 CLAUDE_CODE_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",
                    "CLAUDE_CODE_USE_VERTEX")
 #: The variable an API runtime reads its key from unless `api_key_env` names another.
-DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
+                   "gemini": "GEMINI_API_KEY"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ def credentials(spec: Mapping[str, Any], env: Mapping[str, str] | None = None
         cloud = kind == "anthropic" and spec.get("provider") in ("bedrock", "vertex")
         name = spec.get("api_key_env", None if cloud else DEFAULT_KEY_ENV[kind])
         names = (name,) if isinstance(name, str) and name else ()  # null: a local server
+        if kind == "gemini" and "api_key_env" not in spec:
+            names += ("GOOGLE_API_KEY",)  # the SDK's other name (`ix.runtimes.gemini`)
     else:
         names = ()
     present = not names or any(str(env.get(n, "")).strip() or str(own.get(n, "")).strip()

@@ -1,7 +1,8 @@
 """List prices of LLM APIs in USD per million tokens, to turn a response's usage into cost.
 
 PRICES_AS_OF says when the table was compiled. Sources: the providers' published pricing
-pages (Anthropic: docs "Pricing"; OpenAI: API "Pricing"), as captured between March and April
+pages (Anthropic: docs "Pricing"; OpenAI: API "Pricing"; Gemini API: "Pricing", the paid
+tier, prompts up to 200k tokens), as captured between March and April
 2026; models released after that (e.g. `claude-sonnet-5`, `claude-opus-4-8`) are NOT in it.
 Prices change: a runtime's `prices` option overrides or adds entries, and a model found
 nowhere costs 0 with `meta.price_unknown: true` on the observation (never a guess).
@@ -84,6 +85,15 @@ OPENAI: dict[str, Price] = {
     "o3-mini": _p(1.10, 4.40, 0.55),
 }
 
+GEMINI: dict[str, Price] = {
+    "gemini-3-pro-preview": _p(2.0, 12.0, 0.20),
+    "gemini-2.5-pro": _p(1.25, 10.0, 0.125),
+    "gemini-2.5-flash": _p(0.30, 2.50, 0.03),
+    "gemini-2.5-flash-lite": _p(0.10, 0.40, 0.01),
+    "gemini-2.0-flash": _p(0.10, 0.40, 0.025),
+    "gemini-2.0-flash-lite": _p(0.075, 0.30),
+}
+
 # A dated snapshot id costs what its alias costs: claude-sonnet-4-5-20250929, gpt-4o-2024-08-06.
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
 # Claude on Bedrock (`anthropic.claude-sonnet-4-5-20250929-v1:0`, with a cross-region
@@ -136,9 +146,17 @@ def openai_cost(price: Price, *, prompt_tokens: int, completion_tokens: int,
             + completion_tokens * price.output) / 1e6
 
 
+def gemini_cost(price: Price, *, prompt_tokens: int, output_tokens: int,
+                cached_tokens: int = 0) -> float:
+    """USD for one `usageMetadata` (promptTokenCount includes the cached tokens; output is
+    candidates plus thoughts): as Chat Completions bills, cache reads at `cache_read`."""
+    return openai_cost(price, prompt_tokens=prompt_tokens, completion_tokens=output_tokens,
+                       cached_tokens=cached_tokens)
+
+
 def estimate_cost(model: str | None, input_tokens: int, output_tokens: int = 0) -> float:
     """A rough cost for `ix run --dry-run`: the table's prices, 0 for an unknown model."""
-    price = find_price({**ANTHROPIC, **OPENAI}, {}, model)
+    price = find_price({**ANTHROPIC, **OPENAI, **GEMINI}, {}, model)
     if price is None:
         return 0.0
     return round((input_tokens * price.input + output_tokens * price.output) / 1e6, 6)

@@ -143,6 +143,7 @@ BUILTIN_MODULES = (
     "anthropic",
     "claude_code",
     "command",
+    "gemini",
     "http",
     "human",
     "lexical",

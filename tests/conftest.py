@@ -12,10 +12,10 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import pytest
 from hypothesis import settings
@@ -43,7 +43,17 @@ EXAMPLE_LAB = REPO / "examples" / "lab"
 #: Copies the example lab's routing experiments only (`shutil.copytree(..., ignore=...)`):
 #: tests of CI's mechanics need no more, and the outcome example's hundred trials of programs
 #: would only slow them down.
-ROUTING_ONLY = shutil.ignore_patterns("results", "artifacts", "outcome")
+ROUTING_ONLY = shutil.ignore_patterns("results", "artifacts", "outcome", "agent")
+#: The example lab's experiments whose model is a script on 127.0.0.1 that `scripts/example`
+#: starts (tests/engine/test_agent_example.py starts it): left out of the copies of the lab
+#: that other tests run.
+NEEDS_MODEL = ("agent",)
+
+
+def offline_example(*more: str) -> Callable[[Any, list[str]], set[str]]:
+    """`shutil.copytree`'s `ignore` for a copy of the example lab without results (and
+    `more`), and without the experiments that need the example's model (`NEEDS_MODEL`)."""
+    return shutil.ignore_patterns("results", "artifacts", *NEEDS_MODEL, *more)
 
 
 def _ix_argv() -> list[str]:
@@ -241,7 +251,7 @@ def lab(tmp_path: Path) -> Path:
 def example_lab(tmp_path: Path) -> Path:
     """A private copy of the bundled example lab, without any results."""
     dest = tmp_path / "example-lab"
-    shutil.copytree(EXAMPLE_LAB, dest, ignore=shutil.ignore_patterns("results", "artifacts"))
+    shutil.copytree(EXAMPLE_LAB, dest, ignore=offline_example())
     return dest
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix, too_wide
+from conftest import EXAMPLE_LAB, ix_in_process, offline_example, run_ix, too_wide
 
 NARROW = {"COLUMNS": "80"}
 
@@ -31,7 +31,7 @@ def _blocks(stdout: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     lab = tmp_path_factory.mktemp("ex") / "lab"
-    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", ".ix"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=offline_example(".ix"))
     r = run_ix("run", "--lab", str(lab), "--progress", "none", env=NARROW)
     assert r.code == 0, r.output
     return {"lab": lab, "run": r}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix
+from conftest import EXAMPLE_LAB, ix_in_process, offline_example, run_ix
 
 SUBJECTS = ["a-only", "a-plus-b", "a-plus-b-plus-c"]
 NEW_SKILLS = ["spreadsheet-insights", "data-cleaning"]
@@ -42,7 +42,7 @@ def rates(subject: dict) -> dict[str, float]:
 
 def fresh_copy(tmp_path: Path, name: str) -> Path:
     dest = tmp_path / name
-    shutil.copytree(EXAMPLE_LAB, dest, ignore=shutil.ignore_patterns("results", "artifacts"))
+    shutil.copytree(EXAMPLE_LAB, dest, ignore=offline_example())
     return dest
 
 

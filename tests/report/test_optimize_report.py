@@ -17,7 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from conftest import EXAMPLE_LAB
+from conftest import EXAMPLE_LAB, offline_example
 from ix.api.optimize import Settings, optimize
 from ix.report.optimize import (
     OPTIMIZE_CSS,
@@ -39,7 +39,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A completed session of the example lab (keywords proposer, offline, ~2 s), at a split
     seed where a candidate beats the original on train (`example_seed`)."""
     lab = tmp_path_factory.mktemp("optimize") / "lab"
-    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=offline_example())
     state = optimize(lab, "skill-activation", Settings(seed=example_seed(EXAMPLE_LAB))).state
     assert state["status"] == "completed" and state["best"] != "original"  # set-up
     assert state["holdout"]["subjects"]

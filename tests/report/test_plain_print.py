@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from conftest import EXAMPLE_LAB, ix_in_process
+from conftest import EXAMPLE_LAB, ix_in_process, offline_example
 from ix.api.reports import report
 from ix.cli.output import _Out
 from ix.report.tables import Keyed, column, fit, plain_pieces, table
@@ -41,7 +41,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """The example lab's four runs, reported (the outcome experiment's tables of tokens,
     time and cost among them)."""
     lab = tmp_path_factory.mktemp("plain") / "lab"
-    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", ".ix"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=offline_example(".ix"))
     r = ix_in_process("run", "--lab", str(lab), "--progress", "none")
     assert r.code == 0, r.output
     return [dict(report(lab, run.name)) for run in lab.glob("*/results/runs/*")]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import EXAMPLE_LAB
+from conftest import EXAMPLE_LAB, offline_example
 from ix.api.optimize import Settings, optimize
 from ix.view.app import create_app
 from optimize_lab import example_seed
@@ -23,7 +23,7 @@ FORGED = "opt-20200101-000000-abcdef"
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example lab with one real session (offline, ~2 s) and a forged copy of it."""
     lab = tmp_path_factory.mktemp("optimize-view") / "lab"
-    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=offline_example())
     state = optimize(lab, "skill-activation",
                      Settings(rounds=2, seed=example_seed(EXAMPLE_LAB))).state
     assert state["status"] == "completed"  # set-up

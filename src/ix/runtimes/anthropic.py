@@ -249,6 +249,31 @@ def require_sdk(module: str, extra: str) -> None:
     preload(module)  # a broken install fails the trials, with its error
 
 
+async def answered(runtime: Any, path: str, body: dict[str, Any], subject: Subject,
+                   skills: list[str], *, seed: int, attempt: int,
+                   calls_of: Callable[[dict[str, Any]], list[Call]],
+                   follow: Callable[[dict[str, Any], dict[str, Any], list[Result]],
+                                    dict[str, Any]]) -> EvalObservation:
+    """One trial of an API runtime (`anthropic`, `openai`): one request at `path` and its
+    observation, or, for a subject with `tools:`, the tool loop of them."""
+    opts = runtime.options
+    key = api_key(opts.api_key_env)
+    client = await runtime.client.get(key)
+
+    async def send(body: dict[str, Any]) -> tuple[dict[str, Any], EvalObservation]:
+        data, headers, elapsed_ms, retries, trace = await exchange(
+            lambda: runtime._send(client, body), f"{str(client.base_url).rstrip('/')}{path}",
+            body, opts, seed=own_stream(seed, subject.name), attempt=attempt,
+            key=key if opts.api_key_env is not None else None)
+        return data, runtime.observation(data, headers, elapsed_ms, retries=retries,
+                                         skills=skills, trace=trace)
+
+    if not opts.tools:  # one request, its answer the trial's
+        return (await send(body))[1]
+    return await tool_loop(body, subject=subject, options=opts, send=send,
+                           calls_of=calls_of, follow=follow)
+
+
 class AnthropicRuntime:
     """Sends each case's prompt to a Claude model with the subject's skills offered."""
 
@@ -302,7 +327,6 @@ class AnthropicRuntime:
 
     async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
                      attempt: int = 0) -> EvalObservation:
-        opts = self.options
         body = self.request_body(subject, stimulus.prompt, history_of(stimulus))
         skills = [n for n, _ in subject_skills(subject.config)]
         if self.batcher is not None:
@@ -311,22 +335,8 @@ class AnthropicRuntime:
                 "/v1/messages/batches")
             return self.observation(data, None, waited_ms, retries=0, skills=skills,
                                     trace=trace, batch=block)
-        key = api_key(opts.api_key_env)
-        client = await self.client.get(key)
-
-        async def send(body: dict[str, Any]) -> tuple[dict[str, Any], EvalObservation]:
-            data, headers, elapsed_ms, retries, trace = await exchange(
-                lambda: self._send(client, body),
-                f"{str(client.base_url).rstrip('/')}/v1/messages", body, opts,
-                seed=own_stream(seed, subject.name), attempt=attempt,
-                key=key if opts.api_key_env is not None else None)
-            return data, self.observation(data, headers, elapsed_ms, retries=retries,
-                                          skills=skills, trace=trace)
-
-        if not opts.tools:  # one request, its answer the trial's
-            return (await send(body))[1]
-        return await tool_loop(body, subject=subject, options=opts, send=send,
-                               calls_of=_tool_uses, follow=_follow)
+        return await answered(self, "/v1/messages", body, subject, skills, seed=seed,
+                              attempt=attempt, calls_of=_tool_uses, follow=_follow)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
                     retries: int, skills: list[str], trace: list[dict[str, Any]],

@@ -27,15 +27,14 @@ from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._batch_apis import OpenAIBatches
 from ix.runtimes._conversation import history_of, openai_history_tools, openai_messages
-from ix.runtimes._seeding import own_stream, uniform
+from ix.runtimes._seeding import uniform
 from ix.runtimes._skills import openai_skill_tool, skill_listing, subject_skills
 from ix.runtimes.anthropic import (
     ENV_NAME,
     LoopClient,
-    api_key,
+    answered,
     as_dict,
     batch_endpoints,
-    exchange,
     require_sdk,
     send_raw,
 )
@@ -47,7 +46,6 @@ from ix.runtimes.tool_loop import (
     Result,
     ToolLoopOptions,
     refuse_batched_tools,
-    tool_loop,
 )
 from ix.runtimes.transport import (
     RateLimiter,
@@ -144,7 +142,6 @@ class OpenAIRuntime:
 
     async def invoke(self, subject: Subject, stimulus: Any, *, seed: int = 0,
                      attempt: int = 0) -> EvalObservation:
-        opts = self.options
         body = self.request_body(subject, stimulus.prompt, history_of(stimulus), seed=seed,
                                  attempt=attempt)
         skills = [n for n, _ in subject_skills(subject.config)]
@@ -153,22 +150,8 @@ class OpenAIRuntime:
                 self.batcher, subject.name, stimulus.id, seed, attempt, body, "/v1/batches")
             return self.observation(data, None, waited_ms, retries=0, skills=skills,
                                     trace=trace, batch=block)
-        key = api_key(opts.api_key_env)
-        client = await self.client.get(key)
-
-        async def send(body: dict[str, Any]) -> tuple[dict[str, Any], EvalObservation]:
-            data, headers, elapsed_ms, retries, trace = await exchange(
-                lambda: self._send(client, body),
-                f"{str(client.base_url).rstrip('/')}/chat/completions", body, opts,
-                seed=own_stream(seed, subject.name), attempt=attempt,
-                key=key if opts.api_key_env is not None else None)
-            return data, self.observation(data, headers, elapsed_ms, retries=retries,
-                                          skills=skills, trace=trace)
-
-        if not opts.tools:  # one request, its answer the trial's
-            return (await send(body))[1]
-        return await tool_loop(body, subject=subject, options=opts, send=send,
-                               calls_of=_function_calls, follow=_follow)
+        return await answered(self, "/chat/completions", body, subject, skills, seed=seed,
+                              attempt=attempt, calls_of=_function_calls, follow=_follow)
 
     def observation(self, data: dict[str, Any], headers: Any, elapsed_ms: float, *,
                     retries: int, skills: list[str], trace: list[dict[str, Any]],

@@ -309,6 +309,9 @@ def _handler(api: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                  "gemini": "x-goog-request-id"}.get(api.provider, "request-id")
 
     class Handler(BaseHTTPRequestHandler):
+        # headers and body leave at once: with Nagle on, each answer waited ~40 ms for the
+        # client's delayed ACK
+        disable_nagle_algorithm = True
         protocol_version = "HTTP/1.1"
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet

@@ -1,5 +1,6 @@
 # Sourced by scripts/example and scripts/test: make .venv with Python >= 3.11 and install ix
-# into it (with the extras in $IX_EXTRAS), only when pyproject.toml changed since last time.
+# into it (with the extras in $IX_EXTRAS, comma-separated), only when pyproject.toml changed
+# since last time or an extra is asked for that is not installed yet.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${IX_VENV:-$repo/.venv}"
@@ -21,9 +22,13 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "setting up $venv with $("$py" --version)" >&2
   "$py" -m venv "$venv"
 fi
-extras="${IX_EXTRAS:-}"
-stamp="$venv/.ix-installed-$( (cat "$repo/pyproject.toml"; echo "$extras") | cksum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ]; then
+# The extras installed are the union of every set asked for (scripts/example asks for
+# `anthropic`, scripts/test for `dev`): switching between the two installs nothing again.
+sum="$(cksum < "$repo/pyproject.toml" | cut -d' ' -f1)"
+had_sum="" had="" asked="${IX_EXTRAS:-}"
+[ -f "$venv/.ix-installed" ] && read -r had_sum had < "$venv/.ix-installed" || true
+extras="$(printf '%s\n' ${had//,/ } ${asked//,/ } | sed '/^$/d' | sort -u | paste -sd, -)"
+if [ "$had_sum" != "$sum" ] || [ "$had" != "$extras" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   target="$repo"
   [ -n "$extras" ] && target="$repo[$extras]"
@@ -31,7 +36,7 @@ if [ ! -f "$stamp" ]; then
   # ~80 s on two cores for the dev extras); a module is compiled when first imported
   "$venv/bin/python" -m pip install --quiet --no-compile -e "$target"
   rm -f "$venv"/.ix-installed-*
-  touch "$stamp"
+  echo "$sum $extras" > "$venv/.ix-installed"
 fi
 export PATH="$venv/bin:$PATH"
 # Modules are compiled when first imported (above): let that bytecode be kept, or every run

@@ -69,7 +69,7 @@ def experiment(lab: Path, api: FakeLLMServer, sensors: str) -> Path:
 def test_a_simulated_user_talks_with_the_subject_until_its_goal_and_is_cached(lab: Path):
     with FakeLLMServer("anthropic", router=agent) as api:
         exp = experiment(lab, api, "[{kind: user_goal, max_turns: 3}, {kind: turns, max: 3}]")
-        r = ix_in_process("run", "--lab", str(lab), "--cache", env={KEY_ENV: FAKE_KEY})
+        r = run_ix("run", "--lab", str(lab), "--cache", env={KEY_ENV: FAKE_KEY})
         assert r.code in (0, 1), r.output
         by = {x["probe_id"]: x for x in map(json.loads, (exp / "results" / "trials.jsonl")
                                             .read_text().splitlines())}

@@ -110,7 +110,11 @@ def test_the_model_drives_two_tools_and_the_transcript_sensors_read_it(lab: Path
                                                                        provider: str):
     with FakeLLMServer(provider, router=agent) as api:
         exp = lab_with_tools(lab, provider, api)
-        r = ix_in_process("run", "--lab", str(lab), "--cache", env={KEY_ENV: FAKE_KEY})
+        # the real `ix` for one provider (its python tool importable from tests/), the other
+        # in process
+        command = run_ix if provider == "anthropic" else ix_in_process
+        r = command("run", "--lab", str(lab), "--cache",
+                    env={KEY_ENV: FAKE_KEY, "PYTHONPATH": str(Path(__file__).parents[1])})
         assert r.code in (0, 1), r.output
         requests = api.api_requests()
         by = lines(exp)

@@ -8,13 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import typer
 from typer.core import TyperGroup
 
-from conftest import run_ix
+from conftest import EXAMPLE_LAB, offline_example, run_ix
 from ix._version import __version__
 from ix.cli.main import COMMANDS, app
 
@@ -74,8 +73,7 @@ def test_validate_imports_no_numbers_library_and_not_the_run_loop(tmp_path):
     a min_effect is sized by the function `ix plan` uses (its t start, issue 32), which
     needs numpy and scipy: only then are they loaded."""
     lab = tmp_path / "lab"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "lab", lab,
-                    ignore=shutil.ignore_patterns("results", ".ix"))
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=offline_example(".ix"))
     output, modules = imported_by("validate", "skill-activation", "--lab", str(lab))
     assert "✓ skill-activation" in output
     assert not {m.split(".")[0] for m in modules} & {"numpy", "scipy", "duckdb", "httpx"}

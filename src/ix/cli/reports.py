@@ -23,6 +23,9 @@ from ix.report.terminal import leaderboards_renderable, report_renderable
 if TYPE_CHECKING:
     from ix.report.schemas import ReportOutput
 
+#: Formats printed as they are (never wrapped: a line break would split a row or a tag).
+TEXT_FORMATS = ("md", "github", "junit")
+
 Format = Annotated[str | None, typer.Option(
     "--format", "-f", help="table (default), md (Markdown) or json.", show_default=False)]
 Out = Annotated[Path | None, typer.Option(
@@ -51,13 +54,14 @@ def _check_out(path: Path | None) -> None:
 
 def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
           path: Path | None) -> None:
-    """Print or write `data` as JSON, Markdown or a plain-text table."""
+    """Print or write `data` as JSON, Markdown (`markdown`: a function of `data` to text, also
+    for the report's other text formats) or a plain-text table."""
     if fmt == "json":
         if path is None:
             print_json(data)
             return
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    elif fmt == "md":
+    elif fmt in TEXT_FORMATS:
         text = markdown(data)
         if path is None:
             sys.stdout.write(text)  # Markdown is never wrapped: a line break would split a row
@@ -85,6 +89,19 @@ def _write_html(data: "ReportOutput", path: Path | None) -> None:
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 
+def _text_renderer(fmt: str, per_case: bool) -> Any:
+    """The function that writes the report's data as text in `fmt`."""
+    if fmt == "junit":
+        from ix.report.junit import report_junit
+
+        return lambda data: report_junit(data, per_case=per_case)
+    if fmt == "github":
+        from ix.report.github import report_github
+
+        return report_github
+    return report_markdown
+
+
 def report(
     run: Annotated[str | None, typer.Argument(
         help="A run id (or unique prefix or suffix), a tag, a run folder, or an experiment "
@@ -93,11 +110,16 @@ def report(
         show_default=False, metavar="RUN|EXPERIMENT")] = None,
     lab: Lab = None,
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", help="table (default), md (Markdown), json, or html (one "
+        "--format", "-f", help="table (default), md (Markdown), json, html (one "
                                "self-contained page; default file: the run folder's "
-                               "report.html).", show_default=False)] = None,
+                               "report.html), github (the first screen as GitHub Markdown, "
+                               "for a pull request or a job summary) or junit (JUnit XML).",
+        show_default=False)] = None,
     out_file: Out = None,
     metric: Metric = None,
+    per_case: Annotated[bool, typer.Option(
+        "--per-case", help="With --format junit: a test case per case of each subject too "
+                           "(failing when its majority vote is wrong).")] = False,
     baseline: Annotated[str | None, typer.Option(
         "--baseline", help="A tag (or run) to compare with: exit 1 when a metric regressed "
                            "(its 95% interval of run − baseline lies below 0).",
@@ -111,14 +133,16 @@ def report(
 
     Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
     """
-    chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html"))
+    chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html", "github", "junit"))
+    if per_case and chosen != "junit":
+        raise ConfigError("--per-case is for --format junit", field="--per-case")
     _check_out(out_file)
     data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn,
                               note=note)
     if chosen == "html":
         _write_html(data, out_file)
     else:
-        _emit(chosen, data, report_renderable, report_markdown, out_file)
+        _emit(chosen, data, report_renderable, _text_renderer(chosen, per_case), out_file)
     base = data.get("baseline")
     if base and base["regressed"]:
         found = ", ".join(f"{r['subject']} {r['metric']}" for r in base["regressions"])

@@ -171,7 +171,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                   + f": {md_text(a['text'])}" for a in report["annotations"]]
         lines.append("")
     if report.get("baseline"):
-        lines += _baseline(report["baseline"])
+        lines += baseline_lines(report["baseline"])
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -566,7 +566,8 @@ def _sweep(sweep: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _baseline(b: dict[str, Any]) -> list[str]:
+def baseline_lines(b: Mapping[str, Any]) -> list[str]:
+    """The regressions against `--baseline` (none: one line saying so)."""
     lines = [f"## Against baseline {md_code(b['tag'])} ({md_text(b['run'])})", ""]
     if not b["regressed"]:
         return [*lines, f"No regression ({md_text(b['rule'])}).", ""]

@@ -122,7 +122,8 @@ NO_TABLE = {"new": "a list of created files", "import": "one line naming the new
             "view": "a server", "mcp": "a server (JSON-RPC)",
             "ci": "a workflow file (tests/ci/)",
             "sync": "one line of counts (tests/sync/)",
-            "label": "one line counting the labels added (tests/cli/test_judge_check.py)"}
+            "label": "one line counting the labels added (tests/cli/test_judge_check.py)",
+            "cases": "one line counting the case files written (tests/cli/test_cases_import.py)"}
 
 
 def _cut_values(text: str) -> list[str]:

@@ -7,13 +7,13 @@ before the expensive run, not after it.
 from dataclasses import replace
 from typing import Any
 
+from ix.api.imported import refuse_unrunnable_import
 from ix.api.reports import current_judges
 from ix.domain.errors import ConfigError
 from ix.engine.filters import apply_filters
 from ix.engine.judged import described
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
-from ix.lab.schema import refuse_unrunnable_import
 from ix.report.answer import num_text
 from ix.report.judge_text import resting_judge, who
 from ix.store.labels import latest_labels, read_labels

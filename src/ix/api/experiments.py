@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ix.api.design import DesignError, design_warnings
 from ix.api.executors import executing
+from ix.api.imported import refuse_unrunnable_import
 from ix.api.listing import ExperimentInfo, list_experiments
 from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
@@ -26,7 +27,6 @@ from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
 from ix.lab.loader import load_experiment
-from ix.lab.schema import refuse_unrunnable_import
 from ix.lab.sweep import grid_words
 from ix.report.digest import TrialDigest
 from ix.runtimes import get_kind

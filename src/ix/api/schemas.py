@@ -413,6 +413,21 @@ class ImportOutput(ClosedDict):
     run_dir: str
 
 
+class CasesImported(ClosedDict):
+    """`ix cases import`: the case files written (with --dry-run: that would be)."""
+
+    experiment: str
+    experiment_dir: str
+    folder: str
+    source: str
+    format: str
+    cases: int
+    written: list[str]
+    overwritten: list[str]
+    unmapped_columns: list[str]
+    dry_run: bool
+
+
 # --------------------------------------------------------------------------- tag, annotate
 
 class Tagged(ClosedDict):
@@ -833,6 +848,7 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
                 list[dict[str, Any]]),
     SchemaEntry("export", "ix export --json", ExportOutput),
     SchemaEntry("import", "ix import --json", ImportOutput),
+    SchemaEntry("cases-import", "ix cases import --json", CasesImported),
     SchemaEntry("tag", "ix tag --json: RUN TAG, --list, or --delete",
                 Tagged | list[TagEntry] | TagDeleted),
     SchemaEntry("annotate", "ix annotate --json: a new note, or --list",

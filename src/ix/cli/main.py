@@ -65,6 +65,9 @@ COMMANDS: dict[str, Entry] = {
         "logs."),
     "import": Entry("ix.cli.transfer",
         "Import outside results as a new, completed run of an experiment in the lab."),
+    "cases": Entry("ix.cli.cases",
+        "An experiment's cases: `ix cases import` writes case files from a table (CSV, "
+        "JSONL, JSON, Parquet, or skill-creator's eval set)."),
     "sync": Entry("ix.cli.sync",
         "Push the lab's results to object storage (s3://, gs://, az://, file://) or pull "
         "them back."),

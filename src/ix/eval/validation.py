@@ -69,8 +69,9 @@ def _one_error(err: Any, model: type[BaseModel], *, file: Path | str | None,
         field = f"{prefix}.{field}" if field else prefix
     if err["type"] == "extra_forbidden":
         owner = _model_at(model, loc[:-1])
-        keys = ", ".join(owner.model_fields) if owner else "see the docs"
-        hint = did_you_mean(loc[-1], owner.model_fields) if owner and loc else ""
+        known = [f.alias or k for k, f in owner.model_fields.items()] if owner else []
+        keys = ", ".join(known) if owner else "see the docs"
+        hint = did_you_mean(loc[-1], known) if loc else ""
         return ConfigError(f"unknown key{hint} (allowed keys: {keys})", file=file, field=field)
     if err["type"] == "missing":
         values = _literal_values(model, loc)

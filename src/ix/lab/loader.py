@@ -17,6 +17,7 @@ from ix.domain.workspace import Fixture, Workspace
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.eval.outcome_sensors import CASE_CHECK_KINDS, with_experiment
 from ix.eval.sensors import build_sensor
+from ix.fs.case_tables import load_case_table
 from ix.fs.fixtures import case_fixtures, template_fixtures
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import check_distinct, check_name, shown, skeleton
@@ -27,6 +28,7 @@ from ix.lab.context import Context, load_context
 from ix.lab.history import turns_of
 from ix.lab.schema import (
     CaseSpec,
+    CasesSpec,
     ExperimentSpec,
     SkillFrontmatter,
     SubjectSpec,
@@ -99,7 +101,7 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
         defaults = resolve_defaults(lab)
     if spec is None or defaults is None:
         with problems.each():  # the cases are checked all the same, from the suite as written
-            _cases(_suite_of(data), path, file, problems)
+            _cases(_suite_of(data), path, file, problems, None, lab)
         return None
     if replace_subjects:
         spec = _replace_subjects(spec, replace_subjects, lab)
@@ -138,7 +140,7 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
             with problems.each():
                 template = template_fixtures(path, lab, spec.workspace.template, file)
     with problems.each():
-        cases = _cases(spec.cases.suite, path, file, problems, template)
+        cases = _cases(spec.cases, path, file, problems, template, lab)
     if subjects_ok:  # ... would name a subject that is only missing for another problem)
         with problems.each():
             _check_goal(spec, subjects, file)
@@ -218,11 +220,12 @@ class _Problems:
         raise_all(self.found)
 
 
-def _suite_of(data: Any) -> str:
-    """`cases.suite` as written, when the rest of experiment.yaml does not validate."""
-    cases = data.get("cases") if isinstance(data, dict) else None
-    suite = cases.get("suite") if isinstance(cases, dict) else None
-    return suite if isinstance(suite, str) and suite else "cases/"
+def _suite_of(data: Any) -> CasesSpec:
+    """`cases:` as written, when the rest of experiment.yaml does not validate."""
+    try:
+        return CasesSpec.model_validate(data.get("cases") or {})
+    except (AttributeError, ValueError):  # not a mapping, or not valid (ValidationError)
+        return CasesSpec()
 
 
 def lab_skills(lab: Path) -> list[str]:
@@ -454,11 +457,38 @@ def resolve_skill(ref: str, path: Path, lab: Path, file: Path, field: str) -> di
     raise ConfigError(f"skill {ref!r} not found (looked for {looked})", file=file, field=field)
 
 
-def _cases(suite_path: str, path: Path, file: Path, problems: _Problems,
-           template: list[Fixture] | None = None) -> list[EvalCase]:
+def _cases(spec: CasesSpec, path: Path, file: Path, problems: _Problems,
+           template: list[Fixture] | None = None, lab: Path | None = None) -> list[EvalCase]:
     """Every case of the suite; a bad case file is recorded and the next one read. A file that
     is not a `.md` (a `.txt` case, say) is reported, not silently left out. `template`: the
-    experiment's `workspace:` files (None: it names no workspace)."""
+    experiment's `workspace:` files (None: it names no workspace). With `from:`, each row of
+    the table is a case (`ix.fs.case_tables`), instead of the suite's or, with `suite:`, too."""
+    rows = [] if spec.from_ is None else load_case_table(
+        path / spec.from_, spec.map, file=file, where="cases", inside=lab or path.parent).cases
+    entries: list[tuple[Path, Any]] = [(Path(f"{r.path} {r.where}"), (r.meta, r.prompt))
+                                       for r in rows]
+    suite, others = path, list[Path]()
+    if not rows or "suite" in spec.model_fields_set:
+        suite, files, others = _suite(spec.suite, path, file, problems)
+        entries = [(f, None) for f in files] + entries
+    cases: list[EvalCase] = []
+    origin: dict[str, Path] = {}
+    looks: dict[str, tuple[str, Path]] = {}
+    at = len(problems.found)  # the stray files' problems go first, once known
+    for case_file, read in entries:
+        with problems.each():
+            cases += _case(case_file, origin, looks, template, path, read)
+    fixtures = {f.source for c in cases if c.workspace is not None for f in c.workspace.files}
+    problems.found[at:at] = [ConfigError(
+        f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
+        f"it to {p.stem}.md, or move it out of {suite.name}/", file=p, field="extension")
+        for p in others if str(p.resolve()) not in fixtures]  # (not a case's `files:`)
+    return cases
+
+
+def _suite(suite_path: str, path: Path, file: Path, problems: _Problems
+           ) -> tuple[Path, list[Path], list[Path]]:
+    """The suite folder, its case files and its other files."""
     try:
         suite = (path / suite_path).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError before Python 3.13
@@ -491,28 +521,17 @@ def _cases(suite_path: str, path: Path, file: Path, problems: _Problems,
             problems.add(ConfigError(f"{why}; a case is a .md text file", file=p))
         else:
             files.append(p)
-    cases: list[EvalCase] = []
-    origin: dict[str, Path] = {}
-    looks: dict[str, tuple[str, Path]] = {}
-    at = len(problems.found)  # the stray files' problems go first, once known
-    for case_file in files:
-        with problems.each():
-            cases += _case(case_file, origin, looks, template, path)
-    fixtures = {f.source for c in cases if c.workspace is not None for f in c.workspace.files}
-    problems.found[at:at] = [ConfigError(
-        f"not a case file: a case is a .md file, so {p.name} would be left out; rename "
-        f"it to {p.stem}.md, or move it out of {suite.name}/", file=p, field="extension")
-        for p in others if str(p.resolve()) not in fixtures]  # (not a case's `files:`)
-    return cases
+    return suite, files, others
 
 
 def _case(case_file: Path, origin: dict[str, Path],
           looks: dict[str, tuple[str, Path]],
-          template: list[Fixture] | None = None,
-          experiment: Path | None = None) -> list[EvalCase]:
-    """The case a file holds, or with `variants:` the cases it expands into; with a
-    workspace when the experiment names one or the case brings files."""
-    meta, body = read_frontmatter(case_file)
+          template: list[Fixture] | None = None, experiment: Path | None = None,
+          read: tuple[dict[str, Any], str] | None = None) -> list[EvalCase]:
+    """The case a file holds (or `read`: a table row's frontmatter and prompt), or with
+    `variants:` the cases it expands into; with a workspace when the experiment names one or
+    the case brings files."""
+    meta, body = read or read_frontmatter(case_file)
     if not meta:
         raise ConfigError("no frontmatter: a case starts with '---', then at least "
                           "'expectation: must_trigger|should_not_trigger|acceptable', "

@@ -6,7 +6,6 @@ own options are checked by their registries once the kind is known.
 """
 
 import itertools
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -117,6 +116,8 @@ class ProfileSpec(_Strict):
 
 class CasesSpec(_Strict):
     suite: Annotated[str, Field(min_length=1)] = "cases/"
+    from_: Annotated[str, Field(min_length=1)] | None = Field(None, alias="from")  # a table
+    map: Annotated[str, Field(min_length=1)] | None = None  # its columns (ix.fs.case_tables)
 
 
 class WorkspaceSpec(_Strict):
@@ -452,29 +453,3 @@ class BatterySpec(_Strict):
     def seed_list(self) -> list[int]:
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
-
-def refuse_unrunnable_import(spec: ExperimentSpec, file: Path, *,
-                             runtime_override: str | None) -> None:
-    """`ix run` of an experiment `ix import` made: a `ConfigError` (exit 2) naming it and why,
-    when its case files hold placeholders instead of prompts, or a subject has no runtime of
-    its own (it would fall to the default, claude-code) and `--runtime` names none."""
-    imported = spec.imported
-    if imported is None:
-        return
-    name = spec.name
-    if not imported.prompts:
-        raise ConfigError(
-            f"experiment {name!r} was made by `ix import` from {imported.source} "
-            f"({imported.format}), which records no prompts: its case files hold placeholders, "
-            "so running it would measure nothing. Its imported runs stay readable (ix report, "
-            "ix results); to run it, write each case's prompt in cases/ and set "
-            "`imported.prompts: true`", file=file, field="imported")
-    if runtime_override is None and spec.runtime is None:
-        bare = [s.name for s in spec.subjects if s.runtime is None and s.profile is None]
-        if bare:
-            raise ConfigError(
-                f"experiment {name!r} was made by `ix import` from {imported.source} "
-                f"({imported.format}), which records no runtime for subject(s) "
-                f"{', '.join(bare)}: running it would send every trial to the default "
-                "runtime. Give each a `runtime:` (and its `skills:`), or pass --runtime",
-                file=file, field="imported")

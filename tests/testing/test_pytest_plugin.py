@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,9 @@ def runs(lab: Path) -> list[str]:
 
 def test_a_refuted_goal_fails_with_its_sentences_and_the_summary_lists_each_verdict(
         tmp_path: Path):
+    found = [e.value for e in entry_points(group="pytest11") if e.name == "ix"]
+    assert found == ["ix.testing.plugin"], \
+        "no pytest11 entry point `ix`: reinstall ix (`pip install -e .`) to register it"
     lab = project(tmp_path)
     r = pytest_run(tmp_path, "tests", "--ix-lab", "lab", "--ix-collect", "-v")
     out = r.stdout + r.stderr

@@ -30,6 +30,7 @@ from ix.cli.output import err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import run_screen, summary_renderable, verdicts_text
+from ix.report.gate_text import gate_lines
 from ix.report.load_test import missed_objectives
 
 if TYPE_CHECKING:
@@ -104,6 +105,11 @@ def run(
                                       "push keeps the run and exits 2.",
         show_default=False)] = None,
     strict: Strict = False,
+    gate: Annotated[list[str] | None, typer.Option(
+        "--gate", metavar="GATE", help="A per-case gate besides the experiment's `gate:`: "
+        "case:<recall|specificity|correct>.<lower|upper|value><op><threshold>[,holm], e.g. "
+        "case:recall.lower>=0.8 (every must case's interval at or above 0.8); repeatable. "
+        "A case below it exits 1 naming it.", show_default=False)] = None,
     detail: Annotated[bool, typer.Option(
         "--detail", help="Print every subject's case table, metrics and diagnostics and every "
                          "comparison table (what `ix report RUN` shows), not only the first "
@@ -113,13 +119,15 @@ def run(
     """Run experiments: every case x subject x trial, recorded, aggregated, summarised.
 
     Exit codes: 0 done (errored trials are reported, not a failure), 1 done but a goal was
-    refuted, a `load:` SLA was missed or every trial of a subject errored, 2 bad input or
-    configuration (also when every trial of a subject errored for it: a missing key, no
-    skills, a program not found), 130 cancelled (completed trials are kept).
+    refuted, a per-case gate or a `load:` SLA was missed or every trial of a subject
+    errored, 2 bad input or configuration (also when every trial of a subject errored for
+    it: a missing key, no skills, a program not found), 130 cancelled (completed trials are
+    kept).
     """
     overrides = api.Overrides(trials=trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()),
-                              filters=tuple(filters or ()), smoke=smoke)
+                              filters=tuple(filters or ()), smoke=smoke,
+                              gates=tuple(gate or ()))
     if resume and retry_failed:
         raise ConfigError("choose one of --resume and --retry-failed", field="--resume")
     if run_id is not None and not (resume or retry_failed):
@@ -196,7 +204,11 @@ def run(
     for r, why in missed:  # `load:`: a latency objective missed is a threshold failed
         err.print(f"[bold red]SLA missed[/] in {r.summary['experiment_name']}: {escape(why)}",
                   soft_wrap=True)
-    if refuted or missed:
+    below = [(r, line) for r in results for line in gate_lines(r.summary.get("gates") or [])]
+    for r, line in below:  # a per-case gate: the cases below it, named
+        err.print(f"[bold red]gate failed[/] in {r.summary['experiment_name']}: "
+                  f"{escape(line)}", soft_wrap=True)
+    if refuted or missed or below:
         raise typer.Exit(1)
     if not synced:
         raise typer.Exit(2)

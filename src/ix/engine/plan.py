@@ -20,6 +20,7 @@ from ix.domain.types import Subject
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
+from ix.eval.case_gates import CaseGate, parse_gate
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
 from ix.eval.plugins import Plugin, in_use
@@ -63,12 +64,15 @@ class Overrides:
     subjects: tuple[str, ...] = ()
     filters: tuple[str, ...] = ()
     smoke: bool = False
+    #: `--gate`: per-case gates besides the experiment's `gate:` (`ix.eval.case_gates`)
+    gates: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """For `spec.yaml`, so that `--resume` can rebuild exactly this plan."""
         return {"trials": self.trials, "seed": self.seed, "runtime": self.runtime,
                 "concurrency": self.concurrency, "subjects": list(self.subjects),
-                "filters": list(self.filters), "smoke": self.smoke}
+                "filters": list(self.filters), "smoke": self.smoke,
+                **({"gates": list(self.gates)} if self.gates else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Overrides":
@@ -76,7 +80,8 @@ class Overrides:
         return cls(trials=data.get("trials"), seed=data.get("seed"),
                    runtime=data.get("runtime"), concurrency=data.get("concurrency"),
                    subjects=tuple(data.get("subjects") or ()),
-                   filters=tuple(data.get("filters") or ()), smoke=bool(data.get("smoke")))
+                   filters=tuple(data.get("filters") or ()), smoke=bool(data.get("smoke")),
+                   gates=tuple(data.get("gates") or ()))
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,8 @@ class Plan:
     seeding: Seeding = "common"
     #: `pairwise_judge`: compares each subject with the control (the first) after the trials
     pairwise: PairwiseJudge | None = None
+    #: per-case gates: the experiment's `gate:`, then `--gate` (`ix.eval.case_gates`)
+    gates: tuple[CaseGate, ...] = ()
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -266,7 +273,18 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 redactor=run_redactor(plans, loaded.lab, judges=[
                     *([pairwise] if pairwise else []), *([user] if user else [])]),
                 plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
-                pairwise=pairwise)
+                pairwise=pairwise, gates=_gates(loaded, overrides))
+
+
+def _gates(loaded: LoadedExperiment, overrides: Overrides) -> tuple[CaseGate, ...]:
+    """The experiment's `gate:` (exit 2 naming `gate[i]` and the file), then `--gate`."""
+    own = []
+    for i, text in enumerate(loaded.spec.gate):
+        try:
+            own.append(parse_gate(text, f"gate[{i}]"))
+        except ConfigError as exc:
+            raise exc.at(loaded.config_file) from None
+    return (*own, *(parse_gate(text, "--gate") for text in overrides.gates))
 
 
 def _simulated_user(loaded: LoadedExperiment, cases: Sequence[EvalCase],

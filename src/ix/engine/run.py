@@ -65,6 +65,7 @@ from ix.engine.resume import (
 )
 from ix.engine.routes import recorded_routes
 from ix.engine.workspaces import OutputRules
+from ix.eval.case_gates import gates_block
 from ix.eval.models import EvalCase, EvalObservation
 from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
@@ -364,6 +365,10 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             summary["failed_subjects"] = failed
             summary["errors_by_kind"] = errors_by_kind(errlog, runtimes)
             summary["circuit_breaker"] = broken or None
+            if plan.gates:
+                summary["gates"] = gates_block(
+                    plan.gates, summary["subjects"], summary["statistics"]["level"],
+                    str(summary["statistics"].get("prior") or "uniform"))
             judged_by = judges_summary(plan, place.trials, run_id,
                                        summary["statistics"]["level"], warn)
             if judged_by is not None:

@@ -624,6 +624,26 @@ class JudgeOut(ClosedDict):
                     "outside a panel")]
 
 
+class GateCaseOut(ClosedDict):
+    probe_id: str
+    value: Annotated[float | None, Field(description="the case's rate on the gate's metric; "
+                                                     "null: no valid trial")]
+    ci: Interval | None
+    p: NotRequired[Annotated[float | None, Field(
+        None, description="Holm only: the adjusted posterior probability of the wrong side")]]
+
+
+class GateOut(ClosedDict):
+    """One per-case gate for one subject (`ix.eval.case_gates`, docs/running.md)."""
+
+    gate: Annotated[str, Field(description="as written: case:recall.lower>=0.8[,holm]")]
+    label: Annotated[str, Field(description="per case, unadjusted | Holm across the cases")]
+    subject: str
+    cases: Annotated[int, Field(description="the cases the gate's metric reads")]
+    passed: bool
+    failed: Annotated[list[GateCaseOut], Field(description="the cases that did not clear it")]
+
+
 class Summary(ClosedDict):
     """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
     `ix run --json` prints: the `001_…` shape for the control, every subject under
@@ -687,6 +707,9 @@ class Summary(ClosedDict):
         None, description="tokens, time, cost, scores and a judge's dimensions per trial: "
                           "each subject's mean of case means, each against the control "
                           "(docs/outcomes.md); absent before 2.2 and when no trial stood")]]
+    gates: NotRequired[Annotated[list[GateOut], Field(
+        description="per-case gates (`gate:`, `--gate`) only: each gate for each subject and "
+                    "the cases below it; absent before 2.3")]]
     judges: NotRequired[Annotated[list[JudgeOut], Field(
         description="experiments with a judge only: each judge's agreement with people's "
                     "labels, its noise over repeats, a panel's agreement (docs/judges.md); "

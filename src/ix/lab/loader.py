@@ -558,8 +558,7 @@ def _case(case_file: Path, origin: dict[str, Path],
                           file=case_file, field="body")
     own = case_fixtures(case_file, case_id, c.files)
     checks = case_checks(c.checks, case_file, experiment or case_file.parent.parent)
-    workspace = (Workspace(files=(*(template or ()), *own))
-                 if template is not None or own else None)
+    workspace = Workspace(files=(*(template or ()), *own)) if template is not None or own else None
     case = EvalCase(id=case_id, prompt=prompt, expectation=c.expectation,
                     history=turns_of(c.history, case_file), rationale=c.rationale,
                     tags=tuple(c.tags), difficulty=c.difficulty, metadata=c.metadata,

@@ -307,6 +307,7 @@ class ExperimentSpec(_Strict):
     #: what every judge takes unless it says (`repeats`, `min_kappa`; docs/judges.md)
     judge: dict[str, Any] | None = None
     simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
+    gate: list[str] = Field(default_factory=list)  # per-case gates (`ix.eval.case_gates`)
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)

@@ -212,6 +212,7 @@ def screen_markdown(s: Mapping[str, Any], sensor: str | None = None) -> list[str
                      + (f"; {md_text(s['metric_label'])} of {md_text(h['subject'])} "
                         f"{fmt(h['value'])} {ci(h['ci'])}" if h else "") + ".")
     lines += [f"- ⚠ {md_text(line)}" for line in s.get("judge") or ()]
+    lines += [f"- **GATE FAILED** — {md_text(line)}" for line in s.get("gates") or ()]
     lines.append("")
     level = f"{s['level']:.0%}"
     if (s.get("answer") or {}).get("kind") != "context":

@@ -640,6 +640,9 @@ class Screen(ClosedDict):
                     "at most 10")]
     cases_that_matter_total: int
     conditions: int
+    gates: NotRequired[Annotated[list[str], Field(
+        description="beside the verdict: each per-case gate missed, its cases named "
+                    "(`ix.eval.case_gates`); absent when every gate held or none was set")]]
     judge: NotRequired[Annotated[list[str], Field(
         description="beside the verdict: whether the judge it rests on was checked against "
                     "people's labels, and its noise (docs/judges.md); absent before 2.3")]]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ix.lab.sweep import grid_words
 from ix.report.answer import goal_lines, metric_name, primary_metric
+from ix.report.gate_text import gate_lines
 from ix.report.judge_text import caveat_lines
 
 #: The cases `ix run` and the head of `ix report` show at most; `ix report` lists them all.
@@ -55,6 +56,9 @@ def screen(summary: Mapping[str, Any], sweep: Mapping[str, Any] | None = None) -
     caveat = caveat_lines(summary, summary.get("run_id"))
     if caveat:
         out["judge"] = caveat
+    below = gate_lines(summary.get("gates") or [])
+    if below:
+        out["gates"] = below
     if not out["verdict"] and out["subjects"]:
         first = out["subjects"][0]
         out["headline"] = {"subject": first["name"], "metric": metric, "value": first["value"],

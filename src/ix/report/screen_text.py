@@ -52,6 +52,9 @@ def verdict_parts(s: Mapping[str, Any], *, last: bool) -> list[RenderableType]:
     lines = list(s["verdict"])
     # beside the verdict: the judge it rests on, checked against people or not
     judge = [Text("\n".join(s["judge"]), style="yellow")] if s.get("judge") else []
+    # and the per-case gates it missed, each case named
+    judge += [Text("\n".join(f"GATE FAILED — {line}" for line in s["gates"]), style="red")] \
+        if s.get("gates") else []
     if not lines:
         h = s.get("headline")
         text = Text("no goal", style="bold")

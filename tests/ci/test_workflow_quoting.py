@@ -96,11 +96,13 @@ def test_a_plugin_distribution_pip_would_not_read_is_refused():
 
 def _fake_ix(folder: Path) -> Path:
     """An `ix` that records its working folder and arguments (NUL-separated, one record per
-    call) instead of running."""
+    call) instead of running, and makes the file its --out names (a summary step reads it)."""
     folder.mkdir()
     program = folder / "ix"
     program.write_text("#!/bin/sh\nprintf '%s\\0' \"$(pwd -P)\" \"$@\" >> \"$IX_ARGV_LOG\"\n"
-                       "printf '\\036' >> \"$IX_ARGV_LOG\"\n")
+                       "printf '\\036' >> \"$IX_ARGV_LOG\"\n"
+                       "prev=; for a in \"$@\"; do [ \"$prev\" = --out ] && : > \"$a\"; "
+                       "prev=$a; done\n")
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     return folder
 
@@ -128,13 +130,16 @@ def test_every_other_name_reaches_bash_and_sh_as_one_word(tmp_path, schema_check
     log = tmp_path / "argv"
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "IX_ARGV_LOG": str(log),
            "GITHUB_WORKSPACE": str(root.resolve()), "CI_PROJECT_DIR": str(root.resolve()),
-           "HOME": str(tmp_path / "home")}
+           "HOME": str(tmp_path / "home"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}
     lab_rel = lab.resolve().relative_to(root.resolve()).as_posix() or "."
     for name in names:
         folder = str((lab / name).resolve())
         report = str(root.resolve() / "ix-reports" / f"{name}.html")
+        summary = str(root.resolve() / "ix-reports" / f"{name}.md")
         want = [[str(root.resolve()), "run", "--lab", lab_rel, name],
-                [folder, "report", "--baseline", "base", "--format", "html", "--out", report]]
+                [folder, "report", "--baseline", "base", "--format", "html", "--out", report],
+                [folder, "report", "--baseline", "base", "--format", "github", "--out",
+                 summary]]
         for platform, shell in (("github", "bash"), ("gitlab", "sh")):
             flow = ci.plan_workflow(lab_at, platform=platform, experiments=[name],
                                     baseline="base", cwd=root)
@@ -143,7 +148,8 @@ def test_every_other_name_reaches_bash_and_sh_as_one_word(tmp_path, schema_check
             log.unlink(missing_ok=True)
             if platform == "github":
                 steps = [s for s in document["jobs"]["ix"]["steps"] if "run" in s]
-                assert steps[-1]["name"] == f"Gate {name} against base"
+                assert steps[-2]["name"] == f"Gate {name} against base"
+                assert steps[-1]["name"] == f"Summarise {name}"
                 for step in steps[1:]:  # the install step is pip's
                     _shell(shell, step["run"], root / step.get("working-directory", "."), env)
             else:

@@ -31,6 +31,7 @@ def _plan(repo: Path, **kw) -> ci.Workflow:
     {"secrets": ["ANTHROPIC_API_KEY", "AWS_ACCESS_KEY_ID"], "extras": ["s3"],
      "python": "3.12", "schedule": "0 */6 * * 1-5", "timeout_minutes": 30},
     {"install": "'.[anthropic]'"},
+    {"pr_comment": True},
 ])
 def test_the_workflow_is_valid_for_its_platform(repo, schema_check, platform, variant):
     flow = _plan(repo, platform=platform, **variant)
@@ -47,6 +48,12 @@ def test_the_workflow_is_valid_for_its_platform(repo, schema_check, platform, va
         upload = steps[-1]
         assert upload["uses"].startswith("actions/upload-artifact@")
         assert upload["with"]["path"] == "ix-reports/"
+        summaries = [s for s in steps if s.get("name", "").startswith("Summarise ")]
+        assert [s["working-directory"] for s in summaries] == [g.folder for g in flow.gates]
+        assert all('>> "$GITHUB_STEP_SUMMARY"' in s["run"] for s in summaries)
+        commenting = [s for s in steps if s.get("name") == "Comment on the pull request"]
+        assert len(commenting) == int(flow.pr_comment)
+        assert (document["permissions"].get("pull-requests") == "write") == flow.pr_comment
     else:
         job = document["ix"]
         assert job["artifacts"]["when"] == "always" and job["artifacts"]["paths"] == ["ix-reports/"]

@@ -96,6 +96,7 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
         "plan --mde": ["plan", "--mde", "0.1", "--paired", "--trials", "5"],
         "report": ["report", a],
         "report --format md": ["report", a, "--format", "md"],
+        "report --format github": ["report", a, "--format", "github"],
         "leaderboard": ["leaderboard"],
         "leaderboard --format md": ["leaderboard", "--format", "md"],
         "tag": ["tag"],
@@ -116,7 +117,7 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
 
 
 #: Markdown is printed as it is, never wrapped (its table rows are wider than 80 columns).
-MARKDOWN = {"report --format md", "leaderboard --format md", "batch"}
+MARKDOWN = {"report --format md", "report --format github", "leaderboard --format md", "batch"}
 #: Commands of `ix --help` that print no table: what they print is checked elsewhere.
 NO_TABLE = {"new": "a list of created files", "import": "one line naming the new run",
             "view": "a server", "mcp": "a server (JSON-RPC)",

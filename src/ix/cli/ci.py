@@ -61,11 +61,17 @@ def init(
                             "root; - prints it.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
         = False,
+    pr_comment: Annotated[bool, typer.Option(
+        "--pr-comment", help="Also post the reports as one comment on the pull request "
+                             "(GitHub) or merge request (GitLab), updated on each run "
+                             "(`ix ci comment`).")] = False,
     json_out: Json = False,
 ) -> None:
     """Write a CI workflow that installs ix, runs the lab (or a battery) on a schedule, on
     pull requests and by hand, fails when an experiment regressed against its baseline tag
-    (`ix report --baseline`) and keeps the HTML reports as an artifact.
+    (`ix report --baseline`), writes each experiment's first screen to the job's summary
+    (`ix report --format github`) and keeps the reports as an artifact; with --pr-comment,
+    posts them as one comment on the pull or merge request.
 
     Paths in it are relative to the root of the git checkout holding the lab. Exit codes: 0
     written, 2 bad input (an invalid cron line, a lab that does not load, a folder name a CI
@@ -77,7 +83,7 @@ def init(
         lab, platform="gitlab" if gitlab else "github", battery=battery,
         experiments=experiments or (), schedule=schedule, baseline=baseline, python=python,
         install=install, extras=extra or (), secrets=secret or (), timeout_minutes=timeout,
-        out=out_file)
+        out=out_file, pr_comment=pr_comment)
     if workflow.path is None:
         typer.echo(workflow.text, nl=False)
         return
@@ -96,6 +102,51 @@ def init(
                   soft_wrap=True)
     for note in workflow.notes:
         err.print(Text(f"next: {note}"), soft_wrap=True)
+
+
+@app.command("comment")
+def comment(
+    files: Annotated[list[Path], typer.Argument(
+        help="Markdown files to post, one per experiment (`ix report --format github "
+             "--out FILE`), joined in order.", show_default=False)],
+    github: Annotated[bool, typer.Option(
+        "--github", help="Post on the GitHub pull request (the default, unless GITLAB_CI "
+                         "is set).")] = False,
+    gitlab: Annotated[bool, typer.Option(
+        "--gitlab", help="Post a note on the GitLab merge request.")] = False,
+    pr: Annotated[int | None, typer.Option(
+        "--pr", help="The pull (or merge) request's number, instead of the one the job runs "
+                     "for.", show_default=False)] = None,
+    json_out: Json = False,
+) -> None:
+    """Post the reports as ONE comment on the pull request (GitHub: GITHUB_TOKEN) or merge
+    request (GitLab: IX_GITLAB_TOKEN) the CI job runs for, or update the comment ix posted
+    before (found by its hidden marker), so a review holds one up-to-date report.
+
+    Exit codes: 0 posted or updated, 2 a variable missing, a file unreadable, or the API
+    refused (the message says why; never the token).
+    """
+    import os
+
+    from ix.api.integrations import comment as api_comment
+
+    if github and gitlab:
+        raise ConfigError("choose one platform: --github or --gitlab", field="--gitlab")
+    texts = []
+    for path in files:
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read it: {getattr(exc, 'strerror', None) or exc}",
+                              file=path, field="FILE") from None
+    where = api_comment.target(os.environ, "gitlab" if gitlab else "github" if github else None,
+                               pr)
+    done = api_comment.post(api_comment.comment_body(texts), where)
+    if json_out:
+        print_json(done)
+        return
+    out.print(Text(f"{done['action']} the ix comment on {done['where']}"
+                   + (f": {done['url']}" if done.get("url") else "")), soft_wrap=True)
 
 
 def register(app_: typer.Typer) -> None:

@@ -76,3 +76,23 @@ def fit(head: list[str], sections: Sequence[list[str]], foot: list[str], limit: 
     while kept > 0 and len(text(kept)) > limit:
         kept -= 1
     return text(kept)
+
+
+def combine(texts: Sequence[str], limit: int = COMMENT_LIMIT, prefix: str = "") -> str:
+    """Several reports' Markdown (one per experiment) in one text of at most `limit`
+    characters: whole reports in order, and a line counting those left out."""
+    parts = [t.strip("\n") for t in texts if t.strip()]
+    if not parts:
+        parts = ["No report was written (did the run fail before its gates?)."]
+    kept = len(parts)
+    while True:
+        dropped = len(parts) - kept
+        note = [] if not dropped else [
+            f"_{dropped} more experiment report(s) left out to keep within GitHub's limit of "
+            f"{limit:,} characters: the job's step summary and its `ix-reports` artifact "
+            "hold them all._"]
+        text = (prefix + "\n" if prefix else "") + "\n\n---\n\n".join([*parts[:kept], *note]) \
+            + "\n"
+        if len(text) <= limit or kept <= 1:
+            return text
+        kept -= 1

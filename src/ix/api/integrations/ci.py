@@ -101,6 +101,7 @@ class Workflow:
     gates: tuple[Gate, ...]
     secrets: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    pr_comment: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"platform": self.platform, "path": None if self.path is None else str(self.path),
@@ -108,7 +109,8 @@ class Workflow:
                 "install": self.install, "schedule": self.schedule,
                 "gates": [{"experiment": g.experiment, "folder": g.folder, "tag": g.tag,
                            "tagged": g.tagged} for g in self.gates],
-                "secrets": list(self.secrets), "notes": list(self.notes)}
+                "secrets": list(self.secrets), "notes": list(self.notes),
+                "pr_comment": self.pr_comment}
 
 
 def repository_root(path: Path) -> Path | None:
@@ -127,10 +129,12 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
                   python: str = DEFAULT_PYTHON, install: str | None = None,
                   extras: Sequence[str] = (), secrets: Sequence[str] = (),
                   timeout_minutes: int = 60, out: Path | None = None,
-                  cwd: Path | None = None) -> Workflow:
+                  cwd: Path | None = None, pr_comment: bool = False) -> Workflow:
     """The workflow for the lab (every experiment, or `experiments`, or `battery`), its paths
     relative to the root of the git checkout holding the lab (else the working directory).
-    Loads every experiment, so a lab that would fail in CI fails here first (exit 2)."""
+    Loads every experiment, so a lab that would fail in CI fails here first (exit 2).
+    Each gate's first screen goes to the job's summary (GitHub) and the reports folder as
+    Markdown; `pr_comment`: posted as one comment on the pull or merge request too."""
     cwd = (cwd or Path.cwd()).resolve()
     if platform not in PLATFORMS:
         raise ConfigError(f"unknown platform {platform!r}; allowed: github, gitlab",
@@ -172,13 +176,13 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
     install_line = f"python -m pip install {requirement}"
     text = render(platform, command=command, install=install_line, schedule=schedule,
                   python=python, gates=gates, secrets=names, timeout_minutes=timeout_minutes,
-                  lab=lab_rel)
+                  lab=lab_rel, pr_comment=pr_comment)
     read_back(platform, text, command=command, install=install_line, schedule=schedule,
-              python=python, gates=gates, secrets=names)
+              python=python, gates=gates, secrets=names, pr_comment=pr_comment)
     path = None if out is not None and str(out) == "-" else (
         cwd / out if out is not None else root / OUTPUTS[platform])
     return Workflow(platform, path, text, root, lab_rel, command, install_line, schedule,
-                    gates, names, _notes(plans, gates, names, platform))
+                    gates, names, _notes(plans, gates, names, platform, pr_comment), pr_comment)
 
 
 def write_workflow(workflow: Workflow, *, force: bool = False) -> Path:
@@ -263,7 +267,7 @@ def _requirement(plans: Sequence[Plan], extras: Sequence[str]) -> str:
 
 
 def _notes(plans: Sequence[Plan], gates: Sequence[Gate], secrets: Sequence[str],
-           platform: Platform) -> tuple[str, ...]:
+           platform: Platform, pr_comment: bool = False) -> tuple[str, ...]:
     notes = []
     missing = [g.tag for g in gates if not g.tagged]
     if missing:
@@ -282,6 +286,9 @@ def _notes(plans: Sequence[Plan], gates: Sequence[Gate], secrets: Sequence[str],
     if "command" in kinds:
         notes.append("a subject uses the command runtime: its program must be installed on "
                      "the runner")
+    if pr_comment and platform == "gitlab":
+        notes.append("set IX_GITLAB_TOKEN in Settings > CI/CD > Variables (masked): a project "
+                     "access token with the api scope, to write the merge request's note")
     if platform == "gitlab":
         notes.append("GitLab reads no schedule from the file: add a pipeline schedule "
                      "(Build > Pipeline schedules) with the cron line")

@@ -41,6 +41,9 @@ _UNSAFE_IN_NAMES = ("${{", "$(", "`", "'", '"')
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 #: The expressions the workflow itself holds; GitHub evaluates no other `${{`.
 _IF_INSTALLED = "${{ !cancelled() && steps.install.outcome == 'success' }}"
+_IF_PULL_REQUEST = ("${{ !cancelled() && steps.install.outcome == 'success' && "
+                    "github.event_name == 'pull_request' }}")
+_JOB_TOKEN = "${{ github.token }}"
 _CONCURRENCY = "ix-${{ github.ref }}"
 
 
@@ -164,15 +167,33 @@ def gate_line(platform: Platform, gate: Gate) -> str:
             f"\"{_WORKSPACE[platform]}\"/{report}")
 
 
-def scripts(platform: Platform, command: str, install: str,
-            gates: Sequence[Gate]) -> list[str]:
-    """The workflow's shell code in order: GitHub's `run:` of each step, GitLab's `script:`
-    lines (every gate runs, then the job exits with the last failure's code)."""
+def summary_line(platform: Platform, gate: Gate) -> str:
+    """The command that writes the gate's first screen as GitHub Markdown
+    (`ix report --format github`) into the reports folder, run from the experiment's folder."""
+    return (f"ix report --baseline {_q(gate.tag)} --format github --out "
+            f"\"{_WORKSPACE[platform]}\"/{_q(f'{REPORTS_DIR}/{gate.experiment}.md')}")
+
+
+def scripts(platform: Platform, command: str, install: str, gates: Sequence[Gate],
+            pr_comment: bool = False) -> list[str]:
+    """The workflow's shell code in order: GitHub's `run:` of each step (install, run, each
+    gate, each gate's step summary, the comment), GitLab's `script:` lines (every gate runs,
+    then the job exits with the last failure's code)."""
+    comment = f"ix ci comment {REPORTS_DIR}/*.md"
     if platform == "github":
+        # exit 1 (a regression) is the gate's to report; the summary is written all the same
         return [install, f"mkdir -p {REPORTS_DIR}\n{command}\n",
-                *(gate_line(platform, g) for g in gates)]
+                *(gate_line(platform, g) for g in gates),
+                *(f"{summary_line(platform, g)} || [ $? -eq 1 ]\ncat "
+                  f"\"$GITHUB_WORKSPACE\"/{_q(f'{REPORTS_DIR}/{g.experiment}.md')} >> "
+                  "\"$GITHUB_STEP_SUMMARY\"\n" for g in gates),
+                *([comment] if pr_comment else [])]
     return [install, f"mkdir -p {REPORTS_DIR}", "status=0", f"{command} || status=$?",
             *(f"(cd {_q(g.folder)} && {gate_line(platform, g)}) || status=$?" for g in gates),
+            *(f"(cd {_q(g.folder)} && {summary_line(platform, g)}) || status=$?"
+              for g in gates),
+            *([f'if [ -n "$CI_MERGE_REQUEST_IID" ]; then {comment} --gitlab || status=$?; fi']
+              if pr_comment else []),
             "exit $status"]
 
 
@@ -181,22 +202,25 @@ def render(platform: Platform, **values: Any) -> str:
     values["version"] = __version__
     values["reports"] = REPORTS_DIR
     values["scripts"] = scripts(platform, values["command"], values["install"],
-                                values["gates"])
+                                values["gates"], values.get("pr_comment", False))
+    values.setdefault("pr_comment", False)
     values["if_installed"], values["concurrency"] = _IF_INSTALLED, _CONCURRENCY
+    values["if_pull_request"], values["job_token"] = _IF_PULL_REQUEST, _JOB_TOKEN
     source = _GITHUB if platform == "github" else _GITLAB
     return _ENV.from_string(source).render(**values)
 
 
 def read_back(platform: Platform, text: str, *, command: str, install: str, schedule: str,
-              python: str, gates: Sequence[Gate], secrets: Sequence[str]) -> None:
+              python: str, gates: Sequence[Gate], secrets: Sequence[str],
+              pr_comment: bool = False) -> None:
     """A ConfigError unless `text`, parsed as YAML, holds exactly the shell code, folders,
     step names and secrets it was generated from, and no GitHub expression but its own: the
     net under the quoting, so that a name no check foresaw is never written into a workflow
     as something else."""
-    lines = scripts(platform, command, install, gates)
+    lines = scripts(platform, command, install, gates, pr_comment)
     try:
         document = yaml.safe_load(text)
-        problem = (_github_problem(document, lines, schedule, gates, secrets)
+        problem = (_github_problem(document, lines, schedule, gates, secrets, pr_comment)
                    if platform == "github" else _gitlab_problem(document, lines, python))
     except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
         problem = f"it is not a workflow: {type(exc).__name__}"
@@ -207,7 +231,8 @@ def read_back(platform: Platform, text: str, *, command: str, install: str, sche
 
 
 def _github_problem(document: Any, lines: Sequence[str], schedule: str,
-                    gates: Sequence[Gate], secrets: Sequence[str]) -> str | None:
+                    gates: Sequence[Gate], secrets: Sequence[str],
+                    pr_comment: bool) -> str | None:
     # PyYAML reads YAML 1.1, where the key `on` is True (GitHub reads YAML 1.2: "on")
     if set(document) != {"name", True, "permissions", "concurrency", "jobs"}:
         return f"top-level keys {sorted(map(str, document))}"
@@ -219,12 +244,18 @@ def _github_problem(document: Any, lines: Sequence[str], schedule: str,
     want = [("Install ix", None, lines[0], None),
             ("Run the experiments", None, lines[1], env or None),
             *((f"Gate {g.experiment} against {g.tag}", g.folder, line, None)
-              for g, line in zip(gates, lines[2:], strict=True))]
+              for g, line in zip(gates, lines[2:2 + len(gates)], strict=True)),
+            *((f"Summarise {g.experiment}", g.folder, line, None)
+              for g, line in zip(gates, lines[2 + len(gates):2 + 2 * len(gates)],
+                                 strict=True)),
+            *([("Comment on the pull request", None, lines[-1],
+                {"GITHUB_TOKEN": _JOB_TOKEN})] if pr_comment else [])]
     got = [(s.get("name"), s.get("working-directory"), s.get("run"), s.get("env"))
            for s in document["jobs"]["ix"]["steps"] if "uses" not in s]
     if got != want:
         return "the steps' names, folders or commands"
-    own = {_IF_INSTALLED, _CONCURRENCY, *env.values()}
+    own = {_IF_INSTALLED, _CONCURRENCY, *env.values(),
+           *((_IF_PULL_REQUEST, _JOB_TOKEN) if pr_comment else ())}
     if any("${{" in x and x not in own for x in _strings(document)):
         return "an expression GitHub would evaluate"
     return None
@@ -277,6 +308,9 @@ on:
 
 permissions:
   contents: read
+{% if pr_comment %}
+  pull-requests: write  # the one comment `ix ci comment` posts and updates
+{% endif %}
 
 concurrency:
   group: {{ concurrency }}
@@ -308,7 +342,20 @@ jobs:
         working-directory: {{ gate.folder | yaml }}
         run: {{ scripts[loop.index0 + 2] | yaml }}
 {% endfor %}
-      - name: Upload the HTML reports
+{% for gate in gates %}
+      - name: {{ ('Summarise ' ~ gate.experiment) | yaml }}
+        if: {{ if_installed }}
+        working-directory: {{ gate.folder | yaml }}
+        run: {{ scripts[loop.index0 + 2 + gates | length] | literal(10) }}
+{% endfor %}
+{% if pr_comment %}
+      - name: Comment on the pull request
+        if: {{ if_pull_request }}
+        env:
+          GITHUB_TOKEN: {{ job_token }}
+        run: {{ scripts[-1] | yaml }}
+{% endif %}
+      - name: Upload the reports (HTML, and Markdown for the summary)
         if: {{ if_installed }}
         uses: actions/upload-artifact@v4
         with:

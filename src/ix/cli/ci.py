@@ -1,6 +1,7 @@
 """`ix ci init`: write a CI workflow that runs the lab and gates on a baseline
 (docs/scheduling.md)."""
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -8,6 +9,7 @@ import typer
 from rich.text import Text
 
 from ix.api.integrations import ci as api_ci
+from ix.api.integrations import comment as api_comment
 from ix.cli.options import SETTINGS, Lab
 from ix.cli.options import JsonText as Json
 from ix.cli.output import err, out, print_json
@@ -126,10 +128,6 @@ def comment(
     Exit codes: 0 posted or updated, 2 a variable missing, a file unreadable, or the API
     refused (the message says why; never the token).
     """
-    import os
-
-    from ix.api.integrations import comment as api_comment
-
     if github and gitlab:
         raise ConfigError("choose one platform: --github or --gitlab", field="--gitlab")
     texts = []

@@ -16,6 +16,8 @@ from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
+from ix.report.github import report_github
+from ix.report.junit import report_junit
 from ix.report.markdown import leaderboards_markdown, report_markdown
 from ix.report.tables import fit
 from ix.report.terminal import leaderboards_renderable, report_renderable
@@ -92,12 +94,8 @@ def _write_html(data: "ReportOutput", path: Path | None) -> None:
 def _text_renderer(fmt: str, per_case: bool) -> Any:
     """The function that writes the report's data as text in `fmt`."""
     if fmt == "junit":
-        from ix.report.junit import report_junit
-
         return lambda data: report_junit(data, per_case=per_case)
     if fmt == "github":
-        from ix.report.github import report_github
-
         return report_github
     return report_markdown
 

@@ -5,12 +5,17 @@ Every row is checked first (`ix.fs.case_tables`, then as a case file's frontmatt
 problem anywhere, or a case file that exists already without `force`, writes nothing.
 """
 
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix.api.loading import resolve
 from ix.domain.errors import ConfigError, raise_all
+from ix.engine.probes import PROBES_DIR, REVIEWS, drafts
+from ix.eval.models import EvalCase
+from ix.fs.appending import append_line
 from ix.fs.case_tables import load_case_table
 from ix.fs.files import write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
@@ -18,11 +23,12 @@ from ix.fs.names import file_part
 from ix.fs.resolve import EXPERIMENT_FILE
 from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.lab.schema import CaseSpec, validate
+from ix.store.layout import ExperimentDir
 
 if TYPE_CHECKING:
     from ix.api.schemas import CasesImported
 
-__all__ = ["ImportedCases", "import_cases"]
+__all__ = ["ImportedCases", "decide_draft", "draft_cases", "import_cases"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +112,33 @@ def _held_ids(folder: Path) -> dict[str, Path]:
         given = meta.get("id")
         held[given if isinstance(given, str) else p.stem] = p
     return held
+
+
+def draft_cases(experiment: str, *, lab: str | Path | None = None,
+                cwd: Path | None = None) -> tuple[Path, list[EvalCase]]:
+    """The experiment's folder and the cases its `generate` probe made that no one has
+    reviewed yet (docs/experiments.md, "Generated cases")."""
+    _, (path,) = resolve(lab, [experiment], cwd=cwd)
+    return path, drafts(path)
+
+
+def decide_draft(experiment: Path, case: EvalCase, decision: str) -> Path | None:
+    """`accept`: the case becomes a case file of the experiment (`<id>.md`, its
+    `generated_by` kept, no longer a draft); `drop`: it never runs. The decision is appended
+    to the probe's review log; the case file's path, for `accept`."""
+    if decision not in ("accept", "drop"):
+        raise ConfigError(f"decide accept or drop, not {decision!r}", field="decision")
+    written = None
+    if decision == "accept":
+        written = _suite(experiment) / f"{file_part(case.id)}.md"
+        if written.exists():
+            raise ConfigError(f"{written} exists already; rename the case file or drop the "
+                              "draft", file=written)
+        meta: dict[str, Any] = {"expectation": case.expectation, "tags": list(case.tags),
+                                "metadata": {k: v for k, v in case.metadata.items()
+                                             if k != "status"}}
+        write_text_atomic(written, f"---\n{dump_yaml(meta)}---\n{case.prompt}\n", shared=True)
+    log = ExperimentDir.at(experiment).results / PROBES_DIR / REVIEWS
+    append_line(log, json.dumps({"id": case.id, "decision": decision,
+                                 "at": datetime.now(UTC).isoformat(timespec="seconds")}) + "\n")
+    return written

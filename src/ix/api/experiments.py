@@ -22,11 +22,11 @@ from ix.engine.cache import check_mode, with_cache
 from ix.engine.load_test import refuse_load_with
 from ix.engine.outcome import is_configuration
 from ix.engine.plan import Overrides, Plan, build_plan
-from ix.engine.probes import with_probe
+from ix.engine.probes import GENERATE, drafts, with_probe
 from ix.engine.resume import Continuation, continuing, find_continuation
 from ix.engine.run import OnTrial, RunResult, arun_plan, run_plan, sweep_block
 from ix.lab.context import chars as turn_chars
-from ix.lab.loader import load_experiment
+from ix.lab.loader import LoadedExperiment, load_experiment
 from ix.lab.sweep import grid_words
 from ix.report.digest import TrialDigest
 from ix.runtimes import get_kind
@@ -126,14 +126,16 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
         loaded = load_experiment(path, lab_path)
         refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
                                  runtime_override=overrides.runtime)
-        loaded = with_probe(loaded)  # generated cases: recorded, or generated and recorded
         if options.continue_mode is None:
+            # generated cases: recorded, or generated and recorded
+            loaded = with_probe(loaded, overrides.include_drafts)
+            _say_drafts(loaded, observer)
             jobs.append((build_plan(loaded, overrides), None))
             continue
         found = find_continuation(ExperimentDir.at(loaded.path).results, options.run_id,
                                   options.continue_mode, observer.on_warning)
-        plan = continuing(build_plan(loaded, Overrides.from_dict(found.spec.get("overrides"))),
-                          found)
+        then = Overrides.from_dict(found.spec.get("overrides"))
+        plan = continuing(build_plan(with_probe(loaded, then.include_drafts), then), found)
         jobs.append((plan, found))
     for plan, _ in jobs:  # `load:` times its requests here, on live subjects
         refuse_load_with(plan, cache=options.cache, executor=options.executor)
@@ -277,6 +279,17 @@ class _OnLoop(Observer):
 
 
 OnDesign = Callable[[Plan, list[Any]], None]
+
+
+def _say_drafts(loaded: LoadedExperiment, observer: Observer) -> None:
+    """Generated cases waiting for review run only when asked: say how many wait."""
+    waiting = drafts(loaded.path) if (loaded.spec.probe or {}).get("kind") == GENERATE else []
+    if waiting:
+        name = loaded.path.name
+        observer.on_warning(f"{loaded.config_file}: probe: {len(waiting)} generated draft "
+                            f"case(s) wait for review and do not run: `ix cases review "
+                            f"{name}` accepts or drops them (`ix run --include-drafts` runs "
+                            "them as they are)")
 
 
 def _check_designs(plans: Sequence[Plan], strict: bool, observer: Observer) -> None:

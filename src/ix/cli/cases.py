@@ -1,19 +1,21 @@
 """`ix cases import`: a table of cases written as an experiment's case files."""
 
+import sys
 from typing import Annotated
 
 import typer
 
-from ix.api.cases import import_cases
+from ix.api.cases import decide_draft, draft_cases, import_cases
 from ix.cli.options import SETTINGS, Lab
 from ix.cli.options import JsonText as Json
 from ix.cli.output import fail, out, print_json
-from ix.domain.errors import ConfigErrors
+from ix.domain.errors import ConfigError, ConfigErrors
 
 app = typer.Typer(
     name="cases",
     help="An experiment's cases: `ix cases import` writes case files from a table (CSV, "
-         "JSONL, JSON, Parquet, or skill-creator's eval set).",
+         "JSONL, JSON, Parquet, or skill-creator's eval set); `ix cases review` accepts or "
+         "drops the cases a `generate` probe made.",
     **SETTINGS,
 )
 
@@ -63,6 +65,52 @@ def import_(
     if done.unmapped:
         out.print(f"columns left out: {', '.join(done.unmapped)} (map one with --map "
                   "metadata.KEY=COLUMN to keep it)", soft_wrap=True)
+
+
+@app.command("review")
+def review(
+    experiment: Annotated[str, typer.Argument(
+        help="The experiment whose generated draft cases to review.", show_default=False)],
+    accept_all: Annotated[bool, typer.Option(
+        "--accept-all", help="Accept every draft without asking.")] = False,
+    drop_all: Annotated[bool, typer.Option(
+        "--drop-all", help="Drop every draft without asking.")] = False,
+    lab: Lab = None,
+) -> None:
+    """Accept or drop the cases a `generate` probe made: each draft is shown (its id,
+    expectation and prompt) and one line answers it: y (accept: it becomes a case file),
+    n (drop: it never runs), s (skip for now), q (stop). Over a pipe too
+    (`printf 'y\\nn\\n' | ix cases review EXP`); each answer is kept at once.
+    """
+    if accept_all and drop_all:
+        raise ConfigError("choose one of --accept-all and --drop-all", field="--drop-all")
+    path, waiting = draft_cases(experiment, lab=lab)
+    if not waiting:
+        out.print(f"no draft case waits for review in {path.name}")
+        return
+    counts = {"accept": 0, "drop": 0}
+    for i, case in enumerate(waiting, 1):
+        decision = "accept" if accept_all else "drop" if drop_all else None
+        if decision is None:
+            out.print(f"[{i}/{len(waiting)}] {case.id} ({case.expectation}"
+                      + (f", {', '.join(case.tags)}" if case.tags else "") + f"):\n"
+                      f"  {case.prompt}", soft_wrap=True, markup=False)
+            out.print("keep it? y / n (drop) / s (skip) / q (quit): ", end="")
+            answer = sys.stdin.readline()
+            word = answer.strip().lower()[:1]
+            if not answer or word == "q":
+                out.print()
+                break
+            decision = {"y": "accept", "n": "drop"}.get(word)
+            if decision is None:
+                continue
+        written = decide_draft(path, case, decision)
+        counts[decision] += 1
+        if written is not None and (accept_all or drop_all):
+            out.print(f"accepted {case.id}: {written}", soft_wrap=True)
+    left = len(draft_cases(experiment, lab=lab)[1])
+    out.print(f"accepted {counts['accept']}, dropped {counts['drop']}; {left} draft(s) "
+              "still wait", soft_wrap=True)
 
 
 def register(app_: typer.Typer) -> None:

@@ -105,6 +105,9 @@ def run(
                                       "push keeps the run and exits 2.",
         show_default=False)] = None,
     strict: Strict = False,
+    include_drafts: Annotated[bool, typer.Option(
+        "--include-drafts", help="Run the cases a `generate` probe made that are not "
+                                 "reviewed yet (`ix cases review`), as they are.")] = False,
     gate: Annotated[list[str] | None, typer.Option(
         "--gate", metavar="GATE", help="A per-case gate besides the experiment's `gate:`: "
         "case:<recall|specificity|correct>.<lower|upper|value><op><threshold>[,holm], e.g. "
@@ -127,7 +130,7 @@ def run(
     overrides = api.Overrides(trials=trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()),
                               filters=tuple(filters or ()), smoke=smoke,
-                              gates=tuple(gate or ()))
+                              gates=tuple(gate or ()), include_drafts=include_drafts)
     if resume and retry_failed:
         raise ConfigError("choose one of --resume and --retry-failed", field="--resume")
     if run_id is not None and not (resume or retry_failed):

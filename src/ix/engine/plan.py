@@ -66,13 +66,16 @@ class Overrides:
     smoke: bool = False
     #: `--gate`: per-case gates besides the experiment's `gate:` (`ix.eval.case_gates`)
     gates: tuple[str, ...] = ()
+    #: `--include-drafts`: a `generate` probe's cases not reviewed yet run too
+    include_drafts: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """For `spec.yaml`, so that `--resume` can rebuild exactly this plan."""
         return {"trials": self.trials, "seed": self.seed, "runtime": self.runtime,
                 "concurrency": self.concurrency, "subjects": list(self.subjects),
                 "filters": list(self.filters), "smoke": self.smoke,
-                **({"gates": list(self.gates)} if self.gates else {})}
+                **({"gates": list(self.gates)} if self.gates else {}),
+                **({"include_drafts": True} if self.include_drafts else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Overrides":
@@ -81,7 +84,8 @@ class Overrides:
                    runtime=data.get("runtime"), concurrency=data.get("concurrency"),
                    subjects=tuple(data.get("subjects") or ()),
                    filters=tuple(data.get("filters") or ()), smoke=bool(data.get("smoke")),
-                   gates=tuple(data.get("gates") or ()))
+                   gates=tuple(data.get("gates") or ()),
+                   include_drafts=bool(data.get("include_drafts")))
 
 
 @dataclass(frozen=True)

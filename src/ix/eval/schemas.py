@@ -709,7 +709,7 @@ class Summary(ClosedDict):
                           "(docs/outcomes.md); absent before 2.2 and when no trial stood")]]
     gates: NotRequired[Annotated[list[GateOut], Field(
         description="per-case gates (`gate:`, `--gate`) only: each gate for each subject and "
-                    "the cases below it; absent before 2.3")]]
+                    "the cases below it; absent before 2.4")]]
     judges: NotRequired[Annotated[list[JudgeOut], Field(
         description="experiments with a judge only: each judge's agreement with people's "
                     "labels, its noise over repeats, a panel's agreement (docs/judges.md); "

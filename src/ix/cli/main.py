@@ -67,7 +67,8 @@ COMMANDS: dict[str, Entry] = {
         "Import outside results as a new, completed run of an experiment in the lab."),
     "cases": Entry("ix.cli.cases",
         "An experiment's cases: `ix cases import` writes case files from a table (CSV, "
-        "JSONL, JSON, Parquet, or skill-creator's eval set)."),
+        "JSONL, JSON, Parquet, or skill-creator's eval set); `ix cases review` accepts or "
+        "drops the cases a `generate` probe made."),
     "sync": Entry("ix.cli.sync",
         "Push the lab's results to object storage (s3://, gs://, az://, file://) or pull "
         "them back."),

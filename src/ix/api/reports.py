@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ix.domain.errors import ConfigError, Warn
-from ix.eval.judge_summary import judges_block
+from ix.engine.judged import run_judges
 from ix.eval.numbers import LEVEL
 from ix.fs.files import write_json_atomic, write_text_atomic
 from ix.fs.frontmatter import read_frontmatter
@@ -45,7 +45,6 @@ from ix.store.lookup import latest_of as latest_of  # which run `ix report EXPER
 from ix.store.spec import read_spec
 from ix.store.summaries import checked_sha256, read_summary
 from ix.store.tags import tags_by_run
-from ix.store.trial_lines import standing
 from ix.store.trials import read_trials
 
 if TYPE_CHECKING:
@@ -223,9 +222,9 @@ def current_judges(run_dir: Path, summary: Summary,
     labels = latest_labels(read_labels(experiment.path, warn))
     if not labels:
         return summary["judges"]
-    records = standing(run_trials(run_dir, summary["run_id"], warn)).values()
     level = float((summary.get("statistics") or {}).get("level") or LEVEL)
-    return judges_block(summary["judges"], records, labels, level)
+    return run_judges(summary["judges"], experiment.trials, summary["run_id"], labels,
+                      level, warn)
 
 
 def _against(ref: str, base: Summary, summary: Summary) -> Baseline:

@@ -2,7 +2,7 @@
 its plan, against the experiment's labels, over the run's standing lines read back from the
 log (so a resumed run's recorded trials count as its new ones do)."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +29,16 @@ def judges_summary(plan: "Plan", trials: Path, run_id: str, level: float,
     judges = described(plan)
     if not judges:
         return None
+    labels = latest_labels(read_labels(plan.loaded.path, warn))
+    return run_judges(judges, trials, run_id, labels, level, warn)
+
+
+def run_judges(judges: Sequence[Mapping[str, Any]], trials: Path, run_id: str,
+               labels: Sequence[Mapping[str, Any]], level: float,
+               warn: Warn | None = None) -> "list[JudgeOut]":
+    """The `judges` block of `judges` over the standing lines of run `run_id` in the trial
+    log `trials`, against `labels` (`ix report` calls it again with today's labels)."""
     lines = (t for t in read_trials(trials, warn, trials_only=True)
              if t.get("run_id") == run_id)
     records: list[Mapping[str, Any]] = list(standing(lines).values())
-    labels = latest_labels(read_labels(plan.loaded.path, warn))
     return judges_block(judges, records, labels, level)

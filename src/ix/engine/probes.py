@@ -229,13 +229,7 @@ def _generate_request(source: str, n: int) -> str:
 
 
 def _parse_generated(text: str, n: int) -> dict[str, list[str]]:
-    stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.strip("`").removeprefix("json").strip()
-    try:
-        data = json.loads(stripped)
-    except ValueError:
-        raise ValueError(f"the answer is not the JSON asked for: {stripped[:80]!r}") from None
+    data = _json_answer(text)
     out = {}
     for key in ("must", "should_not", "near_miss"):
         items = data.get(key) if isinstance(data, dict) else None
@@ -265,14 +259,19 @@ def _request(prompt: str, n: int) -> str:
             'Answer with JSON only, exactly: {"paraphrases": ["...", "..."]}')
 
 
-def _parse(text: str, n: int, prompt: str) -> list[str]:
+def _json_answer(text: str) -> Any:
+    """A model's JSON answer, a code fence around it allowed; `ValueError` if it is none."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(stripped)
+        return json.loads(stripped)
     except ValueError:
         raise ValueError(f"the answer is not the JSON asked for: {stripped[:80]!r}") from None
+
+
+def _parse(text: str, n: int, prompt: str) -> list[str]:
+    data = _json_answer(text)
     items = data.get("paraphrases") if isinstance(data, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         raise ValueError('the answer must be {"paraphrases": [strings]}')

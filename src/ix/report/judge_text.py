@@ -11,9 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ix.eval.sensors import JUDGE_KINDS
 from ix.report.answer import interval_text, num_text
-
-JUDGE_KINDS = ("llm_judge", "panel")
 
 
 def resting_judge(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:

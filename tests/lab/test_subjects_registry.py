@@ -7,8 +7,8 @@ import pytest
 
 from conftest import case, write
 from ix.domain.errors import ConfigError
+from ix.domain.secrets import is_secret_key, looks_like_secret
 from ix.lab.loader import load_experiment
-from ix.lab.secrets import is_secret_key, looks_like_secret
 from ix.lab.subjects import (
     BUILTIN,
     BUILTIN_PROFILES_VERSION,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import Redactor, environment_secrets
+from ix.domain.secrets import check_no_secrets, is_secret_key, looks_like_secret, reads_env_template
 from ix.domain.types import Subject
 from ix.engine.redactor import runtime_secrets, spec_secrets
 from ix.eval.models import EvalCase
@@ -18,7 +19,6 @@ from ix.fs.resolve import find_lab
 from ix.fs.yamlio import parse_yaml
 from ix.lab import subjects as registry
 from ix.lab.loader import resolve_skill
-from ix.lab.secrets import check_no_secrets, is_secret_key, looks_like_secret, reads_env_template
 from ix.lab.subjects import RegisteredSubject
 from ix.runtimes import RuntimeContext, get_kind, validate_options
 

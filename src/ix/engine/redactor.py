@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import ConfigError
 from ix.domain.redaction import SECRET_NAME, Redactor, environment_secrets, looks_like_secret, parts
+from ix.domain.secrets import is_secret_key
 from ix.fs.resolve import user_config_path
 from ix.fs.yamlio import load_yaml_file
 from ix.lab.config import LAB_CONFIG
-from ix.lab.secrets import is_secret_key
 from ix.lab.subjects import subjects_path
 
 if TYPE_CHECKING:

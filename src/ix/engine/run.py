@@ -26,6 +26,7 @@ from typing import Any, cast
 from ix._lazy import preload
 from ix.domain.errors import ConfigError, StorageError, Warn
 from ix.domain.redaction import Redactor
+from ix.domain.secrets import redact_secrets
 from ix.domain.types import Reading
 from ix.engine import workspaces
 from ix.engine.adaptive import AdaptiveFeed
@@ -77,7 +78,6 @@ from ix.fs.paths import inside, open_regular
 from ix.fs.storage_faults import HINT
 from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
-from ix.lab.secrets import redact_secrets
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
 from ix.runtimes.batches import Batcher, BatchJournal

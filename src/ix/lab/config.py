@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError
+from ix.domain.secrets import holds_secret
 from ix.fs.resolve import user_config_path
 from ix.fs.yamlio import load_yaml_file
 from ix.lab.schema import LabDefaults, validate
-from ix.lab.secrets import holds_secret
 
 LAB_CONFIG = "ix.yaml"
 BUILTIN_TRIALS = 5

@@ -17,13 +17,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ix.domain.errors import ConfigError
+from ix.domain.secrets import check_no_secrets
 from ix.eval.validation import from_validation_error
 from ix.fs.files import write_text_atomic
 from ix.fs.names import name_problem
 from ix.fs.resolve import user_config_path
 from ix.fs.yamlio import dump_yaml, load_yaml_file
 from ix.lab.schema import ProfileSpec
-from ix.lab.secrets import check_no_secrets
 
 SUBJECTS_FILE = "subjects.yaml"
 BUILTIN = "built-in"

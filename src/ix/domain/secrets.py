@@ -4,8 +4,8 @@ registry, only the name of the environment variable that holds one (`api_key_env
 `check_no_secrets` refuses a secret-named key with a literal value, or a value that looks like a
 key or a token, anywhere in a mapping; `holds_secret` asks the same without raising (the user
 config, `lab/config.py`); `redact_secrets` blanks them in records ix writes (a run's
-`spec.yaml`). Its own module so that the config and the subject registry both use it without
-importing each other.
+`spec.yaml`). Pure, beside `redaction` (the values a run redacts): the lab's config, the
+subject registry, the engine and the API all ask it.
 """
 
 import re

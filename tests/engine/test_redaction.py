@@ -85,6 +85,15 @@ def test_the_secrets_runtime_options_hold_or_read():
     assert not found & {"application/json", "12345678", "en_US.UTF-8-ordinary"}
 
 
+def test_what_grpc_metadata_reads_from_the_environment_is_a_secret():
+    env = {"SVC_PASS": "read-by-metadata-123", "REGION": "eu-west-ordinary"}
+    spec = {"kind": "grpc", "metadata": {"x-client": "{{ env.SVC_PASS }}",
+                                         "x-region": "eu-west-1-literal"}}
+    found = {v for v in spec_secrets(spec, env) if v}
+    assert "read-by-metadata-123" in found
+    assert not found & {"eu-west-ordinary", "eu-west-1-literal"}
+
+
 def test_the_cache_records_what_the_subject_said_redacted(tmp_path: Path):
     class Echo:
         async def invoke(self, subject, stimulus, *, seed=0, attempt=0):

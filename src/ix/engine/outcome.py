@@ -21,7 +21,7 @@ from ix.runtimes.credentials import credentials
 CONFIGURATION_KINDS = frozenset({
     "missing_api_key", "no_skills", "unknown_skill", "bad_skills", "command_not_found",
     "cwd_not_found", "permission_denied", "template_error", "bad_url", "invalid_header",
-    "judge_template", "cache_miss", "not_applicable",
+    "judge_template", "cache_miss", "not_applicable", "unknown_method",
 })
 
 #: Longest example message kept per kind (the full messages are in trials.jsonl).
@@ -142,7 +142,9 @@ def hint(kind: str, example: str, runtime: Mapping[str, Any]) -> str | None:
     if kind in ("template_error", "judge_template"):
         return "fix the template named in the message"
     if kind in ("bad_url", "invalid_header"):
-        return "fix the http runtime's `url` / `headers`"
+        return "fix the http runtime's `url` / `headers` (grpc: its `metadata`)"
+    if kind == "unknown_method":
+        return "the grpc server does not offer the runtime's `method` — check it and `target`"
     if kind == "plugin_error":
         return ("the plugin named in the message stopped (`sys.exit()`) instead of raising an "
                 "exception — fix it, or report it to its distribution")
@@ -152,7 +154,7 @@ def hint(kind: str, example: str, runtime: Mapping[str, Any]) -> str | None:
         return ("no answer within the experiment's `timeout_s`; raise it if the subject is "
                 "slow, then `ix run --retry-failed`")
     if kind in ("server_error", "overloaded", "rate_limited", "connection_error",
-                "http_timeout", "unreachable"):
+                "http_timeout", "deadline_exceeded", "unreachable"):
         return ("the subject's service did not answer; check it is up, then "
                 "`ix run --retry-failed`")
     return None

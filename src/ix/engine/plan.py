@@ -201,7 +201,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         # a condition (`<subject>[ctx=N]`, `<subject>[model=…]`) tests its subject's skill
         target = target_skill(exp.sensor_options, exp.skill, s.config.get(ORIGIN, s.name))
         try:
-            runtime = build_runtime(spec, RuntimeContext(target_skill=target))
+            runtime = build_runtime(spec, RuntimeContext(target_skill=target,
+                                                         base_dir=loaded.path))
         except ConfigError as exc:
             problems.append(_located(exc, origins, file))
             continue

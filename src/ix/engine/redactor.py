@@ -8,8 +8,8 @@ The secret values are:
 - in each runtime's options (from `experiment.yaml`, `ix.yaml`, the user's `config.yaml` or
   a registry profile), and in those files themselves: a literal value under a secret-named key
   (`Authorization: "Bearer …"`, `token: …`) and each word of it, any value shaped like a key,
-  and the environment variables read (`{{ env.NAME }}`) by an http header or under a
-  secret-named key.
+  and the environment variables read (`{{ env.NAME }}`) by an http header, a grpc metadata
+  value, or under a secret-named key.
 """
 
 import os
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _ENV_USE = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)|\benv\[\s*['\"]([^'\"]+)['\"]\s*\]")
-#: Options whose keys are names of headers or environment variables (`SECRET_NAME` applies).
-_NAMED = frozenset({"headers", "env"})
+#: Options whose keys are names of headers (grpc: metadata) or environment variables
+#: (`SECRET_NAME` applies).
+_NAMED = frozenset({"headers", "metadata", "env"})
 
 
 def run_redactor(subjects: Sequence["SubjectPlan"], lab: Path,
@@ -78,8 +79,8 @@ def spec_secrets(data: Any, environ: Mapping[str, str]) -> list[str | None]:
                     continue
                 key_secret = (SECRET_NAME.search(key) is not None if named
                               else is_secret_key(key))
-                if key == "headers" and isinstance(item, Mapping):  # http: a header that
-                    found.extend(_env_reads(item.values(), environ))  # reads env is secret
+                if key in ("headers", "metadata") and isinstance(item, Mapping):  # one that
+                    found.extend(_env_reads(item.values(), environ))  # reads env: secret
                 walk(item, secret or key_secret, key in _NAMED)
         elif isinstance(value, list | tuple):
             for item in value:

@@ -25,6 +25,7 @@ Variables (DESIGN.md §2):
 import functools
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -257,6 +258,15 @@ def context(subject: Any, stimulus: Any, *,
             hint="this case has no workspace (workspace: in experiment.yaml, or files: in "
                  "the case)", name="workspace"),
     }
+
+
+_ENV_USE = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)|\benv\[\s*['\"]([^'\"]+)['\"]\s*\]")
+
+
+def env_names(source: str) -> list[str]:
+    """The environment variables a template reads (`{{ env.NAME }}`, `env['NAME']`): their
+    values are secrets, to redact from what a request's answer or error echoes back."""
+    return [a or b for a, b in _ENV_USE.findall(source)]
 
 
 def with_env(ctx: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,6 @@ else:
 
 MIB = 1 << 20
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_ENV_USE = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)|\benv\[\s*['\"]([^'\"]+)['\"]\s*\]")
 _ENV_HINT = ("environment variables are available only in `headers` templates of the http "
              "runtime ({{ env.NAME }})")
 _SNIPPET = 300
@@ -105,9 +104,9 @@ class HttpRuntime:
         # Headers named like a secret or reading the environment: their values are redacted
         # from error messages and from an answer that echoes them.
         self._secret_headers = [k for k, v in options.headers.items()
-                                if _ENV_USE.search(v) or SECRET_NAME.search(k)]
-        self._secret_env = sorted({a or b for v in options.headers.values()
-                                   for a, b in _ENV_USE.findall(v)})
+                                if _templates.env_names(v) or SECRET_NAME.search(k)]
+        self._secret_env = sorted({n for v in options.headers.values()
+                                   for n in _templates.env_names(v)})
         # Made in the running loop on first use: each `ix run` runs in a fresh event loop.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pools: Pools | None = None

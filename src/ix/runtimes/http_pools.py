@@ -12,7 +12,7 @@ The pools share one TLS context (loading the CA bundle once) and are closed toge
 """
 
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ix._lazy import lazy
 
@@ -57,8 +57,13 @@ class Pools:
             await client.aclose()
 
 
-async def close_at_loop_end(pools: Pools) -> AsyncGenerator[None, None]:
-    """Parked on the running loop: `asyncio.run` closes it (and the pools) as the loop ends."""
+class Closes(Protocol):
+    async def aclose(self) -> None: ...
+
+
+async def close_at_loop_end(pools: Closes) -> AsyncGenerator[None, None]:
+    """Parked on the running loop: `asyncio.run` closes it (and the pools, or a grpc runtime's
+    channel) as the loop ends."""
     try:
         yield
     finally:

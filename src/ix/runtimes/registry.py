@@ -8,6 +8,7 @@ is looked up among the installed plugins (`ix.eval.plugins`), which validate the
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -22,9 +23,12 @@ from ix.runtimes.batches import BATCH_CONCURRENCY
 
 @dataclass(frozen=True)
 class RuntimeContext:
-    """What a runtime may need to know of the experiment: whose activation the sensor checks."""
+    """What a runtime may need to know of the experiment: whose activation the sensor checks,
+    and its folder (a relative path in the options, a `.proto`, is relative to it; None: to
+    the working directory)."""
 
     target_skill: str | None = None
+    base_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,7 @@ BUILTIN_MODULES = (
     "claude_code",
     "command",
     "gemini",
+    "grpc",
     "http",
     "human",
     "lexical",

@@ -303,3 +303,18 @@ def test_importing_the_runtime_does_not_import_grpc():
                          capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
 
+
+
+def test_a_run_whose_reflected_method_is_missing_exits_2(lab):
+    with serving(reflect=True) as (target, _):
+        d = grpc_experiment(lab, target, method="ixtest.router.Router/Rout")
+        text = (d / "experiment.yaml").read_text(encoding="utf-8")
+        (d / "experiment.yaml").write_text(
+            text.replace("proto: protos/router.proto", "reflection: true"), encoding="utf-8")
+        r = ix_in_process("run", "--lab", str(lab), "--json", "--trials", "1",
+                          env={"IX_GRPC_KEY": "key-0123456789"})
+    assert r.code == 2, r.output  # a configuration failure, found on the first trial
+    records = [json.loads(line) for line in
+               (d / "results" / "trials.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {rec["error"]["kind"] for rec in records} == {"unknown_method"}
+    assert "has no method 'Rout' (methods: Route, Watch)" in records[0]["error"]["message"]

@@ -213,6 +213,17 @@ def test_a_relative_proto_and_its_import_paths_are_read_from_the_experiment(tmp_
     assert rt._method.input_name == "common.Text"
 
 
+def test_protocs_warnings_are_not_printed(tmp_path, capfd):
+    write(tmp_path / "u.proto", 'syntax = "proto3";\npackage u;\n'
+          'import "google/protobuf/struct.proto";\nmessage A { string a = 1; }\n'
+          'service S { rpc M (A) returns (A); }\n')  # an unused import: protoc warns
+    rt = build_runtime({"kind": "grpc", "target": "127.0.0.1:1", "proto": "u.proto",
+                        "method": "u.S/M"}, RuntimeContext(base_dir=tmp_path))
+    assert rt._method.path == "/u.S/M"
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
 def test_reflection_finds_the_method_on_the_server():
     with serving(reflect=True) as (target, router):
         rt = build_runtime({"kind": "grpc", "target": target, "reflection": True,

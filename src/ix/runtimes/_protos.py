@@ -3,13 +3,12 @@ reflection, into a descriptor pool; a unary method found in it; its request temp
 response paths checked against the messages.
 
 The `.proto` is compiled by the protoc bundled with grpcio-tools (no download, no program
-run); its errors come back with file, line and column. Every import here is lazy: ix starts
-as fast without grpc installed.
+run, nothing written, nothing printed); its errors come back with file, line and column.
+Every import here is lazy: ix starts as fast without grpc installed.
 """
 
+import ast
 import importlib.resources
-import os
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,24 +107,40 @@ def compile_proto(proto: Path, import_paths: Sequence[Path] = ()) -> Protos:
     includes = [str(r) for r in roots] + [wkt]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # protoc's warnings (an unused import): not ours
-        try:  # compiled once to Python first: its errors come back as values, not on stderr
-            protoc.get_protos(name.encode(), [i.encode() for i in includes])
+        try:  # its errors come back as values here, not printed on stderr
+            modules = protoc.get_protos(name.encode(), [i.encode() for i in includes])
         except protoc.ProtocErrors as exc:
             raise ProtoError("; ".join(_protoc_error(e) for e in exc.errors()[:3])) from None
-    with tempfile.TemporaryDirectory(prefix="ix-proto-") as tmp:
-        out = os.path.join(tmp, "set.pb")
-        argv = ["protoc", *(f"-I{i}" for i in includes), "--include_imports",
-                f"--descriptor_set_out={out}", name]
-        if protoc.run_main([a.encode() for a in argv]) != 0 or not os.path.isfile(out):
-            raise ProtoError(f"{str(proto)!r}: protoc could not compile it")
-        data = Path(out).read_bytes()
+    files = {}
+    for _, code in modules:
+        file = descriptor_pb2.FileDescriptorProto.FromString(_serialized(code))
+        files[file.name] = file
     pool = descriptor_pool.DescriptorPool()
-    services = []
-    for file in descriptor_pb2.FileDescriptorSet.FromString(data).file:
-        pool.Add(file)
-        services += [f"{file.package}.{s.name}" if file.package else s.name
-                     for s in file.service]
+    added: set[str] = set()
+
+    def add(file_name: str) -> None:  # each file after the files it imports
+        if file_name not in added and file_name in files:
+            added.add(file_name)
+            for dependency in files[file_name].dependency:
+                add(dependency)
+            pool.Add(files[file_name])
+
+    for file_name in files:
+        add(file_name)
+    services = [f"{f.package}.{s.name}" if f.package else s.name
+                for f in files.values() for s in f.service]
     return Protos(pool, tuple(services))
+
+
+def _serialized(code: bytes) -> bytes:
+    """The serialized `FileDescriptorProto` in a module protoc generated for Python: the
+    argument of its `AddSerializedFile(b'...')` (read, never run), as `grpc.protos` loads it."""
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "AddSerializedFile" and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, bytes):
+            return node.args[0].value
+    raise ProtoError("grpcio-tools' protoc wrote no descriptor this version of ix can read")
 
 
 def _protoc_error(error: Any) -> str:

@@ -329,3 +329,19 @@ def test_a_run_whose_reflected_method_is_missing_exits_2(lab):
                (d / "results" / "trials.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {rec["error"]["kind"] for rec in records} == {"unknown_method"}
     assert "has no method 'Rout' (methods: Route, Watch)" in records[0]["error"]["message"]
+
+
+def test_a_grpc_subject_under_load(lab):
+    with serving() as (target, router):
+        d = grpc_experiment(lab, target)
+        text = (d / "experiment.yaml").read_text(encoding="utf-8")
+        (d / "experiment.yaml").write_text(
+            text.replace("trials: 2\n", "").replace("backoff_s: 0.001", "retries: 0")
+            + "sensors:\n  - {kind: latency, max_ms: 5000}\n"
+              "load: {rps: 20, duration_s: 0.5}\n", encoding="utf-8")
+        r = ix_in_process("run", "--lab", str(lab), "--json",
+                          env={"IX_GRPC_KEY": "key-0123456789"})
+    assert r.code == 0, r.output
+    (s,) = json.loads(r.stdout)["load"]["subjects"]
+    assert s["requests"]["sent"] == 10 and s["requests"]["completed"] == 10
+    assert len(router.calls) == 10 and s["verdict"] == "met"

@@ -315,18 +315,19 @@ def _simulated_user(loaded: LoadedExperiment, cases: Sequence[EvalCase],
 
 
 #: The runtime kinds `load:` drives: requests to a service or a program, timed by ix.
-LOAD_KINDS = ("http", "command")
+LOAD_KINDS = ("http", "grpc", "command")
 
 
 def _load(loaded: LoadedExperiment, options: dict[str, Any], plans: Sequence[SubjectPlan],
           overrides: Overrides, cases: int, seed: int) -> LoadPlan:
-    """`load:`'s schedule, once the run can take it: http and command subjects only, and its
+    """`load:`'s schedule, once the run can take it: http, grpc and command subjects only; its
     trials are its requests (neither `trials` nor `--trials` may say otherwise)."""
     spec, file = loaded.spec, loaded.config_file
     others = [f"{p.subject.name!r} ({p.runtime_spec['kind']})" for p in plans
               if p.runtime_spec["kind"] not in LOAD_KINDS]
     if others:
-        raise ConfigError(f"runs only http and command subjects, not {', '.join(others)}",
+        raise ConfigError(f"runs only http, grpc and command subjects, not "
+                          f"{', '.join(others)}",
                           file=file, field="load")
     if overrides.trials is not None:
         raise ConfigError("an experiment with `load:` sends rps × (warmup_s + duration_s) "

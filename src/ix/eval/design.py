@@ -28,7 +28,7 @@ DEFAULT_WIDTH = 0.55
 #: The smaller side of must_trigger / should_not_trigger below this share of the larger one.
 BALANCE = 1 / 3
 #: Runtimes assumed to answer the same way every time (capability tests, a person).
-DETERMINISTIC = frozenset({"command", "http", "human"})
+DETERMINISTIC = frozenset({"command", "http", "grpc", "human"})
 #: Metrics that only must_trigger cases feed.
 MUST_ONLY = frozenset({"recall", "activation_rate"})
 

@@ -307,6 +307,22 @@ def test_ix_validate_refuses_an_unknown_method_naming_the_file_and_field(lab):
     assert not (d / "results").exists()
 
 
+def test_without_the_extra_the_kind_is_refused_saying_how_to_install_it():
+    out = subprocess.run([sys.executable, "-c", f"""
+import sys
+sys.modules["grpc"] = None  # not installed
+from ix.domain.errors import ConfigError
+from ix.runtimes import RuntimeContext, build_runtime
+try:
+    build_runtime({{"kind": "grpc", "target": "127.0.0.1:1", "proto": {str(PROTO)!r},
+                   "method": {METHOD!r}}}, RuntimeContext())
+except ConfigError as exc:
+    print(exc.field, "|", exc.message)
+"""], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == \
+        "runtime.kind | the grpc runtime needs its extra: pip install 'ix-lab[grpc]'"
+
+
 def test_importing_the_runtime_does_not_import_grpc():
     out = subprocess.run([sys.executable, "-c", "import sys, ix.runtimes.grpc; "
                           "print(sorted(m for m in sys.modules if m.split('.')[0] in "

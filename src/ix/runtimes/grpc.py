@@ -162,14 +162,16 @@ class GrpcRuntime:
         self._method: _protos.Method | None = None
         try:
             _protos.import_grpc()
+        except _protos.ProtoError as exc:
+            raise ConfigError(str(exc), field="runtime.kind") from None
+        try:
             if options.proto is not None:
                 base = context.base_dir or Path.cwd()
                 protos = _protos.compile_proto(base / options.proto,
                                                [base / p for p in options.import_paths])
                 self._method = self._checked(protos, "runtime")
         except _protos.ProtoError as exc:
-            default = "runtime.proto" if options.proto is not None else "runtime.kind"
-            raise ConfigError(str(exc), field=exc.field or default) from None
+            raise ConfigError(str(exc), field=exc.field or "runtime.proto") from None
         self._request = _templates.compile_tree(options.request, "request")
         self._metadata = {k: _templates.Template(v, f"metadata.{k}")
                           for k, v in options.metadata.items()}

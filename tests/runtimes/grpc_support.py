@@ -60,20 +60,51 @@ class Router(pb2_grpc.RouterServicer):
 
 
 @contextmanager
-def serving(*, reflect: bool = False) -> Iterator[tuple[str, Router]]:
-    """The server started on a free port: its target (`127.0.0.1:PORT`) and its servicer."""
+def serving(*, reflect: bool = False, tls: tuple[bytes, bytes] | None = None,
+            ) -> Iterator[tuple[str, Router]]:
+    """The server started on a free port: its target (`127.0.0.1:PORT`) and its servicer;
+    `tls`: (key, certificate) in PEM, served over TLS."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     router = Router()
     pb2_grpc.add_RouterServicer_to_server(router, server)
     if reflect:
         name = pb2.DESCRIPTOR.services_by_name["Router"].full_name
         reflection.enable_server_reflection((name, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    if tls is None:
+        port = server.add_insecure_port("127.0.0.1:0")
+    else:
+        port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([tls]))
     server.start()
     try:
         yield f"127.0.0.1:{port}", router
     finally:
         server.stop(None).wait()
+
+
+def self_signed() -> tuple[bytes, bytes]:
+    """A key and a self-signed certificate for 127.0.0.1 (PEM), valid for a day."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ix test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()),
+            cert.public_bytes(serialization.Encoding.PEM))
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_support import METHOD, PROTO, free_port, serving
+from grpc_support import METHOD, PROTO, free_port, self_signed, serving
 
 from conftest import case as write_case
 from conftest import ix_in_process, run_ix, write
@@ -146,6 +146,24 @@ def test_secret_metadata_reaches_the_server_and_its_echo_is_redacted(monkeypatch
     assert "tok-0123456789" not in obs.model_dump_json()
     assert obs.headers["x-echo"] == "[REDACTED]"
     assert json.loads(obs.body)["extra"] == {"authorization": "[REDACTED]"}
+
+
+def test_tls_with_the_services_own_roots(tmp_path):
+    key, cert = self_signed()
+    (tmp_path / "ca.pem").write_bytes(cert)
+    with serving(tls=(key, cert)) as (target, router):
+        obs = invoke(runtime(target, base_dir=tmp_path, tls=True, ca_file="ca.pem",
+                             response={"skills": "$.skills"}))
+        assert [c.input["skill"] for c in obs.tool_calls] == ["pdf"]
+        with pytest.raises(TrialError) as plain:  # a plain channel to a TLS server
+            invoke(runtime(target, retries=0))
+        with pytest.raises(TrialError) as untrusted:  # the system's roots do not know it
+            invoke(runtime(target, retries=0, tls=True))
+    assert router.calls_of("c-1") == 1
+    assert plain.value.kind == untrusted.value.kind == "connection_error"
+    error = config_error(tls=True, ca_file="nope.pem", base_dir=tmp_path)
+    assert error.field == "runtime.ca_file" and "nope.pem" in error.message
+    assert "`ca_file` goes with `tls: true`" in config_error(ca_file="ca.pem").message
 
 
 def test_env_is_refused_outside_metadata():

@@ -88,6 +88,7 @@ class GrpcOptions(RetryOptions):
     metadata: dict[str, TemplateStr] = Field(default_factory=dict)
     timeout_s: float | None = Field(None, gt=0)
     tls: bool = False
+    ca_file: str | None = None  # PEM roots to trust instead of the system's (with tls)
     max_output_bytes: int = Field(4 * MIB, ge=1)
     requests_per_minute: float | None = Field(None, gt=0)
 
@@ -135,18 +136,20 @@ class GrpcOptions(RetryOptions):
                              "`reflection: true` (ask the server), one of the two")
         if self.import_paths and self.proto is None:
             raise ValueError("`import_paths` go with `proto`")
+        if self.ca_file is not None and not self.tls:
+            raise ValueError("`ca_file` goes with `tls: true`")
         return self
 
 
 class _Channel:
     """A grpc.aio channel, made in the running loop; closed with it (`close_at_loop_end`)."""
 
-    def __init__(self, options: GrpcOptions):
+    def __init__(self, options: GrpcOptions, roots: bytes | None):
         settings = [("grpc.max_receive_message_length", options.max_output_bytes),
                     ("grpc.enable_retries", 0)]  # the retries are ix's, counted and logged
         if options.tls:
-            self.channel = grpc.aio.secure_channel(options.target,
-                                                   grpc.ssl_channel_credentials(), settings)
+            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+            self.channel = grpc.aio.secure_channel(options.target, credentials, settings)
         else:
             self.channel = grpc.aio.insecure_channel(options.target, settings)
 
@@ -164,9 +167,16 @@ class GrpcRuntime:
             _protos.import_grpc()
         except _protos.ProtoError as exc:
             raise ConfigError(str(exc), field="runtime.kind") from None
+        base = context.base_dir or Path.cwd()
+        self._roots: bytes | None = None
+        if options.ca_file is not None:
+            try:
+                self._roots = (base / options.ca_file).read_bytes()
+            except OSError as exc:
+                raise ConfigError(f"{str(base / options.ca_file)!r}: {exc.strerror}",
+                                  field="runtime.ca_file") from None
         try:
             if options.proto is not None:
-                base = context.base_dir or Path.cwd()
                 protos = _protos.compile_proto(base / options.proto,
                                                [base / p for p in options.import_paths])
                 self._method = self._checked(protos, "runtime")
@@ -213,7 +223,7 @@ class GrpcRuntime:
     async def _session(self) -> tuple[_Channel, RateLimiter]:
         loop = asyncio.get_running_loop()
         if self._channel is None or self._loop is not loop:
-            self._loop, self._channel = loop, _Channel(self.options)
+            self._loop, self._channel = loop, _Channel(self.options, self._roots)
             self._limiter = RateLimiter(requests_per_minute=self.options.requests_per_minute)
             self._reflecting = asyncio.Lock()
             self._closer = close_at_loop_end(self._channel)
@@ -242,7 +252,7 @@ class GrpcRuntime:
 
     def _reflect(self) -> _protos.Method:
         opts = self.options
-        channel = (grpc.secure_channel(opts.target, grpc.ssl_channel_credentials())
+        channel = (grpc.secure_channel(opts.target, grpc.ssl_channel_credentials(self._roots))
                    if opts.tls else grpc.insecure_channel(opts.target))
         try:
             protos = _protos.reflected(channel)

@@ -144,14 +144,12 @@ class GrpcOptions(RetryOptions):
 class _Channel:
     """A grpc.aio channel, made in the running loop; closed with it (`close_at_loop_end`)."""
 
-    def __init__(self, options: GrpcOptions, roots: bytes | None):
+    def __init__(self, options: GrpcOptions, credentials: Any):
         settings = [("grpc.max_receive_message_length", options.max_output_bytes),
                     ("grpc.enable_retries", 0)]  # the retries are ix's, counted and logged
-        if options.tls:
-            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
-            self.channel = grpc.aio.secure_channel(options.target, credentials, settings)
-        else:
-            self.channel = grpc.aio.insecure_channel(options.target, settings)
+        self.channel = (grpc.aio.secure_channel(options.target, credentials, settings)
+                        if credentials is not None
+                        else grpc.aio.insecure_channel(options.target, settings))
 
     async def aclose(self) -> None:
         await self.channel.close()
@@ -223,7 +221,7 @@ class GrpcRuntime:
     async def _session(self) -> tuple[_Channel, RateLimiter]:
         loop = asyncio.get_running_loop()
         if self._channel is None or self._loop is not loop:
-            self._loop, self._channel = loop, _Channel(self.options, self._roots)
+            self._loop, self._channel = loop, _Channel(self.options, self._credentials())
             self._limiter = RateLimiter(requests_per_minute=self.options.requests_per_minute)
             self._reflecting = asyncio.Lock()
             self._closer = close_at_loop_end(self._channel)
@@ -250,10 +248,15 @@ class GrpcRuntime:
                 self._method = await asyncio.to_thread(self._reflect)
         return self._method
 
+    def _credentials(self) -> Any:
+        """TLS credentials (the system's roots, or `ca_file`'s); None: a plain channel."""
+        return grpc.ssl_channel_credentials(self._roots) if self.options.tls else None
+
     def _reflect(self) -> _protos.Method:
         opts = self.options
-        channel = (grpc.secure_channel(opts.target, grpc.ssl_channel_credentials(self._roots))
-                   if opts.tls else grpc.insecure_channel(opts.target))
+        credentials = self._credentials()
+        channel = (grpc.secure_channel(opts.target, credentials) if credentials is not None
+                   else grpc.insecure_channel(opts.target))
         try:
             protos = _protos.reflected(channel)
             return self._checked(protos, "runtime")

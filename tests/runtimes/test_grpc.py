@@ -47,13 +47,15 @@ def config_error(target: str = "127.0.0.1:1", **options) -> ConfigError:
 def test_a_routing_answer_becomes_text_skill_calls_and_the_reply_as_json():
     with serving() as (target, router):
         rt = runtime(target, response={"content": "$.answer", "skills": "$.skills"},
-                     metadata={"x-subject": "{{ subject.name }}"})
+                     metadata={"x-subject": "{{ subject.name }}",
+                               "x-case-bin": "{{ case.id }}é"})
         obs = invoke(rt, case("summarise this pdf and the sheet"), attempt=2)
         quiet = invoke(rt, case("what is the weather", "c-2"))
     (fields, metadata), _ = router.calls
     assert fields["text"] == "summarise this pdf and the sheet"
     assert fields["case_id"] == "c-1" and fields["attempt"] == 2  # "2" read as an int32
     assert metadata["x-subject"] == "router"
+    assert metadata["x-case-bin"] == "c-1é".encode()  # a -bin key: the value's UTF-8 bytes
     assert obs.content == "routed: summarise this pdf and the sheet"
     assert [c.input["skill"] for c in obs.tool_calls] == ["pdf", "xlsx"]
     assert {c.name for c in obs.tool_calls} == {"Skill"}
@@ -120,6 +122,13 @@ def test_a_status_that_is_not_transient_ends_the_trial_at_once(code, kind):
     assert info.value.message == f"/{METHOD}: {code.name}: scripted {code.name}"
 
 
+def test_a_reply_past_max_output_bytes_is_an_error_not_retried():
+    with serving() as (target, router), pytest.raises(TrialError) as info:
+        invoke(runtime(target, max_output_bytes=10))
+    assert router.calls_of("c-1") == 1
+    assert info.value.kind == "reply_too_large" and "max_output_bytes" in info.value.message
+
+
 def test_a_request_value_the_message_cannot_take_is_an_invalid_request():
     with serving() as (target, router), pytest.raises(TrialError) as info:
         invoke(runtime(target, request={"text": "{{ prompt }}", "verbose": "yes"}))
@@ -164,6 +173,14 @@ def test_tls_with_the_services_own_roots(tmp_path):
     error = config_error(tls=True, ca_file="nope.pem", base_dir=tmp_path)
     assert error.field == "runtime.ca_file" and "nope.pem" in error.message
     assert "`ca_file` goes with `tls: true`" in config_error(ca_file="ca.pem").message
+
+
+def test_a_metadata_value_grpc_cannot_carry_fails_the_trial_without_showing_it():
+    with serving() as (target, router), pytest.raises(TrialError) as info:
+        invoke(runtime(target, metadata={"x-note": "{{ prompt }}"}), case("déjà\nvu"))
+    assert router.calls == []
+    assert info.value.kind == "invalid_header" and "'x-note'" in info.value.message
+    assert "déjà" not in info.value.message
 
 
 def test_env_is_refused_outside_metadata():

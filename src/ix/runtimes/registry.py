@@ -151,6 +151,7 @@ BUILTIN_MODULES = (
     "openai",
     "python",
     "random",
+    "scripted",
 )
 
 

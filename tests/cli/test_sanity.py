@@ -19,7 +19,7 @@ def test_the_example_lab_passes_says_how_long_and_writes_nothing(tmp_path: Path)
     r = run_ix("sanity", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     first, *rest = r.stdout.splitlines()
-    assert re.fullmatch(r"ix sanity: PASS: 11 passed, 0 failed, 2 skipped; 1,420 trials in "
+    assert re.fullmatch(r"Sanity PASS: 11 passed, 0 failed, 2 skipped; 1,420 trials in "
                         r"\d+\.\d s", first), first
     assert "PASS skill-activation: perfect: 105 of 105 trials right (100%), want 100%" in rest
     assert "SKIP outcome: perfect: the first sensor is check; only activation has a perfect" \

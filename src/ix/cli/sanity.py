@@ -44,7 +44,7 @@ def _print(report: sanity_api.SanityReport) -> None:
     trials = sum(e.trials for e in report.experiments)
     verdict = "FAIL" if counts["fail"] else "PASS"
     width = max(40, min(out.width, 100))
-    out.print(_wrap(f"ix sanity: {verdict}: {counts['pass']} passed, {counts['fail']} "
+    out.print(_wrap(f"Sanity {verdict}: {counts['pass']} passed, {counts['fail']} "
                     f"failed, {counts['skip']} skipped; {trials:,} trials in "
                     f"{report.seconds:.1f} s", width, ""))
     for c in checks:

@@ -143,6 +143,7 @@ BUILTIN_MODULES = (
     "anthropic",
     "claude_code",
     "command",
+    "ensemble",
     "gemini",
     "http",
     "human",

@@ -52,9 +52,12 @@ def is_stochastic(runtime: Mapping[str, Any]) -> bool:
 
     `mock` only when a rate lies strictly between 0 and 1, `random` unless `p` is 0 or 1,
     `lexical` unless `temperature: 0`; LLM runtimes always; `command`, `http`, `human` and
-    `scripted` are taken as deterministic; an unknown kind as stochastic.
+    `scripted` are taken as deterministic; an unknown kind as stochastic. An `ensemble` is
+    not judged itself: its members, subjects of the same experiment, are.
     """
     kind = runtime.get("kind")
+    if kind == "ensemble":
+        return False
     if kind == "mock":
         rates = [runtime.get("default_rate", 0.0),
                  *dict(runtime.get("activation_rates") or {}).values(),

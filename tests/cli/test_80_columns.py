@@ -88,6 +88,7 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
         "run": ["run", EXPERIMENTS[1], "--progress", "none"],
         "run --dry-run": ["run", "--dry-run"],
         "validate": ["validate"],
+        "sanity": ["sanity", EXPERIMENTS[0]],
         "ls": ["ls"],
         "batch": ["batch", str(lab / "nightly.yaml")],
         "batch --dry-run": ["batch", str(lab / "nightly.yaml"), "--dry-run"],

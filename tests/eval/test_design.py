@@ -39,6 +39,8 @@ def experiment(**kw) -> Experiment:
     ({"kind": "anthropic", "temperature": 0}, True),
     ({"kind": "command"}, False),
     ({"kind": "http"}, False),
+    ({"kind": "scripted", "answers": "perfect"}, False),
+    ({"kind": "ensemble", "members": ["a", "b"]}, False),  # its members are judged
     ({"kind": "someone-elses-plugin"}, True),
 ])
 def test_which_runtimes_are_stochastic(runtime, stochastic):

@@ -818,6 +818,31 @@ class OptimizeSession(ClosedDict):
     applied: OptimizeApplied | None
 
 
+# --------------------------------------------------------------------------- sanity
+
+
+class CheckOut(ClosedDict):
+    experiment: str
+    subject: Annotated[str, Field(description="random, perfect or wrong; empty for a skip "
+                                              "of the whole experiment")]
+    status: Literal["pass", "fail", "skip"]
+    found: Annotated[str, Field(description="what the run gave, in words")]
+    next: Annotated[str, Field(description="what to do (fail, skip); empty on a pass")]
+
+
+class SanityOutput(ClosedDict):
+    ok: Annotated[bool, Field(description="no check failed (exit 0; else 1)")]
+    passed: int
+    failed: int
+    skipped: int
+    seconds: float
+    trials: int
+    lab: str
+    kept: Annotated[str | None, Field(description="the throwaway folder of the runs, kept "
+                                                   "when a check failed or with --keep")]
+    checks: list[CheckOut]
+
+
 # --------------------------------------------------------------------------- the registry
 
 @dataclass(frozen=True)
@@ -836,6 +861,7 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
                 Summary | list[Summary]),
     SchemaEntry("run-dry-run", "ix run --dry-run --json", list[DryRunPlan]),
     SchemaEntry("validate", "ix validate --json", list[Validated | NotValid]),
+    SchemaEntry("sanity", "ix sanity --json", SanityOutput),
     SchemaEntry("ls", "ix ls --json", LsOutput),
     SchemaEntry("plan", "ix plan --json", PlanOutput),
     SchemaEntry("new", "ix new --json", NewOutput),

@@ -25,6 +25,10 @@ COMMANDS: dict[str, Entry] = {
         "Load and check experiments without running anything: every problem of the lab at"
         " once, one `file: field: message` line each (exit 2 on any), and each subject's "
         "runtime and whether its credentials are set."),
+    "sanity": Entry("ix.cli.sanity",
+        "Check the pipeline end to end before paying for real trials: each experiment runs "
+        "with a random subject, a perfect one and a perfectly wrong one (no model called), "
+        "which must score chance, 100% and 0%."),
     "ls": Entry("ix.cli.ls", "List the lab's experiments: each one's verdict (or F1) and last "
                             "run."),
     "batch": Entry("ix.cli.batch",

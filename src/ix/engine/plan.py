@@ -17,6 +17,7 @@ from ix.domain.errors import ConfigError, ConfigErrors, raise_all
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
+from ix.engine.ensembles import bind_ensembles
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
@@ -220,6 +221,7 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
         problems += check_skill_names(loaded.spec, exp.subjects, loaded.lab, file,
                                       {p.subject.name: p.runtime_spec["kind"] for p in plans})
     raise_all(problems)
+    plans = bind_ensembles(plans, exp.cases, [s.name for s in exp.subjects])
     _judged_goal(exp.goal, plans, file)
     adaptive, min_trials = exp.adaptive, exp.min_trials
     if overrides.trials == "auto":

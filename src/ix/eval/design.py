@@ -28,7 +28,7 @@ DEFAULT_WIDTH = 0.55
 #: The smaller side of must_trigger / should_not_trigger below this share of the larger one.
 BALANCE = 1 / 3
 #: Runtimes assumed to answer the same way every time (capability tests, a person).
-DETERMINISTIC = frozenset({"command", "http", "grpc", "human"})
+DETERMINISTIC = frozenset({"command", "http", "grpc", "human", "scripted"})
 #: Metrics that only must_trigger cases feed.
 MUST_ONLY = frozenset({"recall", "activation_rate"})
 
@@ -51,10 +51,13 @@ def is_stochastic(runtime: Mapping[str, Any]) -> bool:
     """Whether a runtime can answer one prompt differently on two trials.
 
     `mock` only when a rate lies strictly between 0 and 1, `random` unless `p` is 0 or 1,
-    `lexical` unless `temperature: 0`; LLM runtimes always; `command`, `http` and `human`
-    are taken as deterministic; an unknown kind as stochastic.
+    `lexical` unless `temperature: 0`; LLM runtimes always; `command`, `http`, `human` and
+    `scripted` are taken as deterministic; an unknown kind as stochastic. An `ensemble` is
+    not judged itself: its members, subjects of the same experiment, are.
     """
     kind = runtime.get("kind")
+    if kind == "ensemble":
+        return False
     if kind == "mock":
         rates = [runtime.get("default_rate", 0.0),
                  *dict(runtime.get("activation_rates") or {}).values(),

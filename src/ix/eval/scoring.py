@@ -31,6 +31,8 @@ _NOT_READ = {
             "activation_rates (per case) set how often it calls the skill.",
     "random": "The random runtime ignores the prompt and the description: it calls the "
               "skill with probability p.",
+    "scripted": "The scripted runtime answers as its `answers:` say: it fires the skills "
+                "written there, whatever the description.",
 }
 
 

@@ -389,6 +389,10 @@ def _subject(i: int, s: SubjectSpec, spec: ExperimentSpec, path: Path, lab: Path
         with problems.each():
             skills.append(resolve_skill(ref, base, lab, origin, field))
     merged, origins = _subject_runtime(runtime, runtime_origin, layers)
+    if s.ensemble is not None:  # its runtime: the members' answers combined
+        merged = {"kind": "ensemble", **s.ensemble}
+        origins = {k: [str(file), f"{where}.ensemble" + (f".{k}" if k != "kind" else "")]
+                   for k in merged}
     return Subject(
         name=s.name,
         description=description,

@@ -83,6 +83,8 @@ class SubjectSpec(_Strict):
     config: dict[str, Any] = Field(default_factory=dict)
     profile: Annotated[str, Field(min_length=1)] | None = None
     concurrency: Annotated[int, Field(ge=1)] | None = None
+    #: several subjects as one (`{members: [names], combine: ...}`: ix.runtimes.ensemble)
+    ensemble: dict[str, Any] | None = None
 
     _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
     _check = field_validator("runtime")(_check_kind)
@@ -94,6 +96,14 @@ class SubjectSpec(_Strict):
         if isinstance(data, dict) and "name" not in data and isinstance(data.get("profile"), str):
             return {"name": data["profile"], **data}
         return data
+
+    @model_validator(mode="after")
+    def _ensemble_alone(self) -> "SubjectSpec":
+        if self.ensemble is not None and self.model_fields_set & {"runtime", "model", "skills",
+                                                                  "config", "profile"}:
+            raise ValueError("an ensemble answers with its members: leave out its runtime, "
+                             "model, skills, config and profile")
+        return self
 
 
 def _subject_item(value: Any) -> Any:

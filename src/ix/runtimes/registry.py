@@ -147,6 +147,7 @@ BUILTIN_MODULES = (
     "anthropic",
     "claude_code",
     "command",
+    "ensemble",
     "gemini",
     "grpc",
     "http",
@@ -156,6 +157,7 @@ BUILTIN_MODULES = (
     "openai",
     "python",
     "random",
+    "scripted",
 )
 
 

@@ -157,6 +157,8 @@ def test_ix_report_sessions_answers_first_and_refuses_an_experiment_without_sess
     assert as_json[0]["done"] == 2 and as_json[0]["metric"] == "correct_rate"
     write(lab / "plain" / "experiment.yaml", "name: plain\nruntime: mock\n")
     write(lab / "plain" / "cases" / "a.md", "---\nexpectation: must_trigger\n---\nDo a\n")
+    mixed = ix_in_process("report", "--sessions", "study", "--baseline", "b", "--lab", str(lab))
+    assert mixed.code == 2 and "--baseline" in mixed.stderr
     bad = run_ix("report", "--sessions", "plain", "--lab", str(lab))
     assert bad.code == 2 and "Traceback" not in bad.output
     assert "experiment.yaml" in bad.stderr and "sessions" in bad.stderr

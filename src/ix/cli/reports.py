@@ -145,6 +145,11 @@ def report(
     input.
     """
     if sessions or goal is not None:
+        for given, option in ((baseline, "--baseline"), (metric, "--metric"),
+                              (per_case, "--per-case")):
+            if given:
+                raise ConfigError(f"{option} is for one run's report, not with "
+                                  f"{'--sessions' if sessions else '--goal'}", field=option)
         _study(run, lab, fmt, json_out, out_file, sessions, goal)
         return
     chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html", "github", "junit"))

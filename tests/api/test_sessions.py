@@ -83,6 +83,11 @@ def test_each_run_is_a_session_with_its_index_and_time_and_the_trend_is_per_subj
     assert treatment["slope"] == pytest.approx(expected.slope, abs=1e-6)
     assert treatment["n_cases"] == len(MUST) + len(NOTS)
     assert control["slope_ci"][0] < 0 < control["slope_ci"][1]  # the control did not change
+    # does the help keep up? the treatment's slope minus the control's, paired by case
+    (versus,) = block["versus_control"]
+    assert versus["subject"] == "treatment" and versus["control"] == "control"
+    assert versus["diff"] == pytest.approx(treatment["slope"] - control["slope"], abs=2e-6)
+    assert versus["diff_ci"][0] > 0 and versus["p_value_holm"] == versus["p_value"] < 0.05
 
     late = sessions_report(lab, ["study"], now=times[-1] + timedelta(days=8))[0]
     assert late["due"]
@@ -151,6 +156,7 @@ def test_ix_report_sessions_answers_first_and_refuses_an_experiment_without_sess
     assert first == "study: 2 of 4 sessions done (every 1w); next due 2026-03-16 09:00 UTC" \
         + " (due now)"
     assert any(line.startswith("  treatment: +") and "per week [" in line for line in rest)
+    assert "the difference from control, its change per week (cases paired; Holm p):" in rest
     assert "  2  2026-03-09 09:00 UTC  control " in r.stdout
     as_json = json.loads(run_ix("report", "--sessions", "study", "--lab", str(lab),
                                 "--json").stdout)

@@ -14,6 +14,11 @@ on case and time). Time is measured in `every`'s unit (hours, days or weeks sinc
 session), so the slope reads "per week" for `every: 1w`. A case without a valid trial in one
 of a subject's sessions leaves that subject's trend; a session a subject did not run is not
 one of its points.
+
+Each other subject's trend is also compared with the control's (the first subject), paired
+by case on the sessions both ran (`case_level_slope_difference`: the mean over cases of the
+difference of their slopes): does the treatment's advantage grow or fade? Their two-sided
+p-values are Holm-adjusted together (`sessions:versus_control`).
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ from pydantic import ConfigDict, Field, field_validator
 
 from ix.domain.model import Model
 from ix.eval.numbers import LEVEL, num, pair
-from ix.stats.trend import case_level_slope
+from ix.stats.power import holm
+from ix.stats.trend import case_level_slope, case_level_slope_difference
 
-__all__ = ["EVERY", "METRIC", "Session", "SessionsSpec", "case_rights", "every_delta",
-           "sessions_block"]
+__all__ = ["EVERY", "METRIC", "VERSUS_FAMILY", "Session", "SessionsSpec", "case_rights",
+           "every_delta", "sessions_block"]
 
 #: `every`: a whole number of hours, days or weeks.
 EVERY = re.compile(r"([1-9][0-9]{0,3})([hdw])")
@@ -123,6 +129,35 @@ def _trend(name: str, sessions: Sequence[Session], origin: datetime, unit: timed
     return row
 
 
+#: the Holm family of the subjects' trends against the control's
+VERSUS_FAMILY = "sessions:versus_control"
+
+
+def _versus(control: str, name: str, sessions: Sequence[Session], origin: datetime,
+            unit: timedelta, level: float) -> dict[str, Any]:
+    """Does the help keep up? `name`'s trend minus the control's, paired by case, on the
+    sessions both ran (`case_level_slope_difference`)."""
+    both = [s for s in sessions if control in s.subjects and name in s.subjects]
+    row: dict[str, Any] = {"subject": name, "control": control, "sessions": len(both),
+                           "diff": None, "diff_ci": None, "p_value": None,
+                           "p_value_holm": None, "n_cases": 0, "family": VERSUS_FAMILY}
+    x = [(s.started_at - origin) / unit for s in both]
+    cases = sorted(set().union(*(s.subjects[control] for s in both))) if both else []
+    if len(set(x)) < 2:
+        row["note"] = "needs two sessions at different times run by both"
+        return row
+    t = case_level_slope_difference(
+        [[s.subjects[control].get(c, (0, 0)) for s in both] for c in cases],
+        [[s.subjects[name].get(c, (0, 0)) for s in both] for c in cases], x,
+        what="session times")
+    if t is None:
+        row["note"] = "no case has a valid trial in every session of both"
+        return row
+    row.update(diff=num(t.slope + 0.0), diff_ci=pair(*t.interval(level)),
+               p_value=num(t.p_value), n_cases=t.n)
+    return row
+
+
 def sessions_block(spec: SessionsSpec, sessions: Sequence[Session], now: datetime,
                    level: float = LEVEL) -> dict[str, Any]:
     """The study so far: each session (index, run, time, each subject's mean rate over
@@ -148,4 +183,14 @@ def sessions_block(spec: SessionsSpec, sessions: Sequence[Session], now: datetim
                       "elapsed": num((s.started_at - origin) / unit)}
                      for i, s in enumerate(ordered, 1)],
         "trend": [_trend(n, ordered, origin, unit, level) for n in names],
+        "versus_control": _holm([_versus(names[0], n, ordered, origin, unit, level)
+                                 for n in names[1:]]),
     }
+
+
+def _holm(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Holm across the subjects compared with the control (one family, STATS.md §10)."""
+    tested = [r for r in rows if r["p_value"] is not None]
+    for r, p in zip(tested, holm([r["p_value"] for r in tested]), strict=True):
+        r["p_value_holm"] = num(p)
+    return rows

@@ -33,6 +33,18 @@ def sessions_lines(block: Mapping[str, Any]) -> list[str]:
     lines = [head, f"trend of the {block['metric'].replace('_', ' ')} per {block['unit']} "
                    f"({level}% interval, cases as the unit):"]
     lines += [f"  {_slope(row, block['unit'])}" for row in block["trend"]]
+    versus = block.get("versus_control") or []
+    if versus:
+        lines.append(f"the difference from {versus[0]['control']}, its change per "
+                     f"{block['unit']} (cases paired; Holm p):")
+    for v in versus:
+        if v["diff"] is None:
+            lines.append(f"  {v['subject']}: {v.get('note', 'not compared')}")
+            continue
+        lo, hi = v["diff_ci"]
+        lines.append(f"  {v['subject']}: {v['diff']:+.3f} per {block['unit']} "
+                     f"[{lo:+.3f}, {hi:+.3f}], p {v['p_value_holm']:.3f}, "
+                     f"{v['n_cases']} cases")
     if block["sessions"]:
         lines.append("sessions:")
     for i, s in enumerate(block["sessions"]):

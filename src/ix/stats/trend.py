@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 else:
     special = lazy("scipy.special")
 
-__all__ = ["CaseLevelTrend", "case_level_slope", "case_level_trend",
-           "case_level_trend_difference", "length_axis"]
+__all__ = ["CaseLevelTrend", "case_level_slope", "case_level_slope_difference",
+           "case_level_trend", "case_level_trend_difference", "length_axis"]
 
 
 def length_axis(lengths: Sequence[float]) -> list[float]:
@@ -167,10 +167,19 @@ def case_level_trend_difference(control: Sequence[Sequence[tuple[int, int]]],
     without a valid trial at some length in either subject are left out; None when none is
     left. `clusters` as `case_level_trend`'s. Raises ValueError as `case_level_trend`, or
     when the two list different numbers of cases."""
+    return case_level_slope_difference(control, variant, length_axis(lengths), clusters)
+
+
+def case_level_slope_difference(control: Sequence[Sequence[tuple[int, int]]],
+                                variant: Sequence[Sequence[tuple[int, int]]],
+                                x: Sequence[float],
+                                clusters: Sequence[Hashable] | None = None,
+                                what: str = "lengths") -> CaseLevelTrend | None:
+    """`case_level_trend_difference` on any axis `x` (sessions' times, say)."""
     if len(control) != len(variant):
         raise ValueError(f"control and variant must list the same cases; got {len(control)} "
                          f"and {len(variant)}")
-    w = _weights(length_axis(lengths))
+    w = _weights(x, what)
     _check_clusters(clusters, len(control))
     slopes, floor, labels = [], 0.0, []
     for i, (row_c, row_v) in enumerate(zip(control, variant, strict=True)):

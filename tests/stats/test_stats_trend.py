@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ix.stats.trend import case_level_trend, case_level_trend_difference, length_axis
+from ix.stats.trend import (
+    case_level_slope,
+    case_level_trend,
+    case_level_trend_difference,
+    length_axis,
+)
 
 LENGTHS = [0, 8, 32, 128]
 
@@ -150,3 +155,53 @@ def test_p_declines_faster_under_no_interaction_is_not_overconfident(common):
     common random numbers the two subjects share their draws: fewer)."""
     coverage, p = _simulate_interaction(0.0, 15, 5, reps=500, seed=21, common=common)
     assert np.mean(p >= 0.95) <= 0.07 and coverage >= 0.93
+
+
+# --------------------------------------------------------------------------- any axis (sessions)
+
+#: Sessions' times in weeks since the first: a study run late once, early once.
+WEEKS = [0.0, 1.0, 2.1, 2.9, 4.0, 6.2]
+
+
+def test_the_slope_on_session_times_is_statsmodels_case_clustered_regression():
+    """The mean per-case slope and its SE are the case-fixed-effects regression of the rates
+    on time with a case-clustered (CR1) covariance, fitted by statsmodels: the within (case-
+    demeaned) OLS, whose only parameter is the slope, so statsmodels' correction is G/(G−1)."""
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(7)
+    n_cases, k = 15, 4
+    start = rng.uniform(0.2, 0.8, n_cases)
+    theta = np.clip(start[:, None] + 0.04 * np.array(WEEKS)[None, :], 0, 1)
+    passed = rng.binomial(k, theta)
+    got = case_level_slope([[(int(p), k) for p in row] for row in passed], WEEKS,
+                           what="session times")
+    rates = passed / k
+    y = (rates - rates.mean(axis=1, keepdims=True)).ravel()
+    x = np.tile(np.array(WEEKS) - np.mean(WEEKS), n_cases)
+    groups = np.repeat(np.arange(n_cases), len(WEEKS))
+    fit = sm.OLS(y, x[:, None]).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert got.slope == pytest.approx(fit.params[0], abs=1e-12)
+    assert got.se == pytest.approx(fit.bse[0], rel=1e-9)
+    assert got.n == n_cases and got.df == n_cases - 1
+    with pytest.raises(ValueError, match="two different session times"):
+        case_level_slope([[(1, 2), (1, 2)]], [1.0, 1.0], what="session times")
+
+
+@pytest.mark.parametrize(("n_cases", "k", "slope"), [(8, 1, 0.05), (20, 3, -0.03)])
+def test_the_session_slope_interval_covers_the_true_mean_slope(n_cases, k, slope):
+    """Cases with their own level and their own slope (heterogeneous), one trial a session
+    (a person, the `human` runtime) or three; the truth is the population's mean slope of the
+    clipped rates over these times. 95% nominal."""
+    rng = np.random.default_rng(n_cases * k)
+    t = np.array(WEEKS)
+    covered, reps = 0, 600
+    for _ in range(reps):
+        start = rng.uniform(0.3, 0.7, n_cases)
+        own = slope + rng.normal(0, 0.02, n_cases)
+        theta = np.clip(start[:, None] + own[:, None] * t[None, :], 0, 1)
+        truth = np.mean([np.polyfit(t, row, 1)[0] for row in theta])
+        passed = rng.binomial(k, theta)
+        got = case_level_slope([[(int(p), k) for p in row] for row in passed], WEEKS)
+        lo, hi = got.interval(0.95)
+        covered += lo <= truth <= hi
+    assert covered / reps >= 0.93

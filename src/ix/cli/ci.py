@@ -36,9 +36,11 @@ def init(
     battery: Annotated[Path | None, typer.Option(
         "--battery", help="Run this battery file (`ix batch`) instead of `ix run`; it must "
                           "be inside the repository.", show_default=False)] = None,
-    schedule: Annotated[str, typer.Option(
+    schedule: Annotated[str | None, typer.Option(
         "--schedule", help="When to run, a 5-field cron expression in UTC (minute hour "
-                           "day-of-month month day-of-week).")] = api_ci.DEFAULT_SCHEDULE,
+                           "day-of-month month day-of-week). Default: every `sessions.every` "
+                           "of a longitudinal study, else daily at 03:17.",
+        show_default=False)] = None,
     baseline: Annotated[str, typer.Option(
         "--baseline", help="The tag of each experiment's baseline run; {experiment} is "
                            "replaced by the experiment's folder name.")]

@@ -6,8 +6,10 @@ import typer
 from rich.text import Text
 
 from ix import api
+from ix.api import lab_goals as api_lab_goals
 from ix.cli.options import Json, Lab
 from ix.cli.output import out, print_json
+from ix.domain.errors import ConfigError
 from ix.report.answer import METRICS, effect_text, interval_text, metric_name, num_text
 from ix.report.outcome_text import label
 from ix.report.tables import table
@@ -49,6 +51,19 @@ def list_(lab: Lab = None, json_out: Json = False) -> None:
                   f"{c['must_trigger']}/{c['should_not_trigger']}/{c['acceptable']}",
                   str(len(i.subjects)), *(("",) if errors else ()))
     out.print(t)
+    _goals(lab)
+
+
+def _goals(lab: str | None) -> None:
+    """The lab's goals.yaml goals (`ix report --goal NAME` decides one): names only, so
+    listing stays one small file per experiment; a bad goals.yaml is said, not fatal."""
+    try:
+        _, goals = api_lab_goals.lab_goals(lab)
+    except ConfigError as exc:
+        out.print(Text(exc.render(), style="red"))
+        return
+    if goals:
+        out.print(Text(f"lab goals (`ix report --goal NAME`): {', '.join(goals)}"))
 
 
 def _answer(info: "ExperimentInfo") -> tuple[Text | str, str]:

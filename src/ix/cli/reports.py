@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
+from rich.text import Text
 
 from ix.api import annotations as api_notes
+from ix.api import lab_goals as api_lab_goals
 from ix.api import reports as api_reports
+from ix.api import sessions as api_sessions
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
 from ix.cli.output import err, note, out, print_json, warn
@@ -19,6 +22,7 @@ from ix.domain.errors import ConfigError
 from ix.report.github import report_github
 from ix.report.junit import report_junit
 from ix.report.markdown import leaderboards_markdown, report_markdown
+from ix.report.sessions_text import lab_goal_lines, sessions_lines
 from ix.report.tables import fit
 from ix.report.terminal import leaderboards_renderable, report_renderable
 
@@ -122,15 +126,32 @@ def report(
         "--baseline", help="A tag (or run) to compare with: exit 1 when a metric regressed "
                            "(its 95% interval of run − baseline lies below 0).",
         show_default=False)] = None,
+    sessions: Annotated[bool, typer.Option(
+        "--sessions", help="A longitudinal study (`sessions:`): the sessions done, when the "
+                           "next is due, and each subject's trend over time.")] = False,
+    goal: Annotated[str | None, typer.Option(
+        "--goal", help="A goal of the lab's goals.yaml: one verdict from its experiments' "
+                       "latest runs, pooled (`ix ls` lists the goals).",
+        show_default=False, metavar="NAME")] = None,
     json_out: Json = False,
 ) -> None:
     """One run's report: summary table, leaderboard, score breakdown per case, failure
     analysis, cost, annotations, and with --baseline the regressions. An experiment's name
     means its latest completed run. --format html writes one offline page with the charts
-    (to --out, else the run folder's report.html).
+    (to --out, else the run folder's report.html). --sessions reports a longitudinal study
+    over its runs; --goal NAME a goal of the lab's goals.yaml.
 
-    Exit codes: 0 done, 1 a regression against --baseline, 2 bad input.
+    Exit codes: 0 done, 1 a regression against --baseline (or a --goal refuted), 2 bad
+    input.
     """
+    if sessions or goal is not None:
+        for given, option in ((baseline, "--baseline"), (metric, "--metric"),
+                              (per_case, "--per-case")):
+            if given:
+                raise ConfigError(f"{option} is for one run's report, not with "
+                                  f"{'--sessions' if sessions else '--goal'}", field=option)
+        _study(run, lab, fmt, json_out, out_file, sessions, goal)
+        return
     chosen = _format(fmt, json_out, (*api_reports.FORMATS, "html", "github", "junit"))
     if per_case and chosen != "junit":
         raise ConfigError("--per-case is for --format junit", field="--per-case")
@@ -146,6 +167,30 @@ def report(
         found = ", ".join(f"{r['subject']} {r['metric']}" for r in base["regressions"])
         err.print(f"[bold red]regression[/] against {base['tag']} ({base['run']}): {found}",
                   soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _study(run: str | None, lab: str | None, fmt: str | None, json_out: bool,
+           out_file: Path | None, sessions: bool, goal: str | None) -> None:
+    """`--sessions` and `--goal`: text or JSON of data that spans several runs."""
+    if sessions and goal is not None:
+        raise ConfigError("--sessions reports one experiment, --goal a lab goal: choose one",
+                          field="--goal")
+    if goal is not None and run is not None:
+        raise ConfigError("a lab goal names its own experiments: give --goal NAME alone",
+                          field="RUN|EXPERIMENT")
+    chosen = _format(fmt, json_out, ("table", "json"))
+    _check_out(out_file)
+    data: Any
+    if goal is not None:
+        data = api_lab_goals.lab_goal(lab, goal)
+        lines = lab_goal_lines(data)
+    else:
+        data = api_sessions.sessions_report(lab, [run] if run else [])
+        lines = [line for block in data for line in [*sessions_lines(block), ""]][:-1]
+    text = "\n".join(lines) + "\n"
+    _emit(chosen, data, lambda _: Text(text.rstrip("\n")), lambda _: text, out_file)
+    if goal is not None and data["verdict"] == "refuted":
         raise typer.Exit(1)
 
 

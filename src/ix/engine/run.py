@@ -83,6 +83,7 @@ from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outc
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.runtimes.judge import judge_names
 from ix.store.layout import ExperimentDir, RunDir
+from ix.store.lookup import is_completed, run_folders
 from ix.store.recorder import RunRecorder
 from ix.store.runs import check_results, git_commit, iso
 from ix.store.spec import environment
@@ -1031,6 +1032,11 @@ def _spec(plan: Plan, run_id: str, started: datetime,
     }
     if plan.load is not None:
         spec["config"]["load"] = dict(plan.load.options)
+    sessions = loaded.spec.sessions
+    if sessions is not None:  # a longitudinal study: this run is its next session
+        before = sum(1 for f in run_folders(ExperimentDir.at(loaded.path).results)
+                     if f.name != run_id and is_completed(f))
+        spec["session"] = {"index": before + 1, "of": sessions.count, "every": sessions.every}
     return spec
 
 

@@ -22,6 +22,7 @@ from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.model import Model
 from ix.eval.models import Difficulty, Expectation, Seeding, SimulatedUser
 from ix.eval.outcomes import ALIASES, OUTCOME_METRICS, canonical, is_outcome_metric
+from ix.eval.sessions import SessionsSpec
 from ix.eval.validation import from_validation_error
 from ix.fs.names import name_problem, normalise
 
@@ -204,6 +205,16 @@ class GoalSpec(_Strict):
         return self
 
 
+class LabGoalSpec(GoalSpec):
+    """A goal of the lab's `goals.yaml`: the evidence of several experiments, pooled."""
+
+    experiments: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class GoalsFile(_Strict):
+    goals: dict[str, LabGoalSpec]
+
+
 class ImportedSpec(_Strict):
     """`imported:` of an experiment `ix import` made: where its trials came from, and whether
     its case files hold the real prompts (`ix run` refuses it while they do not)."""
@@ -318,6 +329,7 @@ class ExperimentSpec(_Strict):
     judge: dict[str, Any] | None = None
     simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
     gate: list[str] = Field(default_factory=list)  # per-case gates (`ix.eval.case_gates`)
+    sessions: SessionsSpec | None = None  # a longitudinal study (`ix.eval.sessions`)
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 else:
     special = lazy("scipy.special")
 
-__all__ = ["CaseLevelTrend", "case_level_trend", "case_level_trend_difference",
-           "length_axis"]
+__all__ = ["CaseLevelTrend", "case_level_slope", "case_level_slope_difference",
+           "case_level_trend", "case_level_trend_difference", "length_axis"]
 
 
 def length_axis(lengths: Sequence[float]) -> list[float]:
@@ -85,10 +85,11 @@ class CaseLevelTrend:
         return float(min(1.0, 2.0 * special.stdtr(self.df, -abs(self.slope) / self.se)))
 
 
-def _weights(lengths: Sequence[float]) -> list[float]:
-    if len(lengths) < 2:
-        raise ValueError(f"a trend needs at least two lengths, got {len(lengths)}")
-    x = length_axis(lengths)
+def _weights(x: Sequence[float], what: str = "lengths") -> list[float]:
+    if len(x) < 2:
+        raise ValueError(f"a trend needs at least two {what}, got {len(x)}")
+    if len(set(x)) < 2:
+        raise ValueError(f"a trend needs two different {what}, got {list(x)}")
     mean_x = sum(x) / len(x)
     sxx = sum((v - mean_x) ** 2 for v in x)
     return [(v - mean_x) / sxx for v in x]
@@ -134,7 +135,17 @@ def case_level_trend(counts: Sequence[Sequence[tuple[int, int]]],
     `lengths[j]`; `clusters[i]` case i's family, when cases come in families. Cases without a
     valid trial at some length are left out; None when no case is left. Raises ValueError
     with fewer than two lengths, or counts outside 0 ≤ k ≤ n."""
-    w = _weights(lengths)
+    return case_level_slope(counts, length_axis(lengths), clusters)
+
+
+def case_level_slope(counts: Sequence[Sequence[tuple[int, int]]], x: Sequence[float],
+                     clusters: Sequence[Hashable] | None = None,
+                     what: str = "lengths") -> CaseLevelTrend | None:
+    """`case_level_trend` on any axis: the mean per-case least-squares slope of the rates
+    against `x` (sessions' times, say; `what` names the axis in errors). It equals the slope of
+    the pooled regression r_ij ~ case + x with its case-clustered (CR1) SE when every case has
+    every point (tests/stats/test_stats_trend.py checks it against statsmodels)."""
+    w = _weights(x, what)
     _check_clusters(clusters, len(counts))
     slopes, floor, labels = [], 0.0, []
     for i, row in enumerate(counts):
@@ -156,10 +167,19 @@ def case_level_trend_difference(control: Sequence[Sequence[tuple[int, int]]],
     without a valid trial at some length in either subject are left out; None when none is
     left. `clusters` as `case_level_trend`'s. Raises ValueError as `case_level_trend`, or
     when the two list different numbers of cases."""
+    return case_level_slope_difference(control, variant, length_axis(lengths), clusters)
+
+
+def case_level_slope_difference(control: Sequence[Sequence[tuple[int, int]]],
+                                variant: Sequence[Sequence[tuple[int, int]]],
+                                x: Sequence[float],
+                                clusters: Sequence[Hashable] | None = None,
+                                what: str = "lengths") -> CaseLevelTrend | None:
+    """`case_level_trend_difference` on any axis `x` (sessions' times, say)."""
     if len(control) != len(variant):
         raise ValueError(f"control and variant must list the same cases; got {len(control)} "
                          f"and {len(variant)}")
-    w = _weights(lengths)
+    w = _weights(x, what)
     _check_clusters(clusters, len(control))
     slopes, floor, labels = [], 0.0, []
     for i, (row_c, row_v) in enumerate(zip(control, variant, strict=True)):

@@ -130,6 +130,8 @@ class RunSpec(ClosedDict, _ImportKey):
     config: SpecConfig
     executor: NotRequired[dict[str, Any]]
     continued: NotRequired[list[SpecContinued]]
+    #: a longitudinal study's session: {index, of, every} (`sessions:`, docs/experiments.md)
+    session: NotRequired[dict[str, Any]]
     batches: NotRequired[list[SpecBatch]]
     imported_from: NotRequired[str]
     format: NotRequired[str]

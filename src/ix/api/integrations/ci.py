@@ -21,6 +21,7 @@ from ix.api.loading import resolve
 from ix.api.loading import validate as plan_experiments
 from ix.domain.errors import ConfigError
 from ix.engine.plan import Plan
+from ix.eval.sessions import EVERY
 from ix.fs.files import write_text_atomic
 from ix.fs.resolve import find_lab, select_experiments
 from ix.runtimes.credentials import credentials
@@ -125,7 +126,7 @@ def repository_root(path: Path) -> Path | None:
 
 def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github",
                   battery: Path | None = None, experiments: Sequence[str] = (),
-                  schedule: str = DEFAULT_SCHEDULE, baseline: str = DEFAULT_BASELINE,
+                  schedule: str | None = None, baseline: str = DEFAULT_BASELINE,
                   python: str = DEFAULT_PYTHON, install: str | None = None,
                   extras: Sequence[str] = (), secrets: Sequence[str] = (),
                   timeout_minutes: int = 60, out: Path | None = None,
@@ -134,12 +135,15 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
     relative to the root of the git checkout holding the lab (else the working directory).
     Loads every experiment, so a lab that would fail in CI fails here first (exit 2).
     Each gate's first screen goes to the job's summary (GitHub) and the reports folder as
-    Markdown; `pr_comment`: posted as one comment on the pull or merge request too."""
+    Markdown; `pr_comment`: posted as one comment on the pull or merge request too.
+    `schedule` None: every `sessions.every` of the experiments (a longitudinal study,
+    `session_cron`), else `DEFAULT_SCHEDULE`."""
     cwd = (cwd or Path.cwd()).resolve()
     if platform not in PLATFORMS:
         raise ConfigError(f"unknown platform {platform!r}; allowed: github, gitlab",
                           field="--github/--gitlab")
-    schedule = check_cron(schedule)
+    if schedule is not None:
+        schedule = check_cron(schedule)
     if not re.fullmatch(r"3\.\d{1,2}", python):
         raise ConfigError(f"a Python version is 3.N (e.g. 3.11), got {python!r}",
                           field="--python")
@@ -158,6 +162,8 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
         if not experiments:  # the whole lab, wherever in it `ix ci init` was run
             chosen = select_experiments(lab_path, (), cwd=lab_path)
         plans = plan_experiments(lab_path, [str(p) for p in chosen])
+    if schedule is None:
+        schedule = session_schedule(plans)
     root = repository_root(lab_path) or cwd
     lab_rel = check_name(_relative(lab_path, root, "--lab"), "--lab", "the lab's path")
     folders = list(dict.fromkeys(p.loaded.path.resolve() for p in plans))
@@ -183,6 +189,36 @@ def plan_workflow(lab: str | Path | None = None, *, platform: Platform = "github
         cwd / out if out is not None else root / OUTPUTS[platform])
     return Workflow(platform, path, text, root, lab_rel, command, install_line, schedule,
                     gates, names, _notes(plans, gates, names, platform, pr_comment), pr_comment)
+
+
+def session_cron(every: str) -> str:
+    """The cron line that runs a session every `every` (`sessions.every`), at 17 past the
+    hour: `17 */N * * *` for N hours dividing a day, `17 3 * * *` daily, `17 3 * * 1`
+    weekly on Mondays. A period cron cannot repeat exactly (5h, 3d, 2w) is a ConfigError on
+    `--schedule`: cron restarts its steps each day and month."""
+    m = EVERY.fullmatch(every)
+    n, unit = (int(m.group(1)), m.group(2)) if m else (0, "")
+    if unit == "h" and 24 % n == 0 and n < 24:
+        return "17 * * * *" if n == 1 else f"17 */{n} * * *"
+    if (unit == "h" and n == 24) or (unit == "d" and n == 1):
+        return DEFAULT_SCHEDULE
+    if (unit == "d" and n == 7) or (unit == "w" and n == 1):
+        return "17 3 * * 1"
+    raise ConfigError(f"sessions every {every} have no cron line (cron repeats within a day, "
+                      "daily or weekly): give --schedule, and let `ix report --sessions` say "
+                      "when a session is due", field="--schedule")
+
+
+def session_schedule(plans: Sequence[Plan]) -> str:
+    """The schedule of the experiments' sessions (`session_cron`), the same for all that are
+    longitudinal studies; `DEFAULT_SCHEDULE` when none is."""
+    every = sorted({s.every for p in plans if (s := p.loaded.spec.sessions) is not None})
+    if len(every) > 1:
+        raise ConfigError(f"the experiments' sessions come every {' and every '.join(every)}: "
+                          "one workflow runs on one schedule; give --schedule, or one "
+                          "workflow per period (`ix ci init EXPERIMENT --out FILE`)",
+                          field="--schedule")
+    return session_cron(every[0]) if every else DEFAULT_SCHEDULE
 
 
 def write_workflow(workflow: Workflow, *, force: bool = False) -> Path:

@@ -21,6 +21,11 @@ from ix.fs.storage_faults import storage_error
 COMMANDS: dict[str, Entry] = {
     "run": Entry("ix.cli.run",
         "Run experiments: every case x subject x trial, recorded, aggregated, summarised."),
+    "pause": Entry("ix.cli.pause",
+        "Pause a running run: no new trial starts, the trials in flight finish, the run stays"
+        " open until `ix continue RUN`."),
+    "continue": Entry("ix.cli.pause", "Continue a paused run: trials start again where it "
+                                      "paused."),
     "validate": Entry("ix.cli.validate",
         "Load and check experiments without running anything: every problem of the lab at"
         " once, one `file: field: message` line each (exit 2 on any), and each subject's "

@@ -101,6 +101,9 @@ COMMANDS: dict[str, Entry] = {
     "label": Entry("ix.cli.judges",
         "Add people's labels of judged trials to an experiment's label set "
         "(results/labels.jsonl), which `ix judge check` reads."),
+    "serve": Entry("ix.cli.serve",
+        "Keep ix warm: a resident worker that runs each `ix` command in a forked child with"
+        " the imports already done."),
     "ci": Entry("ix.cli.ci",
         "Scheduled runs and CI gates: `ix ci init` writes a GitHub Actions or GitLab CI "
         "workflow that runs the lab, gates on a baseline and keeps the HTML reports."),

@@ -18,9 +18,9 @@ import gc
 import importlib
 import os
 import random
+import select
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
@@ -33,7 +33,7 @@ from ix.cli import run_here
 from ix.cli.main import COMMANDS
 from ix.cli.options import JsonFormat as Json
 from ix.cli.output import out, print_json
-from ix.cli.warm import connect, identity, receive, send, socket_path
+from ix.cli.warm import connect, identity, receive, same_user, send, socket_path
 from ix.domain.errors import ConfigError
 
 #: Libraries the commands load on demand (`ix._lazy`), imported by the server up front.
@@ -223,20 +223,13 @@ def _reap() -> None:
         pass
 
 
-def _same_user(conn: socket.socket) -> bool:
-    if not hasattr(socket, "SO_PEERCRED"):  # pragma: no cover - macOS: the 0600 socket
-        return True
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1] == os.getuid()
-
-
 def _answer(conn: socket.socket, listener: socket.socket, state: dict[str, Any],
             stopping: list[int]) -> int:
     """One request: a control (status, stop) or a command, forked. 1 if a command ran."""
     conn.settimeout(5)
     fds: list[int] = []
     try:
-        if not _same_user(conn):
+        if not same_user(conn):
             return 0
         message, fds = receive(conn, fds=3)
         if message is None:
@@ -277,6 +270,18 @@ def _wait_for(conn: socket.socket, message: dict[str, Any], fds: list[int]) -> N
         _command(conn, message, fds)
     conn.settimeout(None)
     send(conn, {"pid": pid})
+    if hasattr(os, "pidfd_open"):  # Linux: wait for the command or the client's hang-up
+        ended = os.pidfd_open(pid)
+        watched: list[Any] = [ended, conn]
+        while True:
+            readable, _, _ = select.select(watched, [], [])
+            if ended in readable:
+                break
+            if not conn.recv(1):  # the client is gone (killed): the command hears it as
+                watched = [ended]  # a closed terminal, and the waiter waits on
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGHUP)
+        os.close(ended)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     send(conn, {"exit": code if code >= 0 else 128 - code})

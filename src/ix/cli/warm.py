@@ -83,17 +83,33 @@ def opted_out() -> bool:
 
 
 def connect(path: str, timeout: float = 2.0) -> socket.socket | None:
-    """A connection to the server on `path`, or None when none answers."""
-    if not os.path.exists(path):
+    """A connection to the server on `path`, or None when none answers, or when the socket
+    or the process listening on it is not the user's (the environment sent holds secrets)."""
+    try:
+        if os.stat(path).st_uid != os.getuid():
+            return None
+    except OSError:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
+        if not same_user(sock):
+            sock.close()
+            return None
     except OSError:
         sock.close()
         return None
     return sock
+
+
+def same_user(sock: socket.socket) -> bool:
+    """The peer of `sock` runs as this user (Linux: SO_PEERCRED; elsewhere the 0600 socket
+    in a 0700 folder is the guard)."""
+    if not hasattr(socket, "SO_PEERCRED"):  # pragma: no cover - macOS
+        return True
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1] == os.getuid()
 
 
 def forwarded(argv: list[str]) -> int | None:

@@ -5,6 +5,8 @@ import threading
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from conftest import mock_experiment
 from ix.engine.plan import Overrides, build_plan
 from ix.engine.run import Limits, run_plan
@@ -19,6 +21,7 @@ def _plan(lab):
     return build_plan(load_experiment(exp, lab), Overrides())
 
 
+@pytest.mark.slow
 def test_the_marker_holds_back_new_trials_until_it_is_removed(lab):
     heard: list[tuple[bool, datetime]] = []
     started: list[datetime] = []
@@ -49,6 +52,7 @@ def test_the_marker_holds_back_new_trials_until_it_is_removed(lab):
     assert not RunDir(result.run_dir).paused.exists()
 
 
+@pytest.mark.slow
 def test_a_stop_asked_while_paused_ends_the_run(lab):
     stop = threading.Event()
     plan = _plan(lab)

@@ -243,6 +243,10 @@ def _answer(conn: socket.socket, listener: socket.socket, state: dict[str, Any],
         if message.get("identity") != identity() or len(fds) != 3:
             send(conn, {"refused": "this server runs another ix"})
             return 0
+        send(conn, {"ready": True})
+        go, _ = receive(conn)
+        if not go or not go.get("go"):  # the client gave up: it runs the command itself
+            return 0
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() == 0:  # the waiter

@@ -113,7 +113,11 @@ def same_user(sock: socket.socket) -> bool:
 
 
 def forwarded(argv: list[str]) -> int | None:
-    """Run `ix argv` through the server: its exit code, or None when no server took it."""
+    """Run `ix argv` through the server: its exit code, or None when no server took it.
+
+    The server says it is ready, and forks the command only once the client says go: a
+    client that gave up waiting (and runs the command itself) never said go, so a command
+    never runs twice."""
     if opted_out() or argv[:1] == ["serve"]:  # `ix serve --stop` speaks to it directly
         return None
     sock = connect(socket_path())
@@ -123,18 +127,22 @@ def forwarded(argv: list[str]) -> int | None:
         try:
             send(sock, {"run": argv, "cwd": os.getcwd(), "env": dict(os.environ),
                         "identity": identity()}, [0, 1, 2])
-            started, _ = receive(sock)
+            ready, _ = receive(sock)
+            if not ready or not ready.get("ready"):
+                return None  # refused (another ix) or gone: run here
+            # from here the server runs the command, and only it: no fallback may run it too
+            sock.settimeout(None)
+            send(sock, {"go": True})
         except (OSError, ValueError):
             return None
-        if not started or "pid" not in started:
-            return None  # refused (another ix) or gone: run here
-        pid = int(started["pid"])
-        sock.settimeout(None)
-        _forward_signals(pid)
+        ended: dict[str, Any] | None = None
         try:
-            ended, _ = receive(sock)
+            started, _ = receive(sock)
+            if started is not None and "pid" in started:
+                _forward_signals(int(started["pid"]))
+                ended, _ = receive(sock)
         except (OSError, ValueError):
-            ended = None
+            pass
     if ended is None or "exit" not in ended:
         sys.stderr.write("ix: the ix server went away while it ran the command\n")
         return 1

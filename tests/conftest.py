@@ -74,11 +74,12 @@ class Result:
 
 def _ix_env(cwd: Path | None, env: Mapping[str, str] | None) -> dict[str, str]:
     """This process's environment without the user's ix settings (no `IX_*`, no user
-    config), plain wide output, then `env`."""
+    config, no `ix serve`), plain wide output, then `env`."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("IX_")}
     full_env["XDG_CONFIG_HOME"] = str(Path(cwd or REPO) / ".no-user-config")
     full_env["NO_COLOR"] = "1"
     full_env["COLUMNS"] = "200"
+    full_env["IX_NO_SERVE"] = "1"  # a user's `ix serve` runs their ix, not this tree's
     full_env.update(env or {})
     return full_env
 

@@ -173,7 +173,7 @@ def test_reading_a_run_loads_no_numpy_or_scipy(tmp_path):
 #: import or an optional extra: (file under src/ix, function).
 DEFERRED = {
     ("__init__.py", "__getattr__"),  # `import ix` loads the API (pydantic, ...) on first use
-    ("cli/__init__.py", "main"),  # typer and the command tree: not for `ix --version`
+    ("cli/__init__.py", "run_here"),  # typer, the command tree: not for `ix --version`
     ("cli/main.py", "_fail"),  # rich: only when there is an error to print
     ("cli/mcp.py", "mcp"),  # the MCP server: an optional extra
     ("cli/view.py", "view"),  # uvicorn and starlette: an optional extra

@@ -123,6 +123,9 @@ MARKDOWN = {"report --format md", "report --format github", "leaderboard --forma
 NO_TABLE = {"new": "a list of created files", "import": "one line naming the new run",
             "view": "a server", "mcp": "a server (JSON-RPC)",
             "ci": "a workflow file (tests/ci/)",
+            "pause": "one line naming the run (tests/cli/test_pause.py)",
+            "serve": "a server (tests/cli/test_serve.py)",
+            "continue": "one line naming the run (tests/cli/test_pause.py)",
             "sync": "one line of counts (tests/sync/)",
             "label": "one line counting the labels added (tests/cli/test_judge_check.py)",
             "cases": "one line counting the case files written (tests/cli/test_cases_import.py)"}

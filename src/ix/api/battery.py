@@ -255,7 +255,8 @@ def _run_jobs(folder: Path, snapshot: dict[str, Any], spec: BatterySpec, lab_pat
              f"{job.entry['seed']}")
         result = run_plan(job.plan, command=command, on_trial=trial_listener(observer),
                           limits=limits, executor=executor, continuation=job.continuation,
-                          warn=observer.on_warning, on_batch=observer.on_batch)
+                          warn=observer.on_warning, on_batch=observer.on_batch,
+                          on_pause=observer.on_pause)
         results.append(result)
         job.entry.update(run_id=result.run_id, status=result.status,
                          summary=str(result.summary_path))

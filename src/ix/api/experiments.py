@@ -174,7 +174,8 @@ def _engine_args(options: RunOptions, observer: Observer, cont: Continuation | N
             "command": None if options.command is None else list(options.command),
             "on_trial": on_trial,
             "continuation": cont, "limits": options.limits, "executor": where,
-            "warn": observer.on_warning, "on_batch": observer.on_batch}
+            "warn": observer.on_warning, "on_batch": observer.on_batch,
+            "on_pause": observer.on_pause}
 
 
 def _digest(cont: Continuation | None) -> TrialDigest | None:
@@ -276,6 +277,9 @@ class _OnLoop(Observer):
 
     def on_warning(self, message: str) -> None:
         self._call(self._inner.on_warning, message)
+
+    def on_pause(self, run_id: str, paused: bool) -> None:
+        self._call(self._inner.on_pause, run_id, paused)
 
 
 OnDesign = Callable[[Plan, list[Any]], None]

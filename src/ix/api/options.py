@@ -108,6 +108,10 @@ class Observer:
     def on_step(self, message: str) -> None:
         """A step of a command made of several runs begins (`ix optimize`'s rounds)."""
 
+    def on_pause(self, run_id: str, paused: bool) -> None:
+        """The run was paused (`ix pause`, SIGTSTP: no new trial starts, the ones in flight
+        finish) or continued (`ix continue`, SIGCONT)."""
+
     def on_batch(self, status: dict[str, Any]) -> None:
         """A `batch: true` subject's batch was submitted, answered more, or ended:
         `{subject, id, status: submitted | running | ended, requests, answered}`."""

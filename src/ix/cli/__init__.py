@@ -1,10 +1,12 @@
 """The `ix` command line. `main` is the console script: `ix --version` is answered here,
-before typer is imported; everything else goes to the command tree of `ix.cli.main`."""
+before typer is imported; a running `ix serve` takes the command if there is one
+(`ix.cli.warm`); everything else goes to the command tree of `ix.cli.main`."""
 
 import gc
 import sys
 
 from ix._version import __version__
+from ix.cli.warm import forwarded
 
 
 def main() -> None:
@@ -12,6 +14,14 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:  # as the root's eager --version answers it, faster
         sys.stdout.write(f"ix {__version__}\n")
         return
+    code = forwarded(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    run_here()
+
+
+def run_here() -> None:
+    """The command of `sys.argv`, in this process (`ix serve`'s children start here)."""
     # No collection while the command's modules import: they make only objects that live as
     # long as the process, and collections between imports walked them over and over (~40 ms
     # of a report). The root callback of `ix.cli.main` freezes them and turns the collector

@@ -21,6 +21,11 @@ from ix.fs.storage_faults import storage_error
 COMMANDS: dict[str, Entry] = {
     "run": Entry("ix.cli.run",
         "Run experiments: every case x subject x trial, recorded, aggregated, summarised."),
+    "pause": Entry("ix.cli.pause",
+        "Pause a running run: no new trial starts, the trials in flight finish, the run stays"
+        " open until `ix continue RUN`."),
+    "continue": Entry("ix.cli.pause", "Continue a paused run: trials start again where it "
+                                      "paused."),
     "validate": Entry("ix.cli.validate",
         "Load and check experiments without running anything: every problem of the lab at"
         " once, one `file: field: message` line each (exit 2 on any), and each subject's "
@@ -100,6 +105,9 @@ COMMANDS: dict[str, Entry] = {
     "label": Entry("ix.cli.judges",
         "Add people's labels of judged trials to an experiment's label set "
         "(results/labels.jsonl), which `ix judge check` reads."),
+    "serve": Entry("ix.cli.serve",
+        "Keep ix warm: a resident worker that runs each `ix` command in a forked child with"
+        " the imports already done."),
     "ci": Entry("ix.cli.ci",
         "Scheduled runs and CI gates: `ix ci init` writes a GitHub Actions or GitLab CI "
         "workflow that runs the lab, gates on a baseline and keeps the HTML reports."),

@@ -8,6 +8,7 @@ default off a terminal and with `--json`). No bar while a person answers on this
 """
 
 import json
+import os
 import sys
 import time
 from types import TracebackType
@@ -56,6 +57,7 @@ class RunProgress(Observer):
         self._pending: dict[str, int] = {}  # subject -> trials not yet shown on its bar
         self._shown = 0.0  # when the bar was last given its counts (time.monotonic)
         self._batches: dict[str, dict[str, tuple[int, int]]] = {}  # subject -> id -> counts
+        self._paused = False  # the run is paused: the bars say so instead of a rate
         if mode == "none":  # nothing shows a trial: the engine then makes no call per trial
             self.on_trial = super().on_trial  # type: ignore[method-assign]
 
@@ -131,6 +133,23 @@ class RunProgress(Observer):
         if time.monotonic() - self._shown >= REDRAW_S:
             self._show()
 
+    def on_pause(self, run_id: str, paused: bool) -> None:
+        """Say that the run paused (and how to go on) or continued; the bars say "paused"."""
+        if self.mode == "json":
+            self._emit({"event": "paused" if paused else "continued",
+                        "experiment": self._experiment, "run_id": run_id})
+            return
+        if paused:
+            err.print(f"paused run {run_id}: no new trial starts, the ones in flight finish; "
+                      f"`ix continue {run_id}` (or `kill -CONT {os.getpid()}`) goes on",
+                      markup=False, soft_wrap=True)
+        else:
+            err.print(f"continued run {run_id}", markup=False)
+        self._paused = paused
+        if self._progress is not None:
+            for task in self._tasks.values():
+                self._progress.update(task, rate="paused" if paused else "")
+
     def on_batch(self, status: dict[str, Any]) -> None:
         """A batch's progress: a JSON event, or the subject's bar says how far its batches
         are (`batch 120/400 answered`) while it waits on them."""
@@ -161,6 +180,8 @@ class RunProgress(Observer):
             rate = f"{speed:,.0f}/s" if speed else ""
             if subject in self._batches:  # a rate means nothing when a batch answers all
                 rate = self._progress.tasks[task_id].fields.get("rate", "")
+            if self._paused:
+                rate = "paused"
             self._progress.update(task_id, advance=advance, rate=rate,
                                   errors=f"{int(stats[1])} errors" if stats[1] else "",
                                   usage=usage)

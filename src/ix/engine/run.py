@@ -41,6 +41,7 @@ from ix.engine.outcome import (
     stop_cause,
 )
 from ix.engine.pairwise import judge_pairs, latest_judgements
+from ix.engine.pausing import PauseGate
 from ix.engine.pipeline import (
     GIVEN,
     OBSERVATION,
@@ -93,6 +94,8 @@ from ix.store.trial_scan import standing_errors
 from ix.store.trials import TrialWriter, fsync_policy
 
 OnTrial = Callable[[dict[str, Any]], None]
+#: Told when a run pauses (True) or goes on (False): its id and the new state.
+OnRunPause = Callable[[str, bool], None]
 
 
 @dataclass(frozen=True)
@@ -158,21 +161,23 @@ def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None =
              on_trial: OnTrial | None = None, continuation: Continuation | None = None,
              limits: Limits = Limits(), executor: dict[str, Any] | None = None,
              warn: Warn | None = None,
-             on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+             on_batch: Callable[[dict[str, Any]], None] | None = None,
+             on_pause: OnRunPause | None = None) -> RunResult:
     """Execute `plan` and write everything it produces under the experiment's `results/`.
 
     With a `continuation`, the run is an earlier one resumed (or its failed trials retried):
     its recorded trials are counted again and only the others run, under the same run id.
     `executor` says where the trials ran (`spec.yaml` keeps it); None: here, on asyncio.
     `warn` hears of a torn last line the trial writer repaired, `on_batch` of each batch of a
-    `batch: true` subject (`Batcher.on_status`). Results that cannot be
+    `batch: true` subject (`Batcher.on_status`), `on_pause` of the run paused or continued
+    (`ix.engine.pausing`: `ix pause`, SIGTSTP, SIGCONT). Results that cannot be
     written (a full disk, a read-only folder, a deleted lab) raise `StorageError`, after
     recording the run as failed where that can still be written. The trials run on a new
     asyncio loop, which takes SIGINT/SIGTERM in the main thread; `arun_plan` is the same run
     on the caller's loop.
     """
     steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
-                       warn, signals=True, on_batch=on_batch)
+                       warn, signals=True, on_batch=on_batch, on_pause=on_pause)
     trials = _open(steps)
     if isinstance(trials, RunResult):
         return trials
@@ -188,7 +193,8 @@ async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] |
                     continuation: Continuation | None = None, limits: Limits = Limits(),
                     executor: dict[str, Any] | None = None,
                     warn: Warn | None = None,
-                    on_batch: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+                    on_batch: Callable[[dict[str, Any]], None] | None = None,
+                    on_pause: OnRunPause | None = None) -> RunResult:
     """`run_plan` on the running asyncio loop: the trials are a task of the caller's loop;
     opening and closing the run (file writes, the summary's statistics) run in a worker
     thread, so the loop never waits on them. No signal handlers are installed (the loop is
@@ -197,7 +203,7 @@ async def arun_plan(plan: Plan, *, artifacts: bool = False, command: list[str] |
     completed trial kept, and then lets the cancellation through.
     """
     steps = _recording(plan, artifacts, command, on_trial, continuation, limits, executor,
-                       warn, signals=False, on_batch=on_batch)
+                       warn, signals=False, on_batch=on_batch, on_pause=on_pause)
     trials = await asyncio.to_thread(_open, steps)
     if isinstance(trials, RunResult):
         return trials
@@ -245,6 +251,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                on_trial: OnTrial | None, continuation: Continuation | None, limits: Limits,
                executor: dict[str, Any] | None, warn: Warn | None,
                signals: bool, on_batch: Callable[[dict[str, Any]], None] | None = None,
+               on_pause: OnRunPause | None = None,
                ) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
@@ -326,7 +333,8 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
         if continuation is not None and continuation.keeps(ERRORED):
             _earlier_errors(place.trials, continuation, errlog, tallies)
         trials = _execute(plan, run_id, writer, tallies, on_trial, artifacts, stopped,
-                          continuation, limits, broken, errlog, signals, load, batchers, warn)
+                          continuation, limits, broken, errlog, signals, load, batchers, warn,
+                          on_pause)
         if plan.pairwise is not None:
             trials = _then_pairs(trials, plan, run_id, directory, place.trials, judged,
                                  continuation is not None and continuation.mode != "resume",
@@ -655,11 +663,14 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                    limits: Limits, broken: dict[str, str], errlog: ErrorLog,
                    signals: bool = True, load: LoadFeed | None = None,
                    batchers: Sequence[Batcher] = (),
-                   warn: Warn | None = None) -> str | None:
+                   warn: Warn | None = None,
+                   on_pause: OnRunPause | None = None) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran.
     `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread).
     `load`: the trials are released on its schedule (`load:`) instead of all at once.
-    `batchers`: the run's `batch: true` runtimes, whose batches a second Ctrl-C cancels."""
+    `batchers`: the run's `batch: true` runtimes, whose batches a second Ctrl-C cancels.
+    The run pauses while its `paused` marker is there (`ix.engine.pausing`), and on SIGTSTP
+    with `signals` (SIGCONT continues it)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stop: list[str] = []
@@ -686,6 +697,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             feed.halt()
         if load is not None:
             load.halt()
+        pause.release()  # a paused run stops too: its workers take no more trials
         loop.call_later(GRACE_S, task.cancel)
 
     cancelling: list[asyncio.Task[None]] = []
@@ -705,12 +717,24 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         finally:
             task.cancel()
 
+    run_dir = ExperimentDir.at(plan.loaded.path).run(run_id)
+    deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
+
+    def stopping() -> bool:
+        """A limit that ends the run even while it is paused (then `admit` says which)."""
+        return (limits.stop is not None and limits.stop.is_set()) or (
+            deadline is not None and time.monotonic() >= deadline)
+
+    pause = PauseGate(run_dir.path, None if on_pause is None
+                      else lambda paused: on_pause(run_id, paused), stopping)
     # signal handlers exist only in the main thread, and only on the run's own loop
     # (`arun_plan` runs on its caller's, e.g. `ix mcp`'s: Limits.stop and .interrupts)
     if signals and task is not None and sys.platform != "win32" \
             and threading.current_thread() is threading.main_thread():
         loop.add_signal_handler(signal.SIGINT, interrupted)
         loop.add_signal_handler(signal.SIGTERM, interrupted)
+        loop.add_signal_handler(signal.SIGTSTP, pause.pause, "SIGTSTP")
+        loop.add_signal_handler(signal.SIGCONT, pause.resume)
     if limits.interrupts is not None and task is not None:
         delivering = loop.create_task(_deliver(limits.interrupts, interrupted))
         task.add_done_callback(lambda _: delivering.cancel())
@@ -722,7 +746,6 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                                  guard=lambda path: inside(plan.loaded.path, path))
         for case in plan.cases:
             sink.write(Artifact(STIMULUS, "probe", case), Construct(case.id))
-    run_dir = ExperimentDir.at(plan.loaded.path).run(run_id)
     orchestrator = Orchestrator(components(run_id, exp.name, exp.timeout_s, plan.redactor,
                                            output_rules(plan, run_dir.outputs)),
                                 given=GIVEN, sink=sink)
@@ -735,7 +758,6 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
 
     traces = run_dir.traces
     in_workspaces = any(c.workspace is not None for c in plan.cases)
-    deadline = (time.monotonic() + limits.time_limit_s) if limits.time_limit_s else None
     scheduled = 0
 
     def admit(key: TrialKey) -> bool | None:
@@ -828,7 +850,12 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         if on_trial is not None:
             on_trial(record)
 
-    await orchestrator.run_each(constructs, concurrency=workers, handle=done)
+    pause.start()
+    try:
+        await orchestrator.run_each(constructs, concurrency=workers, handle=done,
+                                    gate=pause.gate)
+    finally:
+        pause.close()
     return stop[0] if stop else None
 
 

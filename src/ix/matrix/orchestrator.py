@@ -1,7 +1,15 @@
 """Running a graph over constructs: one at a time, or a stream of them with bounded concurrency."""
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sized
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sized,
+)
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -157,13 +165,15 @@ class Orchestrator:
         *,
         concurrency: int,
         handle: Callable[[Outcome[S]], object],
+        gate: Callable[[], Awaitable[object] | None] | None = None,
     ) -> None:
         """`run_many` with each outcome handed to `handle`, as it finishes, by the worker that
         ran it: no queue between (a queue's put and get cost as much as a cheap construct's
         components). `handle` runs on the loop, so one call at a time. If it raises, or the
         input does, every worker is cancelled and awaited and the exception is raised here;
-        so it is when this call is cancelled."""
-        await self._each(constructs, _workers(constructs, concurrency), handle)
+        so it is when this call is cancelled. `gate`, called before each construct is taken,
+        returns None to go on or an awaitable to wait for first (a pause)."""
+        await self._each(constructs, _workers(constructs, concurrency), handle, gate)
 
     async def _stream(
         self,
@@ -199,6 +209,7 @@ class Orchestrator:
         constructs: Iterable[Construct[S]] | AsyncIterable[Construct[S]],
         workers: int,
         deliver: Callable[[Outcome[S]], Any],
+        gate: Callable[[], Awaitable[object] | None] | None = None,
     ) -> None:
         """`workers` tasks running the constructs, each outcome to `deliver` (awaited when it
         returns an awaitable: a queue's `put`); the first exception cancels the others, and
@@ -206,7 +217,7 @@ class Orchestrator:
         failed: list[BaseException] = []
         source = _SharedAsyncIterator(aiter(constructs)) \
             if isinstance(constructs, AsyncIterable) else iter(constructs)
-        tasks = [asyncio.create_task(self._work(source, deliver, failed))
+        tasks = [asyncio.create_task(self._work(source, deliver, failed, gate))
                  for _ in range(workers)]
         try:
             await asyncio.gather(*tasks)
@@ -216,7 +227,8 @@ class Orchestrator:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _work(self, constructs: Iterator[Construct[S]] | _SharedAsyncIterator[S],
-                    deliver: Callable[[Outcome[S]], Any], failed: list[BaseException]) -> None:
+                    deliver: Callable[[Outcome[S]], Any], failed: list[BaseException],
+                    gate: Callable[[], Awaitable[object] | None] | None = None) -> None:
         # A plain `next` cannot be interleaved on one event loop, so workers share an
         # iterator without a lock (an async one takes turns: `_SharedAsyncIterator`).
         run = self.run
@@ -226,6 +238,8 @@ class Orchestrator:
             shared, iterator = None, constructs
         turn = 0
         while True:
+            if gate is not None and (waiting_for := gate()) is not None:
+                await waiting_for
             construct = next(iterator, None) if iterator is not None \
                 else await cast(_SharedAsyncIterator[S], shared).next()
             if construct is None:

@@ -8,6 +8,7 @@
     runs/<run_id>/
         spec.yaml               what the run was asked (`store/runs.py`)
         run.lock                held while the run writes
+        paused                  there while the run is paused (`store/pausing.py`)
         summary.json            its summary
         report.json             what `ix report` reads besides it (`api/reports.py`)
         annotations.jsonl       notes on it (`store/annotations.py`)
@@ -42,6 +43,7 @@ ARCHIVED_SUMMARIES = "summary-*.json"  # summary-<stamp>.json, or -2, -3, ... (a
 RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
+PAUSED_FILE = "paused"  # `ix pause`'s marker: no new trial starts while it is there
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
@@ -72,6 +74,10 @@ class RunDir:
     @property
     def lock(self) -> Path:
         return self.path / LOCK_FILE
+
+    @property
+    def paused(self) -> Path:
+        return self.path / PAUSED_FILE
 
     @property
     def summary(self) -> Path:

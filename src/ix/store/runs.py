@@ -93,6 +93,26 @@ def lock_run(directory: Path) -> RunLock:
     return RunLock(fd)
 
 
+def run_holder(directory: Path) -> str | None:
+    """Who executes the run now (`pid 123 on host`, from its lock), or None when no process
+    holds its lock (it ended, or never started here). Asks without waiting and without
+    creating the lock file."""
+    try:
+        fd = open_regular(RunDir(directory).lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        if fcntl is None:  # pragma: no cover - Windows: no run locks, nothing is known
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "pid unknown"
+        return None
+    finally:
+        os.close(fd)  # closing lets go of the shared hold taken to ask
+
+
 def check_results(results_dir: Path, run_id: str | None = None) -> None:
     """Before a run (new, or `run_id` continued) writes anything: what stands where it will
     write is missing or of the kind it writes, never a symlink (a lab cloned from elsewhere
@@ -104,7 +124,7 @@ def check_results(results_dir: Path, run_id: str | None = None) -> None:
         run = place.run(run_id)
         entries += [(run.path, FOLDER), (run.spec, FILE), (run.lock, FILE),
                     (run.summary, FILE), (run.report, FILE), (run.batches, FILE),
-                    (run.traces, FOLDER)]
+                    (run.paused, FILE), (run.traces, FOLDER)]
     check_entries(entries)
 
 

@@ -15,7 +15,7 @@ from ix.engine.judged import described
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
 from ix.eval.suggestions import Suggestion, suggest_controls
-from ix.lab.loader import lab_skills, resolve_skill
+from ix.lab.loader import skill_descriptions
 from ix.report.answer import num_text
 from ix.report.judge_text import resting_judge, who
 from ix.runtimes.registry import get_kind
@@ -109,13 +109,7 @@ def design_suggestions(plan: Plan) -> list[Suggestion]:
         return []
     loaded = plan.loaded
     exp = loaded.experiment
-    siblings: dict[str, str] = {}
-    for name in lab_skills(loaded.lab):
-        try:
-            skill = resolve_skill(name, loaded.lab, loaded.lab, loaded.config_file, "skills")
-        except ConfigError:  # a broken SKILL.md is loading's to report
-            continue
-        siblings[skill["name"]] = skill["description"]
+    siblings = skill_descriptions(loaded.lab)
     for sp in plan.subjects:
         for given in sp.subject.config.get("skills") or []:
             siblings.setdefault(str(given.get("name")), str(given.get("description") or ""))

@@ -28,7 +28,7 @@ from ix.domain.types import ORIGIN, Subject
 from ix.eval.design import DEFAULT_WIDTH, cases_needed
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 
-__all__ = ["CODES", "MAX_SIBLINGS", "Suggestion", "prompt_idea", "suggest_controls"]
+__all__ = ["CODES", "MAX_SIBLINGS", "Suggestion", "closest", "prompt_idea", "suggest_controls"]
 
 CODES = ("no-skill-baseline", "near-miss-cases", "unswept-control")
 #: At most this many siblings are named (the closest to the skill under test first).
@@ -129,8 +129,7 @@ def _near_misses(exp: Experiment, target: str, cases: Sequence[EvalCase],
     others = [(n, d) for n, d in dict(siblings).items() if n != target and d.strip()]
     if have >= need or not others:
         return []
-    mine = _words(dict(siblings).get(target, "") + " " + target.replace("-", " "))
-    ranked = sorted(others, key=lambda nd: (-len(mine & _words(nd[1] + " " + nd[0])), nd[0]))
+    ranked = closest(target, dict(siblings).get(target, ""), others)
     shown = ranked[:MAX_SIBLINGS]
     more = (f" (the {len(shown)} closest of {len(ranked)})"
             if len(ranked) > len(shown) else "")
@@ -158,6 +157,14 @@ def prompt_idea(description: str) -> str:
     if clause[1:2].islower():  # "Extract text" → "extract text"; "PDF forms" stays
         clause = clause[:1].lower() + clause[1:]
     return f'"Can you {clause}?"'
+
+
+def closest(target: str, description: str, others: Sequence[tuple[str, str]]
+            ) -> list[tuple[str, str]]:
+    """`others` (name, description), the closest to the skill `target` first: the most
+    words shared with its name and description (names break ties)."""
+    mine = _words(f"{description} {target.replace('-', ' ')}")
+    return sorted(others, key=lambda nd: (-len(mine & _words(f"{nd[1]} {nd[0]}")), nd[0]))
 
 
 def _words(text: str) -> set[str]:

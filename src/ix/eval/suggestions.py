@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from ix.domain.model import Model
-from ix.domain.types import ORIGIN, Subject
+from ix.domain.types import ORIGIN, Subject, dotted_value
 from ix.eval.design import DEFAULT_WIDTH, cases_needed
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 
@@ -185,7 +185,7 @@ def _unswept(subjects: Sequence[Subject], runtimes: Mapping[str, Mapping[str, An
                                          if control.config.get(k) is not None}}
     out: list[Suggestion] = []
     for key, values in sweep.items():
-        if key == "ablate" or _get(own, key) is not None:
+        if key == "ablate" or dotted_value(own, key) is not None:
             continue
         grid = ", ".join(_shown(v) for v in values)
         if key in defaults and defaults[key] is not None:
@@ -217,15 +217,6 @@ def _setting(name: str, key: str, value: Any) -> tuple[str, ...]:
         lines.append(f"{'  ' * (i + 3)}{part}:")
     lines.append(f"{'  ' * (len(path) + 3)}{last}: {_shown(value)}")
     return tuple(lines)
-
-
-def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
-    value: Any = mapping
-    for part in dotted.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
 
 
 def _shown(value: Any) -> str:

@@ -117,3 +117,25 @@ def test_every_template_is_a_section_of_the_recipes_page():
     page = (REPO / "docs" / "recipes.md").read_text()
     for template in TEMPLATES:
         assert re.search(rf"^## `{template}`", page, flags=re.M), template
+
+
+def test_the_outcome_recipe_runs_offline_with_a_stand_in_agent(skills_lab):
+    """`--runtime command`: a stand-in for the agent (it writes answer.txt more often with the
+    skill in its workspace) and the check program, no judge: no key, no model."""
+    assert ix_in_process("new", "out", "--template", "outcome", "--skill", "csv-summary",
+                         "--runtime", "command", "--lab", str(skills_lab)).code == 0
+    cfg = config(skills_lab / "out")
+    assert cfg["runtime"]["kind"] == "command" and "{{ seed }}" in cfg["runtime"]["argv"]
+    assert [s["kind"] for s in cfg["sensors"]] == ["check"]
+    v = ix_in_process("validate", "out", "--lab", str(skills_lab), "--json")
+    assert v.code == 0 and json.loads(v.stdout)[0]["ok"], v.output
+    r = ix_in_process("run", "out", "--lab", str(skills_lab), "--trials", "9", "--progress",
+                      "none", "--json")
+    assert r.code in (0, 1), r.output
+    assert json.loads(r.stdout)["errors"] == 0
+    passed: dict[str, int] = {}
+    for line in (skills_lab / "out" / "results" / "trials.jsonl").read_text().splitlines():
+        trial = json.loads(line)
+        passed[trial["subject"]] = passed.get(trial["subject"], 0) + trial["reading"]["passed"]
+    # the same trial seeds for both (common random numbers): the skill only adds passes
+    assert passed["with-csv-summary"] > passed["without-skill"] > 0, passed

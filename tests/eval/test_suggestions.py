@@ -67,10 +67,19 @@ def test_many_siblings_are_cut_to_the_closest_and_the_message_says_so():
     ("Clean tabular data. Use when the user asks to dedupe a CSV file.",
      '"Can you dedupe a CSV file?"'),
     ("Extract text and tables from PDF files, fill forms. Not for images.",
-     '"Can you extract text and tables from PDF files, fill forms?"'),
-    ("PDF forms - fill and flatten them", '"Can you PDF forms?"'),
+     '"Help me with this: extract text and tables from PDF files, fill forms."'),
+    ("PDF forms - fill and flatten them", '"Help me with this: PDF forms."'),
     ("Use this skill whenever the user wants to merge PDFs; it keeps bookmarks.",
      '"Can you merge PDFs?"'),
+    # Anthropic's docx skill: a long noun phrase, then "When Claude needs to ... for:"
+    ("Comprehensive document creation, editing, and analysis with support for tracked "
+     "changes, comments, formatting preservation, and text extraction. When Claude needs to "
+     "work with professional documents (.docx files) for: (1) Creating new documents",
+     '"Can you work with professional documents (.docx files)?"'),
+    ("Comprehensive document creation, editing, and analysis with support for tracked "
+     "changes, comments, formatting preservation, and text extraction.",
+     '"Help me with this: comprehensive document creation, editing, and analysis with '
+     'support for tracked changes."'),
 ])
 def test_a_prompt_idea_is_the_trigger_clause_or_the_first_sentence(description, idea):
     assert prompt_idea(description) == idea

@@ -40,8 +40,12 @@ _COMMON = frozenset({"the", "and", "for", "with", "when", "use", "user", "uses",
                      "all", "are", "its", "not", "can"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 #: A description's trigger clause ("Use when the user asks to …"): its request, if any.
-_USE_WHEN = re.compile(r"\b(?:use (?:this |it )?(?:skill )?when(?:ever)?|when the user)\s+"
-                       r"(?:the user\s+)?(?:asks?|wants?|needs?)\s+(?:to\s+|for\s+)?",
+_USE_WHEN = re.compile(r"\b(?:use (?:this |it )?(?:skill )?when(?:ever)?|when (?:the user|"
+                       r"claude|you))\s+(?:the user\s+)?(?:asks?|wants?|needs?)\s+"
+                       r"(?:to\s+|for\s+)?", re.IGNORECASE)
+#: A prompt idea's clause is cut, at a comma, to about this many characters.
+IDEA_CHARS = 90
+_TRAILING = re.compile(r"(?:\s+(?:for|with|to|and|or|of|the|a|an|like|such as))+$",
                        re.IGNORECASE)
 
 
@@ -145,18 +149,23 @@ def _near_misses(exp: Experiment, target: str, cases: Sequence[EvalCase],
 
 def prompt_idea(description: str) -> str:
     """A should-not prompt idea from a sibling's description: its trigger clause ("Use when
-    the user asks to merge PDFs" → "merge PDFs") or else its first sentence, as a request
-    in the user's words. Never longer than its source; words are never cut."""
+    the user asks to merge PDFs" → "Can you merge PDFs?") or else its first sentence ("Help
+    me with this: extract text and tables from PDF files."), cut at a comma to about 90
+    characters. Words are never cut."""
     text = " ".join(description.split())
     found = _USE_WHEN.search(text)
     clause = text[found.end():] if found else text
-    clause = _SENTENCE.split(clause, maxsplit=1)[0].rstrip(" .;:")
-    clause = re.split(r"\s[-–—]\s|;", clause, maxsplit=1)[0].strip()
-    if not clause:
-        clause = text
+    clause = _SENTENCE.split(clause, maxsplit=1)[0]
+    clause = re.split(r"\s[-–—]\s|[;:]", clause, maxsplit=1)[0].strip().rstrip(" .")
+    kept = ""
+    for part in clause.split(", "):
+        if kept and len(kept) + 2 + len(part) > IDEA_CHARS:
+            break
+        kept = f"{kept}, {part}" if kept else part
+    clause = _TRAILING.sub("", kept).rstrip(" ,") or text
     if clause[1:2].islower():  # "Extract text" → "extract text"; "PDF forms" stays
         clause = clause[:1].lower() + clause[1:]
-    return f'"Can you {clause}?"'
+    return f'"Can you {clause}?"' if found else f'"Help me with this: {clause}."'
 
 
 def closest(target: str, description: str, others: Sequence[tuple[str, str]]

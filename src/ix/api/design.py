@@ -14,13 +14,17 @@ from ix.engine.filters import apply_filters
 from ix.engine.judged import described
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
+from ix.eval.suggestions import Suggestion, suggest_controls
+from ix.lab.loader import skill_descriptions
 from ix.report.answer import num_text
 from ix.report.judge_text import resting_judge, who
+from ix.runtimes.registry import get_kind
 from ix.store.labels import latest_labels, read_labels
 from ix.store.lookup import latest_of
 from ix.store.summaries import read_summary
 
-__all__ = ["CODES", "DesignError", "DesignWarning", "design_warnings"]
+__all__ = ["CODES", "DesignError", "DesignWarning", "Suggestion", "design_suggestions",
+           "design_warnings"]
 
 
 class DesignError(ConfigError):
@@ -95,3 +99,42 @@ def judge_warnings(plan: Plan) -> list[DesignWarning]:
         f"the verdict rests on the judge {who(judge)}, whose κ against people's labels on "
         f"run {run_dir.name} is {num_text(kappa, 2)}, below its min_kappa {judge['min_kappa']:g}: "
         "improve its rubric or model, or state a lower `min_kappa` (docs/judges.md)"))]
+
+
+def design_suggestions(plan: Plan) -> list[Suggestion]:
+    """The control suggestions of `plan` (`ix validate`; `ix.eval.suggestions`): the
+    siblings are the lab's skills and those the subjects are given, each with its
+    SKILL.md's description; the defaults, the control runtime's options' own."""
+    if plan.load is not None:
+        return []
+    loaded = plan.loaded
+    exp = loaded.experiment
+    siblings = skill_descriptions(loaded.lab)
+    for sp in plan.subjects:
+        for given in sp.subject.config.get("skills") or []:
+            siblings.setdefault(str(given.get("name")), str(given.get("description") or ""))
+    runtimes = {sp.subject.name: sp.runtime_spec for sp in plan.subjects}
+    sweep = loaded.spec.sweep or {}
+    defaults: dict[str, Any] = {}
+    if sweep and plan.subjects:
+        defaults = _option_defaults(plan.subjects[0].runtime_spec, sweep)
+    return suggest_controls(exp, cases=apply_filters(exp.cases, plan.overrides.filters),
+                            subjects=[sp.subject for sp in plan.subjects], runtimes=runtimes,
+                            siblings=list(siblings.items()), sweep=sweep, defaults=defaults)
+
+
+def _option_defaults(runtime: dict[str, Any], keys: Any) -> dict[str, Any]:
+    """The runtime kind's default for each swept key that is one of its options (a dotted
+    key, or a kind ix cannot build here, has none)."""
+    try:
+        fields = get_kind(str(runtime.get("kind"))).options.model_fields
+    except ConfigError:
+        return {}
+    out: dict[str, Any] = {}
+    for key in keys:
+        field = fields.get(key)
+        if field is not None and not field.is_required():
+            default = field.get_default(call_default_factory=True)
+            if isinstance(default, str | int | float | bool):
+                out[key] = default
+    return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, flatten
 from ix.engine.plan import Overrides, Plan, build_plan
+from ix.engine.probe_agent import AGENT, check_agent
 from ix.fs.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
 from ix.runtimes.credentials import credentials
@@ -51,6 +52,9 @@ def check(path: Path, lab: Path, overrides: Overrides = Overrides()
         return None, problems
     try:
         planned = build_plan(loaded, overrides)
+        probe = loaded.spec.probe or {}
+        if probe.get("kind") == AGENT:  # its file is read now: asked only by `ix run`
+            check_agent(loaded, {k: v for k, v in probe.items() if k != "kind"})
     except ConfigError as exc:
         return None, flatten([*problems, exc])
     return (None, problems) if problems else (planned, [])

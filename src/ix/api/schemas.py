@@ -71,6 +71,16 @@ class DesignWarningOut(ClosedDict):
     field: str
 
 
+class SuggestionOut(ClosedDict):
+    """A control suggestion of `ix validate` (never an error, under --strict too)."""
+
+    code: Literal["no-skill-baseline", "near-miss-cases", "unswept-control"]
+    message: str
+    field: str
+    examples: Annotated[list[str], Field(
+        description="lines to start from: YAML to add, or a case file and its prompt idea")]
+
+
 class ValidatedSubject(ClosedDict):
     name: str
     runtime: str
@@ -99,6 +109,8 @@ class Validated(ClosedDict):
     total_trials: int
     concurrency: int
     warnings: list[DesignWarningOut]
+    suggestions: NotRequired[Annotated[list[SuggestionOut], Field(
+        description="control suggestions (since 2.5)")]]
     error: NotRequired[Annotated[str | None, Field(
         None, description="--strict only: why it fails")]]
 

@@ -4,17 +4,21 @@ Each is one line on stderr, `ix: warning: <experiment.yaml>: <field>: <message> 
 (`ix: error:` under --strict).
 """
 
+import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from rich.markup import escape
 
 from ix.api import Plan
-from ix.api.design import DesignWarning, design_warnings
-from ix.cli.output import err
+from ix.api.design import DesignWarning, design_suggestions, design_warnings
+from ix.cli.output import err, out
 
 if TYPE_CHECKING:  # the output types (ix.api.schemas): not imported by `ix validate` itself
-    from ix.api.schemas import DesignWarningOut, Validated
+    from ix.api.schemas import DesignWarningOut, SuggestionOut, Validated
+
+#: Suggestions are wrapped to this width at most (words whole: a value is never cut).
+WIDTH = 80
 
 
 class DesignReport(TypedDict):
@@ -61,3 +65,30 @@ def _say(line: str, strict: bool) -> None:
     """One line, never wrapped (as `ix.cli.output.warn`/`fail` say it)."""
     prefix = "[bold red]ix: error:[/]" if strict else "[yellow]ix: warning:[/]"
     err.print(prefix, escape(line), markup=True, highlight=False, soft_wrap=True)
+
+
+def suggestions(plan: Plan) -> "list[SuggestionOut]":
+    """The control suggestions of one experiment in `ix validate --json`."""
+    return [cast("SuggestionOut", {**s.model_dump(), "examples": list(s.examples)})
+            for s in design_suggestions(plan)]
+
+
+def show_suggestions(found: "list[SuggestionOut]") -> None:
+    """Each suggestion on stdout under its experiment, within 80 columns: the message
+    wrapped at words (a name or path longer than a line stands whole on its own), then its
+    examples, YAML as it is and prompt ideas wrapped under their file."""
+    width = max(40, min(out.size.width, WIDTH))
+    for s in found:
+        text = f"suggestion: {s['field']}: {s['message']} [{s['code']}]"
+        _wrapped(text, width, "  ", "    ")
+        for line in s["examples"]:
+            if line.startswith("cases/"):
+                _wrapped(f"- {line}", width, "      ", "        ")
+            else:
+                out.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _wrapped(text: str, width: int, first: str, rest: str) -> None:
+    for line in textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest,
+                              break_long_words=False, break_on_hyphens=False):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)

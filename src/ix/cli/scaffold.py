@@ -39,10 +39,13 @@ def new(
                           "openai, ... Default: the lab's ix.yaml, else claude-code.",
         show_default=False)] = None,
     template: Annotated[str, typer.Option(
-        "--template", help="activation: does the skill fire when it should (must / not / "
-                           "edge cases)? outcome: does it help the agent do the job, and at "
-                           "what cost (tasks with files, a check program, the agent without "
-                           "and with --skill)? docs/outcomes.md.",
+        "--template", help="A benchmark recipe (docs/recipes.md). activation: does the "
+                           "skill fire when it should? coexistence: does another skill "
+                           "beside it take its prompts? context: does it still fire after a "
+                           "long session? outcome: does it help the agent do the job, and at "
+                           "what cost? sweep: which setting or neighbour changes it most? "
+                           "optimize: can its description improve, on held-out cases? All "
+                           "but activation need --skill.",
         show_default=True)] = "activation",
     allow_missing: Annotated[bool, typer.Option(
         "--allow-missing", help="Create the experiment even if the --skill is not in the "
@@ -58,7 +61,8 @@ def new(
 
     Example: `ix new csv-vs-sheets --skill csv-summary --subjects a-only,a-plus-b
     --goal "Adding spreadsheet-insights lowers csv-summary's recall" --runtime lexical`;
-    `ix new csv-help --template outcome --skill csv-summary` for an outcome experiment.
+    `ix new csv-help --template outcome --skill csv-summary` for an outcome experiment;
+    `--template coexistence` (context, sweep, optimize) for the other benchmark recipes.
     """
     if not no_input and not json_out and sys.stdin.isatty() and template == "activation":
         skill, subjects, goal, runtime = _ask(skill, subjects, goal, runtime)

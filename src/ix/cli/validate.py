@@ -29,7 +29,9 @@ def validate(
     and whether its credentials are set.
 
     Design warnings (docs/experiments.md, "Design checks") are printed on stderr; with
-    --strict they are errors.
+    --strict they are errors. Control suggestions (a no-skill baseline, near-miss cases
+    from sibling skills, an unswept control for a sweep) follow each experiment; never
+    errors.
     """
     lab_path, paths = api.resolve(lab, experiments or ())
     overrides = api.Overrides(trials=trial_count(trials), runtime=runtime)
@@ -56,6 +58,7 @@ def validate(
                          for s in plan.subjects],
             "trials_per_case": plan.trials, "total_trials": plan.total,
             "concurrency": plan.concurrency, "warnings": design["warnings"],
+            "suggestions": design_cli.suggestions(plan),
         }
         if "error" in design:
             validated["error"] = design["error"]
@@ -100,6 +103,7 @@ def _print_validated(reports: "list[Validated | NotValid]", strict: bool) -> Non
         for how, names in groups.items():
             out.print(f"  {names[0]}: {how}" if len(names) == 1 else
                       f"  {how}: {', '.join(names)}", markup=True)
+        design_cli.show_suggestions(cast("Validated", r).get("suggestions") or [])
     for r in reports:
         if "errors" not in r:  # it loaded: its design was checked
             design_cli.show(cast("Validated", r), strict)

@@ -1,5 +1,6 @@
 """The three core types every experiment speaks: who is tested, what happened, what was read."""
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -11,6 +12,16 @@ from ix.domain.model import Model
 #: The subject config key of an expanded subject (by `context:` or `sweep:`): the name of
 #: the subject the experiment lists, whose skill it tests.
 ORIGIN: Final = "origin"
+
+
+def dotted_value(mapping: Mapping[str, Any], dotted: str) -> Any:
+    """`mapping`'s value at a sweep key `a.b.c` (a key inside a mapping option), or None."""
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
 
 
 @with_config(ConfigDict(extra="allow"))

@@ -2,7 +2,8 @@
 
 ```yaml
 probe:
-  kind: paraphrase        # built in; or a probe plugin's kind (docs/plugins.md)
+  kind: paraphrase        # built in (also generate, and agent: ix.engine.probe_agent); or a
+                          # probe plugin's kind (docs/plugins.md)
   n: 3                    # rewordings of each must / not case, added beside it
   runtime: claude-sonnet-api   # who rewords: a subject profile or a runtime kind
 ```
@@ -37,6 +38,9 @@ from pydantic import ConfigDict, Field, ValidationError
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Subject
+from ix.engine.probe_agent import AGENT, agent_cases, agent_digest, skill_under_test
+from ix.engine.probe_asking import json_answer as _json_answer
+from ix.engine.probe_asking import runtime_spec as _runtime_spec
 from ix.eval.models import EvalCase
 from ix.eval.plugins import build, find
 from ix.eval.validation import from_validation_error
@@ -44,8 +48,7 @@ from ix.fs.appending import read_log
 from ix.fs.files import write_json_atomic
 from ix.fs.yamlio import read_text
 from ix.lab.loader import LoadedExperiment
-from ix.lab.subjects import load_registry
-from ix.runtimes.registry import RuntimeContext, available, build_runtime
+from ix.runtimes.registry import RuntimeContext, build_runtime
 from ix.store.layout import ExperimentDir
 
 __all__ = ["DRAFT", "GENERATE", "GENERATED_BY", "PARAPHRASE", "PROBES_DIR", "REVIEWS",
@@ -97,11 +100,14 @@ def with_probe(loaded: LoadedExperiment, include_drafts: bool = False) -> Loaded
     kind = str(probe["kind"])
     options = {k: v for k, v in probe.items() if k != "kind"}
     cases = [c for c in loaded.experiment.cases if c.expectation != "acceptable"]
-    key = hashlib.sha256(json.dumps(
-        {"kind": kind, "options": options, "seed": loaded.experiment.seed,
-         # a generate probe reads no case (its accepted drafts become case files)
-         "cases": [] if kind == GENERATE else [[c.id, c.expectation, c.prompt] for c in cases]},
-        sort_keys=True, default=str).encode()).hexdigest()[:16]
+    keyed: dict[str, Any] = {
+        "kind": kind, "options": options, "seed": loaded.experiment.seed,
+        # a generate probe reads no case (its accepted drafts become case files)
+        "cases": [] if kind == GENERATE else [[c.id, c.expectation, c.prompt] for c in cases]}
+    if kind == AGENT:  # an edited persona asks again
+        keyed["file_sha256"] = agent_digest(loaded, options)
+    key = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()
+                         ).hexdigest()[:16]
     record = ExperimentDir.at(loaded.path).results / PROBES_DIR / f"{kind}-{key}.json"
     if record.is_file():
         generated = [EvalCase.model_validate(c)
@@ -109,7 +115,8 @@ def with_probe(loaded: LoadedExperiment, include_drafts: bool = False) -> Loaded
     else:
         made = (_paraphrases(loaded, cases, options) if kind == PARAPHRASE
                 else _generated(loaded, options) if kind == GENERATE
-                else _plugin(kind, options, loaded))
+                else agent_cases(loaded, cases, options, skill_under_test(loaded))
+                if kind == AGENT else _plugin(kind, options, loaded))
         generated = [c.model_copy(update={"metadata": {**c.metadata, GENERATED_BY: kind}})
                      for c in made]
         write_json_atomic(record, {"kind": kind, "options": options, "key": key,
@@ -239,35 +246,12 @@ def _parse_generated(text: str, n: int) -> dict[str, list[str]]:
     return out
 
 
-def _runtime_spec(name: str, loaded: LoadedExperiment) -> dict[str, Any]:
-    registry = load_registry()
-    if name in registry:
-        return registry[name].runtime_spec()
-    if name in available():
-        own = loaded.experiment.runtime
-        return dict(own) if own.get("kind") == name else {"kind": name}
-    raise ConfigError(f"unknown runtime {name!r}: give a subject profile "
-                      f"({', '.join(registry)}) or a runtime kind ({', '.join(available())})",
-                      file=loaded.config_file, field="probe.runtime")
-
-
 def _request(prompt: str, n: int) -> str:
     return (f"Reword the request below {n} different ways, as different people would ask "
             "for the same thing. Keep its meaning, its intent and every name, file and "
             "number in it; vary the wording, the length and the tone. Do not answer it.\n\n"
             f"Request: {json.dumps(prompt, ensure_ascii=False)}\n\n"
             'Answer with JSON only, exactly: {"paraphrases": ["...", "..."]}')
-
-
-def _json_answer(text: str) -> Any:
-    """A model's JSON answer, a code fence around it allowed; `ValueError` if it is none."""
-    stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.strip("`").removeprefix("json").strip()
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        raise ValueError(f"the answer is not the JSON asked for: {stripped[:80]!r}") from None
 
 
 def _parse(text: str, n: int, prompt: str) -> list[str]:
@@ -317,8 +301,8 @@ def _paraphrases(loaded: LoadedExperiment, cases: Sequence[EvalCase],
 def _plugin(kind: str, options: Mapping[str, Any], loaded: LoadedExperiment) -> list[EvalCase]:
     plugin = find("probe", kind, field="probe.kind")
     if plugin is None:
-        raise ConfigError(f"unknown probe {kind!r}: `{PARAPHRASE}` and `{GENERATE}` are built "
-                          "in; other kinds "
+        raise ConfigError(f"unknown probe {kind!r}: `{PARAPHRASE}`, `{GENERATE}` and "
+                          f"`{AGENT}` are built in; other kinds "
                           "come from plugins (ix plugins lists them)", file=loaded.config_file,
                           field="probe.kind")
     try:  # a plugin's error (a `SystemExit` too) names the experiment file

@@ -6,7 +6,7 @@ Loading reads and never writes: a bad experiment fails here, before anything und
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,6 +263,17 @@ def check_skill_names(spec: ExperimentSpec, subjects: Sequence[Subject], lab: Pa
             named.append((skill, f"sensors[{i}].skill" if spec.sensors else "sensor.skill"))
     return [missing_skill(name, lab, file, field, sorted(known))
             for name, field in named if ":" not in name and name not in known]
+
+
+def skill_descriptions(lab: Path) -> dict[str, str]:
+    """Each skill of the lab's `skills/` by name, with its description (one whose SKILL.md
+    does not read is left out: loading reports it)."""
+    out: dict[str, str] = {}
+    for name in lab_skills(lab):
+        with suppress(ConfigError):
+            skill = resolve_skill(name, lab, lab, lab / "skills", "skills")
+            out[skill["name"]] = skill["description"]
+    return out
 
 
 class MissingSkill(ConfigError):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from ix.domain.errors import ConfigError
-from ix.domain.types import ORIGIN, Subject
+from ix.domain.types import ORIGIN, Subject, dotted_value
 
 __all__ = ["KEY", "SUBJECT_KEYS", "expand_sweep", "grid_words"]
 
@@ -52,16 +52,6 @@ def condition_name(subject: str, values: Mapping[str, Any], without: str | None)
     if without is not None:
         parts.append(f"-{without}")
     return f"{subject}[{','.join(parts)}]"
-
-
-def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
-    """`mapping`'s value at `a.b.c`, or None."""
-    value: Any = mapping
-    for part in dotted.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
 
 
 def _set(mapping: dict[str, Any], dotted: str, value: Any) -> None:
@@ -115,7 +105,7 @@ def expand_sweep(base: Subject, sweep: Mapping[str, Any], file: Path) -> list[Su
     current = {**base.config.get("runtime", {}), **{k: base.config.get(k) for k in SUBJECT_KEYS}}
 
     def own(key: str, value: Any) -> bool:
-        have = _get(current, key)
+        have = dotted_value(current, key)
         return have == value and type(have) is type(value)
 
     out = [base]

@@ -14,14 +14,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ix.api.integrations.recipes import (
+    RECIPES,
+    Setting,
+    recipe_cases,
+    recipe_readme,
+    recipe_yaml,
+)
 from ix.api.integrations.scaffold_outcome import outcome_files, outcome_readme, outcome_yaml
 from ix.api.subjects import list_subjects
 from ix.domain.errors import ConfigError, raise_all
 from ix.eval.models import DIFFICULTIES, EXPECTATIONS
+from ix.eval.suggestions import closest
 from ix.fs.resolve import find_lab, is_lab
 from ix.fs.storage_faults import storage_error
 from ix.fs.yamlio import dump_yaml
-from ix.lab.loader import MissingSkill, check_experiment, missing_skill
+from ix.lab.loader import MissingSkill, check_experiment, missing_skill, skill_descriptions
 from ix.runtimes import get_kind
 
 #: A name is a folder name: letters, digits, `.`, `_`, `-`; it starts with a letter or digit.
@@ -33,8 +41,9 @@ GOAL_DEFAULTS = {"metric": "f1", "direction": "differ", "min_effect": 0.1,
                  "credibility": 0.95}
 
 
-#: What `ix new --template` makes: an activation experiment, or an outcome experiment.
-TEMPLATES = ("activation", "outcome")
+#: What `ix new --template` makes (docs/recipes.md): an activation experiment, an outcome
+#: experiment, or one of the benchmark recipes (`ix.api.integrations.recipes`).
+TEMPLATES = ("activation", "coexistence", "context", "outcome", "sweep", "optimize")
 
 
 def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = None,
@@ -53,9 +62,11 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
     mappings (also `rationale`, `tags`, `difficulty`) instead of the templates.
     `ConfigError` on bad input, with nothing written: a `skill` that is not in the lab's
     skills/ too, unless `allow_missing` (you will add it; `ix validate` says it is missing
-    until then). `template`: `activation` (does the skill fire?) or `outcome` (does it help
-    the agent do the job, and at what cost? `skill` required; its two subjects are named
-    for it: `ix.api.integrations.scaffold_outcome`).
+    until then). `template`: `activation` (does the skill fire?), `outcome` (does it help
+    the agent do the job, and at what cost? `ix.api.integrations.scaffold_outcome`) or a
+    benchmark recipe (`coexistence`, `context`, `sweep`, `optimize`:
+    `ix.api.integrations.recipes`); all but `activation` need `skill` and name their own
+    subjects.
     """
     if template not in TEMPLATES:
         raise ConfigError(f"unknown template {template!r}; allowed: {', '.join(TEMPLATES)}",
@@ -74,14 +85,31 @@ def create_experiment(lab: str | Path | None, name: str, *, skill: str | None = 
             raise ConfigError(f"{missing.message}; pass --allow-missing to create the "
                               "experiment anyway and add the skill later", field="--skill")
     kind = _runtime(runtime)
-    if template == "outcome":
+    if template != "activation":
         if skill is None:
-            raise ConfigError("an outcome experiment compares the agent without and with a "
-                              "skill: give --skill", field="--skill")
+            raise ConfigError(f"the {template} template is about one skill under test: give "
+                              "--skill", field="--skill")
         if subject_names or cases is not None:
-            raise ConfigError("the outcome template names its two subjects and one template "
-                              "task; edit them once it is made", field="--subjects"
+            raise ConfigError(f"the {template} template names its subjects and writes "
+                              "template cases; edit them once it is made", field="--subjects"
                               if subject_names else "cases")
+    if template in RECIPES:
+        assert skill is not None
+        recipe = RECIPES[template]
+        described = skill_descriptions(lab_path)
+        siblings = [n for n, _ in closest(skill, described.get(skill, ""),
+                                          [(n, d) for n, d in described.items() if n != skill])]
+        if recipe.needs_sibling and not siblings:
+            raise ConfigError(f"the {template} template puts {skill} beside the lab's other "
+                              "skills, and its skills/ holds none: add one (skills/<name>/"
+                              "SKILL.md), or choose --template activation", field="--template")
+        setting = Setting(name=name, skill=skill, siblings=siblings, runtime=kind,
+                          hypothesis=goal)
+        text = recipe_yaml(recipe, setting)
+        readme = recipe_readme(recipe, setting)
+        written = [(f"cases/{f}", body) for f, body in recipe_cases(recipe, skill, _case_file)]
+    elif template == "outcome":
+        assert skill is not None
         text = outcome_yaml(name, skill, kind, goal)
         readme = outcome_readme(name, skill)
         written = outcome_files(skill)

@@ -20,6 +20,9 @@ def outcome_yaml(name: str, skill: str, kind: str | None, goal: str | None) -> s
     runtime: Any = {"kind": kind or "claude-code"}
     if runtime["kind"] == "claude-code":
         runtime["task"] = True
+    offline = runtime["kind"] == "command"
+    if offline:  # a stand-in for the agent: the pipeline, tried before an agent is paid for
+        runtime["argv"] = ["python3", "-c", STAND_IN, "{{ seed }}"]
     hypothesis = goal.strip() if goal and goal.strip() else (
         f"With {skill} installed, the agent does the task right on at least 10 points more "
         "of its trials.")
@@ -30,8 +33,11 @@ def outcome_yaml(name: str, skill: str, kind: str | None, goal: str | None) -> s
     }
     lines = ["# Written by `ix new --template outcome`. docs/outcomes.md of ix explains "
              "every key.", "", dump_yaml(config).rstrip(),
-             "# task: true lifts the activation probe's limits (2 turns, the Skill tool",
-             "# only): 30 turns, Read/Write/Edit/Glob/Grep/Bash",
+             *(["# a stand-in for the agent, offline: it writes answer.txt on 40% of the",
+                "# trials without the skill and 90% with it (.claude/skills/ in its",
+                "# workspace); replace it with your agent's command"] if offline else
+               ["# task: true lifts the activation probe's limits (2 turns, the Skill tool",
+                "# only): 30 turns, Read/Write/Edit/Glob/Grep/Bash"]),
              dump_yaml({"runtime": runtime}).rstrip(),
              "# every trial runs in a fresh copy of its case's files (cases/<id>/files/);",
              "# {template: DIR} here would add files every case shares",
@@ -46,10 +52,14 @@ def outcome_yaml(name: str, skill: str, kind: str | None, goal: str | None) -> s
              "# check.py grades what the agent left in its workspace: exit 0 = done right;",
              "# rubrics/quality.md asks a model to grade the answer and the files it made",
              "# (needs ANTHROPIC_API_KEY; its dimensions join tokens, time and cost)",
+             *(["# (offline: add it under sensors once a key is set)",
+                "# - {kind: llm_judge, agent: rubrics/quality.md, inputs: [answer, files]}"]
+               if offline else []),
              dump_yaml({"sensors": [{"kind": "check",
                                      "command": ["python3", "{{ experiment }}/check.py"]},
-                                    {"kind": "llm_judge", "agent": "rubrics/quality.md",
-                                     "inputs": ["answer", "files"]}]}).rstrip(),
+                                    *([] if offline else [
+                                        {"kind": "llm_judge", "agent": "rubrics/quality.md",
+                                         "inputs": ["answer", "files"]}])]}).rstrip(),
              "# After a run ix says supported / refuted / inconclusive; `ix report` adds",
              "# tokens, time, cost and the judge's scores per trial against the control.",
              "# A goal may name one of those instead, e.g. \"the skill adds at most 20%",
@@ -60,6 +70,15 @@ def outcome_yaml(name: str, skill: str, kind: str | None, goal: str | None) -> s
                                  "direction": "increase", "min_effect": 0.1,
                                  "credibility": 0.95}}).rstrip()]
     return "\n".join(lines) + "\n"
+
+
+#: `--runtime command`: the agent's stand-in (argv[1] is the trial's seed, common to both
+#: subjects): answer.txt on 40% of the trials without the skill, 90% with it.
+STAND_IN = ("import os, random, sys; skills = '.claude/skills'; "
+            "skilled = os.path.isdir(skills) and bool(os.listdir(skills)); "
+            "done = random.Random(int(sys.argv[1])).random() < (0.9 if skilled else 0.4); "
+            "done and open('answer.txt', 'w').write('done\\n'); "
+            "print('done' if done else 'gave up')")
 
 
 CHECK = '''"""Grades what the agent left in its workspace. The `check` sensor runs it

@@ -5,7 +5,7 @@ the declared type (pydantic validates strictly against the very type `ix schema`
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
@@ -16,6 +16,7 @@ from ix import api
 from ix.api import annotations, power_plan, reports
 from ix.api import schemas as api_schemas
 from ix.api.results import query_results
+from ix.eval.design import CODES
 from ix.report import schemas as report_schemas
 
 
@@ -76,3 +77,8 @@ def test_plan_answers_return_their_types():
     _exactly(api_schemas.IndependentAnswer, power_plan.plan_independent(0.2, 0.5))
     _exactly(api_schemas.PairedAnswer, power_plan.plan_paired(
         mde=0.2, cases=20, sigma2_a=0.2, sigma2_b=0.2, omega2=0.05, trials=3))
+
+
+def test_the_design_warning_codes_ix_schema_prints_are_the_ones_ix_validate_gives():
+    codes = get_args(get_type_hints(api_schemas.DesignWarningOut)["code"])
+    assert set(codes) == set(CODES)

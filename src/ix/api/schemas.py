@@ -66,7 +66,7 @@ class DryRunPlan(ClosedDict):
 class DesignWarningOut(ClosedDict):
     code: Literal["too-few-cases", "no-control", "one-trial-stochastic",
                   "even-trials-stochastic", "unbalanced", "duplicate-prompt", "unseen-cases",
-                  "never-activates"]
+                  "never-activates", "unchecked-judge"]
     message: str
     field: str
 

@@ -638,7 +638,7 @@ class PluginEntry(ClosedDict):
     """An installed plugin. `shadowed`: a built-in kind of that name wins; `loads` and `error`
     are set by `--check` (null without it)."""
 
-    group: Literal["runtime", "sensor", "probe"]
+    group: Literal["runtime", "sensor", "probe", "scorer", "reporter"]
     name: str
     distribution: str | None
     version: str | None

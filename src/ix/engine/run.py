@@ -72,6 +72,7 @@ from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
+from ix.eval.scorers import DEFAULT as DEFAULT_SCORER
 from ix.eval.scoring import Tally
 from ix.fs.names import file_part
 from ix.fs.paths import inside, open_regular
@@ -256,7 +257,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     # a symlink, FIFO or folder where the run writes is refused before anything is written
     check_results(place.results, continuation.run_id if continuation else None)
     now = datetime.now(UTC)
-    tallies = {sp.subject.name: Tally(plan.cases, judges=judge_names(sp.sensors))
+    scorer = plan.scorers[0] if plan.scorers else None  # asked once the trials are in
+    tallies = {sp.subject.name: Tally(plan.cases, judges=judge_names(sp.sensors),
+                                      scorer=scorer)
                for sp in plan.subjects}
     kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
     if continuation is None:
@@ -523,7 +526,8 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                                "max_trials": plan.trials, "credibility": plan.credibility}
                               if plan.adaptive else {"mode": "fixed"}),
               "started_at": iso(started), "finished_at": iso(finished),
-              "skipped_cases": [c.id for c in plan.skipped]},
+              "skipped_cases": [c.id for c in plan.skipped],
+              "scorer": dict((plan.loaded.spec.scorers or [DEFAULT_SCORER])[0])},
     )
 
 

@@ -693,6 +693,10 @@ class Summary(ClosedDict):
     circuit_breaker: NotRequired[Annotated[dict[str, str] | None, Field(None)]]
     imported_from: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
     format: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
+    scorer: NotRequired[Annotated[dict[str, Any], Field(
+        description="the scorer that decided each case's verdict (`scorers:`' first, as "
+                    "written: `{kind: majority}` when none is named; docs/experiments.md, "
+                    "\"Scorers\"); absent before 2.5 and in imported runs")]]
     context: NotRequired[Annotated["ContextOut", Field(
         description="experiments with `context:` only: each subject's metrics by conversation "
                     "length, against the shortest, and the trend; absent before 1.3")]]
@@ -947,6 +951,9 @@ class SummaryRun(TypedDict):
     skipped_cases: list[str]
     imported_from: NotRequired[str]
     format: NotRequired[str]
+    #: which scorer decided the cases' verdicts (`scorers:`' first; docs/experiments.md,
+    #: "Scorers"): `{kind: majority}` when none is named
+    scorer: NotRequired[dict[str, Any]]
 
 
 # --------------------------------------------------------------------------- plugins
@@ -954,7 +961,7 @@ class SummaryRun(TypedDict):
 class SpecPlugin(ClosedDict):
     """A plugin the run used (docs/plugins.md): its kind, name and distribution."""
 
-    group: Literal["runtime", "sensor", "probe"]
+    group: Literal["runtime", "sensor", "probe", "scorer", "reporter"]
     name: str
     distribution: str | None
     version: str | None

@@ -308,6 +308,10 @@ class ExperimentSpec(_Strict):
     judge: dict[str, Any] | None = None
     simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
     gate: list[str] = Field(default_factory=list)  # per-case gates (`ix.eval.case_gates`)
+    #: how trials become case verdicts (`ix.eval.scorers`), and the files written at the end
+    #: of a run (`ix.api.reporters`); each item a kind or `{kind: ..., <options>}`
+    scorers: Annotated[list[KindSpec], Field(min_length=1)] | None = None
+    reporters: list[KindSpec] | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)
@@ -327,14 +331,14 @@ class ExperimentSpec(_Strict):
                              f"({self.max_trials})")
         return self
 
-    @field_validator("sensors", mode="before")
+    @field_validator("sensors", "scorers", "reporters", mode="before")
     @classmethod
     def _sensor_list(cls, value: Any) -> Any:
         if isinstance(value, list):
             return [_as_kind_mapping(v) for v in value]
         return value
 
-    @field_validator("sensors")
+    @field_validator("sensors", "scorers", "reporters")
     @classmethod
     def _sensor_kinds(cls, value: list[KindSpec] | None) -> list[KindSpec] | None:
         for item in value or []:

@@ -20,6 +20,8 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, did_you_mean, raise_all
 from ix.eval import plugins
+from ix.eval.live import KIND as LIVE_KIND
+from ix.eval.live import live_item
 
 __all__ = ["SUFFIXES", "BuiltinReporter", "build_reporters"]
 
@@ -63,6 +65,9 @@ def _build(i: int, spec: Mapping[str, Any], out: list[Any]) -> None:
     if not isinstance(kind, str):
         raise ConfigError("needs a 'kind' (a string), e.g. {kind: md}", field=field)
     options = {k: v for k, v in spec.items() if k != "kind"}
+    if kind == LIVE_KIND:  # a reporter object given to ix.Experiment in code
+        out.append(live_item(options, "reporter", field, "write"))
+        return
     if kind not in SUFFIXES:
         plugin = plugins.find("reporter", kind, field=f"{field}.kind")
         if plugin is None:

@@ -29,6 +29,8 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean, raise_all
 from ix.domain.verdicts import CaseTrials, Scorer, activated
 from ix.eval import plugins
+from ix.eval.live import KIND as LIVE_KIND
+from ix.eval.live import live_item
 
 __all__ = ["DEFAULT", "SCORER_KINDS", "Threshold", "build_scorer", "build_scorers",
            "scorer_name"]
@@ -106,6 +108,9 @@ def build_scorer(spec: Mapping[str, Any], *, field: str = "scorers[0]") -> Score
     if not isinstance(kind, str):
         raise ConfigError("needs a 'kind' (a string), e.g. {kind: majority}", field=field)
     options = {k: v for k, v in spec.items() if k != "kind"}
+    if kind == LIVE_KIND:  # a scorer object given to ix.Experiment in code
+        found: Scorer = live_item(options, "scorer", field, "verdict")
+        return found
     if kind not in SCORER_KINDS:
         plugin = plugins.find("scorer", kind, field=f"{field}.kind")
         if plugin is None:

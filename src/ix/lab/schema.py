@@ -114,10 +114,16 @@ class ProfileSpec(_Strict):
     _check = field_validator("runtime")(_check_kind)
 
 
+class CaseFileSpec(_Strict):  # `cases.files[i]`: one case file (ix.fs.case_list)
+    file: Annotated[str, Field(min_length=1)]
+    expectation: Expectation | None = None
+
+
 class CasesSpec(_Strict):
     suite: Annotated[str, Field(min_length=1)] = "cases/"
     from_: Annotated[str, Field(min_length=1)] | None = Field(None, alias="from")  # a table
     map: Annotated[str, Field(min_length=1)] | None = None  # its columns (ix.fs.case_tables)
+    files: list[CaseFileSpec] | None = None  # cases one by one (the RFC's `probes:`)
 
 
 class WorkspaceSpec(_Strict):

@@ -254,6 +254,23 @@ class SubjectBlock(ClosedDict):
     robustness: NotRequired[Annotated[RobustnessOut | None, Field(
         None, description="runs whose originals ran beside cases generated from them "
                           "(probe: paraphrase) only")]]
+    also_scored: NotRequired[Annotated[list["AlsoScored"], Field(
+        default_factory=list, description="experiments with several `scorers:` only: the "
+                                          "same trials as each scorer after the first "
+                                          "(which decides) would decide them; absent "
+                                          "before 2.5")]]
+
+
+class AlsoScored(ClosedDict):
+    """One more scorer's reading of a subject's trials (`scorers:` after the first)."""
+
+    scorer: dict[str, Any]
+    #: cases with a vote, and the correct ones among them
+    cases: int
+    correct: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
 
 
 class PairedTable(ClosedDict):

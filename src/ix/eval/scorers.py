@@ -11,9 +11,9 @@ Built in (docs/experiments.md, "Scorers"):
 - `all`: correct when every trial is right (pass^k at k = the case's trials).
 - `mean`: the vote activates when the mean of the first reading's score exceeds 0.5 (for a
   pass/fail sensor, the same as `majority`; for graded scores, their mean decides).
-- `threshold` `{at: x, on: trials | score}`: correct when at least a fraction `x` of the
-  trials are right (`on: trials`, the default), or the vote activates when the mean score
-  is at least `x` (`on: score`).
+- `threshold` `{at: x, of: trials | score}`: correct when at least a fraction `x` of the
+  trials are right (`of: trials`, the default), or the vote activates when the mean score
+  is at least `x` (`of: score`). (Not `on:`, which YAML reads as `true`.)
 
 A trial is *right* when its reading matches the case's expectation: passed on a
 `must_trigger` case, not passed on a `should_not_trigger` one. A kind ix does not know is
@@ -80,14 +80,14 @@ class MeanScore:
 
 @dataclass(frozen=True)
 class Threshold:
-    """`on: trials`: at least a fraction `at` of the trials right; `on: score`: the vote
+    """`of: trials`: at least a fraction `at` of the trials right; `of: score`: the vote
     activates when the mean score is at least `at`."""
 
     at: float
-    on: str = "trials"
+    of: str = "trials"
 
     def verdict(self, case: CaseTrials) -> bool:
-        if self.on == "score":
+        if self.of == "score":
             mean = case.rate if case.mean_score is None else case.mean_score
             return _vote_correct(case, mean >= self.at)
         return case.right >= self.at * case.valid
@@ -95,7 +95,7 @@ class Threshold:
 
 #: Each built-in kind: its options (besides `kind`).
 SCORER_KINDS: dict[str, tuple[str, ...]] = {
-    "majority": (), "any": (), "all": (), "mean": (), "threshold": ("at", "on"),
+    "majority": (), "any": (), "all": (), "mean": (), "threshold": ("at", "of"),
 }
 _SIMPLE: dict[str, Scorer] = {"majority": Majority(), "any": AnyTrial(), "all": AllTrials(),
                               "mean": MeanScore()}
@@ -128,10 +128,10 @@ def build_scorer(spec: Mapping[str, Any], *, field: str = "scorers[0]") -> Score
                               f"scorer {takes}", field=f"{field}.{key}")
     if kind != "threshold":
         return _SIMPLE[kind]
-    on = options.get("on", "trials")
-    if on not in ("trials", "score"):
+    of = options.get("of", "trials")
+    if of not in ("trials", "score"):
         raise ConfigError(f"must be trials (the fraction of right trials) or score (the "
-                          f"mean score), got {on!r}", field=f"{field}.on")
+                          f"mean score), got {of!r}", field=f"{field}.of")
     if "at" not in options:
         raise ConfigError("the threshold scorer needs 'at', e.g. {kind: threshold, at: 0.7}",
                           field=f"{field}.at")
@@ -139,7 +139,7 @@ def build_scorer(spec: Mapping[str, Any], *, field: str = "scorers[0]") -> Score
     if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at) \
             or not 0 < at <= 1:
         raise ConfigError(f"must be a number in (0, 1], got {at!r}", field=f"{field}.at")
-    return Threshold(float(at), on)
+    return Threshold(float(at), of)
 
 
 def build_scorers(specs: Sequence[Mapping[str, Any]] | None) -> tuple[Scorer, ...]:
@@ -159,6 +159,6 @@ def scorer_name(spec: Mapping[str, Any]) -> str:
     """A scorer as one word or a short phrase: `majority`, `threshold at 0.7 (score)`."""
     kind = str(spec.get("kind"))
     if kind == "threshold":
-        on = spec.get("on", "trials")
-        return f"threshold at {spec.get('at')}" + (" (score)" if on == "score" else "")
+        score = spec.get("of") == "score"
+        return f"threshold at {spec.get('at')}" + (" (score)" if score else "")
     return kind

@@ -227,7 +227,8 @@ def _suite_of(data: Any) -> CasesSpec:
     try:
         return CasesSpec.model_validate(data.get("cases") or {})
     except (AttributeError, ValueError):  # not a mapping, or not valid (ValidationError)
-        return CasesSpec()
+        listed = isinstance(data, dict) and "files" in (data.get("cases") or {})  # no suite
+        return CasesSpec.model_construct(files=[]) if listed else CasesSpec()
 
 
 def lab_skills(lab: Path) -> list[str]:
@@ -472,7 +473,7 @@ def _cases(spec: CasesSpec, path: Path, file: Path, problems: _Problems,
     if spec.files is not None:
         entries += listed_cases(path, [(f.file, f.expectation) for f in spec.files], file=file)
     suite, others = path, list[Path]()
-    if not (rows or spec.files) or "suite" in spec.model_fields_set:
+    if (not rows and spec.files is None) or "suite" in spec.model_fields_set:
         suite, files, others = _suite(spec.suite, path, file, problems)
         entries = [(f, None) for f in files] + entries
     cases: list[EvalCase] = []

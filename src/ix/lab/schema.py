@@ -123,7 +123,7 @@ class CasesSpec(_Strict):
     suite: Annotated[str, Field(min_length=1)] = "cases/"
     from_: Annotated[str, Field(min_length=1)] | None = Field(None, alias="from")  # a table
     map: Annotated[str, Field(min_length=1)] | None = None  # its columns (ix.fs.case_tables)
-    files: list[CaseFileSpec] | None = None  # cases one by one (the RFC's `probes:`)
+    files: Annotated[list[CaseFileSpec], Field(min_length=1)] | None = None  # the RFC's probes
 
 
 class WorkspaceSpec(_Strict):

@@ -33,6 +33,7 @@ def test_each_reporter_writes_its_format_into_the_run_folder(lab):
     text = (folder / "report.txt").read_text()
     assert result.run_id in text and "scorer all" in text
     assert "(the case's verdict by the all scorer)" in text
+    assert " · scorer all" in (folder / "report.md").read_text().splitlines()[2]
     # the run's own report.json (what `ix report` reads) is untouched by the json reporter
     assert json.loads((folder / "report.json").read_text()) != json.loads(
         (folder / "report.data.json").read_text())

@@ -189,3 +189,14 @@ def test_ix_validate_refuses_a_bad_scorer_with_exit_2_and_no_traceback(lab):
     assert r.code == 2, r
     assert f"{path / 'experiment.yaml'}: scorers[0].at: must be a number in (0, 1]" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_ix_compare_pairs_the_verdicts_each_run_s_scorer_recorded(lab):
+    mock_experiment(lab, "twice", rates=RATES, extra_yaml="scorers: [all]\n")
+    (a,) = api.run(lab, ["twice"])
+    (b,) = api.run(lab, ["twice"], api.Overrides(seed=7))
+    out = api.compare_runs(lab, [a.run_id, b.run_id])
+    [entry] = out["comparisons"]
+    for metric in ("recall", "precision", "f1"):
+        assert entry["metrics"][metric]["before"] == pytest.approx(a.summary["metrics"][metric])
+        assert entry["metrics"][metric]["after"] == pytest.approx(b.summary["metrics"][metric])

@@ -27,7 +27,7 @@ until a kind ix does not know is asked for, or `ix plugins` lists them.
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ix.domain.errors import ConfigError, TrialError, did_you_mean
 from ix.domain.ports import Probe, Sensor
 from ix.domain.types import Interaction, Reading
+from ix.eval.live import KIND as LIVE_KIND
+from ix.eval.live import live_item
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -173,6 +175,30 @@ def load_probe(kind: str, options: Mapping[str, Any] | None = None, *,
                           f"plugins: {', '.join(known) or 'none'})", field=f"{field}.kind")
     probe: Probe = build(plugin, options or {}, field=f"{field}.kind")
     return probe
+
+
+def listed_kind(kind: PluginKind, spec: Mapping[str, Any], builtin: Sequence[str], *,
+                field: str) -> tuple[str, dict[str, Any], Any]:
+    """A `{kind, ...options}` item of `scorers:` or `reporters:` (`field`: `scorers[0]`):
+    its kind, its options, and the object that is not ix's own — a plugin's, built with the
+    options, or one given to `ix.Experiment` in code (`ix.eval.live`) — or None for a
+    built-in kind. An unknown kind is a `ConfigError` naming `field`'s `kind`."""
+    name = spec.get("kind")
+    if not isinstance(name, str):
+        raise ConfigError(f"needs a 'kind' (a string), e.g. {{kind: {builtin[0]}}}",
+                          field=field)
+    options = {k: v for k, v in spec.items() if k != "kind"}
+    if name == LIVE_KIND:  # an object given to ix.Experiment in code
+        return name, options, live_item(options, kind, field, METHODS[kind])
+    if name in builtin:
+        return name, options, None
+    plugin = find(kind, name, field=f"{field}.kind")
+    if plugin is None:
+        known = [*builtin, *names(kind)]
+        raise ConfigError(f"unknown {kind} {name!r}{did_you_mean(name, known)}; built-in: "
+                          f"{', '.join(builtin)} (or a plugin of the group {GROUPS[kind]})",
+                          field=f"{field}.kind")
+    return name, options, build(plugin, options, field=f"{field}.kind")
 
 
 def reason(exc: BaseException) -> str:
@@ -347,4 +373,4 @@ def _scan(kind: PluginKind) -> tuple[Plugin, ...]:
 
 
 __all__ = ["GROUPS", "Plugin", "PluginKind", "build", "check", "find", "in_use", "installed",
-           "load", "load_probe", "load_sensor", "names", "refresh"]
+           "listed_kind", "load", "load_probe", "load_sensor", "names", "refresh"]

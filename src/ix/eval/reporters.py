@@ -20,8 +20,6 @@ from typing import Any
 
 from ix.domain.errors import ConfigError, did_you_mean, raise_all
 from ix.eval import plugins
-from ix.eval.live import KIND as LIVE_KIND
-from ix.eval.live import live_item
 
 __all__ = ["SUFFIXES", "BuiltinReporter", "build_reporters"]
 
@@ -61,21 +59,10 @@ def build_reporters(specs: Sequence[Mapping[str, Any]] | None) -> tuple[Any, ...
 def _build(i: int, spec: Mapping[str, Any], out: list[Any]) -> None:
     """The reporter `reporters[i]`, checked, appended to `out`."""
     field = f"reporters[{i}]"
-    kind = spec.get("kind")
-    if not isinstance(kind, str):
-        raise ConfigError("needs a 'kind' (a string), e.g. {kind: md}", field=field)
-    options = {k: v for k, v in spec.items() if k != "kind"}
-    if kind == LIVE_KIND:  # a reporter object given to ix.Experiment in code
-        out.append(live_item(options, "reporter", field, "write"))
-        return
-    if kind not in SUFFIXES:
-        plugin = plugins.find("reporter", kind, field=f"{field}.kind")
-        if plugin is None:
-            known = [*SUFFIXES, *plugins.names("reporter")]
-            raise ConfigError(f"unknown reporter {kind!r}{did_you_mean(kind, known)}; "
-                              f"built-in: {', '.join(SUFFIXES)} (or a plugin of the group "
-                              "ix.reporters)", field=f"{field}.kind")
-        out.append(plugins.build(plugin, options, field=f"{field}.kind"))
+    kind, options, outside = plugins.listed_kind("reporter", spec, list(SUFFIXES),
+                                                 field=field)
+    if outside is not None:
+        out.append(outside)
         return
     allowed = _OPTIONS.get(kind, ())
     for key, value in options.items():

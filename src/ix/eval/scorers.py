@@ -29,8 +29,6 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean, raise_all
 from ix.domain.verdicts import CaseTrials, Scorer, activated
 from ix.eval import plugins
-from ix.eval.live import KIND as LIVE_KIND
-from ix.eval.live import live_item
 
 __all__ = ["DEFAULT", "SCORER_KINDS", "Threshold", "build_scorer", "build_scorers",
            "scorer_name"]
@@ -104,22 +102,11 @@ _SIMPLE: dict[str, Scorer] = {"majority": Majority(), "any": AnyTrial(), "all": 
 def build_scorer(spec: Mapping[str, Any], *, field: str = "scorers[0]") -> Scorer:
     """The scorer `spec` names (`{kind: ..., <options>}`); a `ConfigError` naming `field`'s
     key for a bad kind or option. A kind ix does not know is a plugin's (`ix.scorers`)."""
-    kind = spec.get("kind")
-    if not isinstance(kind, str):
-        raise ConfigError("needs a 'kind' (a string), e.g. {kind: majority}", field=field)
-    options = {k: v for k, v in spec.items() if k != "kind"}
-    if kind == LIVE_KIND:  # a scorer object given to ix.Experiment in code
-        found: Scorer = live_item(options, "scorer", field, "verdict")
+    kind, options, outside = plugins.listed_kind("scorer", spec, list(SCORER_KINDS),
+                                                 field=field)
+    if outside is not None:
+        found: Scorer = outside
         return found
-    if kind not in SCORER_KINDS:
-        plugin = plugins.find("scorer", kind, field=f"{field}.kind")
-        if plugin is None:
-            known = [*SCORER_KINDS, *plugins.names("scorer")]
-            raise ConfigError(f"unknown scorer {kind!r}{did_you_mean(kind, known)}; built-in: "
-                              f"{', '.join(SCORER_KINDS)} (or a plugin of the group "
-                              "ix.scorers)", field=f"{field}.kind")
-        made: Scorer = plugins.build(plugin, options, field=f"{field}.kind")
-        return made
     allowed = SCORER_KINDS[kind]
     for key in options:
         if key not in allowed:

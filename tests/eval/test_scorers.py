@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import mock_experiment, run_ix, write
+from conftest import ix_in_process, mock_experiment, run_ix, write
 from ix import api
 from ix.domain.errors import ConfigError
 from ix.domain.verdicts import CaseTrials, scored
@@ -200,3 +200,12 @@ def test_ix_compare_pairs_the_verdicts_each_run_s_scorer_recorded(lab):
     for metric in ("recall", "precision", "f1"):
         assert entry["metrics"][metric]["before"] == pytest.approx(a.summary["metrics"][metric])
         assert entry["metrics"][metric]["after"] == pytest.approx(b.summary["metrics"][metric])
+
+
+def test_ix_run_says_which_scorer_decided_unless_it_is_the_majority(lab):
+    mock_experiment(lab, "said", rates=RATES,
+                    extra_yaml="scorers: [{kind: threshold, at: 0.6}]\n")
+    r = ix_in_process("run", "said", cwd=lab)
+    assert r.code == 0 and "verdicts by the threshold at 0.6 scorer" in r.stdout, r
+    mock_experiment(lab, "quiet", rates=RATES)
+    assert "verdicts by the" not in ix_in_process("run", "quiet", cwd=lab).stdout

@@ -31,6 +31,11 @@ class AtLeast:
         return case.right >= self.n
 
 
+class Boom:
+    def verdict(self, case):
+        raise RuntimeError("kaboom")
+
+
 class Csv:
     """One line per case of the control: id and whether it is right."""
 
@@ -51,7 +56,7 @@ class Csv:
 @pytest.fixture
 def installed(tmp_path, distribution, fresh_plugins, monkeypatch) -> Path:
     root = distribution(tmp_path / "site", "ix-extras", "0.2", {"ix_extras": MODULE},
-                        {"ix.scorers": {"at_least": "ix_extras:AtLeast"},
+                        {"ix.scorers": {"at_least": "ix_extras:AtLeast", "boom": "ix_extras:Boom"},
                          "ix.reporters": {"csv": "ix_extras:Csv"}})
     monkeypatch.syspath_prepend(str(root))
     return root
@@ -83,7 +88,7 @@ def test_a_scorer_plugin_decides_and_a_reporter_plugin_writes(lab, installed):
     assert "group: scorer" in spec and "group: reporter" in spec
     listed = {(p.plugin.kind, p.plugin.name) for p in api.plugins.list_plugins()
               if p.plugin.distribution == "ix-extras"}
-    assert listed == {("scorer", "at_least"), ("reporter", "csv")}
+    assert listed == {("scorer", "at_least"), ("scorer", "boom"), ("reporter", "csv")}
 
 
 def test_options_a_plugin_rejects_stop_the_run_before_it_starts(lab, installed):
@@ -115,3 +120,17 @@ def test_an_unknown_reporter_names_the_installed_ones(lab, installed):
         api.plan(api.load(path, lab))
     assert caught.value.field == "reporters[0].kind"
     assert "did you mean 'csv'" in caught.value.message
+
+
+def test_a_scorer_that_raises_fails_the_run_naming_it_and_keeps_the_trials(lab, installed):
+    path = mock_experiment(lab, "boom", rates=RATES, extra_yaml="scorers: [boom]\n")
+    with pytest.raises(ConfigError) as caught:
+        api.run(lab, ["boom"])
+    text = caught.value.render()
+    assert text.startswith(f"{path / 'experiment.yaml'}: scorers[0].kind: the scorer plugin "
+                           "'boom' of ix-extras 0.2"), text
+    assert "verdict() raised RuntimeError: kaboom" in text
+    results = path / "results"
+    assert len((results / "trials.jsonl").read_text().splitlines()) == 6 * 5
+    [spec] = (results / "runs").glob("*/spec.yaml")
+    assert "status: failed" in spec.read_text()

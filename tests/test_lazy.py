@@ -181,8 +181,9 @@ DEFERRED = {
     ("store/summaries.py", "_schemas"),
     # the experiment loader (YAML, the lab's schema): `ix ls` only when the lab changed
     ("api/census.py", "_load"),
-    # the HTML report's charts and page (jinja2): only for `ix report --format html`
-    ("cli/reports.py", "_write_html"),
+    # the HTML report's charts and page (jinja2): only for `ix report --format html` (and
+    # a run's `reporters: [html]`)
+    ("report/outputs.py", "report_text"),
     # `ix leaderboard`'s intervals: only for a credibility other than the run's (the pytest
     # plugin imports ix.testing in every pytest session of a project with ix installed)
     ("testing/_asserts.py", "_estimate"),

@@ -14,7 +14,10 @@ from ix.engine.filters import apply_filters
 from ix.engine.judged import described
 from ix.engine.plan import Plan, build_plan
 from ix.eval.design import CODES, DesignWarning, check_design
+from ix.eval.dialect import CODE as DIALECT
+from ix.eval.dialect import notes as spelling_notes
 from ix.eval.suggestions import Suggestion, suggest_controls
+from ix.fs.yamlio import load_yaml_file
 from ix.lab.loader import skill_descriptions
 from ix.report.answer import num_text
 from ix.report.judge_text import resting_judge, who
@@ -50,18 +53,31 @@ def design_warnings(plan: Plan) -> list[DesignWarning]:
                                  runtime_override=plan.overrides.runtime)
     except ConfigError:
         return []
+    spelled = spelling_warnings(plan)
     if plan.overrides.smoke:
         plan = build_plan(plan.loaded, replace(plan.overrides, smoke=False))
     if plan.load is not None:  # a load test's unit is the request, not the case
-        return []
+        return spelled
     exp = plan.loaded.experiment
-    return [*check_design(
+    return [*spelled, *check_design(
         exp,
         cases=apply_filters(exp.cases, plan.overrides.filters),
         subjects=[sp.subject for sp in plan.subjects],
         runtimes={sp.subject.name: sp.runtime_spec for sp in plan.subjects},
         trials=plan.trials, adaptive=plan.adaptive, filtered=bool(plan.overrides.filters),
     ), *judge_warnings(plan)]
+
+
+def spelling_warnings(plan: Plan) -> list[DesignWarning]:
+    """`rfc-spelling`: each field of experiment.yaml written in the RFC's spelling, which ix
+    read as its own (`ix.eval.dialect`), and how ix spells it."""
+    try:
+        data = load_yaml_file(plan.loaded.config_file)
+    except ConfigError:  # changed since it loaded: the next load will say
+        return []
+    return [DesignWarning(code=DIALECT, field=field, message=(
+        f"the RFC's spelling, read as ix's: {spelling} (write that; docs/experiments.md, "
+        "\"The RFC's spelling\")")) for field, spelling in spelling_notes(data)]
 
 
 def judge_warnings(plan: Plan) -> list[DesignWarning]:

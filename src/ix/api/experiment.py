@@ -15,15 +15,18 @@
 Every argument takes what `experiment.yaml` and a case's frontmatter take, as dicts (a case
 dict adds `prompt`), or ix's own objects (`EvalCase`, `Subject`), or user objects that
 satisfy the `ix.domain` protocols: a runtime (`invoke`; in `subjects`, a subject of its own,
-named by its `name` or its class), a sensor (`name`, `sense`), a probe
-(`generate()`, whose cases become the experiment's) — or `probe=` as experiment.yaml's
-`probe:` (`{"kind": "paraphrase", ...}`, generated when the run starts). The experiment is
-written as the files a YAML experiment is made of — `<lab>/<name>/experiment.yaml` and
-`cases/*.md` — and run by the same code as `ix run`, so the same name, cases, seed and
-runtime give the same trial records either way. A runtime or sensor object is written as
-`{kind: python, object: "mod:Class"}` (`ix.eval.live`): the folder documents it, and only
-this program can run it. Without `lab=` the files go to a temporary lab that lives as long
-as the returned `ExperimentRun`.
+named by its `name` or its class), a sensor (`name`, `sense`), a scorer (`verdict`), a
+reporter (`write`), a probe (`generate()`, whose cases become the experiment's) — or
+`probe=` as experiment.yaml's `probe:` (`{"kind": "paraphrase", ...}`, generated when the
+run starts). The experiment is written as the files a YAML experiment is made of —
+`<lab>/<name>/experiment.yaml` and `cases/*.md` — and run by the same code as `ix run`, so
+the same name, cases, seed and runtime give the same trial records either way. `scorers=` is
+experiment.yaml's `scorers:` (the first decides each case: docs/experiments.md, "Scorers");
+`reporter=` its `reporters:` (one, or a list: the files written into the run folder at the
+end, docs/reports.md). A runtime, sensor, scorer or reporter object is written as `{kind:
+python, object: "mod:Class"}` (`ix.eval.live`): the folder documents it, and only this
+program can run it. Without `lab=` the files go to a temporary lab that lives as long as the
+returned `ExperimentRun`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ MARK = "# Written by ix.Experiment: change the program that made it, not this fi
 #: Its second line: the case files it wrote, `# cases: ["must-001.md", ...]` (JSON), the
 #: only ones a rewrite removes.
 LISTED = "# cases: "
+#: The method a user object must have, by what it is given as.
+_METHODS = {"runtime": "invoke", "sensor": "sense", "scorer": "verdict", "reporter": "write"}
 
 
 @dataclass
@@ -91,7 +96,8 @@ class Experiment:
                  goal: Mapping[str, Any] | None = None, lab: str | Path | None = None, *,
                  description: str = "", skill: str | None = None,
                  concurrency: int | None = None, timeout_s: float | None = None,
-                 seeding: str | None = None):
+                 seeding: str | None = None, scorers: Sequence[Any] | None = None,
+                 reporter: Any = None):
         self.name = check_name(name, what="experiment name", field="name")
         declared = isinstance(probe, str | Mapping)  # `probe:` of experiment.yaml
         if cases is None and (probe is None or declared):
@@ -104,6 +110,10 @@ class Experiment:
         self.trials, self.seed, self.goal, self.lab = trials, seed, goal, lab
         self.description, self.skill = description, skill
         self.concurrency, self.timeout_s, self.seeding = concurrency, timeout_s, seeding
+        self.scorers = scorers
+        # one reporter, or several (`reporters:` of experiment.yaml)
+        self.reporters = (list(reporter) if isinstance(reporter, list | tuple)
+                          else [] if reporter is None else [reporter])
         self._live: dict[str, Any] = {}
 
     # --- the files ------------------------------------------------------------------------
@@ -112,7 +122,7 @@ class Experiment:
         """A dict or a kind as written; a user object as `{kind: python, object: ref}`."""
         if value is None or isinstance(value, str | Mapping):
             return dict(value) if isinstance(value, Mapping) else value
-        needed = "invoke" if what == "runtime" else "sense"
+        needed = _METHODS[what]
         if not hasattr(value, needed):
             raise ConfigError(f"a {what} is a kind, a mapping with a kind, or an object with "
                               f"`{needed}`; got {type(value).__name__}", field=what)
@@ -172,6 +182,10 @@ class Experiment:
                 data[key] = getattr(self, key)
         if self.goal is not None:
             data["goal"] = dict(self.goal)
+        if self.scorers:
+            data["scorers"] = [self._object(s, "scorer") for s in self.scorers]
+        if self.reporters:
+            data["reporters"] = [self._object(r, "reporter") for r in self.reporters]
         if isinstance(self.probe, str | Mapping):  # generated when the run starts
             data["probe"] = self.probe if isinstance(self.probe, str) else dict(self.probe)
         return data

@@ -14,6 +14,7 @@ from ix.api.imported import refuse_unrunnable_import
 from ix.api.listing import ExperimentInfo, list_experiments
 from ix.api.loading import check, load, resolve, subject_credentials, validate
 from ix.api.options import Observer, RunOptions, trial_listener
+from ix.api.reporters import write_reports
 from ix.api.reports import (
     compare_runs,  # its old home: `ix.api.experiments.compare_runs`
     keep_sections,
@@ -78,7 +79,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
             digest = _digest(cont)
             result = run_plan(plan, **_engine_args(options, observer, cont, where, digest))
             results.append(result)
-            _record(lab_path, plan, result, cont, options, digest)
+            _record(lab_path, plan, result, cont, options, digest, observer.on_warning)
             if _stops_all(result):
                 break
     return results
@@ -110,7 +111,8 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
             result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
                                                           digest))
             results.append(result)
-            await asyncio.to_thread(_record, lab_path, plan, result, cont, options, digest)
+            await asyncio.to_thread(_record, lab_path, plan, result, cont, options, digest,
+                                    observer.on_warning)
             if _stops_all(result):
                 break
     return results
@@ -188,10 +190,13 @@ def _digest(cont: Continuation | None) -> TrialDigest | None:
 
 
 def _record(lab_path: Path, plan: Plan, result: RunResult, cont: Continuation | None,
-            options: RunOptions, digest: TrialDigest | None = None) -> None:
-    """The run in the lab's audit log, and what `ix report` will read beside its summary."""
+            options: RunOptions, digest: TrialDigest | None = None,
+            warn: Callable[[str], None] | None = None) -> None:
+    """The run in the lab's audit log, what `ix report` will read beside its summary, and
+    the outputs of its `reporters:` (`ix.api.reporters`)."""
     if digest is not None:
         keep_sections(result.run_dir, result.summary, digest, plan.loaded.path)
+    write_reports(plan, result, warn)
     record(lab_path, "run", experiment=plan.loaded.experiment.name,
            run_id=result.run_id, status=result.status, trials=result.written,
            mode=cont.mode if cont is not None else "new",

@@ -1,11 +1,13 @@
-"""The installed plugins (`ix plugins`): runtime, sensor and probe kinds from other
-distributions (docs/plugins.md)."""
+"""The installed plugins (`ix plugins`): runtime, sensor, probe, scorer and reporter kinds
+from other distributions (docs/plugins.md)."""
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ix.eval import plugins
 from ix.eval.plugins import Plugin
+from ix.eval.reporters import SUFFIXES
+from ix.eval.scorers import SCORER_KINDS
 from ix.eval.sensors import sensor_kinds
 from ix.runtimes import available
 
@@ -38,10 +40,11 @@ class InstalledPlugin:
 
 
 def list_plugins(check: bool = False) -> list[InstalledPlugin]:
-    """Every installed plugin, runtimes first, then sensors and probes, each by name; with
-    `check`, each is imported and a failure is reported (never raised)."""
+    """Every installed plugin, runtimes first, then sensors, probes, scorers and reporters,
+    each by name; with `check`, each is imported and a failure is reported (never raised)."""
     builtin: dict[str, set[str]] = {"runtime": set(available()), "sensor": set(sensor_kinds()),
-                                    "probe": set()}
+                                    "probe": set(), "scorer": set(SCORER_KINDS),
+                                    "reporter": set(SUFFIXES)}
     return [InstalledPlugin(p, p.name in builtin[p.kind], check,
                             plugins.check(p) if check else None)
             for p in plugins.installed()]

@@ -66,7 +66,7 @@ class DryRunPlan(ClosedDict):
 class DesignWarningOut(ClosedDict):
     code: Literal["too-few-cases", "no-control", "one-trial-stochastic",
                   "even-trials-stochastic", "unbalanced", "duplicate-prompt", "unseen-cases",
-                  "never-activates", "unchecked-judge"]
+                  "never-activates", "unchecked-judge", "rfc-spelling"]
     message: str
     field: str
 
@@ -650,7 +650,7 @@ class PluginEntry(ClosedDict):
     """An installed plugin. `shadowed`: a built-in kind of that name wins; `loads` and `error`
     are set by `--check` (null without it)."""
 
-    group: Literal["runtime", "sensor", "probe"]
+    group: Literal["runtime", "sensor", "probe", "scorer", "reporter"]
     name: str
     distribution: str | None
     version: str | None

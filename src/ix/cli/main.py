@@ -96,9 +96,9 @@ COMMANDS: dict[str, Entry] = {
         "The lab's observation cache (<lab>/.ix/cache/observations/), which `ix run "
         "--cache` records to and replays from."),
     "plugins": Entry("ix.cli.plugins",
-        "List the installed plugins: runtime, sensor and probe kinds that other "
-        "distributions provide (entry points ix.runtimes, ix.sensors, ix.probes), with their "
-        "distribution and version."),
+        "List the installed plugins: runtime, sensor, probe, scorer and reporter kinds that "
+        "other distributions provide (entry points ix.runtimes, ix.sensors, ix.probes, "
+        "ix.scorers, ix.reporters), with their distribution and version."),
     "judge": Entry("ix.cli.judges",
         "How far a run's judges (llm_judge) can be trusted: their agreement with people's "
         "labels, with intervals, and the pass rate corrected for their errors."),

@@ -1,4 +1,5 @@
-"""`ix plugins`: the runtime, sensor and probe kinds installed from other distributions."""
+"""`ix plugins`: the runtime, sensor, probe, scorer and reporter kinds installed from other
+distributions."""
 
 from typing import Annotated
 
@@ -20,9 +21,10 @@ def plugins(
         show_default=False, hidden=True)] = None,
     json_out: Json = False,
 ) -> None:
-    """List the installed plugins: runtime, sensor and probe kinds that other distributions
-    provide (entry points ix.runtimes, ix.sensors, ix.probes), with their distribution and
-    version. A plugin whose name a built-in kind has is shadowed: the built-in wins.
+    """List the installed plugins: runtime, sensor, probe, scorer and reporter kinds that
+    other distributions provide (entry points ix.runtimes, ix.sensors, ix.probes,
+    ix.scorers, ix.reporters), with their distribution and version. A plugin whose name a
+    built-in kind has is shadowed: the built-in wins.
 
     Exit codes: 0 listed, 1 with --check when a plugin does not import.
     """
@@ -31,7 +33,7 @@ def plugins(
         print_json(plugins_output(found))
     elif not found:
         out.print("no plugins installed (entry-point groups ix.runtimes, ix.sensors, "
-                  "ix.probes; docs/plugins.md)", soft_wrap=True)
+                  "ix.probes, ix.scorers, ix.reporters; docs/plugins.md)", soft_wrap=True)
     else:
         table = Table(show_edge=False)
         for col in ("group", "name", "distribution", "version", "target"):

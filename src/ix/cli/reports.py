@@ -1,6 +1,5 @@
 """`ix report`, `ix leaderboard`, `ix tag`, `ix annotate` (docs/reports.md)."""
 
-import io
 import json
 import sys
 from collections.abc import Mapping
@@ -8,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.text import Text
 
 from ix.api import annotations as api_notes
@@ -22,8 +21,8 @@ from ix.domain.errors import ConfigError
 from ix.report.github import report_github
 from ix.report.junit import report_junit
 from ix.report.markdown import leaderboards_markdown, report_markdown
+from ix.report.outputs import plain_text, report_text
 from ix.report.sessions_text import lab_goal_lines, sessions_lines
-from ix.report.tables import fit
 from ix.report.terminal import leaderboards_renderable, report_renderable
 
 if TYPE_CHECKING:
@@ -78,20 +77,15 @@ def _emit(fmt: str, data: Mapping[str, Any], renderable: Any, markdown: Any,
         if path is None:
             out.print(view)
             return
-        buffer = io.StringIO()
-        Console(file=buffer, width=160, no_color=True, highlight=False,
-                force_terminal=False).print(fit(view))
-        text = buffer.getvalue()
+        text = plain_text(view)
     api_reports.write_report(path, text)  # atomic: no half file
     err.print(f"wrote {path}", highlight=False, soft_wrap=True)
 
 
 def _write_html(data: "ReportOutput", path: Path | None) -> None:
     """The HTML report to `path`, by default `report.html` in the run's folder (DESIGN.md §2)."""
-    from ix.report.html import render_report_html  # the charts and the page: for html only
-
     target = path or Path(data["run"]["folder"]) / "report.html"
-    api_reports.write_report(target, render_report_html(data))
+    api_reports.write_report(target, report_text("html", data))
     err.print(f"wrote {target}", highlight=False, soft_wrap=True)
 
 

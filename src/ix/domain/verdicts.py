@@ -8,10 +8,16 @@ activates when `score > 0.5` (so a tie does not), and is `correct` when it match
 case's expectation. `majority` applies it to counts (the engine's `Tally`, which keeps
 counts only), `aggregate_readings` to a case's trials (`Verdict`s), and both give the same
 `ProbeResult`. `acceptable` cases never run and never count (`ix.eval.scoring`).
+
+That rule is the default scorer; experiment.yaml's `scorers:` may choose another
+(`ix.eval.scorers`: `any`, `all`, `mean`, `threshold`, or a plugin), which sees a case as a
+`CaseTrials` and decides it with `scored`. The score stays the fraction that passed; only the
+verdict (and so the case's vote) changes.
 """
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ConfigDict
 
@@ -57,6 +63,14 @@ class ProbeResult(Model):
     score: float
     correct: bool
     trials: tuple[Verdict, ...] = ()
+    #: the case's vote (did it activate / pass as a whole) when a scorer other than the
+    #: majority decided it (`scored`); None: the majority vote of `score` (`activated`)
+    vote: bool | None = None
+
+    @property
+    def fired(self) -> bool:
+        """The case's vote: the scorer's, else the majority vote of its score."""
+        return activated(self.score) if self.vote is None else self.vote
 
 
 def activated(score: float) -> bool:
@@ -91,3 +105,50 @@ def aggregate_readings(verdicts: Iterable[Verdict]) -> ProbeResult:
                          f"({first.expectation}) and {sorted(mixed)!r} given together")
     votes = [v.passed for v in trials if v.passed is not None]
     return majority(first.probe_id, first.expectation, sum(votes), len(votes), trials)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseTrials:
+    """What a scorer sees of one case: its expectation and its valid trials' counts (an
+    errored trial, or one whose first sensor had no verdict, is not among them)."""
+
+    probe_id: str
+    expectation: str
+    #: valid trials whose first reading passed, of `valid` (at least 1 when a scorer is asked)
+    passed: int
+    valid: int
+    #: the mean of the first reading's `score` over the valid trials that have one; None
+    #: when none has
+    mean_score: float | None = None
+
+    @property
+    def right(self) -> int:
+        """Trials whose reading matched the expectation: passed on a `must_trigger` case,
+        not passed on a `should_not_trigger` one."""
+        return self.passed if self.expectation == "must_trigger" else self.valid - self.passed
+
+    @property
+    def rate(self) -> float:
+        """The fraction of valid trials that passed (the case's `score`)."""
+        return self.passed / self.valid if self.valid else 0.0
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Decides a case from its trials (experiment.yaml's `scorers:`): whether the case is
+    correct, i.e. its trials as a whole match its expectation. Asked only of a case with a
+    valid trial; a case without one has no verdict, whatever the scorer."""
+
+    def verdict(self, case: CaseTrials) -> bool: ...
+
+
+def scored(case: CaseTrials, scorer: Scorer) -> ProbeResult:
+    """The `ProbeResult` of `case` as `scorer` decides it: its score the fraction that
+    passed (as with the majority), `correct` the scorer's verdict, and the vote that follows
+    from it (`correct` on a must case, its opposite on a should-not case)."""
+    if not case.valid:
+        return majority(case.probe_id, case.expectation, case.passed, case.valid)
+    correct = bool(scorer.verdict(case))
+    vote = correct if case.expectation == "must_trigger" else not correct
+    return ProbeResult(probe_id=case.probe_id, expectation=case.expectation,
+                       score=case.rate, correct=correct, vote=vote)

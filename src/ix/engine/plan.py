@@ -17,6 +17,7 @@ from ix.domain.errors import ConfigError, ConfigErrors, raise_all
 from ix.domain.ports import AsyncSensor, ExperimentRuntime, Sensor
 from ix.domain.redaction import Redactor
 from ix.domain.types import Subject
+from ix.domain.verdicts import Scorer
 from ix.engine.ensembles import bind_ensembles
 from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
@@ -25,6 +26,8 @@ from ix.eval.case_gates import CaseGate, parse_gate
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
 from ix.eval.plugins import Plugin, in_use
+from ix.eval.reporters import build_reporters
+from ix.eval.scorers import build_scorers
 from ix.eval.sensors import JUDGE_KINDS, build_sensor, target_skill
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import normalise
@@ -139,6 +142,11 @@ class Plan:
     pairwise: PairwiseJudge | None = None
     #: per-case gates: the experiment's `gate:`, then `--gate` (`ix.eval.case_gates`)
     gates: tuple[CaseGate, ...] = ()
+    #: `scorers:` (`ix.eval.scorers`): the first decides each case's verdict; empty: the
+    #: majority vote
+    scorers: tuple[Scorer, ...] = ()
+    #: `reporters:` (`ix.eval.reporters`): the outputs written when the run ends
+    reporters: tuple[Any, ...] = ()
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -220,6 +228,16 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
     if overrides.runtime is not None and not problems:  # a skill-reading runtime now
         problems += check_skill_names(loaded.spec, exp.subjects, loaded.lab, file,
                                       {p.subject.name: p.runtime_spec["kind"] for p in plans})
+    scorers: tuple[Scorer, ...] = ()
+    reporters: tuple[Any, ...] = ()
+    try:
+        scorers = build_scorers(loaded.spec.scorers) if loaded.spec.scorers else ()
+    except ConfigError as exc:
+        problems.append(exc.at(file))
+    try:
+        reporters = build_reporters(loaded.spec.reporters)
+    except ConfigError as exc:
+        problems.append(exc.at(file))
     raise_all(problems)
     plans = bind_ensembles(plans, exp.cases, [s.name for s in exp.subjects])
     _judged_goal(exp.goal, plans, file)
@@ -280,7 +298,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 redactor=run_redactor(plans, loaded.lab, judges=[
                     *([pairwise] if pairwise else []), *([user] if user else [])]),
                 plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
-                pairwise=pairwise, gates=_gates(loaded, overrides))
+                pairwise=pairwise, gates=_gates(loaded, overrides), scorers=scorers,
+                reporters=reporters)
 
 
 def _gates(loaded: LoadedExperiment, overrides: Overrides) -> tuple[CaseGate, ...]:
@@ -463,6 +482,8 @@ def _plugins(plans: Sequence[SubjectPlan], loaded: LoadedExperiment) -> tuple[Pl
     used += [in_use("sensor", kind) for kind in sensors]
     if loaded.spec.probe is not None:
         used.append(in_use("probe", str(loaded.spec.probe["kind"])))
+    used += [in_use("scorer", str(s["kind"])) for s in loaded.spec.scorers or ()]
+    used += [in_use("reporter", str(s["kind"])) for s in loaded.spec.reporters or ()]
     return tuple(dict.fromkeys(p for p in used if p is not None))
 
 

@@ -73,6 +73,7 @@ from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
+from ix.eval.scorers import DEFAULT as DEFAULT_SCORER
 from ix.eval.scoring import Tally
 from ix.fs.names import file_part
 from ix.fs.paths import inside, open_regular
@@ -264,7 +265,9 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     # a symlink, FIFO or folder where the run writes is refused before anything is written
     check_results(place.results, continuation.run_id if continuation else None)
     now = datetime.now(UTC)
-    tallies = {sp.subject.name: Tally(plan.cases, judges=judge_names(sp.sensors))
+    scorer = plan.scorers[0] if plan.scorers else None  # asked once the trials are in
+    tallies = {sp.subject.name: Tally(plan.cases, judges=judge_names(sp.sensors),
+                                      scorer=scorer)
                for sp in plan.subjects}
     kept: str | None = None  # a completed run stays completed, whatever becomes of a resume
     if continuation is None:
@@ -517,23 +520,28 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
     preload(*statistics(plan)).join()  # what `run_plan` started importing: finished, not raced
     exp = plan.loaded.experiment
-    return summarise_tallies(
-        experiment_name=exp.name, run_id=run_id, run_status=status,
-        subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
-        tallies=tallies, cases=plan.cases, goal=exp.goal,
-        # `load:`: a case's requests are not repeated trials; pass@k for k = 1 only
-        trials_per_case=1 if plan.load is not None else plan.trials,
-        stopped=stopped if plan.adaptive else None, prior=exp.prior,
-        targets=_targets(plan), context=_context(plan), sweep=sweep_block(plan),
-        runtimes={sp.subject.name: str(sp.runtime_spec.get("kind")) for sp in plan.subjects},
-        info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
-              "seed": plan.seed, "trials_per_case": plan.trials,
-              "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
-                               "max_trials": plan.trials, "credibility": plan.credibility}
-                              if plan.adaptive else {"mode": "fixed"}),
-              "started_at": iso(started), "finished_at": iso(finished),
-              "skipped_cases": [c.id for c in plan.skipped]},
-    )
+    try:  # a scorer plugin whose verdict() raises: exit 2 naming it, the trials kept
+        return summarise_tallies(
+            experiment_name=exp.name, run_id=run_id, run_status=status,
+            subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
+            tallies=tallies, cases=plan.cases, goal=exp.goal,
+            # `load:`: a case's requests are not repeated trials; pass@k for k = 1 only
+            trials_per_case=1 if plan.load is not None else plan.trials,
+            stopped=stopped if plan.adaptive else None, prior=exp.prior,
+            targets=_targets(plan), context=_context(plan), sweep=sweep_block(plan),
+            runtimes={sp.subject.name: str(sp.runtime_spec.get("kind")) for sp in plan.subjects},
+            also=list(zip((plan.loaded.spec.scorers or [])[1:], plan.scorers[1:], strict=True)),
+            info={"sensor": (plan.loaded.spec.sensors or [{"kind": exp.sensor}])[0]["kind"],
+                  "seed": plan.seed, "trials_per_case": plan.trials,
+                  "trials_mode": ({"mode": "auto", "min_trials": plan.min_trials,
+                                   "max_trials": plan.trials, "credibility": plan.credibility}
+                                  if plan.adaptive else {"mode": "fixed"}),
+                  "started_at": iso(started), "finished_at": iso(finished),
+                  "skipped_cases": [c.id for c in plan.skipped],
+                  "scorer": dict((plan.loaded.spec.scorers or [DEFAULT_SCORER])[0])},
+        )
+    except ConfigError as exc:
+        raise exc.at(plan.loaded.config_file) from None
 
 
 def _context(plan: Plan) -> dict[str, Any] | None:

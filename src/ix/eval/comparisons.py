@@ -82,8 +82,7 @@ class Table:
 
 
 def _votes(tally: Tally, case: EvalCase) -> bool | None:
-    c = tally.counts[case.id]
-    return None if not c.valid else c.passed / c.valid > 0.5
+    return tally.vote(case)
 
 
 def paired_tables(control: Tally, variant: Tally, cases: Sequence[EvalCase]) -> dict[str, Table]:

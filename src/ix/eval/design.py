@@ -33,7 +33,8 @@ DETERMINISTIC = frozenset({"command", "http", "grpc", "human", "scripted"})
 MUST_ONLY = frozenset({"recall", "activation_rate"})
 
 CODES = ("too-few-cases", "no-control", "one-trial-stochastic", "even-trials-stochastic",
-         "unbalanced", "duplicate-prompt", "unseen-cases", "never-activates", "unchecked-judge")
+         "unbalanced", "duplicate-prompt", "unseen-cases", "never-activates", "unchecked-judge",
+         "rfc-spelling")
 
 
 class DesignWarning(Model):

@@ -1,4 +1,5 @@
-"""Objects handed to `ix.Experiment` in code: a runtime or a sensor no YAML file can name.
+"""Objects handed to `ix.Experiment` in code: a runtime, sensor, scorer or reporter no YAML
+file can name.
 
 `experiment.yaml` records such an object as `{kind: python, object: "module:Qualname"}`
 (its class, for the reader); the object itself is found while `using(objects)` is active —
@@ -18,7 +19,7 @@ from pydantic import ConfigDict, Field
 from ix.domain.errors import ConfigError
 from ix.domain.model import Model
 
-__all__ = ["KIND", "LiveOptions", "live", "object_ref", "using"]
+__all__ = ["KIND", "LiveOptions", "live", "live_item", "object_ref", "using"]
 
 #: The kind that names a live object, for runtimes and sensors alike.
 KIND = "python"
@@ -63,4 +64,21 @@ def live(options: LiveOptions, what: str) -> Any:
             f"this {what} is the Python object {options.object}, which exists only in the "
             "program that built the experiment with ix.Experiment; run it from there (or "
             f"give the experiment a {what} kind ix knows)", field=f"{what}.kind")
+    return found
+
+
+def live_item(options: Mapping[str, Any], what: str, field: str, method: str) -> Any:
+    """The object a list item names (`scorers[i]`, `reporters[i]`: `{kind: python, object:
+    ref}`), which must have `method`; a `ConfigError` naming `field` otherwise."""
+    ref = options.get("object")
+    if not isinstance(ref, str) or not ref or set(options) != {"object"}:
+        raise ConfigError(f"a {what} of kind {KIND} takes one option, `object` (its "
+                          "reference)", field=f"{field}.object")
+    try:
+        found = live(LiveOptions(object=ref), what)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field=f"{field}.kind") from None
+    if not callable(getattr(found, method, None)):
+        raise ConfigError(f"a {what} object has `{method}()`; {ref} has none",
+                          field=f"{field}.object")
     return found

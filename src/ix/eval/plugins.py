@@ -1,10 +1,12 @@
-"""Plugins: runtime, sensor and probe kinds that other distributions provide (DESIGN.md §9).
+"""Plugins: runtime, sensor, probe, scorer and reporter kinds that other distributions provide
+(DESIGN.md §9).
 
-A distribution declares entry points in the groups `ix.runtimes`, `ix.sensors` and
-`ix.probes`; a kind named in `experiment.yaml` that ix does not know is looked up there (the
-built-in kinds always win). The entry point's object is called with the kind's options as
-keyword arguments and returns the runtime (`invoke`), sensor (`sense`) or probe (`generate`);
-validating the options is the plugin's job. Whatever goes wrong on the way (the import, the
+A distribution declares entry points in the groups `ix.runtimes`, `ix.sensors`, `ix.probes`,
+`ix.scorers` and `ix.reporters`; a kind named in `experiment.yaml` that ix does not know is looked
+up there (the built-in kinds always win). The entry point's object is called with the kind's options
+as keyword arguments and returns the runtime (`invoke`), sensor (`sense`), probe (`generate`),
+scorer (`verdict`, `ix.eval.scorers`) or reporter (`write`, `ix.api.reporters`); validating the
+options is the plugin's job. Whatever goes wrong on the way (the import, the
 call, an object without the method) is a `ConfigError` naming the distribution, its version and
 the entry point, with the exception's message: exit 2, one line, no traceback.
 
@@ -25,7 +27,7 @@ until a kind ix does not know is asked for, or `ix plugins` lists them.
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as attribute
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -33,18 +35,22 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ix.domain.errors import ConfigError, TrialError, did_you_mean
 from ix.domain.ports import Probe, Sensor
 from ix.domain.types import Interaction, Reading
+from ix.eval.live import KIND as LIVE_KIND
+from ix.eval.live import live_item
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
     from ix.eval.schemas import SpecPlugin
 
-PluginKind = Literal["runtime", "sensor", "probe"]
+PluginKind = Literal["runtime", "sensor", "probe", "scorer", "reporter"]
 
 #: The entry-point group of each kind, and the method its object must have.
 GROUPS: dict[PluginKind, str] = {"runtime": "ix.runtimes", "sensor": "ix.sensors",
-                                 "probe": "ix.probes"}
-METHODS: dict[PluginKind, str] = {"runtime": "invoke", "sensor": "sense", "probe": "generate"}
+                                 "probe": "ix.probes", "scorer": "ix.scorers",
+                                 "reporter": "ix.reporters"}
+METHODS: dict[PluginKind, str] = {"runtime": "invoke", "sensor": "sense", "probe": "generate",
+                                  "scorer": "verdict", "reporter": "write"}
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,8 @@ def build(plugin: Plugin, options: Mapping[str, Any], *, field: str) -> Any:
                           f"{method}() method", field=field)
     if plugin.kind == "runtime":
         return _Runtime(plugin, made)
-    if plugin.kind == "probe":
-        return _Probe(plugin, made, field)
+    if plugin.kind in ("probe", "scorer", "reporter"):
+        return _Probe(plugin, made, field, method)
     return made
 
 
@@ -169,6 +175,30 @@ def load_probe(kind: str, options: Mapping[str, Any] | None = None, *,
                           f"plugins: {', '.join(known) or 'none'})", field=f"{field}.kind")
     probe: Probe = build(plugin, options or {}, field=f"{field}.kind")
     return probe
+
+
+def listed_kind(kind: PluginKind, spec: Mapping[str, Any], builtin: Sequence[str], *,
+                field: str) -> tuple[str, dict[str, Any], Any]:
+    """A `{kind, ...options}` item of `scorers:` or `reporters:` (`field`: `scorers[0]`):
+    its kind, its options, and the object that is not ix's own — a plugin's, built with the
+    options, or one given to `ix.Experiment` in code (`ix.eval.live`) — or None for a
+    built-in kind. An unknown kind is a `ConfigError` naming `field`'s `kind`."""
+    name = spec.get("kind")
+    if not isinstance(name, str):
+        raise ConfigError(f"needs a 'kind' (a string), e.g. {{kind: {builtin[0]}}}",
+                          field=field)
+    options = {k: v for k, v in spec.items() if k != "kind"}
+    if name == LIVE_KIND:  # an object given to ix.Experiment in code
+        return name, options, live_item(options, kind, field, METHODS[kind])
+    if name in builtin:
+        return name, options, None
+    plugin = find(kind, name, field=f"{field}.kind")
+    if plugin is None:
+        known = [*builtin, *names(kind)]
+        raise ConfigError(f"unknown {kind} {name!r}{did_you_mean(name, known)}; built-in: "
+                          f"{', '.join(builtin)} (or a plugin of the group {GROUPS[kind]})",
+                          field=f"{field}.kind")
+    return name, options, build(plugin, options, field=f"{field}.kind")
 
 
 def reason(exc: BaseException) -> str:
@@ -279,21 +309,32 @@ class _Sensor(_Guarded):
 
 
 class _Probe(_Guarded):
-    """A probe plugin's object: whatever its `generate` raises, while the cases are made
-    before a run, is a `ConfigError` naming the plugin."""
+    """A probe, scorer or reporter plugin's object: whatever its method (`generate`,
+    `verdict`, `write`) raises is a `ConfigError` naming the plugin."""
 
-    def __init__(self, plugin: Plugin, inner: Any, field: str):
+    def __init__(self, plugin: Plugin, inner: Any, field: str, method: str = "generate"):
         super().__init__(plugin, inner)
         self._field = field
+        self._method = method
 
-    def generate(self, *args: Any, **kwargs: Any) -> list[Any]:
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return list(self._inner.generate(*args, **kwargs))
+            got = getattr(self._inner, self._method)(*args, **kwargs)
+            return list(got) if self._method == "generate" else got
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            raise ConfigError(f"{self._plugin.describe()}: generate() raised {reason(exc)}",
-                              field=self._field) from None
+            raise ConfigError(f"{self._plugin.describe()}: {self._method}() raised "
+                              f"{reason(exc)}", field=self._field) from None
+
+    def generate(self, *args: Any, **kwargs: Any) -> list[Any]:
+        return cast(list[Any], self._call(*args, **kwargs))
+
+    def verdict(self, case: Any) -> bool:
+        return bool(self._call(case))
+
+    def write(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
 
 
 class _Unloadable(Exception):
@@ -332,4 +373,4 @@ def _scan(kind: PluginKind) -> tuple[Plugin, ...]:
 
 
 __all__ = ["GROUPS", "Plugin", "PluginKind", "build", "check", "find", "in_use", "installed",
-           "load", "load_probe", "load_sensor", "names", "refresh"]
+           "listed_kind", "load", "load_probe", "load_sensor", "names", "refresh"]

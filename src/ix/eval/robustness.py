@@ -48,9 +48,9 @@ def _votes(tally: Tally, cases: Sequence[EvalCase]) -> np.ndarray:
     """Per case: 1 the majority vote activates, 0 it does not, -1 no valid trial."""
     out = np.full(len(cases), -1, dtype=np.int64)
     for i, c in enumerate(cases):
-        counts = tally.counts[c.id]
-        if counts.valid:
-            out[i] = int(counts.passed / counts.valid > 0.5)
+        vote = tally.vote(c)
+        if vote is not None:
+            out[i] = int(vote)
     return out
 
 

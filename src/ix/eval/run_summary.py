@@ -7,16 +7,38 @@ passes what its plan says) and imported ones (`ix import`).
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from ix.domain.verdicts import Scorer
 from ix.eval.comparisons import compare_subjects
 from ix.eval.context_summary import context_block
 from ix.eval.factorial import factor_pairs
 from ix.eval.goals import evaluate_goal
 from ix.eval.models import EvalCase
 from ix.eval.outcomes import outcomes_block
-from ix.eval.schemas import GoalOut, SubjectComparison, Summary, SummaryRun, SweepOut
-from ix.eval.scoring import Tally
+from ix.eval.schemas import (
+    AlsoScored,
+    GoalOut,
+    SubjectComparison,
+    Summary,
+    SummaryRun,
+    SweepOut,
+)
+from ix.eval.scoring import Tally, compute_metrics
 from ix.eval.sensor_summary import compare_sensors, sensor_names, sensors_block
 from ix.eval.summary import build_summary, subject_block
+
+
+def also_scored(tally: Tally, spec: Mapping[str, Any], scorer: Scorer) -> AlsoScored:
+    """How `scorer` would decide `tally`'s cases: the correct ones and the metrics."""
+    voted = [p for p, c in zip(tally.probe_results(scorer), tally.cases, strict=True)
+             if tally.counts[c.id].valid]
+    m = compute_metrics(voted)
+
+    def rate(key: str) -> float | None:
+        value = m[key]
+        return None if value is None else float(value)
+
+    return {"scorer": dict(spec), "cases": len(voted), "correct": sum(p.correct for p in voted),
+            "precision": rate("precision"), "recall": rate("recall"), "f1": rate("f1")}
 
 
 def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
@@ -28,7 +50,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
                       targets: Mapping[str, str] | None = None,
                       context: Mapping[str, Any] | None = None,
                       sweep: SweepOut | None = None,
-                      runtimes: Mapping[str, str] | None = None) -> Summary:
+                      runtimes: Mapping[str, str] | None = None,
+                      also: Sequence[tuple[Mapping[str, Any], Scorer]] = ()) -> Summary:
     """The summary of DESIGN.md §4. `subjects` is (name, description) in order, the control
     first; every tally counts `cases`. `prior` ("uniform" or "jeffreys", experiment.yaml's
     `prior:`) is the Beta prior of every rate interval (score_ci, precision/recall, F1's U,
@@ -39,7 +62,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     With either, subjects are compared one factor at a time (`ix.eval.factorial`).
     `runtimes` (subject -> runtime kind) words each interpretation's advice for what its
     runtime reads (`ix.eval.scoring.interpret`); without it, as for a runtime that reads
-    skills."""
+    skills. `also` (the `scorers:` after the first, each with its spec) adds each subject's
+    `also_scored`: how each would have decided the same trials."""
     names = [name for name, _ in subjects]
     ordered = [tallies[n] for n in names]
     activation = info.get("sensor", "activation") == "activation"
@@ -55,6 +79,8 @@ def summarise_tallies(*, experiment_name: str, run_id: str, run_status: str,
     sensors = sensor_names(ordered)
     for block, tally in zip(blocks, ordered, strict=True):
         block["sensors"] = sensors_block(tally, sensors, cases, prior=prior)
+        if also:
+            block["also_scored"] = [also_scored(tally, spec, scorer) for spec, scorer in also]
     metrics = [b["metrics"] for b in blocks]
     within = factor_pairs(names, context, sweep)
     pairs = [(p.control, p.variant) for p in within]

@@ -254,6 +254,23 @@ class SubjectBlock(ClosedDict):
     robustness: NotRequired[Annotated[RobustnessOut | None, Field(
         None, description="runs whose originals ran beside cases generated from them "
                           "(probe: paraphrase) only")]]
+    also_scored: NotRequired[Annotated[list["AlsoScored"], Field(
+        default_factory=list, description="experiments with several `scorers:` only: the "
+                                          "same trials as each scorer after the first "
+                                          "(which decides) would decide them; absent "
+                                          "before 2.5")]]
+
+
+class AlsoScored(ClosedDict):
+    """One more scorer's reading of a subject's trials (`scorers:` after the first)."""
+
+    scorer: dict[str, Any]
+    #: cases with a vote, and the correct ones among them
+    cases: int
+    correct: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
 
 
 class PairedTable(ClosedDict):
@@ -693,6 +710,10 @@ class Summary(ClosedDict):
     circuit_breaker: NotRequired[Annotated[dict[str, str] | None, Field(None)]]
     imported_from: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
     format: NotRequired[Annotated[str | None, Field(None, description="ix import only")]]
+    scorer: NotRequired[Annotated[dict[str, Any], Field(
+        description="the scorer that decided each case's verdict (`scorers:`' first, as "
+                    "written: `{kind: majority}` when none is named; docs/experiments.md, "
+                    "\"Scorers\"); absent before 2.5 and in imported runs")]]
     context: NotRequired[Annotated["ContextOut", Field(
         description="experiments with `context:` only: each subject's metrics by conversation "
                     "length, against the shortest, and the trend; absent before 1.3")]]
@@ -947,6 +968,9 @@ class SummaryRun(TypedDict):
     skipped_cases: list[str]
     imported_from: NotRequired[str]
     format: NotRequired[str]
+    #: which scorer decided the cases' verdicts (`scorers:`' first; docs/experiments.md,
+    #: "Scorers"): `{kind: majority}` when none is named
+    scorer: NotRequired[dict[str, Any]]
 
 
 # --------------------------------------------------------------------------- plugins
@@ -954,7 +978,7 @@ class SummaryRun(TypedDict):
 class SpecPlugin(ClosedDict):
     """A plugin the run used (docs/plugins.md): its kind, name and distribution."""
 
-    group: Literal["runtime", "sensor", "probe"]
+    group: Literal["runtime", "sensor", "probe", "scorer", "reporter"]
     name: str
     distribution: str | None
     version: str | None

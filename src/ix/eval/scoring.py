@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ix.domain.verdicts import ProbeResult, activated, majority
+from ix.domain.verdicts import CaseTrials, ProbeResult, Scorer, majority, scored
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults
 from ix.eval.outcomes import OutcomeSums
 
@@ -41,11 +41,12 @@ def _ratio(num: int, den: int) -> float | None:
 
 
 def compute_metrics(probe_results: Iterable[ProbeResult]) -> dict[str, float | int | None]:
-    """Precision, recall, F1 and the confusion counts over the majority votes; a rate whose
+    """Precision, recall, F1 and the confusion counts over the cases' votes (the majority
+    vote, or the vote of the scorer that decided: `ProbeResult.fired`); a rate whose
     denominator is empty is None (undefined), not 0."""
     tp = fp = fn = tn = 0
     for p in probe_results:
-        fired = activated(p.score)
+        fired = p.fired
         if p.expectation == "must_trigger":
             tp, fn = (tp + 1, fn) if fired else (tp, fn + 1)
         elif p.expectation == "should_not_trigger":
@@ -178,6 +179,9 @@ class Tally:
     #: the names of the subject's `llm_judge` sensors: their scores by dimension join
     #: `outcomes` (`<judge>.<dimension>`)
     judges: frozenset[str] = frozenset()
+    #: what decides each case once its trials are in (`scorers:`, `ix.eval.scorers`); None:
+    #: the majority vote. Never asked per trial.
+    scorer: Scorer | None = None
 
     def spend(self, tokens_input: int, tokens_output: int, cost_usd: float) -> None:
         """Add one trial's usage (errored trials cost money too)."""
@@ -230,9 +234,29 @@ class Tally:
         """Count which skill took one valid trial's prompt (`ix.eval.routing`)."""
         self.routes.setdefault(probe_id, Counter())[first_invoked] += 1
 
-    def probe_results(self) -> list[ProbeResult]:
-        return [majority(c.id, c.expectation, self.counts[c.id].passed,
-                         self.counts[c.id].valid) for c in self.cases]
+    def case_trials(self, case: EvalCase) -> CaseTrials:
+        """What a scorer sees of `case`: its counts and its mean score."""
+        c = self.counts[case.id]
+        mean = self.outcomes.means("score", (case.id,)).get(case.id)
+        return CaseTrials(case.id, case.expectation, c.passed, c.valid, mean)
+
+    def vote(self, case: EvalCase) -> bool | None:
+        """The case's vote (it activated / passed as a whole) by the tally's scorer; None
+        with no valid trial."""
+        c = self.counts[case.id]
+        if not c.valid:
+            return None
+        if self.scorer is None:
+            return c.passed / c.valid > 0.5
+        return scored(self.case_trials(case), self.scorer).fired
+
+    def probe_results(self, scorer: Scorer | None = None) -> list[ProbeResult]:
+        """Each case's result, decided by `scorer` (default: the tally's)."""
+        scorer = scorer or self.scorer
+        if scorer is None:
+            return [majority(c.id, c.expectation, self.counts[c.id].passed,
+                             self.counts[c.id].valid) for c in self.cases]
+        return [scored(self.case_trials(c), scorer) for c in self.cases]
 
     def results(self, experiment_name: str, activation: bool = True,
                 runtime: str | None = None) -> ExperimentResults:

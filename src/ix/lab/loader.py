@@ -14,9 +14,11 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean, flatten, raise_all
 from ix.domain.types import Subject
 from ix.domain.workspace import Fixture, Workspace
+from ix.eval.dialect import normalise
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, Experiment
 from ix.eval.outcome_sensors import CASE_CHECK_KINDS, with_experiment
 from ix.eval.sensors import build_sensor
+from ix.fs.case_list import listed_cases
 from ix.fs.case_tables import load_case_table
 from ix.fs.fixtures import case_fixtures, template_fixtures
 from ix.fs.frontmatter import read_frontmatter
@@ -92,7 +94,7 @@ def _load(path: Path, lab: Path | None, replace_subjects: Sequence[str] | None,
     spec: ExperimentSpec | None = None
     data: Any = None
     with problems.each():
-        data = load_yaml_file(file)
+        data = normalise(load_yaml_file(file))[0]  # the RFC's spelling (`ix.eval.dialect`)
         spec = validate(ExperimentSpec, data, file=file, what="experiment file")
     if spec is None:
         spec = _without_bad_keys(data, file, problems.found)
@@ -225,7 +227,8 @@ def _suite_of(data: Any) -> CasesSpec:
     try:
         return CasesSpec.model_validate(data.get("cases") or {})
     except (AttributeError, ValueError):  # not a mapping, or not valid (ValidationError)
-        return CasesSpec()
+        listed = isinstance(data, dict) and "files" in (data.get("cases") or {})  # no suite
+        return CasesSpec.model_construct(files=[]) if listed else CasesSpec()
 
 
 def lab_skills(lab: Path) -> list[str]:
@@ -482,8 +485,10 @@ def _cases(spec: CasesSpec, path: Path, file: Path, problems: _Problems,
         path / spec.from_, spec.map, file=file, where="cases", inside=lab or path.parent).cases
     entries: list[tuple[Path, Any]] = [(Path(f"{r.path} {r.where}"), (r.meta, r.prompt))
                                        for r in rows]
+    if spec.files is not None:
+        entries += listed_cases(path, [(f.file, f.expectation) for f in spec.files], file=file)
     suite, others = path, list[Path]()
-    if not rows or "suite" in spec.model_fields_set:
+    if (not rows and spec.files is None) or "suite" in spec.model_fields_set:
         suite, files, others = _suite(spec.suite, path, file, problems)
         entries = [(f, None) for f in files] + entries
     cases: list[EvalCase] = []

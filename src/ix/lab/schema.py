@@ -125,10 +125,16 @@ class ProfileSpec(_Strict):
     _check = field_validator("runtime")(_check_kind)
 
 
+class CaseFileSpec(_Strict):  # `cases.files[i]`: one case file (ix.fs.case_list)
+    file: Annotated[str, Field(min_length=1)]
+    expectation: Expectation | None = None
+
+
 class CasesSpec(_Strict):
     suite: Annotated[str, Field(min_length=1)] = "cases/"
     from_: Annotated[str, Field(min_length=1)] | None = Field(None, alias="from")  # a table
     map: Annotated[str, Field(min_length=1)] | None = None  # its columns (ix.fs.case_tables)
+    files: Annotated[list[CaseFileSpec], Field(min_length=1)] | None = None  # the RFC's probes
 
 
 class WorkspaceSpec(_Strict):
@@ -330,6 +336,10 @@ class ExperimentSpec(_Strict):
     simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
     gate: list[str] = Field(default_factory=list)  # per-case gates (`ix.eval.case_gates`)
     sessions: SessionsSpec | None = None  # a longitudinal study (`ix.eval.sessions`)
+    #: how trials become case verdicts (`ix.eval.scorers`), and the files written at the end
+    #: of a run (`ix.api.reporters`); each item a kind or `{kind: ..., <options>}`
+    scorers: Annotated[list[KindSpec], Field(min_length=1)] | None = None
+    reporters: list[KindSpec] | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)
@@ -349,14 +359,14 @@ class ExperimentSpec(_Strict):
                              f"({self.max_trials})")
         return self
 
-    @field_validator("sensors", mode="before")
+    @field_validator("sensors", "scorers", "reporters", mode="before")
     @classmethod
     def _sensor_list(cls, value: Any) -> Any:
         if isinstance(value, list):
             return [_as_kind_mapping(v) for v in value]
         return value
 
-    @field_validator("sensors")
+    @field_validator("sensors", "scorers", "reporters")
     @classmethod
     def _sensor_kinds(cls, value: list[KindSpec] | None) -> list[KindSpec] | None:
         for item in value or []:

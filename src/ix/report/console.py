@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ix.eval.scorers import scorer_name
 from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.load_test import load_parts
@@ -261,7 +262,17 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
     return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
                              files=files, extra=[*load_parts(summary.get("load")),
                                                  *_cost(outcomes),
-                                                 *pairwise_parts(summary.get("pairwise"))])
+                                                 *pairwise_parts(summary.get("pairwise")),
+                                                 *_scorer(summary)])
+
+
+def _scorer(summary: Mapping[str, Any]) -> list[RenderableType]:
+    """Which scorer decided the cases, when it is not the majority vote (`scorers:`)."""
+    spec = summary.get("scorer")
+    if not spec or spec.get("kind") == "majority":
+        return []
+    return [Text(""), Text(f"verdicts by the {scorer_name(spec)} scorer (scorers: in "
+                           "experiment.yaml)", style="dim")]
 
 
 def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:

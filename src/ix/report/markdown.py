@@ -105,6 +105,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
              f"{md_code(r['git_commit'] or 'n/a')}"
              + (f" · tags: {', '.join(map(md_text, r['tags']))}" if r["tags"] else "")
              + (f" · prior {md_text(r['prior'])}" if r.get("prior", "uniform") != "uniform"
+                else "")
+             + (f" · scorer {md_text(r['scorer'])}" if r.get("scorer") not in (None, "majority")
                 else ""), ""]
     if r.get("reason"):
         lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ix.eval.routing import is_target, taken_by
+from ix.eval.scorers import DEFAULT as DEFAULT_SCORER
+from ix.eval.scorers import scorer_name
 from ix.report import figures
 from ix.report.answer import answer, primary_metric
 from ix.report.digest import TrialDigest, kept
@@ -169,6 +171,7 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
             "description": (spec.get("config") or {}).get("description"),
             "sensor": summary.get("sensor"),
             "prior": (summary.get("statistics") or {}).get("prior") or "uniform",
+            "scorer": scorer_name(summary.get("scorer") or DEFAULT_SCORER),
             "folder": folder,
         },
         "metric": metric,

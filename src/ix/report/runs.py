@@ -1,12 +1,13 @@
 """`ix compare`: runs of one experiment side by side (e.g. before and after a description edit).
 
 Each later run is compared with the first, subject by subject, on the summaries alone:
-recall and correct rate pair the runs' majority votes case by case (the cases are the same
-files), precision and F1 compare independent posteriors, and the activation rate compares
-per-case must_trigger rates case by case (`ix.stats.case_level`: the mean over prompts of
-the difference, between-case spread included) — the statistics of a run's comparisons.
-Every interval contains its printed difference; `p_value` is the two-sided test where one
-exists (McNemar, the case-level t-test), null for precision and F1.
+recall and correct rate pair the runs' votes case by case (the cases are the same files; the
+majority votes, or the verdicts a run's `scorers:` recorded), precision and F1 compare
+independent posteriors, and the activation rate compares per-case must_trigger rates case by
+case (`ix.stats.case_level`: the mean over prompts of the difference, between-case spread
+included) — the statistics of a run's comparisons. Every interval contains its printed
+difference; `p_value` is the two-sided test where one exists (McNemar, the case-level
+t-test), null for precision and F1.
 
 Every sensor of the summaries (their `sensors` blocks, issue 20) is compared too, with the
 machinery of a run's own per-sensor comparisons (`ix.eval.sensor_summary`): each run's pass
@@ -15,8 +16,10 @@ rates — exploratory, outside the verdict and the regression gate.
 """
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ix.domain.verdicts import CaseTrials
 from ix.eval.comparisons import effect, flips
 from ix.eval.models import EvalCase
 from ix.eval.numbers import num, pair
@@ -29,9 +32,23 @@ if TYPE_CHECKING:
 RUN_METRICS = ("recall", "precision", "f1", "pass_rate", "activation_rate")
 
 
-def _tally(block: dict[str, Any], cases: list[EvalCase]) -> Tally:
+@dataclass(frozen=True)
+class _Recorded:
+    """The verdicts a run's summary recorded, whatever scorer made them (`scorers:`): a
+    run decided by `all` is compared on its own verdicts, not on majority votes."""
+
+    correct: Mapping[str, bool]
+
+    def verdict(self, case: CaseTrials) -> bool:
+        return self.correct[case.probe_id]
+
+
+def _tally(block: dict[str, Any], cases: list[EvalCase],
+           scorer: Mapping[str, Any] | None = None) -> Tally:
     by_id = {p["probe_id"]: p for p in block["probe_results"]}
     tally = Tally(cases)
+    if scorer is not None and scorer.get("kind") != "majority":
+        tally.scorer = _Recorded({c.id: bool(by_id[c.id]["correct"]) for c in cases})
     for c in cases:
         p = by_id[c.id]
         counts = tally.counts[c.id]
@@ -85,7 +102,8 @@ def compare_runs(summaries: Sequence[Mapping[str, Any]]) -> "RunComparisons":
                 continue
             cases = [EvalCase(id=i, prompt="-", expectation=ids_a[i]["expectation"])
                      for i in shared]
-            ta, tb = _tally(block_a, cases), _tally(block_b, cases)
+            ta = _tally(block_a, cases, base.get("scorer"))
+            tb = _tally(block_b, cases, other.get("scorer"))
             ma = ta.results("")
             mb = tb.results("")
             metrics_a = {"tp": ma.tp, "fp": ma.fp, "fn": ma.fn, "f1": ma.f1,

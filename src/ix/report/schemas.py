@@ -254,6 +254,9 @@ class RunInfo(ClosedDict):
     sensor: str | None
     prior: NotRequired[Annotated[str | None, Field(
         None, description="the Beta prior of the intervals: uniform or jeffreys")]]
+    scorer: NotRequired[Annotated[str | None, Field(
+        None, description="the scorer that decided the cases' verdicts, in words "
+                          "(`majority`, `any`, `threshold at 0.7`); absent before 2.5")]]
     folder: str
 
 

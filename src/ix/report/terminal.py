@@ -88,8 +88,10 @@ def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
     s = report["summary"]
     word = rate_word(report["run"].get("sensor"))
     hit = "invoked" if word == "activation rate" else "passed"
+    scorer = report["run"].get("scorer") or "majority"
     table = _table(f"summary: {word} [95% CI], {hit}/valid trials per case; ✓ right, ✗ wrong "
-                   "(the case's majority vote)",
+                   + ("(the case's majority vote)" if scorer == "majority"
+                      else f"(the case's verdict by the {scorer} scorer)"),
                    "case", "expect", *s["subjects"])
     for row in s["cases"]:
         table.add_row(row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
@@ -672,8 +674,9 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     if r["tags"]:
         head.append(f" · tags: {', '.join(r['tags'])}", style="cyan")
     head.append(f"\n{r['started_at']} → {r['finished_at']} · seed {r['seed']} · "
-                f"{r['trials_per_case']} trial(s) per case · git {r['git_commit'] or 'n/a'}",
-                style="dim")
+                f"{r['trials_per_case']} trial(s) per case · git {r['git_commit'] or 'n/a'}"
+                + (f" · scorer {r['scorer']}" if r.get("scorer") not in (None, "majority")
+                   else ""), style="dim")
     board = report.get("leaderboard") or {}
     lead: list[RenderableType] = []
     if report.get("screen"):  # the first screen, verdict first; the details follow

@@ -11,6 +11,8 @@
         paused                  there while the run is paused (`store/pausing.py`)
         summary.json            its summary
         report.json             what `ix report` reads besides it (`api/reports.py`)
+        report.<format>         what its `reporters:` wrote (`api/reporters.py`): report.txt,
+                                .md, .html, .data.json, .junit.xml, .github.md
         annotations.jsonl       notes on it (`store/annotations.py`)
         batches.jsonl           the batches it sent, with `batch: true` (`runtimes/batches.py`)
         traces/                 its trials' traces
@@ -86,6 +88,11 @@ class RunDir:
     @property
     def report(self) -> Path:
         return self.path / REPORT_FILE
+
+    def output(self, suffix: str) -> Path:
+        """`report.<suffix>`: a reporter's output (`ix.eval.reporters.SUFFIXES`), or
+        `ix report --format html`'s default file (`html`)."""
+        return self.path / f"report.{suffix}"
 
     @property
     def annotations(self) -> Path:

@@ -13,6 +13,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import yaml
+from fake_llm_servers import Reply, Request, skill_call, text_reply
+
+from ix.runtimes.lexical import skill_score
+
 WORDS = ("columns", "nulls", "dtypes", "cardinality", "spreadsheet", "outliers")
 NOT_PROMPTS = (
     "Rebase my feature branch onto main and fix the conflicts.",
@@ -74,3 +79,42 @@ def example_seed(example: Path) -> int:
             if state["best"] != "original":
                 return seed
     raise AssertionError("no split seed of 0-19 gives the example lab a candidate")
+
+
+#: The "expensive" subject's model and price: $3 / $15 per million input / output tokens,
+#: so each call (1,200 input and 40 output tokens) costs $0.0042.
+EXPENSIVE_MODEL = "claude-expensive"
+EXPENSIVE_PRICES = {EXPENSIVE_MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}}
+
+
+def lexical_route(request: Request) -> Reply:
+    """A loopback Messages API that routes as the `lexical` runtime does at temperature 0
+    (BM25 of each listed skill's name and description against the prompt, a skill called
+    only above the threshold 2.0, ties to none then by name): a real subject to optimize
+    for, whose calls are counted at the wire (`FakeLLMServer.api_requests()`)."""
+    texts = request.first_user_texts()
+    listing = next(t for t in texts if t.startswith("<system-reminder>"))
+    prompt = "\n".join(t for t in texts if t is not listing)
+    skills = [line[2:].split(": ", 1) for line in listing.splitlines()
+              if line.startswith("- ") and ": " in line]
+    scores = {name: skill_score(name, description, prompt) for name, description in skills}
+    best = max(sorted(scores), key=lambda n: scores[n], default=None)
+    return skill_call(best) if best is not None and scores[best] > 2.0 else text_reply()
+
+
+def listed_description(request: Request, skill: str) -> str:
+    """The description of `skill` in a request's skill listing."""
+    listing = next(t for t in request.first_user_texts() if t.startswith("<system-reminder>"))
+    return next(line.split(": ", 1)[1] for line in listing.splitlines()
+                if line.startswith(f"- {skill}: "))
+
+
+def make_expensive(experiment: Path, base_url: str) -> Path:
+    """`experiment` (its experiment.yaml rewritten) on the loopback Messages API at
+    `base_url`, priced as `EXPENSIVE_PRICES` says: the real subject screening saves calls of."""
+    config_file = experiment / "experiment.yaml"
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    config["runtime"] = {"kind": "anthropic", "base_url": base_url, "api_key_env": None,
+                         "model": EXPENSIVE_MODEL, "prices": EXPENSIVE_PRICES, "retries": 0}
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return experiment

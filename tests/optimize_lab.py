@@ -8,7 +8,9 @@ things. Deterministic (lexical at temperature 0, one trial per case).
 
 import functools
 import itertools
+import json
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,7 +18,7 @@ from pathlib import Path
 import yaml
 from fake_llm_servers import Reply, Request, skill_call, text_reply
 
-from ix.runtimes.lexical import skill_score
+from ix.runtimes.lexical import idf, skill_score, stem, words
 
 WORDS = ("columns", "nulls", "dtypes", "cardinality", "spreadsheet", "outliers")
 NOT_PROMPTS = (
@@ -87,12 +89,20 @@ EXPENSIVE_MODEL = "claude-expensive"
 EXPENSIVE_PRICES = {EXPENSIVE_MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}}
 
 
+def is_subject_call(request: Request) -> bool:
+    """A trial of the subject (its request offers the Skill tool), not a proposer's question."""
+    return bool(isinstance(request.body, dict) and request.body.get("tools"))
+
+
 def lexical_route(request: Request) -> Reply:
     """A loopback Messages API that routes as the `lexical` runtime does at temperature 0
     (BM25 of each listed skill's name and description against the prompt, a skill called
     only above the threshold 2.0, ties to none then by name): a real subject to optimize
-    for, whose calls are counted at the wire (`FakeLLMServer.api_requests()`)."""
+    for, whose calls are counted at the wire (`FakeLLMServer.api_requests()`). Asked as a
+    proposer (`--proposer anthropic`: no skills offered), it answers as `proposals` does."""
     texts = request.first_user_texts()
+    if not is_subject_call(request):
+        return proposals(request.prompt_text())
     listing = next(t for t in texts if t.startswith("<system-reminder>"))
     prompt = "\n".join(t for t in texts if t is not listing)
     skills = [line[2:].split(": ", 1) for line in listing.splitlines()
@@ -118,3 +128,23 @@ def make_expensive(experiment: Path, base_url: str) -> Path:
                          "model": EXPENSIVE_MODEL, "prices": EXPENSIVE_PRICES, "retries": 0}
     config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return experiment
+
+
+_MISSED = re.compile(r'^- \[should trigger; [^]]*\] (".*")$', re.MULTILINE)
+_CURRENT = re.compile(r'^Current description: (".*")$', re.MULTILINE)
+
+
+def proposals(request_text: str) -> Reply:
+    """Three candidates a round, as an LLM proposer would send them: the current description
+    with "Also for ..." and the 2, 4 and 8 rarest words of the missed must prompts (by the
+    lexical runtime's word weights; words of four letters or more, not in the description
+    yet). Deterministic, offline."""
+    current = json.loads(_CURRENT.search(request_text).group(1))
+    have = set(words(current))
+    missed = [json.loads(m) for m in _MISSED.findall(request_text)]
+    found = {w for prompt in missed for w in re.findall(r"[a-z]+", prompt.lower())
+             if len(w) >= 4 and w not in have and words(w)}
+    ranked = sorted(found, key=lambda w: (-idf(stem(w)), w))
+    out = [f"{current} Also for {', '.join(ranked[:n])}." for n in (2, 4, 8)
+           if len(ranked) >= n or (n == 2 and ranked)]
+    return text_reply(json.dumps({"descriptions": list(dict.fromkeys(out))}))

@@ -275,6 +275,7 @@ BAD_INPUT = [
     (["--min-changed", "0"], "--min-changed"),
     (["--screen-with", "nosuch"], "--screen-with"),
     (["--screen-with", "lexical", "--finalists", "0"], "--finalists"),
+    (["--finalists", "1"], "--finalists"),   # without --screen-with it would mean nothing
 ]
 
 

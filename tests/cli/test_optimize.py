@@ -82,6 +82,32 @@ def test_offline_example_improves_train_f1_and_judges_on_holdout(example_lab: Pa
                for a in audit)
 
 
+def test_screened_with_lexical_only_the_finalists_run_on_the_subject(example_lab: Path
+                                                                     ) -> None:
+    seed = example_seed(EXAMPLE_LAB)   # a split at which the proposer has candidates
+    r = run_ix("optimize", "skill-activation", "--lab", str(example_lab), "--seed", str(seed),
+               "--screen-with", "lexical", "--finalists", "1", "--json")
+    assert r.code == 0, r.output
+    state = json.loads(r.stdout)
+    TypeAdapter(OptimizeSession).validate_python(state)
+    screening = state["screening"]
+    assert screening["name"] == "lexical" and screening["finalists"] == 1
+    assert state["holdout"]["verdict"] in ("recommended", "not recommended")
+    folder = Path(state["folder"])
+    for rd in state["rounds"]:
+        if not rd["candidates"]:   # the proposer had nothing new: nothing to screen
+            assert "screen" not in rd
+            continue
+        assert len(rd["screen"]["finalists"]) == 1
+        for c in rd["candidates"]:   # every candidate on the proxy, finalists on the subject
+            assert (folder / "screen" / str(rd["round"]) / c["id"] / "results").is_dir()
+            ran = (folder / "rounds" / str(rd["round"]) / c["id"] / "results").is_dir()
+            assert ran == (c["id"] in rd["screen"]["finalists"])
+    assert screening["saved_trials"] > 0
+    report = (folder / "report.md").read_text()
+    assert f"{screening['saved_trials']} saved" in report
+
+
 def test_the_same_command_shows_a_completed_session_again(example_lab: Path) -> None:
     first = ix_in_process("optimize", "skill-activation", "--lab", str(example_lab), "--rounds",
                           "2", "--json")
@@ -247,6 +273,9 @@ BAD_INPUT = [
     (["--tolerance", "1.5"], "--tolerance"),
     (["--tolerance", "-0.1"], "--tolerance"),
     (["--min-changed", "0"], "--min-changed"),
+    (["--screen-with", "nosuch"], "--screen-with"),
+    (["--screen-with", "lexical", "--finalists", "0"], "--finalists"),
+    (["--finalists", "1"], "--finalists"),   # without --screen-with it would mean nothing
 ]
 
 

@@ -436,6 +436,23 @@ def test_sigterm_mid_run_records_it_cancelled_and_stdout_is_only_the_protocol(la
 
 
 @pytest.mark.slow
+def test_optimize_description_screens_with_a_proxy(tmp_path: Path) -> None:
+    lab = make_lab(tmp_path / "lab")
+
+    async def body(session) -> None:
+        message = await error(session, "optimize_description", experiment="profiling",
+                              screen_with="nosuch")
+        assert "--screen-with" in message and "nosuch" in message
+        state = await call(session, "optimize_description", experiment="profiling",
+                           rounds=1, screen_with="lexical", finalists=1)
+        assert state["screening"]["name"] == "lexical"
+        assert state["rounds"][0]["screen"]["finalists"] == [
+            state["rounds"][0]["screen"]["ranking"][0]["id"]]
+        assert state["screening"]["saved_trials"] > 0
+
+    serve(lab, tmp_path / "stderr.txt", body)
+
+
 def test_optimize_description_recommends_applies_and_reports_progress(tmp_path: Path) -> None:
     lab = make_lab(tmp_path / "lab")
     skill = lab / "skills" / "table-profile" / "SKILL.md"

@@ -20,7 +20,15 @@ from typing import Any
 from ix.api.loading import resolve
 from ix.api.options import Observer, trial_listener
 from ix.domain.errors import ConfigError, NotFound, did_you_mean
-from ix.engine.optimize import SESSION_ID, Hooks, Outcome, Settings, read_session, sessions
+from ix.engine.optimize import (
+    FINALISTS,
+    SESSION_ID,
+    Hooks,
+    Outcome,
+    Settings,
+    read_session,
+    sessions,
+)
 from ix.engine.optimize import optimize as run_session
 from ix.engine.proposers import KEYWORDS, KeywordsProposer, Proposer, RuntimeProposer
 from ix.engine.run import Limits
@@ -37,8 +45,9 @@ from ix.store.audit import record
 from ix.store.layout import OptimizeDir
 from ix.store.runs import iso
 
-__all__ = ["CREDIBILITY", "MIN_CHANGED", "SESSION_ID", "TOLERANCE", "OptimizeResult",
-           "Settings", "apply_session", "list_sessions", "make_proposer", "optimize", "session"]
+__all__ = ["CREDIBILITY", "FINALISTS", "MIN_CHANGED", "SESSION_ID", "TOLERANCE",
+           "OptimizeResult", "Settings", "apply_session", "list_sessions", "make_proposer",
+           "optimize", "session"]
 
 
 #: What `optimize` returns: the session's folder and `optimize.json`'s content, and whether

@@ -702,12 +702,55 @@ class OptimizeOriginal(ClosedDict):
     run_id: NotRequired[str]
 
 
+class OptimizeProxyScore(ClosedDict):
+    f1: float
+    subjects: list[OptimizeSubjectScore]
+    run_id: str
+
+
 class OptimizeCandidate(ClosedDict):
     id: str
     description: str
     round: int
     file: str
-    train: OptimizeScore | None
+    train: Annotated[OptimizeScore | None, Field(
+        description="the real subjects' train scores; null for a candidate screened out by "
+                    "the proxy (--screen-with), which never ran on them")]
+    proxy: NotRequired[Annotated[OptimizeProxyScore, Field(
+        description="with --screen-with: the proxy's train F1, which ranked the candidate")]]
+
+
+class OptimizeRankEntry(ClosedDict):
+    id: str
+    proxy_f1: float
+
+
+class OptimizeRoundScreen(ClosedDict):
+    """A round screened with a proxy (`ix optimize --screen-with`)."""
+
+    ranking: Annotated[list[OptimizeRankEntry], Field(
+        description="the round's candidates by the proxy's train F1, best first")]
+    finalists: Annotated[list[str], Field(
+        description="the candidates run on the real subjects (the top --finalists)")]
+    real_trials: Annotated[int, Field(description="the finalists' trials on the real subjects")]
+    proxy_trials: Annotated[int, Field(description="every candidate's trials on the proxy")]
+    saved_trials: Annotated[int, Field(
+        description="real trials not spent: what the screened-out candidates would have run")]
+
+
+class OptimizeScreening(ClosedDict):
+    """`ix optimize --screen-with`: the proxy and the session's real calls spent and saved."""
+
+    name: Annotated[str, Field(description="--screen-with as given")]
+    kind: Literal["runtime", "subject"]
+    runtime: Annotated[str, Field(description="the proxy's runtime kind")]
+    finalists: int
+    real_trials: Annotated[int, Field(
+        description="trials on the real subjects: the original's train run, the finalists' "
+                    "and the holdout's")]
+    proxy_trials: int
+    saved_trials: Annotated[int, Field(
+        description="real trials an unscreened session would have spent more")]
 
 
 class OptimizeRejected(ClosedDict):
@@ -722,6 +765,7 @@ class OptimizeRound(ClosedDict):
     best: str | None
     improved: bool
     run_ids: dict[str, str]
+    screen: NotRequired[OptimizeRoundScreen]
     rationale: NotRequired[Annotated[str, Field(
         description="why the proposer proposed what it did, when it says (the keywords "
                     "baseline does); absent in sessions written before it")]]
@@ -828,6 +872,7 @@ class OptimizeSession(ClosedDict):
     recommended_file: str | None
     cost_usd: float
     applied: OptimizeApplied | None
+    screening: NotRequired[OptimizeScreening]
 
 
 # --------------------------------------------------------------------------- sanity

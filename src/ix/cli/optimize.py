@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from ix.api import Limits
-from ix.api.optimize import CREDIBILITY, MIN_CHANGED, TOLERANCE, Settings
+from ix.api import ConfigError, Limits
+from ix.api.optimize import CREDIBILITY, FINALISTS, MIN_CHANGED, TOLERANCE, Settings
 from ix.api.optimize import optimize as run_optimize
 from ix.cli.options import CacheModeOption, Json, Lab, ProgressOption
 from ix.cli.options import progress_mode as progress_mode_of
@@ -74,6 +74,16 @@ def optimize(
         "--min-changed", min=1, help="Recommend only if the gain rests on at least this many "
                                      "held-out cases the candidate gets right and the "
                                      "original wrong.")] = MIN_CHANGED,
+    screen_with: Annotated[str | None, typer.Option(
+        "--screen-with", help="A cheap proxy that ranks each round's candidates on the train "
+                              "cases: a runtime kind (lexical, ...) or a subject of the "
+                              "experiment. Only the top --finalists run on the real subject; "
+                              "the holdout verdict is still the real subject's.",
+        show_default=False)] = None,
+    finalists: Annotated[int | None, typer.Option(
+        "--finalists", min=1, help="With --screen-with: the candidates of a round the proxy "
+                                   "ranks highest, the only ones run on the real subject "
+                                   f"(default {FINALISTS}).", show_default=False)] = None,
     apply: Annotated[bool, typer.Option(
         "--apply", help="Write a recommended description into the skill's SKILL.md, "
                         "which must be the lab's own (skills/<name>/SKILL.md, reached "
@@ -112,10 +122,15 @@ def optimize(
     Exit codes: 0 done (whatever the verdict), 1 a run of the session failed, 2 bad input,
     130 cancelled or stopped by --max-cost (run the same command to continue).
     """
+    if finalists is not None and screen_with is None:
+        raise ConfigError("counts only with --screen-with: without a proxy every candidate "
+                          "runs on the real subject", field="--finalists")
     bars = progress_mode_of(progress_mode)
     settings = Settings(skill=skill, rounds=rounds, candidates=candidates, holdout=holdout,
                         seed=seed, credibility=credibility, max_cost_usd=max_cost,
-                        tolerance=tolerance, min_changed=min_changed)
+                        tolerance=tolerance, min_changed=min_changed,
+                        screen_with=screen_with,
+                        finalists=FINALISTS if finalists is None else finalists)
     with _Steps(enabled=not json_out, mode=bars) as progress:
         result = run_optimize(lab, experiment, settings, proposer=proposer, apply=apply,
                               limits=Limits(), observer=progress,

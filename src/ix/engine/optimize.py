@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError, Warn
+from ix.domain.errors import ConfigError, Warn, did_you_mean
 from ix.domain.types import Subject
 from ix.engine.cache import CacheMode, check_mode, with_cache
 from ix.engine.plan import build_plan
@@ -63,6 +63,7 @@ from ix.fs.paths import check_tree
 from ix.fs.yamlio import read_text
 from ix.lab.loader import LoadedExperiment
 from ix.lab.skill_file import check_description, with_description
+from ix.runtimes.registry import available
 from ix.stats.paired_f1 import PairedF1, paired_f1
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
@@ -72,6 +73,7 @@ from ix.store.spec import read_spec
 from ix.store.summaries import summary_as_written
 
 __all__ = [
+    "FINALISTS",
     "ORIGINAL",
     "SCHEMA_VERSION",
     "SESSION_ID",
@@ -90,6 +92,9 @@ SESSION_ID = re.compile(r"opt-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
 ORIGINAL = "original"
 #: A proposed candidate's id: `r2c1`, the first of round 2.
 CANDIDATE_ID = re.compile(r"r[0-9]+c[0-9]+")
+#: `--finalists`: with `--screen-with`, the candidates of a round the proxy ranks highest,
+#: the only ones run on the real subjects' train cases.
+FINALISTS = 2
 
 
 @dataclass(frozen=True)
@@ -105,11 +110,16 @@ class Settings:
     max_cost_usd: float | None = None
     tolerance: float = TOLERANCE     # the holdout interval must end above −tolerance
     min_changed: int = MIN_CHANGED   # held-out cases the gain must rest on
+    #: `--screen-with`: the proxy (a runtime kind, or a subject of the experiment) that ranks
+    #: each round's candidates; only the top `finalists` run on the real subjects' train cases
+    screen_with: str | None = None
+    finalists: int = FINALISTS
 
     def check(self) -> None:
         for name, value, low in (("--rounds", self.rounds, 1), ("--candidates",
                                                                 self.candidates, 1),
-                                 ("--min-changed", self.min_changed, 1)):
+                                 ("--min-changed", self.min_changed, 1),
+                                 ("--finalists", self.finalists, 1)):
             if value < low:
                 raise ConfigError(f"must be at least {low}, got {value}", field=name)
         if not 0.5 <= self.credibility < 1:
@@ -224,14 +234,21 @@ class _Session:
                               f"{exp.sensor!r}", file=loaded.config_file, field="sensor")
         self.skill = settings.skill or target_skill(exp.sensor_options, exp.skill,
                                                     exp.subjects[0].name)
+        names = [s.name for s in exp.subjects]
         self.carriers = [s for s in exp.subjects
                          if any(k.get("name") == self.skill for k in s.config.get("skills")
-                                or [])]
+                                or []) and s.name != settings.screen_with]
+        if not self.carriers and settings.screen_with in names:
+            raise ConfigError(f"the proxy {settings.screen_with!r} is the only subject with the "
+                              f"skill {self.skill!r}; the real subject must have it too",
+                              file=loaded.config_file, field="--screen-with")
         if not self.carriers:
             raise ConfigError(
                 f"no subject of the experiment has the skill {self.skill!r}; its subjects: "
-                f"{', '.join(s.name for s in exp.subjects)}",
+                f"{', '.join(names)}",
                 file=loaded.config_file, field="--skill" if settings.skill else "subjects")
+        self.proxies, self.screen = _proxies(self.carriers, exp.subjects,
+                                             settings.screen_with, loaded.config_file)
         entry = next(k for k in self.carriers[0].config["skills"] if k["name"] == self.skill)
         self.skill_file = Path(entry["path"])
         self.skill_text = read_text(self.skill_file)
@@ -292,6 +309,9 @@ class _Session:
             "original": {"id": ORIGINAL, "description": self.description, "train": None},
             "rounds": [], "best": ORIGINAL, "holdout": None, "recommended": False,
             "recommended_file": None, "cost_usd": 0.0, "applied": None,
+            **({} if self.screen is None else {"screening": {
+                **self.screen, "finalists": s.finalists, "real_trials": 0,
+                "proxy_trials": 0, "saved_trials": 0}}),
         }
 
     def _check_own(self, key: str) -> None:
@@ -345,6 +365,7 @@ class _Session:
                                      train)
             st["original"]["train"] = self._score(summary)
             st["original"]["run_id"] = summary["run_id"]
+            self._tally(real=_trials(summary))
             self.save()
         while len(st["rounds"]) < self.settings.rounds and st["stopped_early"] is None:
             self._round(len(st["rounds"]) + 1, train)
@@ -372,7 +393,7 @@ class _Session:
             skill=self.skill, description=best["description"],
             body_summary=body_summary(self.body),
             misses=tuple(Miss(**m) for m in best["train"]["misses"]),
-            tried=tuple(sorted(((c["description"], c["train"]["f1"]) for _, c in tried),
+            tried=tuple(sorted(((c["description"], _f1(c)) for _, c in tried),
                                key=lambda t: -t[1])),
             count=self.settings.candidates, round=number,
             other_skills=tuple(sorted({k["name"] for s in self.carriers
@@ -414,19 +435,62 @@ class _Session:
             candidates.append({"id": cid, "description": text, "round": number,
                                "file": str(path), "train": None})
         record["run_ids"] = {}
-        for c in candidates:  # one run each: the subjects' own names, so their own seeds
+        finalists = candidates if self.screen is None else self._screen(record, candidates,
+                                                                        train)
+        real = 0
+        for c in finalists:  # one run each: the subjects' own names, so their own seeds
             self._say(f"round {number}: {c['id']} on {len(train)} train cases")
             summary = self._evaluate(self.folder.round(number) / c["id"],
                                      self._with(c["description"], Path(c["file"])), train)
             c["train"] = self._score(summary)
             record["run_ids"][c["id"]] = summary["run_id"]
+            real += _trials(summary)
+        if "screen" in record:
+            record["screen"]["real_trials"] = real
+            self._tally(real=real, proxy=record["screen"]["proxy_trials"],
+                        saved=record["screen"]["saved_trials"])
         record["candidates"] = candidates
-        top = max(candidates, key=lambda c: c["train"]["f1"])  # ties: the first proposed
+        top = max(finalists, key=lambda c: c["train"]["f1"])  # ties: the first proposed
         record["best"] = top["id"]
         if top["train"]["f1"] > best["train"]["f1"]:
             st["best"], record["improved"] = top["id"], True
         st["rounds"].append(record)
         self.save()
+
+    def _screen(self, record: dict[str, Any], candidates: list[dict[str, Any]],
+                train: list[EvalCase]) -> list[dict[str, Any]]:
+        """Every candidate of the round on the train cases with the proxy; the top
+        `--finalists` by proxy F1 (ties: the first proposed) are returned, in the order
+        proposed, to run on the real subjects. The others' real trials are saved."""
+        assert self.screen is not None
+        number = record["round"]
+        trials: dict[str, int] = {}
+        for c in candidates:
+            self._say(f"round {number}: {c['id']} on {len(train)} train cases, "
+                      f"screened with {self.screen['name']}")
+            summary = self._evaluate(self.folder.screen(number) / c["id"],
+                                     self._with(c["description"], Path(c["file"]),
+                                                self.proxies), train)
+            per = [{"subject": b["name"], **_metrics(b)} for b in summary["subjects"]]
+            c["proxy"] = {"f1": round(sum(p["f1"] for p in per) / len(per), 6),
+                          "subjects": per, "run_id": summary["run_id"]}
+            trials[c["id"]] = _trials(summary)
+        ranked = sorted(candidates, key=lambda c: -c["proxy"]["f1"])  # stable
+        chosen = {c["id"] for c in ranked[: self.settings.finalists]}
+        record["screen"] = {
+            "ranking": [{"id": c["id"], "proxy_f1": c["proxy"]["f1"]} for c in ranked],
+            "finalists": [c["id"] for c in candidates if c["id"] in chosen],
+            "proxy_trials": sum(trials.values()), "real_trials": 0,
+            "saved_trials": sum(n for cid, n in trials.items() if cid not in chosen)}
+        return [c for c in candidates if c["id"] in chosen]
+
+    def _tally(self, *, real: int = 0, proxy: int = 0, saved: int = 0) -> None:
+        """Add to the session's count of real and proxy trials and of real trials saved."""
+        screening = self.state.get("screening")
+        if screening is not None:
+            screening["real_trials"] += real
+            screening["proxy_trials"] += proxy
+            screening["saved_trials"] += saved
 
     def _answer(self, request: ProposalRequest) -> Answer:
         """The proposer's answer for this round: from the log if it was asked already."""
@@ -477,6 +541,7 @@ class _Session:
         original = self._evaluate(self.folder.holdout / ORIGINAL, list(self.carriers), holdout)
         candidate = self._evaluate(self.folder.holdout / best["id"],
                                    self._with(best["description"], path), holdout)
+        self._tally(real=_trials(original) + _trials(candidate))
         theirs = {b["name"]: b for b in candidate["subjects"]}
         per_subject: list[dict[str, Any]] = []
         results: dict[str, PairedF1] = {}
@@ -516,11 +581,13 @@ class _Session:
 
     # --- runs ---------------------------------------------------------------------------
 
-    def _with(self, description: str, path: Path) -> list[Subject]:
-        """The subjects that have the skill, with `description` (in the SKILL.md at `path`):
-        under their own names, so that their trials draw the seeds the original's drew."""
+    def _with(self, description: str, path: Path,
+              subjects: Sequence[Subject] | None = None) -> list[Subject]:
+        """The subjects that have the skill (or `subjects`: their proxies), with
+        `description` (in the SKILL.md at `path`): under their own names, so that their
+        trials draw the seeds the original's drew."""
         out = []
-        for s in self.carriers:
+        for s in self.carriers if subjects is None else subjects:
             skills = [dict(k, description=description, path=str(path))
                       if k["name"] == self.skill else k for k in s.config["skills"]]
             out.append(s.model_copy(update={"config": {**s.config, "skills": skills}}))
@@ -581,12 +648,55 @@ class _Session:
                 "misses": [m.as_dict() for m in wrong]}
 
 
+def _proxies(carriers: Sequence[Subject], subjects: Sequence[Subject], proxy: str | None,
+             config_file: Path | None) -> tuple[list[Subject], dict[str, Any] | None]:
+    """`--screen-with`: each real subject as the proxy runs it — the subject's skills (so each
+    candidate's description) under its own name (so its trial seeds), the proxy's runtime
+    (a runtime kind with its defaults, or the runtime and model of the experiment's subject
+    so named) — and what the session records of the proxy. No proxy: ([], None)."""
+    if proxy is None:
+        return [], None
+    named = next((s for s in subjects if s.name == proxy), None)
+    if named is not None:
+        spec, model = dict(named.config.get("runtime") or {}), named.config.get("model")
+        kind = "subject"
+    elif proxy in available():
+        spec, model, kind = {"kind": proxy}, None, "runtime"
+    else:
+        known = [*available(), *(s.name for s in subjects)]
+        raise ConfigError(
+            f"unknown proxy {proxy!r}{did_you_mean(proxy, known)}: give a runtime kind "
+            f"({', '.join(available())}) or a subject of the experiment "
+            f"({', '.join(s.name for s in subjects)})", file=config_file, field="--screen-with")
+    out = []
+    for s in carriers:
+        config: dict[str, Any] = {**s.config, "runtime": spec,
+                                  "runtime_origins": {"kind": ["", "--screen-with"]}}
+        config.pop("concurrency", None)
+        if named is not None:
+            config["model"] = model
+        out.append(s.model_copy(update={"config": config}))
+    return out, {"name": proxy, "kind": kind, "runtime": str(spec.get("kind"))}
+
+
+def _trials(summary: Mapping[str, Any]) -> int:
+    """The trials a run's summary counts: the calls its subjects got."""
+    return sum(int(p.get("n", 0)) for b in summary.get("subjects") or ()
+               for p in b.get("probe_results") or ())
+
+
 def _key_of(folder: OptimizeDir) -> str | None:
     """A session's key, or None when its file is unreadable (it is then never continued)."""
     try:
         return str(read_session(folder).get("key"))
     except ConfigError:
         return None
+
+
+def _f1(candidate: Mapping[str, Any]) -> float:
+    """A description's train F1: the real subjects', else (screened out) the proxy's."""
+    score = candidate.get("train") or candidate.get("proxy") or {}
+    return float(score.get("f1") or 0.0)
 
 
 def _metrics(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -626,4 +736,6 @@ def _key(experiment: str, skill: str, text: str, subjects: list[str], proposer: 
             "holdout": settings.holdout, "seed": seed, "credibility": settings.credibility,
             "tolerance": settings.tolerance, "min_changed": settings.min_changed,
             "cases": cases}
+    if settings.screen_with is not None:  # a screened session is another session
+        data.update(screen_with=settings.screen_with, finalists=settings.finalists)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

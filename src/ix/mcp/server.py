@@ -171,6 +171,13 @@ class IxTools(LabTools):
             "Recommend only if the gain rests on at least this many held-out cases the "
             "candidate gets right and the original wrong.")),
                                NOT_A_BOOL] = Settings.min_changed,
+        screen_with: Annotated[Text | None, Field(description=(
+            "A cheap proxy that ranks each round's candidates (a runtime kind such as "
+            "'lexical', or a subject of the experiment); only the top `finalists` run on the "
+            "real subject, whose holdout still decides."))] = None,
+        finalists: Annotated[int, Field(ge=1, le=20, description=(
+            "With screen_with: the candidates of a round run on the real subject.")),
+                             NOT_A_BOOL] = Settings.finalists,
         apply: Annotated[bool, Field(description=(
             "Write a recommended description into SKILL.md (the old file is kept as a "
             ".bak beside it; the audit log records it)."))] = False,
@@ -198,7 +205,8 @@ class IxTools(LabTools):
         settings = Settings(skill=skill, rounds=rounds, candidates=candidates,
                             holdout=holdout, seed=seed, credibility=credibility,
                             max_cost_usd=budget.max_cost, tolerance=tolerance,
-                            min_changed=min_changed)
+                            min_changed=min_changed, screen_with=screen_with,
+                            finalists=finalists)
         observer = _Steps(ctx, partial(cap.check, budget=budget.max_trials,
                                        limit=self.max_trials))
 
@@ -221,6 +229,11 @@ class IxTools(LabTools):
                         result = await anyio.to_thread.run_sync(call)
                     finally:
                         tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # bad input raised in the task group: say it
+            bad = [e for e in group.exceptions if isinstance(e, IxError)]
+            if len(group.exceptions) == 1 and bad:
+                raise bad[0] from None
+            raise
         finally:
             del self.running[path]
         return {**result.state, "folder": str(result.folder.path), "reused": result.reused}

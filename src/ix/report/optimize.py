@@ -37,7 +37,8 @@ else:  # imported when a page is rendered
     jinja2 = lazy("jinja2")
 
 __all__ = ["OPTIMIZE_CSS", "PAIRS", "Outline", "Part", "optimize_body_html", "optimize_html",
-           "optimize_markdown", "outline", "rule", "verdict_line", "word_diff"]
+           "optimize_markdown", "outline", "rule", "screening_line", "verdict_line",
+           "word_diff"]
 
 #: The session page's own rules (scoped to `.ix-report`), inlined after `REPORT_CSS`.
 OPTIMIZE_CSS: str = resources.files("ix.report").joinpath("templates/optimize.css").read_text(
@@ -140,7 +141,29 @@ def verdict_line(state: Mapping[str, Any]) -> tuple[str, str]:
                                else f"no credible improvement: {why}")
 
 
+def screening_line(state: Mapping[str, Any]) -> str | None:
+    """The real calls `--screen-with` spent and saved, in one line; None unscreened."""
+    sc = state.get("screening")
+    if not sc:
+        return None
+    real, saved = int(sc.get("real_trials") or 0), int(sc.get("saved_trials") or 0)
+    ranked = sum(len((r.get("screen") or {}).get("ranking") or [])
+                 for r in state.get("rounds") or [])
+    final = sum(len((r.get("screen") or {}).get("finalists") or [])
+                for r in state.get("rounds") or [])
+    share = f" ({saved / (real + saved):.0%} of {real + saved})" if real + saved else ""
+    return (f"screened with {sc.get('name')}: {final} of {ranked} candidate(s) ran on the real "
+            f"subject; {real} real call(s) spent, {saved} saved{share}, "
+            f"{sc.get('proxy_trials')} on the proxy")
+
+
 def _notes(state: Mapping[str, Any], kind: str) -> list[list[Part]]:
+    screened = screening_line(state)
+    notes = _skill_notes(state, kind)
+    return notes if screened is None else [*notes, [("text", screened)]]
+
+
+def _skill_notes(state: Mapping[str, Any], kind: str) -> list[list[Part]]:
     command = state.get("command")
     skill_file = str(state.get("skill_file") or "the skill's SKILL.md")
     if kind == "unfinished":
@@ -243,6 +266,8 @@ def _rounds(state: Mapping[str, Any], kind: str) -> tuple[list[dict[str, Any]],
         for c in r.get("candidates") or []:
             mark = final if c["id"] == best else "new best" if (
                 r.get("improved") and c["id"] == top) else ""
+            if not c.get("train") and c.get("proxy"):
+                mark = f"screened out (proxy F1 {fmt(c['proxy'].get('f1'))})"
             rows.append(_row(r["round"], c["id"], c.get("train"), mark))
         if not r.get("candidates"):
             rows.append({"round": r["round"], "id": "-", "f1": "", "counts": "",

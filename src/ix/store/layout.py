@@ -211,6 +211,10 @@ class OptimizeDir:
     def round(self, number: int) -> Path:
         return self.path / "rounds" / str(number)
 
+    def screen(self, number: int) -> Path:
+        """Round `number`'s runs on the proxy (`ix optimize --screen-with`)."""
+        return self.path / "screen" / str(number)
+
     @property
     def holdout(self) -> Path:
         return self.path / "holdout"

@@ -649,6 +649,11 @@ class CalibrateCost(ClosedDict):
     proxy: float
 
 
+class CalibrateTime(ClosedDict):
+    subject: float | None
+    proxy: float | None
+
+
 class CalibrateOutput(ClosedDict):
     """`ix calibrate --json` (docs/subjects.md, "Proxy subjects")."""
 
@@ -669,6 +674,8 @@ class CalibrateOutput(ClosedDict):
     thresholds: CalibrateThresholds
     cost_usd: Annotated[CalibrateCost, Field(description="the candidates' and their twins' "
                                                          "cost in the run")]
+    duration_ms: Annotated[CalibrateTime, Field(description="the subject's and the proxy's mean "
+                                                          "time per trial")]
     agreement: CalibrateAgreement
     ranking: CalibrateRanking
 

@@ -98,10 +98,15 @@ def _show(data: dict[str, Any]) -> None:
     else:
         out.print(f"ranking: Kendall tau {_cell(r['tau'])} over {len(r['candidates'])} "
                   f"candidates", markup=False, soft_wrap=True)
-    cost = data["cost_usd"]
+    cost, ms = data["cost_usd"], data["duration_ms"]
     out.print(f"{data['n']} cases x {data['trials']} trial(s); cost: subject "
-              f"${cost['subject']:.4f}, proxy ${cost['proxy']:.4f}; run {data['run_id']} in "
-              f"{data['run_dir']}", markup=False, soft_wrap=True)
+              f"${cost['subject']:.4f}, proxy ${cost['proxy']:.4f}; time per trial: subject "
+              f"{_ms(ms['subject'])}, proxy {_ms(ms['proxy'])}", markup=False, soft_wrap=True)
+    out.print(f"run {data['run_id']} ({data['run_dir']})", markup=False, soft_wrap=True)
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0f} ms"
 
 
 def register(app: typer.Typer) -> None:

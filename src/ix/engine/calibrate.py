@@ -15,7 +15,7 @@ keeps the rest); another kind replaces it. Every candidate — each subject of t
 one ordinary run of the experiment (its `results/`, as `ix run --smoke` leaves one; its
 spec records the `ix calibrate` command), so every trial draws the common seed of its (case,
 trial) (DESIGN.md §2): the subject and the proxy meet each case under the same random
-numbers. `ix.eval.calibration` computes the statistics.
+numbers. `ix.eval.calibrate` computes the statistics.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ix.domain.types import Subject
 from ix.engine.optimize import Hooks, read_session
 from ix.engine.plan import build_plan
 from ix.engine.run import Limits, run_plan
-from ix.eval.calibration import MIN_KAPPA, MIN_KAPPA_LOW, agreement_of, ranking_of, verdict
+from ix.eval.calibrate import MIN_KAPPA, MIN_KAPPA_LOW, agreement_of, ranking_of, verdict
 from ix.eval.models import EvalCase
 from ix.eval.numbers import LEVEL
 from ix.eval.schemas import SCHEMA_VERSION
@@ -244,5 +244,15 @@ def calibrate(loaded: LoadedExperiment, settings: Settings, *, hooks: Hooks = Ho
         "thresholds": {"min_kappa": MIN_KAPPA, "min_kappa_low": MIN_KAPPA_LOW},
         "cost_usd": {"subject": round(sum(usage[c.name] for c, _ in pairs), 6),
                      "proxy": round(sum(usage[t.name] for _, t in pairs), 6)},
+        "duration_ms": {"subject": _duration(result.summary, subject.name),
+                        "proxy": _duration(result.summary, subject.name + PROXY_SUFFIX)},
         "agreement": agreement, "ranking": ranking,
     }
+
+
+def _duration(summary: Mapping[str, Any], name: str) -> float | None:
+    """A subject's mean time per trial (the mean of its per-case means), from the summary's
+    outcomes."""
+    by = ((summary.get("outcomes") or {}).get("by_subject") or {}).get(name) or {}
+    value = (by.get("duration_ms") or {}).get("value")
+    return None if value is None else round(float(value), 3)

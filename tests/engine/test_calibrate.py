@@ -11,8 +11,10 @@ from scipy import stats
 
 from calibrate_lab import BAD, make_lab, mock
 from ix.api.calibrate import Settings, calibrate
+from ix.api.loading import check
 from ix.domain.errors import ConfigError
-from ix.engine.calibrate import PROXY_SUFFIX, proxy_runtime, sample_cases
+from ix.engine.calibrate import PROXY_SUFFIX, sample_cases
+from ix.engine.proxies import proxy_runtime
 from ix.lab.loader import load_experiment
 
 SUBJECT = "  - name: claude\n    runtime: {runtime}\n    skills: [table-profile, git-helper]\n"
@@ -185,3 +187,16 @@ def test_bad_input_names_the_file_and_the_field_and_writes_nothing(tmp_path):
         calibrate(bad, "profiling")
     assert exc.value.field == "subjects[0].proxy" and "kind" in exc.value.message
     assert not results.exists()
+
+
+def test_ix_validate_checks_each_proxy_and_its_options(tmp_path):
+    cases = (("nope", "subjects[0].proxy", "unknown proxy 'nope'"),
+             ("{kind: lexical, bogus: 1}", "subjects[0].proxy.bogus", ""),
+             ("claude", "subjects[0].proxy", "the subject itself"))
+    for i, (proxy, field, words) in enumerate(cases):
+        lab = _lab(tmp_path / str(i), proxy=proxy)
+        plan, problems = check(lab / "profiling", lab)
+        assert plan is None and [p.field for p in problems] == [field], problems
+        assert words in problems[0].message and str(problems[0].file).endswith("yaml")
+    good = _lab(tmp_path / "good")
+    assert check(good / "profiling", good)[1] == []

@@ -1,15 +1,8 @@
 """`ix calibrate`: run a subject and its proxy on a seeded sample of cases, and say how far the
 proxy stands in for it (docs/subjects.md, "Proxy subjects").
 
-A proxy (`proxy:` on a subject, or `--proxy`) is spelt as one of:
-
-- a name: a subject of the experiment (its runtime as resolved), else a registry subject
-  (`claude-haiku`, one added with `ix subjects add`), else a runtime kind (`lexical`);
-- a runtime mapping (`{kind: anthropic, model: claude-haiku-4-5}`).
-
-The proxy runs the subject's own skills on the proxy's runtime: a kind (or mapping) of the
-subject's own kind is merged over its runtime, as a subject's layers are (a smaller `model`
-keeps the rest); another kind replaces it. Every candidate — each subject of the experiment
+A proxy (`proxy:` on a subject, or `--proxy`; its spellings: `ix.engine.proxies`) runs the
+subject's own skills on the proxy's runtime. Every candidate — each subject of the experiment
 (but a subject named as the proxy), or with `session` the original and each candidate of an
 `ix optimize` session on the subject — runs beside its proxy twin (`<name>~proxy`), all in
 one ordinary run of the experiment (its `results/`, as `ix run --smoke` leaves one; its
@@ -31,19 +24,17 @@ from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.types import Subject
 from ix.engine.optimize import Hooks, read_session
 from ix.engine.plan import build_plan
+from ix.engine.proxies import proxy_runtime
 from ix.engine.run import Limits, run_plan
 from ix.eval.calibrate import MIN_KAPPA, MIN_KAPPA_LOW, agreement_of, ranking_of, verdict
 from ix.eval.models import EvalCase
 from ix.eval.numbers import LEVEL
 from ix.eval.schemas import SCHEMA_VERSION
-from ix.fs.yamlio import parse_yaml
 from ix.lab.context import ORIGIN
 from ix.lab.loader import LoadedExperiment
-from ix.lab.subjects import load_registry
-from ix.runtimes.registry import available
 from ix.store.layout import ExperimentDir
 
-__all__ = ["PROXY_SUFFIX", "Settings", "calibrate", "proxy_runtime", "sample_cases"]
+__all__ = ["PROXY_SUFFIX", "Settings", "calibrate", "sample_cases"]
 
 #: A candidate's proxy twin in the calibration run: `<candidate>~proxy`.
 PROXY_SUFFIX = "~proxy"
@@ -75,47 +66,6 @@ def sample_cases(cases: Sequence[EvalCase], n: int, seed: int) -> list[EvalCase]
         return pool
     chosen = set(random.Random(f"ix-calibrate:{seed}").sample(range(len(pool)), n))
     return [c for i, c in enumerate(pool) if i in chosen]
-
-
-def _spelling(given: str | Mapping[str, Any]) -> str | dict[str, Any]:
-    """`--proxy '{kind: lexical, threshold: 1}'` is a mapping; any other text a name."""
-    if isinstance(given, str) and given.lstrip().startswith("{"):
-        parsed = parse_yaml(given, file="--proxy")
-        if not isinstance(parsed, dict) or not isinstance(parsed.get("kind"), str):
-            raise ConfigError("a runtime mapping needs a 'kind', e.g. {kind: lexical}",
-                              field="--proxy")
-        return parsed
-    return dict(given) if isinstance(given, Mapping) else given
-
-
-def proxy_runtime(loaded: LoadedExperiment, subject: Subject, given: str | Mapping[str, Any],
-                  *, file: Path | str | None, field: str) -> tuple[str, dict[str, Any], str | None]:
-    """The proxy's label, its runtime for `subject`, and the subject of the experiment it
-    names (None when it names none); a `ConfigError` at `file`/`field` when it is none of the
-    spellings."""
-    spelt = _spelling(given)
-    own = dict(subject.config.get("runtime") or {})
-    if isinstance(spelt, dict):
-        label = str(spelt["kind"])
-        return label, ({**own, **spelt} if spelt["kind"] == own.get("kind") else spelt), None
-    named = {s.name: s for s in loaded.experiment.subjects}
-    if spelt in named:
-        if spelt == subject.name:
-            raise ConfigError(f"{spelt!r} is the subject itself; name a cheaper stand-in",
-                              file=file, field=field)
-        return spelt, dict(named[spelt].config.get("runtime") or {}), spelt
-    registry = load_registry()
-    if spelt in registry:
-        return spelt, registry[spelt].runtime_spec(), None
-    kinds = available()
-    if spelt in kinds:
-        return spelt, ({**own} if own.get("kind") == spelt else {"kind": spelt}), None
-    known = [*named, *registry, *kinds]
-    raise ConfigError(
-        f"unknown proxy {spelt!r}{did_you_mean(spelt, known)}: give a subject of the "
-        f"experiment ({', '.join(named)}), a registry subject ({', '.join(registry)}), a "
-        f"runtime kind ({', '.join(kinds)}) or a runtime mapping ({{kind: lexical}})",
-        file=file, field=field)
 
 
 def _twin(candidate: Subject, runtime: dict[str, Any], where: list[str]) -> Subject:

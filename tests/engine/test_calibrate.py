@@ -14,6 +14,7 @@ from ix.api.calibrate import Settings, calibrate
 from ix.api.loading import check
 from ix.domain.errors import ConfigError
 from ix.engine.calibrate import PROXY_SUFFIX, sample_cases
+from ix.engine.plan import trial_seed
 from ix.engine.proxies import proxy_runtime
 from ix.lab.loader import load_experiment
 
@@ -87,8 +88,10 @@ def test_the_sample_is_seeded_and_the_same_for_both_and_a_weak_proxy_is_not_good
     assert len(sample_cases(cases, 99, 0)) == 24
     out = calibrate(lab, "profiling", Settings(n=10, seed=3,
                                                proxy="{kind: lexical, threshold: 99}"))
-    ran = {x["probe_id"] for x in _lines(lab, out["run_id"])}
-    assert ran == set(first)
+    lines = _lines(lab, out["run_id"])
+    assert {x["probe_id"] for x in lines} == set(first) and out["seed"] == 3
+    assert {x["seed"] for x in lines if x["trial"] == 0 and x["probe_id"] == first[0]} == \
+        {trial_seed(3, first[0], 0)}  # --seed draws the trials too
     assert out["proxy"] == {"name": "lexical", "as_given": "{kind: lexical, threshold: 99}",
                             "runtime": {"kind": "lexical", "threshold": 99}}
     assert out["agreement"]["sensitivity"]["value"] == 0.0  # it never fires

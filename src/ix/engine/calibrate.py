@@ -23,7 +23,7 @@ from typing import Any
 from ix.domain.errors import ConfigError, did_you_mean
 from ix.domain.types import Subject
 from ix.engine.optimize import Hooks, read_session
-from ix.engine.plan import build_plan
+from ix.engine.plan import Overrides, build_plan
 from ix.engine.proxies import proxy_runtime
 from ix.engine.run import Limits, run_plan
 from ix.eval.calibrate import MIN_KAPPA, MIN_KAPPA_LOW, agreement_of, ranking_of, verdict
@@ -171,7 +171,7 @@ def calibrate(loaded: LoadedExperiment, settings: Settings, *, hooks: Hooks = Ho
                       min_trials=min(exp.min_trials, settings.trials))
     run_loaded = replace(loaded, experiment=exp.model_copy(update=update),
                          spec=loaded.spec.model_copy(update={"goal": None}))
-    plan = build_plan(run_loaded)
+    plan = build_plan(run_loaded, Overrides(seed=seed))  # the trials' seed: the sample's
     if hooks.on_plan is not None:
         hooks.on_plan(plan)
     result = run_plan(plan, command=command, on_trial=hooks.on_trial, limits=limits,

@@ -112,6 +112,8 @@ def _commands(lab: Path, runs: list[str], tmp: Path) -> dict[str, list[str]]:
         "subjects list": ["subjects", "list"],
         "schema --list": ["schema", "--list"],
         "optimize": ["optimize", EXPERIMENTS[1], "--rounds", "1", "--progress", "none"],
+        "calibrate": ["calibrate", EXPERIMENTS[1], "--proxy", "lexical", "--n", "7",
+                      "--progress", "none"],
         "plugins": ["plugins"],
         "judge check": ["judge", "check", a],  # no label here: its table, test_judge_check
     }

@@ -8,6 +8,7 @@ from typing import Any
 from ix.domain.errors import ConfigError, flatten
 from ix.engine.plan import Overrides, Plan, build_plan
 from ix.engine.probe_agent import AGENT, check_agent
+from ix.engine.proxies import check_proxies
 from ix.fs.resolve import find_lab, is_experiment, select_experiments
 from ix.lab.loader import LoadedExperiment, check_experiment, load_experiment
 from ix.runtimes.credentials import credentials
@@ -57,6 +58,7 @@ def check(path: Path, lab: Path, overrides: Overrides = Overrides()
             check_agent(loaded, {k: v for k, v in probe.items() if k != "kind"})
     except ConfigError as exc:
         return None, flatten([*problems, exc])
+    problems = [*problems, *check_proxies(loaded)]  # `proxy:`, read by `ix calibrate`
     return (None, problems) if problems else (planned, [])
 
 

@@ -20,6 +20,7 @@ from ix.eval.schemas import (
     GoalReach,
     Interval,
     JudgeAgreementOut,
+    JudgeEstimate,
     Summary,
 )
 from ix.report.schemas import CompareOutput, LeaderboardOutput, ReportOutput
@@ -586,6 +587,99 @@ class JudgeCheckOutput(ClosedDict):
     judges: list[JudgeAgreementOut]
 
 
+class CalibrateProxy(ClosedDict):
+    name: Annotated[str, Field(description="the proxy's name: a subject, registry subject or "
+                                           "runtime kind, or the kind of a mapping")]
+    as_given: Annotated[str, Field(description="as spelt (`proxy:` or --proxy); a mapping as "
+                                               "JSON")]
+    runtime: Annotated[dict[str, Any], Field(description="the runtime it ran with for the "
+                                                         "subject")]
+
+
+class CalibrateCase(ClosedDict):
+    probe_id: str
+    expectation: str
+    subject_rate: float | None
+    proxy_rate: float | None
+    subject_verdict: Annotated[bool, Field(description="majority vote: rate above 1/2")]
+    proxy_verdict: bool
+
+
+class CalibrateAgreement(ClosedDict):
+    """The proxy's case verdicts against the subject's, as a judge's against people's."""
+
+    compared: Annotated[int, Field(description="cases with a valid trial of both")]
+    agreed: int
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    accuracy: JudgeEstimate
+    sensitivity: Annotated[JudgeEstimate, Field(description="proxy passes among the "
+                                                            "subject's passes")]
+    specificity: Annotated[JudgeEstimate, Field(description="proxy fails among the "
+                                                            "subject's fails")]
+    kappa: JudgeEstimate
+    rate_correlation: Annotated[JudgeEstimate | None, Field(
+        description="Spearman's rho of the per-case rates; null below two cases")]
+    cases: list[CalibrateCase]
+
+
+class CalibrateCandidate(ClosedDict):
+    name: str
+    subject: Annotated[float | None, Field(description="mean right rate by the subject")]
+    proxy: Annotated[float | None, Field(description="mean right rate by its proxy twin")]
+
+
+class CalibrateRanking(ClosedDict):
+    candidates: list[CalibrateCandidate]
+    cases: int
+    tau: Annotated[JudgeEstimate | None, Field(
+        description="Kendall's tau-b of the two orders; null with `note`")]
+    note: Annotated[str | None, Field(description='"not enough candidates: N" below 3')]
+
+
+class CalibrateThresholds(ClosedDict):
+    min_kappa: float
+    min_kappa_low: float
+
+
+class CalibrateCost(ClosedDict):
+    subject: float
+    proxy: float
+
+
+class CalibrateTime(ClosedDict):
+    subject: float | None
+    proxy: float | None
+
+
+class CalibrateOutput(ClosedDict):
+    """`ix calibrate --json` (docs/subjects.md, "Proxy subjects")."""
+
+    schema_version: str
+    experiment: str
+    verdict: Annotated[str, Field(description="the answer in one line")]
+    good_enough: Annotated[bool | None, Field(
+        description="good enough to screen; null when the subject's verdicts are all one "
+                    "class")]
+    status: Literal["completed", "cancelled", "failed"]
+    subject: str
+    proxy: CalibrateProxy
+    run_id: str
+    run_dir: str
+    seed: int
+    n: Annotated[int, Field(description="cases sampled")]
+    trials: int
+    thresholds: CalibrateThresholds
+    cost_usd: Annotated[CalibrateCost, Field(description="the candidates' and their twins' "
+                                                         "cost in the run")]
+    duration_ms: Annotated[CalibrateTime, Field(description="the subject's and the proxy's mean "
+                                                          "time per trial")]
+    agreement: CalibrateAgreement
+    ranking: CalibrateRanking
+
+
 class LabelsImported(ClosedDict):
     experiment: str
     added: int
@@ -948,6 +1042,7 @@ SCHEMAS: dict[str, SchemaEntry] = {e.name: e for e in (
     SchemaEntry("plugins", "ix plugins --json", PluginsOutput),
     SchemaEntry("judge-check", "ix judge check --json", JudgeCheckOutput),
     SchemaEntry("label-import", "ix label --import FILE --json", LabelsImported),
+    SchemaEntry("calibrate", "ix calibrate --json", CalibrateOutput),
 )}
 
 

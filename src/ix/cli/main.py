@@ -45,6 +45,9 @@ COMMANDS: dict[str, Entry] = {
     "optimize": Entry("ix.cli.optimize",
         "Improve a skill's description with held-out evidence: propose, test on train cases,"
         " judge the best on held-out cases."),
+    "calibrate": Entry("ix.cli.calibrate",
+        "Calibrate a proxy subject: run a subject and its cheap stand-in on a seeded sample of"
+        " cases and say whether the proxy is good enough to screen with."),
     "plan": Entry("ix.cli.power_plan",
         "Power analysis: how many cases and trials for a target interval width or "
         "difference, or, for an experiment with a goal, how many cases settle the goal."),

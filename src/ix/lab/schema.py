@@ -86,9 +86,13 @@ class SubjectSpec(_Strict):
     concurrency: Annotated[int, Field(ge=1)] | None = None
     #: several subjects as one (`{members: [names], combine: ...}`: ix.runtimes.ensemble)
     ensemble: dict[str, Any] | None = None
+    #: a cheap stand-in (`ix calibrate`, docs/subjects.md "Proxy subjects"): a subject of the
+    #: experiment, a registry subject or a runtime kind by name, or a runtime mapping
+    proxy: Annotated[str, Field(min_length=1)] | KindSpec | None = None
 
     _kind = field_validator("runtime", mode="before")(_as_kind_mapping)
     _check = field_validator("runtime")(_check_kind)
+    _proxy = field_validator("proxy")(lambda v: v if isinstance(v, str) else _check_kind(v))
     _name = field_validator("name")(_named("subject name"))
 
     @model_validator(mode="before")

@@ -31,9 +31,10 @@ else:
     special = lazy("scipy.special")
     stats = lazy("scipy.stats")
 
-__all__ = ["MAX_BOOTSTRAP_ITEMS", "MAX_TABLE_CATEGORIES", "Agreement", "CorrectedRate",
-           "JudgeNoise", "Pairwise", "ScoreAgreement", "agreement", "corrected_rate",
-           "judge_noise", "krippendorff_alpha", "pairwise", "score_agreement"]
+__all__ = ["MAX_BOOTSTRAP_ITEMS", "MAX_TABLE_CATEGORIES", "MIN_RANKED", "Agreement",
+           "CorrectedRate", "JudgeNoise", "Pairwise", "ScoreAgreement", "agreement",
+           "corrected_rate", "judge_noise", "krippendorff_alpha", "pairwise", "rank_agreement",
+           "score_agreement"]
 
 NAN = math.nan
 BOUNDARY = "beta posterior, boundary rule"
@@ -496,3 +497,55 @@ def _position_bias(first_shown_wins: Sequence[Any], level: float) -> Estimate:
     lo, hi = beta_interval(k, n, level)
     return Estimate(k / n - 0.5 if n else NAN, lo - 0.5, hi - 0.5, n,
                     f"{BOUNDARY}, shifted by -0.5; ties left out")
+
+
+#: Fewer candidates than this leave nothing to rank (τ over two items is ±1 or a tie).
+MIN_RANKED = 3
+
+
+def rank_agreement(reference: Any, other: Any, level: float = 0.95,
+                   seed: int = 0) -> Estimate:
+    """Whether two raters rank the same candidates alike: Kendall's τ-b between the
+    candidates' means over cases, `reference[k][c]` and `other[k][c]` the value of candidate
+    k on case c by each rater (K candidates × N cases, the same cases). τ-b is
+    `scipy.stats.kendalltau`'s (ties counted as Kendall's b counts them).
+
+    The cases are the sample (the candidates are fixed): the interval is a seeded Bayesian
+    bootstrap over cases (Dirichlet(1, …, 1) weights, the same weights for both raters, so
+    the pairing by case is kept), each draw's weighted means ranked again; one-sided on its
+    side where the equal-tailed interval would exclude τ itself (STATS.md §12). Fewer than
+    `MIN_RANKED` candidates: nan, "not enough candidates"; nan too when either rater gives
+    every candidate the same mean."""
+    level = _check_level(level)
+    a = np.asarray(reference, dtype=float)
+    b = np.asarray(other, dtype=float)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError("reference and other must be candidates x cases tables of one shape; "
+                         f"got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("values must be finite numbers")
+    k, n = a.shape
+    if k < MIN_RANKED:
+        return Estimate(NAN, NAN, NAN, n, f"not enough candidates: {k} (Kendall's tau needs "
+                        f"at least {MIN_RANKED})")
+    if n == 0:
+        return Estimate(NAN, NAN, NAN, 0, "undefined: no case")
+    value = float(_tau_b(a.mean(axis=1)[None], b.mean(axis=1)[None])[0])
+    method = (f"Kendall's tau-b of the {k} candidates' means; Bayesian bootstrap over cases "
+              f"(Dirichlet(1) weights, {RESAMPLES} draws, seeded)")
+    if not math.isfinite(value):
+        return Estimate(NAN, NAN, NAN, n, "Kendall's tau: undefined, a rater gives every "
+                        "candidate the same mean")
+    w = np.random.default_rng(seed).dirichlet(np.ones(n), size=RESAMPLES)
+    draws = _tau_b(w @ a.T, w @ b.T)
+    return Estimate(value, *_interval(draws, value, level), n, method)
+
+
+def _tau_b(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Kendall's τ-b of each row pair x[r], y[r] (draws × candidates): Σ sign·sign over the
+    candidate pairs / √(untied pairs of x × untied pairs of y); nan where one is all tied."""
+    i, j = np.triu_indices(x.shape[1], k=1)
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    denominator = np.sqrt(np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, NAN)

@@ -76,8 +76,9 @@ def optimize(
                                      "original wrong.")] = MIN_CHANGED,
     screen_with: Annotated[str | None, typer.Option(
         "--screen-with", help="A cheap proxy that ranks each round's candidates on the train "
-                              "cases: a runtime kind (lexical, ...) or a subject of the "
-                              "experiment. Only the top --finalists run on the real subject; "
+                              "cases, spelt as a subject's proxy: is (a subject of the "
+                              "experiment, a registry subject, a runtime kind such as lexical, "
+                              "or a runtime mapping). Only the top --finalists run on the real subject; "
                               "the holdout verdict is still the real subject's.",
         show_default=False)] = None,
     finalists: Annotated[int | None, typer.Option(

@@ -34,11 +34,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ix.domain.errors import ConfigError, Warn, did_you_mean
+from ix.domain.errors import ConfigError, Warn
 from ix.domain.types import Subject
 from ix.engine.cache import CacheMode, check_mode, with_cache
 from ix.engine.plan import build_plan
 from ix.engine.proposers import Answer, Proposer
+from ix.engine.proxies import proxy_runtime
 from ix.engine.resume import cases_digest, continuing, find_continuation
 from ix.engine.run import Limits, OnTrial, RunResult, run_plan
 from ix.eval.models import EvalCase
@@ -63,7 +64,6 @@ from ix.fs.paths import check_tree
 from ix.fs.yamlio import read_text
 from ix.lab.loader import LoadedExperiment
 from ix.lab.skill_file import check_description, with_description
-from ix.runtimes.registry import available
 from ix.stats.paired_f1 import PairedF1, paired_f1
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir, OptimizeDir, RunDir
@@ -247,8 +247,7 @@ class _Session:
                 f"no subject of the experiment has the skill {self.skill!r}; its subjects: "
                 f"{', '.join(names)}",
                 file=loaded.config_file, field="--skill" if settings.skill else "subjects")
-        self.proxies, self.screen = _proxies(self.carriers, exp.subjects,
-                                             settings.screen_with, loaded.config_file)
+        self.proxies, self.screen = _proxies(loaded, self.carriers, settings.screen_with)
         entry = next(k for k in self.carriers[0].config["skills"] if k["name"] == self.skill)
         self.skill_file = Path(entry["path"])
         self.skill_text = read_text(self.skill_file)
@@ -648,34 +647,26 @@ class _Session:
                 "misses": [m.as_dict() for m in wrong]}
 
 
-def _proxies(carriers: Sequence[Subject], subjects: Sequence[Subject], proxy: str | None,
-             config_file: Path | None) -> tuple[list[Subject], dict[str, Any] | None]:
+def _proxies(loaded: LoadedExperiment, carriers: Sequence[Subject],
+             proxy: str | None) -> tuple[list[Subject], dict[str, Any] | None]:
     """`--screen-with`: each real subject as the proxy runs it — the subject's skills (so each
     candidate's description) under its own name (so its trial seeds), the proxy's runtime
-    (a runtime kind with its defaults, or the runtime and model of the experiment's subject
-    so named) — and what the session records of the proxy. No proxy: ([], None)."""
+    (spelt as `proxy:` is, `ix.engine.proxies`: a subject of the experiment, a registry
+    subject, a runtime kind, a runtime mapping) — and what the session records of the proxy.
+    No proxy: ([], None)."""
     if proxy is None:
         return [], None
-    named = next((s for s in subjects if s.name == proxy), None)
-    if named is not None:
-        spec, model = dict(named.config.get("runtime") or {}), named.config.get("model")
-        kind = "subject"
-    elif proxy in available():
-        spec, model, kind = {"kind": proxy}, None, "runtime"
-    else:
-        known = [*available(), *(s.name for s in subjects)]
-        raise ConfigError(
-            f"unknown proxy {proxy!r}{did_you_mean(proxy, known)}: give a runtime kind "
-            f"({', '.join(available())}) or a subject of the experiment "
-            f"({', '.join(s.name for s in subjects)})", file=config_file, field="--screen-with")
-    out = []
+    out: list[Subject] = []
+    spec: dict[str, Any] = {}
+    named: str | None = None
     for s in carriers:
-        config: dict[str, Any] = {**s.config, "runtime": spec,
+        _, spec, named = proxy_runtime(loaded, s, proxy, file=loaded.config_file,
+                                       field="--screen-with")
+        config: dict[str, Any] = {**s.config, "runtime": spec, "model": spec.get("model"),
                                   "runtime_origins": {"kind": ["", "--screen-with"]}}
         config.pop("concurrency", None)
-        if named is not None:
-            config["model"] = model
         out.append(s.model_copy(update={"config": config}))
+    kind = "subject" if named is not None else "runtime"
     return out, {"name": proxy, "kind": kind, "runtime": str(spec.get("kind"))}
 
 

@@ -78,8 +78,8 @@ def optimize(
         "--screen-with", help="A cheap proxy that ranks each round's candidates on the train "
                               "cases, spelt as a subject's proxy: is (a subject of the "
                               "experiment, a registry subject, a runtime kind such as lexical, "
-                              "or a runtime mapping). Only the top --finalists run on the real subject; "
-                              "the holdout verdict is still the real subject's.",
+                              "or a runtime mapping). Only the top --finalists run on the "
+                              "real subject; the holdout verdict is still the real subject's.",
         show_default=False)] = None,
     finalists: Annotated[int | None, typer.Option(
         "--finalists", min=1, help="With --screen-with: the candidates of a round the proxy "

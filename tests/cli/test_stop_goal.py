@@ -5,7 +5,7 @@ it is bad input (exit 2 naming the file and the field, nothing written)."""
 import json
 from pathlib import Path
 
-from conftest import comparison_experiment, run_ix, tree_digest
+from conftest import comparison_experiment, ix_in_process, run_ix, tree_digest
 
 GOAL = """goal:
   hypothesis: the skill helps
@@ -48,3 +48,27 @@ def test_stop_goal_without_a_goal_is_bad_input_and_touches_nothing(lab: Path):
     assert "e/experiment.yaml" in r.stderr and "stop:" in r.stderr
     assert "no `goal:`" in r.stderr and "Traceback" not in r.stderr
     assert tree_digest(lab) == before
+
+
+def _looks(lab: Path) -> list[dict]:
+    return json.loads((lab / "e" / "results" / "summary-latest.json").read_text())["looks"]
+
+
+def test_a_resumed_run_continues_the_rounds_as_an_uninterrupted_one_would(tmp_path: Path):
+    labs = []
+    for name in ("whole", "resumed"):
+        lab = tmp_path / name
+        comparison_experiment(lab, n_must=20, n_not=0, trials=3, control=0.2,
+                              variants={"skill": 0.35}, goal=GOAL + "stop: goal\n")
+        labs.append(lab)
+    whole = ix_in_process("run", "e", "--progress", "none", cwd=labs[0])
+    assert whole.code in (0, 1), whole.stderr
+    cut = ix_in_process("run", "e", "--progress", "none", "--max-trials", "30", cwd=labs[1])
+    assert cut.code == 130, cut.stderr
+    first = _looks(labs[1])
+    assert first["stopped"].startswith("stopped before the goal was settled: --max-trials 30")
+    assert [x["look"] for x in first["looks"]] == [1]  # 24 trials a round: cut in round 2
+    again = ix_in_process("run", "e", "--progress", "none", "--resume", cwd=labs[1])
+    assert again.code == whole.code, again.stderr
+    assert _looks(labs[1]) == _looks(labs[0])
+    assert len(_looks(labs[0])["looks"]) >= 2

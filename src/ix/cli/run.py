@@ -108,6 +108,9 @@ def run(
     include_drafts: Annotated[bool, typer.Option(
         "--include-drafts", help="Run the cases a `generate` probe made that are not "
                                  "reviewed yet (`ix cases review`), as they are.")] = False,
+    until_settled: Annotated[bool, typer.Option(
+        "--until-settled", help="Run the cases in rounds and stop once the goal is settled, "
+                                "as `stop: goal` does (docs/cost.md).")] = False,
     gate: Annotated[list[str] | None, typer.Option(
         "--gate", metavar="GATE", help="A per-case gate besides the experiment's `gate:`: "
         "case:<recall|specificity|correct>.<lower|upper|value><op><threshold>[,holm], e.g. "
@@ -130,7 +133,8 @@ def run(
     overrides = api.Overrides(trials=trial_count(trials), seed=seed, runtime=runtime,
                               concurrency=concurrency, subjects=tuple(subject or ()),
                               filters=tuple(filters or ()), smoke=smoke,
-                              gates=tuple(gate or ()), include_drafts=include_drafts)
+                              gates=tuple(gate or ()), include_drafts=include_drafts,
+                              until_settled=until_settled)
     if resume and retry_failed:
         raise ConfigError("choose one of --resume and --retry-failed", field="--resume")
     if run_id is not None and not (resume or retry_failed):

@@ -25,10 +25,12 @@ from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.case_gates import CaseGate, parse_gate
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
+from ix.eval.outcomes import is_outcome_metric
 from ix.eval.plugins import Plugin, in_use
 from ix.eval.reporters import build_reporters
 from ix.eval.scorers import build_scorers
 from ix.eval.sensors import JUDGE_KINDS, build_sensor, target_skill
+from ix.eval.sequential_goal import DEFAULT_LOOKS
 from ix.fs.frontmatter import read_frontmatter
 from ix.fs.names import normalise
 from ix.lab.context import KEY as CONTEXT_KEY
@@ -72,6 +74,8 @@ class Overrides:
     gates: tuple[str, ...] = ()
     #: `--include-drafts`: a `generate` probe's cases not reviewed yet run too
     include_drafts: bool = False
+    #: `--until-settled`: as `stop: goal` (`ix.eval.sequential_goal`)
+    until_settled: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """For `spec.yaml`, so that `--resume` can rebuild exactly this plan."""
@@ -79,7 +83,8 @@ class Overrides:
                 "concurrency": self.concurrency, "subjects": list(self.subjects),
                 "filters": list(self.filters), "smoke": self.smoke,
                 **({"gates": list(self.gates)} if self.gates else {}),
-                **({"include_drafts": True} if self.include_drafts else {})}
+                **({"include_drafts": True} if self.include_drafts else {}),
+                **({"until_settled": True} if self.until_settled else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Overrides":
@@ -89,7 +94,8 @@ class Overrides:
                    subjects=tuple(data.get("subjects") or ()),
                    filters=tuple(data.get("filters") or ()), smoke=bool(data.get("smoke")),
                    gates=tuple(data.get("gates") or ()),
-                   include_drafts=bool(data.get("include_drafts")))
+                   include_drafts=bool(data.get("include_drafts")),
+                   until_settled=bool(data.get("until_settled")))
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,8 @@ class Plan:
     scorers: tuple[Scorer, ...] = ()
     #: `reporters:` (`ix.eval.reporters`): the outputs written when the run ends
     reporters: tuple[Any, ...] = ()
+    #: `stop: goal` / `--until-settled`: the looks planned at the goal (0: every case runs)
+    looks: int = 0
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -299,7 +307,31 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                     *([pairwise] if pairwise else []), *([user] if user else [])]),
                 plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
                 pairwise=pairwise, gates=_gates(loaded, overrides), scorers=scorers,
-                reporters=reporters)
+                reporters=reporters,
+                looks=0 if overrides.smoke or load is not None else _looks(loaded, overrides,
+                                                                           plans))
+
+
+def _looks(loaded: LoadedExperiment, overrides: Overrides, plans: Sequence[SubjectPlan]) -> int:
+    """`stop: goal` (or `--until-settled`): the looks planned at the goal, or 0. Exit 2
+    naming the file and the field when there is no rate goal to look at."""
+    if loaded.spec.stop != "goal" and not overrides.until_settled:
+        return 0
+    file, field = ((loaded.config_file, "stop") if loaded.spec.stop == "goal"
+                   else (None, "--until-settled"))
+    goal = loaded.experiment.goal
+    if goal is None:
+        raise ConfigError("stops the run once the goal is settled, but the experiment has no "
+                          "`goal:`; add one (docs/cost.md)", file=file, field=field)
+    if is_outcome_metric(str(goal["metric"])) or goal.get("at_most") is not None:
+        raise ConfigError(f"needs a goal on a rate with min_effect; {goal['metric']!r} is "
+                          "judged only once every case ran", file=file, field=field)
+    names = [p.subject.name for p in plans]
+    compare = goal.get("compare") or names[:2]
+    if len(compare) != 2 or any(n not in names for n in compare):
+        raise ConfigError(f"needs both of the goal's subjects ({', '.join(compare)}) in the "
+                          "run", file=file, field=field)
+    return DEFAULT_LOOKS
 
 
 def _gates(loaded: LoadedExperiment, overrides: Overrides) -> tuple[CaseGate, ...]:

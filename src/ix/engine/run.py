@@ -72,9 +72,10 @@ from ix.eval.models import EvalCase, EvalObservation
 from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
 from ix.eval.run_summary import summarise_tallies
-from ix.eval.schemas import FailedSubjectOut, Summary, SweepCondition, SweepOut
+from ix.eval.schemas import FailedSubjectOut, LooksOut, Summary, SweepCondition, SweepOut
 from ix.eval.scorers import DEFAULT as DEFAULT_SCORER
 from ix.eval.scoring import Tally
+from ix.eval.sequential_goal import judge_look, look_entry, looks_block, rounds, subset_tally
 from ix.fs.names import file_part
 from ix.fs.paths import inside, open_regular
 from ix.fs.storage_faults import HINT
@@ -321,6 +322,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             raise
     batchers = _batchers(plan, directory, spec, recorder, on_batch, warn)
     stopped: dict[str, dict[str, str]] = {}  # trials: auto — why each case stopped
+    looked: list[dict[str, Any]] = []         # stop: goal — each look at the goal
     load = LoadFeed(plan, plan.load) if plan.load is not None else None  # `load:`'s sender
     broken: dict[str, str] = {}               # subjects stopped by the circuit breaker
     errlog = ErrorLog()                       # errored trials by subject and kind
@@ -337,7 +339,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
             _earlier_errors(place.trials, continuation, errlog, tallies)
         trials = _execute(plan, run_id, writer, tallies, on_trial, artifacts, stopped,
                           continuation, limits, broken, errlog, signals, load, batchers, warn,
-                          on_pause)
+                          on_pause, looked)
         if plan.pairwise is not None:
             trials = _then_pairs(trials, plan, run_id, directory, place.trials, judged,
                                  continuation is not None and continuation.mode != "resume",
@@ -370,8 +372,10 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                                                            tallies, errlog, runtimes)
         try:
             summary = _summarise(plan, tallies, run_id, kept or status, started, finished,
-                                 stopped)
+                                 stopped, looked)
             summary["stop_reason"] = stop_reason
+            if "looks" in summary and stop_reason:
+                summary["looks"]["stopped"] = f"stopped before the goal was settled: {stop_reason}"
             summary["stop_cause"] = stop_cause(stop_reason) if status == "cancelled" else None
             summary["reason"] = reason
             summary["failed_subjects"] = failed
@@ -516,15 +520,27 @@ def _storage_error(exc: OSError, consequence: str) -> StorageError:
 
 def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
                started: datetime, finished: datetime,
-               stopped: dict[str, dict[str, str]]) -> Summary:
-    """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
+               stopped: dict[str, dict[str, str]],
+               looked: list[dict[str, Any]] | None = None) -> Summary:
+    """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict.
+    Under `stop: goal` (`plan.looks`), the cases of the rounds that ran, the goal judged at
+    the looks' credibility, and the `looks` block."""
     preload(*statistics(plan)).join()  # what `run_plan` started importing: finished, not raced
     exp = plan.loaded.experiment
+    goal, cases = exp.goal, plan.cases
+    if plan.looks and goal is not None:
+        ran = {c.id for t in tallies.values() for c in plan.cases
+               if t.counts[c.id].valid or t.counts[c.id].errors}
+        cases = tuple(c for c in plan.cases if c.id in ran) or plan.cases
+        tallies = {name: subset_tally(t, cases) for name, t in tallies.items()}
+        looks = looks_block(goal, len(rounds(plan.cases, plan.seed, plan.looks)), looked or [],
+                            sum(t.trials for t in tallies.values()), plan.total, None)
+        goal = {**goal, "credibility": looks["credibility"]}
     try:  # a scorer plugin whose verdict() raises: exit 2 naming it, the trials kept
-        return summarise_tallies(
+        summary = summarise_tallies(
             experiment_name=exp.name, run_id=run_id, run_status=status,
             subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
-            tallies=tallies, cases=plan.cases, goal=exp.goal,
+            tallies=tallies, cases=cases, goal=goal,
             # `load:`: a case's requests are not repeated trials; pass@k for k = 1 only
             trials_per_case=1 if plan.load is not None else plan.trials,
             stopped=stopped if plan.adaptive else None, prior=exp.prior,
@@ -542,6 +558,9 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         )
     except ConfigError as exc:
         raise exc.at(plan.loaded.config_file) from None
+    if plan.looks and exp.goal is not None:
+        summary["looks"] = cast(LooksOut, looks)
+    return summary
 
 
 def _context(plan: Plan) -> dict[str, Any] | None:
@@ -672,8 +691,12 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                    signals: bool = True, load: LoadFeed | None = None,
                    batchers: Sequence[Batcher] = (),
                    warn: Warn | None = None,
-                   on_pause: OnRunPause | None = None) -> str | None:
+                   on_pause: OnRunPause | None = None,
+                   looked: list[dict[str, Any]] | None = None) -> str | None:
     """Run the plan's trials; returns why it stopped early, or None when all ran.
+    `looked`: under `stop: goal` (`plan.looks`), the cases run in rounds and each look at
+    the goal is appended to it (`ix.eval.sequential_goal`); the rounds stop once it is
+    settled.
     `signals`: take SIGINT/SIGTERM (only on a loop of the run's own, in the main thread).
     `load`: the trials are released on its schedule (`load:`) instead of all at once.
     `batchers`: the run's `batch: true` runtimes, whose batches a second Ctrl-C cancels.
@@ -789,7 +812,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         scheduled += 1
         return True
 
-    def wanted() -> Iterator[TrialKey]:
+    def wanted(part: Plan) -> Iterator[TrialKey]:
         """The trials to run: all, or those a continuation still needs, until a limit."""
         only = None
         if continuation is not None:
@@ -798,7 +821,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             def only(subject: str, case_id: str) -> list[int]:
                 return pending(subject, case_id, trials)
 
-        for key in plan.each_trial(only):
+        for key in part.each_trial(only):
             if continuation is not None:
                 attempt = continuation.to_run(key.subject.subject.name, key.case.id, key.trial)
                 if attempt:
@@ -809,15 +832,16 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             if verdict:
                 yield key
 
-    feed = AdaptiveFeed(plan, construct, continuation, admit) if plan.adaptive else None
+    def source(part: Plan) -> Any:
+        """The constructs of `part` (the plan, or one round of `stop: goal`)."""
+        nonlocal feed
+        if load is not None:
+            return load.start(construct, admit)
+        feed = AdaptiveFeed(part, construct, continuation, admit) if part.adaptive else None
+        return feed if feed is not None else map(construct, wanted(part))
 
-    constructs: Any = feed if feed is not None else map(construct, wanted())
-    if load is not None:
-        constructs = load.start(construct, admit)
     spent = 0.0
     streak: dict[str, int] = {}
-    if feed is not None:
-        stopped.update(feed.stopped)
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
@@ -858,13 +882,42 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         if on_trial is not None:
             on_trial(record)
 
+    parts = ([replace(plan, cases=chunk) for chunk in rounds(plan.cases, plan.seed, plan.looks)]
+             if plan.looks else [plan])
+    seen: list[EvalCase] = []
     pause.start()
     try:
-        await orchestrator.run_each(constructs, concurrency=workers, handle=done,
-                                    gate=pause.gate)
+        for number, part in enumerate(parts, 1):
+            constructs = source(part)
+            try:
+                await orchestrator.run_each(constructs, concurrency=workers, handle=done,
+                                            gate=pause.gate)
+            finally:
+                if feed is not None:
+                    for name, why in feed.stopped.items():
+                        stopped.setdefault(name, {}).update(why)
+            seen.extend(part.cases)
+            if stop or not plan.looks or looked is None:
+                break
+            if _look(plan, tallies, seen, number, len(parts), looked) != "continue":
+                break
     finally:
         pause.close()
     return stop[0] if stop else None
+
+
+def _look(plan: Plan, tallies: dict[str, Tally], seen: list[EvalCase], number: int,
+          looks: int, looked: list[dict[str, Any]]) -> str:
+    """`stop: goal`: judge the goal on the cases run so far; the look's decision."""
+    goal = plan.loaded.experiment.goal or {}
+    names = [sp.subject.name for sp in plan.subjects]
+    control, treatment = (goal.get("compare") or names)[:2]
+    look = judge_look(goal, tallies[control], tallies[treatment], seen, looks=looks,
+                      last=number == looks)
+    trials = sum(t.counts[c.id].valid + t.counts[c.id].errors
+                 for t in tallies.values() for c in seen)
+    looked.append(look_entry(number, len(seen), trials, look))
+    return look.decision
 
 
 async def _deliver(interrupts: threading.Semaphore, interrupted: Callable[[], None]) -> None:

@@ -735,6 +735,10 @@ class Summary(ClosedDict):
         description="experiments with a judge only: each judge's agreement with people's "
                     "labels, its noise over repeats, a panel's agreement (docs/judges.md); "
                     "absent before 2.3")]]
+    looks: NotRequired[Annotated["LooksOut", Field(
+        description="`stop: goal` / `ix run --until-settled` only: each look at the goal "
+                    "after a round of cases, the rule, where the run stopped and the calls "
+                    "saved (docs/cost.md); absent before 2.5")]]
     pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
         None, description="experiments with a `pairwise_judge` only: each variant's win share "
                           "against the control by a blind judge, with P(better) and the "
@@ -845,6 +849,38 @@ class SweepCondition(ClosedDict):
     values: Annotated[dict[str, Any], Field(description="the swept keys it sets (none: the "
                                                          "subject's own)")]
     without: Annotated[str | None, Field(description="the skill left out (`ablate: skills`)")]
+
+
+class LookOut(ClosedDict):
+    """One look at the goal under `stop: goal` (`ix.eval.sequential_goal`)."""
+
+    look: Annotated[int, Field(description="1 for the first round's")]
+    cases: Annotated[int, Field(description="cases run so far")]
+    trials: Annotated[int, Field(description="trials so far, every subject's (the calls)")]
+    diff: Annotated[float | None, Field(description="the goal metric's treatment - control")]
+    diff_ci: Annotated[list[float] | None, Field(description="its interval at the "
+                                                             "statistics' level")]
+    p_supported: float | None
+    p_refuted: float | None
+    decision: Annotated[Literal["supported", "refuted", "continue", "inconclusive"], Field(
+        description="supported or refuted stops the run; inconclusive only at the last look")]
+
+
+class LooksOut(ClosedDict):
+    """The summary's `looks` block (`stop: goal`, STATS.md §15)."""
+
+    rule: Annotated[Literal["pocock"], Field(description="the sequential rule")]
+    rule_text: Annotated[str, Field(description="the rule in words, with its numbers")]
+    planned_looks: Annotated[int, Field(description="rounds planned (one look after each)")]
+    credibility: Annotated[float, Field(description="the credibility each look judges the "
+                                                    "goal at (the goal's verdict's too)")]
+    goal_credibility: Annotated[float, Field(description="experiment.yaml's, overall")]
+    looks: list[LookOut]
+    stopped: Annotated[str, Field(description="where the run stopped and why, one line")]
+    calls: Annotated[int, Field(description="trials run, every subject's")]
+    planned_calls: Annotated[int, Field(description="trials of the fixed design: every "
+                                                    "case, every planned trial")]
+    calls_saved: Annotated[int, Field(description="planned_calls - calls (not below 0)")]
 
 
 class SweepOut(ClosedDict):

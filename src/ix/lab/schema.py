@@ -318,6 +318,8 @@ class ExperimentSpec(_Strict):
     concurrency: Annotated[int, Field(ge=1)] | None = None
     timeout_s: Annotated[float, Field(gt=0)] | None = None
     goal: GoalSpec | None = None
+    #: `stop: goal`: the cases in rounds, stopping once the goal is settled (docs/cost.md)
+    stop: Literal["goal"] | None = None
     #: the Beta prior of every rate interval in the summary (statistics.md)
     prior: Literal["uniform", "jeffreys"] = "uniform"
     #: a shared prefix before every case at several lengths (DESIGN.md §7)

@@ -71,13 +71,26 @@ def goal_verdict(goal: Mapping[str, Any] | None) -> str | None:
     return f"{word} — goal: {goal.get('hypothesis', '')}".rstrip()
 
 
-def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None) -> list[str]:
+def looks_line(looks: Mapping[str, Any] | None) -> str | None:
+    """`stop: goal`'s one line: where the run stopped, why, and the calls it saved."""
+    if not looks:
+        return None
+    return (f"stop: goal — {looks.get('stopped')}; {looks.get('calls')} of "
+            f"{looks.get('planned_calls')} planned trials ({looks.get('calls_saved')} saved)")
+
+
+def goal_lines(goal: dict[str, Any] | None, sensor: str | None = None,
+               looks: Mapping[str, Any] | None = None) -> list[str]:
     """The goal in sentences: the verdict line, then the effect, the evidence and the rule,
     and for an undecided goal what would settle it. Empty without a goal. `sensor`: the
-    run's first sensor kind (the metric's name)."""
+    run's first sensor kind (the metric's name); `looks`: the summary's `looks` block
+    (`stop: goal`), whose line follows the verdict's."""
     head = goal_verdict(goal)
     if head is None or goal is None:
         return []
+    stopped = looks_line(looks)
+    if stopped is not None:
+        return [head, stopped, *goal_lines(goal, sensor)[1:]]
     if goal.get("verdict") is None:
         return [head, f"no verdict: {goal.get('note') or 'the compared subjects did not run'}"]
     lines = [head]
@@ -236,7 +249,7 @@ def answer(summary: Mapping[str, Any], metric: str | None = None) -> "Answer":
     sentences = ([interaction_sentence(name, i, sensor) for name, i in context] if context
                  else [comparison_sentence(c, metric, sensor)
                        for c in summary.get("comparisons") or []])
-    out: Answer = {"verdict": goal_lines(summary.get("goal"), sensor),
+    out: Answer = {"verdict": goal_lines(summary.get("goal"), sensor, summary.get("looks")),
                    "comparisons": sentences,
                    "interpretation": interpretation(summary)}
     robust = [robustness_sentence(b["robustness"], b["name"])

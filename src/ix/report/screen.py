@@ -43,7 +43,7 @@ def screen(summary: Mapping[str, Any], sweep: Mapping[str, Any] | None = None) -
         "trials_per_case": summary.get("trials_per_case"),
         "metric": metric,
         "metric_label": metric_name(metric, sensor),
-        "verdict": goal_lines(goal, sensor),
+        "verdict": goal_lines(goal, sensor, summary.get("looks")),
         "headline": None,
         "subjects": [_subject(b, metric, b["name"] == control and len(blocks) > 1, compare)
                      for b in blocks],

@@ -21,6 +21,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.case_gates import CaseGate, parse_gate
+from ix.eval.frontier import Curriculum, curriculum_options
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
 from ix.eval.plugins import Plugin, in_use
@@ -138,6 +139,8 @@ class Plan:
     pairwise: PairwiseJudge | None = None
     #: per-case gates: the experiment's `gate:`, then `--gate` (`ix.eval.case_gates`)
     gates: tuple[CaseGate, ...] = ()
+    #: `curriculum:`: cases in an adaptive order that finds the frontier (`ix.engine.curriculum`)
+    curriculum: Curriculum | None = None
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -277,7 +280,20 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 redactor=run_redactor(plans, loaded.lab, judges=[
                     *([pairwise] if pairwise else []), *([user] if user else [])]),
                 plugins=_plugins(plans, loaded), load=load, seeding=exp.seeding,
-                pairwise=pairwise, gates=_gates(loaded, overrides))
+                pairwise=pairwise, gates=_gates(loaded, overrides),
+                curriculum=_curriculum(loaded, run_cases, trials, adaptive, load))
+
+
+def _curriculum(loaded: LoadedExperiment, cases: tuple[EvalCase, ...], trials: int,
+                adaptive: bool, load: LoadPlan | None) -> Curriculum | None:
+    """experiment.yaml's `curriculum:`, checked; not with `trials: auto` or `load:`."""
+    raw, file = loaded.spec.curriculum, loaded.config_file
+    if raw in (None, False):
+        return None
+    if adaptive or load is not None:
+        raise ConfigError("a curriculum chooses its own trials: leave out `trials: auto` "
+                          "(and --trials auto) and `load:`", file=file, field="curriculum")
+    return curriculum_options(raw, cases, trials, file)
 
 
 def _gates(loaded: LoadedExperiment, overrides: Overrides) -> tuple[CaseGate, ...]:

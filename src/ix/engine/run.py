@@ -30,6 +30,7 @@ from ix.domain.secrets import redact_secrets
 from ix.domain.types import Reading
 from ix.engine import workspaces
 from ix.engine.adaptive import AdaptiveFeed
+from ix.engine.curriculum import CURRICULUM, CurriculumFeed
 from ix.engine.judged import judges_summary
 from ix.engine.load_test import LoadFeed
 from ix.engine.outcome import (
@@ -67,6 +68,7 @@ from ix.engine.resume import (
 from ix.engine.routes import recorded_routes
 from ix.engine.workspaces import OutputRules
 from ix.eval.case_gates import gates_block
+from ix.eval.frontier import frontier_block
 from ix.eval.models import EvalCase, EvalObservation
 from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
@@ -508,7 +510,8 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     """Aggregate the tallies into the summary: blocks, comparisons, the goal's verdict."""
     preload(*statistics(plan)).join()  # what `run_plan` started importing: finished, not raced
     exp = plan.loaded.experiment
-    return summarise_tallies(
+    taught = stopped.get(CURRICULUM)
+    summary = summarise_tallies(
         experiment_name=exp.name, run_id=run_id, run_status=status,
         subjects=[(sp.subject.name, sp.subject.description) for sp in plan.subjects],
         tallies=tallies, cases=plan.cases, goal=exp.goal,
@@ -525,6 +528,10 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
               "started_at": iso(started), "finished_at": iso(finished),
               "skipped_cases": [c.id for c in plan.skipped]},
     )
+    if plan.curriculum is not None:
+        summary["frontier"] = frontier_block(plan.curriculum, plan.cases, tallies,
+                                             taught or {})
+    return summary
 
 
 def _context(plan: Plan) -> dict[str, Any] | None:
@@ -613,6 +620,10 @@ _PASSED = bytes.maketrans(bytes(range(4)), b"0100")
 def _same_rule(plan: Plan, continuation: Continuation) -> None:
     """A continued run keeps its trials rule: fixed, or `trials: auto` with the same bounds
     (its stopping rule is re-applied to the recorded trials, so it must be the same)."""
+    if plan.curriculum is not None:
+        raise ConfigError(f"run {continuation.run_id}: a curriculum chooses each trial from "
+                          "the outcomes before it and is not continued; start a new run",
+                          field=f"--{continuation.mode.replace('_', '-')}")
     spec = continuation.spec
     then = spec.get("trials_mode") or {"mode": "fixed"}
     now = ({"mode": "auto", "min_trials": plan.min_trials} if plan.adaptive
@@ -663,6 +674,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     task = asyncio.current_task()
     stop: list[str] = []
     feed: AdaptiveFeed | None = None
+    taught: CurriculumFeed | None = None
 
     def interrupted() -> None:
         """First Ctrl-C / SIGTERM: schedule nothing more and let the trials in flight finish
@@ -683,6 +695,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                  "`ix run --resume` collects their results later (nothing is sent twice)")
         if feed is not None:
             feed.halt()
+        if taught is not None:
+            taught.halt()
         if load is not None:
             load.halt()
         loop.call_later(GRACE_S, task.cancel)
@@ -779,14 +793,18 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                 yield key
 
     feed = AdaptiveFeed(plan, construct, continuation, admit) if plan.adaptive else None
+    taught = CurriculumFeed(plan, construct, admit) if plan.curriculum is not None else None
 
-    constructs: Any = feed if feed is not None else map(construct, wanted())
+    constructs: Any = (feed if feed is not None else taught if taught is not None
+                       else map(construct, wanted()))
     if load is not None:
         constructs = load.start(construct, admit)
     spent = 0.0
     streak: dict[str, int] = {}
     if feed is not None:
         stopped.update(feed.stopped)
+    if taught is not None:
+        stopped[CURRICULUM] = taught.stopped  # filled as the subjects stop
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
     workers = max(1, min(plan.concurrency, plan.total, limits.max_trials or plan.total))
@@ -824,6 +842,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                                f"{record['error']['message'][:200]})")
         if feed is not None:
             feed.done(record)
+        if taught is not None:
+            taught.done(record)
         if on_trial is not None:
             on_trial(record)
 

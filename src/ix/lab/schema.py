@@ -308,6 +308,8 @@ class ExperimentSpec(_Strict):
     judge: dict[str, Any] | None = None
     simulated_user: KindSpec | None = None  # the runtime that plays a case's `user:` (§11)
     gate: list[str] = Field(default_factory=list)  # per-case gates (`ix.eval.case_gates`)
+    #: cases in an adaptive order that finds each subject's frontier (`ix.eval.frontier`)
+    curriculum: bool | dict[str, Any] | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)

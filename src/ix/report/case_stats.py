@@ -164,5 +164,25 @@ def correlation_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def frontier_lines(report: Mapping[str, Any]) -> list[str]:
+    """`curriculum:` runs: one line per subject — the frontier, its interval, the trials it
+    rests on and why the subject stopped."""
+    block = report.get("frontier")
+    if not block:
+        return []
+    scale = " (easy 1, medium 2, hard 3)" if block["by"] == "difficulty" else ""
+    lines = []
+    for name, f in block["subjects"].items():
+        if f["estimate"] is None:
+            lines.append(f"frontier of {name}: n/a (no valid trial)")
+            continue
+        beyond = (" — harder than any case tried" if f["open_above"] else
+                  " — easier than any case tried" if f["open_below"] else "")
+        lines.append(f"frontier of {name}: {block['by']} {f['estimate']:.2f} "
+                     f"[{_f(f['ci'][0])}, {_f(f['ci'][1])}]{scale} where P(right) crosses "
+                     f"50%, {f['trials']} trials, {f['stopped'] or 'run stopped'}{beyond}")
+    return lines
+
+
 def _f(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"

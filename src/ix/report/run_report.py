@@ -190,6 +190,8 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         "timeline": stored["timeline"],
     }
     # kept by the run (report.json) since 2.5, so a report loads no numpy; else computed
+    if summary.get("frontier"):
+        out["frontier"] = summary["frontier"]
     percentiles = (stored["percentiles"] if "percentiles" in stored
                    else case_stats.score_percentiles(summary, _level(summary)))
     if percentiles is not None:

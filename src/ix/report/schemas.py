@@ -14,6 +14,7 @@ from ix.eval.schemas import (
     ClosedDict,
     ContextOut,
     Expectation,
+    FrontierOut,
     GoalOut,
     Interval,
     JudgeOut,
@@ -707,6 +708,9 @@ class ReportOutput(ClosedDict):
     rates: dict[str, dict[str, RateFigure]]
     difficulty: DifficultyFigure | None
     timeline: Timeline | None
+    frontier: NotRequired[Annotated[FrontierOut, Field(
+        description="the summary's `frontier` block: `curriculum:` runs only "
+                    "(docs/running.md); absent before 2.5")]]
     percentiles: NotRequired[Annotated[ScorePercentiles | None, Field(
         None, description="p10/p50/p90 of the per-case scores with order-statistic intervals, "
                           "per subject and scope (docs/reports.md); absent before 2.5")]]

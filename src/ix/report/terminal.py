@@ -13,7 +13,7 @@ from ix.lab.sweep import grid_words
 from ix.report import outcome_text
 from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
-from ix.report.case_stats import correlation_lines, percentile_table
+from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
 from ix.report.load_test import load_parts
 from ix.report.pairwise_text import pairwise_parts
@@ -670,8 +670,11 @@ def _level(report: Mapping[str, Any]) -> str:
 
 
 def case_stat_parts(report: Mapping[str, Any]) -> list[RenderableType]:
-    """The per-case scores' percentiles (a table) and `--by`'s correlations (a line each)."""
-    parts: list[RenderableType] = []
+    """A curriculum's frontiers, the per-case scores' percentiles (a table) and `--by`'s
+    correlations (a line each)."""
+    parts: list[RenderableType] = [Text(line) for line in frontier_lines(report)]
+    if parts:
+        parts.append(Text(""))
     header, rows = percentile_table(report)
     if rows:
         table = _table(f"score percentiles per case [{_level(report)} CI]", *header,

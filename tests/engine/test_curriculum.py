@@ -33,7 +33,8 @@ def _lines(d: Path) -> list[dict]:
 
 def test_a_curriculum_finds_each_subjects_frontier_and_runs_the_same_twice(lab):
     d = _experiment(lab)
-    assert ix_in_process("run", "--lab", str(lab)).code == 0
+    run = ix_in_process("run", "--lab", str(lab))
+    assert run.code == 0 and "frontier of strong: difficulty" in run.stdout  # said at once
     first = _lines(d)
     summary = json.loads((d / "results" / "summary-latest.json").read_text(encoding="utf-8"))
     block = summary["frontier"]

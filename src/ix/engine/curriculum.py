@@ -12,13 +12,12 @@ reproducible: the order depends on outcomes only, never on which trial finished 
 Subjects run side by side, each in its own sequence.
 """
 
-import asyncio
 import hashlib
-from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ix.engine.adaptive import TrialFeed
 from ix.engine.plan import Plan, SubjectPlan, TrialKey
 from ix.eval.frontier import Curriculum, case_difficulty, next_step, pad_of
 from ix.eval.models import EvalCase
@@ -37,14 +36,14 @@ class _Subject:
     pending: bool = False
 
 
-class CurriculumFeed:
-    """An async source of constructs, one trial per subject at a time (module docstring).
-    `admit` is the run's gate, as for `ix.engine.adaptive.AdaptiveFeed`."""
+class CurriculumFeed(TrialFeed):
+    """A curriculum's trials (`TrialFeed`), one per subject at a time (module docstring)."""
 
     def __init__(self, plan: Plan, make: Callable[[TrialKey], Construct[TrialKey]],
                  admit: Callable[[TrialKey], bool | None] | None = None):
         assert plan.curriculum is not None
-        self.plan, self.make, self.admit = plan, make, admit
+        super().__init__(make, admit)
+        self.plan = plan
         self.rule: Curriculum = plan.curriculum
         self.stopped: dict[str, str] = {}
         rank = {c.id: hashlib.sha256(f"{plan.seed}:curriculum:{c.id}".encode()).digest()
@@ -57,38 +56,11 @@ class CurriculumFeed:
                 self._cases.setdefault(x, []).append(case)
                 self._where[case.id] = (x, case)
         self._subjects = {sp.subject.name: _Subject(sp) for sp in plan.subjects}
-        self._ready: deque[TrialKey] = deque()
-        self._inflight = 0
-        self._wake = asyncio.Event()
-        self._halted = False
         for state in self._subjects.values():
             self._next(state)
 
-    def __aiter__(self) -> AsyncIterator[Construct[TrialKey]]:
-        return self
-
-    async def __anext__(self) -> Construct[TrialKey]:
-        while True:
-            while not self._ready:
-                if self._inflight == 0:
-                    raise StopAsyncIteration
-                self._wake.clear()
-                await self._wake.wait()
-            key = self._ready.popleft()
-            verdict = True if self.admit is None else self.admit(key)
-            if verdict is None:
-                self.halt()
-            elif verdict:
-                self._inflight += 1
-                return self.make(key)
-            else:  # its subject was stopped (the circuit breaker)
-                self._subjects[key.subject.subject.name].pending = False
-
-    def halt(self) -> None:
-        """Schedule nothing more: what is in flight finishes, nothing new starts."""
-        self._ready.clear()
-        self._halted = True
-        self._wake.set()
+    def _refused(self, key: TrialKey) -> None:
+        self._subjects[key.subject.subject.name].pending = False  # the circuit breaker
 
     def done(self, record: dict[str, Any]) -> None:
         """A trial finished: count it at its case's difficulty, then choose the next."""

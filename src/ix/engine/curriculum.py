@@ -98,7 +98,3 @@ class CurriculumFeed(TrialFeed):
 
     def _pad(self) -> float:
         return pad_of(list(self._cases))
-
-    def counts(self) -> dict[str, dict[float, list[int]]]:
-        """Per subject: difficulty -> [right, valid] trials counted so far."""
-        return {name: dict(s.counts) for name, s in self._subjects.items()}

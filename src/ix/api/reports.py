@@ -25,10 +25,12 @@ from ix.query.case_table import (
     case_files,
     case_files_state,
     case_prompts,
+    case_properties,
     case_rows,
     suite_dir,
 )
 from ix.report.answer import metric_name, primary_metric
+from ix.report.case_stats import check_property, correlations
 from ix.report.diff import skill_changes, spec_changes
 from ix.report.digest import TrialDigest
 from ix.report.judge_text import caveat_lines
@@ -180,10 +182,11 @@ def _kept_for(data: dict[str, Any] | None, summary: Summary,
 def report(lab: str | Path | None = None, run: str | None = None, *,
            metric: str | None = None, baseline: str | None = None,
            warn: Warn | None = None, cwd: Path | None = None,
-           note: Warn | None = None) -> ReportOutput:
+           note: Warn | None = None, by: Sequence[str] = ()) -> ReportOutput:
     """The report of one run (`ix report`): JSON data; see docs/reports.md for its sections.
     `run` names a run or an experiment (`report_run`); `note` hears which run was chosen
-    when no run was named.
+    when no run was named. `by`: case properties (`difficulty`, `prompt_length`,
+    `history_length`, `tag:NAME`, `metadata.KEY`) each case's right share is correlated with.
 
     With `baseline` (a tag or a run), `report["baseline"]["regressed"]` says whether a metric
     is credibly worse than in that run.
@@ -191,6 +194,7 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
     lab_path = find_lab(lab, cwd=cwd)
     if metric is not None:
         metric = check_metric(metric)
+    by = [check_property(name) for name in by]
     run_dir = report_run(lab_path, run, cwd=cwd, note=note, warn=warn)
     kept = _read_kept(run_dir)
     summary = read_summary(run_dir, checked=kept.get("summary_sha256") if kept else None)
@@ -204,6 +208,10 @@ def report(lab: str | Path | None = None, run: str | None = None, *,
                         cases=case_rows(experiment, warn) if stored is None else None,
                         prompts=_prompts(experiment, stored), folder=str(run_dir),
                         stored=stored)
+    if by:
+        data["correlations"] = correlations(summary, case_properties(experiment, warn), by,
+                                            float((summary.get("statistics") or {}).get("level")
+                                                  or LEVEL))
     if base_dir is not None and baseline is not None:
         data["baseline"] = _against(baseline, read_summary(base_dir), summary)
     if summary.get("judges"):

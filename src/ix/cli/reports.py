@@ -127,6 +127,11 @@ def report(
         "--goal", help="A goal of the lab's goals.yaml: one verdict from its experiments' "
                        "latest runs, pooled (`ix ls` lists the goals).",
         show_default=False, metavar="NAME")] = None,
+    by: Annotated[list[str] | None, typer.Option(
+        "--by", help="Correlate each case's share of right trials with this case property "
+                     "(difficulty, prompt_length, history_length, tag:NAME, metadata.KEY): "
+                     "Spearman's r with its 95% interval; repeatable.",
+        show_default=False)] = None,
     json_out: Json = False,
 ) -> None:
     """One run's report: summary table, leaderboard, score breakdown per case, failure
@@ -151,7 +156,7 @@ def report(
         raise ConfigError("--per-case is for --format junit", field="--per-case")
     _check_out(out_file)
     data = api_reports.report(lab, run, metric=metric, baseline=baseline, warn=warn,
-                              note=note)
+                              note=note, by=by or ())
     if chosen == "html":
         _write_html(data, out_file)
     else:

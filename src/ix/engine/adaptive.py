@@ -49,44 +49,20 @@ class _Case:
     passed: int = 0
 
 
-class AdaptiveFeed:
-    """An async source of constructs that grows as results come back (`done`).
+class TrialFeed:
+    """An async source of constructs that grows as results come back: trials queued by the
+    subclass (`_ready`), handed out through the run's gate `admit(key)` — True runs it, False
+    leaves it out (its subject was stopped: `_refused`), None halts the feed (a limit was
+    reached) — until nothing is queued and nothing is in flight."""
 
-    `admit(key)` is asked before each trial is handed out: True runs it, False leaves it out
-    (its subject was stopped), None halts the feed (a limit was reached).
-    """
-
-    def __init__(self, plan: Plan, make: Callable[[TrialKey], Construct[TrialKey]],
-                 continuation: Continuation | None = None,
+    def __init__(self, make: Callable[[TrialKey], Construct[TrialKey]],
                  admit: Callable[[TrialKey], bool | None] | None = None):
-        self._vote = majority_vote_probability
-        self.plan = plan
         self.make = make
-        self.continuation = continuation
         self.admit = admit
-        self.stopped: dict[str, dict[str, str]] = {sp.subject.name: {} for sp in plan.subjects}
-        self._first = min(plan.min_trials, plan.trials)
         self._ready: deque[TrialKey] = deque()
         self._inflight = 0
         self._wake = asyncio.Event()
         self._halted = False
-        recorded = continuation.state.codes if continuation is not None else {}
-        self._cases: dict[tuple[str, str], _Case] = {}
-        for case in plan.cases:
-            states = []
-            for sp in plan.subjects:
-                codes = recorded.get((sp.subject.name, case.id), b"")
-                state = _Case(sp, case, bytearray(max(plan.trials, len(codes))),
-                              issued=max(self._first, len(codes)))
-                self._cases[(sp.subject.name, case.id)] = state
-                states.append(state)
-            # trial by trial, each subject in turn: the order of a fixed run
-            for trial in range(max(s.issued for s in states)):
-                for state in states:
-                    if trial < state.issued:
-                        self._take(state, trial)
-        for state in self._cases.values():
-            self._advance(state)
 
     def __aiter__(self) -> AsyncIterator[Construct[TrialKey]]:
         return self
@@ -105,12 +81,48 @@ class AdaptiveFeed:
             elif verdict:
                 self._inflight += 1
                 return self.make(key)
+            else:
+                self._refused(key)
 
     def halt(self) -> None:
         """Schedule nothing more: what is in flight finishes, nothing new starts."""
         self._ready.clear()
         self._halted = True
         self._wake.set()
+
+    def _refused(self, key: TrialKey) -> None:
+        """The gate left `key` out (its subject was stopped)."""
+
+
+class AdaptiveFeed(TrialFeed):
+    """`trials: auto`'s trials (`TrialFeed`), growing as results come back (`done`)."""
+
+    def __init__(self, plan: Plan, make: Callable[[TrialKey], Construct[TrialKey]],
+                 continuation: Continuation | None = None,
+                 admit: Callable[[TrialKey], bool | None] | None = None):
+        super().__init__(make, admit)
+        self._vote = majority_vote_probability
+        self.plan = plan
+        self.continuation = continuation
+        self.stopped: dict[str, dict[str, str]] = {sp.subject.name: {} for sp in plan.subjects}
+        self._first = min(plan.min_trials, plan.trials)
+        recorded = continuation.state.codes if continuation is not None else {}
+        self._cases: dict[tuple[str, str], _Case] = {}
+        for case in plan.cases:
+            states = []
+            for sp in plan.subjects:
+                codes = recorded.get((sp.subject.name, case.id), b"")
+                state = _Case(sp, case, bytearray(max(plan.trials, len(codes))),
+                              issued=max(self._first, len(codes)))
+                self._cases[(sp.subject.name, case.id)] = state
+                states.append(state)
+            # trial by trial, each subject in turn: the order of a fixed run
+            for trial in range(max(s.issued for s in states)):
+                for state in states:
+                    if trial < state.issued:
+                        self._take(state, trial)
+        for state in self._cases.values():
+            self._advance(state)
 
     def done(self, record: dict[str, Any]) -> None:
         """A trial finished: note it, and decide whether its case needs another."""

@@ -23,6 +23,7 @@ from ix.engine.filters import apply_filters
 from ix.engine.redactor import run_redactor
 from ix.engine.schedule import LoadPlan, load_plan
 from ix.eval.case_gates import CaseGate, parse_gate
+from ix.eval.frontier import Curriculum, curriculum_options
 from ix.eval.models import EvalCase, Seeding, Turn
 from ix.eval.outcome_sensors import with_experiment
 from ix.eval.outcomes import is_outcome_metric
@@ -155,6 +156,8 @@ class Plan:
     reporters: tuple[Any, ...] = ()
     #: `stop: goal` / `--until-settled`: the looks planned at the goal (0: every case runs)
     looks: int = 0
+    #: `curriculum:`: cases in an adaptive order that finds the frontier (`ix.engine.curriculum`)
+    curriculum: Curriculum | None = None
 
     def trial_seed(self, subject: str, case_id: str, trial: int) -> int:
         """The seed of one trial, by the plan's `seeding` rule (DESIGN.md §2)."""
@@ -309,7 +312,8 @@ def build_plan(loaded: LoadedExperiment, overrides: Overrides = Overrides()) -> 
                 pairwise=pairwise, gates=_gates(loaded, overrides), scorers=scorers,
                 reporters=reporters,
                 looks=0 if overrides.smoke or load is not None else _looks(loaded, overrides,
-                                                                           plans))
+                                                                           plans),
+                curriculum=_curriculum(loaded, overrides, run_cases, trials, adaptive, load))
 
 
 def _looks(loaded: LoadedExperiment, overrides: Overrides, plans: Sequence[SubjectPlan]) -> int:
@@ -332,6 +336,22 @@ def _looks(loaded: LoadedExperiment, overrides: Overrides, plans: Sequence[Subje
         raise ConfigError(f"needs both of the goal's subjects ({', '.join(compare)}) in the "
                           "run", file=file, field=field)
     return DEFAULT_LOOKS
+
+
+def _curriculum(loaded: LoadedExperiment, overrides: Overrides, cases: tuple[EvalCase, ...],
+                trials: int, adaptive: bool, load: LoadPlan | None) -> Curriculum | None:
+    """experiment.yaml's `curriculum:`, checked; not with `trials: auto`, `load:` or
+    `stop: goal` (a curriculum chooses its own cases; rounds would choose them too)."""
+    raw, file = loaded.spec.curriculum, loaded.config_file
+    if raw in (None, False):
+        return None
+    if adaptive or load is not None:
+        raise ConfigError("a curriculum chooses its own trials: leave out `trials: auto` "
+                          "(and --trials auto) and `load:`", file=file, field="curriculum")
+    if loaded.spec.stop == "goal" or overrides.until_settled:
+        raise ConfigError("a curriculum chooses its own cases: leave out `stop: goal` (and "
+                          "--until-settled)", file=file, field="curriculum")
+    return curriculum_options(raw, cases, trials, file)
 
 
 def _gates(loaded: LoadedExperiment, overrides: Overrides) -> tuple[CaseGate, ...]:

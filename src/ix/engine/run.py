@@ -30,6 +30,7 @@ from ix.domain.secrets import redact_secrets
 from ix.domain.types import Reading
 from ix.engine import workspaces
 from ix.engine.adaptive import AdaptiveFeed
+from ix.engine.curriculum import CURRICULUM, CurriculumFeed
 from ix.engine.judged import judges_summary
 from ix.engine.load_test import LoadFeed
 from ix.engine.outcome import (
@@ -68,6 +69,7 @@ from ix.engine.resume import (
 from ix.engine.routes import recorded_routes
 from ix.engine.workspaces import OutputRules
 from ix.eval.case_gates import gates_block
+from ix.eval.frontier import frontier_block
 from ix.eval.models import EvalCase, EvalObservation
 from ix.eval.outcomes import facts_of, finite, wrong
 from ix.eval.pairwise import pairwise_block
@@ -527,6 +529,7 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
     the looks' credibility, and the `looks` block."""
     preload(*statistics(plan)).join()  # what `run_plan` started importing: finished, not raced
     exp = plan.loaded.experiment
+    taught = stopped.get(CURRICULUM)
     goal, cases = exp.goal, plan.cases
     if plan.looks and goal is not None:
         ran = {c.id for t in tallies.values() for c in plan.cases
@@ -560,6 +563,9 @@ def _summarise(plan: Plan, tallies: dict[str, Tally], run_id: str, status: str,
         raise exc.at(plan.loaded.config_file) from None
     if plan.looks and exp.goal is not None:
         summary["looks"] = cast(LooksOut, looks)
+    if plan.curriculum is not None:
+        summary["frontier"] = frontier_block(plan.curriculum, plan.cases, tallies,
+                                             taught or {})
     return summary
 
 
@@ -649,6 +655,10 @@ _PASSED = bytes.maketrans(bytes(range(4)), b"0100")
 def _same_rule(plan: Plan, continuation: Continuation) -> None:
     """A continued run keeps its trials rule: fixed, or `trials: auto` with the same bounds
     (its stopping rule is re-applied to the recorded trials, so it must be the same)."""
+    if plan.curriculum is not None:
+        raise ConfigError(f"run {continuation.run_id}: a curriculum chooses each trial from "
+                          "the outcomes before it and is not continued; start a new run",
+                          field=f"--{continuation.mode.replace('_', '-')}")
     spec = continuation.spec
     then = spec.get("trials_mode") or {"mode": "fixed"}
     now = ({"mode": "auto", "min_trials": plan.min_trials} if plan.adaptive
@@ -706,6 +716,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     task = asyncio.current_task()
     stop: list[str] = []
     feed: AdaptiveFeed | None = None
+    taught: CurriculumFeed | None = None
 
     def interrupted() -> None:
         """First Ctrl-C / SIGTERM: schedule nothing more and let the trials in flight finish
@@ -726,6 +737,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                  "`ix run --resume` collects their results later (nothing is sent twice)")
         if feed is not None:
             feed.halt()
+        if taught is not None:
+            taught.halt()
         if load is not None:
             load.halt()
         pause.release()  # a paused run stops too: its workers take no more trials
@@ -832,11 +845,17 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
             if verdict:
                 yield key
 
+    if plan.curriculum is not None:
+        taught = CurriculumFeed(plan, construct, admit)
+        stopped[CURRICULUM] = taught.stopped  # filled as the subjects stop
+
     def source(part: Plan) -> Any:
         """The constructs of `part` (the plan, or one round of `stop: goal`)."""
         nonlocal feed
         if load is not None:
             return load.start(construct, admit)
+        if taught is not None:  # a curriculum chooses its own trials (never with rounds)
+            return taught
         feed = AdaptiveFeed(part, construct, continuation, admit) if part.adaptive else None
         return feed if feed is not None else map(construct, wanted(part))
 
@@ -879,6 +898,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
                                f"{record['error']['message'][:200]})")
         if feed is not None:
             feed.done(record)
+        if taught is not None:
+            taught.done(record)
         if on_trial is not None:
             on_trial(record)
 

@@ -661,6 +661,39 @@ class GateOut(ClosedDict):
     failed: Annotated[list[GateCaseOut], Field(description="the cases that did not clear it")]
 
 
+class FrontierCell(ClosedDict):
+    difficulty: float
+    right: int
+    valid: int
+
+
+class FrontierSubject(ClosedDict):
+    estimate: Annotated[float | None, Field(
+        description="posterior median of the difficulty where P(right) crosses 0.5")]
+    ci: Annotated[Interval | None, Field(description="equal-tailed credible interval")]
+    trials: Annotated[int, Field(description="valid trials it rests on")]
+    open_below: Annotated[bool | None, Field(
+        description="the interval reaches the grid's lower end: maybe easier than tried")]
+    open_above: Annotated[bool | None, Field(
+        description="the interval reaches the grid's upper end: maybe harder than tried")]
+    mle: Annotated[float | None, Field(
+        description="maximum-likelihood -b0/b1 (logistic regression); null under separation")]
+    by_difficulty: list[FrontierCell]
+    stopped: Annotated[Literal["settled", "max_trials", "exhausted"] | None, Field(
+        description="why the subject's curriculum stopped; null when the run was stopped")]
+
+
+class FrontierOut(ClosedDict):
+    by: str
+    stop_width: float
+    max_trials: int
+    level: float
+    difficulties: list[float]
+    pad: float
+    subjects: dict[str, FrontierSubject]
+    method: str
+
+
 class Summary(ClosedDict):
     """`summary-latest.json`, `summary-<UTC>.json`, `runs/<run_id>/summary.json`, and what
     `ix run --json` prints: the `001_…` shape for the control, every subject under
@@ -739,6 +772,10 @@ class Summary(ClosedDict):
         description="`stop: goal` / `ix run --until-settled` only: each look at the goal "
                     "after a round of cases, the rule, where the run stopped and the calls "
                     "saved (docs/cost.md); absent before 2.5")]]
+    frontier: NotRequired[Annotated[FrontierOut, Field(
+        description="`curriculum:` runs only: per subject, the difficulty at which its share "
+                    "of right trials crosses 50%, with interval (docs/running.md); absent "
+                    "before 2.5")]]
     pairwise: NotRequired[Annotated[PairwiseOut | None, Field(
         None, description="experiments with a `pairwise_judge` only: each variant's win share "
                           "against the control by a blind judge, with P(better) and the "

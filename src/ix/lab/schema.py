@@ -346,6 +346,8 @@ class ExperimentSpec(_Strict):
     #: of a run (`ix.api.reporters`); each item a kind or `{kind: ..., <options>}`
     scorers: Annotated[list[KindSpec], Field(min_length=1)] | None = None
     reporters: list[KindSpec] | None = None
+    #: cases in an adaptive order that finds each subject's frontier (`ix.eval.frontier`)
+    curriculum: bool | dict[str, Any] | None = None
 
     _kinds = field_validator("runtime", "sensor", "probe", "simulated_user",
                              mode="before")(_as_kind_mapping)

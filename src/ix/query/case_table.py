@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +167,60 @@ def _families(rows: dict[str, dict[str, Any]]) -> None:
         row["family"] = current
 
 
+def _read_case_files(experiment: Path, warn: Warn | None,
+                     ) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """Each case file that reads: its case id, frontmatter and body (a broken one warned of)."""
+    suite = suite_dir(experiment)
+    try:
+        files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
+    except OSError:
+        files = []
+    for path in files:
+        try:
+            meta, body = read_frontmatter(path)
+        except ConfigError as exc:
+            if warn is not None:
+                warn(f"{exc.render()} (its trials are listed without tags or difficulty)")
+            continue
+        given = meta.get("id")
+        yield (given if isinstance(given, str) and given else path.stem), meta, body
+
+
+def _expanded(case_id: str, meta: Mapping[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """The cases a file stands for: itself, or its `variants:` (`<id>~1` …), each with the
+    origin its row records."""
+    count = variant_count(meta["variants"]) if meta.get("variants") else 0
+    if not count:
+        return [(case_id, {})]
+    return [(f"{case_id}{VARIANT_SEPARATOR}{i}", {"variant_of": case_id})
+            for i in range(1, count + 1)]
+
+
+def case_properties(experiment: Path, warn: Warn | None = None) -> dict[str, dict[str, Any]]:
+    """What `ix report --by` correlates with, per case id: `difficulty` (easy 1, medium 2,
+    hard 3), `tags`, `metadata`, `prompt_length` (characters of the case file's body, or of a
+    generated case's prompt) and `history_length` (turns before the prompt); read leniently,
+    as `case_rows` (a variant has its file's)."""
+    out: dict[str, dict[str, Any]] = {}
+    for case_id, meta, body in _read_case_files(experiment, warn):
+        for each, _ in _expanded(case_id, meta):
+            out.setdefault(each, _properties(meta, body))
+    for case in _generated(experiment):
+        out.setdefault(case["id"], _properties(case, str(case.get("prompt") or "")))
+    return out
+
+
+def _properties(meta: Mapping[str, Any], body: str) -> dict[str, Any]:
+    tags, metadata, history = meta.get("tags"), meta.get("metadata"), meta.get("history")
+    difficulty = meta.get("difficulty")
+    return {"difficulty": DIFFICULTY_LEVELS.get(difficulty) if isinstance(difficulty, str)
+            else None,
+            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+            "metadata": dict(metadata) if isinstance(metadata, Mapping) else {},
+            "prompt_length": len(body.strip()),
+            "history_length": len(history) if isinstance(history, list) else 0}
+
+
 def case_rows(experiment: Path, warn: Warn | None = None) -> list[dict[str, Any]]:
     """`probe_id`, `expectation`, `tags`, `difficulty`, `difficulty_level`, `variant_of`,
     `paraphrase_of` and `family` of every case file's case, and of every case generated
@@ -183,31 +237,14 @@ def case_prompts(experiment: Path) -> dict[str, str]:
 def case_files(experiment: Path, warn: Warn | None = None, *, prompts_only: bool = False,
                ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """`case_rows` and `case_prompts` of the experiment, each case file read once."""
-    suite = suite_dir(experiment)
-    try:
-        files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
-    except OSError:
-        files = []
     rows: dict[str, dict[str, Any]] = {}
     prompts: dict[str, str] = {}
-    for path in files:
-        try:
-            meta, body = read_frontmatter(path)
-        except ConfigError as exc:
-            if warn is not None:
-                warn(f"{exc.render()} (its trials are listed without tags or difficulty)")
-            continue
-        given = meta.get("id")
-        case_id = given if isinstance(given, str) and given else path.stem
+    for case_id, meta, body in _read_case_files(experiment, warn):
         prompts.setdefault(case_id, body.strip())
         if prompts_only:
             continue
-        count = variant_count(meta["variants"]) if meta.get("variants") else 0
-        if not count:
-            rows.setdefault(case_id, _row(case_id, meta))
-        for i in range(1, count + 1):
-            variant = f"{case_id}{VARIANT_SEPARATOR}{i}"
-            rows.setdefault(variant, _row(variant, meta, variant_of=case_id))
+        for each, origin in _expanded(case_id, meta):
+            rows.setdefault(each, _row(each, meta, **origin))
     if prompts_only:
         return [], prompts
     for case in _generated(experiment):

@@ -13,6 +13,7 @@ from rich.text import Text
 from ix.eval.scorers import scorer_name
 from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
+from ix.report.case_stats import frontier_lines
 from ix.report.load_test import load_parts
 from ix.report.outcome_text import brief_lines
 from ix.report.pairwise_text import pairwise_parts
@@ -263,7 +264,8 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
                              files=files, extra=[*load_parts(summary.get("load")),
                                                  *_cost(outcomes),
                                                  *pairwise_parts(summary.get("pairwise")),
-                                                 *_scorer(summary)])
+                                                 *_scorer(summary),
+                                                 *_frontier(summary)])
 
 
 def _scorer(summary: Mapping[str, Any]) -> list[RenderableType]:
@@ -273,6 +275,12 @@ def _scorer(summary: Mapping[str, Any]) -> list[RenderableType]:
         return []
     return [Text(""), Text(f"verdicts by the {scorer_name(spec)} scorer (scorers: in "
                            "experiment.yaml)", style="dim")]
+
+
+def _frontier(summary: Mapping[str, Any]) -> list[RenderableType]:
+    """A curriculum's frontier, a line per subject (`ix.report.case_stats`)."""
+    lines = frontier_lines(summary)
+    return [Text(""), *(Text(line) for line in lines)] if lines else []
 
 
 def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:

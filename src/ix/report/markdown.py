@@ -14,6 +14,7 @@ from typing import Any
 
 from ix.report import outcome_text
 from ix.report.answer import metric_name
+from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
 from ix.report.load_test import percentiles, rate_text, rps, schedule_text
 from ix.report.pairwise_text import pairwise_lines
@@ -140,6 +141,19 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines += _context(report.get("context"))
     lines += _sweep(report.get("sweep"))
     lines += _load(report.get("load"))
+    frontiers = frontier_lines(report)
+    if frontiers:
+        lines += ["## Frontier", "", *(f"- {md_text(line)}" for line in frontiers), ""]
+    header, rows = percentile_table(report)
+    if rows:
+        level = round(float(report["percentiles"]["level"]) * 100)
+        lines += ["## Score percentiles per case", "",
+                  f"Each with its {level}% distribution-free interval (order statistics).", ""]
+        lines += _table(header, rows)
+    correlated = correlation_lines(report)
+    if correlated:
+        lines += ["## Correlation with case properties", "",
+                  *(f"- {md_text(line)}" for line in correlated), ""]
     board = report.get("leaderboard") or {}
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         lines += [f"## Leaderboard by {METRIC_NAMES.get(board['metric'], board['metric'])}",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ix.eval.routing import is_target, taken_by
 from ix.eval.scorers import DEFAULT as DEFAULT_SCORER
 from ix.eval.scorers import scorer_name
-from ix.report import figures
+from ix.report import case_stats, figures
 from ix.report.answer import answer, primary_metric
 from ix.report.digest import TrialDigest, kept
 from ix.report.leaderboard import counts_of, leaderboard
@@ -121,6 +121,7 @@ def stored_sections(summary: Mapping[str, Any], digest: TrialDigest,
             "timeline": digest.timeline(table["subjects"]),
             "leaderboard": _leaderboard(summary, metric),
             "difficulty": figures.difficulty(summary, cases),
+            "percentiles": case_stats.score_percentiles(summary, _level(summary)),
             "sweep": sweep_report(summary, metric)}
 
 
@@ -191,6 +192,13 @@ def build_report(summary: Mapping[str, Any], spec: Mapping[str, Any],
         "difficulty": stored["difficulty"],
         "timeline": stored["timeline"],
     }
+    # kept by the run (report.json) since 2.5, so a report loads no numpy; else computed
+    if summary.get("frontier"):
+        out["frontier"] = summary["frontier"]
+    percentiles = (stored["percentiles"] if "percentiles" in stored
+                   else case_stats.score_percentiles(summary, _level(summary)))
+    if percentiles is not None:
+        out["percentiles"] = percentiles
     if any(b.get("sensors") for b in summary["subjects"]):
         out["sensors"] = {b["name"]: b.get("sensors") or {} for b in summary["subjects"]}
     if summary.get("context"):

@@ -14,6 +14,7 @@ from ix.eval.schemas import (
     ClosedDict,
     ContextOut,
     Expectation,
+    FrontierOut,
     GoalOut,
     Interval,
     JudgeOut,
@@ -467,6 +468,43 @@ class DifficultyFigure(ClosedDict):
     method: str
 
 
+class PercentileRow(ClosedDict):
+    q: Annotated[float, Field(description="the quantile: 0.1, 0.5, 0.9")]
+    value: Annotated[float | None, Field(description="nearest-rank percentile of the scores")]
+    ci: Annotated[Interval, Field(description="order-statistic interval (distribution-free)")]
+    coverage: Annotated[float | None, Field(description="its exact coverage, >= the level")]
+
+
+class ScopePercentiles(ClosedDict):
+    scope: Annotated[str, Field(description="must, not, acceptable (cases by expectation)")]
+    n: int
+    percentiles: list[PercentileRow]
+
+
+class ScorePercentiles(ClosedDict):
+    level: float
+    by_subject: dict[str, list[ScopePercentiles]]
+    method: str
+
+
+class CorrelationCell(ClosedDict):
+    r: Annotated[float | None, Field(description="Spearman's r; null when a side is constant")]
+    ci: Annotated[Interval | None, Field(description="Fisher-z interval; null below 4 cases")]
+    n: Annotated[int, Field(description="cases paired")]
+    missing: Annotated[int, Field(description="cases left out: they lack the property")]
+
+
+class PropertyCorrelation(ClosedDict):
+    property: Annotated[str, Field(description="as given to --by")]
+    by_subject: dict[str, CorrelationCell]
+
+
+class Correlations(ClosedDict):
+    level: float
+    properties: list[PropertyCorrelation]
+    method: str
+
+
 class TimelineMark(ClosedDict):
     t: Annotated[float | None, Field(description="ms since the run's first start")]
     d: Annotated[float | None, Field(description="duration in ms")]
@@ -673,6 +711,15 @@ class ReportOutput(ClosedDict):
     rates: dict[str, dict[str, RateFigure]]
     difficulty: DifficultyFigure | None
     timeline: Timeline | None
+    frontier: NotRequired[Annotated[FrontierOut, Field(
+        description="the summary's `frontier` block: `curriculum:` runs only "
+                    "(docs/running.md); absent before 2.5")]]
+    percentiles: NotRequired[Annotated[ScorePercentiles | None, Field(
+        None, description="p10/p50/p90 of the per-case scores with order-statistic intervals, "
+                          "per subject and scope (docs/reports.md); absent before 2.5")]]
+    correlations: NotRequired[Annotated[Correlations | None, Field(
+        None, description="`ix report --by PROPERTY` only: Spearman's r of each case's right "
+                          "share with the property, with interval (docs/reports.md)")]]
     context: NotRequired[Annotated[ContextOut | None, Field(
         None, description="the summary's `context` block: experiments with `context:` only; "
                           "absent before 1.3")]]

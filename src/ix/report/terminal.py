@@ -13,6 +13,7 @@ from ix.lab.sweep import grid_words
 from ix.report import outcome_text
 from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
+from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
 from ix.report.load_test import load_parts
 from ix.report.pairwise_text import pairwise_parts
@@ -666,6 +667,30 @@ def _sweep_by_length(sweep: Mapping[str, Any], name: str, grid: str) -> list[Ren
                         "under its context table", style="dim"), Text("")]
 
 
+def _level(report: Mapping[str, Any]) -> str:
+    return f"{round(float(report['percentiles']['level']) * 100)}%"
+
+
+def case_stat_parts(report: Mapping[str, Any]) -> list[RenderableType]:
+    """A curriculum's frontiers, the per-case scores' percentiles (a table) and `--by`'s
+    correlations (a line each)."""
+    parts: list[RenderableType] = [Text(line) for line in frontier_lines(report)]
+    if parts:
+        parts.append(Text(""))
+    header, rows = percentile_table(report)
+    if rows:
+        table = _table(f"score percentiles per case [{_level(report)} CI]", *header,
+                       right=("cases",))
+        for row in rows:
+            table.add_row(*row)
+        parts += [table, Text("")]
+    lines = correlation_lines(report)
+    if lines:
+        parts += [Text("correlation with case properties", style="bold"),
+                  *(Text(line) for line in lines), Text("")]
+    return parts
+
+
 def report_renderable(report: Mapping[str, Any]) -> RenderableType:
     r = report["run"]
     head = Text(f"{r['experiment']} · run {r['run_id']} · {r['status']}", style="bold")
@@ -693,7 +718,8 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
                                    *interpretation_parts(report), *comparison_parts(report),
                                    *context_parts(report.get("context")),
                                    *sweep_parts(report.get("sweep")),
-                                   *load_parts(report.get("load"))]
+                                   *load_parts(report.get("load")),
+                                   *case_stat_parts(report)]
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         name = METRIC_NAMES.get(board["metric"], board["metric"])
         parts += [leaderboard_table(board, f"leaderboard by {name}"), Text("")]

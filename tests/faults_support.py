@@ -19,6 +19,14 @@ from pathlib import Path
 CAP_DAC_OVERRIDE, PR_CAPBSET_DROP = 1, 24
 
 
+def no_bytecode(env: dict[str, str]) -> dict[str, str]:
+    """`env` for an `ix` process under a fault: one that writes no bytecode. CPython writes a
+    `.pyc` with one unchecked write(2), so under `RLIMIT_FSIZE` a module compiled in that
+    process leaves a cut `.pyc` in src/ behind, and every later `ix` dies loading it
+    ("Aborted!", from marshal's EOFError)."""
+    return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def faulty(file_size: int | None = None, read_only: bool = False,
            address_space: int | None = None) -> Callable[[], None]:
     """A `preexec_fn`: files of at most `file_size` bytes; permissions that bind root too; at

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from conftest import _ix_argv, ix_in_process, run_ix, tree_digest, write
-from faults_support import faulty
+from faults_support import faulty, no_bytecode
 from ix.api import transfer
 from ix.api.query import run_query
 from ix.domain.errors import ConfigError
@@ -146,7 +146,8 @@ def ix_env(lab: Path) -> dict[str, str]:
 def start_import(lab: Path, source: Path, *args: str,
                  preexec: Callable[[], None] | None = None) -> subprocess.Popen:
     return subprocess.Popen([*_ix_argv(), "import", str(source), "--format", "jsonl",
-                             "--lab", str(lab), *args], env=ix_env(lab), preexec_fn=preexec,
+                             "--lab", str(lab), *args], env=no_bytecode(ix_env(lab)),
+                            preexec_fn=preexec,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

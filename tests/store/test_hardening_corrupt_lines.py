@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import _ix_argv, ix_in_process, mock_experiment, run_ix
-from faults_support import faulty
+from faults_support import faulty, no_bytecode
 
 BIG = "9" * 5000
 DEEP = "[" * 50_000 + "]" * 50_000
@@ -154,7 +154,8 @@ def test_a_resume_that_fails_leaves_a_completed_run_completed(lab: Path):
     env.update({"XDG_CONFIG_HOME": str(lab / ".no-user-config"), "NO_COLOR": "1",
                 "COLUMNS": "1000"})
     proc = subprocess.run([*_ix_argv(), "run", "--lab", str(lab), "exp", "--resume"],
-                          env=env, preexec_fn=faulty(file_size=size), capture_output=True,
+                          env=no_bytecode(env), preexec_fn=faulty(file_size=size),
+                          capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import Result, _ix_argv, ix_in_process, mock_experiment
 from faults_support import faulty as fault
-from faults_support import set_writable
+from faults_support import no_bytecode, set_writable
 
 HINT = "Make room or fix permissions"
 INDEX = Path(".ix") / "index"  # the query index: a cache, rebuilt from the trial logs
@@ -45,9 +45,9 @@ class Place:
         if any("{run}" in a for a in args):
             names["run"] = self.run_id
         argv = [a.format(**names) for a in args]
-        return subprocess.run([*_ix_argv(), *argv, "--lab", str(self.lab)], env=env,
-                              preexec_fn=pre, capture_output=True, text=True, timeout=180,
-                              cwd=self.root)
+        return subprocess.run([*_ix_argv(), *argv, "--lab", str(self.lab)],
+                              env=no_bytecode(env) if pre else env, preexec_fn=pre,
+                              capture_output=True, text=True, timeout=180, cwd=self.root)
 
     def prepare(self, *args: str) -> Result:
         """`ix` for a test's set-up (no fault; not the command under test): the same argv,

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from conftest import _ix_argv, ix_in_process, run_ix, stable_summary, tree_digest, write
-from faults_support import faulty, set_writable
+from faults_support import faulty, no_bytecode, set_writable
 
 CASES, TRIALS = 12, 8
 TOTAL = CASES * TRIALS
@@ -48,7 +48,7 @@ def env(lab: Path) -> dict[str, str]:
 
 
 def ix_with(pre: Callable[[], None], lab: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*_ix_argv(), *args, "--lab", str(lab)], env=env(lab),
+    return subprocess.run([*_ix_argv(), *args, "--lab", str(lab)], env=no_bytecode(env(lab)),
                           preexec_fn=pre, capture_output=True, text=True, timeout=120)
 
 

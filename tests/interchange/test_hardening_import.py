@@ -173,7 +173,8 @@ def whole_import(lab: Path, before: dict[str, str], before_log: bytes, digest: s
     changed = {k for k in set(now) & set(before) if now[k] != before[k]}
     archives = {k for k in added if Path(k).parent == Path("e/results")
                 and Path(k).name.startswith("summary-")}
-    expected = {f"e/results/runs/{run}/spec.yaml", f"e/results/runs/{run}/summary.json"}
+    expected = {f"e/results/runs/{run}/spec.yaml", f"e/results/runs/{run}/summary.json",
+                f"e/results/runs/{run}/summary.csv"}
     if added != expected | archives or len(archives) != 1 or set(before) - set(now):
         return None
     if changed != {"e/results/trials.jsonl", "e/results/summary-latest.json"}:

@@ -9,6 +9,7 @@
         spec.yaml               what the run was asked (`store/runs.py`)
         run.lock                held while the run writes
         summary.json            its summary
+        summary.csv             the same, one row per subject and metric (`eval/summary_table.py`)
         report.json             what `ix report` reads besides it (`api/reports.py`)
         annotations.jsonl       notes on it (`store/annotations.py`)
         batches.jsonl           the batches it sent, with `batch: true` (`runtimes/batches.py`)
@@ -43,6 +44,7 @@ RUNS_DIR = "runs"
 SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
 SUMMARY_FILE = "summary.json"
+SUMMARY_CSV = "summary.csv"  # the summary as a table, beside it (`eval/summary_table.py`)
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
 LABELS_FILE = "labels.jsonl"  # people's labels of judged trials (`store/labels.py`)
@@ -76,6 +78,10 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.path / SUMMARY_FILE
+
+    @property
+    def summary_csv(self) -> Path:
+        return self.path / SUMMARY_CSV
 
     @property
     def report(self) -> Path:
@@ -216,5 +222,5 @@ class OptimizeDir:
 
 __all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "BATCHES_FILE", "LATEST_SUMMARY",
            "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PAIRWISE_FILE", "PROPOSER_LOG",
-           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE",
-           "ExperimentDir", "OptimizeDir", "RunDir"]
+           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_CSV", "SUMMARY_FILE", "TRACES_DIR",
+           "TRIALS_FILE", "ExperimentDir", "OptimizeDir", "RunDir"]

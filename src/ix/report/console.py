@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
-from ix.report.load_test import load_parts
+from ix.report.load_test import load_parts, sla_parts
 from ix.report.outcome_text import brief_lines
 from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen import screen
@@ -261,7 +261,8 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
     return screen_renderable(screen(summary, swept), sensor=summary.get("sensor"), errors=errors,
                              files=files, extra=[*load_parts(summary.get("load")),
                                                  *_cost(outcomes),
-                                                 *pairwise_parts(summary.get("pairwise"))])
+                                                 *pairwise_parts(summary.get("pairwise"))],
+                             sla=sla_parts(summary.get("load")))
 
 
 def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:

@@ -109,7 +109,14 @@ def test_summary_rows_of_a_load_run_are_the_service_figures() -> None:
                        "p99": {"value": None, "ci": [None, None]}},
         "sla": [{"objective": "p95 ≤ 200 ms", "rate": 0.97, "rate_ci": [0.92, 0.99],
                  "n": 100}]}]}
-    rows = {r.metric: r for r in summary_rows({"subjects": [], "load": load})}
+    block = {"name": "svc", "metrics": {"precision": 1.0, "precision_ci": [0.4, 1.0],
+                                        "recall": 1.0, "tp": 2},
+             "trial_level": {"correct": {"rate": 0.96, "ci": [0.9, 0.99], "n_trials": 150}},
+             "errors": 0, "trials": 150}
+    rows = {r.metric: r for r in summary_rows({"subjects": [block], "load": load})}
+    # a service is not worded as a classifier: no precision, recall or confusion counts
+    assert not {"precision", "recall", "tp"} & set(rows)
+    assert rows["trial_rate.correct"].value == 0.96
     assert (rows["error_rate"].value, rows["error_rate"].n) == (0.01, 100)
     assert (rows["latency_p95_ms"].ci_low, rows["latency_p95_ms"].ci_high) == (170.0, None)
     assert rows["latency_p99_ms"].value is None

@@ -52,7 +52,7 @@ class ProbeResultOut(ClosedDict):
     correct: Annotated[bool | None, Field(description="the majority vote matches the expectation")]
     trials: Annotated[list["TrialVerdictOut"], Field(
         description="each trial's verdict in trial order (passed null: errored or no "
-                    "verdict), when the subject ran at most 2,000 trials; else empty (the "
+                    "verdict), when the subject ran at most 1,000 trials; else empty (the "
                     "trials are in trials.jsonl; n + errors counts them). Empty before 2.5")]
     n: Annotated[int, Field(description="valid (not errored) trials")]
     passed: int

@@ -27,8 +27,9 @@ STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
 LOW = 0.8  # precision or recall below this raises an issue
 #: A subject's probe results carry each trial's verdict (`ProbeResult.trials`, the summary's
 #: `probe_results[].trials`) up to this many trials; above it they stay empty, so a summary
-#: stays small (one `{trial, passed}` is ~50 bytes of JSON) and `trials.jsonl` holds them.
-TRIALS_KEPT = 2000
+#: stays small (one `{trial, passed}` is ~75 bytes of indented JSON, twice for the control,
+#: whose block is also the top level) and `trials.jsonl` holds them.
+TRIALS_KEPT = 1000
 #: What decides a call on the runtimes that never read a description: the true advice
 #: where "broaden / narrow the description" would change nothing.
 _NOT_READ = {

@@ -6,7 +6,9 @@ ci_low, ci_high, n`. A spreadsheet pivots it (subjects as columns, or metrics), 
 and stacks the tables of many runs, which stay one shape whatever the experiment measured:
 an activation run's precision and pass@k, an outcome run's tokens and cost, a load run's
 percentiles and error rate. Every estimate that has an interval carries it on its own row;
-an undefined value (`null` in the summary) is an empty cell, never 0.
+an undefined value (`null` in the summary) is an empty cell, never 0. A load run's rows are
+a service's (throughput, error rate, latency, SLA), without a classifier's precision or
+recall.
 """
 
 import csv
@@ -48,8 +50,10 @@ def _row(subject: str, metric: str, value: Any, ci: Any = None, n: Any = None) -
     return MetricRow(subject, metric, _number(value), low, high, count)
 
 
-def _block_rows(name: str, block: Mapping[str, Any]) -> Iterator[MetricRow]:
-    metrics = block.get("metrics") or {}
+def _block_rows(name: str, block: Mapping[str, Any], *, service: bool) -> Iterator[MetricRow]:
+    """`service`: a load run, judged by its SLA (`load_rows`), not as a classifier: no
+    precision, recall, F1, specificity or confusion counts."""
+    metrics = {} if service else block.get("metrics") or {}
     for key, value in metrics.items():
         if key.endswith("_ci") or key in _COUNTS or isinstance(value, dict | list):
             continue
@@ -104,7 +108,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[MetricRow]:
     outcomes = summary.get("outcomes") or {}
     for block in blocks:
         name = str(block.get("name"))
-        rows.extend(_block_rows(name, block))
+        rows.extend(_block_rows(name, block, service=bool(summary.get("load"))))
         rows.extend(_outcome_rows(outcomes, name))
     if summary.get("load"):
         rows.extend(load_rows(summary["load"]))

@@ -1,6 +1,7 @@
 """`ProbeResult.trials` filled (domain models seed, "ProbeResult"): each case's trials with
-their verdicts, in the summary's `probe_results[].trials` as `{trial, passed}` and on the
-domain object as `Verdict`s, up to `TRIALS_KEPT` trials per subject (docs/results.md)."""
+their verdicts, in the summary's `probe_results[].trials` by trial index (true, false, null)
+and on the domain object as `Verdict`s, up to `TRIALS_KEPT` trials per subject
+(docs/results.md)."""
 
 import json
 from pathlib import Path
@@ -22,7 +23,13 @@ def test_tally_keeps_each_trials_verdict_in_trial_order() -> None:
         tally.add("m", passed, trial)
     tally.sense("m", [("activation", True)])
     assert tally.trial_verdicts("m") == [(0, False), (1, None), (2, True), (3, True)]
-    assert tally.trial_verdicts("n") == []
+    assert tally.verdicts_by_trial("m") == [False, None, True, True]
+    assert tally.trial_verdicts("n") == [] == tally.verdicts_by_trial("n")
+    gap = Tally(cases())  # a cancelled run may leave trial 1 unrun: no index to hang it on
+    gap.add("m", True, 0)
+    gap.add("m", False, 2)
+    assert gap.trial_verdicts("m") == [(0, True), (2, False)]
+    assert gap.verdicts_by_trial("m") == []
     m = tally.probe_results()[0]
     assert [(v.trial, v.passed) for v in m.trials] == [(0, False), (1, None), (2, True),
                                                        (3, True)]
@@ -78,11 +85,12 @@ def test_the_summarys_probe_results_carry_the_standing_attempt_of_each_trial(
     summary = json.loads((d / "results" / "runs" / run_id / "summary.json").read_text())
     seen = 0
     for probe in summary["subjects"][0]["probe_results"]:
-        expected = [{"trial": t, "passed": None if line["error"] else line["reading"]["passed"]}
-                    for (case, t), line in sorted(standing.items()) if case == probe["probe_id"]]
+        expected = [None if line["error"] else line["reading"]["passed"]
+                    for (case, _), line in sorted(standing.items()) if case == probe["probe_id"]]
         assert probe["trials"] == expected
         assert len(probe["trials"]) == probe["n"] + probe["errors"] == 6
-        assert sum(1 for x in probe["trials"] if x["passed"]) == probe["passed"]
+        assert probe["trials"].count(True) == probe["passed"]
+        assert probe["trials"].count(None) == probe["errors"]
         seen += 1
     assert seen == 2
     assert summary["probe_results"] == summary["subjects"][0]["probe_results"]

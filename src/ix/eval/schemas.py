@@ -50,10 +50,11 @@ class ProbeResultOut(ClosedDict):
     score: Annotated[float | None, Field(description="activation rate over the valid trials")]
     score_ci: Interval | None
     correct: Annotated[bool | None, Field(description="the majority vote matches the expectation")]
-    trials: Annotated[list["TrialVerdictOut"], Field(
-        description="each trial's verdict in trial order (passed null: errored or no "
-                    "verdict), when the subject ran at most 1,000 trials; else empty (the "
-                    "trials are in trials.jsonl; n + errors counts them). Empty before 2.5")]
+    trials: Annotated[list[bool | None], Field(
+        description="element t: trial t's verdict (true passed, false failed, null errored "
+                    "or no verdict), when the subject ran at most 1,000 trials and trials "
+                    "0..k-1 all ran; else empty (the trials are in trials.jsonl; n + errors "
+                    "counts them). Empty before 2.5")]
     n: Annotated[int, Field(description="valid (not errored) trials")]
     passed: int
     errors: int
@@ -62,13 +63,6 @@ class ProbeResultOut(ClosedDict):
     routes: NotRequired[Annotated[list["RouteOut"] | None, Field(
         None, description="activation sensor only: the valid trials each skill took first "
                           "(skill null: none), the most taken first; absent before 1.1")]]
-
-
-class TrialVerdictOut(ClosedDict):
-    """One trial of a case (domain models seed, `ProbeResult.trials`): its index and verdict."""
-
-    trial: int
-    passed: bool | None
 
 
 class RouteOut(ClosedDict):

@@ -27,8 +27,8 @@ STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
 LOW = 0.8  # precision or recall below this raises an issue
 #: A subject's probe results carry each trial's verdict (`ProbeResult.trials`, the summary's
 #: `probe_results[].trials`) up to this many trials; above it they stay empty, so a summary
-#: stays small (one `{trial, passed}` is ~75 bytes of indented JSON, twice for the control,
-#: whose block is also the top level) and `trials.jsonl` holds them.
+#: stays small (a verdict is ~20 bytes of indented JSON, twice for the control, whose block
+#: is also the top level) and `trials.jsonl` holds them.
 TRIALS_KEPT = 1000
 #: What decides a call on the runtimes that never read a description: the true advice
 #: where "broaden / narrow the description" would change nothing.
@@ -252,6 +252,15 @@ class Tally:
                             else None))
             t += 1
         return out
+
+    def verdicts_by_trial(self, probe_id: str) -> list[bool | None]:
+        """The summary's form of the case's trials: element t is trial t's verdict (None:
+        errored or no verdict); empty unless trials 0 .. k-1 all ran (`trial_verdicts`; a
+        cancelled run can leave gaps)."""
+        pairs = self.trial_verdicts(probe_id)
+        if any(t != i for i, (t, _) in enumerate(pairs)):
+            return []
+        return [ok for _, ok in pairs]
 
     def probe_results(self) -> list[ProbeResult]:
         """Each case's `ProbeResult`, with its trials' `Verdict`s (`trial_verdicts`; a

@@ -38,7 +38,9 @@ def test_kept_and_counted_trials_give_the_same_result(seed):
     assert kept.score == float(rate)
     assert kept.correct is (bool(valid) and fired == (expectation == "must_trigger"))
     assert [v.trial for v in kept.trials] == list(range(len(outcomes)))
-    assert counted.trials == ()
+    # the count-only aggregate keeps the trials too (`Tally.trial_verdicts`), in trial order
+    assert [(v.trial, v.passed) for v in counted.trials] == \
+        [(v.trial, v.passed) for v in kept.trials]
 
 
 def test_a_tie_does_not_activate_and_a_reading_without_a_verdict_does_not_count():

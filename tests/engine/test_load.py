@@ -15,6 +15,7 @@ the issue's figure (200 rps for 30 s) and prints it.
 
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -165,19 +166,40 @@ def test_the_summary_and_the_report_show_the_load_block_in_80_columns(lab, servi
     assert "latency ms  p50 " in r.stdout and "SLA every request ≤ 5000 ms: met" in r.stdout
     assert "distribution-free" in r.stdout
     assert max(len(line) for line in _ours(r.stdout)) <= 80 and "…" not in r.stdout
+    # a service is worded by its SLA: the answer is the objective, its error rate and
+    # throughput, never a classifier's precision, recall, F1 or status word
+    sla = "SLA of svc: every request ≤ 5000 ms met"
+    assert sla in r.stdout.splitlines()[-2]  # the verdict, last
+    assert "error rate 0.0% [0.0%, " in r.stdout and "rps achieved of 40.0 offered" in r.stdout
+
+    def classifier_words(text: str) -> list[str]:
+        return [w for w in ("precision", "recall", "F1", "TP/FP", "specificity", "excellent",
+                            "correct rate", "routing", "interpretation")
+                if w in text]
+
+    assert classifier_words(r.stdout) == []
     rep = run_ix("report", "--lab", str(lab), env={"COLUMNS": "80"})
     assert rep.code == 0, rep.output
     assert "schedule error p50" in rep.stdout
     assert max(len(line) for line in _ours(rep.stdout)) <= 80
     assert "…" not in rep.stdout
+    assert rep.stdout.index(sla) < rep.stdout.index("load test · svc") \
+        < rep.stdout.index("details")  # the answer first
+    assert classifier_words(rep.stdout) == []
     # the other formats of the report in process (the real one is its table above)
     md = ix_in_process("report", "--lab", str(lab), "--format", "md")
     assert "## Load" in md.stdout and "| subject | answered | p50 | p95 | p99 |" in md.stdout
+    assert md.stdout.index(f"- {sla}") < md.stdout.index("## Load") \
+        < md.stdout.index("## Summary")
+    assert classifier_words(md.stdout) == []
     page = lab / "report.html"
     html = ix_in_process("report", "--lab", str(lab), "--format", "html", "--out", str(page))
     assert html.code == 0, html.output
     text = page.read_text(encoding="utf-8")
     assert '<section id="load">' in text and "verdict-met" in text
+    assert f"<p>{sla}" in text
+    visible = re.sub(r"<[^>]+>", " ", re.sub(r"<style.*?</style>", "", text, flags=re.S))
+    assert classifier_words(visible) == []
     data = json.loads(ix_in_process("report", "--lab", str(lab), "--json").stdout)
     assert data["load"]["subjects"][0]["subject"] == "svc"
 

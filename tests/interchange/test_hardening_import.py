@@ -74,16 +74,17 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def experiment_lab(lab: Path, cases: int = 4) -> Path:
+def experiment_lab(lab: Path, cases: int = 4, trials: int = 2) -> Path:
     """A lab with experiment `e` (mock runtime) that has one imported run already, so it has
     a trial log and a `summary-latest.json` an import must not damage."""
     d = lab / "e"
-    write(d / "experiment.yaml", "name: e\ntrials: 2\nruntime: {kind: mock}\n"
+    write(d / "experiment.yaml", f"name: e\ntrials: {trials}\nruntime: {{kind: mock}}\n"
                                  "subjects: [{name: a}, {name: b}]\n")
     for c in range(cases):
         write(d / "cases" / f"c{c:03d}.md", f"---\nexpectation: must_trigger\n---\nprompt {c}\n")
     earlier = write_jsonl(lab.parent / f"{lab.name}-earlier.jsonl",
-                          lines_for(cases, 2, run_id="20250101T000000Z-000000", salt=99))
+                          lines_for(cases, trials, run_id="20250101T000000Z-000000",
+                                    salt=99))
     transfer.import_results(lab, earlier, "jsonl")
     return d
 
@@ -174,7 +175,8 @@ def whole_import(lab: Path, before: dict[str, str], before_log: bytes, digest: s
     changed = {k for k in set(now) & set(before) if now[k] != before[k]}
     archives = {k for k in added if Path(k).parent == Path("e/results")
                 and Path(k).name.startswith("summary-")}
-    expected = {f"e/results/runs/{run}/spec.yaml", f"e/results/runs/{run}/summary.json"}
+    expected = {f"e/results/runs/{run}/spec.yaml", f"e/results/runs/{run}/summary.json",
+                f"e/results/runs/{run}/summary.csv"}
     if added != expected | archives or len(archives) != 1 or set(before) - set(now):
         return None
     if changed != {"e/results/trials.jsonl", "e/results/summary-latest.json"}:
@@ -450,7 +452,9 @@ def test_an_import_on_a_full_disk_changes_nothing_and_says_so_in_one_line(
     traceback, and the lab byte for byte as it was — summary-latest.json never rewritten
     (old ix rewrote it during its rollback, cut short by the limit)."""
     lab = tmp_path / "lab"
-    d = experiment_lab(lab, cases=120)
+    # four trials a case: the log stays larger than the summary, which lists each trial's
+    # verdict (`probe_results[].trials`)
+    d = experiment_lab(lab, cases=120, trials=4)
     results = d / "results"
     summary_size = (results / "summary-latest.json").stat().st_size
     log_size = (results / "trials.jsonl").stat().st_size

@@ -26,6 +26,7 @@ from ix.fs.resolve import EXPERIMENT_FILE, find_lab, is_experiment, list_experim
 from ix.fs.storage_faults import storage_faults
 from ix.fs.yamlio import load_yaml_file
 from ix.interchange.export import latest_attempts
+from ix.interchange.folder_import import read_folder
 from ix.interchange.importing import (
     Imported,
     importable_goal,
@@ -45,7 +46,7 @@ from ix.store.spec_schema import RunSpec
 if TYPE_CHECKING:
     from ix.api.schemas import ImportOutput
 
-IMPORT_FORMATS = ("inspect", "jsonl", "csv")
+IMPORT_FORMATS = ("inspect", "jsonl", "csv", "folder")
 
 @dataclass(frozen=True)
 class ImportResult:
@@ -81,7 +82,7 @@ def import_results(lab: str | Path | None, source: Path | str, fmt: str, *,
                           f"{', '.join(IMPORT_FORMATS)}", field="--format")
     lab_path = find_lab(lab)
     source = Path(source).expanduser().resolve()
-    imported = read_import(source, fmt)
+    imported = read_folder(source) if fmt == "folder" else read_import(source, fmt)
     # a full disk, a read-only lab: one line (`StorageError`), and no trace of the import
     with storage_faults("nothing was imported: the lab is as it was"), \
             import_turn(lab_path, warn):

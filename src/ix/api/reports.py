@@ -21,6 +21,7 @@ from ix.fs.frontmatter import read_frontmatter
 from ix.fs.resolve import find_lab, select_experiments
 from ix.fs.resolve import list_experiments as experiment_dirs
 from ix.fs.storage_faults import storage_error
+from ix.interchange.run_folder import is_run_folder
 from ix.query.case_table import (
     case_files,
     case_files_state,
@@ -41,7 +42,7 @@ from ix.report.run_report import build_report, stored_sections
 from ix.report.runs import compare_runs as compare_summaries
 from ix.store.annotations import read_annotations
 from ix.store.labels import latest_labels, read_labels
-from ix.store.layout import ExperimentDir, RunDir
+from ix.store.layout import TRIALS_FILE, ExperimentDir, RunDir
 from ix.store.lookup import is_completed, latest_run, report_run, resolve_run
 from ix.store.lookup import latest_of as latest_of  # which run `ix report EXPERIMENT` reads
 from ix.store.spec import read_spec
@@ -66,8 +67,9 @@ FORMATS = ("table", "md", "json")
 def run_trials(run_dir: Path, run_id: str,
                warn: Warn | None = None) -> Iterator[dict[str, Any]]:
     """Every trial record of `trials.jsonl` that belongs to the run (all attempts), streamed;
-    lines that are none (the resume reader and the index skip them too) with a warning."""
-    path = RunDir(run_dir).experiment.trials
+    lines that are none (the resume reader and the index skip them too) with a warning. A
+    portable run folder (`ix export --folder`) holds its own lines."""
+    path = run_dir / TRIALS_FILE if is_run_folder(run_dir) else RunDir(run_dir).experiment.trials
     return (t for t in read_trials(path, warn, trials_only=True) if t.get("run_id") == run_id)
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ix._version import __version__
+from ix.api.reports import report
 from ix.api.results import query_results
 from ix.domain.errors import ConfigError, Warn
 from ix.eval.models import EvalCase
+from ix.eval.summary_table import summary_csv
 from ix.fs.resolve import find_lab
 from ix.fs.storage_faults import storage_faults
 from ix.interchange.export import (
@@ -26,7 +28,10 @@ from ix.interchange.export import (
     write_jsonl,
 )
 from ix.interchange.inspect_log import dumps_log, eval_log, log_file_name
+from ix.interchange.mlflow_export import write_mlflow
+from ix.interchange.run_folder import folder_files, is_run_folder, standing_lines
 from ix.lab.loader import load_experiment
+from ix.report.markdown import report_markdown
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.lookup import find_run
 from ix.store.spec import read_spec
@@ -35,7 +40,9 @@ from ix.store.trials import parse_line
 if TYPE_CHECKING:
     from ix.api.schemas import ExportOutput
 
-EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet", "inspect")
+EXPORT_FORMATS = ("csv", "json", "jsonl", "parquet", "inspect", "folder", "mlflow")
+#: the formats whose `--out` is a folder
+FOLDER_FORMATS = ("inspect", "folder", "mlflow")
 
 @dataclass(frozen=True)
 class ExportResult:
@@ -50,6 +57,34 @@ class ExportResult:
         return {"run_id": self.run_id, "experiment": self.experiment, "format": self.format,
                 "out": str(self.out), "files": [str(f) for f in self.files],
                 "trials": self.trials}
+
+
+def export_target(fmt: str | None, out: Path | None, folder: Path | None
+                  ) -> tuple[str, Path]:
+    """`ix export`'s format and destination from its options: `--folder DIR` is `--format
+    folder --out DIR`; else `--out` is needed, and the format defaults to jsonl."""
+    if folder is not None:
+        if out is not None:
+            raise ConfigError("give --folder DIR or --out PATH, not both", field="--folder")
+        if fmt not in (None, "folder"):
+            raise ConfigError(f"--folder writes a run folder; it does not take --format {fmt}",
+                              field="--format")
+        return "folder", folder
+    if out is None:
+        raise ConfigError("say where to write: --out PATH (or --folder DIR for a portable "
+                          "run folder)", field="--out")
+    return fmt or "jsonl", out
+
+
+def import_format(fmt: str | None, source: Path) -> str:
+    """`ix import`'s format: `--format`, else `folder` for a folder `ix export --folder`
+    wrote; anything else must say its format."""
+    if fmt is not None:
+        return fmt
+    if is_run_folder(Path(source).expanduser()):
+        return "folder"
+    raise ConfigError(f"say which format {source} is in: --format inspect, jsonl, csv or "
+                      "folder", field="--format")
 
 
 def _load_json(path: Path) -> dict[str, Any] | None:
@@ -69,7 +104,8 @@ def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
         raise ConfigError(f"unknown export format {fmt!r}; allowed: "
                           f"{', '.join(EXPORT_FORMATS)}", field="--format")
     out = Path(out).expanduser().resolve()
-    check_out(out, force=force, directory=fmt == "inspect")
+    # a tracking folder collects runs: an existing one is added to (`write_mlflow`)
+    check_out(out, force=force or fmt == "mlflow", directory=fmt in FOLDER_FORMATS, fmt=fmt)
     lab_path = find_lab(lab)
     directory = find_run(lab_path, run)
     run_id = directory.name
@@ -91,10 +127,38 @@ def export_run(lab: str | Path | None, run: str, fmt: str, out: Path | str, *,
             write_json({"run_id": run_id, "experiment": experiment, "spec": spec,
                         "summary": _load_json(RunDir(directory).summary), "trials": records},
                        out)
+        elif fmt == "mlflow":
+            summary = _load_json(RunDir(directory).summary)
+            if summary is None:
+                raise ConfigError(f"run {run_id} has no summary (still running, or it died "
+                                  "before writing one): there is nothing to log",
+                                  field="RUN")
+            write_mlflow(out, run_id=run_id, experiment=experiment, spec=spec,
+                         summary=summary, force=force, artifacts=[
+                             ("summary.json", RunDir(directory).summary.read_text("utf-8")),
+                             ("summary.csv", summary_csv(summary)),
+                             ("report.md", report_markdown(
+                                 report(lab_path, str(directory), warn=warn)))])
+        elif fmt == "folder":
+            kept = standing_lines(lines)
+            files = _write_run_folder(RunDir(directory), run_id, experiment, kept, out)
+            return ExportResult(run_id, experiment, fmt, out, files, len(kept))
         else:
             files = _write_inspect(place.path, lab_path, run_id, experiment, spec,
                                    _load_json(RunDir(directory).summary), records, out, warn)
     return ExportResult(run_id, experiment, fmt, out, files, len(records))
+
+
+def _write_run_folder(run: RunDir, run_id: str, experiment: str, lines: list[bytes],
+                      out: Path) -> tuple[Path, ...]:
+    """The portable folder (`ix.interchange.run_folder`): all its files or none."""
+    summary_text = run.summary.read_text(encoding="utf-8") if run.summary.is_file() else None
+    summary = _load_json(run.summary) if summary_text is not None else None
+    files = folder_files(run_id=run_id, experiment=experiment,
+                         spec_text=run.spec.read_text(encoding="utf-8"), summary=summary,
+                         summary_text=summary_text if summary is not None else None,
+                         lines=lines, ix_version=__version__)
+    return tuple(write_folder(out, files))
 
 
 def _write_table(lab: Path, run_id: str, fmt: str, out: Path, warn: Warn | None) -> int:
@@ -141,5 +205,5 @@ def _write_inspect(experiment_dir: Path, lab: Path, run_id: str, experiment: str
 # `ix import` lives in `ix.api.imports`; its names stay importable from here.
 from ix.api.imports import IMPORT_FORMATS, ImportResult, import_results  # noqa: E402
 
-__all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "ExportResult", "ImportResult", "export_run",
-           "import_results"]
+__all__ = ["EXPORT_FORMATS", "FOLDER_FORMATS", "IMPORT_FORMATS", "ExportResult", "ImportResult",
+           "export_run", "export_target", "import_format", "import_results"]

@@ -73,8 +73,8 @@ COMMANDS: dict[str, Entry] = {
         "Print JSON Schemas (draft 2020-12) generated from ix's pydantic models: the "
         "trial line, the summary, and each command's --json output."),
     "export": Entry("ix.cli.transfer",
-        "Export a run: its trials as jsonl, json, csv or parquet, or Inspect AI eval "
-        "logs."),
+        "Export a run: its trials as jsonl, json, csv or parquet, Inspect AI eval logs, "
+        "a portable run folder or an MLflow tracking folder."),
     "import": Entry("ix.cli.transfer",
         "Import outside results as a new, completed run of an experiment in the lab."),
     "cases": Entry("ix.cli.cases",

@@ -53,8 +53,9 @@ class ProbeResult(Model):
     """One probe aggregated across its trials (domain models seed, "Eval Models ›
     ProbeResult"): `score` the fraction of its trials with a verdict that passed (0.0 with
     none), `correct` whether the majority vote matches the expectation (False with none).
-    `trials` holds the `Verdict`s when they were kept (`aggregate_readings`); a count-only
-    aggregate (the engine's) leaves it empty."""
+    `trials` holds the `Verdict`s: all of them from `aggregate_readings`; from the engine's
+    count-only aggregate (`ix.eval.scoring.Tally`) each trial's verdict without its
+    observation, up to `TRIALS_KEPT` trials per subject (docs/results.md)."""
 
     model_config = _frozen
 

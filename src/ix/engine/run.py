@@ -641,6 +641,8 @@ def _preload(tallies: dict[str, Tally], continuation: Continuation, plan: Plan) 
             # bit t of `valid_bits` / `passed_bits`: trial t was valid / passed
             counts.valid_bits |= int(codes.translate(_VALID)[::-1], 2)
             counts.passed_bits |= int(codes.translate(_PASSED)[::-1], 2)
+        if errors:  # and of `error_bits`: it errored (`Tally.trial_verdicts`)
+            counts.error_bits |= int(codes.translate(_ERRORED)[::-1], 2)
         tally.trials += passed + failed + errors
         tally.errors += errors
     for subject, (tokens_in, tokens_out, cost) in continuation.state.usage.items():
@@ -650,6 +652,7 @@ def _preload(tallies: dict[str, Tally], continuation: Continuation, plan: Plan) 
 
 _VALID = bytes.maketrans(bytes(range(4)), b"0110")
 _PASSED = bytes.maketrans(bytes(range(4)), b"0100")
+_ERRORED = bytes.maketrans(bytes(range(4)), b"0001")
 
 
 def _same_rule(plan: Plan, continuation: Continuation) -> None:

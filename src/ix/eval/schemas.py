@@ -50,7 +50,11 @@ class ProbeResultOut(ClosedDict):
     score: Annotated[float | None, Field(description="activation rate over the valid trials")]
     score_ci: Interval | None
     correct: Annotated[bool | None, Field(description="the majority vote matches the expectation")]
-    trials: Annotated[list[Any], Field(description="always empty: the trials are in trials.jsonl")]
+    trials: Annotated[list[bool | None], Field(
+        description="element t: trial t's verdict (true passed, false failed, null errored "
+                    "or no verdict), when the subject ran at most 1,000 trials and trials "
+                    "0..k-1 all ran; else empty (the trials are in trials.jsonl; n + errors "
+                    "counts them). Empty before 2.5")]
     n: Annotated[int, Field(description="valid (not errored) trials")]
     passed: int
     errors: int

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ix.domain.verdicts import CaseTrials, ProbeResult, Scorer, majority, scored
+from ix.domain.types import Reading
+from ix.domain.verdicts import CaseTrials, ProbeResult, Scorer, Verdict, majority, scored
 from ix.eval.models import SKILL_RUNTIMES, EvalCase, ExperimentResults
 from ix.eval.outcomes import OutcomeSums
 
@@ -24,6 +25,11 @@ STATUS_THRESHOLDS: tuple[tuple[float, str], ...] = (
     (0.85, "excellent"), (0.70, "good"), (0.50, "needs_work"),
 )
 LOW = 0.8  # precision or recall below this raises an issue
+#: A subject's probe results carry each trial's verdict (`ProbeResult.trials`, the summary's
+#: `probe_results[].trials`) up to this many trials; above it they stay empty, so a summary
+#: stays small (a verdict is ~20 bytes of indented JSON, twice for the control, whose block
+#: is also the top level) and `trials.jsonl` holds them.
+TRIALS_KEPT = 1000
 #: What decides a call on the runtimes that never read a description: the true advice
 #: where "broaden / narrow the description" would change nothing.
 _NOT_READ = {
@@ -155,6 +161,7 @@ class _Counts:
     # comparisons, in two integers per case however many trials ran.
     valid_bits: int = 0
     passed_bits: int = 0
+    error_bits: int = 0  # bit t set: trial t errored (or had no verdict)
 
 
 @dataclass
@@ -206,6 +213,8 @@ class Tally:
         if passed is None:
             c.errors += 1
             self.errors += 1
+            if trial is not None:
+                c.error_bits |= 1 << trial
             return
         c.valid += 1
         c.passed += passed
@@ -250,13 +259,51 @@ class Tally:
             return c.passed / c.valid > 0.5
         return scored(self.case_trials(case), self.scorer).fired
 
+    def trial_verdicts(self, probe_id: str) -> list[tuple[int, bool | None]]:
+        """The case's trials in index order, each with its verdict (None: errored or no
+        verdict); empty when this subject ran more than `TRIALS_KEPT` trials, or when its
+        trials were counted without their index (then `n + errors` still counts them)."""
+        c = self.counts[probe_id]
+        if self.trials > TRIALS_KEPT or c.valid_bits.bit_count() != c.valid \
+                or c.error_bits.bit_count() != c.errors or c.valid_bits & c.error_bits:
+            return []
+        every, out, t = c.valid_bits | c.error_bits, [], 0
+        while every >> t:
+            if every >> t & 1:
+                out.append((t, bool(c.passed_bits >> t & 1) if c.valid_bits >> t & 1
+                            else None))
+            t += 1
+        return out
+
+    def verdicts_by_trial(self, probe_id: str) -> list[bool | None]:
+        """The summary's form of the case's trials: element t is trial t's verdict (None:
+        errored or no verdict); empty unless trials 0 .. k-1 all ran (`trial_verdicts`; a
+        cancelled run can leave gaps)."""
+        pairs = self.trial_verdicts(probe_id)
+        if any(t != i for i, (t, _) in enumerate(pairs)):
+            return []
+        return [ok for _, ok in pairs]
+
     def probe_results(self, scorer: Scorer | None = None) -> list[ProbeResult]:
-        """Each case's result, decided by `scorer` (default: the tally's)."""
+        """Each case's `ProbeResult`, decided by `scorer` (default: the tally's; none: the
+        majority vote), with its trials' `Verdict`s (`trial_verdicts`; a trial's observation
+        is not kept: it is in `trials.jsonl`)."""
         scorer = scorer or self.scorer
-        if scorer is None:
-            return [majority(c.id, c.expectation, self.counts[c.id].passed,
-                             self.counts[c.id].valid) for c in self.cases]
-        return [scored(self.case_trials(c), scorer) for c in self.cases]
+        sensor = next(iter(self.sensors), "sensor")
+        results = []
+        for c in self.cases:
+            counts = self.counts[c.id]
+            trials = tuple(
+                Verdict(probe_id=c.id, trial=t, expectation=c.expectation,
+                        reading=None if ok is None else Reading(sensor_name=sensor, passed=ok))
+                for t, ok in self.trial_verdicts(c.id))
+            if scorer is None:
+                results.append(majority(c.id, c.expectation, counts.passed, counts.valid,
+                                        trials))
+            else:
+                results.append(scored(self.case_trials(c), scorer).model_copy(
+                    update={"trials": trials}))
+        return results
 
     def results(self, experiment_name: str, activation: bool = True,
                 runtime: str | None = None) -> ExperimentResults:

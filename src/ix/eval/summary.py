@@ -1,8 +1,10 @@
 """The summary a run leaves behind (`summary-latest.json`, DESIGN.md §4), as plain JSON data.
 
 The top level keeps the shape of `001_…` for the first (control) subject; `subjects` holds the
-same block for every subject. `probe_results[].trials` stays an empty list: the trials
-themselves live in `trials.jsonl`, and a summary must stay small whatever the trial count.
+same block for every subject. `probe_results[].trials` holds each trial's verdict by
+index (`true`, `false`, `null`: errored or no verdict), up to `ix.eval.scoring.TRIALS_KEPT`
+trials per subject, and stays empty above it: the trials themselves live in `trials.jsonl`,
+and a summary must stay small whatever the trial count.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "score": round(p.score, 6) if c.valid else None,
             "score_ci": [num(lo[i]), num(hi[i])] if c.valid else None,
             "correct": p.correct if c.valid else None,
-            "trials": [],
+            "trials": tally.verdicts_by_trial(p.probe_id),
             "n": c.valid,
             "passed": c.passed,
             "errors": c.errors,

@@ -52,7 +52,8 @@ def latest_attempts(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
     return list(standing(records).values())
 
 
-def check_out(out: Path, *, force: bool, directory: bool = False) -> None:
+def check_out(out: Path, *, force: bool, directory: bool = False,
+              fmt: str = "inspect") -> None:
     """Refuse to overwrite an existing `--out` unless forced, and a file where a directory
     is wanted (or the reverse) even then."""
     if not out.exists():
@@ -60,8 +61,7 @@ def check_out(out: Path, *, force: bool, directory: bool = False) -> None:
             raise ConfigError(f"the folder {out.parent} does not exist", field="--out")
         return
     if directory and not out.is_dir():
-        raise ConfigError(f"{out} is a file; --format inspect writes a folder (one log per "
-                          "subject)", field="--out")
+        raise ConfigError(f"{out} is a file; --format {fmt} writes a folder", field="--out")
     if not directory and out.is_dir():
         raise ConfigError(f"{out} is a folder; give a file path", field="--out")
     if not force:

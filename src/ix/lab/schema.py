@@ -230,7 +230,7 @@ class ImportedSpec(_Strict):
     its case files hold the real prompts (`ix run` refuses it while they do not)."""
 
     source: Annotated[str, Field(min_length=1)]
-    format: Literal["inspect", "jsonl", "csv"]
+    format: Literal["inspect", "jsonl", "csv", "folder"]
     prompts: bool = False
 
 

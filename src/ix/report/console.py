@@ -14,7 +14,7 @@ from ix.eval.scorers import scorer_name
 from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.case_stats import frontier_lines
-from ix.report.load_test import load_parts
+from ix.report.load_test import load_parts, sla_parts
 from ix.report.outcome_text import brief_lines
 from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen import screen
@@ -265,7 +265,8 @@ def run_screen(summary: Mapping[str, Any], files: Sequence[str] = (),
                                                  *_cost(outcomes),
                                                  *pairwise_parts(summary.get("pairwise")),
                                                  *_scorer(summary),
-                                                 *_frontier(summary)])
+                                                 *_frontier(summary)],
+                             sla=sla_parts(summary.get("load")))
 
 
 def _scorer(summary: Mapping[str, Any]) -> list[RenderableType]:

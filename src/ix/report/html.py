@@ -56,6 +56,7 @@ def _env() -> jinja2.Environment:
                            m, sensor if isinstance(sensor, str) else None))
     # the `load` block, in the words `ix report` prints on a terminal
     env.filters.update(rps=load_test.rps, percentiles=load_test.percentiles,
+                       sla=load_test.sla_lines,
                        schedule=load_test.schedule_text,
                        error_rate=lambda s: load_test.rate_text(s["error_rate"],
                                                                 s["error_rate_ci"]))

@@ -13,7 +13,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 __all__ = ["load_parts", "missed_objectives", "ms", "percentiles", "rate_text", "rps",
-           "schedule_text"]
+           "schedule_text", "sla_lines", "sla_parts"]
 
 _STYLE = {"met": "bold green", "missed": "bold red", "inconclusive": "yellow"}
 
@@ -100,6 +100,43 @@ def load_parts(load: Mapping[str, Any] | None) -> list[RenderableType]:
         parts += [text, Text("")]
     parts.append(Text("latency intervals: 95%, distribution-free (order statistics, exact "
                       "binomial); error rate: 95% credible", style="dim"))
+    return parts
+
+
+def sla_lines(load: Mapping[str, Any] | None) -> list[str]:
+    """A load run's answer, in a service's words: per subject its objectives' verdict (each
+    objective with the percentile and interval it was judged on), then the error rate and
+    the throughput against what was offered. No precision, recall or routing: a service is
+    judged by its SLA, not as a classifier."""
+    lines: list[str] = []
+    for s in (load or {}).get("subjects") or []:
+        checks = s["sla"]
+        if checks:
+            said = "; ".join(f"{c['objective']} {c['verdict'] or 'n/a'} ({c['reason']})"
+                             for c in checks)
+            overall = f"{s['verdict'] or 'n/a'} — " if len(checks) > 1 else ""
+            lines.append(f"SLA of {s['subject']}: {overall}{said}")
+        else:
+            p95 = percentiles(s)[1]
+            lines.append(f"SLA of {s['subject']}: none stated (a `latency` sensor with "
+                         f"`max_ms` states one) — p95 {p95} ms")
+        lines.append(f"  error rate {rate_text(s['error_rate'], s['error_rate_ci'])} · "
+                     f"throughput {rps(s['achieved_rps'])} rps achieved of "
+                     f"{rps(s['offered_rps'])} offered")
+    return lines
+
+
+def sla_parts(load: Mapping[str, Any] | None) -> list[RenderableType]:
+    """`sla_lines` on a terminal, each verdict in its colour."""
+    parts: list[RenderableType] = []
+    for line in sla_lines(load):
+        if line.startswith("  "):
+            parts.append(Text(line, style="dim"))
+            continue
+        text = Text(line)
+        for word, style in _STYLE.items():
+            text.highlight_regex(rf"(?<=ms ){word}\b|(?<=: ){word}(?= —)", style)
+        parts.append(text)
     return parts
 
 

@@ -16,7 +16,7 @@ from ix.report import outcome_text
 from ix.report.answer import metric_name
 from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
-from ix.report.load_test import percentiles, rate_text, rps, schedule_text
+from ix.report.load_test import percentiles, rate_text, rps, schedule_text, sla_lines
 from ix.report.pairwise_text import pairwise_lines
 from ix.report.terminal import (
     METRIC_NAMES,
@@ -111,7 +111,12 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                 else ""), ""]
     if r.get("reason"):
         lines += [f"**{md_text(r['status'])}:** {md_text(r['reason'])}", ""]
-    if report.get("screen"):
+    load = report.get("load")  # a service under load: its SLA is the answer, first
+    if load:
+        lines += ["## Service level", "", *(f"- {md_text(line.strip())}"
+                                            for line in sla_lines(load)), ""]
+        lines += _load(load)
+    elif report.get("screen"):
         lines += screen_markdown(report["screen"], r.get("sensor"))
         lines += _outcome_changes(report.get("outcomes"))
         paired = pairwise_lines(report.get("pairwise"))
@@ -126,21 +131,23 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                     [[row["probe_id"], _EXPECT.get(row["expectation"], row["expectation"]),
                       *(_cell(row["by_subject"].get(n)) for n in s["subjects"])]
                      for row in s["cases"]])
-    lines += _table(["subject", "precision", "recall", "F1", "TP/FP/FN/TN", "errors", "status"],
-                    [[n, *(estimate_text(m[k], m[f"{k}_ci"]) for k in ("precision", "recall",
-                                                                       "f1")),
-                      f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"], m["status"]]
-                     for n, m in s["metrics"].items()])
-    lines += _reliability(s["metrics"])
+    if not load:  # not a classifier's words for a service
+        lines += _table(["subject", "precision", "recall", "F1", "TP/FP/FN/TN", "errors",
+                         "status"],
+                        [[n, *(estimate_text(m[k], m[f"{k}_ci"]) for k in ("precision",
+                                                                           "recall", "f1")),
+                          f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", m["errors"],
+                          m["status"]] for n, m in s["metrics"].items()])
+        lines += _reliability(s["metrics"])
     lines += _sensors(report.get("sensors"))
     judged = judge_lines(report.get("judges") or [])
     if judged:
         lines += ["## Judges", "", "```text", *judged, "```", ""]
-    lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
+    if not load:
+        lines += _interpretation((report.get("answer") or {}).get("interpretation") or [])
     lines += _comparisons(report.get("comparisons") or [], r.get("sensor"))
     lines += _context(report.get("context"))
     lines += _sweep(report.get("sweep"))
-    lines += _load(report.get("load"))
     frontiers = frontier_lines(report)
     if frontiers:
         lines += ["## Frontier", "", *(f"- {md_text(line)}" for line in frontiers), ""]

@@ -46,15 +46,18 @@ def verdict_word(s: Mapping[str, Any]) -> str:
     return s["verdict"][0].split(" — ", 1)[0] if s["verdict"] else "no goal"
 
 
-def verdict_parts(s: Mapping[str, Any], *, last: bool) -> list[RenderableType]:
+def verdict_parts(s: Mapping[str, Any], *, last: bool,
+                  sla: Sequence[RenderableType] = ()) -> list[RenderableType]:
     """The goal's verdict and its evidence (`last`: evidence first, the verdict line last),
-    or, with no goal, the headline metric with its interval."""
+    or, with no goal, the headline metric with its interval (a load run's `sla` instead)."""
     lines = list(s["verdict"])
     # beside the verdict: the judge it rests on, checked against people or not
     judge = [Text("\n".join(s["judge"]), style="yellow")] if s.get("judge") else []
     # and the per-case gates it missed, each case named
     judge += [Text("\n".join(f"GATE FAILED — {line}" for line in s["gates"]), style="red")] \
         if s.get("gates") else []
+    if not lines and sla:
+        return [*sla, *judge]
     if not lines:
         h = s.get("headline")
         text = Text("no goal", style="bold")
@@ -195,10 +198,13 @@ def _cell(c: Mapping[str, Any] | None) -> Text:
 def screen_renderable(s: Mapping[str, Any], *, sensor: str | None = None,
                       verdict_last: bool = True, errors: RenderableType | None = None,
                       files: Sequence[str] = (),
-                      extra: Sequence[RenderableType] = ()) -> RenderableType:
+                      extra: Sequence[RenderableType] = (),
+                      sla: Sequence[RenderableType] = ()) -> RenderableType:
     """The screen: `ix run` (`verdict_last`, with the run's `files` above the verdict) or the
     head of `ix report` (the verdict under the title). `errors`: the errored-trials block;
-    `extra`: what follows the cases (a load test's latency table)."""
+    `extra`: what follows the cases (a load test's latency table). `sla`: a load run's
+    answer (`ix.report.load_test.sla_parts`): a service is judged by its objectives, so they
+    stand where the subject table, the cases and the headline metric would."""
     context = (s.get("answer") or {}).get("kind") == "context"
     names = [*(r["subject"] for r in s["answer"]["rows"])] if context else \
         [row["name"] for row in s["subjects"]]
@@ -214,10 +220,11 @@ def screen_renderable(s: Mapping[str, Any], *, sensor: str | None = None,
 
     parts: list[RenderableType] = [title(s)]
     if not verdict_last:
-        parts += [*verdict_parts(s, last=False), Text("")]
+        parts += [*verdict_parts(s, last=False, sla=sla), Text("")]
     if errors is not None:
         parts.append(errors)
-    parts.append(layout.Keyed(names, body))
+    if not sla:
+        parts.append(layout.Keyed(names, body))
     parts += extra
     if verdict_last:
         footer = Text(f"every table, case and diagnostic: `ix report {s['run_id']}`",
@@ -228,5 +235,5 @@ def screen_renderable(s: Mapping[str, Any], *, sensor: str | None = None,
         if s.get("skipped_cases"):
             footer.append(f"; {s['skipped_cases']} acceptable case(s) not run", style="dim")
         parts += [footer, *(Text(f, style="dim") for f in files), Text(""),
-                  *verdict_parts(s, last=True)]
+                  *verdict_parts(s, last=True, sla=sla)]
     return Group(*parts)

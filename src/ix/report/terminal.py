@@ -15,7 +15,7 @@ from ix.report import tables as layout
 from ix.report.answer import METRIC_NAMES, metric_name  # one table of display names
 from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
-from ix.report.load_test import load_parts
+from ix.report.load_test import load_parts, sla_parts
 from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen_text import screen_renderable
 
@@ -86,6 +86,8 @@ def rate_word(sensor: str | None) -> str:
 
 
 def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
+    """The cases' rates; then, but for a service under load (judged by its SLA, not as a
+    classifier), precision, recall and F1 and the reliability table."""
     s = report["summary"]
     word = rate_word(report["run"].get("sensor"))
     hit = "invoked" if word == "activation rate" else "passed"
@@ -104,6 +106,8 @@ def summary_tables(report: Mapping[str, Any]) -> list[RenderableType]:
                                 for k in ("precision", "recall", "f1")),
                         f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", str(m["errors"]),
                         str(m["status"]))
+    if report.get("load"):
+        return [table]
     return [table, Text(""), metrics, *reliability_parts(s["metrics"])]
 
 
@@ -704,21 +708,24 @@ def report_renderable(report: Mapping[str, Any]) -> RenderableType:
                    else ""), style="dim")
     board = report.get("leaderboard") or {}
     lead: list[RenderableType] = []
+    load = report.get("load")  # a service under load: its SLA first, in a service's words
     if report.get("screen"):  # the first screen, verdict first; the details follow
         lead = [screen_renderable(report["screen"], sensor=r.get("sensor"),
                                   verdict_last=False,
-                                  extra=[*outcome_change_parts(report),
-                                         *pairwise_parts(report.get("pairwise"))]),
+                                  extra=[*load_parts(load), *outcome_change_parts(report),
+                                         *pairwise_parts(report.get("pairwise"))],
+                                  sla=sla_parts(load)),
                 Text(""),
                 Text("details", style="bold underline"), Text("")]
     parts: list[RenderableType] = [head, Text(""), *lead,
                                    *answer_parts(report, verdict=not lead),
                                    *summary_tables(report), Text(""),
                                    *sensor_parts(report), *judge_parts(report),
-                                   *interpretation_parts(report), *comparison_parts(report),
+                                   *([] if load else interpretation_parts(report)),
+                                   *comparison_parts(report),
                                    *context_parts(report.get("context")),
                                    *sweep_parts(report.get("sweep")),
-                                   *load_parts(report.get("load")),
+                                   *([] if report.get("screen") else load_parts(load)),
                                    *case_stat_parts(report)]
     if len(board.get("rows") or []) > 1:  # one subject: nothing to rank
         name = METRIC_NAMES.get(board["metric"], board["metric"])

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ix.domain.errors import ConfigError, Warn
-from ix.fs.files import dumps, write_json_atomic, write_text_atomic
+from ix.fs.files import dumps, write_text_atomic
 from ix.fs.resolve import list_experiments
 from ix.store.layout import ARCHIVED_SUMMARIES, LATEST_SUMMARY, ExperimentDir, RunDir
 from ix.store.lookup import run_folders
@@ -40,7 +40,7 @@ from ix.store.runs import check_results
 from ix.store.spec import read_spec, write_spec
 from ix.store.spec_schema import RunSpec
 from ix.store.staging import RUN_ID, STAGE_PREFIX, STAGE_SUFFIX, pending_runs, staged
-from ix.store.summaries import save_summary
+from ix.store.summaries import save_summary, write_run_summary
 from ix.store.trial_scan import run_markers
 from ix.store.trials import TrialWriter, stamp
 
@@ -181,7 +181,7 @@ def write_run(results: Path, run_id: str, spec: RunSpec, summary: Mapping[str, A
     """A run into a `results/` folder nobody else sees yet (a new experiment's, staged)."""
     run = ExperimentDir(results).run(run_id)
     write_spec(run.path, spec)
-    write_json_atomic(run.summary, summary)
+    write_run_summary(run, summary)
     with TrialWriter(ExperimentDir(results).trials) as writer:
         writer.write_all(lines)
     save_summary(results, dict(summary), finished)
@@ -250,7 +250,7 @@ def _prepare(stage: Path, spec: RunSpec, summary: Mapping[str, Any],
     run.path.mkdir()
     write_spec(run.path, spec, create=False)
     text = dumps(summary)
-    write_text_atomic(run.summary, text, parents=False, shared=True)
+    write_run_summary(run, summary, text=text, parents=False)
     write_text_atomic(next(staged.archived_summaries(stamp(finished))), text, parents=False,
                       shared=True)
     write_text_atomic(staged.latest_summary, text, parents=False, shared=True)

@@ -10,6 +10,7 @@
         run.lock                held while the run writes
         paused                  there while the run is paused (`store/pausing.py`)
         summary.json            its summary
+        summary.csv             the same, one row per subject and metric (`eval/summary_table.py`)
         report.json             what `ix report` reads besides it (`api/reports.py`)
         report.<format>         what its `reporters:` wrote (`api/reporters.py`): report.txt,
                                 .md, .html, .data.json, .junit.xml, .github.md
@@ -47,6 +48,7 @@ SPEC_FILE = "spec.yaml"
 LOCK_FILE = "run.lock"
 PAUSED_FILE = "paused"  # `ix pause`'s marker: no new trial starts while it is there
 SUMMARY_FILE = "summary.json"
+SUMMARY_CSV = "summary.csv"  # the summary as a table, beside it (`eval/summary_table.py`)
 REPORT_FILE = "report.json"  # the report's trial sections and statistics, kept by `ix run`
 ANNOTATIONS_FILE = "annotations.jsonl"
 LABELS_FILE = "labels.jsonl"  # people's labels of judged trials (`store/labels.py`)
@@ -84,6 +86,10 @@ class RunDir:
     @property
     def summary(self) -> Path:
         return self.path / SUMMARY_FILE
+
+    @property
+    def summary_csv(self) -> Path:
+        return self.path / SUMMARY_CSV
 
     @property
     def report(self) -> Path:
@@ -233,5 +239,5 @@ class OptimizeDir:
 
 __all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "BATCHES_FILE", "LATEST_SUMMARY",
            "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PAIRWISE_FILE", "PROPOSER_LOG",
-           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_FILE", "TRACES_DIR", "TRIALS_FILE",
-           "ExperimentDir", "OptimizeDir", "RunDir"]
+           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_CSV", "SUMMARY_FILE", "TRACES_DIR",
+           "TRIALS_FILE", "ExperimentDir", "OptimizeDir", "RunDir"]

@@ -115,8 +115,7 @@ class RunRecorder:
             self._lines = []
             return self.run.summary
         # never recreated: a lab deleted under a run stays deleted
-        path = save_summary(results, summary, finished, also=(self.run.summary,),
-                            parents=False)
+        path = save_summary(results, summary, finished, self.run, parents=False)
         self.write_spec(spec)
         return path
 

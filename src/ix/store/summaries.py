@@ -19,6 +19,7 @@ import orjson
 from ix._lazy import Loading, in_background
 from ix.domain.errors import ConfigError
 from ix.eval.schema_version import SCHEMA_VERSION
+from ix.eval.summary_table import summary_csv
 from ix.fs.files import dumps, write_text_atomic
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.trials import stamp
@@ -80,16 +81,27 @@ def read_summary(run_dir: Path, *, checked: str | None = None) -> Summary:
 
 
 def save_summary(results_dir: Path, summary: Mapping[str, Any], finished: datetime,
-                 also: tuple[Path, ...] = (), *, parents: bool = True) -> Path:
+                 run: RunDir | None = None, *, parents: bool = True) -> Path:
     """`summary-<stamp>.json` (never overwriting an older one), `summary-latest.json`, and
-    the same text at each path of `also`. `parents=False`: a deleted `results_dir` is an
-    error (`FileNotFoundError`), not recreated."""
+    with `run` the run's own pair (`write_run_summary`). `parents=False`: a deleted
+    `results_dir` is an error (`FileNotFoundError`), not recreated."""
     text = dumps(summary)
     place = ExperimentDir(results_dir)
     archived = next(p for p in place.archived_summaries(stamp(finished)) if not p.exists())
-    for path in (archived, place.latest_summary, *also):
+    for path in (archived, place.latest_summary):
         write_text_atomic(path, text, parents=parents, shared=True)
+    if run is not None:
+        write_run_summary(run, summary, text=text, parents=parents)
     return archived
+
+
+def write_run_summary(run: RunDir, summary: Mapping[str, Any], *, text: str | None = None,
+                      parents: bool = True) -> None:
+    """The run folder's `summary.json` and, beside it, `summary.csv` (the same figures, one
+    row per subject and metric: `ix.eval.summary_table`)."""
+    write_text_atomic(run.summary, dumps(summary) if text is None else text, parents=parents,
+                      shared=True)
+    write_text_atomic(run.summary_csv, summary_csv(summary), parents=parents, shared=True)
 
 
 def checked_sha256(run_dir: Path) -> str | None:

@@ -151,6 +151,18 @@ def test_ix_report_by_correlates_with_case_files_and_prints_percentiles(lab):
     assert data["percentiles"]["by_subject"]["t"][0]["n"] == 8
     text = ix_in_process("report", "e", "--lab", str(lab), "--by", "difficulty").stdout
     assert "score percentiles per case" in text and "difficulty ~ right share" in text
+    md = ix_in_process("report", "e", "--lab", str(lab), "--by", "difficulty", "--format",
+                       "md").stdout
+    assert "## Score percentiles per case" in md
+    assert r"difficulty \~ right share" in md  # Markdown's strikethrough mark, escaped
+    page = lab / "r.html"
+    assert ix_in_process("report", "e", "--lab", str(lab), "--by", "difficulty", "--format",
+                         "html", "--out", str(page)).code == 0
+    html = page.read_text(encoding="utf-8")
+    p50 = data["percentiles"]["by_subject"]["t"][0]["percentiles"][1]
+    assert 'id="per-case"' in html and "difficulty ~ right share per case, t: r = " in html
+    ci = p50["ci"]
+    assert f"{p50['value']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" in html  # as the table prints it
 
 
 def test_ix_report_by_an_unknown_property_exits_2_naming_it(lab):

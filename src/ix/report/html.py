@@ -22,6 +22,7 @@ from markupsafe import Markup
 from ix._lazy import lazy
 from ix.report import charts, load_test, outcome_text
 from ix.report.answer import metric_name
+from ix.report.case_stats import correlation_lines, frontier_lines, percentile_table
 from ix.report.judge_text import judge_lines
 from ix.report.pairwise_text import pairwise_lines
 from ix.report.terminal import ci, fmt, rate_cell, rate_word, several_sensors
@@ -119,7 +120,10 @@ def _context(report: Mapping[str, Any]) -> dict[str, Any]:
             "top": TOP_FAILURES, "rate_word": rate_word(report["run"].get("sensor")),
             "sensor_rows": _sensor_rows(report), **_outcomes(report.get("outcomes")),
             "judge_lines": judge_lines(report.get("judges") or []),
-            "pairwise_lines": pairwise_lines(report.get("pairwise"))}
+            "pairwise_lines": pairwise_lines(report.get("pairwise")),
+            "frontier_lines": frontier_lines(report),
+            "percentiles": percentile_table(report),
+            "correlation_lines": correlation_lines(report)}
 
 
 def _outcomes(outcomes: Any) -> dict[str, Any]:

@@ -178,7 +178,8 @@ def test_preloading_a_run_counts_exactly_what_adding_each_trial_does():
     state.usage["s"] = [5, 6, 0.5]
     for mode in ("resume", "retry_failed"):
         run = Continuation("R", mode, {"trials_mode": {"mode": "fixed"}, "trials": 70}, state)
-        plan = SimpleNamespace(cases=cases, adaptive=False, trials=70, min_trials=2)
+        plan = SimpleNamespace(cases=cases, adaptive=False, trials=70, min_trials=2,
+                               curriculum=None)
         fast, slow = Tally(cases), Tally(cases)
         _preload({"s": fast}, run, plan)
         for _subject, probe_id, trial, code in state.outcomes():

@@ -1,6 +1,7 @@
 """The `ix` command's side of `ix serve` (warm start): hand the command to a running server.
 
-Imported by the console script before anything heavy, so it uses the standard library only.
+Imported by the console script before anything heavy, so it uses the standard library only,
+and imports `socket` and `json` only once a server's socket is there.
 When a server answers on `socket_path()` and runs this very ix (same package, version and
 Python), the command line, working folder, environment and this process's stdin, stdout and
 stderr (the descriptors themselves, SCM_RIGHTS) go to it; it forks a warm child that runs
@@ -13,15 +14,21 @@ here as usual, silently.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
-import socket
 import struct
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ix._lazy import lazy
 from ix._version import __version__
+
+if TYPE_CHECKING:
+    import json
+    import socket
+else:  # every `ix` starts here: without a server's socket, it needs neither (~7 ms)
+    json = lazy("json")
+    socket = lazy("socket")
 
 SOCKET_ENV = "IX_SERVE_SOCKET"  # where the server listens (default: `socket_path()`)
 OPT_OUT = "IX_NO_SERVE"  # set (not 0): never use a server

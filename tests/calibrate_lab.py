@@ -7,12 +7,11 @@ run by `agent-cli` (`expensive.py`) that sleeps, fires on those words unless its
 otherwise (one trial in ten), and reports a price of $0.01 a trial.
 """
 
-import itertools
-import random
 import sys
 from pathlib import Path
 
-WORDS = ("columns", "nulls", "dtypes", "cardinality", "spreadsheet", "outliers")
+from optimize_lab import WORDS, write_cases
+
 NOT_PROMPTS = (
     "Rebase my feature branch onto main and fix the conflicts.",
     "Write a haiku about autumn leaves.", "Translate this paragraph into French.",
@@ -60,16 +59,7 @@ def make_lab(lab: Path, subjects: str, n: int = 12) -> Path:
         "name: profiling\nruntime: {kind: lexical, temperature: 0}\n"
         "sensor: {kind: activation, skill: table-profile}\ntrials: 3\n"
         f"subjects:\n{subjects}", encoding="utf-8")
-    combos = list(itertools.combinations(WORDS, 3))
-    random.Random(1).shuffle(combos)
-    for i in range(n):
-        a, b, c = combos[i % len(combos)]
-        (experiment / "cases" / f"must-{i:03d}.md").write_text(
-            f"---\nexpectation: must_trigger\n---\nCheck the {a}, {b} and {c} of "
-            f"orders_{i}.xlsx for me.\n", encoding="utf-8")
-        (experiment / "cases" / f"not-{i:03d}.md").write_text(
-            f"---\nexpectation: should_not_trigger\n---\n{NOT_PROMPTS[i % len(NOT_PROMPTS)]}\n",
-            encoding="utf-8")
+    write_cases(experiment, n, NOT_PROMPTS)
     return lab
 
 

@@ -51,6 +51,13 @@ def make_lab(lab: Path, n: int = 15) -> Path:
         "name: profiling\nruntime: {kind: lexical, temperature: 0}\n"
         "sensor: {kind: activation, skill: table-profile}\ntrials: 1\n"
         "subjects:\n  - name: tp\n    skills: [table-profile, git-helper]\n", encoding="utf-8")
+    write_cases(experiment, n)
+    return lab
+
+
+def write_cases(experiment: Path, n: int, not_prompts: tuple[str, ...] = NOT_PROMPTS) -> None:
+    """`n` must cases asking to profile a spreadsheet (three of `WORDS` each, in a seeded
+    order) and `n` should-not cases from `not_prompts`, in the experiment's cases/."""
     combos = list(itertools.combinations(WORDS, 3))
     random.Random(1).shuffle(combos)
     for i in range(n):
@@ -59,9 +66,8 @@ def make_lab(lab: Path, n: int = 15) -> Path:
             f"---\nexpectation: must_trigger\n---\nCheck the {a}, {b} and {c} of "
             f"orders_{i}.xlsx for me.\n", encoding="utf-8")
         (experiment / "cases" / f"not-{i:03d}.md").write_text(
-            f"---\nexpectation: should_not_trigger\n---\n{NOT_PROMPTS[i % len(NOT_PROMPTS)]}\n",
+            f"---\nexpectation: should_not_trigger\n---\n{not_prompts[i % len(not_prompts)]}\n",
             encoding="utf-8")
-    return lab
 
 
 @functools.cache

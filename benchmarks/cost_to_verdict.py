@@ -13,6 +13,9 @@ function the engine calls after each round — and a fixed run with one look thr
 function (at one look the credibility is the goal's own). `trials: auto` stops each case by
 `ix.stats.sequential.StoppingRule` (the engine's rule, min 2). Every replicate draws the
 cases and all `--trials` trials of both subjects once, and each design reads what it needs.
+A last row, "SPRT floor", is no design ix offers: Wald's SPRT (`sprt_floor`), told the true
+σ and looking after every case, is the least any stopping rule with its error rates can
+spend on average (Wald–Wolfowitz), so it shows how far below `stop: goal` a target can be.
 
 Targets: false "supported" at effect = min_effect and false "refuted" at 2 × min_effect each
 ≤ 0.05 under every design; `stop: goal` using ≤ 60% of the fixed design's calls on average
@@ -36,6 +39,7 @@ from ix.stats.sequential import StoppingRule, look_credibility
 
 POPULATIONS = ("uniform", "Beta(0.5,0.5)", "mix", "40% 0, 40% 1, 20% U")
 DESIGNS = ("fixed", "auto", "stop: goal", "stop: goal + auto")
+FLOOR = "SPRT floor"
 
 
 def population(rng: np.random.Generator, name: str, n: int) -> np.ndarray:
@@ -66,7 +70,33 @@ def auto_used(rule: StoppingRule, draws: np.ndarray) -> np.ndarray:
     return out
 
 
-def replicate(goal, scenario, rng, n_fixed, pool, trials, looks, rule):
+def sigma_of(s: Scenario) -> float:
+    """The standard deviation of one case's paired difference of rates (treatment − control,
+    each over `s.trials` trials), over the population: between cases plus binomial noise."""
+    d = s.treatment - s.control
+    noise = (s.treatment * (1 - s.treatment) + s.control * (1 - s.control)) / s.trials
+    return float(np.sqrt(d.var() + noise.mean()))
+
+
+def sprt_floor(scenario, rng, m, sigma, trials, cap, alpha=0.05, beta=0.2):
+    """Wald's SPRT of H0: effect = m against H1: effect = 2m on the cases' paired differences,
+    case by case, with σ known and no budget but `cap` cases: no design ix could run (it knows
+    σ and looks after every case), and by the Wald–Wolfowitz theorem no test with its error
+    rates uses fewer cases on average. It is here as the floor the call ratio can reach.
+    (verdict, calls): "supported" on H1, "not supported" on H0 (or at the cap)."""
+    idx = rng.choice(scenario.control.size, cap)
+    k = [rng.binomial(trials, theta[idx]) for theta in (scenario.control, scenario.treatment)]
+    d = (k[1] - k[0]) / trials
+    llr = np.cumsum(m / sigma ** 2 * (d - 1.5 * m))
+    up, down = np.log((1 - beta) / alpha), np.log(beta / (1 - alpha))
+    crossed = np.flatnonzero((llr >= up) | (llr <= down))
+    if crossed.size == 0:
+        return "not supported", 2 * trials * cap
+    n = int(crossed[0])
+    return ("supported" if llr[n] >= up else "not supported"), 2 * trials * (n + 1)
+
+
+def replicate(goal, scenario, rng, n_fixed, pool, trials, looks, rule, sigma):
     """One replicate: {design: (verdict, calls)}."""
     idx = rng.choice(scenario.control.size, pool)
     draws = [rng.random((pool, trials)) < theta[idx, None]
@@ -95,6 +125,8 @@ def replicate(goal, scenario, rng, n_fixed, pool, trials, looks, rule):
             look = judge_look(goal, *tallies, cases[:n_fixed], looks=1, last=True,
                               interval=False)
         out[design] = (look.decision, int(sum(u[run].sum() for u in used)))
+    out[FLOOR] = sprt_floor(scenario, rng, float(goal["min_effect"]), sigma, trials,
+                            8 * n_fixed)
     return out
 
 
@@ -131,14 +163,15 @@ def main() -> None:
         base = Scenario(must, control, control, args.trials)
         n_fixed = size_goal(goal, shifted(base, "activation_rate", 2 * m)).cases or 0
         pool = max(n_fixed, round(args.pool * n_fixed))
+        sigma = sigma_of(shifted(base, "activation_rate", 2 * m))
         for effect in (f * m for f in args.effects):
             s = shifted(base, "activation_rate", effect)
             res = [replicate(goal, s, np.random.default_rng([args.seed, p, int(effect * 1e6),
                                                              r]),
-                             n_fixed, pool, args.trials, args.looks, rule)
+                             n_fixed, pool, args.trials, args.looks, rule, sigma)
                    for r in range(args.reps)]
             fixed_calls = np.array([r["fixed"][1] for r in res], dtype=float)
-            for design in DESIGNS:
+            for design in (*DESIGNS, FLOOR):
                 verdicts = [r[design][0] for r in res]
                 calls = np.array([r[design][1] for r in res], dtype=float)
                 ratio = calls / fixed_calls
@@ -148,6 +181,8 @@ def main() -> None:
                 print(f"| {name} | {effect:g} | {design} | {n_fixed} | {sup:.3f} | {ref:.3f} | "
                       f"{calls.mean():.0f} | {ratio.mean():.2f}, {q1:.2f}, {med:.2f}, "
                       f"{q3:.2f} |", flush=True)
+                if design == FLOOR:
+                    continue  # not a design ix offers: no target
                 if effect == m and sup > 0.05:
                     failures.append(f"{name} {design}: false supported {sup:.3f} at m")
                 if effect == 2 * m and ref > 0.05:

@@ -152,6 +152,10 @@ def sensor_keys(names: Sequence[str]) -> list[str]:
     return out
 
 
+#: `sensor_keys` of the sensor names a trial's readings came in (`Tally.sense`), by names.
+_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 @dataclass
 class _Counts:
     valid: int = 0
@@ -227,21 +231,32 @@ class Tally:
     def sense(self, probe_id: str, readings: Iterable[tuple[str, bool | None]]) -> None:
         """Count one valid trial's readings, (sensor name, passed) in the sensors' order; a
         reading with no verdict (passed None: n/a) is not counted, as no valid trial."""
-        names, passed = [], []
-        for name, ok in readings:
-            names.append(name)
-            passed.append(ok)
-        for key, ok in zip(sensor_keys(names), passed, strict=True):
-            by_case = self.sensors.setdefault(key, {})  # listed, even with no verdict yet
+        pairs = tuple(readings)
+        names = tuple(name for name, _ in pairs)
+        keys = _KEYS.get(names)
+        if keys is None:  # a run's trials have one list of sensors, or a few
+            keys = tuple(sensor_keys(names))
+            if len(_KEYS) < 1024:
+                _KEYS[names] = keys
+        sensors = self.sensors
+        for key, (_, ok) in zip(keys, pairs, strict=True):
+            by_case = sensors.get(key)
+            if by_case is None:  # listed, even with no verdict yet
+                by_case = sensors[key] = {}
             if ok is None:
                 continue
-            cell = by_case.setdefault(probe_id, [0, 0])
+            cell = by_case.get(probe_id)
+            if cell is None:
+                cell = by_case[probe_id] = [0, 0]
             cell[0] += ok
             cell[1] += 1
 
     def route(self, probe_id: str, first_invoked: str | None) -> None:
         """Count which skill took one valid trial's prompt (`ix.eval.routing`)."""
-        self.routes.setdefault(probe_id, Counter())[first_invoked] += 1
+        counter = self.routes.get(probe_id)
+        if counter is None:
+            counter = self.routes[probe_id] = Counter()
+        counter[first_invoked] += 1
 
     def case_trials(self, case: EvalCase) -> CaseTrials:
         """What a scorer sees of `case`: its counts and its mean score."""

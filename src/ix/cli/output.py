@@ -107,7 +107,7 @@ def diagnostic(prefix: str, message: str, style: str = "") -> None:
     the text of `message` (never markup), any secret of the environment in it `[REDACTED]`,
     wrapped to the width by `ix.report.tables.hanging` (continuations indented, never a
     value cut)."""
-    lines = hanging(f"{prefix} {_redact(message)}", err.width)
+    lines = hanging(f"{prefix} {_redact(message)}", err.width, keep=len(prefix))
     text = Text("\n".join(lines), no_wrap=True, overflow="ignore")  # laid out: as it is
     if style:
         text.stylize(style, 0, len(prefix))

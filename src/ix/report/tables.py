@@ -266,18 +266,19 @@ def _cuts(plain: str, width: int) -> list[int]:
     return cuts
 
 
-def hanging(text: str, width: int, hang: int = 2) -> list[str]:
+def hanging(text: str, width: int, hang: int = 2, keep: int = 0) -> list[str]:
     """`text` in lines of at most `width` cells by ix's one rule (`_cuts`), each line's
-    continuation indented `hang` columns deeper than it: a message on stderr (`ix: warning:
-    ...`) keeps its prefix on its first line, where grep finds it. Lines break at spaces only
-    (never inside brackets `[too-few-cases]`, an interval or a `command`); a token wider than
-    a line (a path, a URL) stands whole on a line of its own. Only the spaces at the breaks
-    are dropped: no word is cut or lost."""
+    continuation indented `hang` columns deeper than it, its first `keep` characters (a prefix,
+    `ix: warning:`) never broken: a message on stderr keeps its prefix on its first line,
+    where grep finds it. Lines break at spaces only (never inside brackets `[too-few-cases]`,
+    an interval or a `command`); a token wider than a line (a path, a URL) stands whole on a
+    line of its own. Only the spaces at the breaks are dropped: no word is cut or lost."""
     lines: list[str] = []
-    for line in text.split("\n"):
+    for n, line in enumerate(text.rstrip().split("\n")):
         line = line.rstrip()
         pad = " " * (len(line) - len(line.lstrip(" ")) + hang)
-        cut = next(iter(_cuts(line, width)), len(line))
+        glued = line if n else line[:keep].replace(" ", "\xa0") + line[keep:]  # no break
+        cut = next(iter(_cuts(glued, width)), len(line))
         lines.append(line[:cut].rstrip())
         rest = line[cut:]
         cuts = _cuts(rest, max(1, width - len(pad)))

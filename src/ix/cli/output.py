@@ -24,7 +24,7 @@ class _Out(Console):
 
     def __init__(self, *args: Any, lines: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lines = lines  # off a terminal, each message one line (stderr: to be grepped)
+        self.lines = lines  # off a terminal, lines as written (`diagnostic` lays out `ix:`)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
         if self.lines and not self.is_terminal:

@@ -347,9 +347,12 @@ def test_a_message_wraps_at_spaces_and_never_cuts_a_path_a_command_or_a_code():
     assert lines[-1].endswith(" [too-few-cases]")
     assert hanging("ix: error: short", 80, keep=10) == ["ix: error: short"]
     assert hanging("ix: warning: 00000000", 20, keep=12) == ["ix: warning:", "  00000000"]
+    # a prefix wider than the line is broken as any text is: no line wider than it needs
+    long = hanging("run 20261130T153522Z-0e2bf4 of exp failed: no key", 30, keep=42)
+    assert long == ["run 20261130T153522Z-0e2bf4 of", "  exp failed: no key"]
     # a message of several lines: each wrapped, its continuations under its own indent
-    assert hanging("ix: error: a b\n  c d e", 6, keep=10) == [
-        "ix: error:", "  a b", "  c d", "    e"]
+    assert hanging("ix: error: a b\n  c d e f g h", 10, keep=10) == [
+        "ix: error:", "  a b", "  c d e f", "    g h"]
 
 
 @given(st.lists(st.text("abcxyz019/.-_", min_size=1, max_size=120), min_size=1, max_size=40),

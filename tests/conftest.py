@@ -367,3 +367,11 @@ def too_wide(text: str, width: int = 80) -> list[str]:
     whole to be pasted."""
     return [line for line in text.splitlines() if cell_len(line.rstrip()) > width
             and not re.fullmatch(r"\s*(\S+: )?/\S+", line.rstrip())]
+
+
+def flat(stderr: str) -> str:
+    """`stderr` with each message on one line, as grep would read it unwrapped: a message
+    wrapped to the width (`ix.report.tables.hanging`) has its indented continuation lines
+    joined to its first, every run of whitespace one space."""
+    joined = re.sub(r"\n[ \t]+(?=\S)", " ", stderr)
+    return "\n".join(" ".join(line.split()) for line in joined.splitlines())

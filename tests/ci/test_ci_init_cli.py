@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, ROUTING_ONLY, ix_in_process, run_ix  # type: ignore[attr-defined]
+from conftest import EXAMPLE_LAB, ROUTING_ONLY, flat, ix_in_process, run_ix  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_the_default_is_github_and_says_what_is_left_to_do(repo):
     assert r.stdout.startswith(f"wrote {repo / '.github/workflows/ix.yml'} (GitHub Actions)")
     assert "gate: skill-activation against baseline-skill-activation (not tagged yet)" \
         in r.stdout
-    assert "ix tag RUN TAG" in r.stderr
+    assert "ix tag RUN TAG" in flat(r.stderr)
 
 
 def test_an_existing_file_is_refused_without_force(repo):
@@ -49,7 +49,7 @@ def test_an_existing_file_is_refused_without_force(repo):
     target = repo / ".github/workflows/ix.yml"
     target.write_text("# mine\n")
     r = run_ix("ci", "init", "--lab", "lab", "--schedule", "0 5 * * *", cwd=repo)
-    assert r.code == 2 and str(target) in r.stderr and "--force" in r.stderr
+    assert r.code == 2 and str(target) in flat(r.stderr) and "--force" in flat(r.stderr)
     assert "Traceback" not in r.output and target.read_text() == "# mine\n"
     r = ix_in_process("ci", "init", "--lab", "lab", "--schedule", "0 5 * * *", "--force",
                       cwd=repo)
@@ -67,7 +67,7 @@ def test_an_existing_file_is_refused_without_force(repo):
 ])
 def test_bad_input_exits_2_and_writes_nothing(repo, args, says):
     r = ix_in_process("ci", "init", "--lab", "lab", *args, cwd=repo)
-    assert r.code == 2 and says in r.stderr, r.output
+    assert r.code == 2 and says in flat(r.stderr), r.output
     assert "Traceback" not in r.output and "secretvalue" not in r.output
     assert not (repo / ".github").exists() and not (repo / ".gitlab-ci.yml").exists()
 
@@ -103,7 +103,7 @@ def test_a_name_ci_would_run_is_exit_2_naming_the_field_and_nothing_is_written(r
         ix = run_ix if name == shell else ix_in_process  # a sample through the real command
         r = ix("ci", "init", flag, "--lab", lab, name, "--baseline", "base", *out, cwd=repo)
         assert r.code == 2 and r.stdout == "", (lab, name, r.output)
-        [line] = r.stderr.splitlines()
+        [line] = flat(r.stderr).splitlines()
         assert line.startswith(f"ix: error: {field}: ") and f"holds {bad}" in line
         assert not (repo / ".github").exists() and not (repo / ".gitlab-ci.yml").exists()
     assert not (repo / "pwned").exists()

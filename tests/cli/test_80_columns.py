@@ -4,16 +4,21 @@ back (whole, or any unique prefix or suffix), and Markdown is never wrapped (doc
 "Output at any width"). The output is asked in process (`ix_in_process`: the same `main`,
 whose console reads COLUMNS from the environment it is given); the real `ix` prints the same
 at both widths for a sample of the commands (`REAL`), and keeps the contracts of its own:
-`--help`, and an ambiguous run id refused with exit 2 on one line."""
+`--help`, and an ambiguous run id refused with exit 2 in one message. stderr's messages
+(`ix: warning: ...`, `ix: error: ...`) wrap to the width too, by one function
+(`ix.report.tables.hanging`), never cutting a path, a `command` or a `[code]`."""
 
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from conftest import EXAMPLE_LAB, ix_in_process, run_ix, too_wide, write
+from conftest import EXAMPLE_LAB, flat, ix_in_process, run_ix, too_wide, write
+from ix.report.tables import hanging
 
 SUBJECTS = ["xlsx-only", "xlsx-plus-docx", "xlsx-plus-docx-pdf", "xlsx-plus-docx-pdf-pptx"]
 CASES = ["must-quarterly-revenue-pivot-table-by-region", "must-002", "must-003", "must-004",
@@ -241,7 +246,7 @@ def test_a_unique_prefix_or_suffix_names_a_run_and_an_ambiguous_one_lists_every_
         if args[0] == "report":  # the contract, through the real command once
             assert run_ix(*args, "--lab", str(lab)) == r
         assert r.code == 2, (args, r.output)
-        line = r.stderr.strip()
+        line = flat(r.stderr.strip())  # one message (wrapped to the width)
         assert line.startswith("ix: error:") and "\n" not in line and "Traceback" not in line
         assert a in line and b in line, line  # every candidate, so one can be pasted
     r = ix_in_process("run", EXPERIMENTS[0], "--resume", "--run", a[-6:], "--lab", str(lab),
@@ -314,3 +319,65 @@ def test_validate_and_report_of_expanded_names_fit_80_columns(context_lab):
     assert "failure analysis" in rep.stdout
     # the real command, as `main` prints it in process (the run above was made in process)
     assert ix_in_process("report", "--lab", str(lab), env=NARROW, cwd=lab / "long-context") == rep
+
+
+# ------------------------------------------------------- stderr: messages wrapped, never cut
+
+LONG_PATH = "/tmp/" + "/".join(["a-rather-long-folder-name"] * 5) + "/experiment.yaml"
+
+
+def _held(text: str, lines: list[str], width: int, prefix: str) -> None:
+    """What `hanging` promises: every word kept, in order; the prefix on the first line; each
+    later line indented; no line wider than `width` but a single token too long to break."""
+    assert " ".join(" ".join(lines).split()) == " ".join(text.split())
+    assert lines[0].startswith(prefix)
+    assert all(line.startswith("  ") and line[2:3] != " " for line in lines[1:]), lines
+    assert all(cell_len(line) <= width or " " not in line.strip() for line in lines), lines
+
+
+def test_a_message_wraps_at_spaces_and_never_cuts_a_path_a_command_or_a_code():
+    text = (f"ix: warning: {LONG_PATH}: cases: 17 must_trigger cases: the goal (recall "
+            "decrease beyond 0.05) needs about 1250 must_trigger cases if the true effect is "
+            "-0.1 (twice min_effect); `ix plan coexistence --trials 5` simulates ix's own "
+            "rule [too-few-cases]")
+    lines = hanging(text, 80, keep=len("ix: warning:"))
+    _held(text, lines, 80, "ix: warning:")
+    assert len(lines) > 3 and f"  {LONG_PATH}:" in lines  # longer than 80: whole, alone
+    assert any("`ix plan coexistence --trials 5`" in line for line in lines)
+    assert lines[-1].endswith(" [too-few-cases]")
+    assert hanging("ix: error: short", 80, keep=10) == ["ix: error: short"]
+    assert hanging("ix: warning: 00000000", 20, keep=12) == ["ix: warning:", "  00000000"]
+    # a prefix wider than the line is broken as any text is: no line wider than it needs
+    long = hanging("run 20261130T153522Z-0e2bf4 of exp failed: no key", 30, keep=42)
+    assert long == ["run 20261130T153522Z-0e2bf4 of", "  exp failed: no key"]
+    # a message of several lines: each wrapped, its continuations under its own indent
+    assert hanging("ix: error: a b\n  c d e f g h", 10, keep=10) == [
+        "ix: error:", "  a b", "  c d e f", "    g h"]
+
+
+@given(st.lists(st.text("abcxyz019/.-_", min_size=1, max_size=120), min_size=1, max_size=40),
+       st.integers(20, 200))
+def test_any_message_keeps_every_word_within_the_width(words, width):
+    text = "ix: warning: " + " ".join(words)
+    _held(text, hanging(text, width, keep=len("ix: warning:")), width, "ix: warning:")
+
+
+def test_validate_of_the_example_lab_prints_its_warnings_within_80_columns(tmp_path):
+    """The design warnings of the examples (too few cases, one trial, a key not set) are
+    each 200-400 characters: through a pipe at 80 columns each wraps, its `ix: warning:`
+    first, the rest of it indented, every word kept."""
+    lab = tmp_path / "lab"
+    shutil.copytree(EXAMPLE_LAB, lab, ignore=shutil.ignore_patterns("results", "artifacts"))
+    r = run_ix("validate", "--lab", str(lab), env={"COLUMNS": "80", "EXAMPLE_API_KEY": ""})
+    assert r.code == 0, r.output
+    assert not too_wide(r.stdout) and not too_wide(r.stderr), too_wide(r.output)
+    messages = flat(r.stderr).splitlines()
+    assert len(messages) >= 5 and all(m.startswith("ix: warning: ") for m in messages), \
+        r.stderr
+    assert sum("[too-few-cases]" in m for m in messages) >= 3, r.stderr
+    assert f"{lab / 'coexistence' / 'experiment.yaml'}: cases: 17 must_trigger cases" \
+        in flat(r.stderr)
+    assert "`ix plan coexistence` simulates" in flat(r.stderr)
+    assert r.stderr.count("ix: warning:") == len(messages)  # a prefix per message, for grep
+    assert all(line.startswith(("ix: warning:", "  ")) for line in r.stderr.splitlines())
+    assert max(map(len, messages)) > 200  # demanding: what was one line is wrapped

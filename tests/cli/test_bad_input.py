@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, case, ix_in_process, mock_experiment, run_ix, tree_digest, write
+from conftest import Result, case, flat, ix_in_process, mock_experiment, run_ix, tree_digest, write
 from ix.runtimes import available
 
 EXP = "exp"
@@ -334,7 +334,7 @@ def check_refused(result: Result, bad: Bad, lab: Path, before: dict[str, str]) -
     assert no_results(lab), "a results/ folder was created\n" + shown
     if bad.usage:
         return
-    message = result.stderr.rstrip("\n")
+    message = flat(result.stderr.rstrip("\n"))  # one message, unwrapped
     assert "\n" not in message, "more than one line on stderr\n" + shown
     assert message.startswith("ix: error:"), shown
     if bad.file is not None:
@@ -421,7 +421,7 @@ def test_one_bad_experiment_stops_the_whole_run(lab: Path, tmp_path: Path) -> No
 
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
-    message = result.stderr.rstrip("\n")
+    message = flat(result.stderr.rstrip("\n"))  # one message, unwrapped
     assert "\n" not in message and message.startswith("ix: error:"), result.output
     assert "b-bad/cases/must-002.md" in message and "expectation" in message, result.output
     assert tree_digest(lab) == before
@@ -449,7 +449,7 @@ def test_earlier_results_are_untouched_by_a_bad_run(lab: Path, tmp_path: Path) -
         again = ix_in_process(command, "--lab", str(lab), cwd=tmp_path)
         assert again.code == 2, again.output
         assert "Traceback" not in again.output
-        message = again.stderr.rstrip("\n")
+        message = flat(again.stderr.rstrip("\n"))  # one message, unwrapped
         assert "\n" not in message and message.startswith("ix: error:"), again.output
         assert "cases/must-002.md" in message, again.output
         assert tree_digest(exp / "results") == results_before

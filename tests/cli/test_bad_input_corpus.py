@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Result, ix_in_process, run_ix, tree_digest
+from conftest import REPO, Result, flat, ix_in_process, run_ix, tree_digest
 
 CORPUS = REPO / "tests" / "bad_inputs"
 HUGE_BYTES = 17 * (1 << 20)  # above ix's 16 MiB limit for a text file
@@ -153,7 +153,7 @@ def problems_with(result: Result, expect: Expect, root: Path, before: dict[str, 
         found.append("a traceback")
     if result.stdout:
         found.append("something on stdout")
-    message = result.stderr.rstrip("\n")
+    message = flat(result.stderr.rstrip("\n"))  # one message, unwrapped
     if "\n" in message:
         found.append("more than one line on stderr")
     if not message.startswith("ix: error:"):

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from calibrate_lab import agent, make_lab
-from conftest import ix_in_process, run_ix
+from conftest import flat, ix_in_process, run_ix
 from ix.api.schemas import SCHEMAS
 
 
@@ -46,7 +46,7 @@ def test_the_json_output_is_its_schema_and_bad_input_exits_2(tmp_path):
     assert data["duration_ms"]["subject"] >= 50  # the program sleeps 50 ms a trial
     bad = _lab(tmp_path / "b", proxy="lexicl")
     r = ix_in_process("calibrate", "profiling", "--lab", str(bad), cwd=tmp_path)
-    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
-    assert "experiment.yaml" in r.stderr and "subjects[0].proxy" in r.stderr
-    assert "did you mean 'lexical'" in r.stderr and "Traceback" not in r.output
+    assert r.code == 2 and len(flat(r.stderr).splitlines()) == 1, r.output
+    assert "experiment.yaml" in flat(r.stderr) and "subjects[0].proxy" in flat(r.stderr)
+    assert "did you mean 'lexical'" in flat(r.stderr) and "Traceback" not in r.output
     assert not (bad / "profiling" / "results").exists()

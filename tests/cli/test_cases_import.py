@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, run_ix, write
+from conftest import flat, ix_in_process, run_ix, write
 
 MAP = ("prompt=query,expectation=should_trigger[true=must_trigger,false=should_not_trigger],"
        "id=name")
@@ -71,8 +71,8 @@ def test_bad_rows_exit_2_naming_file_row_and_column_and_write_nothing(lab, tmp_p
     r = ix_in_process("cases", "import", str(bad), "-e", "exp", "--map", MAP,
                       "--lab", str(lab))
     assert r.code == 2
-    assert f"{bad}: row 5, query: the prompt is empty" in r.stderr
-    assert f"{bad}: row 6, should_trigger: 'perhaps' gives no expectation" in r.stderr
+    assert f"{bad}: row 5, query: the prompt is empty" in flat(r.stderr)
+    assert f"{bad}: row 6, should_trigger: 'perhaps' gives no expectation" in flat(r.stderr)
     assert _cases(lab) == []
 
 
@@ -85,7 +85,7 @@ def test_no_overwrite_without_force_and_dry_run_writes_nothing(lab, tmp_path):
     (lab / "exp" / "cases" / "docx-pdf.md").write_text("---\nexpectation: must_trigger\n---\n"
                                                        "mine\n")
     again = ix_in_process(*args)
-    assert again.code == 2 and "pass --force to overwrite them" in again.stderr
+    assert again.code == 2 and "pass --force to overwrite them" in flat(again.stderr)
     assert (lab / "exp" / "cases" / "docx-pdf.md").read_text().endswith("mine\n")
     forced = ix_in_process(*args, "--force", "--json")
     assert forced.code == 0 and len(json.loads(forced.stdout)["overwritten"]) == 3
@@ -97,7 +97,7 @@ def test_an_id_another_case_file_holds_is_refused_even_with_force(lab, tmp_path)
                                              "---\nmine\n")
     r = ix_in_process("cases", "import", str(tmp_path / "data.csv"), "-e", "exp", "--map", MAP,
                       "--lab", str(lab), "--force")
-    assert r.code == 2 and "case id 'docx-pdf' is the id of" in r.stderr
+    assert r.code == 2 and "case id 'docx-pdf' is the id of" in flat(r.stderr)
     assert _cases(lab) == ["old.md"]
 
 
@@ -105,7 +105,7 @@ def test_the_real_command_keeps_the_contract(lab, tmp_path):
     bad = write(tmp_path / "bad.csv", "query,should_trigger\nfine,true\nhm,perhaps\n")
     r = run_ix("cases", "import", str(bad), "--experiment", "exp", "--lab", str(lab))
     assert r.code == 2 and "Traceback" not in r.stderr
-    assert f"{bad}: row 3, should_trigger:" in r.stderr
+    assert f"{bad}: row 3, should_trigger:" in flat(r.stderr)
     ok = run_ix("cases", "import", str(tmp_path / "data.csv"), "--experiment", "exp",
                 "--map", MAP, "--lab", str(lab), "--json")
     assert ok.code == 0, ok.output

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, ix_in_process, run_ix, tree_digest, write
+from conftest import case, flat, ix_in_process, run_ix, tree_digest, write
 
 CLEAN = """
 name: exp
@@ -116,7 +116,7 @@ def test_each_check_warns_on_validate_and_run(lab, yaml, n_must, n_not, prompts,
 
     text = ix_in_process("validate", "--lab", str(lab))
     assert text.code == 0
-    line = next(x for x in text.stderr.splitlines() if f"[{code}]" in x)
+    line = next(x for x in flat(text.stderr).splitlines() if f"[{code}]" in x)
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml" in line
     assert f": {field}: " in line
 
@@ -136,7 +136,7 @@ def test_runtime_mock_on_the_command_line_warns_that_it_never_fires(lab):
     assert "never-activates" not in codes(lab)
     r = ix_in_process("run", "--lab", str(lab), "--runtime", "mock", "--json")
     assert r.code in (0, 1), r.output
-    [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
+    [line] = [x for x in flat(r.stderr).splitlines() if "[never-activates]" in x]
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml: --runtime: " in line
     assert "subjects a, b (mock) never call the skill" in line
 
@@ -151,7 +151,7 @@ def test_a_subject_given_no_skills_never_activates(lab):
              "  - name: b\n")
     r = ix_in_process("validate", "--lab", str(lab))
     assert r.code == 0, r.output
-    [line] = [x for x in r.stderr.splitlines() if "[never-activates]" in x]
+    [line] = [x for x in flat(r.stderr).splitlines() if "[never-activates]" in x]
     assert line.startswith("ix: warning: ") and "exp/experiment.yaml: subjects[1].skills: " \
         in line and "subject b (lexical) is given no skills" in line
 
@@ -181,7 +181,7 @@ def test_strict_refuses_with_nothing_written(lab):
     assert "ix: error:" in v.stderr and "[too-few-cases]" in v.stderr
     r = run_ix("run", "--lab", str(lab), "--strict")
     assert r.code == 2 and "Traceback" not in r.output
-    last = r.stderr.strip().splitlines()[-1]
+    last = flat(r.stderr).splitlines()[-1]
     assert last.startswith("ix: error:") and "--strict" in last and "experiment.yaml" in last
     assert tree_digest(lab) == before and not (exp / "results").exists()
     j = run_ix("validate", "--lab", str(lab), "--strict", "--json")

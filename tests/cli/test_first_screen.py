@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_LAB, ix_in_process, offline_example, run_ix, too_wide
+from conftest import EXAMPLE_LAB, flat, ix_in_process, offline_example, run_ix, too_wide
 
 NARROW = {"COLUMNS": "80"}
 
@@ -58,9 +58,11 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
     assert "at what cost against without-skill" in r.stdout
     assert "  with-skill: output tokens +" in r.stdout
     assert not too_wide(r.stdout), too_wide(r.stdout)
-    # through a pipe each warning is one line, for grep; on a terminal it wraps by the rule
-    warning = next(line for line in r.stderr.splitlines() if "[too-few-cases]" in line)
+    # each warning wraps to the width (its prefix first, for grep), through a pipe as well
+    assert not too_wide(r.stderr), too_wide(r.stderr)
+    warning = next(line for line in flat(r.stderr).splitlines() if "[too-few-cases]" in line)
     assert warning.startswith("ix: warning: ") and len(warning) > 80
+    assert all(line.startswith(("ix: warning:", "  ")) for line in r.stderr.splitlines())
     # the screen: one line per subject, the deltas, the cases that matter worst first
     co = "\n".join(blocks[0])
     assert re.search(r"a-only \(control\)\s+│ 1\.000 \[0\.85, 1\.00\] │ 17 must cases", co)

@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, ix_in_process, mock_experiment, run_ix, tree_digest, write
+from conftest import case, flat, ix_in_process, mock_experiment, run_ix, tree_digest, write
 from runtimes.fake_llm_servers import FAKE_KEY, FakeLLMServer, Reply, Request, text_reply
 
 KEY_ENV = "IX_TEST_KEY"
 
 
 def one_error_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
+    lines = flat(stderr).splitlines()  # each message unwrapped
     errors = [x for x in lines if x.startswith("ix: error:")]
     assert len(errors) == 1 and "Traceback" not in stderr, stderr
     return errors[0]
@@ -193,7 +193,8 @@ def test_a_tag_naming_a_folder_outside_the_lab_is_refused(lab, tmp_path):
         """)
     r = ix_in_process("annotate", "hostile", "a note", "--lab", str(lab))
     assert r.code == 2
-    assert "tags.yaml: hostile:" in one_error_line(r.stderr) and "not inside the lab" in r.stderr
+    assert "tags.yaml: hostile:" in one_error_line(r.stderr)
+    assert "not inside the lab" in flat(r.stderr)
     assert tree_digest(elsewhere) == before
 
 

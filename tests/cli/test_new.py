@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, tree_digest, write
+from conftest import _ix_argv, flat, ix_in_process, run_ix, tree_digest, write
 from ix.api.integrations.scaffold import create_experiment
 from ix.domain.errors import ConfigError
 
@@ -102,7 +102,7 @@ def test_an_existing_folder_is_never_overwritten(skill_lab):
         if name == "csv":  # the contract, through the real command once
             assert run_ix("new", name, "--runtime", "mock", "--lab", str(skill_lab)) == r
         assert r.code == 2, r.output
-        lines = r.stderr.strip().splitlines()
+        lines = flat(r.stderr).splitlines()
         assert len(lines) == 1 and lines[0].startswith("ix: error:") and "exists" in lines[0]
         assert "Traceback" not in r.output
     assert tree_digest(skill_lab) == before
@@ -123,7 +123,7 @@ def test_a_bad_name_is_refused_with_nothing_written(lab, name):
         assert run_ix("new", "--runtime", "mock", "--lab", str(lab), "--", name) == r
     assert r.code == 2, r.output
     assert "Traceback" not in r.output
-    lines = r.stderr.strip().splitlines()
+    lines = flat(r.stderr).splitlines()
     assert len(lines) == 1 and lines[0].startswith("ix: error:"), r.stderr
     assert tree_digest(lab) == before and sorted(os.listdir(lab)) == ["keep.txt"]
     assert not (lab.parent / "escape").exists()
@@ -141,7 +141,7 @@ def test_bad_flags_are_refused_with_nothing_written(lab, args, named):
     if named in REAL:
         assert run_ix("new", "exp", *args, "--lab", str(lab)) == r
     assert r.code == 2 and "Traceback" not in r.output, r.output
-    assert named in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert named in flat(r.stderr) and len(flat(r.stderr).splitlines()) == 1
     assert sorted(os.listdir(lab)) == ["keep.txt"]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _ix_argv, _ix_env, mock_experiment, run_ix
+from conftest import _ix_argv, _ix_env, flat, mock_experiment, run_ix
 
 #: 10 cases x 4 trials, 0.3 s each, two at a time: about 6 s unpaused, time enough for a
 #: loaded machine to start `ix pause` before the last trials are under way
@@ -117,7 +117,7 @@ def test_ix_pause_stops_new_trials_and_ix_continue_completes_the_run(lab):
             proc.kill()
     # a run that is not running: nothing to pause, exit 2, one clear line
     late = run_ix("pause", run_id, "--lab", str(lab))
-    assert late.code == 2 and f"run {run_id} is not running" in late.stderr, late.output
+    assert late.code == 2 and f"run {run_id} is not running" in flat(late.stderr), late.output
     assert "Traceback" not in late.output and not (_run_folder(exp) / "paused").exists()
 
 

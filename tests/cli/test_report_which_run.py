@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ix_in_process, mock_experiment, run_ix
+from conftest import flat, ix_in_process, mock_experiment, run_ix
 
 RATES = {"must-001": 0.9, "must-002": 0.8, "not-001": 0.1}
 
@@ -73,7 +73,7 @@ def test_an_experiment_with_no_completed_run_reports_its_latest_and_says_so(shar
     lab, runs = shared
     run, said = reported(lab, "two", cwd=lab, command=run_ix)  # the real command, its note
     assert run == runs["two cancelled"]
-    assert said.strip() == (f"ix: experiment two has no completed run; reporting its latest, "
+    assert flat(said) == (f"ix: experiment two has no completed run; reporting its latest, "
                             f"{run} (cancelled)")
 
 
@@ -93,15 +93,15 @@ def test_no_finished_run_is_one_line_exit_2_saying_how_to_make_one(lab, args):
         mock_experiment(lab, name, n_must=1, n_not=1, n_edge=0, trials=1)
     r = ix_in_process("report", *args, cwd=lab)  # the real exit 2: the unknown name's test
     assert r.code == 2 and r.stdout == "", r.output
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
-    assert "no finished run yet" in r.stderr and "`ix run" in r.stderr
+    assert len(flat(r.stderr).splitlines()) == 1 and "Traceback" not in r.stderr
+    assert "no finished run yet" in flat(r.stderr) and "`ix run" in flat(r.stderr)
 
 
 def test_an_unknown_name_lists_the_experiments_and_the_latest_runs(shared):
     lab, runs = shared
     r = run_ix("report", "nosuch", cwd=lab)  # the real command: exit 2, one line
     assert r.code == 2 and r.stdout == "", r.output
-    line, = r.stderr.strip().splitlines()
+    line, = flat(r.stderr).splitlines()
     assert "no run, tag or experiment 'nosuch'" in line
     assert "experiments: one, three, two" in line
     assert (f"latest runs: {runs['two cancelled']} of two, {runs['one cancelled']} of one, "

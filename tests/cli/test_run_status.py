@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import case, ix_in_process, mock_experiment, run_ix, write
+from conftest import case, flat, ix_in_process, mock_experiment, run_ix, write
 
 COLS80 = {"COLUMNS": "80"}
 
@@ -48,7 +48,7 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     r = run_ix("run", "--lab", str(lab), env={**COLS80, "ANTHROPIC_API_KEY": "",
                                                "ANTHROPIC_AUTH_TOKEN": ""})
     assert r.code == 2, r.output
-    last = r.stderr.strip().splitlines()[-1]
+    last = flat(r.stderr).splitlines()[-1]
     assert "failed" in last and "missing_api_key" in last
     assert "ANTHROPIC_API_KEY is not set — set it, or choose `runtime: lexical`" in last
     s = _summary(d)
@@ -69,7 +69,7 @@ def test_no_api_key_fails_the_run_with_the_reason_and_exits_2(lab):
     j = ix_in_process("run", "--lab", str(lab), "--json", env={"ANTHROPIC_API_KEY": "",
                                                                "ANTHROPIC_AUTH_TOKEN": ""})
     assert j.code == 2 and json.loads(j.stdout)["run_status"] == "failed"
-    assert "missing_api_key" in j.stderr
+    assert "missing_api_key" in flat(j.stderr)
 
 
 def test_a_command_not_found_is_a_configuration_failure(lab):
@@ -80,14 +80,15 @@ def test_a_command_not_found_is_a_configuration_failure(lab):
     case(d, "not-001", "should_not_trigger")
     r = run_ix("run", "--lab", str(lab), env=COLS80)
     assert r.code == 2, r.output
-    assert "command_not_found" in r.stderr and "not installed or not on PATH" in r.stderr
+    said = flat(r.stderr)
+    assert "command_not_found" in said and "not installed or not on PATH" in said
     assert _summary(d)["run_status"] == "failed"
     # every format of `ix report` says why, under the run's id
     for fmt in ("table", "md", "json"):
         rep = ix_in_process("report", "--lab", str(lab), "--format", fmt, env=COLS80)
         assert rep.code == 0, rep.output
-        flat = " ".join(rep.stdout.replace("\\", "").split())
-        assert "every trial of subject t errored" in flat and "command_not_found" in flat
+        words = " ".join(rep.stdout.replace("\\", "").split())
+        assert "every trial of subject t errored" in words and "command_not_found" in words
 
 
 @pytest.fixture
@@ -144,7 +145,8 @@ def test_a_subject_whose_service_errors_fails_the_run_with_exit_1(lab, failing_s
     (g,) = s["errors_by_kind"]
     assert g["subjects"] == {"down": 3} and g["count"] == 3
     assert "server_error: 3 (down 3)" in r.stdout
-    assert "run " in r.stderr and "failed" in r.stderr and "server_error" in r.stderr
+    said = flat(r.stderr)
+    assert "run " in said and "failed" in said and "server_error" in said
 
 
 def test_some_errored_trials_complete_the_run_with_an_error_block(lab):
@@ -176,7 +178,7 @@ def test_the_circuit_breaker_cancels_the_run_with_its_stop_reason(lab):
     assert s["run_status"] == "cancelled" == _spec(d)["status"]
     assert s["stop_cause"] == "breaker" == _spec(d)["stop_cause"]
     assert s["stop_reason"].startswith("circuit breaker: t stopped after 3 consecutive")
-    assert "cancelled (circuit breaker" in r.stderr
+    assert "cancelled (circuit breaker" in flat(r.stderr)
 
 
 def test_a_budget_cancels_the_run_with_stop_cause_budget(lab):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, ix_in_process, run_ix, write
+from conftest import case, flat, ix_in_process, run_ix, write
 from ix.api.schemas import SCHEMA_VERSION, SCHEMAS, json_schema
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -203,5 +203,5 @@ def test_the_real_command_prints_what_main_prints_in_process(made, label):
 def test_an_unknown_schema_is_one_line_exit_2():
     r = run_ix("schema", "nosuch")
     assert r.code == 2 and "Traceback" not in r.output
-    lines = r.stderr.strip().splitlines()
+    lines = flat(r.stderr).splitlines()
     assert len(lines) == 1 and "nosuch" in lines[0] and "summary" in lines[0]

@@ -15,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO, case, ix_in_process, run_ix, tree_digest, write
+from conftest import REPO, case, flat, ix_in_process, run_ix, tree_digest, write
 
 NO_KEY = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "", "OPENAI_API_KEY": ""}
 
@@ -79,7 +79,7 @@ def test_validate_reports_every_problem_of_the_lab_at_once(lab):
     r = run_ix("validate", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 2, r.output
     assert "Traceback" not in r.output and r.stdout == ""
-    lines = r.stderr.splitlines()
+    lines = flat(r.stderr).splitlines()  # each problem a message, wrapped to the width
     assert all(line.startswith("ix: error: ") for line in lines), r.stderr
     for file, field, words in EXPECTED:
         found = [x for x in lines if x.startswith(f"ix: error: {lab / file}: {field}: ")]
@@ -102,7 +102,7 @@ def test_run_stops_at_the_first_problem_and_says_how_many_more(lab):
     before = tree_digest(lab)
     r = run_ix("run", "--lab", str(lab), "one")
     assert r.code == 2 and "Traceback" not in r.output
-    [line] = r.stderr.splitlines()
+    [line] = flat(r.stderr).splitlines()
     assert line.startswith("ix: error: ")
     assert re.search(r"\(and [34] more problems: `ix validate` lists them all\)$", line), line
     assert tree_digest(lab) == before
@@ -153,10 +153,10 @@ def test_validate_says_each_subjects_runtime_and_whether_its_credentials_are_set
     r = ix_in_process("validate", "--lab", str(lab), env={"COLUMNS": "80"})
     assert r.code == 0, r.output
     assert "  offline: runtime lexical (ix.yaml), no credentials needed" in r.stdout
-    flat = " ".join(r.stdout.split())  # wrapped at 80 columns, never inside a name
+    words = " ".join(r.stdout.split())  # wrapped at 80 columns, never inside a name
     assert ("api: runtime anthropic (experiment.yaml subjects[1].runtime), IX_TEST_KEY_B "
-            "is not set") in flat, r.stdout
-    warning = [x for x in r.stderr.splitlines() if "IX_TEST_KEY_B" in x]
+            "is not set") in words, r.stdout
+    warning = [x for x in flat(r.stderr).splitlines() if "IX_TEST_KEY_B" in x]
     assert len(warning) == 1 and warning[0].startswith("ix: warning: ")
     assert "runtime: lexical" in warning[0]  # what to do
 
@@ -184,7 +184,7 @@ def test_new_refuses_an_unknown_skill_unless_allow_missing(lab):
     r = run_ix("new", "exp", "--skill", "csv-sumary", "--runtime", "lexical", "--no-input",
                "--lab", str(lab))
     assert r.code == 2 and "Traceback" not in r.output
-    [line] = r.stderr.splitlines()
+    [line] = flat(r.stderr).splitlines()
     assert line.startswith("ix: error: --skill: skill 'csv-sumary' not found")
     assert "did you mean 'csv-summary'?" in line and "--allow-missing" in line
     assert tree_digest(lab) == before

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, _ix_env, run_ix
+from conftest import _ix_argv, _ix_env, flat, run_ix
 from runtimes.fake_batch_servers import FakeBatchServer
 from runtimes.fake_llm_servers import FAKE_KEY, INPUT_TOKENS, OUTPUT_TOKENS
 from runtimes.test_llm_runtimes import every_text_under, make_lab, router
@@ -253,7 +253,7 @@ def test_a_journal_line_that_is_no_journal_line_is_skipped_with_a_warning_naming
         assert "Traceback" not in again.output
         for number in range(kept + 1, kept + len(bad) + 1):
             assert f"{journal}: line {number}: skipped line that is no batch journal line" \
-                in again.stderr, again.stderr
+                in flat(again.stderr), again.stderr
         assert len(api.batches) == made and len(lines_of(exp)) == 18
 
 
@@ -278,7 +278,7 @@ def test_a_symlinked_journal_is_refused_and_what_it_points_at_left_untouched(lab
         again = run_ix("run", "llm", "--lab", str(lab), "--retry-failed", "--json", env=env)
         assert again.code == 2, again.output
         assert "Traceback" not in again.output
-        [line] = again.stderr.strip().splitlines()
+        [line] = flat(again.stderr).splitlines()
         assert str(journal) in line and "symbolic link" in line
         assert {p: p.read_bytes() for p in before} == before
         assert len(api.batches) == made

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fake_llm_servers import FAKE_KEY, FakeLLMServer, text_reply
 
-from conftest import ix_in_process, run_ix, tree_digest, write
+from conftest import flat, ix_in_process, run_ix, tree_digest, write
 
 SKEPTIC = """---
 name: skeptic
@@ -127,9 +127,9 @@ def test_bad_agent_input_is_refused_naming_the_file_and_field(lab: Path, tmp_pat
                  **({"probe": probe} if probe else {}))
             before = tree_digest(lab)
             r = ix_in_process("run", "exp", "--lab", str(lab), env=env)
-            assert r.code == 2 and said in r.stderr, (said, r.output)
+            assert r.code == 2 and said in flat(r.stderr), (said, r.output)
             v = ix_in_process("validate", "exp", "--lab", str(lab), env=env)
-            assert v.code == 2 and said in v.stderr, (said, v.output)
+            assert v.code == 2 and said in flat(v.stderr), (said, v.output)
             assert tree_digest(lab) == before and not (exp / "results").exists()
         assert api.requests == []  # nothing was asked
 
@@ -143,7 +143,7 @@ def test_an_answer_that_is_not_the_json_asked_for_stops_the_real_command(lab: Pa
         before = tree_digest(lab)
         r = run_ix("run", "exp", "--lab", str(lab), env=env)
     assert r.code == 2, r.output
-    line = r.stderr.strip()
+    line = flat(r.stderr)
     assert line.startswith("ix: error: ") and "experiment.yaml: probe: probe agent " \
         "'skeptic' failed on case" in line and 'asked for 2 different "prompts", got 1' in line
     assert "Traceback" not in r.stderr and "\n" not in line

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_ix, tree_digest, write
+from conftest import flat, run_ix, tree_digest, write
 from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.engine.pipeline import NODE
@@ -224,7 +224,7 @@ def test_ix_without_the_clusters_token_says_what_to_set(head, tmp_path, auth, to
                              "--address", head], env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2, result.stderr
-    (said,) = [line for line in result.stderr.splitlines() if line.startswith("ix: error:")]
+    (said,) = [line for line in flat(result.stderr).splitlines() if line.startswith("ix: error:")]
     assert f"--address: cannot join the Ray cluster at {head}: " in said
     assert "(InvalidAuthToken)" in said and told in said and "docs/running.md" in said
     assert "Traceback" not in result.stdout + result.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import mock_experiment, run_ix, write
+from conftest import flat, mock_experiment, run_ix, write
 from ix.api.reports import read_summary
 from ix.domain.errors import ConfigError
 from ix.engine.plan import build_plan
@@ -101,5 +101,5 @@ def test_ix_report_refuses_it_in_one_line_exit_2(ran, tmp_path):
     path.write_text(json.dumps(data))
     r = run_ix("report", ran.name, "--lab", str(lab))
     assert r.code == 2, r.output
-    assert str(path) in r.stderr and "missing subjects[0].trial_level" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert str(path) in flat(r.stderr) and "missing subjects[0].trial_level" in flat(r.stderr)
+    assert len(flat(r.stderr).splitlines()) == 1 and "Traceback" not in r.output

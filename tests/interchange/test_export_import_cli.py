@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import read_eval_log
 
-from conftest import ix_in_process, mock_experiment, run_ix, tree_digest
+from conftest import flat, ix_in_process, mock_experiment, run_ix, tree_digest
 
 RATES = {"must-001": 1.0, "must-002": 0.5, "not-001": 0.25}
 
@@ -79,7 +79,7 @@ def test_an_existing_out_is_refused_without_force_and_replaced_with_it(
     out = tmp_path / "run.jsonl"
     out.write_text("keep me\n")
     r = run_ix("export", made["run"], "--lab", str(made["lab"]), "--out", str(out))
-    assert r.code == 2 and "--out" in r.stderr and "--force" in r.stderr, r.output
+    assert r.code == 2 and "--out" in flat(r.stderr) and "--force" in flat(r.stderr), r.output
     assert out.read_text() == "keep me\n"
     r = ix_in_process("export", made["run"], "--lab", str(made["lab"]), "--out", str(out),
                       "--force")
@@ -167,7 +167,7 @@ def test_bad_input_exits_2_with_one_line_and_changes_nothing(name: str, made: di
     r = cli(*filled, "--lab", str(made["lab"]))
     assert r.code == 2, r.output
     assert "Traceback" not in r.output
-    lines = r.stderr.strip().splitlines()
+    lines = flat(r.stderr).splitlines()
     assert len(lines) == 1 and lines[0].startswith("ix: error:"), r.stderr
     for word in must_name:
         assert word in lines[0], lines[0]
@@ -200,6 +200,6 @@ def test_resume_passes_over_an_imported_run_and_refuses_to_continue_one(tmp_path
     before = tree_digest(lab)
     refused = ix_in_process("run", "--lab", str(lab), "--resume", "--run", imported)
     assert refused.code == 2
-    assert "imported" in refused.stderr and "--run" in refused.stderr
+    assert "imported" in flat(refused.stderr) and "--run" in flat(refused.stderr)
     assert "Traceback" not in refused.output
     assert tree_digest(lab) == before

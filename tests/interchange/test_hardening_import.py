@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, tree_digest, write
+from conftest import _ix_argv, flat, ix_in_process, run_ix, tree_digest, write
 from faults_support import faulty, no_bytecode
 from ix.api import transfer
 from ix.api.query import run_query
@@ -132,7 +132,7 @@ def leftovers(lab: Path) -> list[Path]:
 
 def one_error_line(stderr: str) -> str:
     assert "Traceback" not in stderr, stderr
-    lines = [x for x in stderr.splitlines() if x.strip()]
+    lines = [x for x in flat(stderr).splitlines() if x.strip()]
     errors = [x for x in lines if x.startswith("ix: error:")]
     assert len(errors) == 1, stderr
     return errors[0]
@@ -351,7 +351,7 @@ def test_a_killed_import_leaves_no_trace_or_the_whole_run_and_is_made_once(
         if outcome == "none":
             assert r.code == 0, (where, r.output)
         else:  # the killed import is (made) whole, and this one refused as a re-import
-            assert r.code == 2 and "was imported before" in r.stderr, (where, r.output)
+            assert r.code == 2 and "was imported before" in flat(r.stderr), (where, r.output)
         assert whole_import(lab, before, before_log, digest, total), where
         assert not leftovers(lab), (where, leftovers(lab))
         shutil.rmtree(lab)
@@ -393,8 +393,8 @@ def test_an_import_killed_in_the_middle_of_its_append_is_completed_once(
     # in process: the lab is made by hand, no process was killed (a real re-import's exit 2
     # is the test above's)
     r = ix_in_process("import", str(source), "--format", "jsonl", "--lab", str(lab))
-    assert r.code == 2 and "was imported before" in r.stderr, r.output
-    assert f"completed run {done.run_id}" in r.stderr
+    assert r.code == 2 and "was imported before" in flat(r.stderr), r.output
+    assert f"completed run {done.run_id}" in flat(r.stderr)
     assert run_lines(results / "trials.jsonl")[done.run_id] == 24
     assert (results / "trials.jsonl").read_bytes() == log  # the same lines, in order
     assert json.loads((results / "summary-latest.json").read_text())["run_id"] == done.run_id

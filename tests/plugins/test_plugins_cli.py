@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 
-from conftest import case, run_ix, write
+from conftest import case, flat, run_ix, write
 from ix.api.schemas import json_schema
 from ix.runtimes import available
 
@@ -34,7 +34,7 @@ def experiment(lab: Path, runtime: str, sensor: str = "sensor: {kind: contains, 
 def assert_one_line_error(result, *parts: str) -> None:
     assert result.code == 2, result.output
     assert "Traceback" not in result.output
-    [line] = result.stderr.strip().splitlines()
+    [line] = flat(result.stderr).splitlines()
     for part in parts:
         assert part in line, line
 

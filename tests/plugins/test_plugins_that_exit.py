@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import case, run_ix, write
+from conftest import case, flat, run_ix, write
 from plugins.test_plugins_cli import assert_one_line_error, python_path
 
 #: One plugin of each kind; `IX_TEST_STOP_AT` says where it raises `IX_TEST_STOP_WITH`.
@@ -133,8 +133,9 @@ def test_a_plugin_that_exits_in_a_trial_fails_that_trial_and_the_run(
     result = run_ix("run", "--lab", str(lab), "exp", env=env(site, at, raised), timeout=60)
     assert result.code == 1, result.output  # the run failed: every trial of it errored
     assert "Traceback" not in result.output
-    assert "plugin_error" in result.stderr
-    assert "stopped (`sys.exit()`) instead of raising an exception" in result.stderr  # the hint
+    said = flat(result.stderr)
+    assert "plugin_error" in said
+    assert "stopped (`sys.exit()`) instead of raising an exception" in said  # the hint
     [line] = [json.loads(x) for x in (exp / "results/trials.jsonl").read_text().splitlines()]
     assert line["error"]["kind"] == "plugin_error"
     assert method in line["error"]["message"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, ix_in_process, mock_experiment, run_ix
+from conftest import _ix_argv, flat, ix_in_process, mock_experiment, run_ix
 from faults_support import faulty, no_bytecode
 
 BIG = "9" * 5000
@@ -59,7 +59,7 @@ def _insert(log: Path, line: bytes, where: str) -> int:
 def _clean(r, log: Path, number: int) -> None:
     assert r.code == 0, r.output
     assert "Traceback" not in r.output
-    assert f"{log}: line {number}: " in r.stderr, r.stderr
+    assert f"{log}: line {number}: " in flat(r.stderr), r.stderr
 
 
 def _status(log: Path, run_id: str) -> str:
@@ -135,7 +135,7 @@ def test_a_new_run_after_a_corrupt_line_records_every_trial(lab: Path, kind: str
     mine = [line for line in lines if f'"run_id":"{new}"'.encode() in line.replace(b": ", b":")]
     assert len(mine) == trials and all(line.endswith(b"}\n") for line in mine)
     if where == "torn":
-        assert "removed a torn last line" in r.stderr, r.stderr
+        assert "removed a torn last line" in flat(r.stderr), r.stderr
         assert not any(BIG.encode() in line or b"[[[[" in line for line in lines)
 
 
@@ -159,8 +159,8 @@ def test_a_resume_that_fails_leaves_a_completed_run_completed(lab: Path):
                           text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert f"{log}: line 1: skipped corrupt line" in proc.stderr
-    [error] = [x for x in proc.stderr.splitlines() if x.startswith("ix: error:")]
+    assert f"{log}: line 1: skipped corrupt line" in flat(proc.stderr)
+    [error] = [x for x in flat(proc.stderr).splitlines() if x.startswith("ix: error:")]
     assert "recorded as failed" not in error, error
     assert _status(log, run_id) == "completed"
     assert json.loads((log.parent / "summary-latest.json").read_bytes())["run_status"] \
@@ -178,7 +178,7 @@ def test_a_corrupt_annotation_line_is_skipped_by_the_report(lab: Path, kind: str
     cli = run_ix if kind == REAL[0] else ix_in_process  # the real report for one kind
     r = cli("report", "--lab", str(lab), run_id, "--format", "md")
     assert r.code == 0 and "Traceback" not in r.output, r.output
-    assert f"{notes}: line 2: skipped" in r.stderr
+    assert f"{notes}: line 2: skipped" in flat(r.stderr)
     assert "first note" in r.stdout and "second note" in r.stdout
 
 
@@ -199,5 +199,6 @@ def test_a_line_naming_trial_two_billion_costs_no_memory_on_resume(lab: Path):
                           env=env, capture_output=True, text=True, timeout=120,
                           preexec_fn=faulty(address_space=1 << 30))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert "skipped 3 line(s) of run" in proc.stderr and "beyond its 2 trials" in proc.stderr
+    said = flat(proc.stderr)
+    assert "skipped 3 line(s) of run" in said and "beyond its 2 trials" in said
     assert _status(log, run_id) == "completed"

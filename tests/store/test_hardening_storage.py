@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, _ix_argv, ix_in_process, mock_experiment
+from conftest import Result, _ix_argv, flat, ix_in_process, mock_experiment
 from faults_support import faulty as fault
 from faults_support import no_bytecode, set_writable
 
@@ -149,7 +149,7 @@ def check_fault(place: Place, name: str, r: subprocess.CompletedProcess[str], co
                 before: dict[str, str]) -> None:
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == code, r.stderr
-    errors = [line for line in r.stderr.splitlines() if line.startswith("ix: error:")]
+    errors = [line for line in flat(r.stderr).splitlines() if line.startswith("ix: error:")]
     if code == 2:
         [line] = errors
         assert HINT in line, line
@@ -232,7 +232,7 @@ def test_an_up_to_date_index_is_read_on_a_full_disk(populated, tmp_path):
     assert table.returncode == 0 and "must-001" in table.stdout, table.stderr
     assert query.returncode == 0 and "12" in query.stdout, query.stderr
     assert streamed.returncode == 2 and "Traceback" not in streamed.stderr, streamed.stderr
-    [line] = [x for x in streamed.stderr.splitlines() if x.startswith("ix: error:")]
+    [line] = [x for x in flat(streamed.stderr).splitlines() if x.startswith("ix: error:")]
     assert HINT in line and ("File too large" in line or "temporary" in line), line
     assert place.state() == before and place.temporary_files() == []
 
@@ -249,14 +249,14 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back(populated, tmp_path):
 
     r = place.ix("annotate", "{run}", "x" * 400, pre=fault(file_size=len(kept_notes) + 20))
     assert r.returncode == 2, r.stderr
-    [line] = [x for x in r.stderr.splitlines() if x.startswith("ix: error:")]
+    [line] = [x for x in flat(r.stderr).splitlines() if x.startswith("ix: error:")]
     assert f"{notes}: File too large; the annotation was not written" in line
     assert notes.read_bytes() == kept_notes and audit.read_bytes() == kept_audit
 
     assert len(kept_audit) > 600  # tags.yaml (about 400 bytes) fits under the limit
     r = place.ix("tag", "{run}", "best", pre=fault(file_size=len(kept_audit) + 20))
     assert r.returncode == 0, r.stderr
-    assert "could not append to the audit log" in r.stderr and "Traceback" not in r.stderr
+    assert "could not append to the audit log" in flat(r.stderr) and "Traceback" not in r.stderr
     assert audit.read_bytes() == kept_audit
     assert "best:" in (place.lab / "tags.yaml").read_text()
 

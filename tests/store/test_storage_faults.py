@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import _ix_argv, ix_in_process, run_ix, stable_summary, tree_digest, write
+from conftest import _ix_argv, flat, ix_in_process, run_ix, stable_summary, tree_digest, write
 from faults_support import faulty, no_bytecode, set_writable
 
 CASES, TRIALS = 12, 8
@@ -70,7 +70,7 @@ def reference(tmp_path: Path) -> tuple[dict, list]:
 
 def one_error_line(stderr: str) -> str:
     assert "Traceback" not in stderr
-    [line] = [x for x in stderr.splitlines() if x.startswith("ix: error:")]
+    [line] = [x for x in flat(stderr).splitlines() if x.startswith("ix: error:")]
     return line
 
 

@@ -11,7 +11,7 @@ from ix.api.calibrate import Settings
 from ix.api.calibrate import calibrate as run_calibration
 from ix.cli.options import Json, Lab, ProgressOption
 from ix.cli.options import progress_mode as progress_mode_of
-from ix.cli.output import err, out, print_json
+from ix.cli.output import diagnostic, out, print_json
 from ix.cli.progress import RunProgress
 from ix.report.answer import interval_text, num_text
 from ix.report.tables import table
@@ -69,11 +69,10 @@ def calibrate(
     else:
         _show(data)
     if data["status"] == "failed":
-        err.print(f"ix calibrate: run {data['run_id']} failed", markup=False, soft_wrap=True)
+        diagnostic("ix calibrate:", f"run {data['run_id']} failed")
         raise typer.Exit(1)
     if data["status"] == "cancelled":
-        err.print(f"ix calibrate: run {data['run_id']} was cancelled; its trials are kept",
-                  markup=False, soft_wrap=True)
+        diagnostic("ix calibrate:", f"run {data['run_id']} was cancelled; its trials are kept")
         raise typer.Exit(130)
 
 

@@ -1,18 +1,16 @@
 """Design warnings on the command line: `ix validate` and `ix run` (`--strict` makes them errors).
 
-Each is one line on stderr, `ix: warning: <experiment.yaml>: <field>: <message> [<code>]`
-(`ix: error:` under --strict).
+Each is a message on stderr, `ix: warning: <experiment.yaml>: <field>: <message> [<code>]`
+(`ix: error:` under --strict), wrapped to the width as every `ix:` message is.
 """
 
-import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
-from rich.markup import escape
-
 from ix.api import Plan
 from ix.api.design import DesignWarning, design_suggestions, design_warnings
-from ix.cli.output import err, out
+from ix.cli.output import fail, out, warn
+from ix.report.tables import hanging
 
 if TYPE_CHECKING:  # the output types (ix.api.schemas): not imported by `ix validate` itself
     from ix.api.schemas import DesignWarningOut, SuggestionOut, Validated
@@ -62,9 +60,8 @@ def printer(strict: bool) -> Callable[[Plan, list[DesignWarning]], None]:
 
 
 def _say(line: str, strict: bool) -> None:
-    """One line, never wrapped (as `ix.cli.output.warn`/`fail` say it)."""
-    prefix = "[bold red]ix: error:[/]" if strict else "[yellow]ix: warning:[/]"
-    err.print(prefix, escape(line), markup=True, highlight=False, soft_wrap=True)
+    """One warning (an error under --strict), wrapped as `ix.cli.output.warn`/`fail` say it."""
+    (fail if strict else warn)(line)
 
 
 def suggestions(plan: Plan) -> "list[SuggestionOut]":
@@ -80,15 +77,14 @@ def show_suggestions(found: "list[SuggestionOut]") -> None:
     width = max(40, min(out.size.width, WIDTH))
     for s in found:
         text = f"suggestion: {s['field']}: {s['message']} [{s['code']}]"
-        _wrapped(text, width, "  ", "    ")
+        _wrapped(f"  {text}", width)
         for line in s["examples"]:
             if line.startswith("cases/"):
-                _wrapped(f"- {line}", width, "      ", "        ")
+                _wrapped(f"      - {line}", width)
             else:
                 out.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _wrapped(text: str, width: int, first: str, rest: str) -> None:
-    for line in textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest,
-                              break_long_words=False, break_on_hyphens=False):
+def _wrapped(text: str, width: int) -> None:
+    for line in hanging(text, width):
         out.print(line, markup=False, highlight=False, soft_wrap=True)

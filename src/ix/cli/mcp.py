@@ -1,11 +1,11 @@
 """`ix mcp`: the lab served to an MCP client such as Claude Code, over stdio (docs/mcp.md)."""
 
-import sys
 from typing import Annotated
 
 import typer
 
 from ix.cli.options import Lab
+from ix.domain.errors import ConfigError
 
 INSTALL_HINT = "pip install 'ix-lab[mcp]'"
 
@@ -29,10 +29,7 @@ def mcp(
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
-        # printed here, not raised: the error printer reads "[mcp]" as markup
-        print(f"ix: error: ix mcp needs the MCP extra: {INSTALL_HINT}", file=sys.stderr,
-              flush=True)
-        raise typer.Exit(2) from None
+        raise ConfigError(f"ix mcp needs the MCP extra: {INSTALL_HINT}") from None
     from ix.mcp.server import serve
 
     try:

@@ -11,7 +11,7 @@ from ix.api.optimize import CREDIBILITY, FINALISTS, MIN_CHANGED, TOLERANCE, Sett
 from ix.api.optimize import optimize as run_optimize
 from ix.cli.options import CacheModeOption, Json, Lab, ProgressOption
 from ix.cli.options import progress_mode as progress_mode_of
-from ix.cli.output import err, out, print_json
+from ix.cli.output import diagnostic, out, print_json
 from ix.cli.progress import RunProgress
 from ix.report.optimize_terminal import optimize_renderable
 
@@ -33,8 +33,7 @@ class _Steps(RunProgress):
 
     def on_step(self, message: str) -> None:
         if self.mode != "json":
-            err.print(f"ix optimize: {message}", style="dim", markup=False, highlight=False,
-                      soft_wrap=True)
+            diagnostic("ix optimize:", message, "dim")
 
 
 def optimize(
@@ -143,16 +142,14 @@ def optimize(
     else:
         out.print(optimize_renderable(state))
     if apply and state["status"] == "completed" and not state.get("recommended"):
-        err.print("ix optimize: --apply: nothing applied, the session recommends no "
-                  "description; the skill is unchanged", markup=False, soft_wrap=True)
+        diagnostic("ix optimize:", "--apply: nothing applied, the session recommends no "
+                   "description; the skill is unchanged")
     if state["status"] == "failed":
-        err.print(f"ix optimize: session {state['id']} failed: {state.get('reason')}",
-                  markup=False, soft_wrap=True)
+        diagnostic("ix optimize:", f"session {state['id']} failed: {state.get('reason')}")
         raise typer.Exit(1)
     if state["status"] == "cancelled":
-        err.print(f"ix optimize: session {state['id']} stopped ({state.get('reason')}); "
-                  "completed trials are kept; run the same command again to continue",
-                  markup=False, soft_wrap=True)
+        diagnostic("ix optimize:", f"session {state['id']} stopped ({state.get('reason')}); "
+                   "completed trials are kept; run the same command again to continue")
         raise typer.Exit(130)
 
 

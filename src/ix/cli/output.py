@@ -8,12 +8,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.text import Text
 
 from ix.domain.redaction import Redactor, environment_secrets
 from ix.fs.files import indented
-from ix.report.tables import fit, plain_pieces
+from ix.report.tables import fit, hanging, plain_pieces
 
 
 class _Out(Console):
@@ -25,7 +24,7 @@ class _Out(Console):
 
     def __init__(self, *args: Any, lines: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lines = lines  # off a terminal, each message one line (stderr: to be grepped)
+        self.lines = lines  # off a terminal, lines as written (`diagnostic` lays out `ix:`)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
         if self.lines and not self.is_terminal:
@@ -92,9 +91,9 @@ def _collector_paused() -> Iterator[None]:
 
 # names are text, `base[ctx=8]` and `:tada:` alike: neither markup nor emoji codes
 out = _Out(highlight=False, soft_wrap=False, markup=False, emoji=False)
-# stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each message
-# (an error, a warning) is one line, so that grep finds it whole — whatever `COLUMNS` says, so
-# that a message's text never depends on the width (or on the length of a path in it)
+# stderr: wrapped by the same rule on a terminal; through a pipe or into a CI log each line is
+# written as it is. An `ix:` message (an error, a warning, a note) is laid out by `diagnostic`
+# at the width, a terminal's or `COLUMNS` else 80, its prefix on its first line for grep.
 err = _Out(stderr=True, highlight=False, soft_wrap=False, emoji=False, lines=True)
 
 
@@ -103,24 +102,34 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def diagnostic(prefix: str, message: str, style: str = "") -> None:
+    """An `ix:` message on stderr: `prefix` (`ix: warning:`, in `style` on a terminal) and
+    the text of `message` (never markup), any secret of the environment in it `[REDACTED]`,
+    wrapped to the width by `ix.report.tables.hanging` (continuations indented, never a
+    value cut)."""
+    lines = hanging(f"{prefix} {_redact(message)}", err.width, keep=len(prefix))
+    text = Text("\n".join(lines), no_wrap=True, overflow="ignore")  # laid out: as it is
+    if style:
+        text.stylize(style, 0, len(prefix))
+    err.print(Group(text), soft_wrap=True)
+
+
 def warn(message: str) -> None:
     """A warning on stderr; the message is text (a `[view]` in it is not markup), any secret
     of the environment in it `[REDACTED]`."""
-    err.print(f"[yellow]ix: warning:[/] {escape(_redact(message))}", markup=True,
-              highlight=False)
+    diagnostic("ix: warning:", message, "yellow")
 
 
 def note(message: str) -> None:
-    """One line on stderr that says what a command chose for the user (`ix: report of ...`);
+    """A line on stderr that says what a command chose for the user (`ix: report of ...`);
     text, never markup."""
-    err.print(f"ix: {_redact(message)}", markup=False, highlight=False, soft_wrap=True)
+    diagnostic("ix:", message)
 
 
 def fail(message: str) -> None:
-    """The one line of an error on stderr; the message is text, never markup, any secret of
-    the environment in it `[REDACTED]`."""
-    err.print(f"[bold red]ix: error:[/] {escape(_redact(message))}", markup=True,
-              highlight=False)
+    """An error on stderr; the message is text, never markup, any secret of the environment
+    in it `[REDACTED]`."""
+    diagnostic("ix: error:", message, "bold red")
 
 
 def _redact(message: str) -> str:

@@ -16,7 +16,7 @@ from ix.api import reports as api_reports
 from ix.api import sessions as api_sessions
 from ix.cli.options import JsonFormat as Json
 from ix.cli.options import Lab
-from ix.cli.output import err, note, out, print_json, warn
+from ix.cli.output import diagnostic, err, note, out, print_json, warn
 from ix.domain.errors import ConfigError
 from ix.report.github import report_github
 from ix.report.junit import report_junit
@@ -164,8 +164,7 @@ def report(
     base = data.get("baseline")
     if base and base["regressed"]:
         found = ", ".join(f"{r['subject']} {r['metric']}" for r in base["regressions"])
-        err.print(f"[bold red]regression[/] against {base['tag']} ({base['run']}): {found}",
-                  soft_wrap=True)
+        diagnostic("regression", f"against {base['tag']} ({base['run']}): {found}", "bold red")
         raise typer.Exit(1)
 
 

@@ -26,7 +26,7 @@ from ix.cli.options import (
     trial_count,
 )
 from ix.cli.options import progress_mode as progress_mode_of
-from ix.cli.output import err, out, print_json, warn
+from ix.cli.output import diagnostic, err, out, print_json, warn
 from ix.cli.progress import RunProgress
 from ix.domain.errors import ConfigError
 from ix.report.console import run_screen, summary_renderable, verdicts_text
@@ -187,17 +187,17 @@ def run(
             out.print(verdicts_text([r.summary for r in results]))
     for r in results:
         for name, why in (r.summary.get("circuit_breaker") or {}).items():
-            err.print(f"[red]circuit breaker:[/] {name} {why}")
+            diagnostic("circuit breaker:", f"{name} {why}", "red")
     failed = [r for r in results if r.status == "failed"]
     for r in failed:  # the answer where the eye lands: last, on stderr, even with --json
-        err.print(f"[bold red]run {r.run_id} of {r.summary['experiment_name']} failed:[/] "
-                  f"{escape(r.summary.get('reason') or 'see its summary')}", soft_wrap=True)
+        diagnostic(f"run {r.run_id} of {r.summary['experiment_name']} failed:",
+                   r.summary.get("reason") or "see its summary", "bold red")
     if any(r.status == "cancelled" for r in results):
         stop = next((r.summary.get("stop_reason") for r in results if r.status == "cancelled"),
                     None)
-        err.print(f"[yellow]cancelled[/]{f' ({escape(stop)})' if stop else ''}: completed "
-                  "trials are kept and the summary covers them; `ix run --resume` finishes "
-                  "the run", soft_wrap=True)
+        diagnostic("cancelled" if stop else "cancelled:",
+                   f"{f'({stop}): ' if stop else ''}completed trials are kept and the summary "
+                   "covers them; `ix run --resume` finishes the run", "yellow")
         if not failed:
             raise typer.Exit(130)
     if failed:
@@ -205,16 +205,14 @@ def run(
     refuted = [(r, goal) for r in results
                if (goal := r.summary.get("goal")) and goal["verdict"] == "refuted"]
     for r, goal in refuted:
-        err.print(f"[bold red]goal refuted[/] in {r.summary['experiment_name']}: "
-                  f"{goal['hypothesis']}")
+        diagnostic("goal refuted", f"in {r.summary['experiment_name']}: {goal['hypothesis']}",
+                   "bold red")
     missed = [(r, why) for r in results for why in missed_objectives(r.summary)]
     for r, why in missed:  # `load:`: a latency objective missed is a threshold failed
-        err.print(f"[bold red]SLA missed[/] in {r.summary['experiment_name']}: {escape(why)}",
-                  soft_wrap=True)
+        diagnostic("SLA missed", f"in {r.summary['experiment_name']}: {why}", "bold red")
     below = [(r, line) for r in results for line in gate_lines(r.summary.get("gates") or [])]
     for r, line in below:  # a per-case gate: the cases below it, named
-        err.print(f"[bold red]gate failed[/] in {r.summary['experiment_name']}: "
-                  f"{escape(line)}", soft_wrap=True)
+        diagnostic("gate failed", f"in {r.summary['experiment_name']}: {line}", "bold red")
     if refuted or missed or below:
         raise typer.Exit(1)
     if not synced:

@@ -1,13 +1,13 @@
 """`ix view`: the local, read-only web viewer (docs/view.md)."""
 
 import json
-import sys
 from typing import Annotated
 
 import typer
 
 from ix.api.lab import Lab as LabFolder
 from ix.cli.options import Lab
+from ix.cli.output import warn
 from ix.domain.errors import ConfigError
 
 INSTALL_HINT = "pip install 'ix-lab[view]'"
@@ -47,9 +47,6 @@ def view(
         else:
             print(f"ix view: serving lab {lab_path} at {url}  (read-only; Ctrl-C to stop)",
                   flush=True)
-
-    def warn(message: str) -> None:
-        print(f"ix: warning: {message}", file=sys.stderr, flush=True)
 
     try:
         serve(lab_path, host, port, listening, warn)

@@ -266,6 +266,29 @@ def _cuts(plain: str, width: int) -> list[int]:
     return cuts
 
 
+def hanging(text: str, width: int, hang: int = 2, keep: int = 0) -> list[str]:
+    """`text` in lines of at most `width` cells by ix's one rule (`_cuts`), each line's
+    continuation indented `hang` columns deeper than it; its first `keep` characters (a
+    prefix, `ix: warning:`) are never broken when they fit the width, so a message on stderr
+    keeps its prefix on its first line, where grep finds it. Lines break at spaces only (never
+    inside brackets `[too-few-cases]`, an interval or a `command`); a token wider than a line
+    (a path, a URL) stands whole on a line of its own. Only the spaces at the breaks are
+    dropped: no word is cut or lost."""
+    lines: list[str] = []
+    for n, line in enumerate(text.rstrip().split("\n")):
+        line = line.rstrip()
+        pad = " " * (len(line) - len(line.lstrip(" ")) + hang)
+        glued = line if n or cell_len(line[:keep]) > width else \
+            line[:keep].replace(" ", "\xa0") + line[keep:]  # no break inside the prefix
+        cut = next(iter(_cuts(glued, width)), len(line))
+        lines.append(line[:cut].rstrip())
+        rest = line[cut:]
+        cuts = _cuts(rest, max(1, width - len(pad)))
+        lines += (pad + rest[a:b].strip() for a, b in zip([0, *cuts], [*cuts, len(rest)],
+                                                         strict=True) if rest[a:b].strip())
+    return lines
+
+
 _OPERATORS = ("=", "==", ">=", "<=", ">", "<", "≥", "≤", "→", "±")
 
 
@@ -522,5 +545,5 @@ def decimal(value: float, digits: int = 3, *, grouping: bool = False) -> str:
     return f"{value:,.{digits}f}" if grouping else f"{value:.{digits}f}"
 
 
-__all__ = ["PROSE_MIN", "Fitted", "Keyed", "column", "decimal", "fit", "fitted", "key",
+__all__ = ["PROSE_MIN", "Fitted", "Keyed", "column", "decimal", "fit", "fitted", "hanging", "key",
            "legend", "letters", "needed_width", "table"]

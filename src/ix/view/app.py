@@ -7,6 +7,7 @@ DNS rebinding). The pages are in `ix.view.pages`; they read the lab through `ix.
 """
 
 import logging
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ix.report.tables import hanging
 from ix.view import pages
 from ix.view.page_data import Lookup, NotFound
 
@@ -126,7 +128,11 @@ def create_app(lab: Path, *, hosts: Sequence[str] | None = None) -> Starlette:
 
 
 def _warn(message: str) -> None:
-    print(f"ix view: warning: {message}", file=sys.stderr, flush=True)
+    """A warning on stderr, wrapped as the command line's are (`COLUMNS`, else the
+    terminal's width, else 80)."""
+    lines = hanging(f"ix view: warning: {message}", shutil.get_terminal_size().columns,
+                    keep=len("ix view: warning:"))
+    print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 __all__ = ["CSP", "LOCAL_HOSTS", "SECURITY_HEADERS", "create_app"]

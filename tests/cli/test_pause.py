@@ -30,8 +30,15 @@ def _start(lab: Path, *progress: str) -> tuple[subprocess.Popen[str], list[str]]
         assert proc.stderr is not None
         lines.extend(iter(proc.stderr.readline, ""))
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    _READERS[proc.pid] = reader
     return proc, lines
+
+
+#: Each started run's stderr reader, by pid: joined once the run ended, so every line it
+#: wrote is in its list (only the reader reads stderr: `communicate` would race it).
+_READERS: dict[int, threading.Thread] = {}
 
 
 def _wait(what: str, ready, timeout: float = 30) -> None:
@@ -71,7 +78,10 @@ def _paused_then_continued(exp: Path, proc: subprocess.Popen[str], is_paused,
     assert proc.poll() is None and is_paused()
     assert (_run_folder(exp) / "paused").is_file()
     continue_it()
-    out, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _READERS.pop(proc.pid).join(timeout=10)
     assert proc.returncode == 0, out
     records = _lines(exp)
     assert len(records) == TRIALS

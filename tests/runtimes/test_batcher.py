@@ -147,3 +147,35 @@ def test_a_status_request_failing_for_a_while_is_asked_again_not_given_up(tmp_pa
 
         assert asyncio.run(one()).kind == "succeeded"
         assert failures["left"] == 0 and len(api.batches) == 1
+
+
+def test_a_batch_cancelled_by_a_second_ctrl_c_leaves_its_trials_unanswered(tmp_path):
+    """Its canceled results may come back before the run has ended: they are no answer (a
+    `batch_canceled` line would stand on `--resume`, which must send the request again)."""
+    with FakeBatchServer("anthropic", process_after_s=None,
+                         router=lambda r: text_reply("answered")) as api:
+        runtime = _runtime("anthropic", api)
+        batcher = runtime.batcher
+        assert batcher is not None
+        body = runtime.request_body(_subject(), "hello")
+        batcher.attach(BatchJournal.open(tmp_path / "batches.jsonl", lambda _: None))
+
+        async def cancelled() -> bool:
+            batcher.subject = "s"
+            trial = asyncio.ensure_future(batcher.call(custom_id("s", "c0", 1, 0), body))
+            while not batcher.in_flight:
+                await asyncio.sleep(0.01)
+            assert await batcher.cancel_all() == [api.batches[0].id]
+            for _ in range(200):  # the poller (every 0.05 s) sees the batch end, canceled
+                if api.batches[0].ended is not None:
+                    break
+                await asyncio.sleep(0.01)
+            assert [r.outcome for r in api.batches[0].results.values()] == ["canceled"]
+            await asyncio.sleep(0.3)  # and reads its results
+            answered = trial.done()
+            trial.cancel()
+            batcher.close()
+            return answered
+
+        assert asyncio.run(cancelled()) is False
+        assert api.cancels == [api.batches[0].id]

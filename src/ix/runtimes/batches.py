@@ -304,13 +304,16 @@ class Batcher:
             self._found = asyncio.ensure_future(self._find_orphans())
         await asyncio.shield(self._found)
         early = self._results.pop(cid, None)
-        if early is not None and not self._unanswered(early):
+        withdrawn = early is not None and self._withdrawn(early)
+        if early is not None and not withdrawn and not self._unanswered(early):
             return early
         future: asyncio.Future[BatchResult] = loop.create_future()
         self._waiting[cid] = future
         self._bodies[cid] = body
         batch = self._latest.get(cid)
-        if early is None and batch is not None:
+        if withdrawn:  # the run is ending (a second Ctrl-C): `--resume` sends it again
+            pass
+        elif early is None and batch is not None:
             self._watch(batch)
         else:
             self._enqueue(cid, body)
@@ -324,6 +327,13 @@ class Batcher:
         """Cancelled before this process (ix's second Ctrl-C, or by hand): never answered
         nor billed, so the request goes into a new batch."""
         return result.kind == "canceled" and result.batch_id in self._earlier
+
+    def _withdrawn(self, result: BatchResult) -> bool:
+        """Cancelled by this process (a second Ctrl-C): its trial is not answered, and is
+        left without a line, so that `--resume` sends it again (`_unanswered`); recorded
+        as a `batch_canceled` error, a resumed run would keep it."""
+        return (result.kind == "canceled" and self.journal is not None
+                and result.batch_id in self.journal.cancelled)
 
     async def cancel_all(self) -> list[str]:
         """Ask the provider to cancel every batch still in flight (a second Ctrl-C); what
@@ -487,7 +497,7 @@ class Batcher:
             self._results[cid] = result  # its trial asks later (a resumed run)
         elif self._unanswered(result):
             self._enqueue(cid, self._bodies[cid])
-        else:
+        elif not self._withdrawn(result):
             future.set_result(result)
 
 

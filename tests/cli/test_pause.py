@@ -19,8 +19,10 @@ from conftest import _ix_argv, _ix_env, flat, mock_experiment, run_ix
 TRIALS = 40
 
 
-def _start(lab: Path, *progress: str) -> tuple[subprocess.Popen[str], list[str]]:
-    """The real `ix run` in the background; its stderr lines gathered as they come."""
+def _start(lab: Path, *progress: str
+           ) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
+    """The real `ix run` in the background; its stderr lines gathered as they come by the
+    returned reader (the only one to read stderr: `communicate` would race it)."""
     proc = subprocess.Popen([*_ix_argv(), "run", "--lab", str(lab), *progress],
                             env=_ix_env(lab, None), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -32,13 +34,7 @@ def _start(lab: Path, *progress: str) -> tuple[subprocess.Popen[str], list[str]]
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    _READERS[proc.pid] = reader
-    return proc, lines
-
-
-#: Each started run's stderr reader, by pid: joined once the run ended, so every line it
-#: wrote is in its list (only the reader reads stderr: `communicate` would race it).
-_READERS: dict[int, threading.Thread] = {}
+    return proc, lines, reader
 
 
 def _wait(what: str, ready, timeout: float = 30) -> None:
@@ -64,8 +60,8 @@ def _run_folder(exp: Path) -> Path:
     return folders[0].parent if folders else Path("/nonexistent")
 
 
-def _paused_then_continued(exp: Path, proc: subprocess.Popen[str], is_paused,
-                           continue_it) -> None:
+def _paused_then_continued(exp: Path, proc: subprocess.Popen[str], reader: threading.Thread,
+                           is_paused, continue_it) -> None:
     """Once paused: nothing starts for 1.5 s, the in-flight trials are written, the process
     waits; continued, it completes every trial."""
     paused_at = datetime.now(UTC)
@@ -81,7 +77,7 @@ def _paused_then_continued(exp: Path, proc: subprocess.Popen[str], is_paused,
     proc.wait(timeout=60)
     assert proc.stdout is not None
     out = proc.stdout.read()
-    _READERS.pop(proc.pid).join(timeout=10)
+    reader.join(timeout=10)  # every line the run wrote is in its list
     assert proc.returncode == 0, out
     records = _lines(exp)
     assert len(records) == TRIALS
@@ -99,7 +95,7 @@ def _experiment(lab: Path) -> Path:
 @pytest.mark.slow
 def test_ix_pause_stops_new_trials_and_ix_continue_completes_the_run(lab):
     exp = _experiment(lab)
-    proc, stderr = _start(lab, "--progress", "json")
+    proc, stderr, reader = _start(lab, "--progress", "json")
     try:
         _wait("the first trial", lambda: len(_lines(exp)) >= 1)
         paused = run_ix("pause", "--lab", str(lab))  # no RUN: the lab's one running run
@@ -119,8 +115,8 @@ def test_ix_pause_stops_new_trials_and_ix_continue_completes_the_run(lab):
                 "run": run_id, "experiment": "exp", "paused": False, "changed": True,
                 "holder": ""}
 
-        _paused_then_continued(exp, proc, lambda: event("paused") and not event("continued"),
-                               continue_it)
+        _paused_then_continued(exp, proc, reader,
+                               lambda: event("paused") and not event("continued"), continue_it)
         assert event("continued")
     finally:
         if proc.poll() is None:
@@ -134,7 +130,7 @@ def test_ix_pause_stops_new_trials_and_ix_continue_completes_the_run(lab):
 @pytest.mark.slow
 def test_sigtstp_pauses_ix_run_in_process_and_sigcont_continues_it(lab):
     exp = _experiment(lab)
-    proc, stderr = _start(lab)  # off a terminal: no bar, the pause said in a line
+    proc, stderr, reader = _start(lab)  # off a terminal: no bar, the pause said in a line
     try:
         _wait("the first trial", lambda: len(_lines(exp)) >= 1)
         proc.send_signal(signal.SIGTSTP)
@@ -142,7 +138,8 @@ def test_sigtstp_pauses_ix_run_in_process_and_sigcont_continues_it(lab):
         said = next(x for x in stderr if "paused run" in x)
         assert f"ix continue {_run_folder(exp).name}" in said
         assert f"kill -CONT {proc.pid}" in said
-        _paused_then_continued(exp, proc, lambda: not any("continued" in x for x in stderr),
+        _paused_then_continued(exp, proc, reader,
+                               lambda: not any("continued" in x for x in stderr),
                                lambda: os.kill(proc.pid, signal.SIGCONT))
     finally:
         if proc.poll() is None:

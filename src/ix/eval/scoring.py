@@ -12,6 +12,7 @@ Rules a reader of a summary must know (also in docs/results.md):
   skill never activated on the cases it must take.
 """
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -152,8 +153,11 @@ def sensor_keys(names: Sequence[str]) -> list[str]:
     return out
 
 
-#: `sensor_keys` of the sensor names a trial's readings came in (`Tally.sense`), by names.
-_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
+@functools.lru_cache(maxsize=1024)
+def _keys_of(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`sensor_keys` of a trial's sensor names, made once: a run's trials have one list of
+    sensors, or a few (`Tally.sense` asks once a trial)."""
+    return tuple(sensor_keys(names))
 
 
 @dataclass
@@ -233,13 +237,8 @@ class Tally:
         reading with no verdict (passed None: n/a) is not counted, as no valid trial."""
         pairs = tuple(readings)
         names = tuple(name for name, _ in pairs)
-        keys = _KEYS.get(names)
-        if keys is None:  # a run's trials have one list of sensors, or a few
-            keys = tuple(sensor_keys(names))
-            if len(_KEYS) < 1024:
-                _KEYS[names] = keys
         sensors = self.sensors
-        for key, (_, ok) in zip(keys, pairs, strict=True):
+        for key, (_, ok) in zip(_keys_of(names), pairs, strict=True):
             by_case = sensors.get(key)
             if by_case is None:  # listed, even with no verdict yet
                 by_case = sensors[key] = {}

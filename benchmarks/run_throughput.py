@@ -1,6 +1,7 @@
 """Throughput and memory of `ix run`, end to end, on the mock runtime.
 
     .venv/bin/python benchmarks/run_throughput.py [--repeat 3] [--repeat-100k 1] [--big]
+    .venv/bin/python benchmarks/run_throughput.py --against cdc87e6 [--pairs 5]
 
 Prints, for the real `ix` command in a subprocess (no terminal, so no progress bar):
 1. 1,000 cases x 10 trials at 0 latency: trials/s for the whole command (start-up included)
@@ -13,6 +14,14 @@ Prints, for the real `ix` command in a subprocess (no terminal, so no progress b
    start-up (the child's start to the run's started_at) <= 1.05x the ideal.
 3. Peak RSS (ru_maxrss of the child) at 10k and 100k trials (and 1M with --big).
    Target: flat.
+
+`--against REV` makes the guards independent of the machine: the 100k case and the 50 ms
+case run `--pairs` times each for this tree and for commit REV (its `src/`, from `git
+archive`, run by the same interpreter and packages), alternating, so that a slower moment of
+a shared machine falls on both. It prints each side's best and the ratio of the bests; a
+guard is met when this tree is within 5% of REV (`SLACK`). The absolute targets above were
+set on a machine where cdc87e6 met them; on another machine REV's own figures say what that
+machine does.
 """
 
 import argparse
@@ -23,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -50,14 +60,16 @@ def make_lab(root: Path, cases: int, trials: int, latency_ms: float, concurrency
     return lab
 
 
-def run(lab: Path) -> dict[str, float]:
-    """One `ix run`: wall seconds, engine seconds, trials, peak RSS of the child (MiB)."""
+def run(lab: Path, src: Path | None = None) -> dict[str, float]:
+    """One `ix run` (of the `ix` package at `src`, else this tree's): wall seconds, engine
+    seconds, trials, and wall seconds net of start-up."""
     results = lab / "bench" / "results"
     if results.exists():
         for p in sorted(results.rglob("*"), reverse=True):
             p.rmdir() if p.is_dir() else p.unlink()
     t0, clock0 = time.perf_counter(), time.time()
-    proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=ENV,
+    env = ENV if src is None else {**ENV, "PYTHONPATH": str(src)}
+    proc = subprocess.Popen([*IX, "run", "--lab", str(lab), "--json"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate()
     # wait4 would race communicate(); the child has exited, so its rusage is in RUSAGE_CHILDREN
@@ -112,15 +124,67 @@ def throughput(lab: Path, repeat: int, label: str, targets: tuple[int, int] | No
           f" = {n / statistics.median(engines):,.0f}/s" + against(n / min(engines), 1) + "\n")
 
 
+#: How much slower than REV a guard may be under `--against` (the ratio of the bests).
+SLACK = 1.05
+
+
+def source_of(rev: str, root: Path) -> Path:
+    """The `src/` folder of commit `rev` of this repository, extracted under `root`."""
+    repo = Path(__file__).resolve().parent.parent
+    out = root / f"src-{rev}"
+    out.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out / "src"
+
+
+def against(rev: str, root: Path, pairs: int) -> None:
+    """The 100k guards and the 50 ms target, this tree against `rev`, alternating."""
+    ref = source_of(rev, root)
+    print(f"this tree against {rev}: {pairs} alternating pairs of runs each; "
+          f"a guard is met within {SLACK:.2f}x of {rev}\n")
+    cases: list[tuple[str, Path, Callable[[dict[str, float]], float], str]] = []
+    big = make_lab(root, 1000, 100, 0, 100)
+    slow = make_lab(root, 1000, 10, 50, 100)
+    cases.append(("1b) 100,000 trials, whole command (s)", big, lambda r: r["wall"], "s"))
+    cases.append(("1b) 100,000 trials, engine only (s)", big, lambda r: r["engine"], "s"))
+    cases.append(("2) 10,000 trials of 50 ms, net of start-up (x ideal)", slow,
+                  lambda r: r["net"] / (r["trials"] * 0.050 / 100), "x"))
+    runs: dict[tuple[Path, str], list[dict[str, float]]] = {}
+    for lab in (big, slow):
+        run(lab), run(lab, ref)  # warm-up: bytecode cached (REV's too), files in page cache
+        for _ in range(pairs):
+            runs.setdefault((lab, "this"), []).append(run(lab))
+            runs.setdefault((lab, rev), []).append(run(lab, ref))
+    for label, lab, figure, unit in cases:
+        mine = min(figure(r) for r in runs[lab, "this"])
+        theirs = min(figure(r) for r in runs[lab, rev])
+        verdict = "met" if mine <= SLACK * theirs else "MISSED"
+        print(f"{label}\n   best: this tree {mine:.3f} {unit}, {rev} {theirs:.3f} {unit}: "
+              f"{mine / theirs:.3f}x   (guard <= {SLACK:.2f}x: {verdict})")
+        if unit == "s":
+            n = runs[lab, "this"][0]["trials"]
+            print(f"   = {n / mine:,.0f} against {n / theirs:,.0f} trials/s")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--repeat-100k", type=int, default=1,
                         help="runs of the 100,000-trial throughput case (0: skip it)")
     parser.add_argument("--big", action="store_true", help="also 1,000,000 trials for RSS")
+    parser.add_argument("--against", metavar="REV",
+                        help="only the guards, this tree against commit REV (e.g. cdc87e6)")
+    parser.add_argument("--pairs", type=int, default=5,
+                        help="alternating runs of each side with --against")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ix-bench-") as tmp:
         root = Path(tmp)
+        if args.against:
+            against(args.against, root, args.pairs)
+            return
         print(f"ix run on the mock runtime; python {sys.version.split()[0]}, "
               f"{os.cpu_count()} cores; best and median of {args.repeat}\n")
 

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from calibration import export
+
 IX = [str(Path(sys.executable).parent / "ix")]
 # A user's installed ix runs from cached bytecode; PYTHONDONTWRITEBYTECODE (set on some CI
 # machines) would make every start-up recompile ix from source, so the children run without it.
@@ -128,29 +130,24 @@ def throughput(lab: Path, repeat: int, label: str, targets: tuple[int, int] | No
 SLACK = 1.05
 
 
-def source_of(rev: str, root: Path) -> Path:
-    """The `src/` folder of commit `rev` of this repository, extracted under `root`."""
-    repo = Path(__file__).resolve().parent.parent
-    out = root / f"src-{rev}"
-    out.mkdir()
-    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out / "src"
+def ideal_s(trials: int) -> float:
+    """The 50 ms case's ideal wall time: every trial's latency, `concurrency` 100 at once."""
+    return trials * 0.050 / 100
 
 
-def against(rev: str, root: Path, pairs: int) -> None:
+def against_commit(rev: str, root: Path, pairs: int) -> None:
     """The 100k guards and the 50 ms target, this tree against `rev`, alternating."""
-    ref = source_of(rev, root)
+    (root / rev).mkdir()
+    ref = export(rev, root / rev)
     print(f"this tree against {rev}: {pairs} alternating pairs of runs each; "
           f"a guard is met within {SLACK:.2f}x of {rev}\n")
-    cases: list[tuple[str, Path, Callable[[dict[str, float]], float], str]] = []
     big = make_lab(root, 1000, 100, 0, 100)
     slow = make_lab(root, 1000, 10, 50, 100)
-    cases.append(("1b) 100,000 trials, whole command (s)", big, lambda r: r["wall"], "s"))
-    cases.append(("1b) 100,000 trials, engine only (s)", big, lambda r: r["engine"], "s"))
-    cases.append(("2) 10,000 trials of 50 ms, net of start-up (x ideal)", slow,
-                  lambda r: r["net"] / (r["trials"] * 0.050 / 100), "x"))
+    cases: list[tuple[str, Path, Callable[[dict[str, float]], float], str]] = [
+        ("1b) 100,000 trials, whole command (s)", big, lambda r: r["wall"], "s"),
+        ("1b) 100,000 trials, engine only (s)", big, lambda r: r["engine"], "s"),
+        ("2) 10,000 trials of 50 ms, net of start-up (x ideal)", slow,
+         lambda r: r["net"] / ideal_s(int(r["trials"])), "x")]
     runs: dict[tuple[Path, str], list[dict[str, float]]] = {}
     for lab in (big, slow):
         run(lab), run(lab, ref)  # warm-up: bytecode cached (REV's too), files in page cache
@@ -183,7 +180,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ix-bench-") as tmp:
         root = Path(tmp)
         if args.against:
-            against(args.against, root, args.pairs)
+            against_commit(args.against, root, args.pairs)
             return
         print(f"ix run on the mock runtime; python {sys.version.split()[0]}, "
               f"{os.cpu_count()} cores; best and median of {args.repeat}\n")
@@ -198,7 +195,7 @@ def main() -> None:
         lab = make_lab(root, 1000, 10, 50, 100)
         runs = [run(lab) for _ in range(args.repeat)]
         n = runs[0]["trials"]
-        ideal = n * 0.050 / 100
+        ideal = ideal_s(n)
         walls = [r["wall"] for r in runs]
         engines = [r["engine"] for r in runs]
         nets = [r["net"] for r in runs]

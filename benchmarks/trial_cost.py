@@ -5,7 +5,9 @@
 Runs the engine in this process (`run_plan` on the mock runtime, 1,000 cases, no progress)
 and prints its CPU time per trial (process time, which a loaded machine disturbs less than
 wall time), then the cost of each step a trial takes, alone: the runtime's answer, the
-sensor, the scorer's record, encoding the trial line, and appending it under the lock.
+sensor, the scorer's record, the outcome sums and the report's digest (`ix run` feeds each
+trial to both: issue 35's `outcomes`, `report.json`), encoding the trial line, and
+appending it under the lock.
 The target (issue 17): <= 50 us of ix per trial (>= 20,000 trials/s).
 """
 
@@ -27,6 +29,7 @@ from ix.engine.pipeline import OBSERVATION, READING, ScorerComponent, TrialOutco
 from ix.engine.plan import Overrides, build_plan
 from ix.lab.loader import load_experiment
 from ix.matrix import Artifact, Construct
+from ix.report.digest import TrialDigest
 from ix.store.trials import TrialWriter, encode_line
 from run_throughput import make_lab
 
@@ -110,6 +113,15 @@ def main() -> None:
         each("3 artifacts appended to the construct", lambda: Construct(key).append(
             Artifact(OBSERVATION, "t", 1)).append(Artifact(READING, "s", 2)).append(
             Artifact("v", "r", 3)))
+        # what a run does with each trial beyond its line (issue 34's regression since cdc87e6)
+        tally = engine.Tally(plan.cases, judges=())
+        first = readings[0] if readings else None
+        each("outcome sums (engine._measure)", lambda: engine._measure(
+            tally, case, observation, record, first, readings))
+        digest = TrialDigest(outcomes=False)
+        lines = [{**record, "trial": i} for i in range(5000)]  # each trial once, as in a run
+        feed = iter(lines * 7)
+        each("report digest (TrialDigest.add, ix.api)", lambda: digest.add(next(feed)))
         with TrialWriter(Path(tmp) / "w" / "trials.jsonl") as writer:
             each("line appended (lock, check, write)", lambda: writer.write(record),
                  number=2000)

@@ -155,7 +155,10 @@ def _cut_values(text: str) -> list[str]:
         if token not in EXPERIMENTS:
             problems.append(f"experiment cut: {token!r}")
     for start, rest in re.findall(r"(\[[-+]?\d)([^\]\n]*\]?)", text):
-        if not re.fullmatch(r"[-+]?[\d.]*, [-+]?\d+\.\d+\]", rest) and "%" not in rest:
+        # an end is a number as `ix.report.outcome_text.number` writes it: `0.0412`, `297`,
+        # `1,234` (3 significant digits, no exponent) or `–` (none)
+        if not re.fullmatch(r"[\d.,]*, (?:[-+]?\d[\d,]*(?:\.\d+)?|–)\]", rest) \
+                and "%" not in rest:
             problems.append(f"interval cut: {start + rest!r}")
     return problems
 

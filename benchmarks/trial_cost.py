@@ -27,6 +27,7 @@ from ix.domain.types import Interaction
 from ix.engine import run as engine
 from ix.engine.pipeline import OBSERVATION, READING, ScorerComponent, TrialOutcome
 from ix.engine.plan import Overrides, build_plan
+from ix.eval.scoring import Tally
 from ix.lab.loader import load_experiment
 from ix.matrix import Artifact, Construct
 from ix.report.digest import TrialDigest
@@ -114,7 +115,7 @@ def main() -> None:
             Artifact(OBSERVATION, "t", 1)).append(Artifact(READING, "s", 2)).append(
             Artifact("v", "r", 3)))
         # what a run does with each trial beyond its line (issue 34's regression since cdc87e6)
-        tally = engine.Tally(plan.cases, judges=())
+        tally = Tally(plan.cases, judges=())
         first = readings[0] if readings else None
         each("outcome sums (engine._measure)", lambda: engine._measure(
             tally, case, observation, record, first, readings))

@@ -150,7 +150,8 @@ def against_commit(rev: str, root: Path, pairs: int) -> None:
          lambda r: r["net"] / ideal_s(int(r["trials"])), "x")]
     runs: dict[tuple[Path, str], list[dict[str, float]]] = {}
     for lab in (big, slow):
-        run(lab), run(lab, ref)  # warm-up: bytecode cached (REV's too), files in page cache
+        run(lab)  # warm-up: bytecode cached (REV's too), files in the page cache
+        run(lab, ref)
         for _ in range(pairs):
             runs.setdefault((lab, "this"), []).append(run(lab))
             runs.setdefault((lab, rev), []).append(run(lab, ref))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import write
 from ix.domain.types import Subject
-from ix.engine.plan import Plan, build_plan, per_subject_seed, trial_seed
+from ix.engine.plan import Plan, build_plan, per_subject_seed, trial_seed, trial_seeds
 from ix.engine.run import run_plan
 from ix.eval.models import EvalCase
 from ix.lab.loader import load_experiment
@@ -153,3 +153,10 @@ def test_a_run_of_the_coexistence_example_loses_activations_only_to_the_newcomer
     alone, plus_b, plus_bc = (invoked[s] for s in ("a-only", "a-plus-b", "a-plus-b-plus-c"))
     assert plus_bc <= plus_b <= alone
     assert plus_bc < alone  # the newcomers do take trials away
+
+
+@pytest.mark.parametrize("seed, case_id", [(5, "c1"), (-7, "ünï code/case"), (2**62, "")])
+def test_trial_seeds_hash_each_trial_as_trial_seed_does(seed, case_id):
+    """The plan's seeds of a case, from its prefix hashed once, are DESIGN.md §2's."""
+    assert list(trial_seeds(seed, case_id, 123)) == [trial_seed(seed, case_id, t)
+                                                     for t in range(123)]

@@ -236,9 +236,10 @@ class Tally:
         """Count one valid trial's readings, (sensor name, passed) in the sensors' order; a
         reading with no verdict (passed None: n/a) is not counted, as no valid trial."""
         pairs = tuple(readings)
-        names = tuple(name for name, _ in pairs)
+        # one sensor (the common case): its name is its key, no `_keys_of` to ask
+        keys = (pairs[0][0],) if len(pairs) == 1 else _keys_of(tuple(n for n, _ in pairs))
         sensors = self.sensors
-        for key, (_, ok) in zip(_keys_of(names), pairs, strict=True):
+        for key, (_, ok) in zip(keys, pairs, strict=True):
             by_case = sensors.get(key)
             if by_case is None:  # listed, even with no verdict yet
                 by_case = sensors[key] = {}

@@ -238,3 +238,15 @@ def test_each_quantitys_comparisons_are_holm_adjusted_across_the_subjects():
     expected = multipletests(raw, method="holm")[1]
     assert [c["p_holm"] for c in tokens] == [num(x) for x in expected]
     assert all(c["p_holm"] >= c["p"] for c in tokens)
+
+
+def test_what_the_digest_says_includes_the_lines_it_still_holds_in_a_batch():
+    """`add` takes lines in batches: `exact` and every section read them all first."""
+    d = TrialDigest()
+    d.add(line("a", "c1", 0, passed=True, tokens=3, usd=0.5))
+    assert d.exact and d.cost()["total"]["attempts"] == 1
+    d.add(line("a", "c1", 1, passed=True, attempt=1))  # its first attempt was never seen
+    assert not d.exact
+    d.add(line("a", "c2", 0, passed=False, tokens=4))
+    assert d.cost()["total"]["tokens_input"] == 7
+    assert [r["probe_id"] for r in d.failures()["cases"]] == ["c2"]

@@ -1072,10 +1072,10 @@ def _measure(tally: Tally, case: EvalCase, observation: Any, record: dict[str, A
     scores by dimension, into the tally's outcome sums (the summary's `outcomes`)."""
     if isinstance(observation, EvalObservation):
         meta = observation.meta
-        facts: tuple[float | None, ...] = (
-            float(observation.tokens_input), float(observation.tokens_output),
+        facts: tuple[float | None, ...] = (  # (its counts are ints: added as they are)
+            observation.tokens_input, observation.tokens_output,
             finite(observation.cost_usd), finite(record["duration_ms"]),
-            float(len(observation.tool_calls)),
+            len(observation.tool_calls),
             finite(meta.get("num_turns", meta.get("turns"))) if meta else None)
     else:
         facts = facts_of(record["observation"], record["duration_ms"])

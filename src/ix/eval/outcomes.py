@@ -95,26 +95,12 @@ class OutcomeSums:
         cell = self.cells.get(case)
         if cell is None:
             cell = self.cells[case] = [0.0] * _CELL
-        # unrolled: it runs once a trial (the six facts of `OUTCOME_METRICS` but the score)
-        tokens_input, tokens_output, cost, duration, calls, turns = facts
-        if tokens_input is not None:
-            cell[0] += tokens_input
-            cell[1] += 1
-        if tokens_output is not None:
-            cell[2] += tokens_output
-            cell[3] += 1
-        if cost is not None:
-            cell[4] += cost
-            cell[5] += 1
-        if duration is not None:
-            cell[6] += duration
-            cell[7] += 1
-        if calls is not None:
-            cell[8] += calls
-            cell[9] += 1
-        if turns is not None:
-            cell[10] += turns
-            cell[11] += 1
+        i = 0
+        for value in facts:
+            if value is not None:
+                cell[i] += value
+                cell[i + 1] += 1
+            i += 2
         if score is not None:
             cell[_SCORE] += score
             cell[_SCORE + 1] += 1

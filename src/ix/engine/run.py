@@ -161,9 +161,12 @@ LOCAL: dict[str, Any] = {"kind": "local"}
 GRACE_S = 30.0
 #: Trials counted into the tallies together (`_execute`): a run's trials interleave the
 #: engine's steps, and counting a batch of them in one loop keeps the counting's code in the
-#: processor's caches (about 0.5 s of 7.8 at 100k mock trials). The summary never lags: the
-#: batch is counted before any look, at the end of each round and however the run stops.
+#: processor's caches (about 0.5 s of 7.8 at 100k mock trials). A batch is counted once it
+#: holds `COUNT_BATCH` trials or its first is `COUNT_WAIT_S` old (slow trials, whose
+#: transcripts may be large, are not held), before any look at the goal, at the end of each
+#: round and however the run stops: the summary never lags.
 COUNT_BATCH = 64
+COUNT_WAIT_S = 0.05
 
 
 def run_plan(plan: Plan, *, artifacts: bool = False, command: list[str] | None = None,
@@ -872,6 +875,8 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     # cost spent decides whether to go on)
     uncounted: list[tuple[Construct[TrialKey], bool, dict[str, Any]]] = []
     counted_by = 1 if limits.max_cost_usd is not None else COUNT_BATCH
+    clock = time.monotonic
+    counted_at = 0.0  # when the batch's first trial came (`COUNT_WAIT_S`)
     streak: dict[str, int] = {}
     # never more workers than trials to run (each worker is a task; a concurrency of a
     # billion would otherwise start a billion of them for a handful of trials)
@@ -890,6 +895,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     def done(outcome: Outcome[TrialKey]) -> None:
         """A trial finished: its line written, then counted (in the worker that ran it, in
         batches of `COUNT_BATCH`)."""
+        nonlocal counted_at
         if outcome.error is None:
             record = outcome.construct.data(VERDICT)
         else:  # a bug in a component, not the subject's failure: record it all the same
@@ -904,7 +910,10 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
         writer.write(record)
         if measured:
             uncounted.append((outcome.construct, outcome.error is not None, record))
-            if len(uncounted) >= counted_by:
+            now = clock()
+            if len(uncounted) == 1:
+                counted_at = now
+            if len(uncounted) >= counted_by or now - counted_at >= COUNT_WAIT_S:
                 count()
         if limits.max_cost_usd is not None and spent >= limits.max_cost_usd and not stop:
             stop.append(f"--max-cost {limits.max_cost_usd:g} USD reached (spent {spent:.4f})")

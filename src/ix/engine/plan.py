@@ -200,16 +200,13 @@ class Plan:
             return
         common = self.seeding != "per-subject"
         for case in self.cases:
-            if only is None and common:
-                # common random numbers: one seed for every subject, derived once
-                for trial, seed in enumerate(trial_seeds(self.seed, case.id, self.trials)):
-                    for sp in self.subjects:
-                        yield TrialKey(sp, case, trial, seed)
-                continue
             if only is None:
-                for trial in range(self.trials):
+                # common random numbers: one seed for every subject, derived once
+                seeds = trial_seeds(self.seed, case.id, self.trials) if common \
+                    else [None] * self.trials
+                for trial, seed in enumerate(seeds):
                     for sp in self.subjects:
-                        yield TrialKey(sp, case, trial,
+                        yield TrialKey(sp, case, trial, seed if seed is not None else
                                        self.trial_seed(sp.subject.name, case.id, trial))
                 continue
             chosen = sorted((trial, i) for i, sp in enumerate(self.subjects)

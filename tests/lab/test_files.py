@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ix.fs.files import compact, dumps, indented
 
@@ -42,12 +44,44 @@ def test_indented_is_the_stdlibs_text_byte_for_byte(document: Any) -> None:
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, {"x": [1, math.nan]}])
-def test_a_nan_is_refused_as_the_stdlib_refuses_it_and_written_when_allowed(bad: Any) -> None:
-    with pytest.raises(ValueError, match="Out of range float values"):
-        json.dumps(bad, allow_nan=False)
+def test_a_nan_is_written_null_as_compact_writes_it(bad: Any) -> None:
+    """JSON has no NaN: the indented text holds what `compact` holds (an undefined figure)."""
+    assert json.loads(dumps(bad)) == json.loads(compact(bad))
+    assert "NaN" not in indented(bad, allow_nan=True) and "Infinity" not in dumps(bad)
+
+
+def test_a_nan_the_stdlib_writes_is_refused_as_it_refuses_it_or_written_when_allowed() -> None:
+    bad = {Name("k"): math.nan}  # a subclass: the whole document is the stdlib's
     with pytest.raises(ValueError, match="Out of range float values"):
         dumps(bad)
     assert indented(bad, allow_nan=True) == json.dumps(bad, ensure_ascii=False, indent=2)
+
+
+#: the floats orjson spells otherwise (exponents -5 to -9), and their neighbours
+SMALL = [9.9e-05, 1e-05, 1.5e-07, 1e-06, 2.6e-05, 1e-09, 9.99e-10, 1e-10, 0.0001, 0.00012,
+         -1e-05, -3.25e-08, 5e-324, 1e-300, 1e16, 1.5e16, 1e22, 123456.75]
+
+
+@pytest.mark.parametrize("value", SMALL)
+def test_a_small_float_is_spelt_as_python_spells_it_wherever_it_stands(value: float) -> None:
+    document = [value, {"k": value, "l": [value, value], "q\\\"": value}, {"": value}]
+    assert indented(document) == json.dumps(document, ensure_ascii=False, indent=2)
+    assert indented(value) == json.dumps(value)
+
+
+def test_a_number_inside_a_string_is_left_as_written() -> None:
+    document = ["0.00001", "1.5e-7", 'x": 0.00001', {'a": 1e-7': "9.9e-5,", "b": 1e-07}]
+    assert indented(document) == json.dumps(document, ensure_ascii=False, indent=2)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20))
+def test_any_plain_document_is_the_stdlibs_text(document: Any) -> None:
+    assert indented(document) == json.dumps(document, ensure_ascii=False, indent=2)
 
 
 def test_an_object_goes_through_default_or_is_refused_like_the_stdlib() -> None:

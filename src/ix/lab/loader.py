@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -521,7 +522,7 @@ def _suite(suite_path: str, path: Path, file: Path, problems: _Problems
         raise ConfigError(f"cases folder {suite} does not exist; put one case per .md file "
                           "there", file=file, field="cases.suite")
     try:
-        listed = sorted(suite.iterdir())
+        listed = sorted(suite.iterdir(), key=attrgetter("name"))  # Paths compare slowly
     except OSError as exc:
         raise ConfigError(f"cannot list {suite}: {exc.strerror or exc}", file=file,
                           field="cases.suite") from None

@@ -18,6 +18,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,8 @@ def _read_case_files(experiment: Path, warn: Warn | None,
     """Each case file that reads: its case id, frontmatter and body (a broken one warned of)."""
     suite = suite_dir(experiment)
     try:
-        files = sorted(p for p in suite.iterdir() if p.suffix == ".md" and p.is_file())
+        files = sorted((p for p in suite.iterdir() if p.suffix == ".md" and p.is_file()),
+                       key=attrgetter("name"))  # as the loader lists them; Paths compare slowly
     except OSError:
         files = []
     for path in files:

@@ -211,11 +211,14 @@ def _covariance(hess: FloatArray) -> FloatArray:
     return cov
 
 
+@lru_cache(maxsize=16)
 def sinh_nodes(n: int, reach: float, kind: str) -> tuple[FloatArray, FloatArray, float]:
     """Nodes u on [−U, U] (U = asinh reach), τ = sinh u, and weights including cosh u.
 
     kind "legendre": Gauss–Legendre weights; "chebyshev": first-kind Chebyshev points, weights
-    cosh u only (the caller interpolates). Shared with `ix.stats.clustered`.
+    cosh u only (the caller interpolates). Shared with `ix.stats.clustered`. Made once per
+    (n, reach, kind) and read-only: Gauss–Legendre nodes take an eigenvalue problem each (a
+    summary asks for the same few a dozen times).
     """
     big_u = math.asinh(reach)
     if kind == "legendre":
@@ -225,7 +228,9 @@ def sinh_nodes(n: int, reach: float, kind: str) -> tuple[FloatArray, FloatArray,
         x = np.cos(np.pi * (np.arange(n) + 0.5) / n)
         w = np.ones(n)
     u = big_u * x
-    return np.sinh(u), w * np.cosh(u), big_u
+    nodes, weights = np.sinh(u), w * np.cosh(u)
+    nodes.flags.writeable = weights.flags.writeable = False  # cached: shared by every caller
+    return nodes, weights, big_u
 
 
 def chebyshev_coefficients(values: FloatArray) -> FloatArray:

@@ -363,6 +363,10 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
     except OSError as exc:  # a full disk, a read-only folder, a deleted lab
         fault, stop_reason = exc, f"the results could not be written: {_reason(exc)}"
     finally:
+        # So, too, does what the trials left (the tallies, the report's digest) until the run
+        # is summarised and recorded: the summary of a large run makes ~10^5 objects, whose
+        # collections would otherwise walk it all again (~70 ms at 1,000 cases).
+        gc.freeze()
         for batcher in batchers:
             batcher.close()  # the batches go on at the provider; `--resume` collects them
         written = recorder.written

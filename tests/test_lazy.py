@@ -214,9 +214,7 @@ def test_ix_modules_import_each_other_at_the_top():
 
 def test_the_console_script_collects_garbage_again_before_the_command_runs(tmp_path):
     """`ix` imports its modules with the collector off, then freezes what they made and turns
-    it back on before the command runs: a long `ix run` or `ix view` collects as usual. As the
-    process ends, what the command made is frozen too, so the interpreter's exit does not walk
-    it all once more (0.1-0.15 s after a run that imported numpy and scipy)."""
+    it back on before the command runs: a long `ix run` or `ix view` collects as usual."""
     out = run(f"""
         import gc, sys
         from ix.cli import main
@@ -225,9 +223,9 @@ def test_the_console_script_collects_garbage_again_before_the_command_runs(tmp_p
             main()
         except SystemExit:
             pass
-        print(gc.isenabled(), gc.get_freeze_count() > 1000, len(gc.get_objects()) < 50)
+        print(gc.isenabled(), gc.get_freeze_count() > 1000)
     """)
-    assert out.splitlines()[-1] == "True True True"
+    assert out.splitlines()[-1] == "True True"
 
 
 def test_work_in_the_background_is_joined_and_its_failure_left_to_the_real_use():
@@ -265,37 +263,3 @@ def test_the_summary_checker_is_built_in_the_background_and_a_check_waits_for_it
         print(summary_adapter.cache_info().misses)
     """)
     assert out == "1 True 1"
-
-
-def test_background_work_shortens_the_switch_interval_while_it_runs_and_restores_it():
-    """While a background import or build holds the GIL, the thread running trials waits at
-    most the switch interval for it (5 ms by default; `BACKGROUND_SWITCH_S` meanwhile); the
-    user's own interval is back once the last background thread ends."""
-    out = run("""
-        import sys, threading
-        from ix import _lazy
-        sys.setswitchinterval(0.004)
-        first_in, second_in, release = threading.Event(), threading.Event(), threading.Event()
-        seen = []
-        def first():
-            first_in.set()
-            release.wait(5)
-            seen.append(sys.getswitchinterval())
-        def second():
-            second_in.set()
-            seen.append(sys.getswitchinterval())
-        one = _lazy.in_background(first)
-        first_in.wait(5)
-        _lazy.in_background(second).join()  # ends while `first` still runs
-        seen.append(sys.getswitchinterval())
-        release.set()
-        one.join()
-        seen.append(sys.getswitchinterval())
-        _lazy.preload("json.tool", "colorsys").join()
-        for thread in threading.enumerate():
-            if thread.name == "ix-preload":
-                thread.join()
-        seen.append(sys.getswitchinterval())
-        print(seen)
-    """)
-    assert out == "[0.0005, 0.0005, 0.0005, 0.004, 0.004]"

@@ -12,11 +12,10 @@ ix's own modules are imported at module top, never through here.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -24,33 +23,6 @@ __all__ = ["Loading", "in_background", "lazy", "preload"]
 
 _lock = threading.Lock()
 _preloading: dict[str, threading.Event] = {}  # set once the background import of it ended
-
-#: The interpreter's switch interval while background work runs (the default is 5 ms). A
-#: thread waiting for the GIL gets it only after the holder has run this long; so while a
-#: background import holds it, the thread running a run's trials would wait up to 5 ms each
-#: time one ends (a 50 ms subject's trials then took up to 1.5x their latency for the first
-#: second of a run). 0.5 ms: that thread waits a tenth as long, at a few more switches.
-BACKGROUND_SWITCH_S = 0.0005
-_background = 0  # threads of this module running; the first sets the interval, the last resets
-_switch = sys.getswitchinterval()
-
-
-@contextlib.contextmanager
-def _in_background() -> Iterator[None]:
-    """Run the block with the switch interval at `BACKGROUND_SWITCH_S` (module docstring)."""
-    global _background, _switch
-    with _lock:
-        if _background == 0:
-            _switch = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch, BACKGROUND_SWITCH_S))
-        _background += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _background -= 1
-            if _background == 0:
-                sys.setswitchinterval(_switch)
 
 
 def _import(name: str) -> ModuleType:
@@ -138,8 +110,7 @@ def in_background(work: Callable[[], object], name: str = "ix-preload") -> Loadi
 
     def run() -> None:
         try:
-            with _in_background():
-                work()
+            work()
         except Exception:
             pass
         finally:
@@ -150,13 +121,12 @@ def in_background(work: Callable[[], object], name: str = "ix-preload") -> Loadi
 
 
 def _preload(todo: list[tuple[str, threading.Event]]) -> None:
-    with _in_background():
-        for name, done in todo:
-            try:
-                importlib.import_module(name)
-            except Exception:  # the first real use raises it
-                pass
-            finally:
-                with _lock:
-                    del _preloading[name]
-                done.set()
+    for name, done in todo:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the first real use raises it
+            pass
+        finally:
+            with _lock:
+                del _preloading[name]
+            done.set()

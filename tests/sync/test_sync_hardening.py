@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import ix_in_process, mock_experiment, run_ix, tree_digest
+from conftest import flat, ix_in_process, mock_experiment, run_ix, tree_digest
 from ix.store.remote import Remote
 from ix.store.sync import push
 from ix.store.sync_lines import segment_name
@@ -71,7 +71,7 @@ def test_a_pull_never_replaces_a_log_or_copies_what_a_push_does_not_write(tmp_pa
     data = json.loads(r.stdout)
     assert data["trials"] == 6 and data["ignored"] == len(planted)
     assert data["runs_added"] == [RUN_A]
-    assert "ignored" in r.stderr  # said, once
+    assert "ignored" in flat(r.stderr)  # said, once
 
 
 def _ids_of(log_bytes: bytes) -> list[tuple[str, str, str, int, int]]:
@@ -87,14 +87,14 @@ def test_a_folder_that_is_not_a_sync_prefix_is_refused_before_anything_is_writte
     mine, theirs = tree_digest(lab), tree_digest(other)
     r = run_ix("sync", "pull", other.as_uri(), "--lab", str(lab))
     assert r.code == 2, r.output
-    assert "not an ix sync prefix" in r.stderr and "Traceback" not in r.output
+    assert "not an ix sync prefix" in flat(r.stderr) and "Traceback" not in r.output
     assert tree_digest(lab) == mine  # the lab's 12 lines, untouched
     r = run_ix("sync", "push", other.as_uri(), "--lab", str(lab))
     assert r.code == 2, r.output
-    assert "ix-sync.json" in r.stderr and "nothing was written" in r.stderr
+    assert "ix-sync.json" in flat(r.stderr) and "nothing was written" in flat(r.stderr)
     assert tree_digest(other) == theirs  # nothing written into the other lab
     r = ix_in_process("sync", "pull", (tmp_path / "nowhere").as_uri(), "--lab", str(lab))
-    assert r.code == 2 and "holds nothing" in r.stderr, r.output
+    assert r.code == 2 and "holds nothing" in flat(r.stderr), r.output
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -113,7 +113,7 @@ def test_a_file_prefix_is_never_read_through_a_link_or_a_special_file(tmp_path):
     # a subprocess: a FIFO read would block for good, and a process can be timed out
     r = run_ix("sync", "pull", shared.as_uri(), "--lab", str(lab), timeout=60)
     assert r.code == 0, r.output
-    assert "symbolic link" in r.stderr and "FIFO" in r.stderr
+    assert "symbolic link" in flat(r.stderr) and "FIFO" in flat(r.stderr)
     pulled = lab / "exp" / "results" / "runs"
     assert (pulled / RUN_A / "spec.yaml").is_file()  # the rest came
     assert not (pulled / RUN_A / "report.md").exists()
@@ -139,7 +139,7 @@ def test_a_push_writes_nothing_through_a_link_in_the_prefix(tmp_path):
     theirs = tree_digest(elsewhere)
     r = run_ix("sync", "push", shared.as_uri(), "--lab", str(lab))
     assert r.code == 0, r.output
-    assert "symbolic link" in r.stderr
+    assert "symbolic link" in flat(r.stderr)
     assert tree_digest(elsewhere) == theirs and sorted(os.listdir(elsewhere)) == [
         "spec.yaml", "summary.json"]
     assert (runs / RUN_A).is_symlink()  # left as it was, not written through
@@ -194,9 +194,9 @@ def test_a_url_holding_a_user_name_is_refused_and_never_echoed_or_recorded(tmp_p
     for url in urls:
         ix = run_ix if url == urls[0] else ix_in_process  # the first through the real command
         r = ix("sync", "push", url, "--lab", str(lab))
-        assert r.code == 2 and "holds a" in r.stderr, (url, r.output)
+        assert r.code == 2 and "holds a" in flat(r.stderr), (url, r.output)
         r = ix("run", "exp", "--lab", str(lab), "--sync", url)
-        assert r.code == 2 and "holds a" in r.stderr, (url, r.output)
+        assert r.code == 2 and "holds a" in flat(r.stderr), (url, r.output)
         assert user not in r.output and "Traceback" not in r.output
     assert not (lab / "exp" / "results").exists()  # no spec.yaml recorded the URL
 
@@ -211,6 +211,6 @@ def test_a_linked_experiment_folder_in_the_prefix_is_refused_and_the_rest_pushed
     mock_experiment(lab, "other", trials=2)
     r = ix_in_process("sync", "push", shared.as_uri(), "--lab", str(lab))
     assert r.code == 0, r.output
-    assert "exp: is a symbolic link" in r.stderr
+    assert "exp: is a symbolic link" in flat(r.stderr)
     assert list(elsewhere.iterdir()) == []
     assert (shared / "other" / "experiment.yaml").is_file()

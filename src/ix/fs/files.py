@@ -31,8 +31,9 @@ def indented(data: Any, *, default: Callable[[Any], Any] | None = None,
     Python, takes ~0.13 s. A float that is not finite is written `null`, as `compact` and
     `ix.eval.numbers.num` write an undefined figure (JSON has no NaN). What orjson refuses or
     would spell otherwise (a subclass of a JSON type, an integer beyond 64 bits, a key that is
-    not a string, a cycle, an object for `default`) is left to the stdlib, which then says or
-    does exactly what it always did (`allow_nan` is for it)."""
+    not a string, nesting beyond 254 levels or a cycle, a date, an object for `default`) is
+    left to the stdlib, which then says or does exactly what it always did (`allow_nan` is for
+    it); only a plain `Enum` or a `UUID`, which ix never writes, orjson writes as its value."""
     try:
         text = orjson.dumps(data, default=_refuse, option=_INDENTED)
     except orjson.JSONEncodeError:

@@ -49,8 +49,7 @@ def trial_seed(seed: int, case_id: str, trial: int) -> int:
     Common to every subject (common random numbers): a comparison of two subjects sees only
     what differs between them. A runtime that needs a stream of its own per subject derives
     it from this seed (`ix.runtimes._seeding.own_stream`)."""
-    digest = hashlib.sha256(f"{seed}:{case_id}:{trial}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+    return _seed(hashlib.sha256(f"{seed}:{case_id}:{trial}".encode()))
 
 
 def trial_seeds(seed: int, case_id: str, trials: int) -> Iterator[int]:
@@ -60,14 +59,18 @@ def trial_seeds(seed: int, case_id: str, trials: int) -> Iterator[int]:
     for trial in range(trials):
         h = head.copy()
         h.update(b"%d" % trial)
-        yield int.from_bytes(h.digest()[:8], "big") >> 1
+        yield _seed(h)
 
 
 def per_subject_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
     """The trial seed of runs made before common random numbers (`seeding: per-subject`):
     the subject's name hashed in, so each subject drew independently."""
-    digest = hashlib.sha256(f"{seed}:{subject}:{case_id}:{trial}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+    return _seed(hashlib.sha256(f"{seed}:{subject}:{case_id}:{trial}".encode()))
+
+
+def _seed(h: "hashlib._Hash") -> int:
+    """A seed from a hash: its first 8 bytes, as a non-negative signed 64-bit int."""
+    return int.from_bytes(h.digest()[:8], "big") >> 1
 
 
 @dataclass(frozen=True)

@@ -382,10 +382,29 @@ def check_record(record: Mapping[str, Any], file: Path, where: str, *,
     return line
 
 
+def _writable(value: Any) -> bool:
+    """Whether `_unwritable` would find nothing: the same walk without the paths, which
+    only a problem needs (building one per value was most of an import's checking)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                return False
+            stack += [(v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                else item)]
+    return True
+
+
 def _unwritable(value: Any) -> tuple[str, str] | None:
     """(path, why) of the first value no trial line may hold — nesting deeper than
     `MAX_DEPTH`, a float that is not finite (JSON has no NaN or infinity) — or None.
     Iterative, so any depth is safe to check."""
+    if _writable(value):
+        return None
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
         item, path, depth = stack.pop()

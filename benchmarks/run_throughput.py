@@ -11,7 +11,9 @@ Prints, for the real `ix` command in a subprocess (no terminal, so no progress b
    whole command >= 12,000/s.
 2. The same at latency_ms 50 and concurrency 100 (10,000 trials), against the ideal
    trials x latency / concurrency = 5.0 s. Target (issue 34): the whole command net of
-   start-up (the child's start to the run's started_at) <= 1.05x the ideal.
+   start-up (the child's start to the run's started_at) <= 1.05x the ideal. Beside it, the
+   floor: the same 100 x 100 sleeps on asyncio alone, without and with the statistics'
+   import in a thread (`loop_floor`), which no engine on this machine goes below.
 3. Peak RSS (ru_maxrss of the child) at 10k and 100k trials (and 1M with --big).
    Target: flat.
 
@@ -135,6 +137,36 @@ def ideal_s(trials: int) -> float:
     return trials * 0.050 / 100
 
 
+#: The 50 ms case with nothing of ix: 100 tasks, each sleeping 50 ms 100 times on asyncio's
+#: loop (whose timers wake on epoll's millisecond, rounded up), with numpy and scipy.special
+#: imported in a thread meanwhile when argv[1] is "import", as `ix run` imports its statistics.
+FLOOR = """
+import asyncio, importlib, sys, threading, time
+async def worker():
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+async def main():
+    if sys.argv[1] == "import":
+        threading.Thread(target=lambda: [importlib.import_module(m)
+                                         for m in ("numpy", "scipy.special")]).start()
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(100)))
+    print(time.perf_counter() - began)
+asyncio.run(main())
+"""
+
+
+def loop_floor(repeat: int) -> tuple[float, float]:
+    """The best of `repeat` spans of `FLOOR`, without and with the import: what no engine on
+    this interpreter and machine goes below, against the ideal 5.0 s."""
+    def span(mode: str) -> float:
+        done = subprocess.run([sys.executable, "-c", FLOOR, mode], capture_output=True,
+                              text=True, check=True, env=ENV)
+        return float(done.stdout)
+    return (min(span("plain") for _ in range(repeat)),
+            min(span("import") for _ in range(repeat)))
+
+
 def against_commit(rev: str, root: Path, pairs: int) -> None:
     """The 100k guards and the 50 ms target, this tree against `rev`, alternating."""
     (root / rev).mkdir()
@@ -208,7 +240,10 @@ def main() -> None:
         print(f"   net of start-up: best {min(nets):.3f} s = {min(nets) / ideal:.3f}x ideal, "
               f"median {statistics.median(nets) / ideal:.3f}x   (target <= 1.05x: {met})")
         print(f"   engine only:   best {min(engines):.3f} s = {min(engines) / ideal:.3f}x ideal, "
-              f"median {statistics.median(engines) / ideal:.3f}x\n")
+              f"median {statistics.median(engines) / ideal:.3f}x")
+        plain, imported = loop_floor(args.repeat)
+        print(f"   asyncio alone (the floor): best {plain:.3f} s = {plain / ideal:.3f}x ideal; "
+              f"with numpy and scipy.special imported meanwhile {imported / ideal:.3f}x\n")
 
         sizes = [(1000, 10), (1000, 100)] + ([(1000, 1000)] if args.big else [])
         print("3) peak RSS of `ix run` (latency 0)")

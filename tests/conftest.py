@@ -304,23 +304,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Parallel workers (`-n`, pytest-xdist) take tests one by one, except that the tests of a
     file holding a fixture wider than one test (a run of ix, a browser, a Ray cluster) go to
     one worker together: the fixture is made once, and two workers never hold it at the same
-    time (`ray stop --force` stops every cluster on the machine)."""
+    time (`ray stop --force` stops every cluster on the machine). The longest come first
+    (`pytest_collection_modifyitems`), so that no worker starts a minute's test as the others
+    finish."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    # the queue in the order `pytest_collection_modifyitems` made (the longest work first),
+    # not re-sorted by the number of tests in each group
+    config.option.loadscopereorder = False
+
     class SharedFixtureScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return path if _shares_fixtures(path) else nodeid
+            return _scope(nodeid)
 
     return SharedFixtureScheduling(config, log)
 
 
 #: Tests that the last full run (`scripts/test --record-slow`) measured at `SLOW_S` seconds or
-#: more, set-up and tear-down included: marked `slow`, so `scripts/test --fast` leaves them out
-#: as it leaves out those marked in the code. A test not listed counts as fast until the list
-#: is recorded again; CI runs every test either way.
+#: more, set-up and tear-down included, each with its seconds: marked `slow`, so `scripts/test
+#: --fast` leaves them out as it leaves out those marked in the code, and run longest first. A
+#: test not listed counts as fast until the list is recorded again; CI runs every test either
+#: way.
 SLOW_LIST = REPO / "tests" / "slow_tests.txt"
 SLOW_S = 1.0
 #: `scripts/test --record-slow` sets it: this run's durations rewrite `SLOW_LIST`.
@@ -328,19 +334,44 @@ RECORD_SLOW = "IX_RECORD_SLOW"
 _durations: dict[str, float] = {}
 
 
-def _recorded_slow() -> set[str]:
+def _recorded_slow() -> dict[str, float]:
+    """Each listed test's seconds (a line without them: `SLOW_S`)."""
     try:
         text = SLOW_LIST.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return set()
-    return {line for line in text.splitlines() if line and not line.startswith("#")}
+        return {}
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, seconds = line.partition("\t")
+            try:
+                found[name] = float(seconds)
+            except ValueError:
+                found[name] = SLOW_S
+    return found
+
+
+def _scope(nodeid: str) -> str:
+    """What one worker runs together (`pytest_xdist_make_scheduler`): a test, or the file of
+    a test that shares fixtures."""
+    path = nodeid.split("::", 1)[0]
+    return path if _shares_fixtures(path) else nodeid
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the recorded slow tests `slow`, and order the tests longest first by what was
+    recorded (a file sharing fixtures counts as the sum of its tests, and stays together in
+    its order): the workers then finish together (the greedy longest-first schedule),
+    instead of one taking a minute's test last."""
     slow = _recorded_slow()
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+    weight: dict[str, float] = {}
+    for item in items:
+        scope = _scope(item.nodeid)
+        weight[scope] = weight.get(scope, 0.0) + slow.get(item.nodeid, 0.0)
+    items.sort(key=lambda item: -weight[_scope(item.nodeid)])  # stable: files stay in order
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -350,16 +381,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With `RECORD_SLOW` (in the run that collects the workers' reports, not in a worker):
-    each test that ran is listed in `SLOW_LIST` or not by this run's duration; the others
-    stay as they were."""
+    each test that ran is listed in `SLOW_LIST` with its seconds or not by this run's
+    duration; the others stay as they were."""
     if not os.environ.get(RECORD_SLOW) or hasattr(session.config, "workerinput") \
             or not _durations:
         return
-    kept = {t for t in _recorded_slow() if t not in _durations}
-    slow = sorted(kept | {t for t, seconds in _durations.items() if seconds >= SLOW_S})
+    kept = {t: s for t, s in _recorded_slow().items() if t not in _durations}
+    slow = kept | {t: s for t, s in _durations.items() if s >= SLOW_S}
     SLOW_LIST.write_text(
-        f"# tests of {SLOW_S:g} s or more (tests/conftest.py, SLOW_LIST): written by "
-        "`scripts/test --record-slow`\n" + "".join(f"{t}\n" for t in slow), encoding="utf-8")
+        f"# tests of {SLOW_S:g} s or more and their seconds (tests/conftest.py, SLOW_LIST): "
+        "written by `scripts/test --record-slow`\n"
+        + "".join(f"{t}\t{slow[t]:.1f}\n" for t in sorted(slow)), encoding="utf-8")
 
 
 def too_wide(text: str, width: int = 80) -> list[str]:

@@ -132,3 +132,40 @@ def test_the_width_in_process_is_the_columns_of_each_call(tmp_path):
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 40 < \
         max(len(line) for line in wide.stdout.splitlines())
     assert narrow == run_ix(*args, env={"COLUMNS": "40"})
+
+
+class _Item:
+    """What `pytest_collection_modifyitems` reads of a collected test."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid, self.markers = nodeid, []
+
+    def add_marker(self, marker: object) -> None:
+        self.markers.append(marker)
+
+
+def test_the_longest_work_is_handed_out_first_and_a_shared_file_stays_together(
+        tmp_path, monkeypatch):
+    """The recorded seconds order the tests (a file sharing fixtures weighs the sum of its
+    tests and keeps its order); a listed test is marked slow; a line without seconds counts
+    as `SLOW_S`."""
+    import conftest
+
+    shared = "tests/store/test_hardening_storage.py"  # holds a module-scoped fixture
+    listed = tmp_path / "slow.txt"
+    listed.write_text("# header\n"
+                      f"{shared}::test_b\t3.0\n{shared}::test_c\t3.0\n"
+                      "tests/x/test_one.py::test_long\t5.0\n"
+                      "tests/x/test_one.py::test_old\n", encoding="utf-8")
+    monkeypatch.setattr(conftest, "SLOW_LIST", listed)
+    assert conftest._recorded_slow()["tests/x/test_one.py::test_old"] == conftest.SLOW_S
+    names = ["tests/a/test_first.py::test_quick", f"{shared}::test_a", f"{shared}::test_b",
+             "tests/x/test_one.py::test_old", f"{shared}::test_c",
+             "tests/x/test_one.py::test_long"]
+    items = [_Item(n) for n in names]
+    conftest.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == [
+        f"{shared}::test_a", f"{shared}::test_b", f"{shared}::test_c",  # 6 s together
+        "tests/x/test_one.py::test_long", "tests/x/test_one.py::test_old",
+        "tests/a/test_first.py::test_quick"]
+    assert [bool(i.markers) for i in items] == [False, True, True, True, True, False]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _ix_argv, _ix_env, flat, run_ix
+from conftest import _ix_argv, _ix_env, flat, ix_in_process, run_ix
 from runtimes.fake_batch_servers import FakeBatchServer
 from runtimes.fake_llm_servers import FAKE_KEY, INPUT_TOKENS, OUTPUT_TOKENS
 from runtimes.test_llm_runtimes import every_text_under, make_lab, router
@@ -63,14 +63,15 @@ def test_a_run_in_batches_answers_every_trial_once_at_the_batch_rate(lab, provid
         config.write_text(config.read_text().replace("batch: true", "batch: true\n"
                                                      "  batch_max_requests: 7"))
         env = {KEY_ENV: FAKE_KEY}
-        dry = run_ix("run", "llm", "--lab", str(lab), "--dry-run", "--json", env=env)
+        # the plan's figures in process; the run below is the real command
+        dry = ix_in_process("run", "llm", "--lab", str(lab), "--dry-run", "--json", env=env)
         assert dry.code == 0, dry.stderr
         for subject in json.loads(dry.stdout)[0]["subjects"]:
             assert subject["batch"] is True
             assert subject["estimated_cost_usd"] == pytest.approx(
                 subject["standard_cost_usd"] / 2, rel=1e-6)
             assert subject["estimated_cost_usd"] > 0
-        text = run_ix("run", "llm", "--lab", str(lab), "--dry-run", env=env)
+        text = ix_in_process("run", "llm", "--lab", str(lab), "--dry-run", env=env)
         assert "at the batch rate (standard ~$" in text.stdout
 
         done = run_ix("run", "llm", "--lab", str(lab), "--json", "--progress", "json",
@@ -118,7 +119,8 @@ def test_errored_and_expired_requests_fail_their_trials_and_retry_failed_rebatch
                          expired=lambda r: "orders.csv" in json.dumps(r.body)) as api:
         exp = batch_lab(lab, api, provider)
         env = {KEY_ENV: FAKE_KEY}
-        done = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        # the failing run in process; the retry below is the real command
+        done = ix_in_process("run", "llm", "--lab", str(lab), "--json", env=env)
         lines = lines_of(exp)
         assert len(lines) == 18
         kinds = {(x["probe_id"], (x["error"] or {}).get("kind")) for x in lines}
@@ -218,7 +220,8 @@ def test_a_cached_batch_run_replays_without_a_new_batch(lab):
         config.write_text(config.read_text() + "timeout_s: 1\n")
         api.process_after_s = 2.0
         env = {KEY_ENV: FAKE_KEY}
-        first = run_ix("run", "llm", "--lab", str(lab), "--cache", "--json", env=env)
+        # the run that fills the cache in process; the one it answers is the real command
+        first = ix_in_process("run", "llm", "--lab", str(lab), "--cache", "--json", env=env)
         assert first.code == 0, first.stderr
         summary = json.loads(first.stdout)
         assert sum(block["errors"] for block in summary["subjects"]) == 0
@@ -237,7 +240,7 @@ def test_a_journal_line_that_is_no_journal_line_is_skipped_with_a_warning_naming
     with FakeBatchServer("anthropic", router=router, process_after_s=0.1) as api:
         exp = batch_lab(lab, api, "anthropic")
         env = {KEY_ENV: FAKE_KEY}
-        first = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        first = ix_in_process("run", "llm", "--lab", str(lab), "--json", env=env)  # set-up
         assert first.code == 0, first.stderr
         [journal] = (exp / "results/runs").glob("*/batches.jsonl")
         kept = len(journal.read_text().splitlines())
@@ -265,7 +268,7 @@ def test_a_symlinked_journal_is_refused_and_what_it_points_at_left_untouched(lab
                          expired=lambda r: "orders.csv" in json.dumps(r.body)) as api:
         exp = batch_lab(lab, api, "anthropic")
         env = {KEY_ENV: FAKE_KEY}
-        first = run_ix("run", "llm", "--lab", str(lab), "--json", env=env)
+        first = ix_in_process("run", "llm", "--lab", str(lab), "--json", env=env)  # set-up
         assert first.code in (0, 1), first.stderr  # the expired requests failed their trials
         [journal] = (exp / "results/runs").glob("*/batches.jsonl")
         target = tmp_path / "notes.txt"

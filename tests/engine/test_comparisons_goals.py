@@ -129,7 +129,7 @@ def test_the_table_states_the_comparison_and_the_verdict_in_words(lab):
 def test_bad_goals_are_exit_2_naming_the_field(lab, goal, field):
     experiment(lab, n_must=2, n_not=1, trials=1, control=0.9, variants={"variant": 0.5},
                goal=goal)
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))  # which goal is refused: logic, in process
     assert r.code == 2 and field in r.stderr and "Traceback" not in r.output
     assert not (lab / "e" / "results").exists()
 
@@ -139,7 +139,7 @@ def test_a_goal_needs_two_subjects(lab):
     write(d / "experiment.yaml", "name: one\nskill: a\nruntime: mock\n"
           "goal:\n  hypothesis: h\n")
     write(d / "cases" / "must-001.md", "---\nexpectation: must_trigger\n---\nx\n")
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2 and "goal.compare" in r.stderr and "two subjects" in r.stderr
 
 
@@ -172,5 +172,5 @@ def test_trials_auto_from_the_command_line_and_bad_bounds(lab):
     d = lab / "e"
     (d / "experiment.yaml").write_text((d / "experiment.yaml").read_text().replace(
         "trials: 3", "trials: auto\nmin_trials: 5\nmax_trials: 3"))
-    r = run_ix("run", "--lab", str(lab))
+    r = ix_in_process("run", "--lab", str(lab))
     assert r.code == 2 and "min_trials" in r.stderr

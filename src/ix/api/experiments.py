@@ -36,6 +36,7 @@ from ix.runtimes.prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir
+from ix.store.runs import forget_ahead, look_ahead
 from ix.store.summaries import warm_checker
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
@@ -71,17 +72,21 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     still work and emit a `DeprecationWarning`.
     """
     options, observer = _settle(options, observer, deprecated)
-    lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
     results: list[RunResult] = []
-    with executing(options.executor, options.address) as (where, place):
-        for plan, cont in _placed(jobs, place, lab_path, options.cache):
-            observer.on_plan(plan)
-            digest = _digest(cont)
-            result = run_plan(plan, **_engine_args(options, observer, cont, where, digest))
-            results.append(result)
-            _record(lab_path, plan, result, cont, options, digest, observer.on_warning)
-            if _stops_all(result):
-                break
+    try:
+        lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
+        with executing(options.executor, options.address) as (where, place):
+            for plan, cont in _placed(jobs, place, lab_path, options.cache):
+                observer.on_plan(plan)
+                digest = _digest(cont)
+                result = run_plan(plan, **_engine_args(options, observer, cont, where,
+                                                       digest))
+                results.append(result)
+                _record(lab_path, plan, result, cont, options, digest, observer.on_warning)
+                if _stops_all(result):
+                    break
+    finally:
+        forget_ahead()  # what `_prepare` looked up for a run that did not start
     return results
 
 
@@ -99,22 +104,25 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     """
     options, observer = _settle(options, observer, {})
     observer = _OnLoop(observer, asyncio.get_running_loop())
-    lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides, options,
-                                             observer)
     results: list[RunResult] = []
-    # entered on the loop's thread: Ray's connect wants the main thread (it blocks while it
-    # connects; the local executor is instant)
-    with executing(options.executor, options.address) as (where, place):
-        for plan, cont in _placed(jobs, place, lab_path, options.cache):
-            observer.on_plan(plan)
-            digest = _digest(cont)
-            result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
-                                                          digest))
-            results.append(result)
-            await asyncio.to_thread(_record, lab_path, plan, result, cont, options, digest,
-                                    observer.on_warning)
-            if _stops_all(result):
-                break
+    try:
+        lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides,
+                                                 options, observer)
+        # entered on the loop's thread: Ray's connect wants the main thread (it blocks while
+        # it connects; the local executor is instant)
+        with executing(options.executor, options.address) as (where, place):
+            for plan, cont in _placed(jobs, place, lab_path, options.cache):
+                observer.on_plan(plan)
+                digest = _digest(cont)
+                result = await arun_plan(plan, **_engine_args(options, observer, cont, where,
+                                                              digest))
+                results.append(result)
+                await asyncio.to_thread(_record, lab_path, plan, result, cont, options,
+                                        digest, observer.on_warning)
+                if _stops_all(result):
+                    break
+    finally:
+        forget_ahead()
     return results
 
 
@@ -125,6 +133,8 @@ def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Over
     lab_path, paths = resolve(lab, experiments)
     jobs: list[Job] = []
     for path in paths:
+        if options.continue_mode is None:
+            look_ahead(path)  # the run's provenance, found while it loads and is planned
         loaded = load_experiment(path, lab_path)
         refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
                                  runtime_override=overrides.runtime)

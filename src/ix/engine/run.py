@@ -90,8 +90,7 @@ from ix.runtimes.judge import judge_names
 from ix.store.layout import ExperimentDir, RunDir
 from ix.store.lookup import is_completed, run_folders
 from ix.store.recorder import RunRecorder
-from ix.store.runs import check_results, git_commit, iso
-from ix.store.spec import environment
+from ix.store.runs import check_results, iso, provenance
 from ix.store.spec_schema import RunSpec, SpecBatch, SpecCases, SpecGenerated, SpecStatus
 from ix.store.trial_lines import invoked_skills
 from ix.store.trial_scan import standing_errors
@@ -1135,6 +1134,7 @@ def _spec(plan: Plan, run_id: str, started: datetime,
           command: list[str] | None) -> RunSpec:
     loaded = plan.loaded
     exp = loaded.experiment
+    versions, commit = provenance(loaded.path, [p.spec() for p in plan.plugins])
     spec: RunSpec = {
         "run_id": run_id,
         "experiment": exp.name,
@@ -1151,8 +1151,8 @@ def _spec(plan: Plan, run_id: str, started: datetime,
         "concurrency": plan.concurrency,
         "overrides": plan.overrides.as_dict(),
         "command": command if command is not None else list(sys.argv),
-        "versions": environment([p.spec() for p in plan.plugins]),
-        "git_commit": git_commit(loaded.path),
+        "versions": versions,
+        "git_commit": commit,
         "sources": plan.sources,
         "config": {
             "name": exp.name,

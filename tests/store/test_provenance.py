@@ -67,9 +67,11 @@ def test_what_no_run_took_is_forgotten(tmp_path):
     _git(lab, "init", "-q")
     _git(lab, "add", ".")
     _git(lab, "commit", "-q", "-m", "x")
-    runs.look_ahead(exp)
-    runs.forget_ahead()
-    assert runs._ahead == {}
+    mine = runs.look_ahead(exp)
+    other = runs.look_ahead(lab / "elsewhere")  # another caller's, still to be taken
+    runs.forget_ahead([mine])
+    assert runs._ahead == {lab / "elsewhere": other}
+    runs.forget_ahead([other])
     (exp / "cases" / "not-001.md").unlink()
     versions, commit = runs.provenance(exp, [{"name": "p"}])  # type: ignore[list-item]
     assert commit == _git(lab, "rev-parse", "HEAD") + "+dirty"

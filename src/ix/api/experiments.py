@@ -36,7 +36,7 @@ from ix.runtimes.prices import estimate_cost
 from ix.store.audit import record
 from ix.store.cache import ObservationCache
 from ix.store.layout import ExperimentDir
-from ix.store.runs import forget_ahead, look_ahead
+from ix.store.runs import Ahead, forget_ahead, look_ahead
 from ix.store.summaries import warm_checker
 
 if TYPE_CHECKING:  # the output types: for the type checker only (no import cost)
@@ -73,8 +73,9 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
     """
     options, observer = _settle(options, observer, deprecated)
     results: list[RunResult] = []
+    looked: list[Ahead] = []
     try:
-        lab_path, jobs = _prepare(lab, experiments, overrides, options, observer)
+        lab_path, jobs = _prepare(lab, experiments, overrides, options, observer, looked)
         with executing(options.executor, options.address) as (where, place):
             for plan, cont in _placed(jobs, place, lab_path, options.cache):
                 observer.on_plan(plan)
@@ -86,7 +87,7 @@ def run(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 if _stops_all(result):
                     break
     finally:
-        forget_ahead()  # what `_prepare` looked up for a run that did not start
+        forget_ahead(looked)  # what `_prepare` looked up for a run that did not start
     return results
 
 
@@ -105,9 +106,10 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
     options, observer = _settle(options, observer, {})
     observer = _OnLoop(observer, asyncio.get_running_loop())
     results: list[RunResult] = []
+    looked: list[Ahead] = []
     try:
         lab_path, jobs = await asyncio.to_thread(_prepare, lab, experiments, overrides,
-                                                 options, observer)
+                                                 options, observer, looked)
         # entered on the loop's thread: Ray's connect wants the main thread (it blocks while
         # it connects; the local executor is instant)
         with executing(options.executor, options.address) as (where, place):
@@ -122,19 +124,21 @@ async def arun(lab: str | Path | None = None, experiments: Sequence[str] = (),
                 if _stops_all(result):
                     break
     finally:
-        forget_ahead()
+        forget_ahead(looked)
     return results
 
 
 def _prepare(lab: str | Path | None, experiments: Sequence[str], overrides: Overrides,
-             options: RunOptions, observer: Observer) -> tuple[Path, list[Job]]:
+             options: RunOptions, observer: Observer,
+             looked: list[Ahead] | None = None) -> tuple[Path, list[Job]]:
     """Every chosen experiment loaded and planned (or its run to continue found), and the
-    designs of the new runs checked — before anything runs."""
+    designs of the new runs checked — before anything runs. `looked`: where the provenance
+    of each new run, found meanwhile (`look_ahead`), is listed for the caller to forget."""
     lab_path, paths = resolve(lab, experiments)
     jobs: list[Job] = []
     for path in paths:
-        if options.continue_mode is None:
-            look_ahead(path)  # the run's provenance, found while it loads and is planned
+        if options.continue_mode is None and looked is not None:
+            looked.append(look_ahead(path))  # found while it loads and is planned
         loaded = load_experiment(path, lab_path)
         refuse_unrunnable_import(loaded.spec, loaded.config_file,  # its placeholders (F, §8)
                                  runtime_override=overrides.runtime)

@@ -15,7 +15,8 @@ import platform
 import secrets
 import shutil
 import subprocess
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -60,39 +61,55 @@ def git_commit(path: Path) -> str | None:
     return f"{head}+dirty" if dirty.strip() else head
 
 
-#: What `look_ahead` is finding for a new run at a path, and what it found.
-_ahead: dict[Path, tuple[Loading, dict[str, Any]]] = {}
+class Ahead:
+    """What `look_ahead` is finding for one new run: `found` once `loading` has ended."""
+
+    def __init__(self, path: Path) -> None:
+        self.found: dict[str, Any] = {}
+
+        def work() -> None:
+            self.found["git_commit"] = git_commit(path)
+            self.found["versions"] = environment()
+
+        self.loading: Loading = in_background(work, "ix-provenance")
 
 
-def look_ahead(path: Path) -> None:
+#: The look-aheads no run has taken yet, by experiment folder (`_lock` guards it: runs of
+#: the API may start and end in several threads at once, as `ix mcp` runs them).
+_ahead: dict[Path, Ahead] = {}
+_lock = threading.Lock()
+
+
+def look_ahead(path: Path) -> Ahead:
     """Find in a background thread what a new run of the experiment at `path` records of
     where it ran (`provenance`): the git commit (two `git` commands) and the environment
     (Python asks `uname -p` for the platform), while the experiment loads and is planned,
-    instead of ~0.1 s before the run's first trial. `forget_ahead` drops what no run took
-    (a run refused before it started), so a later run never takes a stale commit."""
-    found: dict[str, Any] = {}
-
-    def work() -> None:
-        found["git_commit"] = git_commit(path)
-        found["versions"] = environment()
-
-    _ahead[path] = (in_background(work, "ix-provenance"), found)
+    instead of ~0.1 s before the run's first trial. The caller gives the result to
+    `forget_ahead` once its runs are over, so that a look-ahead no run took (a run refused
+    before it started) is never taken later, stale."""
+    ahead = Ahead(path)
+    with _lock:
+        _ahead[path] = ahead
+    return ahead
 
 
-def forget_ahead() -> None:
-    """Drop what `look_ahead` found and no run took."""
-    for loading, _ in _ahead.values():
-        loading.join()
-    _ahead.clear()
+def forget_ahead(looked: Sequence[Ahead]) -> None:
+    """Drop the look-aheads of `looked` that no run took (another's, for the same folder
+    meanwhile, stays)."""
+    with _lock:
+        for path, ahead in list(_ahead.items()):
+            if any(ahead is mine for mine in looked):
+                del _ahead[path]
 
 
 def provenance(path: Path, plugins: list[SpecPlugin]) -> tuple[SpecVersions, str | None]:
     """The environment (`ix.store.spec.environment`, with `plugins`) and git commit a new run
     of the experiment at `path` records: what `look_ahead` found, else found now."""
-    ahead = _ahead.pop(path, None)
+    with _lock:
+        ahead = _ahead.pop(path, None)
     if ahead is not None:
-        ahead[0].join()
-        found = ahead[1]
+        ahead.loading.join()
+        found = ahead.found
         if "versions" in found:  # else the thread failed: found again below
             versions = cast("SpecVersions", {**found["versions"]})
             if plugins:

@@ -57,6 +57,27 @@ def test_each_run_records_the_commit_as_it_is_when_the_run_starts(tmp_path):
     [second] = api.run(lab)
     assert _recorded(second)["git_commit"] == f"{head}+dirty"
     assert runs._ahead == {}
+    # what runs wrote (results/, artifacts/) is no source: committed sources are clean
+    _git(lab, "add", "exp/cases")
+    _git(lab, "commit", "-q", "-m", "y")
+    (lab / "exp" / "artifacts").mkdir()
+    (lab / "exp" / "artifacts" / "x.txt").write_text("x", encoding="utf-8")
+    assert "exp/results/" in _git(lab, "status", "--porcelain")
+    [third] = api.run(lab)
+    assert _recorded(third)["git_commit"] == _git(lab, "rev-parse", "HEAD")
+
+
+def test_the_runs_own_folder_never_makes_its_commit_dirty(tmp_path):
+    """The commit found as late as a run's own folder exists (a loaded machine's
+    look-ahead) is still clean: that folder is no source."""
+    lab = tmp_path / "lab"
+    exp = mock_experiment(lab, trials=1)
+    _git(lab, "init", "-q")
+    _git(lab, "add", ".")
+    _git(lab, "commit", "-q", "-m", "x")
+    (exp / "results" / "runs" / ".run-x.tmp").mkdir(parents=True)
+    (exp / "results" / "runs" / ".run-x.tmp" / "run.lock").write_text("", encoding="utf-8")
+    assert runs.git_commit(exp) == _git(lab, "rev-parse", "HEAD")
 
 
 def test_what_no_run_took_is_forgotten(tmp_path):

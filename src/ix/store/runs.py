@@ -49,12 +49,21 @@ def run_dir(results_dir: Path, run_id: str) -> Path:
     return ExperimentDir(results_dir).run(run_id).path
 
 
+#: What runs write inside an experiment folder (`ix.store.layout`; `--artifacts`): no source
+#: of the experiment, so no change that makes its commit dirty.
+OUTPUTS = ("results", "artifacts")
+
+
 def git_commit(path: Path) -> str | None:
-    """The commit of the git checkout holding `path`, with `+dirty` if it has changes."""
+    """The commit of the git checkout holding the experiment folder `path`, with `+dirty`
+    if its sources have changes (what runs write there, `OUTPUTS`, is not a source: a run's
+    own folder, made as it starts, never makes its commit dirty)."""
+    outputs = [f":(exclude){name}" for name in OUTPUTS]
     try:
         head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                               text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--", "."],
+        dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--", ".",
+                                *outputs],
                                capture_output=True, text=True, timeout=5, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None

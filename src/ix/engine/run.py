@@ -87,7 +87,7 @@ from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.runtimes.judge import judge_names
-from ix.store.layout import ExperimentDir, RunDir
+from ix.store.layout import ARTIFACTS_DIR, ExperimentDir, RunDir
 from ix.store.lookup import is_completed, run_folders
 from ix.store.recorder import RunRecorder
 from ix.store.runs import check_results, iso, provenance
@@ -800,7 +800,7 @@ async def _execute(plan: Plan, run_id: str, writer: TrialWriter, tallies: dict[s
     exp = plan.loaded.experiment
     sink = None
     if artifacts:
-        root = plan.loaded.path / "artifacts"
+        root = plan.loaded.path / ARTIFACTS_DIR
         sink = JsonDirectorySink(root, _artifact_name(plan),
                                  guard=lambda path: inside(plan.loaded.path, path))
         for case in plan.cases:

@@ -40,6 +40,9 @@ from itertools import count
 from pathlib import Path
 
 RESULTS_DIR = "results"
+#: `<experiment>/artifacts/`, what `ix run --artifacts` keeps of each trial (a run folder's
+#: own `artifacts/`, its workspaces' outputs, is `OUTPUTS_DIR`)
+ARTIFACTS_DIR = "artifacts"
 TRIALS_FILE = "trials.jsonl"
 LATEST_SUMMARY = "summary-latest.json"
 ARCHIVED_SUMMARIES = "summary-*.json"  # summary-<stamp>.json, or -2, -3, ... (and the latest)
@@ -237,7 +240,7 @@ class OptimizeDir:
         return ExperimentDir(self.path.parent.parent)
 
 
-__all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "BATCHES_FILE", "LATEST_SUMMARY",
-           "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PAIRWISE_FILE", "PROPOSER_LOG",
-           "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_CSV", "SUMMARY_FILE", "TRACES_DIR",
-           "TRIALS_FILE", "ExperimentDir", "OptimizeDir", "RunDir"]
+__all__ = ["ANNOTATIONS_FILE", "ARCHIVED_SUMMARIES", "ARTIFACTS_DIR", "BATCHES_FILE",
+           "LATEST_SUMMARY", "LOCK_FILE", "OPTIMIZE_DIR", "OPTIMIZE_FILE", "PAIRWISE_FILE",
+           "PROPOSER_LOG", "RESULTS_DIR", "RUNS_DIR", "SPEC_FILE", "SUMMARY_CSV", "SUMMARY_FILE",
+           "TRACES_DIR", "TRIALS_FILE", "ExperimentDir", "OptimizeDir", "RunDir"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ix._lazy import Loading, in_background
 from ix.domain.errors import RunBusy
 from ix.fs.paths import FILE, FOLDER, check_entries, open_regular
-from ix.store.layout import ExperimentDir, RunDir
+from ix.store.layout import ARTIFACTS_DIR, RESULTS_DIR, ExperimentDir, RunDir
 from ix.store.spec import environment, write_spec
 from ix.store.trials import stamp
 
@@ -49,9 +49,9 @@ def run_dir(results_dir: Path, run_id: str) -> Path:
     return ExperimentDir(results_dir).run(run_id).path
 
 
-#: What runs write inside an experiment folder (`ix.store.layout`; `--artifacts`): no source
-#: of the experiment, so no change that makes its commit dirty.
-OUTPUTS = ("results", "artifacts")
+#: What runs write inside an experiment folder (`ix.store.layout`): no source of the
+#: experiment, so no change that makes its commit dirty.
+OUTPUTS = (RESULTS_DIR, ARTIFACTS_DIR)
 
 
 def git_commit(path: Path) -> str | None:
@@ -74,6 +74,7 @@ class Ahead:
     """What `look_ahead` is finding for one new run: `found` once `loading` has ended."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.found: dict[str, Any] = {}
 
         def work() -> None:
@@ -106,9 +107,9 @@ def forget_ahead(looked: Sequence[Ahead]) -> None:
     """Drop the look-aheads of `looked` that no run took (another's, for the same folder
     meanwhile, stays)."""
     with _lock:
-        for path, ahead in list(_ahead.items()):
-            if any(ahead is mine for mine in looked):
-                del _ahead[path]
+        for mine in looked:
+            if _ahead.get(mine.path) is mine:
+                del _ahead[mine.path]
 
 
 def provenance(path: Path, plugins: list[SpecPlugin]) -> tuple[SpecVersions, str | None]:

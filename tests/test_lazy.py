@@ -263,3 +263,26 @@ def test_the_summary_checker_is_built_in_the_background_and_a_check_waits_for_it
         print(summary_adapter.cache_info().misses)
     """)
     assert out == "1 True 1"
+
+
+def test_exit_waits_for_an_import_and_work_still_running_in_the_background(tmp_path):
+    """A daemon thread still importing (a C extension) while the interpreter tears down can
+    crash it: `ix subjects test` failing at once on a missing key while `anthropic` was being
+    preloaded exited on SIGSEGV. Exit waits for both kinds of background thread to end."""
+    (tmp_path / "slow_to_import.py").write_text(textwrap.dedent(f"""
+        import time, pathlib
+        time.sleep(0.3)
+        pathlib.Path({str(tmp_path / 'imported')!r}).write_text("yes")
+    """))
+    run(f"""
+        import sys, time, pathlib
+        sys.path.insert(0, {str(tmp_path)!r})
+        from ix._lazy import in_background, preload
+        preload("slow_to_import")
+        def work():
+            time.sleep(0.3)
+            pathlib.Path({str(tmp_path / 'worked')!r}).write_text("yes")
+        in_background(work)
+    """)
+    assert (tmp_path / "imported").read_text() == "yes"
+    assert (tmp_path / "worked").read_text() == "yes"

@@ -12,9 +12,12 @@ ix's own modules are imported at module top, never through here.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -23,6 +26,8 @@ __all__ = ["Loading", "in_background", "lazy", "preload"]
 
 _lock = threading.Lock()
 _preloading: dict[str, threading.Event] = {}  # set once the background import of it ended
+_running: set[threading.Event] = set()  # one per background thread not yet ended
+SETTLE_S = 10.0  # the longest exit waits for them
 
 
 def _import(name: str) -> ModuleType:
@@ -98,7 +103,7 @@ def preload(*names: str) -> Loading:
                 _preloading[name] = todo[-1][1]
                 events.append(todo[-1][1])
     if todo:
-        threading.Thread(target=_preload, args=(todo,), daemon=True, name="ix-preload").start()
+        _start(lambda: _preload(todo), "ix-preload")
     return Loading(events)
 
 
@@ -106,18 +111,45 @@ def in_background(work: Callable[[], object], name: str = "ix-preload") -> Loadi
     """Run `work` once in a daemon thread (what a later step will need, built while the
     interpreter waits on something else: a run's trials); `join` the result before using
     what it builds. An exception is ignored here: the real use raises it."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            work()
+
+    return Loading([_start(run, name)])
+
+
+def _start(work: Callable[[], None], name: str) -> threading.Event:
+    """Run `work` in a daemon thread that exit waits for (`_settle`); the event is set when
+    it has ended."""
     done = threading.Event()
 
     def run() -> None:
         try:
             work()
-        except Exception:
-            pass
         finally:
+            with _lock:
+                _running.discard(done)
             done.set()
 
+    with _lock:
+        _running.add(done)
     threading.Thread(target=run, daemon=True, name=name).start()
-    return Loading([done])
+    return done
+
+
+@atexit.register
+def _settle() -> None:
+    """At exit, wait (up to `SETTLE_S`) for the background imports and work still running. A
+    daemon thread is not waited for by the interpreter, and one still importing a C extension
+    while the interpreter tears down can crash it (SIGSEGV: `ix subjects test` failing at once
+    on a missing API key while `anthropic` was still being preloaded)."""
+    deadline = time.monotonic() + SETTLE_S
+    with _lock:
+        pending = list(_running)
+    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: leave now
+        for done in pending:
+            done.wait(max(0.0, deadline - time.monotonic()))
 
 
 def _preload(todo: list[tuple[str, threading.Event]]) -> None:

@@ -4,6 +4,7 @@ of the statistics' libraries) — not for comparisons, a goal's verdict and sizi
 stop adding trials."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -97,3 +98,36 @@ def test_the_experiments_load_before_the_statistics_start_importing(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
                          text=True, timeout=120, check=True).stdout.strip()
     assert out == "completed [(False, [])] True"
+
+
+def test_a_model_sdk_is_imported_in_the_background_by_a_run_and_never_by_a_dry_run(tmp_path):
+    """Building the runtime (`ix validate`, `ix plan`, a dry run) only checks that the SDK is
+    installed; the run imports it off the main thread as it opens. A command that built the
+    runtime and exited while `anthropic` imported in the background could crash on exit."""
+    d = tmp_path / "api"
+    (d / "cases").mkdir(parents=True)
+    (d / "experiment.yaml").write_text(
+        "name: api\nskill: target\ntrials: 1\nruntime:\n  kind: anthropic\n  model: m\n"
+        "  base_url: http://127.0.0.1:9\n  retries: 0\n")
+    (d / "cases" / "one.md").write_text("---\nexpectation: must_trigger\n---\nHello\n")
+    (tmp_path / "skills" / "target").mkdir(parents=True)
+    (tmp_path / "skills" / "target" / "SKILL.md").write_text(
+        "---\nname: target\ndescription: Says hello.\n---\nSay hello.\n")
+    probe = textwrap.dedent("""
+        import sys, threading
+        from ix.api import experiments
+        where = set()  # the threads importing anthropic's modules (not raised by `find_spec`)
+        sys.addaudithook(lambda event, args: where.add(threading.current_thread().name)
+                         if event == "import" and args[0].startswith("anthropic.") else None)
+        experiments.dry_run(sys.argv[1])
+        for thread in threading.enumerate():  # anything it started in the background, ended
+            if thread.name.startswith("ix-"):
+                thread.join()
+        print(sorted(where), "anthropic" in sys.modules, end=" ")
+        [result] = experiments.run(sys.argv[1])  # no server: the trial errors, the run fails
+        print(sorted(where), result.status)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, check=True,
+                         env={**os.environ, "ANTHROPIC_API_KEY": "k"}).stdout.strip()
+    assert out == "[] False ['ix-preload'] failed"

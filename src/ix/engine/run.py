@@ -135,6 +135,13 @@ def statistics(plan: Plan) -> tuple[str, ...]:
     return (*STATISTICS, *COMPARISONS) if len(plan.subjects) > 1 else STATISTICS
 
 
+def sdks(plan: Plan) -> tuple[str, ...]:
+    """The model SDKs `plan`'s runtimes import at their first trial (a runtime's optional
+    `preloads`), to import from the moment the run opens."""
+    return tuple(dict.fromkeys(name for sp in plan.subjects
+                               for name in getattr(sp.runtime, "preloads", ())))
+
+
 @dataclass(frozen=True)
 class Limits:
     """When to stop scheduling before every planned trial ran (the run is then `cancelled`,
@@ -267,7 +274,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                ) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
-    loading = preload(*statistics(plan))
+    loading = preload(*sdks(plan), *statistics(plan))
     if plan.load is not None:  # nothing may import in the background while requests are timed
         loading.join()
     loaded = plan.loaded

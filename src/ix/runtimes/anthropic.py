@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ix._lazy import lazy, preload
+from ix._lazy import lazy
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
@@ -240,13 +240,13 @@ def batch_endpoints(make: Callable[[Any, Any, RetryOptions, str | None], P], sdk
 
 
 def require_sdk(module: str, extra: str) -> None:
-    """Fail the build (a configuration error) when the SDK is not installed; otherwise start
-    importing it in the background (1-2 s for `anthropic`), so that the first trial does not
-    stall the event loop for that long."""
+    """Fail the build (a configuration error) when the SDK is not installed. Importing it
+    (1-2 s for `anthropic`) is left to the run, which starts it in the background (the
+    runtime's `preloads`) so that the first trial does not stall the event loop for that
+    long; `ix validate` and `ix plan`, which build runtimes too, never import it."""
     if importlib.util.find_spec(module) is None:
         raise ConfigError(f"the {extra!r} runtime needs the {module} package: "
                           f"pip install 'ix-lab[{extra}]'", field="runtime.kind")
-    preload(module)  # a broken install fails the trials, with its error
 
 
 async def answered(runtime: Any, path: str, body: dict[str, Any], subject: Subject,
@@ -276,6 +276,8 @@ async def answered(runtime: Any, path: str, body: dict[str, Any], subject: Subje
 
 class AnthropicRuntime:
     """Sends each case's prompt to a Claude model with the subject's skills offered."""
+
+    preloads = ("anthropic",)  # imported in the background as a run opens
 
     def __init__(self, options: AnthropicOptions, context: RuntimeContext):
         require_sdk("anthropic", "anthropic")

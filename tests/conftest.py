@@ -34,6 +34,11 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The width `ix_in_process` prints at is the COLUMNS it is given, as for `run_ix`: a COLUMNS of
 # this process (a CI's) would become the width of ix's consoles for good when they are made.
 os.environ.pop("COLUMNS", None)
+# One OpenBLAS thread in the workers and each process they start: ix's arrays are small, and
+# numpy and scipy (two OpenBLAS copies) would each start a thread per core at import, which
+# spin a while for nothing: ~0.12 CPU-s of every `ix run` on two cores (0.70 → 0.56 s), and
+# the suite is CPU-bound there. A value already set (yours, a CI's) is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Property tests draw the same examples on every run (CI's and yours): a failure is one to
 # fix, never a draw that comes and goes. `HYPOTHESIS_PROFILE=explore` draws new ones.
 settings.register_profile("ci", derandomize=True, database=None)

@@ -85,6 +85,7 @@ from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
+from ix.runtimes.anthropic import required_sdks
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.runtimes.judge import judge_names
 from ix.store.layout import ARTIFACTS_DIR, ExperimentDir, RunDir
@@ -133,13 +134,6 @@ def statistics(plan: Plan) -> tuple[str, ...]:
     (~0.5 s, more than numpy and scipy.special together): comparisons take Student's t from
     scipy.special, and a goal's sizing its tails (`ix.stats.tails`)."""
     return (*STATISTICS, *COMPARISONS) if len(plan.subjects) > 1 else STATISTICS
-
-
-def sdks(plan: Plan) -> tuple[str, ...]:
-    """The model SDKs `plan`'s runtimes import at their first trial (a runtime's optional
-    `preloads`), to import from the moment the run opens."""
-    return tuple(dict.fromkeys(name for sp in plan.subjects
-                               for name in getattr(sp.runtime, "preloads", ())))
 
 
 @dataclass(frozen=True)
@@ -274,7 +268,7 @@ def _recording(plan: Plan, artifacts: bool, command: list[str] | None,
                ) -> Generator[Any, str | None, RunResult]:
     """One run, opened and closed around its trials: yields the coroutine that runs them
     and is sent why they stopped (or thrown what they raised); returns the `RunResult`."""
-    loading = preload(*sdks(plan), *statistics(plan))
+    loading = preload(*required_sdks(), *statistics(plan))  # the SDKs: the first trial's
     if plan.load is not None:  # nothing may import in the background while requests are timed
         loading.join()
     loaded = plan.loaded

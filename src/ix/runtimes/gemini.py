@@ -139,8 +139,6 @@ class GeminiClient:
 class GeminiRuntime:
     """Sends each case's prompt to a Gemini model with the subject's skills offered."""
 
-    preloads = ("google.genai",)  # imported in the background as a run opens
-
     def __init__(self, options: GeminiOptions, context: RuntimeContext):
         try:
             require_sdk("google.genai", "gemini")

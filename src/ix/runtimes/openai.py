@@ -87,8 +87,6 @@ def request_seed(seed: int, attempt: int) -> int:
 class OpenAIRuntime:
     """Sends each case's prompt to a chat model with the subject's skills offered."""
 
-    preloads = ("openai",)  # imported in the background as a run opens
-
     def __init__(self, options: OpenAIOptions, context: RuntimeContext):
         require_sdk("openai", "openai")
         refuse_batched_tools(options)

@@ -37,7 +37,7 @@ from typing import Any
 from ix.domain.errors import ConfigError, Warn
 from ix.domain.types import Subject
 from ix.engine.cache import CacheMode, check_mode, with_cache
-from ix.engine.plan import build_plan
+from ix.engine.plan import build_plan, derived_seed
 from ix.engine.proposers import Answer, Proposer
 from ix.engine.proxies import proxy_runtime
 from ix.engine.resume import cases_digest, continuing, find_continuation
@@ -505,8 +505,7 @@ class _Session:
                                   rationale=str(entry.get("rationale") or ""))
         self._check_budget()
         self._say(f"round {request.round}: asking the {self.proposer.name} proposer")
-        seed = int.from_bytes(hashlib.sha256(
-            f"{self.state['key']}:propose:{request.round}".encode()).digest()[:8], "big") >> 1
+        seed = derived_seed(f"{self.state['key']}:propose:{request.round}")
         answer = self.proposer.propose(request, seed=seed)
         append_line(log, json.dumps({
             "round": request.round, "proposer": self.proposer.name, "at": iso(datetime.now(UTC)),

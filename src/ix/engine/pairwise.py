@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ix.domain.errors import Warn
 from ix.engine.pipeline import error_record
+from ix.engine.plan import derived_seed
 from ix.eval.models import EvalCase
 from ix.fs.appending import append_line, read_log
 from ix.store.layout import RunDir
@@ -116,7 +117,7 @@ async def judge_pairs(plan: "Plan", run_id: str, directory: Path, trials: Path,
         variant, _, trial, shown, control_attempt, variant_attempt = key
         texts = (variant_text, control_text) if shown == "variant" else \
             (control_text, variant_text)
-        seed = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:8], "big") >> 1
+        seed = derived_seed(repr(key))
         record: dict[str, Any] = {
             "run_id": run_id, "control": control, "variant": variant, "probe_id": case.id,
             "trial": trial, "attempts": {"control": control_attempt,

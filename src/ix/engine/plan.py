@@ -49,7 +49,7 @@ def trial_seed(seed: int, case_id: str, trial: int) -> int:
     Common to every subject (common random numbers): a comparison of two subjects sees only
     what differs between them. A runtime that needs a stream of its own per subject derives
     it from this seed (`ix.runtimes._seeding.own_stream`)."""
-    return _seed(hashlib.sha256(f"{seed}:{case_id}:{trial}".encode()))
+    return derived_seed(f"{seed}:{case_id}:{trial}")
 
 
 def trial_seeds(seed: int, case_id: str, trials: int) -> Iterator[int]:
@@ -65,7 +65,14 @@ def trial_seeds(seed: int, case_id: str, trials: int) -> Iterator[int]:
 def per_subject_seed(seed: int, subject: str, case_id: str, trial: int) -> int:
     """The trial seed of runs made before common random numbers (`seeding: per-subject`):
     the subject's name hashed in, so each subject drew independently."""
-    return _seed(hashlib.sha256(f"{seed}:{subject}:{case_id}:{trial}".encode()))
+    return derived_seed(f"{seed}:{subject}:{case_id}:{trial}")
+
+
+def derived_seed(text: str) -> int:
+    """A seed derived from `text`, which holds the experiment's seed: never random, as a
+    trial's (`trial_seed`); for what else ix asks of a model (a pairwise judgement, a probe's
+    question, a proposer's round)."""
+    return _seed(hashlib.sha256(text.encode()))
 
 
 def _seed(h: "hashlib._Hash") -> int:

@@ -33,7 +33,8 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
-from ix.engine.probe_asking import json_answer, probe_seed, question, runtime_spec
+from ix.engine.plan import derived_seed
+from ix.engine.probe_asking import json_answer, question, runtime_spec
 from ix.eval.models import EvalCase
 from ix.eval.validation import from_validation_error
 from ix.fs.frontmatter import read_frontmatter
@@ -174,7 +175,7 @@ def agent_cases(loaded: LoadedExperiment, cases: Sequence[EvalCase],
 
     async def ask(ask_id: str, prompt: str, key: str) -> str:
         subject, stimulus = question(agent.name, ask_id, prompt)
-        obs = await runtime.invoke(subject, stimulus, seed=probe_seed(key), attempt=0)
+        obs = await runtime.invoke(subject, stimulus, seed=derived_seed(key), attempt=0)
         return obs.content or obs.stdout or obs.body or ""
 
     async def one(case: EvalCase) -> list[EvalCase]:

@@ -1,7 +1,6 @@
 """How a probe asks a model (`paraphrase`, `generate`, a markdown `agent`): the runtime its
 `runtime:` names, one seeded question, and the JSON answer read back."""
 
-import hashlib
 import json
 from typing import Any
 
@@ -12,7 +11,7 @@ from ix.lab.loader import LoadedExperiment
 from ix.lab.subjects import load_registry
 from ix.runtimes.registry import available
 
-__all__ = ["json_answer", "probe_seed", "question", "runtime_spec"]
+__all__ = ["json_answer", "question", "runtime_spec"]
 
 
 def runtime_spec(name: str, loaded: LoadedExperiment) -> dict[str, Any]:
@@ -27,12 +26,6 @@ def runtime_spec(name: str, loaded: LoadedExperiment) -> dict[str, Any]:
     raise ConfigError(f"unknown runtime {name!r}: give a subject profile "
                       f"({', '.join(registry)}) or a runtime kind ({', '.join(available())})",
                       file=loaded.config_file, field="probe.runtime")
-
-
-def probe_seed(key: str) -> int:
-    """A question's seed, derived as a trial's is (never random): from `key`, which holds
-    the experiment's seed."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 1
 
 
 def question(name: str, ask_id: str, prompt: str) -> tuple[Subject, EvalCase]:

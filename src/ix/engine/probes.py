@@ -38,6 +38,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from ix.domain.errors import ConfigError, TrialError
 from ix.domain.model import Model
 from ix.domain.types import Subject
+from ix.engine.plan import derived_seed
 from ix.engine.probe_agent import AGENT, agent_cases, agent_digest, skill_under_test
 from ix.engine.probe_asking import json_answer as _json_answer
 from ix.engine.probe_asking import runtime_spec as _runtime_spec
@@ -181,8 +182,7 @@ def _generated(loaded: LoadedExperiment, options: Mapping[str, Any]) -> list[Eva
     runtime = build_runtime(_runtime_spec(opts.runtime, loaded), RuntimeContext())
     subject = Subject(name="generate", description="ix's case generator",
                       config={"skills": []})
-    seed = int.from_bytes(hashlib.sha256(
-        f"{loaded.experiment.seed}:generate".encode()).digest()[:8], "big") >> 1
+    seed = derived_seed(f"{loaded.experiment.seed}:generate")
     ask = EvalCase(id="generate", prompt=_generate_request(source, opts.n),
                    expectation="should_not_trigger")
     try:
@@ -277,8 +277,7 @@ def _paraphrases(loaded: LoadedExperiment, cases: Sequence[EvalCase],
                       config={"skills": []})
 
     async def one(case: EvalCase) -> list[EvalCase]:
-        seed = int.from_bytes(hashlib.sha256(
-            f"{loaded.experiment.seed}:paraphrase:{case.id}".encode()).digest()[:8], "big") >> 1
+        seed = derived_seed(f"{loaded.experiment.seed}:paraphrase:{case.id}")
         stimulus = EvalCase(id=f"paraphrase-{case.id}", prompt=_request(case.prompt, opts.n),
                             expectation="should_not_trigger")
         try:

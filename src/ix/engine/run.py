@@ -85,9 +85,9 @@ from ix.lab.context import KEY as CONTEXT_KEY
 from ix.lab.context import ORIGIN
 from ix.lab.sweep import KEY as SWEEP_KEY
 from ix.matrix import Artifact, Construct, JsonDirectorySink, Orchestrator, Outcome
-from ix.runtimes.anthropic import required_sdks
 from ix.runtimes.batches import Batcher, BatchJournal
 from ix.runtimes.judge import judge_names
+from ix.runtimes.sdks import required_sdks
 from ix.store.layout import ARTIFACTS_DIR, ExperimentDir, RunDir
 from ix.store.lookup import is_completed, run_folders
 from ix.store.recorder import RunRecorder

@@ -16,7 +16,6 @@ it is never logged, traced or written into results.
 
 import asyncio
 import contextlib
-import importlib.util
 import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -25,7 +24,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import ConfigDict, Field, model_validator
 
 from ix._lazy import lazy
-from ix.domain.errors import ConfigError, TrialError
+from ix.domain.errors import TrialError
 from ix.domain.types import Subject
 from ix.eval.models import EvalObservation, ToolCall, Turn
 from ix.runtimes._batch_apis import AnthropicBatches, OpenAIBatches
@@ -42,6 +41,7 @@ from ix.runtimes.providers import (
     require_provider,
 )
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.sdks import require_sdk
 from ix.runtimes.tool_loop import (
     Call,
     Result,
@@ -58,8 +58,8 @@ from ix.runtimes.transport import (
     with_retries,
 )
 
-#: The SDK (1-2 s to import): imported when a trial first needs it, or in the background
-#: once a runtime is built (`require_sdk`).
+#: The SDK (1-2 s to import): imported in the background as a run opens
+#: (`ix.runtimes.sdks`), or when a trial first needs it.
 anthropic_sdk = lazy("anthropic")
 
 MAX_ERROR_BODY = 500
@@ -237,27 +237,6 @@ def batch_endpoints(make: Callable[[Any, Any, RetryOptions, str | None], P], sdk
         return made[0]
 
     return endpoints
-
-
-#: The SDK of each API runtime built in this process, in order (`required_sdks`).
-_required: dict[str, None] = {}
-
-
-def require_sdk(module: str, extra: str) -> None:
-    """Fail the build (a configuration error) when the SDK is not installed. Importing it
-    (1-2 s for `anthropic`) is left to a run, which starts it in the background as it opens
-    (`required_sdks`), so that the first trial does not stall the event loop for that long;
-    `ix validate` and `ix plan`, which build runtimes too, never import it."""
-    if importlib.util.find_spec(module) is None:
-        raise ConfigError(f"the {extra!r} runtime needs the {module} package: "
-                          f"pip install 'ix-lab[{extra}]'", field="runtime.kind")
-    _required[module] = None
-
-
-def required_sdks() -> tuple[str, ...]:
-    """The SDKs of the API runtimes built so far in this process: a run's subjects', and
-    those inside its judges, simulated users and probes, which no plan lists."""
-    return tuple(_required)
 
 
 async def answered(runtime: Any, path: str, body: dict[str, Any], subject: Subject,

@@ -36,11 +36,11 @@ from ix.runtimes.anthropic import (
     api_key,
     as_dict,
     exchange,
-    require_sdk,
     retry_after_s,
 )
 from ix.runtimes.prices import GEMINI, PriceOption, find_price, gemini_cost
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.sdks import require_sdk
 from ix.runtimes.transport import (
     RateLimiter,
     RateLimitOptions,
@@ -49,8 +49,8 @@ from ix.runtimes.transport import (
     status_error,
 )
 
-#: The SDK and its HTTP client: imported when a trial first needs them, or in the background
-#: once a runtime is built (`require_sdk`).
+#: The SDK and its HTTP client: imported when a trial first needs them (the SDK in the
+#: background as a run opens: `ix.runtimes.sdks`).
 genai = lazy("google.genai")
 httpx = lazy("httpx")
 

@@ -35,12 +35,12 @@ from ix.runtimes.anthropic import (
     answered,
     as_dict,
     batch_endpoints,
-    require_sdk,
     send_raw,
 )
 from ix.runtimes.batches import BATCH_DISCOUNT, Batcher, batched
 from ix.runtimes.prices import OPENAI, PriceOption, find_price, openai_cost
 from ix.runtimes.registry import RuntimeContext, RuntimeKind, register
+from ix.runtimes.sdks import require_sdk
 from ix.runtimes.tool_loop import (
     Call,
     Result,
@@ -53,8 +53,8 @@ from ix.runtimes.transport import (
     RetryOptions,
 )
 
-#: The SDK: imported when a trial first needs it, or in the background once a runtime is
-#: built (`require_sdk`).
+#: The SDK: imported in the background as a run opens (`ix.runtimes.sdks`), or when a trial
+#: first needs it.
 openai_sdk = lazy("openai")
 
 SEED_RANGE = 2**31  # what every server accepts (llama.cpp and others take 32-bit seeds)

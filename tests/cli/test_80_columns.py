@@ -140,9 +140,11 @@ NO_TABLE = {"new": "a list of created files", "import": "one line naming the new
 
 def _cut_values(text: str) -> list[str]:
     """Every sign of a value cut: an ellipsis, an id or name that is not whole, an interval
-    that does not close on its line."""
+    that does not close on its line. An archived summary's name (`summary-<stamp>.json`, or
+    `-2`, `-3`, ... when runs end within one second) is no run id."""
     problems = [f"ellipsis in {line!r}" for line in text.splitlines() if "…" in line]
-    for token in re.findall(r"\b\d{8}T[0-9A-Za-z-]*", re.sub(r"-\d{8}T\d{6}Z\.json", "", text)):
+    unarchived = re.sub(r"-\d{8}T\d{6}Z(?:-\d+)?\.json", "", text)
+    for token in re.findall(r"\b\d{8}T[0-9A-Za-z-]*", unarchived):
         if not RUN_ID.fullmatch(token):
             problems.append(f"run id cut: {token!r}")
     for token in re.findall(r"xlsx(?:-[a-z]+)*", text):

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,15 +35,26 @@ def model(tmp_path: Path) -> Iterator[str]:
 
 
 def test_the_agent_example_answers_its_goal_with_tools_and_a_simulated_user(
-        tmp_path: Path, model: str):
-    lab = tmp_path / "lab"
+        request: pytest.FixtureRequest, model: str):
+    # a folder as short as a clone's `examples/lab`: the screen prints its results folder
+    # whole (pytest's tmp_path alone is 70 characters, which takes a line of its own)
+    lab = Path(tempfile.mkdtemp(prefix="ix-agent-")) / "lab"
+    request.addfinalizer(lambda: shutil.rmtree(lab.parent, ignore_errors=True))
     shutil.copytree(EXAMPLE_LAB / "agent", lab / "agent",
                     ignore=shutil.ignore_patterns("results"))
-    r = ix_in_process("run", "--lab", str(lab), "agent", "--json",
-                      env={"ANTHROPIC_BASE_URL": model, "EXAMPLE_API_KEY": "offline"})
+    r = ix_in_process("run", "--lab", str(lab), "agent", "--progress", "none",
+                      env={"ANTHROPIC_BASE_URL": model, "EXAMPLE_API_KEY": "offline",
+                           "COLUMNS": "80"})
     assert r.code == 0, r.output
-    summary = json.loads(r.stdout)
+    summary = json.loads((lab / "agent" / "results" / "summary-latest.json").read_text())
     assert summary["goal"]["verdict"] == "supported"
+    # one screen (issue 33): at most 40 lines at 80 columns, the verdict last; the cost in
+    # words and figures, a cost per success with no value (terse has no right trial) left out
+    screen = r.stdout.rstrip("\n").splitlines()
+    assert len(screen) <= 40 and screen[-2].startswith("SUPPORTED — goal:"), r.stdout
+    assert "at what cost against terse (mean's change [95% CI], paired by case):" in screen
+    cost = r.stdout[r.stdout.index("  fahrenheit: output tokens"):r.stdout.index("more cases")]
+    assert "cost (USD) " in cost and "–" not in cost and "cost_per_success" not in cost, cost
     lines = [json.loads(x) for x in (lab / "agent" / "results" / "trials.jsonl")
              .read_text().splitlines()]
     assert len(lines) == 24 and all(x["error"] is None for x in lines)

@@ -7,7 +7,7 @@ from typing import Any
 
 LABELS = {"tokens_input": "input tokens", "tokens_output": "output tokens",
           "cost_usd": "cost (USD)", "duration_ms": "time (s)", "tool_calls": "tool calls",
-          "turns": "turns", "score": "score"}
+          "turns": "turns", "score": "score", "cost_per_success": "cost per success"}
 
 
 def label(metric: str) -> str:
@@ -63,8 +63,8 @@ def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     rows = [[label(m), *(value_cell(m, outcomes["by_subject"][s][m]) for s in subjects)]
             for m in outcomes["metrics"]]
     if outcomes["cost_per_success"]:
-        rows.append(["cost per success", *(value_cell("cost_usd", outcomes["cost_per_success"][s])
-                                           for s in subjects)])
+        rows.append([label("cost_per_success"),
+                     *(value_cell("cost_usd", outcomes["cost_per_success"][s]) for s in subjects)])
     return subjects, rows
 
 
@@ -77,7 +77,7 @@ def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
              "–" if c.get("p_holm") is None else f"{c['p_holm']:.3f}"]
             for c in outcomes["comparisons"]]
     for subject, e in outcomes["cost_per_success_ratio"].items():
-        rows.append([subject, "cost per success", ratio_cell(e), "", ""])
+        rows.append([subject, label("cost_per_success"), ratio_cell(e), "", ""])
     return rows
 
 
@@ -88,20 +88,21 @@ BRIEF = ("tokens_output", "duration_ms", "cost_per_success", "cost_usd")
 
 def brief_lines(outcomes: Mapping[str, Any]) -> list[str]:
     """At what cost, a line per subject against the control: `with-skill: output tokens
-    +38% [+21%, +57%], time ...` (of `BRIEF`); the first line says against whom. Nothing
-    when no subject spent tokens or money."""
+    +38% [+21%, +57%], time ...` (of `BRIEF`); the first line says against whom. A cost per
+    success that has no value (the control, or the subject, had no right trial) gives way to
+    the cost per trial. Nothing when no subject spent tokens or money."""
     if not outcomes or not outcomes["comparisons"] or not {
             "tokens_input", "tokens_output", "cost_usd"} & set(outcomes["metrics"]):
         return []  # nothing spent (an offline router): its time alone is not the question
     control = outcomes["comparisons"][0]["control"]
     level = f"{outcomes['level'] * 100:g}%"
-    lines = [f"at what cost against {control} (change of the mean [{level} CI], paired by "
-             "case; `ix report` has every quantity):"]
+    lines = [f"at what cost against {control} (mean's change [{level} CI], paired by case):"]
     for subject in dict.fromkeys(c["subject"] for c in outcomes["comparisons"]):
         cells = {c["metric"]: c["ratio"] for c in outcomes["comparisons"]
                  if c["subject"] == subject}
-        if subject in outcomes["cost_per_success_ratio"]:
-            cells["cost_per_success"] = outcomes["cost_per_success_ratio"][subject]
+        per_success = outcomes["cost_per_success_ratio"].get(subject)
+        if per_success is not None and per_success["value"] is not None:
+            cells["cost_per_success"] = per_success
         chosen = [m for m in BRIEF if m in cells]
         if "cost_per_success" in chosen and "cost_usd" in chosen:
             chosen.remove("cost_usd")

@@ -89,6 +89,9 @@ def test_trial_level_and_vote_intervals_count_a_family_once():
     assert m["recall"] == old_m["recall"]
     assert m["recall_ci"][1] - m["recall_ci"][0] > old_m["recall_ci"][1] - old_m["recall_ci"][0]
     assert m["recall_ci"][0] <= m["recall"] <= m["recall_ci"][1]
+    assert m["pass_rate"] == old_m["pass_rate"]  # the correct rate: the family is its unit too
+    assert (m["pass_rate_ci"][1] - m["pass_rate_ci"][0]
+            > old_m["pass_rate_ci"][1] - old_m["pass_rate_ci"][0])
     assert "robustness" not in block  # variants: run no original, so nothing to compare
 
 

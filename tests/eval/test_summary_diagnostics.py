@@ -1,11 +1,12 @@
-"""Specificity, between-case reliability and unsettled cases in a real summary (through
-`summarise_tallies`, the one face that builds summaries), checked against scipy and against
-the summary's own counts, and valid under the summary's JSON schema."""
+"""Specificity, the correct rate, between-case reliability and unsettled cases in a real
+summary (through `summarise_tallies`, the one face that builds summaries), checked against
+scipy and against the summary's own counts, and valid under the summary's JSON schema."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from ix.eval.diagnostics import pass_rate
 from ix.eval.models import EvalCase
 from ix.eval.run_summary import summarise_tallies
 from ix.eval.schemas import summary_adapter
@@ -52,6 +53,34 @@ def test_specificity_is_the_true_negative_rate_with_its_beta_interval(block):
     assert hi == pytest.approx(stats.beta.ppf(0.975, 5, 2), abs=1e-6)
 
 
+def test_the_correct_rate_is_the_share_of_right_votes_with_its_beta_interval(block):
+    m = block["metrics"]
+    # must votes: m4 (2/9) stays quiet -> FN, the other five activate -> TP; not: 4 TN, 1 FP
+    assert (m["tp"], m["fn"], m["tn"], m["fp"]) == (5, 1, 4, 1)
+    assert m["pass_rate"] == pytest.approx(9 / 11)
+    right = sum(p["correct"] for p in block["probe_results"] if p.get("score") is not None)
+    assert right == 9                                  # what the screen and the goal count
+    lo, hi = m["pass_rate_ci"]
+    assert lo == pytest.approx(stats.beta.ppf(0.025, 10, 3), abs=1e-6)
+    assert hi == pytest.approx(stats.beta.ppf(0.975, 10, 3), abs=1e-6)
+
+
+@pytest.mark.parametrize(("prior", "a"), [("uniform", 1.0), ("jeffreys", 0.5)])
+def test_the_correct_rate_takes_the_prior_and_the_boundary_rule(prior, a):
+    got = pass_rate(3, 2, 1, 4, level=0.9, prior=prior)     # 7 of 10 right
+    assert got["pass_rate"] == pytest.approx(0.7)
+    assert got["pass_rate_ci"] == pytest.approx(
+        list(stats.beta.ppf([0.05, 0.95], 7 + a, 3 + a)), abs=1e-6)
+    every = pass_rate(3, 0, 0, 2, level=0.9, prior=prior)   # every vote right: one-sided
+    assert every["pass_rate"] == 1.0
+    assert every["pass_rate_ci"] == pytest.approx([stats.beta.ppf(0.1, 5 + a, a), 1.0],
+                                                  abs=1e-6)
+    none = pass_rate(0, 2, 3, 0, level=0.9, prior=prior)    # every vote wrong
+    assert none["pass_rate_ci"] == pytest.approx([0.0, stats.beta.ppf(0.9, a, 5 + a)],
+                                                 abs=1e-6)
+    assert pass_rate(0, 0, 0, 0) == {"pass_rate": None, "pass_rate_ci": None}
+
+
 def test_reliability_reports_the_anova_icc_and_design_effect_per_group(block):
     rel = block["reliability"]
     assert set(rel) == {"must_trigger", "should_not_trigger", "correct"}
@@ -93,5 +122,6 @@ def test_the_new_fields_validate_against_the_summary_schema():
 def test_the_summary_says_how_each_new_figure_was_made():
     methods = _summary()["statistics"]["methods"]
     assert "Beta(TN+1, FP+1)" in methods["specificity_ci"]
+    assert "Beta(TP+TN+1, FP+FN+1)" in methods["pass_rate_ci"]
     assert "design effect" in methods["reliability"]
     assert "0.2" in methods["unsettled"]

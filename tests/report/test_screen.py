@@ -77,6 +77,17 @@ def test_the_judged_metric_and_its_n_follow_the_goal_and_say_their_scope():
         "subject": "a", "metric": "f1", "value": 0.6, "ci": [0.3, 0.8]}
 
 
+def test_the_correct_rate_stands_with_its_interval_and_an_older_summary_without_one():
+    block = _block("a", [_probe("must-1", 5), _probe("must-2", 0, right=False),
+                         _probe("not-1", 0), _probe("edge-1", 0, right=None)])
+    goal = {"metric": "pass_rate", "hypothesis": "h"}
+    old = screen(_summary([block], goal=goal))["subjects"][0]     # a 2.5 summary
+    assert (old["value"], old["ci"], old["n"]) == (2 / 3, None, 3)
+    block["metrics"] |= {"pass_rate": 0.7, "pass_rate_ci": [0.39, 0.89]}
+    new = screen(_summary([block], goal=goal))["subjects"][0]
+    assert (new["value"], new["ci"], new["n"]) == (0.7, [0.39, 0.89], 10)  # tp+fp+fn+tn
+
+
 def test_a_subject_whose_every_trial_errored_has_no_value():
     block = _block("a", [_probe("must-1", 0, right=None)])
     block["errors"] = block["trials"]

@@ -38,6 +38,20 @@ class Specificity(TypedDict):
     specificity_ci: Interval | None
 
 
+class PassRate(TypedDict):
+    """The correct rate (the goal metric `pass_rate`) and its interval: `metrics` keys."""
+
+    pass_rate: float | None
+    pass_rate_ci: Interval | None
+
+
+def _share(hit: int, miss: int, level: float, prior: str) -> tuple[float | None, Interval]:
+    """hit / (hit + miss) with the interval of Beta(hit + a, miss + b) (`beta_interval`,
+    so its rule at hit = 0 or miss = 0 applies); the caller checks hit + miss > 0."""
+    lo, hi = beta_interval(hit, hit + miss, level=level, prior=prior_parameters(prior))
+    return num(hit / (hit + miss)), pair(lo, hi)
+
+
 def specificity(tn: int, fp: int, level: float = LEVEL,
                 prior: str = "uniform") -> Specificity:
     """True-negative rate on the should_not cases (majority votes), with its interval.
@@ -49,8 +63,21 @@ def specificity(tn: int, fp: int, level: float = LEVEL,
     """
     if tn + fp == 0:
         return {"specificity": None, "specificity_ci": None}
-    lo, hi = beta_interval(tn, tn + fp, level=level, prior=prior_parameters(prior))
-    return {"specificity": num(tn / (tn + fp)), "specificity_ci": pair(lo, hi)}
+    value, ci = _share(tn, fp, level, prior)
+    return {"specificity": value, "specificity_ci": ci}
+
+
+def pass_rate(tp: int, fp: int, fn: int, tn: int, level: float = LEVEL,
+              prior: str = "uniform") -> PassRate:
+    """The correct rate: the cases whose majority vote is right, (TP+TN) / (TP+FP+FN+TN), as
+    the goal metric `pass_rate` counts them and `ix run`'s screen shows them, with its
+    interval: Beta(TP+TN+1, FP+FN+1), a flat prior on the rate itself (Beta(½, ½) added under
+    `prior: jeffreys`), the rule of every rate's interval. None for both without a voted
+    case."""
+    if tp + fp + fn + tn == 0:
+        return {"pass_rate": None, "pass_rate_ci": None}
+    value, ci = _share(tp + tn, fp + fn, level, prior)
+    return {"pass_rate": value, "pass_rate_ci": ci}
 
 
 def _group_reliability(successes: np.ndarray, trials: np.ndarray) -> ReliabilityOut:

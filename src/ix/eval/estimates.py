@@ -113,6 +113,9 @@ METHODS: dict[str, str] = {
     "specificity_ci": "Beta(TN+1, FP+1): the specificity (true-negative rate on should_not "
                       "cases, majority votes) marginal of the same Dirichlet(1,1,1,1) "
                       "posterior; the same rule as score_ci (one-sided at TN = 0 or FP = 0)",
+    "pass_rate_ci": "Beta(TP+TN+1, FP+FN+1): the correct rate (cases whose majority vote is "
+                    "right, the goal metric pass_rate) from a flat prior on the rate; the "
+                    "same rule as score_ci (one-sided when every vote is right or wrong)",
     "reliability": "per group of cases (must_trigger, should_not_trigger, correct): the "
                    "one-way ANOVA intraclass correlation of trials nested in cases, and the "
                    "design effect 1 + (K - 1) * ICC with K the mean valid trials per case: how "
@@ -153,6 +156,9 @@ def methods(prior: str = "uniform") -> dict[str, str]:
               "Beta(TP+1/2, FP+1/2): Jeffreys' Beta(1/2,1/2) prior on precision"),
              ("Beta(TN+1, FP+1): the specificity",
               "Beta(TN+1/2, FP+1/2): Jeffreys' prior on the specificity"),
+             ("Beta(TP+TN+1, FP+FN+1): the correct rate",
+              "Beta(TP+TN+1/2, FP+FN+1/2): the correct rate"),
+             ("from a flat prior on the rate", "from Jeffreys' prior on the rate"),
              ("Beta(TP+1, FN+1), from the same Dirichlet(1,1,1,1) posterior",
               "Beta(TP+1/2, FN+1/2), Jeffreys' prior on recall"),
              ("~ Beta(TP+1, FP+FN+1), a flat prior on U",

@@ -57,9 +57,10 @@ def _votes(tally: Tally, cases: Sequence[EvalCase]) -> np.ndarray:
 def family_intervals(tally: Tally, cases: Sequence[EvalCase], level: float = LEVEL,
                      prior: str = "uniform") -> dict[str, Any]:
     """`metrics` keys recomputed with perturbation families as the unit: precision_ci,
-    recall_ci, f1_ci (through U = TP/(TP+FP+FN)), specificity_ci, and `n_families` (the
-    families of the cases with a vote). Empty in a run without families; a ratio whose cases
-    are all in families of one, or that has no denominator, keeps its interval."""
+    recall_ci, f1_ci (through U = TP/(TP+FP+FN)), specificity_ci, pass_rate_ci, and
+    `n_families` (the families of the cases with a vote). Empty in a run without families; a
+    ratio whose cases are all in families of one, or that has no denominator, keeps its
+    interval."""
     labels = family_labels(cases)
     if labels is None:
         return {}
@@ -88,7 +89,8 @@ def family_intervals(tally: Tally, cases: Sequence[EvalCase], level: float = LEV
                                      estimate=float(k.sum() / n.sum()))
 
     for key, hit, of in (("precision_ci", tp, tp | fp), ("recall_ci", tp, tp | fn),
-                         ("specificity_ci", tn, tn | fp)):
+                         ("specificity_ci", tn, tn | fp),
+                         ("pass_rate_ci", tp | tn, tp | fp | fn | tn)):
         got = interval(hit, of)
         if got is not None:
             out[key] = pair(*got)

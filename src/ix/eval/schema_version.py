@@ -3,4 +3,4 @@
 Its own module, so that a reader can name it without importing the schemas themselves
 (`ix.eval.schemas`: some sixty types, built at import)."""
 
-SCHEMA_VERSION = "2.5"
+SCHEMA_VERSION = "2.6"

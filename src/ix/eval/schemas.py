@@ -106,6 +106,12 @@ class MetricsOut(ClosedDict):
                           "such cases; absent in summaries written before it")]]
     specificity_ci: NotRequired[Annotated[Interval | None, Field(
         None, description="from Beta(TN+1, FP+1)")]]
+    pass_rate: NotRequired[Annotated[float | None, Field(
+        None, description="the correct rate (TP+TN)/(TP+FP+FN+TN): the cases whose majority "
+                          "vote is right, as the goal metric pass_rate counts them; null "
+                          "without a voted case; absent in summaries written before it")]]
+    pass_rate_ci: NotRequired[Annotated[Interval | None, Field(
+        None, description="from Beta(TP+TN+1, FP+FN+1)")]]
     n_families: NotRequired[Annotated[int, Field(
         description="runs with perturbed cases only: the families of the cases with a "
                     "majority vote, the units of the intervals (hierarchical over families)")]]

@@ -92,6 +92,8 @@ def subject_block(name: str, description: str, tally: Tally, results: Experiment
             "tp": results.tp, "fp": results.fp, "fn": results.fn, "tn": results.tn,
             **metric_intervals(results.tp, results.fp, results.fn, level, prior),
             **diagnostics.specificity(results.tn, results.fp, level, prior),
+            **diagnostics.pass_rate(results.tp, results.fp, results.fn, results.tn, level,
+                                    prior),
         },
         "trial_level": trial_level_rates(tally.cases, passed, valid, level, rule=rule,
                                          prior=prior),

@@ -80,7 +80,10 @@ def _subject(block: Mapping[str, Any], metric: str, is_control: bool,
         rate = (block.get("trial_level") or {}).get("must_trigger") or {}
         value, ci, n, unit = rate.get("rate"), rate.get("ci"), int(rate.get("n_cases") or 0), \
             "must cases"
-    else:  # the correct rate: cases whose majority vote is right, of cases with a vote
+    elif "pass_rate" in m:  # the correct rate with its interval, as the summary has it (2.6)
+        value, ci = m["pass_rate"], m.get("pass_rate_ci")
+        n = sum(int(m.get(k) or 0) for k in ("tp", "fp", "fn", "tn"))
+    else:  # a summary written before 2.6: the rate from its cases, without an interval
         voted = [p for p in block.get("probe_results") or [] if p.get("score") is not None]
         n = len(voted)
         value = sum(1 for p in voted if p.get("correct")) / n if n else None

@@ -185,6 +185,24 @@ def test_the_first_screen_says_at_what_cost_in_every_format_within_80_columns():
     assert outcome_change_parts({"outcomes": None}) == [] and _outcome_changes(None) == []
 
 
+def test_a_cost_per_success_without_a_value_says_which_side_had_no_right_trial():
+    from ix.report.outcome_text import comparison_rows, subject_rows
+
+    digest = TrialDigest()
+    for i in range(4):
+        digest.add(line("terse", f"c{i}", 0, passed=False, tokens=10, usd=0.1))
+        digest.add(line("fahrenheit", f"c{i}", 0, passed=i > 0, tokens=10, usd=0.1))
+    digest.close()
+    outcomes = digest.outcomes(["terse", "fahrenheit"])
+    _, rows = subject_rows(outcomes)
+    assert rows[-1][0] == "cost per success"
+    assert rows[-1][1] == "– (no right trial)" and rows[-1][2].startswith("0.1333 [")
+    assert comparison_rows(outcomes)[-1][:3] == ["fahrenheit", "cost per success",
+                                                 "– (terse: no right trial)"]
+    outcomes["cost_per_success"]["terse"]["value"] = 0.1  # were terse right, the ratio's own
+    assert comparison_rows(outcomes)[-1][2] == "–"
+
+
 def test_outcome_cells_never_use_exponents():
     from ix.report.outcome_text import ratio_cell, value_cell
 

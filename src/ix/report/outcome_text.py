@@ -64,8 +64,17 @@ def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]
             for m in outcomes["metrics"]]
     if outcomes["cost_per_success"]:
         rows.append([label("cost_per_success"),
-                     *(value_cell("cost_usd", outcomes["cost_per_success"][s]) for s in subjects)])
+                     *(_per_success(outcomes, s) for s in subjects)])
     return subjects, rows
+
+
+NO_SUCCESS = "– (no right trial)"
+
+
+def _per_success(outcomes: Mapping[str, Any], subject: str) -> str:
+    """A subject's cost per success, or why it has none (it spent, but no trial was right)."""
+    e = outcomes["cost_per_success"].get(subject)
+    return NO_SUCCESS if e is None or e["value"] is None else value_cell("cost_usd", e)
 
 
 def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
@@ -77,7 +86,12 @@ def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
              "–" if c.get("p_holm") is None else f"{c['p_holm']:.3f}"]
             for c in outcomes["comparisons"]]
     for subject, e in outcomes["cost_per_success_ratio"].items():
-        rows.append([subject, label("cost_per_success"), ratio_cell(e), "", ""])
+        cell = ratio_cell(e)
+        if e["value"] is None:  # say which side had no right trial, if one had none
+            control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+            cell = next((f"– ({who}: no right trial)" for who in (control, subject)
+                         if _per_success(outcomes, who) == NO_SUCCESS), cell)
+        rows.append([subject, label("cost_per_success"), cell, "", ""])
     return rows
 
 

@@ -68,13 +68,16 @@ def subject_rows(outcomes: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     return subjects, rows
 
 
-NO_SUCCESS = "– (no right trial)"
+def _no_success(outcomes: Mapping[str, Any], subject: str) -> bool:
+    """Whether the subject spent with no right trial, so that it has no cost per success."""
+    e = outcomes["cost_per_success"].get(subject)
+    return e is None or e["value"] is None
 
 
 def _per_success(outcomes: Mapping[str, Any], subject: str) -> str:
-    """A subject's cost per success, or why it has none (it spent, but no trial was right)."""
-    e = outcomes["cost_per_success"].get(subject)
-    return NO_SUCCESS if e is None or e["value"] is None else value_cell("cost_usd", e)
+    """A subject's cost per success, or why it has none."""
+    return "– (no right trial)" if _no_success(outcomes, subject) else \
+        value_cell("cost_usd", outcomes["cost_per_success"][subject])
 
 
 def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
@@ -88,9 +91,9 @@ def comparison_rows(outcomes: Mapping[str, Any]) -> list[list[str]]:
     for subject, e in outcomes["cost_per_success_ratio"].items():
         cell = ratio_cell(e)
         if e["value"] is None:  # say which side had no right trial, if one had none
-            control = outcomes["comparisons"][0]["control"] if outcomes["comparisons"] else ""
+            control = outcomes["comparisons"][0]["control"]  # a ratio has its comparisons
             cell = next((f"– ({who}: no right trial)" for who in (control, subject)
-                         if _per_success(outcomes, who) == NO_SUCCESS), cell)
+                         if _no_success(outcomes, who)), cell)
         rows.append([subject, label("cost_per_success"), cell, "", ""])
     return rows
 

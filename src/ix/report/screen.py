@@ -71,9 +71,9 @@ def _subject(block: Mapping[str, Any], metric: str, is_control: bool,
     """One subject's line: the judged metric with its interval and the n it counts."""
     m = block.get("metrics") or {}
     value, ci, n, unit = None, None, 0, "cases"
+    tp, fp, fn, tn = (int(m.get(k) or 0) for k in ("tp", "fp", "fn", "tn"))
     if metric in ("f1", "precision", "recall"):
         value, ci = m.get(metric), m.get(f"{metric}_ci")
-        tp, fp, fn, tn = (int(m.get(k) or 0) for k in ("tp", "fp", "fn", "tn"))
         n = {"f1": tp + fp + fn + tn, "precision": tp + fp, "recall": tp + fn}[metric]
         unit = {"f1": "cases", "precision": "invoked cases", "recall": "must cases"}[metric]
     elif metric == "activation_rate":
@@ -81,8 +81,7 @@ def _subject(block: Mapping[str, Any], metric: str, is_control: bool,
         value, ci, n, unit = rate.get("rate"), rate.get("ci"), int(rate.get("n_cases") or 0), \
             "must cases"
     elif "pass_rate" in m:  # the correct rate with its interval, as the summary has it (2.6)
-        value, ci = m["pass_rate"], m.get("pass_rate_ci")
-        n = sum(int(m.get(k) or 0) for k in ("tp", "fp", "fn", "tn"))
+        value, ci, n = m["pass_rate"], m.get("pass_rate_ci"), tp + fp + fn + tn
     else:  # a summary written before 2.6: the rate from its cases, without an interval
         voted = [p for p in block.get("probe_results") or [] if p.get("score") is not None]
         n = len(voted)

@@ -195,6 +195,8 @@ def test_a_run_without_strict_warns_then_runs(lab):
     r = run_ix("run", "--lab", str(lab), "--json")
     assert r.code == 0, r.output
     assert "[too-few-cases]" in r.stderr and json.loads(r.stdout)["run_id"]
+    # one experiment: its warnings in full (`file: field: message [code]`), not a count
+    assert "experiment.yaml: cases: 4" in flat(r.stderr) and "design warning" not in r.stderr
     assert (exp / "results" / "trials.jsonl").is_file()
 
 

@@ -63,6 +63,11 @@ def test_the_bundled_examples_print_a_screen_each_with_the_verdicts_last(example
     warning = next(line for line in flat(r.stderr).splitlines() if "[too-few-cases]" in line)
     assert warning.startswith("ix: warning: ") and len(warning) > 80
     assert all(line.startswith(("ix: warning:", "  ")) for line in r.stderr.splitlines())
+    # a lab's run says a line per experiment that warns, its codes and where the whole is
+    design = [m for m in flat(r.stderr).splitlines() if " design warning" in m]
+    assert len(design) == 3 and all("`ix validate " in m for m in design), r.stderr
+    assert "`ix validate coexistence` says each" in flat(r.stderr)
+    assert "needs about" not in r.stderr  # the warning in full: `ix validate`'s
     # the screen: one line per subject, the deltas, the cases that matter worst first
     co = "\n".join(blocks[0])
     assert re.search(r"a-only \(control\)\s+│ 1\.000 \[0\.85, 1\.00\] │ 17 must cases", co)

@@ -1,10 +1,11 @@
 """Design warnings on the command line: `ix validate` and `ix run` (`--strict` makes them errors).
 
 Each is a message on stderr, `ix: warning: <experiment.yaml>: <field>: <message> [<code>]`
-(`ix: error:` under --strict), wrapped to the width as every `ix:` message is.
+(`ix: error:` under --strict), wrapped to the width as every `ix:` message is; a run of
+several experiments says one line per experiment, its codes and `ix validate` (`say`).
 """
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from ix.api import Plan
@@ -51,12 +52,22 @@ def show(report: "Validated", strict: bool) -> None:
         _say(_line(file, DesignWarning(**raw)), strict)
 
 
-def printer(strict: bool) -> Callable[[Plan, list[DesignWarning]], None]:
-    """`on_design` for `ix.api.run`: each warning of each experiment, before anything runs."""
-    def on_design(plan: Plan, warnings: list[DesignWarning]) -> None:
-        for w in warnings:
-            _say(_line(plan.loaded.config_file, w), strict)
-    return on_design
+def say(found: Sequence[tuple[Plan, list[DesignWarning]]], strict: bool) -> None:
+    """The design warnings of the experiments a run is about to run, before anything runs:
+    each in full for one experiment and under --strict (errors are said whole); for several,
+    a line per experiment naming its warnings' codes and `ix validate`, which says each in
+    full — a lab's run keeps its answers, not its warnings, where the eye lands."""
+    if strict or len(found) == 1:
+        for plan, warnings in found:
+            for w in warnings:
+                _say(_line(plan.loaded.config_file, w), strict)
+        return
+    for plan, warnings in found:
+        if warnings:
+            codes = " ".join(f"[{w.code}]" for w in warnings)
+            count = f"{len(warnings)} design warning{'s' * (len(warnings) > 1)}"
+            warn(f"{plan.loaded.config_file}: {count} {codes}: "
+                 f"`ix validate {plan.loaded.path.name}` says each")
 
 
 def _say(line: str, strict: bool) -> None:

@@ -44,7 +44,8 @@ class RunProgress(Observer):
     warnings as errors under `strict`) on stderr."""
 
     def __init__(self, enabled: bool = True, mode: Mode = "auto", strict: bool = False):
-        self._on_design = design_cli.printer(strict)
+        self._strict = strict
+        self._designs: list[tuple[Plan, list[DesignWarning]]] = []  # said before the first run
         if mode == "auto":
             mode = "bar" if enabled and err.is_terminal else "none"
         self.mode = mode
@@ -81,12 +82,23 @@ class RunProgress(Observer):
         return self
 
     def on_design(self, plan: Plan, warnings: list[DesignWarning]) -> None:
-        self._on_design(plan, warnings)
+        """Kept until every experiment's have come (all before anything runs), to be said
+        together (`ix.cli.design.say`); under --strict, at once, as errors."""
+        if self._strict:
+            design_cli.say([(plan, warnings)], strict=True)
+        else:
+            self._designs.append((plan, warnings))
+
+    def _say_designs(self) -> None:
+        found, self._designs = self._designs, []
+        if found:
+            design_cli.say(found, strict=False)
 
     def on_warning(self, message: str) -> None:
         warn(message)
 
     def on_plan(self, plan: Plan) -> None:
+        self._say_designs()
         self._show()  # the last experiment's bar ends at its final count
         self._experiment = plan.loaded.experiment.name
         self._total, self._done = plan.total, 0
@@ -193,6 +205,7 @@ class RunProgress(Observer):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self._say_designs()  # a run that never began still says them
         if self._progress is not None:
             self._show()
             self._progress.__exit__(exc_type, exc, tb)

@@ -21,7 +21,7 @@ def _blocks(stdout: str) -> list[list[str]]:
     """The run's output cut into its experiments' screens (each starts with `name: N cases`)."""
     blocks: list[list[str]] = []
     for line in stdout.rstrip("\n").split("\n"):
-        if re.match(r"^[a-z][\w.-]*: \d+ cases × ", line) or line == "verdicts":
+        if re.match(r"^[a-z][\w.-]*: \d+ cases? × ", line) or line == "verdicts":
             blocks.append([])
         if blocks:
             blocks[-1].append(line)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ix.report import tables as layout
 from ix.report.screen import CASES_SHOWN, screen
+from ix.report.screen_text import title
 
 
 def _probe(case: str, hits: int, n: int = 5, right: bool | None = True) -> dict[str, Any]:
@@ -93,6 +94,14 @@ def test_a_subject_whose_every_trial_errored_has_no_value():
     block["errors"] = block["trials"]
     row = screen(_summary([block]))["subjects"][0]
     assert (row["value"], row["status"]) == (None, "all trials errored")
+
+
+def test_the_title_counts_in_words_that_agree_with_their_number():
+    one = screen(_summary([_block("a", [_probe("must-1", 1, n=1)])], trials_per_case=1))
+    assert title(one).plain == "e: 1 case × 1 subject × 1 trial, completed"
+    two = screen(_summary([_block("a", [_probe("must-1", 5), _probe("not-1", 0)]),
+                           _block("b", [_probe("must-1", 5), _probe("not-1", 0)])]))
+    assert title(two).plain == "e: 2 cases × 2 subjects × 5 trials, completed"
 
 
 def _lines(text: str, width: int) -> list[str]:

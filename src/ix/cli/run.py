@@ -32,6 +32,7 @@ from ix.domain.errors import ConfigError
 from ix.report.console import run_screen, summary_renderable, verdicts_text
 from ix.report.gate_text import gate_lines
 from ix.report.load_test import missed_objectives
+from ix.report.screen_text import counted
 
 if TYPE_CHECKING:
     from ix.api.schemas import DryRunPlan
@@ -233,19 +234,15 @@ def _arithmetic(p: "DryRunPlan") -> str:
     subjects, total = p["subjects"], p["total_trials"]
     upto = "up to " if p["trials_per_case"].startswith("auto") else ""
     per_case = int(p["trials_per_case"].rsplit(" ", 1)[-1])
-    cases, who = _count(p["cases"], "case"), _count(len(subjects), "subject")
+    cases, who = counted(p["cases"], "case"), counted(len(subjects), "subject")
     counts = {s["trials"] for s in subjects}
     if len(counts) == 1 and p["cases"] * len(subjects) * per_case == total:
-        return (f"{cases} × {who} × {upto}{_count(per_case, 'trial')} = {upto}"
-                f"{_count(total, 'trial')}")
+        return (f"{cases} × {who} × {upto}{counted(per_case, 'trial')} = {upto}"
+                f"{counted(total, 'trial')}")
     if len(counts) == 1:  # `load:`: each subject's trials are its requests
-        return f"{who} × {_count(counts.pop(), 'trial')} = {total} trials ({cases})"
+        return f"{who} × {counted(counts.pop(), 'trial')} = {total} trials ({cases})"
     each = " + ".join(str(s["trials"]) for s in subjects)
     return f"{each} = {upto}{total} trials ({cases}, {who})"
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _print_dry_run(plans: "list[DryRunPlan]", json_out: bool) -> None:

@@ -29,13 +29,18 @@ def _estimate(value: float | None, ci: Sequence[float | None] | None) -> Text:
     return text
 
 
+def counted(n: int, word: str) -> str:
+    """`1 trial`, `9 trials`: a count with its noun in the number it takes."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def title(s: Mapping[str, Any]) -> Text:
     """`coexistence: 29 cases × 3 subjects × 9 trials, completed`."""
     trials = s.get("trials_per_case")
-    count = f"{trials} trials" if isinstance(trials, int) else "adaptive trials"
+    count = counted(trials, "trial") if isinstance(trials, int) else "adaptive trials"
     text = Text(str(s["experiment"]), style="bold")
-    text.append(f": {s['cases']} cases × {len(s['subjects'])} "
-                f"subject{'s' if len(s['subjects']) != 1 else ''} × {count}, {s['status']}")
+    text.append(f": {counted(s['cases'], 'case')} × {counted(len(s['subjects']), 'subject')}"
+                f" × {count}, {s['status']}")
     if s.get("reason"):
         text.append(f" ({s['reason']})", style="red")
     return text

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ix.report import console
 from ix.report import tables as layout
 from ix.report.screen import CASES_SHOWN, screen
 from ix.report.screen_text import title
@@ -119,6 +120,25 @@ def test_a_line_never_breaks_inside_a_command_an_interval_or_between_a_label_and
         joined = "\n".join(lines)
         for whole in ("`ix report 20261129T053557Z-362099`", ">= 0.95", "not 0.156",
                       "[0.07, 0.37]", "783 trials", "= 0.959", "P(effect < -0.05)"):
+            assert whole in joined, (width, whole, lines)
+
+
+def test_the_cost_line_never_breaks_inside_a_quantitys_name():
+    change = {"value": 1.47, "ci": [1.28, 1.68]}
+    outcomes = {"level": 0.95, "metrics": {"tokens_output": {}, "duration_ms": {},
+                                           "cost_usd": {}},
+                "comparisons": [{"control": "without-skill", "subject": "with-skill",
+                                 "metric": m, "ratio": change}
+                                for m in ("tokens_output", "duration_ms", "cost_usd")],
+                "cost_per_success_ratio": {"with-skill": {"value": 0.84, "ci": [0.67, 0.98]}}}
+    (_, cost) = console._cost(outcomes)
+    for width in range(30, 90):
+        out = Console(width=width, record=True, color_system=None)
+        out.print(layout.fit(cost))  # as the screen prints it
+        lines = out.export_text().splitlines()
+        assert all(len(line) <= width for line in lines), (width, lines)
+        joined = "\n".join(lines)
+        for whole in ("output tokens +47%", "time (s) +47%", "cost per success -16%"):
             assert whole in joined, (width, whole, lines)
 
 

@@ -15,7 +15,7 @@ from ix.report import tables as layout
 from ix.report.answer import goal_lines, metric_name, robustness_sentence
 from ix.report.case_stats import frontier_lines
 from ix.report.load_test import load_parts, sla_parts
-from ix.report.outcome_text import brief_lines
+from ix.report.outcome_text import LABELS, brief_lines
 from ix.report.pairwise_text import pairwise_parts
 from ix.report.screen import screen
 from ix.report.screen_text import VERDICT_STYLE, screen_renderable, verdict_parts, verdict_word
@@ -287,7 +287,8 @@ def _frontier(summary: Mapping[str, Any]) -> list[RenderableType]:
 def _cost(outcomes: Mapping[str, Any] | None) -> list[RenderableType]:
     """At what cost, briefly (a line per subject: the screen stays one screen)."""
     lines = brief_lines(outcomes) if outcomes else []
-    return [Text(""), Text("\n".join(lines))] if lines else []
+    return [Text(""), layout.Prose(Text("\n".join(lines)), whole=list(LABELS.values()))] \
+        if lines else []
 
 
 def summary_renderable(summary: Mapping[str, Any], files: Sequence[str] = ()) -> RenderableType:

@@ -10,7 +10,7 @@ printed can be pasted back into a command. docs/cli.md ("Output") describes it.
 import copy
 import weakref
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -207,10 +207,12 @@ def _plain(line: Text, width: int) -> str | Text:
 class Prose:
     """Text wrapped by ix's one rule (`_cuts`): an interval `[0.22, 0.88]`, a `command`, a
     label and its number stay on one line; an indented line's continuation hangs two
-    columns deeper. A token longer than the width is printed whole."""
+    columns deeper. A token longer than the width is printed whole. `whole`: phrases never
+    broken inside either (`cost per success`), as one word would not be."""
 
-    def __init__(self, text: Text) -> None:
+    def __init__(self, text: Text, whole: Sequence[str] = ()) -> None:
         self.text = text
+        self.whole = [p for p in whole if " " in p]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from _joined(self._lines(options.max_width))
@@ -223,7 +225,7 @@ class Prose:
                 continue
             indent = len(line.plain) - len(line.plain.lstrip(" "))
             hang = indent + 2 if 0 < indent < width // 2 else 0  # an indented line hangs
-            cuts = _cuts(line.plain, width - hang)
+            cuts = _cuts(_glued(line.plain, self.whole), width - hang)
             for i, piece in enumerate(line.divide(cuts) if cuts else [line]):
                 piece.rstrip()
                 if i and hang:
@@ -266,6 +268,14 @@ def _cuts(plain: str, width: int) -> list[int]:
     return cuts
 
 
+def _glued(plain: str, phrases: Sequence[str]) -> str:
+    """`plain` with the spaces inside each of `phrases` made no-break (U+00A0, one character
+    as a space is), where `_cuts` finds no break; only the cuts are taken from it."""
+    for phrase in phrases:
+        plain = plain.replace(phrase, phrase.replace(" ", "\xa0"))
+    return plain
+
+
 def hanging(text: str, width: int, hang: int = 2, keep: int = 0) -> list[str]:
     """`text` in lines of at most `width` cells by ix's one rule (`_cuts`), each line's
     continuation indented `hang` columns deeper than it; its first `keep` characters (a
@@ -279,7 +289,7 @@ def hanging(text: str, width: int, hang: int = 2, keep: int = 0) -> list[str]:
         line = line.rstrip()
         pad = " " * (len(line) - len(line.lstrip(" ")) + hang)
         glued = line if n or cell_len(line[:keep]) > width else \
-            line[:keep].replace(" ", "\xa0") + line[keep:]  # no break inside the prefix
+            _glued(line, [line[:keep]])  # no break inside the prefix
         cut = next(iter(_cuts(glued, width)), len(line))
         lines.append(line[:cut].rstrip())
         rest = line[cut:]

@@ -15,6 +15,15 @@ def test_a_failed_subject_is_explained_by_its_own_message_not_another_subjects()
     assert "'a-plus-b' has no skills" in reason and "'a-only' has no skills" in reason
 
 
+def test_the_reason_is_one_line_whatever_the_example_holds():
+    log = ErrorLog()
+    log.add("s", "missing_api_key", "claude-code: set ANTHROPIC_API_KEY in the environment\n"
+                                    "(each trial runs with an empty HOME)")
+    reason = failure_reason(failed_subjects({"s": (2, 2)}, log, {}))
+    assert "\n" not in reason
+    assert 'e.g. "claude-code: set ANTHROPIC_API_KEY in the environment (each trial' in reason
+
+
 def test_a_subject_with_some_good_trials_has_not_failed():
     log = ErrorLog()
     log.add("s", "timeout", "timed out after 1 s")

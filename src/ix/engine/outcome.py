@@ -97,7 +97,8 @@ def failed_subjects(trials: Mapping[str, tuple[int, int]], log: ErrorLog,
 
 def failure_reason(failed: Sequence[Mapping[str, Any]]) -> str:
     """One sentence per way the subjects failed: which errored, the error kind, an example
-    and what to do (subjects that failed alike share a sentence)."""
+    and what to do (subjects that failed alike share a sentence); a sentence is one line,
+    so an example's line breaks become spaces."""
     groups: dict[tuple[str, str, str | None], list[Mapping[str, Any]]] = {}
     for f in failed:
         groups.setdefault((f["kind"], f["example"], f["hint"]), []).append(f)
@@ -107,7 +108,8 @@ def failure_reason(failed: Sequence[Mapping[str, Any]]) -> str:
                            else f"{f['count']} of {f['trials']}" for f in members)
         names = ", ".join(f["subject"] for f in members)
         who = f"subject {names}" if len(members) == 1 else f"subjects {names}"
-        text = f'every trial of {who} errored ({counts}: {kind}), e.g. "{example}"'
+        text = (f'every trial of {who} errored ({counts}: {kind}), '
+                f'e.g. "{" ".join(example.split())}"')
         parts.append(text + (f" — {what}" if what else ""))
     return "; ".join(parts)
 
